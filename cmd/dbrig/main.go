@@ -1,0 +1,134 @@
+// Command dbrig is a test rig for database performance: it starts real
+// database servers, puts an emulated network link between them and their
+// clients, runs a study's workload, and reports every figure beside the
+// figure a physical model predicts and the figure the source published.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+// Exit codes, documented in README.md.
+const (
+	exitOK      = 0 // success; every check passed
+	exitFailure = 1 // a run, point or check failed
+	exitUsage   = 2 // bad flags, arguments or study file: nothing was started
+)
+
+// exitError carries an exit code through cobra's error return.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+// usageError marks err as the user's mistake (exit code 2).
+func usageError(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &exitError{code: exitUsage, err: err}
+}
+
+// failure marks err as a failed run or check (exit code 1) whose message
+// has already been printed, so main prints nothing more when msg is empty.
+func failure(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &exitError{code: exitFailure, err: err}
+}
+
+// app holds what every command needs from the outside world, so commands
+// are testable with injected streams and environment.
+type app struct {
+	stdout, stderr io.Writer
+	getenv         func(string) string
+	version        string
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], &app{stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv, version: version})
+	stop()
+	os.Exit(code)
+}
+
+// run executes one command line and returns the process exit code.
+func run(ctx context.Context, args []string, a *app) int {
+	root := newRootCmd(a)
+	root.SetArgs(args)
+	root.SetOut(a.stdout)
+	root.SetErr(a.stderr)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return exitOK
+	}
+	var ee *exitError
+	code := exitFailure
+	if errors.As(err, &ee) {
+		code = ee.code
+	} else if isCobraUsageError(err) {
+		code = exitUsage
+	}
+	if msg := err.Error(); msg != "" {
+		fmt.Fprintln(a.stderr, "dbrig:", msg)
+	}
+	if errors.Is(err, context.Canceled) && ctx.Err() != nil {
+		return 130 // interrupted, as shells report SIGINT
+	}
+	return code
+}
+
+func newRootCmd(a *app) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "dbrig",
+		Short: "A test rig for database performance on real servers and emulated networks",
+		Long: `dbrig starts real PostgreSQL servers, puts an emulated network link (delay,
+bandwidth, TCP window, loss, duplex) between them and their clients, runs a
+study's workload, and reports every figure beside the figure a physical model
+predicts and the figure the source study published.
+
+Exit codes: 0 success, 1 a run or check failed, 2 bad usage or study file,
+130 interrupted.`,
+		Version:       a.version,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return usageError(fmt.Errorf("%w (see '%s --help')", err, c.CommandPath()))
+	})
+	// The registry of commands: explicit, sorted by cobra for --help.
+	for _, newCmd := range []func(*app) *cobra.Command{
+		newLinkCmd,
+	} {
+		root.AddCommand(newCmd(a))
+	}
+	return root
+}
+
+// isCobraUsageError recognises cobra's own argument errors (unknown command,
+// wrong number of arguments), which it returns as plain errors.
+func isCobraUsageError(err error) bool {
+	msg := err.Error()
+	for _, p := range []string{"unknown command", "accepts ", "requires at least", "requires at most", "unknown flag", "unknown shorthand", "invalid argument"} {
+		if strings.Contains(msg, p) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,443 @@
+package postgres
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/dbrig/dbrig/internal/engine"
+)
+
+// SuperUser is the database superuser every instance is created with.
+const SuperUser = "dbrig"
+
+// Options describe one instance to start.
+type Options struct {
+	// Name identifies the instance in messages ("pub", "db").
+	Name string
+	// Binaries to run; zero means FindBinaries(ctx, "").
+	Binaries Binaries
+	// Settings are postgresql.conf keys and values, applied on top of
+	// dbrig's own (listen address, port, socket directory, auth).
+	Settings map[string]string
+	// BaseDir holds the instance's directory (default os.TempDir()).
+	BaseDir string
+	// Keep leaves the directory in place after Stop, for inspection.
+	Keep bool
+	// StartTimeout bounds initdb plus start (default 60 s).
+	StartTimeout time.Duration
+	Logger       *slog.Logger
+}
+
+// Instance is one running PostgreSQL server in a directory of its own.
+type Instance struct {
+	name      string
+	bin       Binaries
+	dir       string
+	dataDir   string
+	socketDir string
+	logPath   string
+	port      int
+	password  string
+	keep      bool
+	user      engine.ServerUser
+	log       *slog.Logger
+
+	cmd      *exec.Cmd
+	exited   chan struct{} // closed when the postmaster has exited
+	exitErr  error
+	stopOnce sync.Once
+	stopErr  error
+}
+
+// Start creates and starts an instance: initdb in a fresh temporary
+// directory, a free loopback port, a private unix socket directory (mode
+// 0700), scram-sha-256 logins with a random password. It returns once the
+// server accepts connections. On error nothing is left running.
+func Start(ctx context.Context, opts Options) (inst *Instance, err error) {
+	if opts.Name == "" {
+		opts.Name = "pg"
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.StartTimeout <= 0 {
+		opts.StartTimeout = 60 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(ctx, opts.StartTimeout)
+	defer cancel()
+	wrap := func(err error) error { return fmt.Errorf("start postgres instance %q: %w", opts.Name, err) }
+
+	for k := range opts.Settings {
+		if slices.Contains(ownedSettings, strings.ToLower(k)) {
+			return nil, wrap(fmt.Errorf("setting %q is managed by dbrig (instances listen on loopback and a private socket only)", k))
+		}
+	}
+	bin := opts.Binaries
+	if bin.Dir == "" {
+		if bin, err = FindBinaries(ctx, ""); err != nil {
+			return nil, wrap(err)
+		}
+	}
+	user, err := engine.FindServerUser()
+	if err != nil {
+		return nil, wrap(err)
+	}
+	base := opts.BaseDir
+	if base == "" {
+		base = os.TempDir()
+	}
+	if err := user.CheckReachable(base); err != nil {
+		return nil, wrap(err)
+	}
+	dir, err := os.MkdirTemp(base, "dbrig-pg-"+safeName(opts.Name)+"-")
+	if err != nil {
+		return nil, wrap(fmt.Errorf("create the instance directory: %w", err))
+	}
+	i := &Instance{
+		name: opts.Name, bin: bin, dir: dir, keep: opts.Keep, user: user,
+		dataDir:   filepath.Join(dir, "data"),
+		socketDir: filepath.Join(dir, "sock"),
+		logPath:   filepath.Join(dir, "server.log"),
+		log:       opts.Logger.With("instance", opts.Name),
+		exited:    make(chan struct{}),
+	}
+	defer func() {
+		if err != nil {
+			_ = i.Stop(context.WithoutCancel(ctx))
+			err = wrap(err)
+		}
+	}()
+	if err := i.initdb(ctx); err != nil {
+		return nil, err
+	}
+	// A port found free may be taken before the server binds it: retry.
+	for attempt := 0; ; attempt++ {
+		port, err := engine.FreePort()
+		if err != nil {
+			return nil, err
+		}
+		i.port = port
+		if err := i.writeConf(opts.Settings); err != nil {
+			return nil, err
+		}
+		err = i.start(ctx)
+		if err == nil {
+			break
+		}
+		if attempt < 3 && strings.Contains(i.logTail(), "could not bind") {
+			continue
+		}
+		return nil, err
+	}
+	i.log.Info("postgres started", "version", bin.Version, "port", i.port, "dir", dir)
+	return i, nil
+}
+
+func safeName(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' {
+			return r
+		}
+		return '_'
+	}, s)
+}
+
+func (i *Instance) initdb(ctx context.Context) error {
+	pw := make([]byte, 24)
+	if _, err := rand.Read(pw); err != nil {
+		return fmt.Errorf("make a password: %w", err)
+	}
+	i.password = base64.RawURLEncoding.EncodeToString(pw)
+
+	if err := os.Chmod(i.dir, 0o700); err != nil {
+		return err
+	}
+	if err := os.Mkdir(i.socketDir, 0o700); err != nil {
+		return fmt.Errorf("create the socket directory: %w", err)
+	}
+	pwFile := filepath.Join(i.dir, "pwfile")
+	if err := os.WriteFile(pwFile, []byte(i.password+"\n"), 0o600); err != nil {
+		return fmt.Errorf("write the password file: %w", err)
+	}
+	defer os.Remove(pwFile)
+	for _, p := range []string{i.dir, i.socketDir, pwFile} {
+		if err := i.user.Chown(p); err != nil {
+			return err
+		}
+	}
+	cmd := exec.CommandContext(ctx, i.bin.Path("initdb"),
+		"--pgdata", i.dataDir, "--username", SuperUser, "--pwfile", pwFile,
+		"--auth", "scram-sha-256", "--encoding", "UTF8", "--locale", "C", "--no-sync")
+	cmd.Dir = i.dir
+	cmd.Env = append(os.Environ(), "LC_ALL=C")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: i.user.Credential()}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("initdb in %s: %w: %s", i.dataDir, err, lastLines(string(out), 5))
+	}
+	return nil
+}
+
+// settings dbrig owns: an instance listens on loopback and its private
+// socket directory only.
+var ownedSettings = []string{"listen_addresses", "port", "unix_socket_directories", "unix_socket_permissions"}
+
+func (i *Instance) writeConf(user map[string]string) error {
+	var b bytes.Buffer
+	b.WriteString("\n# dbrig\n")
+	fmt.Fprintf(&b, "listen_addresses = '127.0.0.1'\nport = %d\nunix_socket_directories = '%s'\nunix_socket_permissions = 0700\n", i.port, i.socketDir)
+	b.WriteString("password_encryption = 'scram-sha-256'\n")
+	for _, k := range slices.Sorted(maps.Keys(user)) {
+		fmt.Fprintf(&b, "%s = '%s'\n", k, strings.ReplaceAll(user[k], "'", "''"))
+	}
+	// dbrig's block lives in its own file so a retry rewrites it whole.
+	path := filepath.Join(i.dataDir, "dbrig.conf")
+	if err := os.WriteFile(path, b.Bytes(), 0o600); err != nil {
+		return err
+	}
+	if err := i.user.Chown(path); err != nil {
+		return err
+	}
+	conf := filepath.Join(i.dataDir, "postgresql.conf")
+	cur, err := os.ReadFile(conf)
+	if err != nil {
+		return err
+	}
+	if !bytes.Contains(cur, []byte("include 'dbrig.conf'")) {
+		f, err := os.OpenFile(conf, os.O_APPEND|os.O_WRONLY, 0)
+		if err != nil {
+			return err
+		}
+		_, werr := f.WriteString("\ninclude 'dbrig.conf'\n")
+		if err := errors.Join(werr, f.Close()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (i *Instance) start(ctx context.Context) error {
+	logf, err := os.OpenFile(i.logPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	defer logf.Close()
+	if err := i.user.Chown(i.logPath); err != nil {
+		return err
+	}
+	cmd := exec.Command(i.bin.Path("postgres"), "-D", i.dataDir)
+	cmd.Dir = i.dir
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.Env = append(os.Environ(), "LC_ALL=C")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: i.user.Credential()}
+	if err := engine.Start(cmd); err != nil {
+		return fmt.Errorf("start %s: %w", i.bin.Path("postgres"), err)
+	}
+	i.cmd = cmd
+	exited := make(chan struct{})
+	i.exited = exited
+	go func() { // owned by the instance; ends when the postmaster exits
+		i.exitErr = cmd.Wait()
+		close(exited)
+	}()
+	return i.waitReady(ctx)
+}
+
+func (i *Instance) waitReady(ctx context.Context) error {
+	cfg, err := i.Conn("postgres").ConnConfig()
+	if err != nil {
+		return err
+	}
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	var last error
+	for {
+		select {
+		case <-i.exited:
+			return fmt.Errorf("postgres exited during start-up (%v); its log %s ends:\n%s", i.exitErr, i.logPath, i.logTail())
+		case <-ctx.Done():
+			return fmt.Errorf("postgres did not accept connections in time (last: %v); its log ends:\n%s", last, i.logTail())
+		case <-tick.C:
+		}
+		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		conn, err := pgx.ConnectConfig(cctx, cfg)
+		cancel()
+		if err == nil {
+			return conn.Close(ctx)
+		}
+		last = err
+	}
+}
+
+// Name is the instance's name.
+func (i *Instance) Name() string { return i.name }
+
+// Dir is the instance's directory (data, socket, log).
+func (i *Instance) Dir() string { return i.dir }
+
+// DataDir is the cluster's data directory.
+func (i *Instance) DataDir() string { return i.dataDir }
+
+// LogPath is the server's log file.
+func (i *Instance) LogPath() string { return i.logPath }
+
+// Port is the TCP port on 127.0.0.1.
+func (i *Instance) Port() int { return i.port }
+
+// Binaries are the programs the instance runs.
+func (i *Instance) Binaries() Binaries { return i.bin }
+
+// Version is the server's version, e.g. "15.18".
+func (i *Instance) Version() string { return i.bin.Version }
+
+// PID is the postmaster's process id.
+func (i *Instance) PID() int {
+	if i.cmd == nil || i.cmd.Process == nil {
+		return 0
+	}
+	return i.cmd.Process.Pid
+}
+
+// Conn is the superuser's login over loopback TCP to database db.
+func (i *Instance) Conn(db string) ConnInfo {
+	return ConnInfo{Host: "127.0.0.1", Port: i.port, User: SuperUser, Database: db, password: i.password}
+}
+
+// UnixConn is the superuser's login through the private unix socket.
+func (i *Instance) UnixConn(db string) ConnInfo {
+	c := i.Conn(db)
+	c.Host = i.socketDir
+	return c
+}
+
+// Connect opens a pgx connection to database db over loopback TCP.
+func (i *Instance) Connect(ctx context.Context, db string) (*pgx.Conn, error) {
+	cfg, err := i.Conn(db).ConnConfig()
+	if err != nil {
+		return nil, err
+	}
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("connect to instance %q: %w", i.name, err)
+	}
+	return conn, nil
+}
+
+// Exec runs SQL statements on database db in one connection.
+func (i *Instance) Exec(ctx context.Context, db string, sql ...string) error {
+	conn, err := i.Connect(ctx, db)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	for _, s := range sql {
+		if _, err := conn.Exec(ctx, s); err != nil {
+			return fmt.Errorf("instance %q: %s: %w", i.name, firstLine(s), err)
+		}
+	}
+	return nil
+}
+
+// CreateDatabase creates a database owned by the superuser.
+func (i *Instance) CreateDatabase(ctx context.Context, name string) error {
+	return i.Exec(ctx, "postgres", "CREATE DATABASE "+pgx.Identifier{name}.Sanitize())
+}
+
+// Exited is closed when the server process has exited for any reason.
+func (i *Instance) Exited() <-chan struct{} { return i.exited }
+
+// Stop shuts the server down (fast shutdown; immediate after 10 s; SIGKILL
+// after 5 s more) and removes the instance's directory unless Keep was set.
+// It is safe to call more than once and from several goroutines.
+func (i *Instance) Stop(ctx context.Context) error {
+	i.stopOnce.Do(func() { i.stopErr = i.stop(ctx) })
+	return i.stopErr
+}
+
+func (i *Instance) stop(ctx context.Context) error {
+	var errs []error
+	if i.cmd != nil && i.cmd.Process != nil {
+		steps := []struct {
+			sig  syscall.Signal
+			wait time.Duration
+		}{
+			{syscall.SIGINT, 10 * time.Second}, // fast shutdown: roll back, disconnect, checkpoint
+			{syscall.SIGQUIT, 5 * time.Second}, // immediate shutdown
+			{syscall.SIGKILL, 5 * time.Second},
+		}
+		stopped := false
+		for _, s := range steps {
+			pid := i.cmd.Process.Pid
+			if s.sig == syscall.SIGKILL {
+				pid = -pid // the whole process group: backends too
+			}
+			if err := syscall.Kill(pid, s.sig); err != nil && !errors.Is(err, syscall.ESRCH) {
+				errs = append(errs, fmt.Errorf("signal %v: %w", s.sig, err))
+			}
+			select {
+			case <-i.exited:
+				stopped = true
+			case <-time.After(s.wait):
+			}
+			if stopped {
+				break
+			}
+			i.log.Warn("postgres did not stop in time", "signal", s.sig)
+		}
+		if !stopped {
+			errs = append(errs, fmt.Errorf("postgres (pid %d) did not exit after SIGKILL", i.cmd.Process.Pid))
+		}
+	}
+	if i.keep {
+		i.log.Info("postgres stopped; directory kept", "dir", i.dir)
+	} else if err := os.RemoveAll(i.dir); err != nil {
+		errs = append(errs, fmt.Errorf("remove %s: %w", i.dir, err))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("stop postgres instance %q: %w", i.name, err)
+	}
+	return nil
+}
+
+// logTail returns the end of the server log, for error messages.
+func (i *Instance) logTail() string {
+	b, err := os.ReadFile(i.logPath)
+	if err != nil {
+		return "(no log: " + err.Error() + ")"
+	}
+	return lastLines(string(b), 10)
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+func firstLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i] + " ..."
+	}
+	if len(s) > 80 {
+		s = s[:77] + "..."
+	}
+	return s
+}

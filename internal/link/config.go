@@ -1,0 +1,218 @@
+package link
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/dbrig/dbrig/internal/units"
+)
+
+// Duplex is how the two directions of a link share the medium.
+type Duplex int
+
+const (
+	// FullDuplex: each direction has a medium of its own.
+	FullDuplex Duplex = iota
+	// HalfDuplex: both directions share one medium; a frame waits while the
+	// other direction transmits.
+	HalfDuplex
+	// Mismatch: one end runs half duplex, the other full. The full-duplex end
+	// transmits whenever it likes; frames that overlap in time with a frame
+	// of the other direction collide late and are lost on the half-duplex
+	// side, then recovered after a retransmission timeout.
+	Mismatch
+)
+
+func (d Duplex) String() string {
+	switch d {
+	case HalfDuplex:
+		return "half"
+	case Mismatch:
+		return "mismatch"
+	}
+	return "full"
+}
+
+// ParseDuplex reads "full", "half" or "mismatch".
+func ParseDuplex(s string) (Duplex, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "full", "":
+		return FullDuplex, nil
+	case "half":
+		return HalfDuplex, nil
+	case "mismatch":
+		return Mismatch, nil
+	}
+	return 0, fmt.Errorf("duplex %q: want full, half or mismatch", s)
+}
+
+// Defaults of the model.
+const (
+	DefaultMSS = 1448                   // Ethernet MTU 1500 minus IP, TCP and timestamp headers
+	MinRTO     = 200 * time.Millisecond // Linux's minimum retransmission timeout
+	// LegacyWindow is the largest window without window scaling (RFC 1323):
+	// Windows Server 2003's receive window in seed 000.
+	LegacyWindow = 65535
+	// AutotunedWindow is a receive window that autotuning grows to (Windows
+	// Server 2008, Linux with large tcp_rmem), seed 000.
+	AutotunedWindow = 16 << 20
+)
+
+// Config is the physical model of one emulated link. The zero value is a
+// link with no impairment at all (it still segments at the default MSS).
+//
+// "Forward" is the direction from the client (the side that connects) to the
+// upstream server; "Reverse" is the way back.
+type Config struct {
+	// RTT is the round-trip propagation delay. Each direction is delayed by
+	// RTT/2 unless ForwardDelay or ReverseDelay is set.
+	RTT time.Duration
+	// ForwardDelay and ReverseDelay override the one-way delays when non-zero.
+	ForwardDelay, ReverseDelay time.Duration
+	// Jitter bounds a random extra delay in [0, Jitter] per segment; byte
+	// order is always kept, so the delay actually produced can be smaller.
+	Jitter time.Duration
+	// Rate is the serialization rate in bits per second (0 = unlimited).
+	Rate units.Rate
+	// Window is the most bytes in flight per direction of one connection
+	// (0 = unlimited).
+	Window units.Size
+	// Loss is the probability that a segment is lost; recovery is modelled
+	// as a stall of one retransmission timeout.
+	Loss float64
+	// Duplex selects full, half or mismatched duplex.
+	Duplex Duplex
+	// MSS is the segment size (0 = DefaultMSS).
+	MSS int
+	// Overhead is the number of header bytes each segment adds on the wire
+	// for serialization (0 = payload only).
+	Overhead int
+	// RTO is the minimum retransmission timeout (0 = MinRTO).
+	RTO time.Duration
+	// Seed makes jitter and loss reproducible (0 = random).
+	Seed int64
+}
+
+// OneWay returns the forward and reverse one-way delays.
+func (c Config) OneWay() (forward, reverse time.Duration) {
+	forward, reverse = c.RTT/2, c.RTT-c.RTT/2
+	if c.ForwardDelay > 0 {
+		forward = c.ForwardDelay
+	}
+	if c.ReverseDelay > 0 {
+		reverse = c.ReverseDelay
+	}
+	return forward, reverse
+}
+
+// EffectiveRTT is the sum of both one-way delays.
+func (c Config) EffectiveRTT() time.Duration {
+	f, r := c.OneWay()
+	return f + r
+}
+
+// SegmentSize returns the MSS in use.
+func (c Config) SegmentSize() int {
+	if c.MSS <= 0 {
+		return DefaultMSS
+	}
+	return c.MSS
+}
+
+// MinRTOOrDefault returns the minimum retransmission timeout in use.
+func (c Config) MinRTOOrDefault() time.Duration {
+	if c.RTO <= 0 {
+		return MinRTO
+	}
+	return c.RTO
+}
+
+// Impaired reports whether the link changes anything at all.
+func (c Config) Impaired() bool {
+	return c.RTT > 0 || c.ForwardDelay > 0 || c.ReverseDelay > 0 || c.Jitter > 0 ||
+		c.Rate > 0 || c.Window > 0 || c.Loss > 0 || c.Duplex != FullDuplex
+}
+
+// Validate reports every problem with the configuration at once.
+func (c Config) Validate() error {
+	var errs []error
+	if c.RTT < 0 || c.ForwardDelay < 0 || c.ReverseDelay < 0 || c.Jitter < 0 {
+		errs = append(errs, errors.New("delays must not be negative"))
+	}
+	if c.Rate < 0 {
+		errs = append(errs, fmt.Errorf("rate %v must not be negative", float64(c.Rate)))
+	}
+	if c.Window < 0 {
+		errs = append(errs, fmt.Errorf("window %d must not be negative", c.Window))
+	}
+	if c.Window > 0 && int(c.Window) < c.SegmentSize() {
+		errs = append(errs, fmt.Errorf("window %d is smaller than one segment (%d bytes)", c.Window, c.SegmentSize()))
+	}
+	if c.Loss < 0 || c.Loss >= 1 {
+		errs = append(errs, fmt.Errorf("loss %v must be in [0, 1)", c.Loss))
+	}
+	if c.MSS < 0 || (c.MSS > 0 && c.MSS < 64) || c.MSS > 65535 {
+		errs = append(errs, fmt.Errorf("mss %d must be between 64 and 65535 bytes", c.MSS))
+	}
+	if c.Overhead < 0 {
+		errs = append(errs, fmt.Errorf("overhead %d must not be negative", c.Overhead))
+	}
+	return errors.Join(errs...)
+}
+
+// WindowLimitedRate is the most a single connection can carry through the
+// window: window / RTT in bits per second (0 when unlimited).
+func (c Config) WindowLimitedRate() units.Rate {
+	rtt := c.EffectiveRTT()
+	if c.Window <= 0 || rtt <= 0 {
+		return 0
+	}
+	return units.Rate(float64(c.Window) * 8 / rtt.Seconds())
+}
+
+// BulkRate is the model's steady rate of one bulk transfer in one direction:
+// min(rate, window/RTT), in bits per second of payload (0 = unlimited).
+func (c Config) BulkRate() units.Rate {
+	r := c.Rate
+	if r > 0 && c.Overhead > 0 {
+		mss := float64(c.SegmentSize())
+		r = units.Rate(float64(r) * mss / (mss + float64(c.Overhead)))
+	}
+	w := c.WindowLimitedRate()
+	switch {
+	case r <= 0:
+		return w
+	case w <= 0:
+		return r
+	}
+	return min(r, w)
+}
+
+// String describes the configuration in the flags' own words.
+func (c Config) String() string {
+	var parts []string
+	f, r := c.OneWay()
+	if f == r {
+		parts = append(parts, "rtt "+units.FormatDuration(f+r))
+	} else {
+		parts = append(parts, "delay "+units.FormatDuration(f)+"/"+units.FormatDuration(r))
+	}
+	if c.Rate > 0 {
+		parts = append(parts, "rate "+c.Rate.String())
+	}
+	if c.Window > 0 {
+		parts = append(parts, "window "+c.Window.String())
+	}
+	if c.Jitter > 0 {
+		parts = append(parts, "jitter "+units.FormatDuration(c.Jitter))
+	}
+	if c.Loss > 0 {
+		parts = append(parts, fmt.Sprintf("loss %g%%", c.Loss*100))
+	}
+	if c.Duplex != FullDuplex {
+		parts = append(parts, "duplex "+c.Duplex.String())
+	}
+	return strings.Join(parts, ", ")
+}

@@ -1,0 +1,55 @@
+// Package term decides how dbrig writes to a terminal: whether an output is a
+// terminal (progress bars and colour) or a pipe (plain lines), and whether the
+// user asked for no colour (NO_COLOR, https://no-color.org).
+package term
+
+import (
+	"io"
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+// IsTerminal reports whether w is a terminal.
+func IsTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
+}
+
+// ColorEnabled reports whether colour escapes may be written to w: w is a
+// terminal, NO_COLOR is unset or empty, and TERM is not "dumb".
+func ColorEnabled(w io.Writer, getenv func(string) string) bool {
+	if getenv("NO_COLOR") != "" || getenv("TERM") == "dumb" {
+		return false
+	}
+	return IsTerminal(w)
+}
+
+// Style colours text when enabled; otherwise it returns the text unchanged.
+type Style struct{ Enabled bool }
+
+func (s Style) wrap(code, text string) string {
+	if !s.Enabled {
+		return text
+	}
+	return "\x1b[" + code + "m" + text + "\x1b[0m"
+}
+
+// Green marks a pass.
+func (s Style) Green(t string) string { return s.wrap("32", t) }
+
+// Red marks a failure.
+func (s Style) Red(t string) string { return s.wrap("31", t) }
+
+// Yellow marks a warning.
+func (s Style) Yellow(t string) string { return s.wrap("33", t) }
+
+// Bold marks a heading.
+func (s Style) Bold(t string) string { return s.wrap("1", t) }
+
+// Dim marks detail.
+func (s Style) Dim(t string) string { return s.wrap("2", t) }
