@@ -127,3 +127,23 @@ func ParseConnInfo(uri string) (ConnInfo, error) {
 	}
 	return ConnInfo{Host: cfg.Host, Port: int(cfg.Port), User: cfg.User, Database: cfg.Database, password: cfg.Password}, nil
 }
+
+// Sealed is a ConnInfo with its password in an exported field, to hand a
+// login to a child process over a pipe. Never log, print or store it.
+type Sealed struct {
+	Host     string `json:"host"`
+	Port     int    `json:"port"`
+	User     string `json:"user"`
+	Database string `json:"database"`
+	Password string `json:"password"`
+}
+
+// Seal exposes the password for a child process's pipe.
+func (c ConnInfo) Seal() Sealed {
+	return Sealed{Host: c.Host, Port: c.Port, User: c.User, Database: c.Database, Password: c.password}
+}
+
+// Open turns a sealed login back into a ConnInfo.
+func (s Sealed) Open() ConnInfo {
+	return ConnInfo{Host: s.Host, Port: s.Port, User: s.User, Database: s.Database, password: s.Password}
+}

@@ -105,6 +105,9 @@ func Start(ctx context.Context, opts Options) (inst *Instance, err error) {
 	if err := user.CheckReachable(base); err != nil {
 		return nil, wrap(err)
 	}
+	for _, d := range RemoveStale(base) {
+		opts.Logger.Info("removed the directory of an instance whose dbrig was killed", "dir", d)
+	}
 	dir, err := os.MkdirTemp(base, "dbrig-pg-"+safeName(opts.Name)+"-")
 	if err != nil {
 		return nil, wrap(fmt.Errorf("create the instance directory: %w", err))
@@ -404,6 +407,7 @@ func (i *Instance) stop(ctx context.Context) error {
 		}
 	}
 	if i.keep {
+		_ = os.WriteFile(filepath.Join(i.dir, "keep"), []byte("kept by dbrig --keep\n"), 0o644)
 		i.log.Info("postgres stopped; directory kept", "dir", i.dir)
 	} else if err := os.RemoveAll(i.dir); err != nil {
 		errs = append(errs, fmt.Errorf("remove %s: %w", i.dir, err))

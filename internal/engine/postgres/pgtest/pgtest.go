@@ -7,6 +7,9 @@ import (
 	"context"
 	"errors"
 	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -62,4 +65,39 @@ func BaseDir(tb testing.TB) string {
 	}
 	tb.Cleanup(func() { os.RemoveAll(dir) })
 	return dir
+}
+
+// ServersUnder returns the pids of running processes whose command line
+// mentions dir: the servers (and their backends) of instances created in it.
+func ServersUnder(dir string) []int {
+	var pids []int
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range procs {
+		b, err := os.ReadFile(p)
+		if err != nil || !strings.Contains(string(b), dir) {
+			continue
+		}
+		pid, err := strconv.Atoi(filepath.Base(filepath.Dir(p)))
+		if err == nil && pid != os.Getpid() {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// WaitNoServers waits up to timeout for every server under dir to exit and
+// fails the test, naming the survivors, if any remain.
+func WaitNoServers(tb testing.TB, dir string, timeout time.Duration) {
+	tb.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		pids := ServersUnder(dir)
+		if len(pids) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("%d server process(es) under %s still run: %v", len(pids), dir, pids)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }

@@ -1,0 +1,38 @@
+# dbrig: a test rig for database performance.
+# `make help` lists the targets.
+
+GO        ?= go
+BIN       ?= ./dbrig
+VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS   := -X main.version=$(VERSION)
+# The whole suite stays well under CI's 15-minute budget on 2 cores.
+TEST_TIMEOUT ?= 14m
+
+.PHONY: help demo build test vet bench bench-link bench-rbar clean
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
+
+build: ## build ./dbrig
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/dbrig
+
+demo: ## install what is missing, build, run the quick row-by-row study, print the report's path
+	scripts/install-deps
+	$(MAKE) --no-print-directory build
+	$(BIN) run rbar-latency --quick
+
+test: ## install what the tests need, then vet and run every test
+	scripts/install-deps --test
+	$(GO) vet ./...
+	CI=$${CI:-} $(GO) test -timeout $(TEST_TIMEOUT) -count=1 ./...
+
+bench: bench-link bench-rbar ## run the speed benchmarks (ratios measured in one run)
+
+bench-link: ## the link's forwarding speed and added RTT against direct loopback
+	$(GO) test -run '^$$' -bench . -benchtime 3s ./internal/link/
+
+bench-rbar: ## the row-by-row client's round trips per second against pgbench
+	$(GO) test -run '^$$' -bench . -benchtime 5s ./internal/workload/rbar/
+
+clean: ## remove the binary and runs/
+	rm -rf $(BIN) runs/

@@ -1,0 +1,105 @@
+package study
+
+import (
+	"math"
+	"slices"
+	"sort"
+)
+
+// Stat is one metric of one combination, over its runs.
+type Stat struct {
+	Mean   float64   `json:"mean"` // after the trimming rule
+	Min    float64   `json:"min"`
+	Max    float64   `json:"max"`
+	StdDev float64   `json:"stddev"` // of the kept runs
+	Kept   int       `json:"kept"`
+	Runs   []float64 `json:"runs"` // every run, in run order
+}
+
+// Summary is one combination's results combined by the study's rule.
+type Summary struct {
+	Combo   string
+	Values  map[string]any
+	Params  Params
+	Results []Result // successful runs, in run order
+	Stats   map[string]Stat
+}
+
+// Trim applies a repeat rule to one metric's runs (in run order): drop the
+// first run when asked and more than one remains; drop the minimum and the
+// maximum when asked and at least three remain; average the rest.
+func Trim(runs []float64, rule RepeatSpec) Stat {
+	st := Stat{Runs: slices.Clone(runs)}
+	if len(runs) == 0 {
+		return st
+	}
+	st.Min, st.Max = slices.Min(runs), slices.Max(runs)
+	kept := slices.Clone(runs)
+	if rule.DiscardFirst && len(kept) > 1 {
+		kept = kept[1:]
+	}
+	if rule.Trim == "min-max" && len(kept) >= 3 {
+		sort.Float64s(kept)
+		kept = kept[1 : len(kept)-1]
+	}
+	var sum float64
+	for _, v := range kept {
+		sum += v
+	}
+	st.Kept = len(kept)
+	st.Mean = sum / float64(len(kept))
+	if len(kept) > 1 {
+		var ss float64
+		for _, v := range kept {
+			ss += (v - st.Mean) * (v - st.Mean)
+		}
+		st.StdDev = math.Sqrt(ss / float64(len(kept)-1))
+	}
+	return st
+}
+
+// Summarize groups successful results by combination, in first-seen order,
+// and combines each metric by the rule.
+func Summarize(results []Result, rule RepeatSpec) []*Summary {
+	var out []*Summary
+	by := map[string]*Summary{}
+	for _, r := range results {
+		if !r.OK() {
+			continue
+		}
+		s, ok := by[r.Combo]
+		if !ok {
+			s = &Summary{Combo: r.Combo, Values: r.Values, Params: r.Params, Stats: map[string]Stat{}}
+			by[r.Combo] = s
+			out = append(out, s)
+		}
+		s.Results = append(s.Results, r)
+	}
+	for _, s := range out {
+		sort.SliceStable(s.Results, func(i, j int) bool { return s.Results[i].Run < s.Results[j].Run })
+		names := map[string]bool{}
+		for _, r := range s.Results {
+			for k := range r.Metrics {
+				names[k] = true
+			}
+		}
+		for k := range names {
+			var runs []float64
+			for _, r := range s.Results {
+				if v, ok := r.Metrics[k]; ok {
+					runs = append(runs, v)
+				}
+			}
+			s.Stats[k] = Trim(runs, rule)
+		}
+	}
+	return out
+}
+
+// Mean returns a metric's trimmed mean, or NaN when it was not measured.
+func (s *Summary) Mean(metric string) float64 {
+	if st, ok := s.Stats[metric]; ok && st.Kept > 0 {
+		return st.Mean
+	}
+	return math.NaN()
+}

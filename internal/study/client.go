@@ -1,0 +1,214 @@
+package study
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/dbrig/dbrig/internal/engine"
+	"github.com/dbrig/dbrig/internal/engine/postgres"
+)
+
+// A constrained client (GOMAXPROCS, CPU affinity) runs a point's workload in
+// a child process, so that its limits bind the client alone and not the
+// emulated links, which run in dbrig's own process.
+
+// ClientEnvVar marks a process started as a study client.
+const ClientEnvVar = "DBRIG_STUDY_CLIENT"
+
+// clientJob is what the parent sends on the child's stdin. It carries
+// passwords and travels only over that pipe.
+type clientJob struct {
+	Kind       string                    `json:"kind"`
+	Params     Params                    `json:"params"`
+	ClientSite string                    `json:"client_site"`
+	CPUs       string                    `json:"cpus"`
+	Endpoints  map[string]clientEndpoint `json:"endpoints"` // by instance name
+}
+
+type clientEndpoint struct {
+	Conn      postgres.Sealed `json:"conn"`
+	Link      string          `json:"link"`
+	Transport string          `json:"transport"`
+}
+
+// clientEvent is a line the child writes on its stdout.
+type clientEvent struct {
+	Done   *[2]int64    `json:"progress,omitempty"`
+	Result *Measurement `json:"result,omitempty"`
+	Error  string       `json:"error,omitempty"`
+}
+
+// runInChild runs the workload's Run in a client process.
+func runInChild(ctx context.Context, command []string, job clientJob, gomaxprocs int, env *Env) (Measurement, error) {
+	cmd := exec.CommandContext(ctx, command[0], command[1:]...)
+	cmd.Env = append(os.Environ(), ClientEnvVar+"=1")
+	if gomaxprocs > 0 {
+		cmd.Env = append(cmd.Env, "GOMAXPROCS="+strconv.Itoa(gomaxprocs))
+	}
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	cmd.WaitDelay = 5 * time.Second
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return Measurement{}, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return Measurement{}, err
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &limitedWriter{w: &stderr, n: 64 << 10}
+	if err := engine.Start(cmd); err != nil { // dies with dbrig, even on SIGKILL
+		return Measurement{}, fmt.Errorf("start client process %s: %w", command[0], err)
+	}
+	go func() { // ends when the job is written or the child's stdin closes
+		_ = json.NewEncoder(stdin).Encode(job)
+		stdin.Close()
+	}()
+	var m *Measurement
+	var childErr string
+	sc := bufio.NewScanner(stdout)
+	sc.Buffer(make([]byte, 64<<10), 64<<20)
+	for sc.Scan() {
+		var ev clientEvent
+		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
+			continue
+		}
+		switch {
+		case ev.Done != nil && env.Progress != nil:
+			env.Progress(ev.Done[0], ev.Done[1])
+		case ev.Result != nil:
+			m = ev.Result
+		case ev.Error != "":
+			childErr = ev.Error
+		}
+	}
+	waitErr := cmd.Wait()
+	switch {
+	case ctx.Err() != nil:
+		return Measurement{}, ctx.Err()
+	case childErr != "":
+		return Measurement{}, errors.New(childErr)
+	case waitErr != nil:
+		return Measurement{}, fmt.Errorf("client process: %v: %s", waitErr, lastLine(stderr.String()))
+	case m == nil:
+		return Measurement{}, fmt.Errorf("client process ended without a result: %s", lastLine(stderr.String()))
+	}
+	return *m, nil
+}
+
+func lastLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		return s[i+1:]
+	}
+	return s
+}
+
+type limitedWriter struct {
+	w io.Writer
+	n int
+}
+
+func (l *limitedWriter) Write(p []byte) (int, error) {
+	if l.n > 0 {
+		k := min(len(p), l.n)
+		l.n -= k
+		_, _ = l.w.Write(p[:k])
+	}
+	return len(p), nil
+}
+
+// ClientMain is the body of a client process: it reads one job on stdin,
+// runs the workload and writes events on stdout. It returns the exit code.
+func ClientMain(ctx context.Context, reg *Registry, stdin io.Reader, stdout, stderr io.Writer) int {
+	enc := json.NewEncoder(stdout)
+	fail := func(err error) int {
+		_ = enc.Encode(clientEvent{Error: err.Error()})
+		return 1
+	}
+	var job clientJob
+	if err := json.NewDecoder(stdin).Decode(&job); err != nil {
+		return fail(fmt.Errorf("client process: read job: %w", err))
+	}
+	if job.CPUs != "" {
+		if err := pinProcess(job.CPUs); err != nil {
+			return fail(err)
+		}
+	}
+	kind, ok := reg.Lookup(job.Kind)
+	if !ok {
+		return fail(fmt.Errorf("client process: unknown workload %q", job.Kind))
+	}
+	w, err := kind.New(job.Params)
+	if err != nil {
+		return fail(err)
+	}
+	env := &Env{
+		Params:     job.Params,
+		ClientSite: job.ClientSite,
+		Log:        slog.New(slog.NewTextHandler(stderr, nil)),
+		Conn: func(from, instance, db string) (Endpoint, error) {
+			e, ok := job.Endpoints[instance]
+			if !ok || from != job.ClientSite {
+				return Endpoint{}, fmt.Errorf("client process reaches only the client site's endpoints, not %s->%s", from, instance)
+			}
+			return Endpoint{Conn: e.Conn.Open().WithDatabase(db), Link: e.Link, Transport: e.Transport}, nil
+		},
+	}
+	var last time.Time
+	env.Progress = func(done, total int64) {
+		if now := time.Now(); now.Sub(last) > 200*time.Millisecond || done == total {
+			last = now
+			_ = enc.Encode(clientEvent{Done: &[2]int64{done, total}})
+		}
+	}
+	m, err := safeRun(ctx, w, env)
+	if err != nil {
+		return fail(err)
+	}
+	if err := enc.Encode(clientEvent{Result: &m}); err != nil {
+		return 1
+	}
+	return 0
+}
+
+// pinProcess sets the CPU affinity of every thread of this process; threads
+// made later inherit it.
+func pinProcess(list string) error {
+	cpus, err := ParseCPUList(list)
+	if err != nil {
+		return err
+	}
+	var set unix.CPUSet
+	for _, c := range cpus {
+		if c >= runtime.NumCPU() {
+			return fmt.Errorf("client CPU %d does not exist on this machine (it has %d)", c, runtime.NumCPU())
+		}
+		set.Set(c)
+	}
+	tasks, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		return fmt.Errorf("pin the client to CPUs %s: %w", list, err)
+	}
+	for _, t := range tasks {
+		tid, _ := strconv.Atoi(t.Name())
+		if err := unix.SchedSetaffinity(tid, &set); err != nil && !errors.Is(err, unix.ESRCH) {
+			return fmt.Errorf("pin the client to CPUs %s: %w", list, err)
+		}
+	}
+	return nil
+}

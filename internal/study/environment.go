@@ -1,0 +1,113 @@
+package study
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"runtime"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Environment describes the machine and software a run measured, for the
+// report: results from different machines are not comparable without it.
+type Environment struct {
+	Hostname       string            `json:"hostname"`
+	CPUModel       string            `json:"cpu_model"`
+	CPUs           int               `json:"cpus"`
+	CPUMaxMHz      float64           `json:"cpu_max_mhz,omitempty"`
+	Governor       string            `json:"cpu_governor,omitempty"`
+	MemoryBytes    int64             `json:"memory_bytes"`
+	Kernel         string            `json:"kernel"`
+	OS             string            `json:"os"`
+	Virtualization string            `json:"virtualization"`
+	LoadAverage    string            `json:"load_average"`
+	Servers        map[string]string `json:"servers"` // engine -> version
+	DbrigVersion   string            `json:"dbrig_version"`
+	DbrigCommit    string            `json:"dbrig_commit,omitempty"`
+	GoVersion      string            `json:"go_version"`
+	Captured       time.Time         `json:"captured"`
+}
+
+// CaptureEnvironment reads what it can of the host; missing pieces stay
+// empty rather than fail a run.
+func CaptureEnvironment(ctx context.Context, version string) Environment {
+	e := Environment{
+		CPUs:         runtime.NumCPU(),
+		GoVersion:    runtime.Version(),
+		DbrigVersion: version,
+		Servers:      map[string]string{},
+		Captured:     time.Now().UTC(),
+	}
+	e.Hostname, _ = os.Hostname()
+	if info, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range info.Settings {
+			if s.Key == "vcs.revision" {
+				e.DbrigCommit = s.Value
+			}
+		}
+	}
+	if f, err := os.Open("/proc/cpuinfo"); err == nil {
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			k, v, ok := strings.Cut(sc.Text(), ":")
+			if ok && strings.TrimSpace(k) == "model name" && e.CPUModel == "" {
+				e.CPUModel = strings.TrimSpace(v)
+			}
+			if ok && strings.TrimSpace(k) == "flags" && strings.Contains(v, " hypervisor") && e.Virtualization == "" {
+				e.Virtualization = "virtual machine (cpu flag: hypervisor)"
+			}
+		}
+		f.Close()
+	}
+	if b, err := os.ReadFile("/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq"); err == nil {
+		if khz, err := strconv.ParseFloat(strings.TrimSpace(string(b)), 64); err == nil {
+			e.CPUMaxMHz = khz / 1000
+		}
+	}
+	if b, err := os.ReadFile("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"); err == nil {
+		e.Governor = strings.TrimSpace(string(b))
+	}
+	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if rest, ok := strings.CutPrefix(line, "MemTotal:"); ok {
+				f := strings.Fields(rest)
+				if len(f) > 0 {
+					kb, _ := strconv.ParseInt(f[0], 10, 64)
+					e.MemoryBytes = kb * 1024
+				}
+			}
+		}
+	}
+	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
+		e.Kernel = strings.TrimSpace(string(b))
+	}
+	if b, err := os.ReadFile("/etc/os-release"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(line, "PRETTY_NAME="); ok {
+				e.OS = strings.Trim(v, `"`)
+			}
+		}
+	}
+	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
+		f := strings.Fields(string(b))
+		if len(f) >= 3 {
+			e.LoadAverage = strings.Join(f[:3], " ")
+		}
+	}
+	cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	if out, err := exec.CommandContext(cctx, "systemd-detect-virt").Output(); err == nil {
+		if v := string(bytes.TrimSpace(out)); v != "" && v != "none" {
+			e.Virtualization = v
+		}
+	}
+	if e.Virtualization == "" {
+		e.Virtualization = "none detected"
+	}
+	return e
+}

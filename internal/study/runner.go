@@ -1,0 +1,369 @@
+package study
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/dbrig/dbrig/internal/engine/postgres"
+	"github.com/dbrig/dbrig/internal/topology"
+	"github.com/dbrig/dbrig/internal/units"
+)
+
+// Runner runs a plan's points and appends their results to a run directory.
+type Runner struct {
+	Plan     *Plan
+	Registry *Registry
+	// Dir is the run directory; it holds the spec, environment and results.
+	Dir string
+	// Binaries of PostgreSQL (zero: found on first use).
+	Binaries postgres.Binaries
+	// BaseDir holds the instances' directories; Keep leaves them in place.
+	BaseDir string
+	Keep    bool
+	// KeepGoing runs the remaining points after a point fails.
+	KeepGoing bool
+	// ClientCommand starts a client process (default: this executable with
+	// the argument "__client").
+	ClientCommand []string
+	Progress      Progress
+	Log           *slog.Logger
+	Version       string
+	CommandLine   []string
+	// SeriesInterval of the links' time series (0 = the link's default).
+	SeriesInterval time.Duration
+}
+
+// Outcome is what a run did.
+type Outcome struct {
+	Ran, Skipped, Failed int
+	Results              []Result // every result in the directory, old and new
+}
+
+// ErrPointFailed is returned (wrapped) when a point failed.
+var ErrPointFailed = errors.New("point failed")
+
+// Run runs every point that has no successful result in the directory yet.
+// A finished point is on disk (fsynced) before the next one starts; on
+// error, cancellation or panic every server and link is stopped.
+func (r *Runner) Run(ctx context.Context) (out Outcome, err error) {
+	if r.Log == nil {
+		r.Log = slog.New(slog.DiscardHandler)
+	}
+	if r.Progress == nil {
+		r.Progress = nopProgress{}
+	}
+	spec := r.Plan.Spec
+	if err := r.prepareDir(ctx); err != nil {
+		return out, err
+	}
+	existing, err := ReadResults(r.Dir)
+	if err != nil {
+		return out, err
+	}
+	done := map[string]bool{}
+	for _, res := range existing {
+		if res.OK() {
+			done[res.Key] = true
+		}
+	}
+	all := append([]Result(nil), existing...)
+	w, err := OpenResults(r.Dir)
+	if err != nil {
+		return out, err
+	}
+	defer w.Close()
+
+	topo := topology.New(topology.Options{Binaries: r.Binaries, BaseDir: r.BaseDir, Keep: r.Keep, Log: r.Log, SeriesInterval: r.SeriesInterval})
+	defer func() {
+		// Stop servers even when ctx is cancelled, and even after a panic.
+		if p := recover(); p != nil {
+			err = fmt.Errorf("panic: %v\n%s", p, debug.Stack())
+		}
+		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		defer cancel()
+		if cerr := topo.Close(stopCtx); cerr != nil {
+			err = errors.Join(err, cerr)
+		}
+		r.Progress.Close()
+	}()
+
+	points := r.Plan.Points()
+	var todo []Point
+	for _, p := range points {
+		if done[p.Key()] {
+			out.Skipped++
+		} else {
+			todo = append(todo, p)
+		}
+	}
+	r.Progress.Start(len(points), out.Skipped)
+	kind := spec.Kind()
+	lastPrepare := ""
+	for i, p := range todo {
+		if err := ctx.Err(); err != nil {
+			return r.finish(out, all), err
+		}
+		res, perr := r.runPoint(ctx, topo, kind, p, out.Skipped+i+1, len(points), &lastPrepare, all)
+		if perr != nil && ctx.Err() != nil {
+			// Interrupted: the point did not finish, so nothing is recorded.
+			return r.finish(out, all), ctx.Err()
+		}
+		if perr != nil {
+			res.Error = perr.Error()
+		}
+		if werr := w.Write(res); werr != nil {
+			return r.finish(out, all), werr
+		}
+		all = append(all, res)
+		out.Ran++
+		r.Progress.EndPoint(res)
+		if perr != nil {
+			out.Failed++
+			r.Log.Error("point failed", "point", p.Key(), "err", perr)
+			if !r.KeepGoing {
+				return r.finish(out, all), fmt.Errorf("%w: %s: %v", ErrPointFailed, p.Key(), perr)
+			}
+		}
+	}
+	if out.Failed > 0 {
+		return r.finish(out, all), fmt.Errorf("%w: %d of %d points failed (see %s)", ErrPointFailed, out.Failed, out.Ran, filepath.Join(r.Dir, ResultsFile))
+	}
+	return r.finish(out, all), nil
+}
+
+func (r *Runner) finish(out Outcome, all []Result) Outcome {
+	out.Results = all
+	return out
+}
+
+func (r *Runner) prepareDir(ctx context.Context) error {
+	if err := os.MkdirAll(r.Dir, 0o755); err != nil {
+		return fmt.Errorf("create run directory: %w", err)
+	}
+	spec := r.Plan.Spec
+	specPath := filepath.Join(r.Dir, SpecFile)
+	var info RunInfo
+	if err := readJSON(filepath.Join(r.Dir, RunFile), &info); err == nil {
+		if info.Study != spec.Name || info.Scale != r.Plan.Scale {
+			return fmt.Errorf("%s holds a run of %s (scale %q), not of %s (scale %q)", r.Dir, info.Study, info.Scale, spec.Name, r.Plan.Scale)
+		}
+		info.Resumed = append(info.Resumed, time.Now().UTC())
+	} else {
+		info = RunInfo{Study: spec.Name, Scale: r.Plan.Scale, SpecPath: spec.File, Command: r.CommandLine,
+			DbrigVersion: r.Version, Started: time.Now().UTC()}
+		if err := os.WriteFile(specPath, []byte(spec.Text), 0o644); err != nil {
+			return fmt.Errorf("save the spec: %w", err)
+		}
+	}
+	if err := writeJSON(filepath.Join(r.Dir, RunFile), info); err != nil {
+		return fmt.Errorf("save run info: %w", err)
+	}
+	env := CaptureEnvironment(ctx, r.Version)
+	bin := r.Binaries
+	if bin.Dir == "" {
+		var err error
+		if bin, err = postgres.FindBinaries(ctx, ""); err != nil {
+			return err
+		}
+		r.Binaries = bin
+	}
+	env.Servers["postgres"] = bin.Version
+	if err := writeJSON(filepath.Join(r.Dir, EnvironmentFile), env); err != nil {
+		return fmt.Errorf("save environment: %w", err)
+	}
+	return nil
+}
+
+func (r *Runner) runPoint(ctx context.Context, topo *topology.Topology, kind Kind, p Point, n, total int, lastPrepare *string, all []Result) (res Result, err error) {
+	c := p.Combo
+	res = Result{Study: r.Plan.Spec.Name, Key: p.Key(), Combo: c.Key, Run: p.Run, Values: c.Values, Params: c.Params, Client: c.Client, Started: time.Now().UTC()}
+	r.Progress.StartPoint(n, total, p.Key())
+	defer func() {
+		if rec := recover(); rec != nil {
+			err = fmt.Errorf("panic in workload %s: %v\n%s", kind.Name, rec, debug.Stack())
+		}
+	}()
+
+	var insts []topology.Instance
+	for _, in := range c.Instances {
+		insts = append(insts, topology.Instance{Name: in.Name, Engine: in.Engine, Site: in.Site, Settings: in.Settings})
+	}
+	var links []topology.Link
+	for _, l := range c.Links {
+		links = append(links, topology.Link{Name: l.Name, Between: l.Between, Mode: l.Mode, Profile: l.Profile, Config: l.Config})
+	}
+	fresh, err := topo.Apply(ctx, insts, links)
+	if err != nil {
+		return res, fmt.Errorf("bring up the topology: %w", err)
+	}
+	w, err := kind.New(c.Params)
+	if err != nil {
+		return res, err
+	}
+	env := &Env{
+		Params:     c.Params,
+		ClientSite: c.Client.Site,
+		Log:        r.Log.With("point", p.Key()),
+		Progress:   r.Progress.Update,
+		Conn: func(from, instance, db string) (Endpoint, error) {
+			return topo.Conn(ctx, from, instance, db)
+		},
+		Instance: topo.Instance,
+	}
+	key := ""
+	if kind.PrepareKey != nil {
+		key = kind.PrepareKey(c.Params)
+	}
+	if len(fresh) > 0 || key != *lastPrepare {
+		r.Progress.Note("preparing data")
+		if err := w.Prepare(ctx, env); err != nil {
+			*lastPrepare = "\x00unprepared"
+			return res, fmt.Errorf("prepare: %w", err)
+		}
+		*lastPrepare = key
+		topo.ResetLinks() // the point's link statistics start now
+	}
+
+	start := time.Now()
+	var m Measurement
+	if c.Client.Constrained() {
+		m, err = r.runConstrained(ctx, topo, kind, c, env)
+	} else {
+		m, err = safeRun(ctx, w, env)
+	}
+	res.Seconds = time.Since(start).Seconds()
+	res.Links = linkResults(topo.Stats())
+	if err != nil {
+		return res, err
+	}
+	res.Metrics, res.Series, res.Notes = m.Metrics, m.Series, m.Notes
+	if kind.Model != nil {
+		pred := kind.Model(res, all)
+		res.Model, res.Formula = pred.Metrics, pred.Formula
+	}
+	return res, nil
+}
+
+func (r *Runner) runConstrained(ctx context.Context, topo *topology.Topology, kind Kind, c *Combo, env *Env) (Measurement, error) {
+	job := clientJob{Kind: kind.Name, Params: c.Params, ClientSite: c.Client.Site, CPUs: c.Client.CPUs, Endpoints: map[string]clientEndpoint{}}
+	for _, in := range c.Instances {
+		e, err := topo.Conn(ctx, c.Client.Site, in.Name, "postgres")
+		if err != nil {
+			continue // not reachable from the client's site: not the client's to use
+		}
+		job.Endpoints[in.Name] = clientEndpoint{Conn: e.Conn.Seal(), Link: e.Link, Transport: e.Transport}
+	}
+	command := r.ClientCommand
+	if len(command) == 0 {
+		exe, err := os.Executable()
+		if err != nil {
+			return Measurement{}, fmt.Errorf("find dbrig's executable for the client process: %w", err)
+		}
+		command = []string{exe, "__client"}
+	}
+	return runInChild(ctx, command, job, c.Client.GOMAXPROCS, env)
+}
+
+// safeRun turns a panic in the workload's own goroutine into an error, so
+// that the runner still stops every server.
+func safeRun(ctx context.Context, w Workload, env *Env) (m Measurement, err error) {
+	defer func() {
+		if rec := recover(); rec != nil {
+			err = fmt.Errorf("panic in workload: %v\n%s", rec, debug.Stack())
+		}
+	}()
+	return w.Run(ctx, env)
+}
+
+func linkResults(stats []topology.LinkStats) []LinkResult {
+	var out []LinkResult
+	for _, ls := range stats {
+		l := ls.Link
+		lr := LinkResult{Name: l.Name, Between: l.Between, Profile: l.Profile, Mode: l.Mode}
+		if l.Mode == "link" {
+			lr.RTTSeconds = l.Config.EffectiveRTT().Seconds()
+			lr.RateBitsPerS = float64(l.Config.Rate)
+			lr.WindowBytes = int64(l.Config.Window)
+			lr.Description = l.Config.String()
+		} else {
+			lr.Description = map[string]string{"unix": "unix socket, no link", "direct": "loopback TCP, no link"}[l.Mode]
+		}
+		if ls.Used {
+			s := ls.Stats
+			lr.ForwardBytes, lr.ReverseBytes = s.Forward.Bytes, s.Reverse.Bytes
+			lr.Connections = s.Connections
+			lr.WindowStalls = s.Forward.WindowStalls + s.Reverse.WindowStalls
+			lr.LostSegments = s.Forward.LostSegments + s.Reverse.LostSegments
+			lr.SeriesSeconds = s.Forward.SeriesInterval.Seconds()
+			lr.ForwardSeries, lr.ReverseSeries = s.Forward.Series, s.Reverse.Series
+		}
+		out = append(out, lr)
+	}
+	return out
+}
+
+// FormatMetric prints a metric with its unit, read from the metric's name
+// suffix (_s, _us, _bytes, _bps, _per_s ...).
+func FormatMetric(name string, v float64) string {
+	if math.IsNaN(v) {
+		return "-"
+	}
+	switch {
+	case strings.HasSuffix(name, "_us"):
+		return units.FormatDuration(time.Duration(v * 1e3))
+	case strings.HasSuffix(name, "_ms"):
+		return units.FormatDuration(time.Duration(v * 1e6))
+	case name == "seconds" || strings.HasSuffix(name, "_s") && !strings.HasSuffix(name, "_per_s"):
+		return units.FormatDuration(time.Duration(v * 1e9))
+	case strings.HasSuffix(name, "_bps"):
+		return units.Rate(v).String() + "/s"
+	case strings.HasSuffix(name, "_bytes"):
+		return units.Size(int64(v)).String()
+	}
+	return trimNumber(v)
+}
+
+func trimNumber(v float64) string {
+	switch a := math.Abs(v); {
+	case a >= 1e6:
+		return fmt.Sprintf("%.3g", v)
+	case a >= 100:
+		return fmt.Sprintf("%.0f", v)
+	case a >= 1:
+		return fmt.Sprintf("%.3g", v)
+	}
+	return fmt.Sprintf("%.3g", v)
+}
+
+// PercentError is (measured - model) / model in percent.
+func PercentError(measured, model float64) float64 {
+	if model == 0 || math.IsNaN(model) || math.IsNaN(measured) {
+		return math.NaN()
+	}
+	return (measured - model) / model * 100
+}
+
+// MetricNames lists the metrics present in results, sorted.
+func MetricNames(rs []Result) []string {
+	seen := map[string]bool{}
+	for _, r := range rs {
+		for k := range r.Metrics {
+			seen[k] = true
+		}
+	}
+	out := make([]string, 0, len(seen))
+	for k := range seen {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

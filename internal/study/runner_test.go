@@ -1,0 +1,297 @@
+package study
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"golang.org/x/sys/unix"
+
+	"github.com/dbrig/dbrig/internal/engine/postgres"
+	"github.com/dbrig/dbrig/internal/engine/postgres/pgtest"
+)
+
+// The test binary doubles as a client process and as a crashing dbrig.
+func TestMain(m *testing.M) {
+	switch {
+	case os.Getenv(ClientEnvVar) != "":
+		os.Exit(ClientMain(context.Background(), testRegistry(), os.Stdin, os.Stdout, os.Stderr))
+	case os.Getenv("DBRIG_TEST_CRASH_DIR") != "":
+		crashingRun(os.Getenv("DBRIG_TEST_CRASH_DIR"))
+		os.Exit(3) // not reached: the workload's goroutine panics
+	}
+	os.Exit(m.Run())
+}
+
+// pingKind connects to the instance (through its link) and runs a query;
+// its behaviour param makes it fail, panic, crash or hang on purpose.
+func pingKind() Kind {
+	return Kind{
+		Name: "ping",
+		Params: []ParamSpec{
+			{Name: "behaviour", Kind: StringParam, Default: "ok", Choices: []string{"ok", "fail", "panic", "crash", "hang", "introspect"}},
+			{Name: "fail_on", Kind: StringParam, Default: ""},
+		},
+		New: func(p Params) (Workload, error) { return &ping{p: p}, nil },
+		Model: func(r Result, all []Result) Prediction {
+			return Prediction{Metrics: map[string]float64{"queries": 1}, Formula: "one query"}
+		},
+	}
+}
+
+type ping struct{ p Params }
+
+func (w *ping) Prepare(ctx context.Context, env *Env) error {
+	return env.Instance("db").Exec(ctx, "postgres", "CREATE TABLE IF NOT EXISTS pinged (at timestamptz)")
+}
+
+func (w *ping) Run(ctx context.Context, env *Env) (Measurement, error) {
+	ep, err := env.Conn(env.ClientSite, "db", "postgres")
+	if err != nil {
+		return Measurement{}, err
+	}
+	cfg, err := ep.Conn.ConnConfig()
+	if err != nil {
+		return Measurement{}, err
+	}
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return Measurement{}, err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	if _, err := conn.Exec(ctx, "INSERT INTO pinged VALUES (now())"); err != nil {
+		return Measurement{}, err
+	}
+	m := Measurement{Metrics: map[string]float64{"queries": 1}}
+	switch w.p.String("behaviour") {
+	case "fail":
+		if w.p.String("fail_on") == "" || w.p.String("fail_on") == ep.Transport {
+			return m, errors.New("failed on purpose")
+		}
+	case "panic":
+		panic("panicked on purpose")
+	case "crash":
+		go func() { panic("crashed on purpose in a worker goroutine") }()
+		time.Sleep(time.Minute)
+	case "hang":
+		<-ctx.Done()
+		return m, ctx.Err()
+	case "introspect":
+		var set unix.CPUSet
+		if err := unix.SchedGetaffinity(0, &set); err != nil {
+			return m, err
+		}
+		m.Metrics["gomaxprocs"] = float64(runtime.GOMAXPROCS(0))
+		m.Metrics["cpus"] = float64(set.Count())
+		m.Metrics["pid"] = float64(os.Getpid())
+		m.Notes = append(m.Notes, ep.Transport)
+	}
+	return m, nil
+}
+
+func testRegistry() *Registry { return NewRegistry(pingKind()) }
+
+const pingSpec = `name = "ping"
+title = "ping"
+[[instance]]
+name = "db"
+engine = "postgres"
+settings = { fsync = "off" }
+[client]
+gomaxprocs = %s
+cpus = %q
+[[link]]
+between = ["client", "db"]
+profile = "${net}"
+[workload]
+kind = "ping"
+behaviour = %q
+fail_on = %q
+[sweep]
+net = ["unix", "direct", "lan-1g"]
+[repeat]
+runs = 2
+`
+
+func pingPlan(t *testing.T, behaviour, failOn string, gomaxprocs int, cpus string) *Plan {
+	t.Helper()
+	src := fmt.Sprintf(pingSpec, fmt.Sprint(gomaxprocs), cpus, behaviour, failOn)
+	s, err := Parse("ping.toml", []byte(src), testRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := s.Plan("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func newRunner(t *testing.T, p *Plan, base, dir string) *Runner {
+	return &Runner{Plan: p, Registry: testRegistry(), Dir: dir, Binaries: pgtest.Binaries(t), BaseDir: base,
+		ClientCommand: []string{os.Args[0]}, Version: "test"}
+}
+
+func TestRunnerRecordsResumesAndStopsServers(t *testing.T) {
+	base := pgtest.BaseDir(t)
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	out, err := newRunner(t, pingPlan(t, "ok", "", 0, ""), base, dir).Run(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Ran != 6 || out.Failed != 0 {
+		t.Fatalf("ran %d, failed %d; want 6 and 0", out.Ran, out.Failed)
+	}
+	pgtest.WaitNoServers(t, base, 10*time.Second)
+	assertEmpty(t, base)
+
+	res, err := ReadResults(dir)
+	if err != nil || len(res) != 6 {
+		t.Fatalf("results: %d, %v", len(res), err)
+	}
+	transports := map[string]bool{}
+	for _, r := range res {
+		if r.Model["queries"] != 1 || r.Formula != "one query" || r.Metrics["queries"] != 1 {
+			t.Errorf("result %s: metrics %v model %v", r.Key, r.Metrics, r.Model)
+		}
+		transports[r.Links[0].Mode] = true
+		if r.Links[0].Mode == "link" && (r.Links[0].ForwardBytes == 0 || r.Links[0].ReverseBytes == 0) {
+			t.Errorf("result %s: the link carried nothing: %+v", r.Key, r.Links[0])
+		}
+	}
+	if len(transports) != 3 {
+		t.Errorf("links used: %v, want unix, direct and link", transports)
+	}
+	for _, f := range []string{SpecFile, RunFile, EnvironmentFile} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Errorf("run directory lacks %s: %v", f, err)
+		}
+	}
+
+	// Resume with everything done runs nothing; with a point lost, that one.
+	out, err = newRunner(t, pingPlan(t, "ok", "", 0, ""), base, dir).Run(ctx)
+	if err != nil || out.Ran != 0 || out.Skipped != 6 {
+		t.Fatalf("resume of a finished run: ran %d skipped %d err %v", out.Ran, out.Skipped, err)
+	}
+	b, _ := os.ReadFile(filepath.Join(dir, ResultsFile))
+	lines := bytes.SplitAfter(b, []byte("\n"))
+	// Drop the third point and leave a torn line behind, as a crash would.
+	torn := append(append(bytes.Join(lines[:2], nil), bytes.Join(lines[3:6], nil)...), []byte(`{"study":"ping","key":"net=`)...)
+	if err := os.WriteFile(filepath.Join(dir, ResultsFile), torn, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err = newRunner(t, pingPlan(t, "ok", "", 0, ""), base, dir).Run(ctx)
+	if err != nil || out.Ran != 1 || out.Skipped != 5 {
+		t.Fatalf("resume after a lost point: ran %d skipped %d err %v", out.Ran, out.Skipped, err)
+	}
+	pgtest.WaitNoServers(t, base, 10*time.Second)
+}
+
+func TestRunnerStopsServersOnFailurePanicAndCancel(t *testing.T) {
+	tests := []struct {
+		name      string
+		behaviour string
+		failOn    string
+		keepGoing bool
+		cancelAt  time.Duration
+		want      string
+		ran       int
+	}{
+		{name: "failure", behaviour: "fail", failOn: "tcp", want: "net=direct #1: failed on purpose", ran: 3},
+		{name: "failure keep going", behaviour: "fail", failOn: "tcp", keepGoing: true, want: "2 of 6 points failed", ran: 6},
+		{name: "panic", behaviour: "panic", want: "panic in workload: panicked on purpose", ran: 1},
+		{name: "cancel", behaviour: "hang", cancelAt: 3 * time.Second, want: context.Canceled.Error(), ran: 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			base := pgtest.BaseDir(t)
+			ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+			defer cancel()
+			if tt.cancelAt > 0 {
+				time.AfterFunc(tt.cancelAt, cancel)
+			}
+			r := newRunner(t, pingPlan(t, tt.behaviour, tt.failOn, 0, ""), base, t.TempDir())
+			r.KeepGoing = tt.keepGoing
+			out, err := r.Run(ctx)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("Run = %v, want an error containing %q", err, tt.want)
+			}
+			if out.Ran != tt.ran {
+				t.Errorf("ran %d points, want %d", out.Ran, tt.ran)
+			}
+			pgtest.WaitNoServers(t, base, 10*time.Second)
+			assertEmpty(t, base)
+		})
+	}
+}
+
+// crashingRun is the child of TestCrashLeavesNoServerRunning: a run whose
+// workload crashes the process from a goroutine of its own.
+func crashingRun(base string) {
+	s, err := Parse("ping.toml", []byte(fmt.Sprintf(pingSpec, "0", "", "crash", "")), testRegistry())
+	if err != nil {
+		panic(err)
+	}
+	p, _ := s.Plan("")
+	bin, err := postgres.FindBinaries(context.Background(), "")
+	if err != nil {
+		panic(err)
+	}
+	dir, _ := os.MkdirTemp("", "dbrig-crash-run-")
+	r := &Runner{Plan: p, Registry: testRegistry(), Dir: dir, Binaries: bin, BaseDir: base}
+	_, _ = r.Run(context.Background())
+}
+
+func TestCrashLeavesNoServerRunning(t *testing.T) {
+	pgtest.Binaries(t)
+	base := pgtest.BaseDir(t)
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "DBRIG_TEST_CRASH_DIR="+base)
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "crashed on purpose") {
+		t.Fatalf("the crashing run ended with %v:\n%s", err, out)
+	}
+	// The kernel stops the server when its parent dies ...
+	pgtest.WaitNoServers(t, base, 15*time.Second)
+	// ... and the next dbrig removes what it left on disk.
+	if removed := postgres.RemoveStale(base); len(removed) != 1 {
+		t.Errorf("RemoveStale removed %v, want the crashed instance's directory", removed)
+	}
+	assertEmpty(t, base)
+}
+
+func TestConstrainedClientRunsInItsOwnProcess(t *testing.T) {
+	base := pgtest.BaseDir(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	out, err := newRunner(t, pingPlan(t, "introspect", "", 1, "0"), base, t.TempDir()).Run(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range out.Results {
+		if r.Metrics["gomaxprocs"] != 1 || r.Metrics["cpus"] != 1 || int(r.Metrics["pid"]) == os.Getpid() {
+			t.Errorf("%s: client ran with gomaxprocs %v on %v CPUs in pid %v (test pid %d)",
+				r.Key, r.Metrics["gomaxprocs"], r.Metrics["cpus"], r.Metrics["pid"], os.Getpid())
+		}
+	}
+	pgtest.WaitNoServers(t, base, 10*time.Second)
+}
+
+func assertEmpty(t *testing.T, dir string) {
+	t.Helper()
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		t.Errorf("left behind in %s: %s", dir, e.Name())
+	}
+}

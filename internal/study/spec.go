@@ -1,0 +1,536 @@
+package study
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/BurntSushi/toml"
+
+	"github.com/dbrig/dbrig/internal/link"
+	"github.com/dbrig/dbrig/internal/units"
+)
+
+// Spec is a study file: what is measured, on what, how often, and which
+// published figures it reproduces.
+type Spec struct {
+	Name         string           `toml:"name"`
+	Title        string           `toml:"title"`
+	Question     string           `toml:"question"`
+	DefaultScale string           `toml:"default_scale"`
+	Source       Source           `toml:"source"`
+	Published    []Published      `toml:"published"`
+	Instances    []InstanceSpec   `toml:"instance"`
+	Client       ClientSpec       `toml:"client"`
+	Links        []LinkSpec       `toml:"link"`
+	Workload     map[string]any   `toml:"workload"`
+	Sweep        map[string]any   `toml:"sweep"`
+	Repeat       RepeatSpec       `toml:"repeat"`
+	Scales       map[string]Scale `toml:"scale"`
+	Limits       []string         `toml:"limits"`
+
+	// Filled by Parse.
+	File      string   `toml:"-"`
+	Text      string   `toml:"-"`
+	SweepKeys []string `toml:"-"` // sweep variables in file order
+	kind      Kind     `toml:"-"`
+	lines     map[string]int
+}
+
+// Source names the document a study reproduces.
+type Source struct {
+	Seed  string `toml:"seed"`
+	Study string `toml:"study"`
+	URL   string `toml:"url"`
+}
+
+// Published is one finding of the source, set beside ours in the report.
+type Published struct {
+	ID      string  `toml:"id"`
+	Finding string  `toml:"finding"`
+	Value   float64 `toml:"value"`
+	Unit    string  `toml:"unit"`
+}
+
+// InstanceSpec is one database server of the topology.
+type InstanceSpec struct {
+	Name     string         `toml:"name"`
+	Engine   string         `toml:"engine"`
+	Site     string         `toml:"site"`
+	Settings map[string]any `toml:"settings"`
+}
+
+// ClientSpec is the workload's client: where it runs and how fast it may be.
+type ClientSpec struct {
+	Site string `toml:"site"`
+	// GOMAXPROCS limits the client process's threads; 0 = no limit.
+	GOMAXPROCS any `toml:"gomaxprocs"`
+	// CPUs pins the client process to a CPU list ("0", "0-1"); "" = any.
+	CPUs any `toml:"cpus"`
+}
+
+// LinkSpec joins two sites with an emulated link, a direct loopback
+// connection ("direct") or a unix socket ("unix").
+type LinkSpec struct {
+	Name    string   `toml:"name"`
+	Between []string `toml:"between"`
+	Profile string   `toml:"profile"`
+	RTT     string   `toml:"rtt"`
+	Rate    string   `toml:"rate"`
+	Window  string   `toml:"window"`
+	Jitter  string   `toml:"jitter"`
+	Loss    string   `toml:"loss"`
+	Duplex  string   `toml:"duplex"`
+	MSS     any      `toml:"mss"`
+}
+
+// RepeatSpec says how often each combination runs and how runs are combined.
+type RepeatSpec struct {
+	Runs         int    `toml:"runs"`
+	DiscardFirst bool   `toml:"discard_first"`
+	Trim         string `toml:"trim"` // "none" or "min-max"
+}
+
+// Scale adjusts a study's size: sweep lists, parameters, repeats, and
+// parameters for matching points only.
+type Scale struct {
+	Sweep  map[string]any `toml:"sweep"`
+	Set    map[string]any `toml:"set"`
+	Repeat *RepeatSpec    `toml:"repeat"`
+	When   []ScaleRule    `toml:"when"`
+}
+
+// ScaleRule sets parameters for the points whose sweep values match, or
+// leaves those points out of the plan.
+type ScaleRule struct {
+	Match map[string]any `toml:"match"`
+	Set   map[string]any `toml:"set"`
+	Skip  bool           `toml:"skip"`
+}
+
+// Special link profiles that bypass the emulated link.
+const (
+	ProfileUnix   = "unix"   // the instance's unix socket
+	ProfileDirect = "direct" // loopback TCP straight to the server
+)
+
+// SpecError is one problem in a study file.
+type SpecError struct {
+	File string
+	Line int
+	Key  string
+	Msg  string
+}
+
+func (e SpecError) Error() string {
+	loc := e.File
+	if e.Line > 0 {
+		loc += ":" + strconv.Itoa(e.Line)
+	}
+	if e.Key != "" {
+		return fmt.Sprintf("%s: %s: %s", loc, e.Key, e.Msg)
+	}
+	return fmt.Sprintf("%s: %s", loc, e.Msg)
+}
+
+// SpecErrors are all the problems found in a study file.
+type SpecErrors []SpecError
+
+func (es SpecErrors) Error() string {
+	var b strings.Builder
+	for i, e := range es {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteString(e.Error())
+	}
+	return b.String()
+}
+
+// LoadFile reads and validates a study file.
+func LoadFile(path string, reg *Registry) (*Spec, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read study file: %w", err)
+	}
+	return Parse(path, b, reg)
+}
+
+var varRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
+
+// Parse decodes and validates a study. Every problem is reported at once,
+// each with the file, line and key, and what was expected.
+func Parse(file string, data []byte, reg *Registry) (*Spec, error) {
+	s := &Spec{File: file, Text: string(data), lines: keyLines(string(data))}
+	md, err := toml.Decode(string(data), s)
+	if err != nil {
+		var pe toml.ParseError
+		if errors.As(err, &pe) {
+			return nil, SpecErrors{{File: file, Line: pe.Position.Line, Key: pe.LastKey, Msg: strings.TrimPrefix(pe.Message, "toml: ")}}
+		}
+		return nil, SpecErrors{{File: file, Msg: err.Error()}}
+	}
+	v := &validator{spec: s}
+	for _, k := range md.Undecoded() {
+		v.add(k.String(), "unknown key (see docs/studies.md for the keys a study file has)")
+	}
+	for _, k := range md.Keys() {
+		if len(k) == 2 && k[0] == "sweep" {
+			s.SweepKeys = append(s.SweepKeys, k[1])
+		}
+	}
+	v.validate(reg)
+	if len(v.errs) > 0 {
+		sort.SliceStable(v.errs, func(i, j int) bool { return v.errs[i].Line < v.errs[j].Line })
+		return nil, v.errs
+	}
+	return s, nil
+}
+
+type validator struct {
+	spec *Spec
+	errs SpecErrors
+}
+
+func (v *validator) add(key, format string, args ...any) {
+	v.errs = append(v.errs, SpecError{File: v.spec.File, Line: lineOf(v.spec.lines, key), Key: key, Msg: fmt.Sprintf(format, args...)})
+}
+
+var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]*$`)
+
+func (v *validator) validate(reg *Registry) {
+	s := v.spec
+	if s.Name == "" {
+		v.add("name", "missing: every study needs a name (lowercase letters, digits, '-')")
+	} else if !nameRE.MatchString(s.Name) {
+		v.add("name", "want lowercase letters, digits, '-' or '_', got %q", s.Name)
+	}
+	if s.Title == "" {
+		v.add("title", "missing: a one-line title for the report")
+	}
+
+	// Sweep: every variable a non-empty list of scalars.
+	for _, k := range s.SweepKeys {
+		v.checkSweepList("sweep."+k, s.Sweep[k])
+	}
+	sweepOK := len(v.errs) == 0
+
+	// Instances.
+	if len(s.Instances) == 0 {
+		v.add("instance", "missing: a study needs at least one [[instance]]")
+	}
+	sites := map[string]bool{}
+	names := map[string]bool{}
+	for i, in := range s.Instances {
+		key := fmt.Sprintf("instance.%d", i)
+		switch {
+		case in.Name == "":
+			v.add(key+".name", "missing")
+		case !nameRE.MatchString(in.Name):
+			v.add(key+".name", "want lowercase letters, digits, '-' or '_', got %q", in.Name)
+		case names[in.Name]:
+			v.add(key+".name", "instance %q is declared twice", in.Name)
+		}
+		names[in.Name] = true
+		switch in.Engine {
+		case "postgres":
+		case "":
+			v.add(key+".engine", `missing: want "postgres"`)
+		default:
+			v.add(key+".engine", `want "postgres", got %q (MariaDB is planned)`, in.Engine)
+		}
+		if s.Instances[i].Site == "" {
+			s.Instances[i].Site = in.Name
+		}
+		sites[s.Instances[i].Site] = true
+		for sk, sv := range in.Settings {
+			switch sv.(type) {
+			case string, int64, float64, bool:
+			default:
+				v.add(key+".settings."+sk, "want a string, number or boolean, got %s", describe(sv))
+			}
+		}
+	}
+	if s.Client.Site == "" {
+		s.Client.Site = "client"
+	}
+	sites[s.Client.Site] = true
+
+	// Links.
+	pairs := map[string]bool{}
+	for i, l := range s.Links {
+		key := fmt.Sprintf("link.%d", i)
+		if len(l.Between) != 2 {
+			v.add(key+".between", "want two site names, e.g. [\"client\", \"db\"]")
+			continue
+		}
+		for _, site := range l.Between {
+			if !sites[site] {
+				v.add(key+".between", "unknown site %q: sites are the client's (%q) and the instances' (%s)", site, s.Client.Site, strings.Join(sortedKeys(sites), ", "))
+			}
+		}
+		if l.Between[0] == l.Between[1] {
+			v.add(key+".between", "a link joins two different sites, got %q twice", l.Between[0])
+		}
+		p := pairKey(l.Between[0], l.Between[1])
+		if pairs[p] {
+			v.add(key+".between", "sites %s and %s are already joined by another link", l.Between[0], l.Between[1])
+		}
+		pairs[p] = true
+		if s.Links[i].Name == "" {
+			s.Links[i].Name = l.Between[0] + "-" + l.Between[1]
+		}
+		if l.Profile == "" {
+			v.add(key+".profile", "missing: a link profile (e.g. \"lan-1g\", \"tukwila-blueridge\", \"unix\", \"direct\")")
+		}
+	}
+
+	// Repeat.
+	if s.Repeat.Runs == 0 {
+		s.Repeat.Runs = 3
+	}
+	v.checkRepeat("repeat", s.Repeat)
+
+	// Workload.
+	kindName, _ := s.Workload["kind"].(string)
+	var kind Kind
+	var ok bool
+	switch {
+	case s.Workload == nil:
+		v.add("workload", "missing: a [workload] table with a kind")
+	case kindName == "":
+		v.add("workload.kind", "missing: want one of %s", strings.Join(reg.Names(), ", "))
+	default:
+		if kind, ok = reg.Lookup(kindName); !ok {
+			v.add("workload.kind", "unknown workload %q: want one of %s", kindName, strings.Join(reg.Names(), ", "))
+		}
+	}
+	s.kind = kind
+	if ok {
+		for k := range s.Workload {
+			if k != "kind" && !slices.ContainsFunc(kind.Params, func(p ParamSpec) bool { return p.Name == k }) {
+				v.add("workload."+k, "unknown parameter of workload %q (it has: %s)", kindName, paramNames(kind))
+			}
+		}
+		for _, p := range kind.Params {
+			if _, set := s.Workload[p.Name]; !set && p.Default == nil {
+				v.add("workload."+p.Name, "missing: workload %q needs it (%s)", kindName, p.Kind)
+			}
+		}
+	}
+
+	// Published findings.
+	ids := map[string]bool{}
+	for i, p := range s.Published {
+		key := fmt.Sprintf("published.%d", i)
+		if p.Finding == "" {
+			v.add(key+".finding", "missing: what the source found, in its words")
+		}
+		if p.ID != "" && ids[p.ID] {
+			v.add(key+".id", "id %q is used twice", p.ID)
+		}
+		ids[p.ID] = true
+	}
+
+	// Scales: each valid, and every point of each resolvable.
+	if s.DefaultScale != "" {
+		if _, ok := s.Scales[s.DefaultScale]; !ok {
+			v.add("default_scale", "no [scale.%s] in this file (it has: %s)", s.DefaultScale, strings.Join(sortedKeys(s.Scales), ", "))
+		}
+	}
+	for name, sc := range s.Scales {
+		key := "scale." + name
+		for k, list := range sc.Sweep {
+			if _, declared := s.Sweep[k]; !declared {
+				v.add(key+".sweep."+k, "not a sweep variable of this study (it has: %s)", strings.Join(s.SweepKeys, ", "))
+				continue
+			}
+			v.checkSweepList(key+".sweep."+k, list)
+		}
+		if sc.Repeat != nil {
+			if sc.Repeat.Runs == 0 {
+				sc.Repeat.Runs = s.Repeat.Runs
+			}
+			v.checkRepeat(key+".repeat", *sc.Repeat)
+		}
+		v.checkSet(key+".set", sc.Set, kind, ok)
+		for i, r := range sc.When {
+			rk := fmt.Sprintf("%s.when.%d", key, i)
+			if r.Skip && len(r.Set) > 0 {
+				v.add(rk+".skip", "a rule either skips points or sets parameters, not both")
+			}
+			if len(r.Match) == 0 {
+				v.add(rk+".match", "missing: which sweep values the rule applies to, e.g. match = { net = \"rtt-77ms\" }")
+			}
+			for mk := range r.Match {
+				if _, declared := s.Sweep[mk]; !declared {
+					v.add(rk+".match."+mk, "not a sweep variable of this study (it has: %s)", strings.Join(s.SweepKeys, ", "))
+				}
+			}
+			v.checkSet(rk+".set", r.Set, kind, ok)
+		}
+	}
+	if !ok || !sweepOK {
+		return
+	}
+	// Every point of the base plan and of each scale must resolve.
+	for _, scale := range append([]string{""}, s.ScaleNames()...) {
+		if _, err := s.plan(scale); err != nil {
+			var es SpecErrors
+			if errors.As(err, &es) {
+				v.errs = append(v.errs, es...)
+			} else {
+				v.errs = append(v.errs, SpecError{File: s.File, Msg: err.Error()})
+			}
+			return // one scale's errors are enough to read
+		}
+	}
+}
+
+func (v *validator) checkSweepList(key string, val any) {
+	list, isList := val.([]any)
+	switch {
+	case !isList:
+		v.add(key, "want a list of values, got %s", describe(val))
+	case len(list) == 0:
+		v.add(key, "empty: a sweep variable needs at least one value")
+	default:
+		for _, e := range list {
+			switch e.(type) {
+			case string, int64, float64, bool:
+			default:
+				v.add(key, "want a list of strings, numbers or booleans; it holds %s", describe(e))
+			}
+		}
+	}
+}
+
+func (v *validator) checkRepeat(key string, r RepeatSpec) {
+	if r.Runs < 1 {
+		v.add(key+".runs", "want at least 1 run, got %d", r.Runs)
+	}
+	switch r.Trim {
+	case "", "none", "min-max":
+	default:
+		v.add(key+".trim", `want "none" or "min-max", got %q`, r.Trim)
+	}
+}
+
+func (v *validator) checkSet(key string, set map[string]any, kind Kind, ok bool) {
+	if !ok {
+		return
+	}
+	for k, val := range set {
+		i := slices.IndexFunc(kind.Params, func(p ParamSpec) bool { return p.Name == k })
+		if i < 0 {
+			v.add(key+"."+k, "unknown parameter of workload %q (it has: %s)", kind.Name, paramNames(kind))
+			continue
+		}
+		if s, isStr := val.(string); isStr && varRef.MatchString(s) {
+			continue
+		}
+		if _, err := kind.Params[i].Normalize(val); err != nil {
+			v.add(key+"."+k, "%v", err)
+		}
+	}
+}
+
+func paramNames(k Kind) string {
+	var out []string
+	for _, p := range k.Params {
+		out = append(out, p.Name)
+	}
+	return strings.Join(out, ", ")
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func pairKey(a, b string) string {
+	if a > b {
+		a, b = b, a
+	}
+	return a + "\x00" + b
+}
+
+// ScaleNames lists the study's scales, sorted.
+func (s *Spec) ScaleNames() []string { return sortedKeys(s.Scales) }
+
+// Kind is the study's workload kind.
+func (s *Spec) Kind() Kind { return s.kind }
+
+// PublishedByID finds a published finding.
+func (s *Spec) PublishedByID(id string) (Published, bool) {
+	for _, p := range s.Published {
+		if p.ID == id {
+			return p, true
+		}
+	}
+	return Published{}, false
+}
+
+// resolveLink turns a link's spec into a mode and configuration for one
+// point's sweep values.
+func resolveLink(l LinkSpec, subst func(string) (string, error)) (mode string, cfg link.Config, err error) {
+	profile, err := subst(l.Profile)
+	if err != nil {
+		return "", cfg, err
+	}
+	switch profile {
+	case ProfileUnix, ProfileDirect:
+		mode = profile
+	default:
+		mode = "link"
+		if cfg, err = link.ParseProfile(profile); err != nil {
+			return "", cfg, err
+		}
+	}
+	fields := []struct {
+		name, val string
+		apply     func(string) error
+	}{
+		{"rtt", l.RTT, func(x string) (e error) { cfg.RTT, e = units.ParseDuration(x); return }},
+		{"rate", l.Rate, func(x string) error { r, e := units.ParseRate(x); cfg.Rate = r; return e }},
+		{"window", l.Window, func(x string) error { w, e := units.ParseSize(x); cfg.Window = w; return e }},
+		{"jitter", l.Jitter, func(x string) (e error) { cfg.Jitter, e = units.ParseDuration(x); return }},
+		{"loss", l.Loss, func(x string) (e error) { cfg.Loss, e = units.ParsePercent(x); return }},
+		{"duplex", l.Duplex, func(x string) (e error) { cfg.Duplex, e = link.ParseDuplex(x); return }},
+	}
+	for _, f := range fields {
+		if f.val == "" {
+			continue
+		}
+		x, err := subst(f.val)
+		if err != nil {
+			return "", cfg, err
+		}
+		if mode != "link" {
+			return "", cfg, fmt.Errorf("%s is set, but profile %q bypasses the emulated link", f.name, profile)
+		}
+		if err := f.apply(x); err != nil {
+			return "", cfg, fmt.Errorf("%s: %w", f.name, err)
+		}
+	}
+	if l.MSS != nil {
+		n, ok := asInt(l.MSS)
+		if !ok {
+			return "", cfg, fmt.Errorf("mss: want a number of bytes, got %s", describe(l.MSS))
+		}
+		cfg.MSS = int(n)
+	}
+	if err := cfg.Validate(); err != nil {
+		return "", cfg, err
+	}
+	return mode, cfg, nil
+}

@@ -1,0 +1,237 @@
+package study
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// testKind is a workload kind for spec tests; it never runs.
+func testKind() Kind {
+	return Kind{
+		Name: "demo",
+		Params: []ParamSpec{
+			{Name: "rows", Kind: IntParam},
+			{Name: "size", Kind: SizeParam, Default: int64(8000)},
+			{Name: "mode", Kind: StringParam, Default: "a", Choices: []string{"a", "b"}},
+			{Name: "pause", Kind: DurationParam, Default: "0s"},
+		},
+		New: func(Params) (Workload, error) { return nopWorkload{}, nil },
+	}
+}
+
+type nopWorkload struct{}
+
+func (nopWorkload) Prepare(context.Context, *Env) error { return nil }
+func (nopWorkload) Run(context.Context, *Env) (Measurement, error) {
+	return Measurement{Metrics: map[string]float64{"seconds": 1}}, nil
+}
+
+const goodSpec = `name = "demo"
+title = "A demo study"
+
+[[instance]]
+name = "db"
+engine = "postgres"
+settings = { work_mem = "${mem}" }
+
+[client]
+gomaxprocs = "${procs}"
+
+[[link]]
+between = ["client", "db"]
+profile = "${net}"
+
+[workload]
+kind = "demo"
+rows = 100
+mode = "${mode}"
+
+[sweep]
+net = ["unix", "lan-1g", "tukwila-dublin+legacy-window"]
+mode = ["a", "b"]
+mem = ["4MB"]
+procs = [1]
+
+[repeat]
+runs = 2
+
+[scale.quick]
+sweep = { net = ["unix", "rtt-23ms"] }
+set = { rows = 10 }
+[[scale.quick.when]]
+match = { net = "rtt-23ms" }
+set = { rows = 3 }
+[[scale.quick.when]]
+match = { net = "unix", mode = "b" }
+skip = true
+`
+
+func TestParseGoodSpecAndPlan(t *testing.T) {
+	reg := NewRegistry(testKind())
+	s, err := Parse("demo.toml", []byte(goodSpec), reg)
+	if err != nil {
+		t.Fatalf("Parse: %v", err)
+	}
+	if got := strings.Join(s.SweepKeys, ","); got != "net,mode,mem,procs" {
+		t.Errorf("sweep keys in file order = %s", got)
+	}
+	p, err := s.Plan("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Combos) != 6 || len(p.Points()) != 12 {
+		t.Fatalf("default plan: %d combos, %d points; want 6 and 12", len(p.Combos), len(p.Points()))
+	}
+	c := p.Combos[5]
+	if c.Key != "net=tukwila-dublin+legacy-window mode=b mem=4MB procs=1" {
+		t.Errorf("last combo key = %q", c.Key)
+	}
+	if c.Links[0].Mode != "link" || c.Links[0].Config.Window != 65535 || c.Links[0].Config.RTT.Milliseconds() != 150 {
+		t.Errorf("link = %+v", c.Links[0])
+	}
+	if c.Params.String("mode") != "b" || c.Params.Int("rows") != 100 || c.Params.Int("size") != 8000 {
+		t.Errorf("params = %v", c.Params)
+	}
+	if c.Instances[0].Settings["work_mem"] != "4MB" || c.Client.GOMAXPROCS != 1 {
+		t.Errorf("instance settings %v, client %+v", c.Instances[0].Settings, c.Client)
+	}
+
+	q, err := s.Plan("quick")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for _, c := range q.Combos {
+		keys = append(keys, c.Key+":"+strconv.FormatInt(c.Params.Int("rows"), 10))
+	}
+	want := "net=unix mode=a mem=4MB procs=1:10|net=rtt-23ms mode=a mem=4MB procs=1:3|net=rtt-23ms mode=b mem=4MB procs=1:3"
+	if got := strings.Join(keys, "|"); got != want {
+		t.Errorf("quick plan = %s\nwant         %s", got, want)
+	}
+	if _, err := s.Plan("huge"); err == nil || !strings.Contains(err.Error(), `no scale "huge"`) {
+		t.Errorf("Plan(huge) = %v", err)
+	}
+}
+
+func TestParseReportsEveryProblemWithLineAndKey(t *testing.T) {
+	reg := NewRegistry(testKind())
+	tests := []struct {
+		name string
+		edit func(string) string
+		want []string // fragments, each must appear in the error
+	}{
+		{"unknown top-level key", func(s string) string {
+			return strings.Replace(s, `title = "A demo study"`, "title = \"x\"\ncolour = 3", 1)
+		},
+			[]string{"demo.toml:3: colour: unknown key"}},
+		{"unknown workload parameter", func(s string) string { return strings.Replace(s, "rows = 100", "rows = 100\nrowz = 5", 1) },
+			[]string{"demo.toml:19: workload.rowz: unknown parameter", "it has: rows, size, mode, pause"}},
+		{"wrong type", func(s string) string { return strings.Replace(s, "rows = 100", `rows = "many"`, 1) },
+			[]string{"demo.toml:18: workload.rows: want a positive integer, got the string \"many\""}},
+		{"zero size", func(s string) string { return strings.Replace(s, "rows = 100", "rows = 100\nsize = 0", 1) },
+			[]string{"workload.size: want a positive size, got 0 bytes"}},
+		{"negative rows", func(s string) string { return strings.Replace(s, "rows = 100", "rows = -5", 1) },
+			[]string{"demo.toml:18: workload.rows: want a positive integer, got -5"}},
+		{"unknown profile in sweep", func(s string) string { return strings.Replace(s, `"lan-1g"`, `"lan-2g"`, 1) },
+			[]string{"demo.toml:14: link.0.profile: unknown link profile \"lan-2g\"", "net=lan-2g"}},
+		{"empty sweep", func(s string) string { return strings.Replace(s, `mem = ["4MB"]`, `mem = []`, 1) },
+			[]string{"demo.toml:24: sweep.mem: empty"}},
+		{"sweep not a list", func(s string) string { return strings.Replace(s, `mem = ["4MB"]`, `mem = "4MB"`, 1) },
+			[]string{"sweep.mem: want a list of values"}},
+		{"bad choice", func(s string) string { return strings.Replace(s, `mode = ["a", "b"]`, `mode = ["a", "c"]`, 1) },
+			[]string{"workload.mode: want one of a, b, got \"c\""}},
+		{"unknown variable", func(s string) string { return strings.Replace(s, `"${net}"`, `"${nett}"`, 1) },
+			[]string{"${nett} is not a sweep variable"}},
+		{"missing kind", func(s string) string { return strings.Replace(s, `kind = "demo"`, ``, 1) },
+			[]string{"workload.kind: missing"}},
+		{"unknown kind", func(s string) string { return strings.Replace(s, `kind = "demo"`, `kind = "tpcc"`, 1) },
+			[]string{"demo.toml:17: workload.kind: unknown workload \"tpcc\""}},
+		{"bad runs", func(s string) string { return strings.Replace(s, "runs = 2", "runs = -1", 1) },
+			[]string{"repeat.runs: want at least 1 run"}},
+		{"unknown site", func(s string) string {
+			return strings.Replace(s, `between = ["client", "db"]`, `between = ["client", "dv"]`, 1)
+		},
+			[]string{"demo.toml:13: link.0.between: unknown site \"dv\""}},
+		{"scale sweeps unknown var", func(s string) string { return strings.Replace(s, `sweep = { net =`, `sweep = { nett =`, 1) },
+			[]string{"scale.quick.sweep.nett: not a sweep variable"}},
+		{"bad toml", func(s string) string { return strings.Replace(s, "runs = 2", "runs = = 2", 1) },
+			[]string{"demo.toml:28: repeat.runs"}},
+		{"two problems at once", func(s string) string {
+			return strings.Replace(strings.Replace(s, "rows = 100", "rows = 0", 1), "runs = 2", "runs = 0\ntrim = \"median\"", 1)
+		}, []string{"workload.rows", "repeat.trim: want \"none\" or \"min-max\""}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse("demo.toml", []byte(tt.edit(goodSpec)), reg)
+			if err == nil {
+				t.Fatal("Parse succeeded, want an error")
+			}
+			var es SpecErrors
+			if !errors.As(err, &es) {
+				t.Fatalf("error %T is not SpecErrors: %v", err, err)
+			}
+			if strings.Count(err.Error(), "\n") >= len(tt.want) {
+				t.Errorf("more errors than problems:\n%v", err)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error does not contain %q:\n%v", w, err)
+				}
+			}
+		})
+	}
+}
+
+func TestTrim(t *testing.T) {
+	tests := []struct {
+		runs []float64
+		rule RepeatSpec
+		mean float64
+		kept int
+	}{
+		{[]float64{1, 2, 3}, RepeatSpec{}, 2, 3},
+		{[]float64{10, 2, 3, 4}, RepeatSpec{DiscardFirst: true}, 3, 3},
+		{[]float64{10, 1, 2, 3, 100}, RepeatSpec{DiscardFirst: true, Trim: "min-max"}, 2.5, 2},
+		{[]float64{5}, RepeatSpec{DiscardFirst: true, Trim: "min-max"}, 5, 1},
+		{[]float64{1, 9}, RepeatSpec{Trim: "min-max"}, 5, 2},
+	}
+	for _, tt := range tests {
+		st := Trim(tt.runs, tt.rule)
+		if st.Mean != tt.mean || st.Kept != tt.kept {
+			t.Errorf("Trim(%v, %+v) = mean %v kept %d; want %v, %d", tt.runs, tt.rule, st.Mean, st.Kept, tt.mean, tt.kept)
+		}
+	}
+}
+
+func TestKeyLines(t *testing.T) {
+	src := `name = "x"
+[[instance]]
+name = "a"
+settings = { work_mem = "4MB", nested = { k = 1 } }
+[[instance]]
+name = "b"
+[sweep]
+net = [
+  "a",
+  "b",
+]
+"quoted.key" = 1
+[scale.quick]
+set = { rows = 1 }
+[[scale.quick.when]]
+match = { net = "a" }
+`
+	lines := keyLines(src)
+	for k, want := range map[string]int{
+		"name": 1, "instance.0.name": 3, "instance.0.settings.work_mem": 4, "instance.0.settings.nested.k": 4,
+		"instance.1.name": 6, "sweep.net": 8, "sweep.quoted.key": 12, "scale.quick.set.rows": 14,
+		"scale.quick.when.0.match.net": 16,
+	} {
+		if got := lines[k]; got != want {
+			t.Errorf("line of %s = %d, want %d", k, got, want)
+		}
+	}
+}

@@ -1,0 +1,271 @@
+package study
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"math"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/dbrig/dbrig/internal/engine/postgres"
+	"github.com/dbrig/dbrig/internal/report"
+	"github.com/dbrig/dbrig/internal/topology"
+	"github.com/dbrig/dbrig/internal/units"
+)
+
+// Workload is what a study applies to its topology. Prepare runs in dbrig's
+// own process once per fresh topology (schema, data); Run measures one point
+// and may run in a separate client process (see Client), so it must only use
+// what Env gives it.
+type Workload interface {
+	Prepare(ctx context.Context, env *Env) error
+	Run(ctx context.Context, env *Env) (Measurement, error)
+}
+
+// Kind describes one kind of workload: its parameters and how to make it.
+type Kind struct {
+	Name   string
+	Doc    string
+	Params []ParamSpec
+	// New makes a workload for one point's resolved parameters.
+	New func(p Params) (Workload, error)
+	// Model, when set, predicts a point's metrics from the results so far
+	// (models fitted on other points, e.g. per-row costs on the fastest link).
+	Model func(r Result, all []Result) Prediction
+	// PrepareKey, when set, names the data a point needs: Prepare runs
+	// again only when it changes (default: once per topology).
+	PrepareKey func(p Params) string
+	// Report, when set, adds the workload's findings, charts and tables to
+	// a run's report.
+	Report func(rd *RunData, d *report.Doc)
+}
+
+// Prediction is a model's estimate of some of a point's metrics.
+type Prediction struct {
+	Metrics map[string]float64
+	// Formula says how the figure was obtained, for the report.
+	Formula string
+}
+
+// Registry holds the workload kinds dbrig knows, built explicitly in main.
+type Registry struct{ kinds map[string]Kind }
+
+// NewRegistry makes a registry of the given kinds.
+func NewRegistry(kinds ...Kind) *Registry {
+	r := &Registry{kinds: map[string]Kind{}}
+	for _, k := range kinds {
+		r.kinds[k.Name] = k
+	}
+	return r
+}
+
+// Lookup finds a kind by name.
+func (r *Registry) Lookup(name string) (Kind, bool) {
+	k, ok := r.kinds[name]
+	return k, ok
+}
+
+// Names lists the kinds, sorted.
+func (r *Registry) Names() []string {
+	var out []string
+	for n := range r.kinds {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Env is what a workload sees of its point: parameters, where to connect,
+// a logger and a progress callback.
+type Env struct {
+	Params Params
+	// Conn returns how a client at site from reaches database db of an
+	// instance: through the emulated link between the sites, or directly.
+	Conn func(from, instance, db string) (Endpoint, error)
+	// ClientSite is the site of the workload's client.
+	ClientSite string
+	Log        *slog.Logger
+	// Progress reports work done out of total (units are the workload's).
+	Progress func(done, total int64)
+	// Instance gives Prepare (in dbrig's own process) the running instance,
+	// for work that bypasses links (loading data). Nil in a client process.
+	Instance func(name string) *postgres.Instance
+}
+
+// Endpoint is how a client reaches one database.
+type Endpoint = topology.Endpoint
+
+// Measurement is what one run of a point measured.
+type Measurement struct {
+	// Metrics are named figures: "seconds", "rows_per_s", "us_per_row" ...
+	Metrics map[string]float64 `json:"metrics"`
+	// Series are named time series for charts (e.g. per-second progress).
+	Series map[string][]float64 `json:"series,omitempty"`
+	Notes  []string             `json:"notes,omitempty"`
+}
+
+// ParamKind is the type of a workload parameter.
+type ParamKind int
+
+const (
+	IntParam      ParamKind = iota // a positive whole number
+	SizeParam                      // bytes: 8000, "8KB", "40KiB"
+	DurationParam                  // "77ms"
+	StringParam                    // free text or one of Choices
+	FloatParam                     // a number
+	BoolParam                      // true/false
+)
+
+func (k ParamKind) String() string {
+	return [...]string{"a positive integer", "a size (bytes, e.g. 8000 or \"40KB\")", "a duration (e.g. \"77ms\")", "a string", "a number", "true or false"}[k]
+}
+
+// ParamSpec declares one workload parameter.
+type ParamSpec struct {
+	Name    string
+	Kind    ParamKind
+	Doc     string
+	Default any // nil: required
+	Choices []string
+	// AllowZero permits 0 for Int and Size parameters.
+	AllowZero bool
+}
+
+// Normalize checks a value against the spec and returns it in canonical
+// form: int64 for Int and Size, string for Duration and String, float64,
+// bool.
+func (ps ParamSpec) Normalize(v any) (any, error) {
+	switch ps.Kind {
+	case IntParam:
+		n, ok := asInt(v)
+		if !ok {
+			return nil, fmt.Errorf("want %s, got %s", ps.Kind, describe(v))
+		}
+		if n < 0 || (n == 0 && !ps.AllowZero) {
+			return nil, fmt.Errorf("want %s, got %d", ps.Kind, n)
+		}
+		return n, nil
+	case SizeParam:
+		var n int64
+		switch x := v.(type) {
+		case string:
+			z, err := units.ParseSize(x)
+			if err != nil {
+				return nil, err
+			}
+			n = int64(z)
+		default:
+			var ok bool
+			if n, ok = asInt(v); !ok {
+				return nil, fmt.Errorf("want %s, got %s", ps.Kind, describe(v))
+			}
+		}
+		if n < 0 || (n == 0 && !ps.AllowZero) {
+			return nil, fmt.Errorf("want a positive size, got %d bytes", n)
+		}
+		return n, nil
+	case DurationParam:
+		s, ok := v.(string)
+		if !ok {
+			return nil, fmt.Errorf("want %s, got %s", ps.Kind, describe(v))
+		}
+		d, err := units.ParseDuration(s)
+		if err != nil {
+			return nil, err
+		}
+		return d.String(), nil
+	case StringParam:
+		s, ok := v.(string)
+		if !ok {
+			return nil, fmt.Errorf("want %s, got %s", ps.Kind, describe(v))
+		}
+		if len(ps.Choices) > 0 && !slices.Contains(ps.Choices, s) {
+			return nil, fmt.Errorf("want one of %s, got %q", strings.Join(ps.Choices, ", "), s)
+		}
+		return s, nil
+	case FloatParam:
+		switch x := v.(type) {
+		case float64:
+			return x, nil
+		case int64:
+			return float64(x), nil
+		}
+		return nil, fmt.Errorf("want %s, got %s", ps.Kind, describe(v))
+	case BoolParam:
+		b, ok := v.(bool)
+		if !ok {
+			return nil, fmt.Errorf("want %s, got %s", ps.Kind, describe(v))
+		}
+		return b, nil
+	}
+	return nil, fmt.Errorf("unknown parameter kind %d", ps.Kind)
+}
+
+func asInt(v any) (int64, bool) {
+	switch x := v.(type) {
+	case int64:
+		return x, true
+	case int:
+		return int64(x), true
+	case float64:
+		if x == math.Trunc(x) && math.Abs(x) < 1<<53 {
+			return int64(x), true
+		}
+	}
+	return 0, false
+}
+
+func describe(v any) string {
+	switch x := v.(type) {
+	case string:
+		return fmt.Sprintf("the string %q", x)
+	case int64, int:
+		return fmt.Sprintf("the integer %v", x)
+	case float64:
+		return fmt.Sprintf("the number %v", x)
+	case bool:
+		return fmt.Sprintf("the boolean %v", x)
+	case []any:
+		return "a list"
+	case map[string]any:
+		return "a table"
+	case nil:
+		return "nothing"
+	}
+	return fmt.Sprintf("%T", v)
+}
+
+// Params are a point's resolved workload parameters, in canonical form.
+type Params map[string]any
+
+// Int returns an Int or Size parameter.
+func (p Params) Int(name string) int64 {
+	n, _ := asInt(p[name])
+	return n
+}
+
+// String returns a String parameter.
+func (p Params) String(name string) string { s, _ := p[name].(string); return s }
+
+// Duration returns a Duration parameter.
+func (p Params) Duration(name string) time.Duration {
+	d, _ := time.ParseDuration(p.String(name))
+	return d
+}
+
+// Float returns a Float parameter.
+func (p Params) Float(name string) float64 {
+	switch x := p[name].(type) {
+	case float64:
+		return x
+	case int64:
+		return float64(x)
+	}
+	return 0
+}
+
+// Bool returns a Bool parameter.
+func (p Params) Bool(name string) bool { b, _ := p[name].(bool); return b }

@@ -1,0 +1,62 @@
+package topology
+
+import (
+	"time"
+
+	"github.com/dbrig/dbrig/internal/link"
+)
+
+// mergeStats sums the statistics of two proxies of one link. Time series
+// are re-binned onto the earlier start and the coarser interval.
+func mergeStats(a, b link.Stats, aValid bool) link.Stats {
+	if !aValid {
+		return b
+	}
+	out := a
+	if b.Started.Before(out.Started) {
+		out.Started = b.Started
+	}
+	out.Connections += b.Connections
+	out.ActiveConnections += b.ActiveConnections
+	out.Forward = mergeDir(a.Forward, a.Started, b.Forward, b.Started, out.Started)
+	out.Reverse = mergeDir(a.Reverse, a.Started, b.Reverse, b.Started, out.Started)
+	return out
+}
+
+func mergeDir(a link.DirStats, aStart time.Time, b link.DirStats, bStart, start time.Time) link.DirStats {
+	out := a
+	out.Bytes += b.Bytes
+	out.Segments += b.Segments
+	out.LostSegments += b.LostSegments
+	out.MaxInFlight = max(a.MaxInFlight, b.MaxInFlight)
+	out.WindowStalls += b.WindowStalls
+	out.StallTime += b.StallTime
+	out.MaxJitter = max(a.MaxJitter, b.MaxJitter)
+	if out.FirstDelivery.IsZero() || (!b.FirstDelivery.IsZero() && b.FirstDelivery.Before(out.FirstDelivery)) {
+		out.FirstDelivery = b.FirstDelivery
+	}
+	if b.LastDelivery.After(out.LastDelivery) {
+		out.LastDelivery = b.LastDelivery
+	}
+	interval := max(a.SeriesInterval, b.SeriesInterval)
+	out.SeriesInterval = interval
+	if interval <= 0 {
+		out.Series = nil
+		return out
+	}
+	var series []int64
+	add := func(s []int64, sStart time.Time, sInterval time.Duration) {
+		for i, v := range s {
+			at := sStart.Sub(start) + time.Duration(i)*sInterval
+			j := int(at / interval)
+			for len(series) <= j {
+				series = append(series, 0)
+			}
+			series[j] += v
+		}
+	}
+	add(a.Series, aStart, a.SeriesInterval)
+	add(b.Series, bStart, b.SeriesInterval)
+	out.Series = series
+	return out
+}

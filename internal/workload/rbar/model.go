@@ -1,0 +1,148 @@
+package rbar
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/dbrig/dbrig/internal/study"
+)
+
+// The model of seed 004, per experiment:
+//
+//	server-loop, server-cursor:  t = rows × s_server + RTT
+//	client-row-by-row:           t_row = RTT + s_row + request/response bytes × 8 / rate
+//	client-stream, wide-rows:    throughput = min(rate, window / RTT, consumer rate)
+//	                             t = bytes × 8 / throughput + RTT
+//
+// The per-row costs and the consumer rate are fitted on the fastest link
+// (the unix socket, else direct loopback TCP, else the smallest RTT) of the
+// same experiment and client, and predict every other link.
+
+// roundTripBytes are the protocol bytes of one row-by-row exchange on the
+// wire (request and response of a FETCH or a prepared SELECT), for the
+// serialization term.
+const roundTripBytes = 180
+
+// linkOf returns the result's link (the first one: the rbar study has one).
+func linkOf(r study.Result) study.LinkResult {
+	if len(r.Links) == 0 {
+		return study.LinkResult{Mode: "unix"}
+	}
+	return r.Links[0]
+}
+
+// speedRank orders links from fastest: unix, direct TCP, then by RTT.
+func speedRank(l study.LinkResult) float64 {
+	switch l.Mode {
+	case "unix":
+		return -2
+	case "direct":
+		return -1
+	}
+	return l.RTTSeconds
+}
+
+// groupKey is what a point shares with its reference on the fastest link:
+// the same experiment and client, whatever the link and the row count.
+func groupKey(r study.Result) string {
+	return fmt.Sprintf("%s|%s|%s|%d|%s|%s", r.Params.String("experiment"), r.Params.String("row_by_row"),
+		r.Params.String("client_cost"), r.Client.GOMAXPROCS, r.Client.CPUs, r.Params.String("instance"))
+}
+
+// Reference finds the results of the fastest link measured so far for r's
+// group, and says whether r itself is one of them.
+func Reference(r study.Result, all []study.Result) (ref []study.Result, isRef bool) {
+	key := groupKey(r)
+	best := math.Inf(1)
+	var bestCombo string
+	for _, o := range append(all, r) {
+		if !o.OK() || groupKey(o) != key || o.Metrics == nil {
+			continue
+		}
+		if rank := speedRank(linkOf(o)); rank < best {
+			best, bestCombo = rank, o.Combo
+		}
+	}
+	for _, o := range all {
+		if o.OK() && o.Combo == bestCombo && o.Metrics != nil {
+			ref = append(ref, o)
+		}
+	}
+	if r.Combo == bestCombo {
+		ref = append(ref, r)
+	}
+	return ref, r.Combo == bestCombo
+}
+
+func meanMetric(rs []study.Result, name string) float64 {
+	var sum float64
+	var n int
+	for _, r := range rs {
+		if v, ok := r.Metrics[name]; ok {
+			sum += v
+			n++
+		}
+	}
+	if n == 0 {
+		return math.NaN()
+	}
+	return sum / float64(n)
+}
+
+// Model predicts a point's time per row or throughput; see the top of
+// this file.
+func Model(r study.Result, all []study.Result) study.Prediction {
+	ref, isRef := Reference(r, all)
+	if len(ref) == 0 || r.Metrics == nil {
+		return study.Prediction{}
+	}
+	l := linkOf(r)
+	refLink := linkOf(ref[0])
+	rtt, refRTT := l.RTTSeconds, refLink.RTTSeconds
+	rows := r.Metrics["rows"]
+	fit := ""
+	if isRef {
+		fit = " (fitted here: this is the fastest link)"
+	}
+	switch r.Params.String("experiment") {
+	case "server-loop", "server-cursor":
+		s := (meanMetric(ref, "seconds") - refRTT) / meanMetric(ref, "rows")
+		t := rows*s + rtt
+		return study.Prediction{
+			Metrics: map[string]float64{"seconds": t, "us_per_row": t / rows * 1e6},
+			Formula: fmt.Sprintf("t = rows × %.3g µs + RTT%s", s*1e6, fit),
+		}
+	case "client-row-by-row":
+		s := meanMetric(ref, "us_per_row")*1e-6 - refRTT - serialization(refLink)
+		perRow := rtt + s + serialization(l)
+		return study.Prediction{
+			Metrics: map[string]float64{"us_per_row": perRow * 1e6, "rows_per_s": 1 / perRow},
+			Formula: fmt.Sprintf("t/row = RTT + %.3g µs%s", s*1e6, fit),
+		}
+	case "client-stream", "wide-rows", "cursor-messages":
+		consumer := meanMetric(ref, "throughput_bps")
+		rate, limit := consumer, "the client's consumer rate"
+		if l.RateBitsPerS > 0 && l.RateBitsPerS < rate {
+			rate, limit = l.RateBitsPerS, "the link's rate"
+		}
+		if l.WindowBytes > 0 && rtt > 0 {
+			if w := float64(l.WindowBytes) * 8 / rtt; w < rate {
+				rate, limit = w, "window / RTT"
+			}
+		}
+		bytes := r.Metrics["wire_bytes"]
+		t := bytes*8/rate + rtt
+		return study.Prediction{
+			Metrics: map[string]float64{"throughput_bps": bytes * 8 / t, "seconds": t},
+			Formula: fmt.Sprintf("t = bytes / min(rate, window/RTT, consumer %.3g Gbit/s) + RTT: limited by %s%s", consumer/1e9, limit, fit),
+		}
+	}
+	return study.Prediction{}
+}
+
+func serialization(l study.LinkResult) float64 {
+	if l.RateBitsPerS <= 0 {
+		return 0
+	}
+	return roundTripBytes * 8 / l.RateBitsPerS
+}

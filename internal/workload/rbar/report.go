@@ -1,0 +1,426 @@
+package rbar
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/dbrig/dbrig/internal/report"
+	"github.com/dbrig/dbrig/internal/study"
+	"github.com/dbrig/dbrig/internal/units"
+)
+
+// Report adds the study's findings, charts and per-experiment tables.
+func Report(rd *study.RunData, d *report.Doc) {
+	a := newAnalysis(rd)
+	for _, p := range rd.Spec.Published {
+		f := report.Finding{Published: p.Finding, Verdict: report.NotMeasured, Measured: "-", Model: "-"}
+		if judge, ok := a.judges()[p.ID]; ok {
+			judge(&f)
+		} else {
+			f.Why = "dbrig has no measurement for this finding."
+		}
+		d.Findings = append(d.Findings, f)
+	}
+	d.Charts = append(d.Charts, a.perRowChart(), a.throughputChart(), a.experimentsChart())
+	d.Sections = append(d.Sections, a.experimentTables()...)
+}
+
+type analysis struct {
+	rd    *study.RunData
+	links []string // link profiles in speed order
+	// by experiment, client cost and link profile
+	sums map[string]*study.Summary
+	// model predictions from the full history
+	model map[string]study.Prediction
+}
+
+func key(exp, cost, net string) string { return exp + "|" + cost + "|" + net }
+
+func newAnalysis(rd *study.RunData) *analysis {
+	a := &analysis{rd: rd, sums: map[string]*study.Summary{}, model: map[string]study.Prediction{}}
+	rank := map[string]float64{}
+	for _, s := range rd.Summaries {
+		r := s.Results[len(s.Results)-1]
+		l := linkOf(r)
+		k := key(s.Params.String("experiment"), s.Params.String("client_cost"), l.Profile)
+		a.sums[k] = s
+		a.model[k] = Model(r, rd.Results)
+		if _, ok := rank[l.Profile]; !ok {
+			rank[l.Profile] = speedRank(l)
+			a.links = append(a.links, l.Profile)
+		}
+	}
+	slices.SortStableFunc(a.links, func(x, y string) int {
+		switch {
+		case rank[x] < rank[y]:
+			return -1
+		case rank[x] > rank[y]:
+			return 1
+		}
+		return 0
+	})
+	return a
+}
+
+const fast = "0s"
+
+// slowCost finds the slow client's cost in the run ("25us"), if any.
+func (a *analysis) slowCost() string {
+	for _, s := range a.rd.Summaries {
+		if c := s.Params.String("client_cost"); c != fast && c != "" {
+			return c
+		}
+	}
+	return ""
+}
+
+func (a *analysis) mean(exp, cost, net, metric string) float64 {
+	if s, ok := a.sums[key(exp, cost, net)]; ok {
+		return s.Mean(metric)
+	}
+	return math.NaN()
+}
+
+func (a *analysis) predicted(exp, cost, net, metric string) float64 {
+	if p, ok := a.model[key(exp, cost, net)]; ok {
+		if v, ok := p.Metrics[metric]; ok {
+			return v
+		}
+	}
+	return math.NaN()
+}
+
+func pct(newV, oldV float64) float64 { return (newV - oldV) / oldV * 100 }
+
+func fmtPct(v float64) string {
+	if math.IsNaN(v) {
+		return "-"
+	}
+	return fmt.Sprintf("%+.1f %%", v)
+}
+
+func (a *analysis) judges() map[string]func(*report.Finding) {
+	return map[string]func(*report.Finding){
+		"server-side-no-network": a.judgeServerSide,
+		"infiniband-stream":      func(f *report.Finding) { a.judgeInfiniband(f, "client-stream", "10^9 rows streamed", -10) },
+		"infiniband-resultsets":  func(f *report.Finding) { a.judgeInfiniband(f, "cursor-messages", "one message per row", -2) },
+		"round-trip-per-row":     a.judgeRoundTrip,
+		"slow-client":            a.judgeSlowClient,
+		"wide-rows-1g":           a.judgeWide1G,
+		"wide-rows-consumer":     a.judgeWideConsumer,
+		"vm-penalty": func(f *report.Finding) {
+			f.Why = "Needs a physical and a virtual machine, and CPUs of different frequencies; this run has one machine (" +
+				a.rd.Environment.Virtualization + ", " + a.rd.Environment.CPUModel + ")."
+		},
+	}
+}
+
+func (a *analysis) judgeServerSide(f *report.Finding) {
+	var parts []string
+	worst := 0.0
+	measured := false
+	for _, exp := range []string{"server-loop", "server-cursor"} {
+		near, far := a.mean(exp, fast, "unix", "seconds"), a.mean(exp, fast, "rtt-77ms", "seconds")
+		if math.IsNaN(near) || math.IsNaN(far) {
+			continue
+		}
+		measured = true
+		extra := far - near
+		parts = append(parts, fmt.Sprintf("%s: %s on the unix socket, %s across 77 ms (+%s)", exp,
+			fmtSec(near), fmtSec(far), fmtSec(extra)))
+		worst = max(worst, math.Abs(extra-0.077)/0.077)
+	}
+	if !measured {
+		return
+	}
+	f.Measured = strings.Join(parts, "; ")
+	f.Model = "t = rows × s_server + one RTT: the link adds 77 ms, once"
+	f.Verdict = report.Reproduced
+	f.Why = "The whole loop runs inside the server; the client waits for one answer, so the link costs one round trip whatever the row count."
+	if worst > 0.5 {
+		f.Verdict = report.Differs
+		f.Why = "The link added more (or less) than one round trip; see the points table and the noise of this machine."
+	}
+}
+
+func (a *analysis) judgeInfiniband(f *report.Finding, exp, what string, published float64) {
+	t1, tib := a.mean(exp, fast, "lan-1g", "seconds"), a.mean(exp, fast, "infiniband", "seconds")
+	if math.IsNaN(t1) || math.IsNaN(tib) {
+		return
+	}
+	m1, mib := a.predicted(exp, fast, "lan-1g", "seconds"), a.predicted(exp, fast, "infiniband", "seconds")
+	got := pct(tib, t1)
+	f.Measured = fmt.Sprintf("%s (%s): %s over lan-1g, %s over infiniband: %s", exp, what, fmtSec(t1), fmtSec(tib), fmtPct(got))
+	f.Model = fmtPct(pct(mib, m1))
+	switch {
+	case got <= 0 && got >= 4*published-10:
+		f.Verdict = report.Reproduced
+		f.Why = fmt.Sprintf("A 40x faster link gains only %.0f %%: the rows leave the server and reach the client faster than the link matters; the consumer's rate decides.", -got)
+	default:
+		f.Verdict = report.Differs
+		f.Why = fmt.Sprintf("Here the faster link changed the time by %s, against the seed's %.0f %%.", fmtPct(got), published)
+		if got < 4*published-10 {
+			f.Why += " The link's rate, not the client, limits this stream on this machine."
+		}
+	}
+}
+
+func (a *analysis) judgeRoundTrip(f *report.Finding) {
+	var worst float64
+	var parts []string
+	n := 0
+	for _, net := range a.links {
+		got, model := a.mean("client-row-by-row", fast, net, "us_per_row"), a.predicted("client-row-by-row", fast, net, "us_per_row")
+		if math.IsNaN(got) || math.IsNaN(model) {
+			continue
+		}
+		n++
+		e := math.Abs(study.PercentError(got, model))
+		worst = max(worst, e)
+		if strings.HasPrefix(net, "rtt-") || net == "unix" || net == "lan-1g" {
+			parts = append(parts, fmt.Sprintf("%s %s/row", net, units.FormatDuration(usDur(got))))
+		}
+	}
+	if n == 0 {
+		return
+	}
+	f.Measured = strings.Join(parts, ", ")
+	f.Model = fmt.Sprintf("t/row = RTT + per-row cost fitted on the fastest link; worst error over %d links %.0f %%", n, worst)
+	f.Verdict = report.Reproduced
+	f.Why = "Each row waits a whole round trip: time per row grows with the RTT, one for one, from microseconds on a socket to the full WAN latency."
+	if worst > 30 {
+		f.Verdict = report.Differs
+		f.Why = fmt.Sprintf("The model misses some link by %.0f %%; see the chart of time per row.", worst)
+	}
+}
+
+func (a *analysis) judgeSlowClient(f *report.Finding) {
+	slow := a.slowCost()
+	if slow == "" {
+		f.Why = "This run has no slow client (client_cost)."
+		return
+	}
+	var parts []string
+	verdict := report.Reproduced
+	found := false
+	for _, exp := range []string{"client-row-by-row", "cursor-messages", "client-stream"} {
+		tf, ts := a.mean(exp, fast, "lan-1g", "us_per_row"), a.mean(exp, slow, "lan-1g", "us_per_row")
+		tfi, tsi := a.mean(exp, fast, "infiniband", "us_per_row"), a.mean(exp, slow, "infiniband", "us_per_row")
+		if math.IsNaN(tf) || math.IsNaN(ts) {
+			continue
+		}
+		found = true
+		ratio := ts / tf
+		link := "-"
+		if !math.IsNaN(tfi) {
+			link = fmtPct(pct(tfi, tf))
+		}
+		clientEffect := pct(ts, tf)
+		parts = append(parts, fmt.Sprintf("%s over lan-1g: slow/fast = %.2fx (client %s; faster link %s)", exp, ratio, fmtPct(clientEffect), link))
+		if !math.IsNaN(tsi) && !math.IsNaN(tfi) && math.Abs(pct(tfi, tf)) > math.Abs(clientEffect) && exp != "client-row-by-row" {
+			verdict = report.Differs
+		}
+	}
+	if !found {
+		return
+	}
+	f.Measured = strings.Join(parts, "; ")
+	f.Model = "t/row = RTT + s_server + s_client: the slow client adds " + slow + " per row"
+	f.Verdict = verdict
+	if verdict == report.Reproduced {
+		f.Why = "Where rows stream, the client's per-row time moves the total far more than a 40x faster link does; row by row, it adds to the round trip."
+	} else {
+		f.Why = "Here the link moved a streaming total more than the client's speed did."
+	}
+}
+
+func (a *analysis) judgeWide1G(f *report.Finding) {
+	got := a.mean("wide-rows", fast, "lan-1g", "throughput_bps")
+	consumer := a.mean("wide-rows", fast, "unix", "throughput_bps")
+	if math.IsNaN(got) {
+		return
+	}
+	f.Measured = fmt.Sprintf("%s over lan-1g (the client alone absorbs %s on the unix socket)", units.Rate(got), units.Rate(consumer))
+	f.Model = fmt.Sprintf("min(1 Gbit/s, window/RTT, consumer) = %s", units.Rate(a.predicted("wide-rows", fast, "lan-1g", "throughput_bps")))
+	if got > 0.8e9 && got < 1.05e9 && consumer > 1.2e9 {
+		f.Verdict = report.Reproduced
+		f.Why = "The consumer could take more; the 1 Gbit/s link caps the stream at its rate."
+	} else {
+		f.Verdict = report.Differs
+		f.Why = "The stream did not run at the link's rate: see the throughput chart."
+	}
+}
+
+func (a *analysis) judgeWideConsumer(f *report.Finding) {
+	ib := a.mean("wide-rows", fast, "infiniband", "throughput_bps")
+	consumer := a.mean("wide-rows", fast, "unix", "throughput_bps")
+	if math.IsNaN(ib) || math.IsNaN(consumer) {
+		return
+	}
+	f.Measured = fmt.Sprintf("%s over infiniband; the client absorbs %s on the unix socket", units.Rate(ib), units.Rate(consumer))
+	f.Model = fmt.Sprintf("min(40 Gbit/s, consumer) = %s", units.Rate(a.predicted("wide-rows", fast, "infiniband", "throughput_bps")))
+	if ib < 40e9*0.5 && ib > 0.5*consumer {
+		f.Verdict = report.Reproduced
+		f.Why = "Far below the link's 40 Gbit/s: the consumer (and on this machine the proxy sharing its two cores) decides, as in the seed."
+	} else {
+		f.Verdict = report.Differs
+		f.Why = "The stream over the fast link stayed well below what the consumer absorbs on the socket: the emulated link, not the consumer, limits it here."
+	}
+}
+
+func usDur(us float64) (d time.Duration) { return time.Duration(us * 1e3) }
+
+func fmtSec(s float64) string { return units.FormatDuration(time.Duration(s * 1e9)) }
+
+// linkLabel is a category of the link axis: the profile and its RTT.
+func (a *analysis) linkLabel(net string) string {
+	for _, s := range a.rd.Summaries {
+		l := linkOf(s.Results[0])
+		if l.Profile != net {
+			continue
+		}
+		switch l.Mode {
+		case "unix":
+			return "unix socket"
+		case "direct":
+			return "direct TCP"
+		}
+		return fmt.Sprintf("%s (%s)", net, units.FormatDuration(time.Duration(l.RTTSeconds*1e9)))
+	}
+	return net
+}
+
+func (a *analysis) categories() []string {
+	var out []string
+	for _, n := range a.links {
+		out = append(out, a.linkLabel(n))
+	}
+	return out
+}
+
+func (a *analysis) perRowChart() report.Chart {
+	c := report.Chart{
+		ID:          "per-row",
+		Title:       "Row by row: time per row against the link",
+		Subtitle:    "client-row-by-row, one round trip per row",
+		XLabel:      "link (ordered by RTT)",
+		YLabel:      "time per row (µs, log)",
+		YLog:        true,
+		XCategories: a.categories(),
+		Note:        "Dots are single runs, the line is their mean, the dashed line the model RTT + per-row cost fitted on the fastest link.",
+	}
+	for _, cost := range []string{fast, a.slowCost()} {
+		if cost == "" {
+			continue
+		}
+		name := "fast client"
+		if cost != fast {
+			name = "slow client (+" + cost + "/row)"
+		}
+		runs, mean, model := report.Series{Name: name + ", runs", Style: report.Points}, report.Series{Name: name, Style: report.Line}, report.Series{Name: name + ", model", Style: report.Model}
+		for i, net := range a.links {
+			s, ok := a.sums[key("client-row-by-row", cost, net)]
+			if !ok {
+				continue
+			}
+			for _, v := range s.Stats["us_per_row"].Runs {
+				runs.Points = append(runs.Points, report.XY{X: float64(i), Y: v, Label: net})
+			}
+			mean.Points = append(mean.Points, report.XY{X: float64(i), Y: s.Mean("us_per_row"), Label: net})
+			if m := a.predicted("client-row-by-row", cost, net, "us_per_row"); !math.IsNaN(m) {
+				model.Points = append(model.Points, report.XY{X: float64(i), Y: m, Label: net})
+			}
+		}
+		c.Series = append(c.Series, runs, mean, model)
+	}
+	return c
+}
+
+func (a *analysis) throughputChart() report.Chart {
+	c := report.Chart{
+		ID:          "throughput",
+		Title:       "Streaming: throughput against the link",
+		Subtitle:    "one result set streamed to a client that discards the rows",
+		XLabel:      "link (ordered by RTT)",
+		YLabel:      "throughput (Mbit/s of protocol bytes, log)",
+		YLog:        true,
+		XCategories: a.categories(),
+		Note:        "The model is min(link rate, window / RTT, consumer rate), the consumer rate measured on the fastest link.",
+	}
+	for _, exp := range []string{"client-stream", "wide-rows", "cursor-messages"} {
+		mean, model := report.Series{Name: exp, Style: report.Line}, report.Series{Name: exp + ", model", Style: report.Model}
+		runs := report.Series{Name: exp + ", runs", Style: report.Points}
+		for i, net := range a.links {
+			s, ok := a.sums[key(exp, fast, net)]
+			if !ok {
+				continue
+			}
+			for _, v := range s.Stats["throughput_bps"].Runs {
+				runs.Points = append(runs.Points, report.XY{X: float64(i), Y: v / 1e6, Label: net})
+			}
+			mean.Points = append(mean.Points, report.XY{X: float64(i), Y: s.Mean("throughput_bps") / 1e6, Label: net})
+			if m := a.predicted(exp, fast, net, "throughput_bps"); !math.IsNaN(m) {
+				model.Points = append(model.Points, report.XY{X: float64(i), Y: m / 1e6, Label: net})
+			}
+		}
+		if len(mean.Points) > 0 {
+			c.Series = append(c.Series, runs, mean, model)
+		}
+	}
+	return c
+}
+
+func (a *analysis) experimentsChart() report.Chart {
+	c := report.Chart{
+		ID:          "experiments",
+		Title:       "Every experiment: time per row against the link",
+		XLabel:      "link (ordered by RTT)",
+		YLabel:      "time per row (µs, log)",
+		YLog:        true,
+		XCategories: a.categories(),
+		Note:        "Set-based work on the server is flat; streaming barely moves; row by row follows the RTT.",
+	}
+	for _, exp := range Experiments {
+		s := report.Series{Name: exp, Style: report.Line}
+		for i, net := range a.links {
+			if v := a.mean(exp, fast, net, "us_per_row"); !math.IsNaN(v) {
+				s.Points = append(s.Points, report.XY{X: float64(i), Y: v, Label: net})
+			}
+		}
+		if len(s.Points) > 0 {
+			c.Series = append(c.Series, s)
+		}
+	}
+	return c
+}
+
+func (a *analysis) experimentTables() []report.Section {
+	sec := report.Section{
+		Title: "Each experiment by link",
+		Text:  "Means of the runs (fast client). Error = (measured - model) / model; the fitted link has the model's own fit.",
+	}
+	for _, exp := range Experiments {
+		metric := "us_per_row"
+		if exp == "client-stream" || exp == "wide-rows" || exp == "cursor-messages" {
+			metric = "throughput_bps"
+		}
+		t := report.Table{Title: exp, Columns: []string{"link", "rows", "seconds", metric, "model", "error", "model formula"}}
+		for _, net := range a.links {
+			s, ok := a.sums[key(exp, fast, net)]
+			if !ok {
+				continue
+			}
+			got, model := s.Mean(metric), a.predicted(exp, fast, net, metric)
+			t.Rows = append(t.Rows, []string{a.linkLabel(net), fmt.Sprintf("%.0f", s.Mean("rows")), fmtSec(s.Mean("seconds")),
+				study.FormatMetric(metric, got), study.FormatMetric(metric, model), fmtPct(study.PercentError(got, model)),
+				a.model[key(exp, fast, net)].Formula})
+		}
+		if len(t.Rows) > 0 {
+			sec.Tables = append(sec.Tables, t)
+		}
+	}
+	return []report.Section{sec}
+}
