@@ -1,17 +1,369 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/dbrig/dbrig/internal/link"
+	"github.com/dbrig/dbrig/internal/units"
 )
 
-// newLinkCmd is a placeholder until the link proxy lands; it is replaced by
-// the real command in the same change.
+// linkFlags are dbrig link's flags as typed; quantities stay strings until
+// parsed, so that an error can name the flag and say what it expected.
+type linkFlags struct {
+	listen, upstream, profile                 string
+	rtt, forwardDelay, reverseDelay, jitter   string
+	rate, window, loss, duplex, mss, overhead string
+	rto                                       string
+	seed                                      int64
+	statsInterval                             time.Duration
+	jsonOut, listProfiles                     bool
+}
+
 func newLinkCmd(a *app) *cobra.Command {
-	return &cobra.Command{
-		Use:   "link",
+	var f linkFlags
+	cmd := &cobra.Command{
+		Use:   "link --listen ADDR --upstream ADDR [--profile NAME] [flags]",
 		Short: "Run the emulated network link as a standalone TCP proxy",
-		RunE:  func(*cobra.Command, []string) error { return errors.New("not built yet") },
+		Long: `link listens on --listen and forwards every connection to --upstream through
+an emulated network link: propagation delay each way, serialization at a bit
+rate, a TCP window that bounds the bytes in flight, bounded jitter that never
+reorders, segment loss recovered after a retransmission timeout, and half or
+mismatched duplex. The model is described in docs/link.md.
+
+Start from a profile (see --list-profiles; "base+modifier" combines them, and
+"rtt-23ms" is a WAN link of any RTT) and override any of its values with the
+flags. With no profile and no flags the link changes nothing and only counts.
+
+It prints one line when it listens, statistics per direction every
+--stats-interval on stderr (with --json, one JSON object per line on stdout),
+and totals when it stops on SIGINT or SIGTERM.
+
+Exit codes: 0 stopped by a signal, 1 could not listen, 2 bad flags.`,
+		Example: `  dbrig link --listen 127.0.0.1:6432 --upstream 127.0.0.1:5432 --profile tukwila-blueridge
+  psql -h 127.0.0.1 -p 6432 -U postgres     # every round trip now pays 77 ms
+
+  dbrig link --listen 127.0.0.1:6432 --upstream unix:/var/run/postgresql/.s.PGSQL.5432 \
+      --profile tukwila-dublin+legacy-window --json
+  dbrig link --listen 127.0.0.1:6432 --upstream db:5432 --rtt 20ms --rate 100mbit --loss 0.1%
+  dbrig link --list-profiles`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if f.listProfiles {
+				return listProfiles(a.stdout, f.jsonOut)
+			}
+			cfg, err := f.config(cmd)
+			if err != nil {
+				return usageError(err)
+			}
+			return runLink(cmd, a, f, cfg)
+		},
 	}
+	fl := cmd.Flags()
+	fl.SortFlags = false
+	fl.StringVar(&f.listen, "listen", "", "`host:port` to listen on (such as 127.0.0.1:6432; port 0 picks a free one)")
+	fl.StringVar(&f.upstream, "upstream", "", "`address` of the server to forward to: host:port, or unix:/path/to/socket")
+	fl.StringVar(&f.profile, "profile", "", "`name` of the link profile to start from, such as tukwila-blueridge, lan-1g, rtt-23ms, tukwila-dublin+legacy-window (see --list-profiles)")
+	fl.StringVar(&f.rtt, "rtt", "", "round-trip propagation delay (a `duration` such as 77ms or 200us), split evenly between the directions")
+	fl.StringVar(&f.forwardDelay, "forward-delay", "", "one-way delay client to server (a `duration`; overrides half of --rtt)")
+	fl.StringVar(&f.reverseDelay, "reverse-delay", "", "one-way delay server to client (a `duration`; overrides half of --rtt)")
+	fl.StringVar(&f.rate, "rate", "", "serialization `rate` in bit/s, decimal units (such as 1gbit, 100mbit, 512kbit; 0 = unlimited)")
+	fl.StringVar(&f.window, "window", "", "TCP window: most bytes in flight per direction of a connection (a `size` such as 64KiB, 65535, 16MiB; 0 = unlimited); at least --mss")
+	fl.StringVar(&f.jitter, "jitter", "", "extra delay per segment, uniform in [0, `duration`] (such as 2ms); never reorders")
+	fl.StringVar(&f.loss, "loss", "", "`probability` a segment is lost (such as 0.1% or 0.001); each loss stalls the stream for a retransmission timeout")
+	fl.StringVar(&f.duplex, "duplex", "", "duplex `mode`: full, half (both directions share the medium) or mismatch (upstream end half duplex: late collisions)")
+	fl.StringVar(&f.mss, "mss", "", "segment size in `bytes`, 64 to 65535 (default 1448)")
+	fl.StringVar(&f.overhead, "overhead", "", "header `bytes` per segment counted in serialization (such as 52 for IPv4+TCP+timestamps; default 0)")
+	fl.StringVar(&f.rto, "rto", "", "minimum retransmission timeout (a `duration`; default 200ms): a loss stalls RTT + this, doubling when the retransmission is lost too")
+	fl.Int64Var(&f.seed, "seed", 0, "seed for jitter and loss, for reproducible runs (0 = random)")
+	fl.DurationVar(&f.statsInterval, "stats-interval", time.Second, "how often to print statistics (a `duration`; 0 = only the totals at the end)")
+	fl.BoolVar(&f.jsonOut, "json", false, "print JSON objects, one per line, on stdout instead of text")
+	fl.BoolVar(&f.listProfiles, "list-profiles", false, "list the link profiles and exit")
+	return cmd
+}
+
+// config builds the link's model: the profile, then every flag given.
+func (f linkFlags) config(cmd *cobra.Command) (link.Config, error) {
+	var errs []error
+	if f.listen == "" {
+		errs = append(errs, errors.New("--listen is required: the address to listen on, such as 127.0.0.1:6432"))
+	}
+	if f.upstream == "" {
+		errs = append(errs, errors.New("--upstream is required: the server to forward to, host:port or unix:/path"))
+	}
+	var cfg link.Config
+	if f.profile != "" {
+		c, err := link.ParseProfile(f.profile)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("--profile: %w", err))
+		}
+		cfg = c
+	}
+	changed := cmd.Flags().Changed
+	duration := func(name, val string, dst *time.Duration) {
+		if !changed(name) {
+			return
+		}
+		d, err := units.ParseDuration(val)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("--%s: %w", name, err))
+		}
+		*dst = d
+	}
+	duration("rtt", f.rtt, &cfg.RTT)
+	duration("forward-delay", f.forwardDelay, &cfg.ForwardDelay)
+	duration("reverse-delay", f.reverseDelay, &cfg.ReverseDelay)
+	duration("jitter", f.jitter, &cfg.Jitter)
+	duration("rto", f.rto, &cfg.RTO)
+	if changed("rate") {
+		r, err := units.ParseRate(f.rate)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("--rate: %w", err))
+		}
+		cfg.Rate = r
+	}
+	if changed("window") {
+		w, err := units.ParseSize(f.window)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("--window: %w", err))
+		}
+		cfg.Window = w
+	}
+	bytes := func(name, val string, dst *int, lo, hi int64) {
+		if !changed(name) {
+			return
+		}
+		n, err := units.ParseSize(val)
+		switch {
+		case err != nil:
+			errs = append(errs, fmt.Errorf("--%s: %w", name, err))
+		case int64(n) < lo || int64(n) > hi:
+			errs = append(errs, fmt.Errorf("--%s %s: want %d to %d bytes", name, val, lo, hi))
+		default:
+			*dst = int(n)
+		}
+	}
+	bytes("mss", f.mss, &cfg.MSS, 64, 65535)
+	bytes("overhead", f.overhead, &cfg.Overhead, 0, 65535)
+	if changed("loss") {
+		p, err := units.ParsePercent(f.loss)
+		switch {
+		case err != nil:
+			errs = append(errs, fmt.Errorf("--loss: %w", err))
+		case p >= 1:
+			errs = append(errs, fmt.Errorf("--loss %s: want a probability below 100%%, such as 0.1%%", f.loss))
+		}
+		cfg.Loss = p
+	}
+	if changed("duplex") {
+		d, err := link.ParseDuplex(f.duplex)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("--duplex: %w", err))
+		}
+		cfg.Duplex = d
+	}
+	if changed("seed") {
+		cfg.Seed = f.seed
+	}
+	if f.statsInterval < 0 {
+		errs = append(errs, fmt.Errorf("--stats-interval %s: want a positive duration such as 1s, or 0", f.statsInterval))
+	}
+	if len(errs) > 0 {
+		return cfg, errors.Join(errs...)
+	}
+	if cfg.Window > 0 && int(cfg.Window) < cfg.SegmentSize() {
+		return cfg, fmt.Errorf("--window %s is smaller than one segment (--mss %d bytes): want at least the MSS, or 0 for unlimited",
+			cfg.Window, cfg.SegmentSize())
+	}
+	if err := cfg.Validate(); err != nil {
+		return cfg, fmt.Errorf("link settings (--profile and flags): %w", err)
+	}
+	return cfg, nil
+}
+
+// runLink runs the proxy until the command's context ends (SIGINT/SIGTERM).
+func runLink(cmd *cobra.Command, a *app, f linkFlags, cfg link.Config) error {
+	ctx := cmd.Context()
+	p, err := link.Listen(ctx, f.listen, f.upstream, cfg)
+	if err != nil {
+		return failure(err)
+	}
+	defer p.Close()
+	if f.jsonOut {
+		writeJSON(a.stdout, map[string]any{"event": "listening", "listen": p.Addr(), "upstream": f.upstream,
+			"config": configJSON(cfg)})
+	} else {
+		desc := cfg.String()
+		if !cfg.Impaired() {
+			desc = "no impairment"
+		}
+		fmt.Fprintf(a.stdout, "dbrig link: listening on %s, forwarding to %s through %s\n", p.Addr(), f.upstream, desc)
+	}
+	var tick <-chan time.Time
+	if f.statsInterval > 0 {
+		t := time.NewTicker(f.statsInterval)
+		defer t.Stop()
+		tick = t.C
+	}
+	prev := p.Stats()
+	prevAt := time.Now()
+	for {
+		select {
+		case <-ctx.Done():
+			p.Close()
+			printTotals(a, f.jsonOut, p.Stats(), time.Now())
+			return nil
+		case now := <-tick:
+			st := p.Stats()
+			printInterval(a, f.jsonOut, prev, st, now.Sub(prevAt), now)
+			prev, prevAt = st, now
+		}
+	}
+}
+
+func printInterval(a *app, jsonOut bool, prev, st link.Stats, span time.Duration, now time.Time) {
+	rate := func(cur, old link.DirStats) units.Rate {
+		return units.Rate(float64(cur.Bytes-old.Bytes) * 8 / span.Seconds())
+	}
+	elapsed := now.Sub(st.Started)
+	if jsonOut {
+		dir := func(cur, old link.DirStats) map[string]any {
+			m := dirJSON(cur)
+			m["interval_bps"] = float64(rate(cur, old))
+			return m
+		}
+		writeJSON(a.stdout, map[string]any{"event": "stats", "elapsed_s": elapsed.Seconds(),
+			"connections": st.Connections, "active_connections": st.ActiveConnections,
+			"forward": dir(st.Forward, prev.Forward), "reverse": dir(st.Reverse, prev.Reverse)})
+		return
+	}
+	dir := func(cur, old link.DirStats) string {
+		s := fmt.Sprintf("%s at %s, %d segments", formatBytes(cur.Bytes), formatRate(rate(cur, old)), cur.Segments)
+		if cur.LostSegments > 0 {
+			s += fmt.Sprintf(", %d lost", cur.LostSegments)
+		}
+		if cur.WindowStalls > 0 {
+			s += fmt.Sprintf(", %d window stalls", cur.WindowStalls)
+		}
+		return s
+	}
+	fmt.Fprintf(a.stderr, "%8s  %d conns (%d open)  forward %s  |  reverse %s\n", units.FormatDuration(elapsed.Round(time.Millisecond)),
+		st.Connections, st.ActiveConnections, dir(st.Forward, prev.Forward), dir(st.Reverse, prev.Reverse))
+}
+
+func printTotals(a *app, jsonOut bool, st link.Stats, now time.Time) {
+	elapsed := now.Sub(st.Started)
+	if jsonOut {
+		writeJSON(a.stdout, map[string]any{"event": "totals", "elapsed_s": elapsed.Seconds(),
+			"connections": st.Connections, "forward": dirJSON(st.Forward), "reverse": dirJSON(st.Reverse)})
+		return
+	}
+	fmt.Fprintf(a.stdout, "dbrig link: stopped after %s, %d connections\n", units.FormatDuration(elapsed.Round(time.Millisecond)), st.Connections)
+	tw := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "direction\tbytes\tsegments\tlost\tthroughput\tmax in flight\twindow stalls\tstall time")
+	for _, d := range []struct {
+		name string
+		s    link.DirStats
+	}{{"forward", st.Forward}, {"reverse", st.Reverse}} {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\t%d\t%s\n", d.name, formatBytes(d.s.Bytes), d.s.Segments, d.s.LostSegments,
+			formatRate(d.s.Throughput()), formatBytes(d.s.MaxInFlight), d.s.WindowStalls, units.FormatDuration(d.s.StallTime))
+	}
+	tw.Flush()
+}
+
+// dirJSON is one direction's statistics without the time series.
+func dirJSON(s link.DirStats) map[string]any {
+	return map[string]any{"bytes": s.Bytes, "segments": s.Segments, "lost_segments": s.LostSegments,
+		"throughput_bps": float64(s.Throughput()), "max_in_flight": s.MaxInFlight, "window_stalls": s.WindowStalls,
+		"stall_time_s": s.StallTime.Seconds(), "max_jitter_s": s.MaxJitter.Seconds(),
+		"mean_lateness_s": s.MeanLateness.Seconds(), "max_lateness_s": s.MaxLateness.Seconds()}
+}
+
+func configJSON(c link.Config) map[string]any {
+	fwd, rev := c.OneWay()
+	return map[string]any{"rtt_s": c.EffectiveRTT().Seconds(), "forward_delay_s": fwd.Seconds(), "reverse_delay_s": rev.Seconds(),
+		"rate_bps": float64(c.Rate), "window_bytes": int64(c.Window), "jitter_s": c.Jitter.Seconds(), "loss": c.Loss,
+		"duplex": c.Duplex.String(), "mss": c.SegmentSize(), "overhead": c.Overhead,
+		"min_rto_s": c.MinRTOOrDefault().Seconds(), "seed": c.Seed, "bulk_rate_bps": float64(c.BulkRate())}
+}
+
+func writeJSON(w io.Writer, v any) {
+	b, _ := json.Marshal(v) // maps of plain values always marshal
+	fmt.Fprintf(w, "%s\n", b)
+}
+
+// formatRate prints a measured rate; zero is "0bit/s", where a configured
+// rate of zero would mean unlimited.
+func formatRate(r units.Rate) string {
+	if r <= 0 {
+		return "0bit/s"
+	}
+	return r.String() + "/s"
+}
+
+// formatBytes prints a byte count in decimal units, as throughputs are.
+func formatBytes(n int64) string {
+	switch {
+	case n >= 1e9:
+		return strconv.FormatFloat(float64(n)/1e9, 'f', 2, 64) + " GB"
+	case n >= 1e6:
+		return strconv.FormatFloat(float64(n)/1e6, 'f', 2, 64) + " MB"
+	case n >= 1e3:
+		return strconv.FormatFloat(float64(n)/1e3, 'f', 1, 64) + " kB"
+	}
+	return strconv.FormatInt(n, 10) + " B"
+}
+
+// listProfiles prints the built-in profiles: base profiles, then modifiers.
+func listProfiles(w io.Writer, jsonOut bool) error {
+	ps := link.Profiles()
+	if jsonOut {
+		out := make([]map[string]any, 0, len(ps))
+		for _, p := range ps {
+			c := p.Config()
+			out = append(out, map[string]any{"name": p.Name, "modifier": p.Modifier, "rtt_s": c.EffectiveRTT().Seconds(),
+				"rate_bps": float64(c.Rate), "window_bytes": int64(c.Window), "duplex": c.Duplex.String(),
+				"description": p.Description, "source": p.Source})
+		}
+		b, err := json.MarshalIndent(out, "", "  ")
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(w, "%s\n", b)
+		return err
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tRTT\tRATE\tWINDOW\tDESCRIPTION")
+	for _, p := range ps {
+		c := p.Config()
+		name, rtt, rate, window := p.Name, "-", "-", "-"
+		if p.Modifier {
+			name = "+" + name
+		}
+		if c.RTT > 0 {
+			rtt = units.FormatDuration(c.RTT)
+		}
+		if c.Rate > 0 {
+			rate = c.Rate.String()
+		}
+		if c.Window > 0 {
+			window = c.Window.String()
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", name, rtt, rate, window, p.Description)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintln(w, "\n"+strings.TrimSpace(`
+Modifiers (+name) change a base profile: --profile tukwila-dublin+legacy-window.
+rtt-<duration> (such as rtt-23ms) is a WAN link of that RTT at 1gbit with a 16MiB window.`))
+	return err
 }

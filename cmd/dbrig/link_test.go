@@ -1,0 +1,366 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// lockedBuffer is a bytes.Buffer that a running command writes to while the
+// test reads it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// linkRun runs "dbrig ARGS" to completion and returns the exit code, stdout
+// and stderr.
+func linkRun(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	var out, errb lockedBuffer
+	code := run(ctx, args, &app{stdout: &out, stderr: &errb, getenv: func(string) string { return "" }, version: "test"})
+	return code, out.String(), errb.String()
+}
+
+// freePort returns a loopback address with a port nobody listened on a
+// moment ago.
+func freePort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
+}
+
+// echoServer echoes every connection until the test ends.
+func echoServer(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	t.Cleanup(func() {
+		ln.Close()
+		wg.Wait()
+	})
+	wg.Go(func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			wg.Go(func() {
+				defer c.Close()
+				io.Copy(c, c)
+			})
+		}
+	})
+	return ln.Addr().String()
+}
+
+func TestLinkListProfiles(t *testing.T) {
+	code, out, errs := linkRun(t, "link", "--list-profiles")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	for _, want := range [][]string{
+		{"tukwila-blueridge", "77ms", "1gbit", "16MiB"},
+		{"tukwila-dublin", "150ms", "1gbit", "16MiB"},
+		{"+legacy-window", "-", "-", "65535B"},
+	} {
+		found := false
+		for _, line := range strings.Split(out, "\n") {
+			f := strings.Fields(line)
+			if len(f) >= len(want) && f[0] == want[0] && slicesEqual(f[1:len(want)], want[1:]) {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("--list-profiles has no row %v:\n%s", want, out)
+		}
+	}
+
+	code, out, errs = linkRun(t, "link", "--list-profiles", "--json")
+	if code != 0 {
+		t.Fatalf("--json: exit %d: %s", code, errs)
+	}
+	var ps []struct {
+		Name     string  `json:"name"`
+		Modifier bool    `json:"modifier"`
+		RTT      float64 `json:"rtt_s"`
+		Rate     float64 `json:"rate_bps"`
+		Window   int64   `json:"window_bytes"`
+	}
+	if err := json.Unmarshal([]byte(out), &ps); err != nil {
+		t.Fatalf("--list-profiles --json is not a JSON array: %v\n%s", err, out)
+	}
+	rtt := map[string]float64{}
+	for _, p := range ps {
+		rtt[p.Name] = p.RTT
+	}
+	if rtt["tukwila-blueridge"] != 0.077 || rtt["tukwila-dublin"] != 0.150 {
+		t.Errorf("JSON profiles: tukwila-blueridge RTT %vs, tukwila-dublin %vs; want 0.077 and 0.15", rtt["tukwila-blueridge"], rtt["tukwila-dublin"])
+	}
+}
+
+func slicesEqual(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func TestLinkBadFlags(t *testing.T) {
+	base := []string{"link", "--listen", "127.0.0.1:0", "--upstream", "127.0.0.1:1"}
+	for _, tt := range []struct {
+		args []string
+		want []string // in the message
+	}{
+		{[]string{"link", "--upstream", "127.0.0.1:1"}, []string{"--listen", "required"}},
+		{[]string{"link", "--listen", "127.0.0.1:0"}, []string{"--upstream", "required"}},
+		{append(base, "--rate", "fast"), []string{"--rate", "kbit, mbit or gbit"}},
+		{append(base, "--rate", "-5mbit"), []string{"--rate", "negative"}},
+		{append(base, "--rtt", "77"), []string{"--rtt", "77ms"}},
+		{append(base, "--rtt", "-5ms"), []string{"--rtt", "negative"}},
+		{append(base, "--jitter", "lots"), []string{"--jitter", "duration"}},
+		{append(base, "--window", "big"), []string{"--window", "KiB"}},
+		{append(base, "--window", "1000"), []string{"--window", "smaller than one segment", "--mss"}},
+		{append(base, "--loss", "150%"), []string{"--loss", "outside"}},
+		{append(base, "--loss", "100%"), []string{"--loss", "below 100%"}},
+		{append(base, "--loss", "some"), []string{"--loss", "percentage"}},
+		{append(base, "--duplex", "sideways"), []string{"--duplex", "full, half or mismatch"}},
+		{append(base, "--mss", "10"), []string{"--mss", "64 to 65535"}},
+		{append(base, "--profile", "tukwila-mars"), []string{"--profile", "unknown link profile", "--list-profiles"}},
+		{append(base, "--profile", "lan-1g+tukwila-dublin"), []string{"--profile", "only modifiers"}},
+		{append(base, "--stats-interval", "soon"), []string{"stats-interval"}},
+		{append(base, "--bogus"), []string{"unknown flag", "--bogus"}},
+		{append(base, "extra"), []string{"unknown command", "extra"}},
+	} {
+		code, out, errs := linkRun(t, tt.args...)
+		if code != 2 {
+			t.Errorf("%v: exit %d, want 2 (stdout %q, stderr %q)", tt.args[1:], code, out, errs)
+			continue
+		}
+		for _, w := range tt.want {
+			if !strings.Contains(errs, w) {
+				t.Errorf("%v: message %q does not mention %q", tt.args[1:], errs, w)
+			}
+		}
+	}
+}
+
+func TestLinkListenFailure(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	code, _, errs := linkRun(t, "link", "--listen", taken.Addr().String(), "--upstream", "127.0.0.1:1")
+	if code != 1 || !strings.Contains(errs, taken.Addr().String()) {
+		t.Errorf("listen on a port in use: exit %d, %q; want 1 and a message naming %s", code, errs, taken.Addr())
+	}
+}
+
+// startLinkCmd runs "dbrig link ARGS --listen <free port>" in the
+// background until stop is called, which returns the exit code.
+func startLinkCmd(t *testing.T, args ...string) (addr string, out, errs *lockedBuffer, stop func() int) {
+	t.Helper()
+	addr = freePort(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	out, errs = &lockedBuffer{}, &lockedBuffer{}
+	codes := make(chan int, 1)
+	go func() {
+		codes <- run(ctx, append([]string{"link", "--listen", addr}, args...),
+			&app{stdout: out, stderr: errs, getenv: func(string) string { return "" }, version: "test"})
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(out.String(), "listening") {
+		select {
+		case code := <-codes:
+			cancel()
+			t.Fatalf("dbrig link %v exited with %d before listening: %s", args, code, errs.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			cancel()
+			t.Fatalf("dbrig link %v did not listen within 10s: %s", args, errs.String())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	stopped := false
+	stop = func() int {
+		stopped = true
+		cancel()
+		select {
+		case code := <-codes:
+			return code
+		case <-time.After(10 * time.Second):
+			t.Fatalf("dbrig link did not stop within 10s of its context ending")
+			return -1
+		}
+	}
+	t.Cleanup(func() {
+		if !stopped {
+			stop()
+		}
+	})
+	return addr, out, errs, stop
+}
+
+// exchange sends msg through addr and times the echo.
+func exchange(t *testing.T, addr string, msg []byte, n int) time.Duration {
+	t.Helper()
+	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		t.Fatalf("dial the link: %v", err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	buf := make([]byte, len(msg))
+	var last time.Duration
+	for range n {
+		start := time.Now()
+		if _, err := c.Write(msg); err != nil {
+			t.Fatalf("write through the link: %v", err)
+		}
+		if _, err := io.ReadFull(c, buf); err != nil {
+			t.Fatalf("read through the link: %v", err)
+		}
+		if !bytes.Equal(buf, msg) {
+			t.Fatalf("echo through the link changed the data")
+		}
+		last = time.Since(start)
+	}
+	return last
+}
+
+func TestLinkRunsJSON(t *testing.T) {
+	up := echoServer(t)
+	addr, out, _, stop := startLinkCmd(t, "--upstream", up, "--profile", "rtt-10ms", "--stats-interval", "50ms", "--json")
+	msg := bytes.Repeat([]byte("dbrig"), 200)
+	if rtt := exchange(t, addr, msg, 3); rtt < 10*time.Millisecond || rtt > 50*time.Millisecond {
+		t.Errorf("an exchange through rtt-10ms took %v, want about 10ms", rtt)
+	}
+	time.Sleep(120 * time.Millisecond) // at least one stats line
+	if code := stop(); code != 0 {
+		t.Errorf("stopped by its context: exit %d, want 0", code)
+	}
+	type dir struct {
+		Bytes    int64   `json:"bytes"`
+		Segments int64   `json:"segments"`
+		Interval float64 `json:"interval_bps"`
+	}
+	type event struct {
+		Event    string `json:"event"`
+		Listen   string `json:"listen"`
+		Upstream string `json:"upstream"`
+		Config   struct {
+			RTT    float64 `json:"rtt_s"`
+			Rate   float64 `json:"rate_bps"`
+			Window int64   `json:"window_bytes"`
+		} `json:"config"`
+		Forward, Reverse dir
+	}
+	var events []event
+	for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+		var ev event
+		if err := json.Unmarshal([]byte(line), &ev); err != nil {
+			t.Fatalf("stdout line is not JSON: %v: %q", err, line)
+		}
+		events = append(events, ev)
+	}
+	if len(events) < 3 || events[0].Event != "listening" || events[len(events)-1].Event != "totals" {
+		t.Fatalf("want a listening event, stats events and totals; got %d lines:\n%s", len(events), out.String())
+	}
+	first, last := events[0], events[len(events)-1]
+	if first.Listen != addr || first.Upstream != up || first.Config.RTT != 0.01 || first.Config.Rate != 1e9 || first.Config.Window != 16<<20 {
+		t.Errorf("listening event %+v, want %s -> %s with rtt 10ms, 1gbit, 16MiB", first, addr, up)
+	}
+	if want := int64(3 * len(msg)); last.Forward.Bytes != want || last.Reverse.Bytes != want {
+		t.Errorf("totals: %d bytes forward, %d reverse; want %d each", last.Forward.Bytes, last.Reverse.Bytes, want)
+	}
+	stats := 0
+	for _, ev := range events {
+		if ev.Event == "stats" {
+			stats++
+		}
+	}
+	if stats == 0 {
+		t.Errorf("no stats event in 120 ms at --stats-interval 50ms")
+	}
+}
+
+func TestLinkRunsText(t *testing.T) {
+	up := echoServer(t)
+	addr, out, errs, stop := startLinkCmd(t, "--upstream", up, "--rtt", "4ms", "--rate", "100mbit", "--stats-interval", "30ms")
+	exchange(t, addr, []byte("hello"), 2)
+	time.Sleep(80 * time.Millisecond)
+	if code := stop(); code != 0 {
+		t.Errorf("exit %d, want 0", code)
+	}
+	o := out.String()
+	for _, want := range []string{"listening on " + addr, up, "rtt 4ms", "rate 100mbit", "forward", "reverse", "throughput"} {
+		if !strings.Contains(o, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, o)
+		}
+	}
+	if e := errs.String(); !strings.Contains(e, "forward 10 B") {
+		t.Errorf("stderr has no stats line with the 10 bytes sent:\n%s", e)
+	}
+}
+
+func TestLinkFlagsOverrideProfile(t *testing.T) {
+	up := echoServer(t)
+	// The profile's 150 ms RTT is overridden to 6 ms; its 16 MiB window to
+	// 1000 bytes, which a 536-byte MSS allows.
+	addr, out, _, stop := startLinkCmd(t, "--upstream", up, "--profile", "tukwila-dublin", "--rtt", "6ms",
+		"--window", "1000", "--mss", "536", "--json", "--stats-interval", "0")
+	if rtt := exchange(t, addr, []byte("x"), 2); rtt < 6*time.Millisecond || rtt > 100*time.Millisecond {
+		t.Errorf("exchange took %v, want about 6ms (the flag), not 150ms (the profile)", rtt)
+	}
+	stop()
+	var ev struct {
+		Config struct {
+			RTT    float64 `json:"rtt_s"`
+			Rate   float64 `json:"rate_bps"`
+			Window int64   `json:"window_bytes"`
+			MSS    int     `json:"mss"`
+		} `json:"config"`
+	}
+	line, _, _ := strings.Cut(out.String(), "\n")
+	if err := json.Unmarshal([]byte(line), &ev); err != nil {
+		t.Fatalf("listening line: %v: %q", err, line)
+	}
+	if c := ev.Config; c.RTT != 0.006 || c.Rate != 1e9 || c.Window != 1000 || c.MSS != 536 {
+		t.Errorf("config %+v, want rtt 6ms from the flag, rate 1gbit from the profile, window 1000 and mss 536", c)
+	}
+}

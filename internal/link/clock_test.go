@@ -1,0 +1,105 @@
+package link
+
+import (
+	"slices"
+	"sync"
+	"testing"
+	"time"
+)
+
+func TestWallClockSleepsPrecisely(t *testing.T) {
+	c, err := newWallClock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.close()
+	// A Go timer alone wakes about a millisecond late on an idle Linux
+	// machine; the timerfd does far better, and the spin better still. Other
+	// processes can keep this one off the CPU for a while, so each kind of
+	// sleep gets three attempts: a broken clock fails all of them.
+	for _, tt := range []struct {
+		precise bool
+		bound   time.Duration
+	}{{true, 100 * time.Microsecond}, {false, 500 * time.Microsecond}} {
+		var med time.Duration
+		for attempt := range 3 {
+			var lates []time.Duration
+			for i := range 60 {
+				at := time.Now().Add(time.Duration(200+i*50) * time.Microsecond)
+				if !c.SleepUntil(at, tt.precise, nil) {
+					t.Fatalf("SleepUntil returned false without a cancel")
+				}
+				late := time.Since(at)
+				if late < 0 {
+					t.Fatalf("precise=%v: woke %v before the deadline", tt.precise, -late)
+				}
+				lates = append(lates, late)
+			}
+			slices.Sort(lates)
+			med = lates[len(lates)/2]
+			t.Logf("precise=%v, attempt %d: lateness median %v, p90 %v, max %v",
+				tt.precise, attempt+1, med, lates[len(lates)*9/10], lates[len(lates)-1])
+			if med <= tt.bound {
+				break
+			}
+		}
+		if med > tt.bound {
+			t.Errorf("precise=%v: median lateness %v in three attempts, want under %v", tt.precise, med, tt.bound)
+		}
+	}
+}
+
+func TestWallClockManySleepersAndCancel(t *testing.T) {
+	c, err := newWallClock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.close()
+	// The dispatcher alone (no Go timer to fall back on) must wake every
+	// waiter, whatever the order the deadlines were registered in: a later
+	// registration with an earlier deadline re-arms the timerfd.
+	start := time.Now()
+	var wg sync.WaitGroup
+	errs := make(chan string, 200)
+	for i := range 200 {
+		wg.Go(func() {
+			at := start.Add(time.Duration((i*7919)%200) * 100 * time.Microsecond)
+			select {
+			case <-c.after(at):
+				if late := time.Since(at); late < 0 {
+					errs <- "woke " + (-late).String() + " before its deadline"
+				}
+			case <-time.After(5 * time.Second):
+				errs <- "not woken by the timerfd within 5s of its deadline"
+			}
+		})
+	}
+	cancel := make(chan struct{})
+	var cancelled bool
+	wg.Go(func() { cancelled = !c.SleepUntil(time.Now().Add(time.Hour), true, cancel) })
+	time.Sleep(5 * time.Millisecond)
+	close(cancel)
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
+	}
+	if !cancelled {
+		t.Error("a sleep an hour long was not cancelled")
+	}
+}
+
+func TestTimerClockCancelsAndPassesPastDeadlines(t *testing.T) {
+	// timerClock is what the synctest tests run on: it must not spin, or the
+	// fake clock would never advance. (Exactness itself is checked by the
+	// TestLink* tests.)
+	var c timerClock
+	cancel := make(chan struct{})
+	close(cancel)
+	if c.SleepUntil(time.Now().Add(time.Hour), true, cancel) {
+		t.Error("SleepUntil with a closed cancel returned true")
+	}
+	if !c.SleepUntil(time.Now().Add(-time.Second), true, nil) {
+		t.Error("SleepUntil of a past deadline returned false")
+	}
+}

@@ -1,0 +1,671 @@
+package link
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Option changes how a Proxy runs (not the link's physics, which is Config).
+type Option func(*options)
+
+type options struct {
+	seriesInterval time.Duration
+	logger         *slog.Logger
+	clock          clock
+}
+
+// WithSeriesInterval sets the width of the buckets of DirStats.Series
+// (default 10ms).
+func WithSeriesInterval(d time.Duration) Option {
+	return func(o *options) {
+		if d > 0 {
+			o.seriesInterval = d
+		}
+	}
+}
+
+// WithLogger logs connection failures (dial errors, resets) to l at debug
+// and warning level. By default nothing is logged.
+func WithLogger(l *slog.Logger) Option {
+	return func(o *options) {
+		if l != nil {
+			o.logger = l
+		}
+	}
+}
+
+// withClock replaces the precise wall clock, for tests on a fake clock.
+func withClock(c clock) Option { return func(o *options) { o.clock = c } }
+
+const (
+	// chunkSize is the largest read from a socket, but for bigChunkSize on
+	// a link with no impairment during a bulk transfer.
+	chunkSize    = 64 << 10
+	bigChunkSize = 256 << 10
+	// rcvBuf is the kernel receive buffer of both legs of an impaired link:
+	// small, so that a full window pushes back on the sender instead of
+	// piling up in the proxy's kernel buffers.
+	rcvBuf = 32 << 10
+	// maxBatch bounds one write of delivered segments.
+	maxBatch = 1 << 20
+	// readAhead bounds how much a reader holds beyond the window.
+	readAhead   = 1 << 20
+	dialTimeout = 10 * time.Second
+)
+
+// Proxy is a running emulated link: a TCP listener whose connections are
+// forwarded to the upstream through the link model.
+type Proxy struct {
+	cfg       Config
+	upstream  string
+	network   string // of the upstream: "tcp" or "unix"
+	address   string
+	impaired  bool
+	ln        net.Listener
+	clock     clock
+	wall      *wallClock // owned and closed by Close; nil when a clock was given
+	med       *medium
+	rec       *recorder
+	log       *slog.Logger
+	ctx       context.Context // cancelled by Close, to stop dials
+	cancel    context.CancelFunc
+	chunks    sync.Pool      // of *chunk, chunkSize
+	bigChunks sync.Pool      // of *chunk, bigChunkSize
+	wg        sync.WaitGroup // every goroutine of the proxy
+	closeOnce sync.Once
+	closeErr  error
+
+	mu        sync.Mutex
+	conns     map[*conn]struct{}
+	closed    bool
+	stopAfter func() bool // unregisters the ctx watcher
+}
+
+// Listen starts an emulated link: it listens on listenAddr (such as
+// "127.0.0.1:0") and forwards every connection to upstream ("host:port", or
+// "unix:/path/to/socket") through the model cfg. The link closes when ctx is
+// done or Close is called.
+func Listen(ctx context.Context, listenAddr, upstream string, cfg Config, opts ...Option) (*Proxy, error) {
+	network, address := "tcp", upstream
+	if path, ok := strings.CutPrefix(upstream, "unix:"); ok {
+		network, address = "unix", path
+	}
+	if address == "" {
+		return nil, fmt.Errorf("link: upstream %q: want host:port or unix:/path", upstream)
+	}
+	p, err := newProxy(cfg, opts...)
+	if err != nil {
+		return nil, err
+	}
+	p.upstream, p.network, p.address = upstream, network, address
+	lc := net.ListenConfig{Control: p.control}
+	ln, err := lc.Listen(ctx, "tcp", listenAddr)
+	if err != nil {
+		p.Close()
+		if oe := (*net.OpError)(nil); errors.As(err, &oe) {
+			err = oe.Err // without "listen tcp <addr>:" again
+		}
+		return nil, fmt.Errorf("link: listen on %s: %w", listenAddr, err)
+	}
+	p.ln = ln
+	p.wg.Go(p.accept)
+	p.mu.Lock()
+	p.stopAfter = context.AfterFunc(ctx, func() { p.Close() })
+	p.mu.Unlock()
+	return p, nil
+}
+
+// newProxy makes a proxy that is not listening yet; tests hand it
+// connections with handle.
+func newProxy(cfg Config, opts ...Option) (*Proxy, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("link: invalid config: %w", err)
+	}
+	o := options{seriesInterval: 10 * time.Millisecond, logger: slog.New(slog.DiscardHandler)}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	p := &Proxy{cfg: cfg, impaired: cfg.Impaired(), clock: o.clock, med: newMedium(cfg), log: o.logger,
+		conns: make(map[*conn]struct{})}
+	if p.clock == nil {
+		wc, err := newWallClock()
+		if err != nil {
+			return nil, fmt.Errorf("link: %w", err)
+		}
+		p.clock, p.wall = wc, wc
+	}
+	p.rec = newRecorder(p.clock.Now(), o.seriesInterval)
+	p.ctx, p.cancel = context.WithCancel(context.Background())
+	p.chunks.New = func() any { return &chunk{buf: make([]byte, chunkSize)} }
+	p.bigChunks.New = func() any { return &chunk{buf: make([]byte, bigChunkSize)} }
+	return p, nil
+}
+
+// Addr returns the address the link listens on, such as "127.0.0.1:54321".
+func (p *Proxy) Addr() string { return p.ln.Addr().String() }
+
+// Config returns the link's model.
+func (p *Proxy) Config() Config { return p.cfg }
+
+// Stats returns a consistent snapshot of what the link has carried so far.
+func (p *Proxy) Stats() Stats { return p.rec.snapshot() }
+
+// ResetConnections resets every live connection: both ends see a TCP reset,
+// as when a link fails in the middle of a transfer. New connections are
+// still accepted.
+func (p *Proxy) ResetConnections() {
+	for _, c := range p.live() {
+		c.abort(true)
+	}
+}
+
+// Close stops accepting, closes every connection and waits until every
+// goroutine of the link has stopped. It is safe to call more than once.
+func (p *Proxy) Close() error {
+	p.closeOnce.Do(func() {
+		p.mu.Lock()
+		p.closed = true
+		stop := p.stopAfter
+		p.mu.Unlock()
+		if stop != nil {
+			stop()
+		}
+		p.cancel()
+		if p.ln != nil {
+			if err := p.ln.Close(); err != nil {
+				p.closeErr = fmt.Errorf("link: close listener: %w", err)
+			}
+		}
+		for _, c := range p.live() {
+			c.abort(false)
+		}
+		p.wg.Wait()
+		if p.wall != nil {
+			p.wall.close()
+		}
+	})
+	return p.closeErr
+}
+
+func (p *Proxy) live() []*conn {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	cs := make([]*conn, 0, len(p.conns))
+	for c := range p.conns {
+		cs = append(cs, c)
+	}
+	return cs
+}
+
+// control sets the small receive buffer on the listener (accepted sockets
+// inherit it) and on upstream sockets before they connect, so that the
+// window scale they advertise matches.
+func (p *Proxy) control(_, _ string, rc syscall.RawConn) error {
+	if !p.impaired {
+		return nil
+	}
+	var serr error
+	err := rc.Control(func(fd uintptr) {
+		serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUF, rcvBuf)
+	})
+	return errors.Join(err, serr)
+}
+
+func (p *Proxy) accept() {
+	var backoff time.Duration
+	for {
+		c, err := p.ln.Accept()
+		if err != nil {
+			if p.ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
+				return
+			}
+			// Out of descriptors or the like: wait and retry, as net/http does.
+			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+			p.log.Warn("link: accept", "listen", p.ln.Addr().String(), "err", err, "retry_in", backoff)
+			select {
+			case <-time.After(backoff):
+			case <-p.ctx.Done():
+				return
+			}
+			continue
+		}
+		backoff = 0
+		p.wg.Go(func() { p.serve(c) })
+	}
+}
+
+// serve dials the upstream for one accepted client and runs the connection.
+func (p *Proxy) serve(client net.Conn) {
+	ctx, cancel := context.WithTimeout(p.ctx, dialTimeout)
+	d := net.Dialer{Control: p.control}
+	server, err := d.DialContext(ctx, p.network, p.address)
+	cancel()
+	if err != nil {
+		p.log.Warn("link: dial upstream", "upstream", p.upstream, "err", err)
+		reset(client)
+		client.Close()
+		return
+	}
+	p.handle(client, server)
+}
+
+// handle forwards between a client and an upstream connection until both
+// directions have finished or the connection is reset or closed.
+func (p *Proxy) handle(client, server net.Conn) {
+	c := p.newConn(client, server)
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		c.abort(false)
+		return
+	}
+	p.conns[c] = struct{}{}
+	p.mu.Unlock()
+	p.rec.connOpened()
+	c.run()
+	p.mu.Lock()
+	delete(p.conns, c)
+	p.mu.Unlock()
+	p.rec.connClosed()
+}
+
+// conn is one connection through the link: a client leg and an upstream leg.
+type conn struct {
+	p    *Proxy
+	legs [2]net.Conn // client, server
+	done chan struct{}
+	once sync.Once
+	dirs []*dirState // forward, reverse; nil when the link is not impaired
+}
+
+// dirState is one direction of an impaired connection.
+type dirState struct {
+	f  *flow
+	in *inbox
+}
+
+func (p *Proxy) newConn(client, server net.Conn) *conn {
+	c := &conn{p: p, legs: [2]net.Conn{client, server}, done: make(chan struct{})}
+	if !p.impaired {
+		return c
+	}
+	opened := p.clock.Now()
+	for _, d := range []direction{forward, reverse} {
+		f := newFlow(p.med, p.rec, d)
+		// The connection pays the TCP handshake: the client may send once its
+		// SYN-ACK is back (one RTT), the server once the final ACK reaches it.
+		f.notBefore = opened.Add(f.delay + f.ackDelay)
+		if d == reverse {
+			f.notBefore = f.notBefore.Add(f.ackDelay)
+		}
+		// Reading ahead by up to a window (at most readAhead) lets the
+		// scheduler admit a whole window the instant it opens.
+		c.dirs = append(c.dirs, &dirState{f: f, in: newInbox(int(min(max(f.window, chunkSize), readAhead)))})
+	}
+	return c
+}
+
+// abort closes both legs, first making them send a reset when reset is set,
+// and stops every goroutine of the connection.
+func (c *conn) abort(rst bool) {
+	c.once.Do(func() {
+		close(c.done)
+		for _, d := range c.dirs {
+			signal(d.in.notify) // a sleeping scheduler wakes on its inbox
+		}
+		for _, l := range c.legs {
+			if rst {
+				reset(l)
+			}
+			l.Close()
+		}
+	})
+}
+
+// fail ends the connection after an error on one leg: the other leg is reset,
+// so a reset (or a broken pipe) on one side reaches the other.
+func (c *conn) fail(op string, d direction, err error) {
+	select {
+	case <-c.done:
+		return // closing anyway: the error is our own doing
+	default:
+	}
+	c.p.log.Debug("link: connection reset", "op", op, "direction", d.String(), "err", err)
+	c.abort(true)
+}
+
+func (c *conn) run() {
+	var wg sync.WaitGroup
+	for _, d := range []direction{forward, reverse} {
+		src, dst := c.legs[0], c.legs[1]
+		if d == reverse {
+			src, dst = dst, src
+		}
+		if c.dirs == nil {
+			wg.Go(func() { c.copyDirect(d, src, dst) })
+			continue
+		}
+		ds := c.dirs[d]
+		wg.Go(func() { c.read(d, ds.in, src) })
+		wg.Go(func() { c.schedule(ds.f, ds.in, dst) })
+	}
+	wg.Wait()
+	c.abort(false)
+}
+
+// copyDirect forwards one direction of a link that changes nothing: no
+// model, no queue, but the bytes are still counted. It reads into a small
+// buffer, and into a large one only while reads fill the buffer (a bulk
+// transfer, where fewer, larger copies are faster), so that idle and
+// interactive connections hold little memory.
+func (c *conn) copyDirect(d direction, src, dst net.Conn) {
+	small := c.p.chunks.Get().(*chunk)
+	defer c.p.chunks.Put(small)
+	var big *chunk
+	defer func() {
+		if big != nil {
+			c.p.bigChunks.Put(big)
+		}
+	}()
+	buf := small.buf
+	mss := c.p.cfg.SegmentSize()
+	for {
+		n, err := src.Read(buf)
+		if n > 0 {
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				c.fail("write", d, werr)
+				return
+			}
+			c.p.rec.delivered(d, n, (n+mss-1)/mss, c.p.clock.Now(), 0)
+		}
+		switch {
+		case n == len(buf) && big == nil:
+			big = c.p.bigChunks.Get().(*chunk)
+			buf = big.buf
+		case n < len(small.buf) && big != nil:
+			c.p.bigChunks.Put(big)
+			big, buf = nil, small.buf
+		}
+		if err != nil {
+			if err == io.EOF {
+				closeWrite(dst)
+				return
+			}
+			c.fail("read", d, err)
+			return
+		}
+	}
+}
+
+// read is a direction's reader: it reads the source and stamps each read
+// with its arrival time. It reads ahead of the window by at most the inbox's
+// budget, then stops, so the sender's socket fills and its writes block as
+// they would on a real path.
+func (c *conn) read(d direction, in *inbox, src net.Conn) {
+	r := newStampedReader(src, c.p.clock, c.p.wall != nil)
+	for in.waitRoom(c.done) {
+		ch := c.p.chunks.Get().(*chunk)
+		n, at, err := r.Read(ch.buf)
+		if n > 0 {
+			in.push(arrival{c: ch, n: n, at: at})
+		} else {
+			c.p.chunks.Put(ch)
+		}
+		if err != nil {
+			if err == io.EOF {
+				in.push(arrival{fin: true, at: at})
+				return
+			}
+			c.fail("read", d, err)
+			return
+		}
+	}
+}
+
+// schedule is the one scheduler of a direction. It owns the direction's
+// model: it admits what the reader stamped as the window allows, at the
+// exact time the data and the window credit were both there (so a late
+// wake-up does not stretch a round trip), and writes each segment to the
+// receiver at its delivery time, in order. The FIN is passed on with
+// CloseWrite once everything ahead of it is delivered.
+func (c *conn) schedule(f *flow, in *inbox, dst net.Conn) {
+	clk := c.p.clock
+	var (
+		pending    []arrival // read, not yet admitted
+		out        []item    // admitted, not yet delivered
+		head       int
+		segs       []segment
+		bufs       net.Buffers
+		vt         time.Time // the model's time of the last admission
+		stallStart time.Time // when the window last filled with data waiting
+	)
+	for {
+		pending = in.take(pending)
+		now := clk.Now()
+		var creditAt time.Time // when the window next opens, if data waits for it
+		for len(pending) > 0 {
+			a := &pending[0]
+			t := later(vt, a.at)
+			if a.fin {
+				out = append(out, item{fin: true, deliver: f.finDelivery(t)})
+				pending = pending[1:]
+				break // nothing follows a FIN
+			}
+			credit := f.credit(t)
+			if credit <= 0 {
+				if stallStart.IsZero() {
+					stallStart = t
+				}
+				at := f.nextCredit()
+				if at.After(now) {
+					creditAt = at
+					break
+				}
+				t = at
+				credit = f.credit(t)
+				c.p.rec.stalled(f.dir, t.Sub(stallStart))
+				stallStart = time.Time{}
+			}
+			vt = t
+			k := int(min(credit, int64(a.n-a.off)))
+			segs = f.admit(t, k, segs[:0])
+			for i, sg := range segs {
+				out = append(out, item{c: a.c, off: a.off + sg.off, n: sg.n, deliver: sg.deliver,
+					last: i == len(segs)-1 && a.off+k == a.n})
+			}
+			a.off += k
+			in.release(k)
+			if a.off == a.n {
+				pending[0] = arrival{}
+				pending = pending[1:]
+			}
+		}
+
+		// Deliver what is due, coalescing the pieces of one read.
+		bufs = bufs[:0]
+		n, nsegs, fin, done := 0, 0, false, head
+		for done < len(out) && !out[done].deliver.After(now) && n < maxBatch {
+			it := out[done]
+			done++
+			if it.fin {
+				fin = true
+				break
+			}
+			if k := len(bufs) - 1; k >= 0 && out[done-2].c == it.c && out[done-2].off+out[done-2].n == it.off {
+				bufs[k] = bufs[k][:len(bufs[k])+it.n]
+			} else {
+				bufs = append(bufs, it.c.buf[it.off:it.off+it.n])
+			}
+			n += it.n
+			nsegs++
+		}
+		if n > 0 {
+			wb := bufs // WriteTo consumes its receiver
+			if _, err := wb.WriteTo(dst); err != nil {
+				c.fail("write", f.dir, err)
+				return
+			}
+			at := clk.Now()
+			c.p.rec.delivered(f.dir, n, nsegs, at, at.Sub(out[head].deliver))
+		}
+		for ; head < done; head++ {
+			if out[head].last {
+				c.p.chunks.Put(out[head].c)
+			}
+			out[head] = item{}
+		}
+		if head == len(out) {
+			out, head = out[:0], 0
+		} else if head > 1024 && head*2 > len(out) {
+			out = out[:copy(out, out[head:])]
+			head = 0
+		}
+		if fin {
+			closeWrite(dst)
+			return
+		}
+
+		// Sleep until the next delivery or window credit, or until the reader
+		// brings something.
+		next := creditAt
+		precise := false
+		if head < len(out) && (next.IsZero() || out[head].deliver.Before(next)) {
+			next = out[head].deliver
+			// Spin for precision only when the head is all there is: the end of
+			// a message, whose arrival the receiver acts on. A backed-up stream
+			// keeps its average rate by absolute deadlines without spinning,
+			// and admissions are stamped with exact times whenever they run.
+			precise = head == len(out)-1 && len(pending) == 0
+		}
+		select {
+		case <-c.done:
+			return
+		default:
+		}
+		if next.IsZero() {
+			select {
+			case <-in.notify:
+			case <-c.done:
+				return
+			}
+			continue
+		}
+		if len(pending) > 0 && creditAt.IsZero() {
+			continue // more to admit: a batch was cut short
+		}
+		clk.SleepUntil(next, precise, in.notify)
+	}
+}
+
+// chunk is the buffer of one read; its segments point into it.
+type chunk struct{ buf []byte }
+
+// arrival is one read (or the FIN) and when it arrived.
+type arrival struct {
+	c      *chunk
+	off, n int // off: bytes already admitted
+	at     time.Time
+	fin    bool
+}
+
+// item is one admitted segment waiting for delivery, or the FIN.
+type item struct {
+	c       *chunk
+	off, n  int
+	deliver time.Time
+	last    bool // the last segment of its chunk: the chunk is free once written
+	fin     bool
+}
+
+// inbox passes reads from a direction's reader to its scheduler and bounds
+// how far the reader may read ahead of the window.
+type inbox struct {
+	mu       sync.Mutex
+	arrivals []arrival
+	held     int // bytes read and not yet admitted
+	budget   int
+	notify   chan struct{} // to the scheduler: something arrived (or the connection ends)
+	room     chan struct{} // to the reader: bytes were admitted
+}
+
+func newInbox(budget int) *inbox {
+	return &inbox{budget: budget, notify: make(chan struct{}, 1), room: make(chan struct{}, 1)}
+}
+
+func (in *inbox) push(a arrival) {
+	in.mu.Lock()
+	in.arrivals = append(in.arrivals, a)
+	in.held += a.n
+	in.mu.Unlock()
+	signal(in.notify)
+}
+
+// take moves every arrival to pending.
+func (in *inbox) take(pending []arrival) []arrival {
+	in.mu.Lock()
+	pending = append(pending, in.arrivals...)
+	clear(in.arrivals)
+	in.arrivals = in.arrivals[:0]
+	in.mu.Unlock()
+	return pending
+}
+
+// release returns n admitted bytes to the reader's budget.
+func (in *inbox) release(n int) {
+	in.mu.Lock()
+	in.held -= n
+	in.mu.Unlock()
+	signal(in.room)
+}
+
+// waitRoom blocks while the reader is a full budget ahead; it reports false
+// when the connection ends.
+func (in *inbox) waitRoom(done <-chan struct{}) bool {
+	for {
+		in.mu.Lock()
+		ok := in.held < in.budget
+		in.mu.Unlock()
+		if ok {
+			return true
+		}
+		select {
+		case <-in.room:
+		case <-done:
+			return false
+		}
+	}
+}
+
+func signal(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+}
+
+// closeWrite passes a FIN on.
+func closeWrite(c net.Conn) {
+	if cw, ok := c.(interface{ CloseWrite() error }); ok {
+		cw.CloseWrite()
+		return
+	}
+	c.Close()
+}
+
+// reset makes the next Close of a TCP connection send a reset (RST)
+// instead of a FIN.
+func reset(c net.Conn) {
+	if tc, ok := c.(*net.TCPConn); ok {
+		tc.SetLinger(0)
+	}
+}
