@@ -1,0 +1,208 @@
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"html/template"
+	"math"
+	"sort"
+
+	"github.com/go-echarts/go-echarts/v2/charts"
+	"github.com/go-echarts/go-echarts/v2/opts"
+)
+
+// palette is the series colours, in order: colour-blind-safe (Okabe-Ito),
+// dark enough to read on white.
+var palette = []string{
+	"#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442",
+}
+
+// dashIcon is a dashed line as an echarts symbol, for the model in the
+// legend and as a tick on categories. The two zero-length lines keep its
+// box taller than the dashes, so they stay thin when scaled.
+const dashIcon = "path://M0,0L0,0M0,10L0,10M0,4h6v2h-6zM9,4h6v2h-6zM18,4h6v2h-6z"
+
+// chartData is one chart ready for the page: its element id, its echarts
+// option as JSON (safe to place inside a <script> element: json.Marshal
+// escapes <, > and &), and what was left out and why.
+type chartData struct {
+	Chart
+	ElemID  string
+	Option  template.JS
+	Dropped []string // notes on points that could not be drawn
+}
+
+// buildCharts lays out every chart with go-echarts and assigns each a unique
+// element id (Chart.ID when it is set and unique, chart-N otherwise).
+func buildCharts(cs []Chart) ([]chartData, error) {
+	out := make([]chartData, 0, len(cs))
+	seen := map[string]bool{}
+	for i, c := range cs {
+		id := c.ID
+		if id == "" || seen[id] {
+			id = fmt.Sprintf("chart-%d", i+1)
+		}
+		seen[id] = true
+		opt, dropped, err := chartOption(c)
+		if err != nil {
+			return nil, fmt.Errorf("chart %q (%s): %w", c.Title, id, err)
+		}
+		out = append(out, chartData{Chart: c, ElemID: id, Option: opt, Dropped: dropped})
+	}
+	return out, nil
+}
+
+// chartOption builds the echarts option of one chart with go-echarts and
+// returns it as JSON. The page's script adds what JSON cannot carry
+// (tooltip and axis label formatters), so no JavaScript is built from data.
+func chartOption(c Chart) (template.JS, []string, error) {
+	xType, yType := "value", "value"
+	if c.XLog {
+		xType = "log"
+	}
+	if c.YLog {
+		yType = "log"
+	}
+	if len(c.XCategories) > 0 {
+		xType = "category"
+	}
+	hasPoints := false
+	for _, s := range c.Series {
+		if s.Style == Points {
+			hasPoints = true
+		}
+	}
+	trigger := "axis"
+	if hasPoints {
+		// Every run is its own marker: the tooltip names the one under the
+		// pointer, not the nearest point of every series.
+		trigger = "item"
+	}
+
+	base := charts.NewLine()
+	base.Colors = palette
+	base.SetGlobalOptions(
+		charts.WithInitializationOpts(opts.Initialization{Width: "100%", Height: "420px", Theme: "white"}),
+		charts.WithAnimation(true),
+		charts.WithLegendOpts(opts.Legend{Show: opts.Bool(true), Type: "scroll", Top: "0", Left: "center", Width: "80%"}),
+		charts.WithTooltipOpts(opts.Tooltip{Show: opts.Bool(true), Trigger: trigger, AxisPointer: &opts.AxisPointer{Type: "line"}}),
+		charts.WithToolboxOpts(opts.Toolbox{Show: opts.Bool(true), Right: "8", Top: "0", Feature: &opts.ToolBoxFeature{
+			SaveAsImage: &opts.ToolBoxFeatureSaveAsImage{Show: opts.Bool(true), Type: "png", Title: "Save as PNG", Name: c.ID},
+		}}),
+		charts.WithXAxisOpts(opts.XAxis{
+			Type: xType, Name: c.XLabel, NameLocation: "middle", NameGap: 32,
+			SplitLine: &opts.SplitLine{Show: opts.Bool(xType != "category")},
+		}),
+		charts.WithYAxisOpts(opts.YAxis{
+			Type: yType, Name: c.YLabel, NameLocation: "middle", NameGap: 56,
+			SplitLine: &opts.SplitLine{Show: opts.Bool(true)},
+		}),
+	)
+	base.GridList = []opts.Grid{{Left: "76", Right: "28", Top: "44", Bottom: "56"}}
+	if xType == "category" {
+		base.SetXAxis(c.XCategories)
+	}
+
+	hasBars := false
+	for _, s := range c.Series {
+		hasBars = hasBars || s.Style == Bars
+	}
+	// On categories drawn as bars a line from one category to the next
+	// means nothing: the model is then a dashed tick on each category.
+	modelTicks := xType == "category" && hasBars
+
+	var legend []map[string]string
+	var dropped []string
+	for _, s := range c.Series {
+		item := map[string]string{"name": s.Name}
+		if s.Style == Model {
+			item["icon"] = dashIcon
+		}
+		legend = append(legend, item)
+		pts, skipped := drawable(s.Points, c, s.Style)
+		if skipped > 0 {
+			why := "not finite"
+			if c.XLog || c.YLog {
+				why = "not finite, or not positive on a log axis"
+			}
+			dropped = append(dropped, fmt.Sprintf("%s: %d point(s) not drawn (%s)", s.Name, skipped, why))
+		}
+		switch {
+		case s.Style == Model && modelTicks:
+			data := make([]opts.ScatterData, len(pts))
+			for i, p := range pts {
+				data[i] = opts.ScatterData{Name: p.Label, Value: []float64{p.X, p.Y}}
+			}
+			sc := charts.NewScatter()
+			sc.AddSeries(s.Name, data, charts.WithScatterChartOpts(opts.ScatterChart{Symbol: dashIcon, SymbolSize: []int{40, 16}}))
+			base.Overlap(sc)
+		case s.Style == Points:
+			data := make([]opts.ScatterData, len(pts))
+			for i, p := range pts {
+				data[i] = opts.ScatterData{Name: p.Label, Value: []float64{p.X, p.Y}}
+			}
+			sc := charts.NewScatter()
+			sc.AddSeries(s.Name, data,
+				charts.WithScatterChartOpts(opts.ScatterChart{Symbol: "circle", SymbolSize: 7}),
+				charts.WithItemStyleOpts(opts.ItemStyle{Opacity: opts.Float(0.6)}),
+				charts.WithEmphasisOpts(opts.Emphasis{Focus: "series"}))
+			base.Overlap(sc)
+		case s.Style == Bars:
+			data := make([]opts.BarData, len(pts))
+			for i, p := range pts {
+				data[i] = opts.BarData{Name: p.Label, Value: []float64{p.X, p.Y}}
+			}
+			b := charts.NewBar()
+			b.AddSeries(s.Name, data, charts.WithSeriesOpts(func(ss *charts.SingleSeries) { ss.BarMaxWidth = "48" }))
+			base.Overlap(b)
+		default:
+			data := make([]opts.LineData, len(pts))
+			for i, p := range pts {
+				data[i] = opts.LineData{Name: p.Label, Value: []float64{p.X, p.Y}}
+			}
+			var so []charts.SeriesOpts
+			switch s.Style {
+			case Model:
+				so = append(so,
+					charts.WithLineChartOpts(opts.LineChart{ShowSymbol: opts.Bool(false), Symbol: "none"}),
+					charts.WithLineStyleOpts(opts.LineStyle{Type: "dashed", Width: 2}))
+			case Area:
+				so = append(so,
+					charts.WithLineChartOpts(opts.LineChart{ShowSymbol: opts.Bool(false)}),
+					charts.WithLineStyleOpts(opts.LineStyle{Width: 1.5}),
+					charts.WithAreaStyleOpts(opts.AreaStyle{Opacity: opts.Float(0.15)}))
+			default: // Line, and any style not known here
+				so = append(so,
+					charts.WithLineChartOpts(opts.LineChart{ShowSymbol: opts.Bool(true), Symbol: "circle", SymbolSize: 6}),
+					charts.WithLineStyleOpts(opts.LineStyle{Width: 2}))
+			}
+			base.AddSeries(s.Name, data, so...)
+		}
+	}
+	base.Legend.Data = legend
+	base.Validate()
+	b, err := json.Marshal(base.JSON())
+	if err != nil {
+		return "", nil, fmt.Errorf("encode echarts option: %w", err)
+	}
+	return template.JS(b), dropped, nil
+}
+
+// drawable returns the points that can be drawn (finite, positive on a log
+// axis), sorted by x for joined styles so a line does not zigzag, and how
+// many were left out.
+func drawable(ps []XY, c Chart, style SeriesStyle) ([]XY, int) {
+	out := make([]XY, 0, len(ps))
+	for _, p := range ps {
+		if !finite(p.X) || !finite(p.Y) || (c.YLog && p.Y <= 0) || (c.XLog && len(c.XCategories) == 0 && p.X <= 0) {
+			continue
+		}
+		out = append(out, p)
+	}
+	if style != Points {
+		sort.SliceStable(out, func(i, j int) bool { return out[i].X < out[j].X })
+	}
+	return out, len(ps) - len(out)
+}
+
+func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
