@@ -1,0 +1,156 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/dbrig/dbrig/internal/doctor"
+	"github.com/dbrig/dbrig/internal/term"
+)
+
+func newDoctorCmd(a *app) *cobra.Command {
+	var (
+		hostsFile   string
+		links       []string
+		dbURI       string
+		jsonOut     bool
+		parallel    int
+		timeout     time.Duration
+		sshConfig   string
+		sshOptions  []string
+		snapshots   []string
+		printScript bool
+	)
+	cmd := &cobra.Command{
+		Use:   "doctor",
+		Short: "Check this host, or a fleet over ssh, for the faults the studies found",
+		Long: `doctor checks disks (partition alignment), network interfaces (duplex, speed,
+MTU), TCP buffers against the bandwidth-delay product of the links you declare,
+CPU, clock and virtualization, and with --db a PostgreSQL server's settings.
+Every check says what it observed, what it expected, why it matters (with the
+study it comes from) and how to fix it. See docs/doctor.md.
+
+With --hosts FILE (one [user@]host[:port] per line, '#' comments) it runs the
+same checks on each host over ssh: your ssh config, keys, agent and known_hosts
+apply; it never asks for a password (BatchMode=yes). It ships a small POSIX
+shell script that prints the files the checks read (see --print-collector),
+not a binary. An unreachable host is a failed row.
+
+Exit codes: 0 no check failed (warnings allowed), 1 a check failed or a host
+or the database was unreachable, 2 bad usage (flags, hosts file, --link).`,
+		Example: `  dbrig doctor
+  dbrig doctor --link tukwila-dublin --link 20ms:10gbit
+  dbrig doctor --db postgres://postgres@localhost/postgres
+  dbrig doctor --hosts fleet.txt --parallel 16 --timeout 30s --json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if printScript {
+				_, err := io.WriteString(a.stdout, doctor.CollectorScript)
+				return err
+			}
+			opts := doctor.Options{Parallel: parallel, Timeout: timeout}
+			var errs []error
+			for _, s := range links {
+				l, err := doctor.ParseLink(s)
+				if err != nil {
+					errs = append(errs, err)
+					continue
+				}
+				opts.Links = append(opts.Links, l)
+			}
+			if parallel < 1 {
+				errs = append(errs, fmt.Errorf("--parallel %d: want at least 1", parallel))
+			}
+			if timeout <= 0 {
+				errs = append(errs, fmt.Errorf("--timeout %s: want a positive duration such as 20s", timeout))
+			}
+			if dbURI != "" {
+				db, err := doctor.ParseDatabase(dbURI)
+				if err != nil {
+					errs = append(errs, err)
+				}
+				opts.DB = db
+			}
+			var hosts []doctor.Host
+			if hostsFile != "" {
+				targets, err := doctor.ReadHostsFile(hostsFile)
+				if err != nil {
+					errs = append(errs, err)
+				}
+				ssh := doctor.SSH{ConfigFile: sshConfig, Options: sshOptions}
+				for _, t := range targets {
+					hosts = append(hosts, doctor.RemoteHost(t, ssh))
+				}
+			}
+			for _, f := range snapshots {
+				s, err := doctor.ReadSnapshotFile(f)
+				if err != nil {
+					errs = append(errs, fmt.Errorf("--snapshot: %w", err))
+					continue
+				}
+				hosts = append(hosts, doctor.SnapshotHost(filepath.Base(f), s))
+			}
+			if len(errs) > 0 {
+				return usageError(errors.Join(errs...))
+			}
+			if hostsFile == "" && len(snapshots) == 0 {
+				hosts = append(hosts, doctor.LocalHost("/"))
+			}
+
+			rep := doctor.Run(cmd.Context(), hosts, opts)
+			if err := cmd.Context().Err(); err != nil {
+				return err // interrupted: the report would be partial
+			}
+			var err error
+			if jsonOut {
+				err = doctor.WriteJSON(a.stdout, rep)
+			} else {
+				err = doctor.WriteText(a.stdout, rep, term.Style{Enabled: term.ColorEnabled(a.stdout, a.getenv)})
+			}
+			if err != nil {
+				return err
+			}
+			if rep.ExitCode != 0 {
+				return failure(fmt.Errorf("doctor: %s", failedWords(rep)))
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&hostsFile, "hosts", "", "check the hosts listed in `FILE` over ssh, one [user@]host[:port] per line")
+	f.StringArrayVar(&links, "link", nil, "a link the database traffic crosses, to check TCP buffers against: `RTT:RATE` (150ms:1gbit), PROFILE:RATE or PROFILE (tukwila-dublin); repeatable")
+	f.StringVar(&dbURI, "db", "", "check a PostgreSQL server's settings (`URI`; put the password in PGPASSWORD or ~/.pgpass, not here)")
+	f.BoolVar(&jsonOut, "json", false, "write the report as JSON (fields in docs/doctor.md)")
+	f.IntVar(&parallel, "parallel", 8, "check `N` hosts at a time")
+	f.DurationVar(&timeout, "timeout", 20*time.Second, "time allowed per host, and for the database connection")
+	f.StringVar(&sshConfig, "ssh-config", "", "use this ssh config `FILE` instead of ~/.ssh/config (ssh -F)")
+	f.StringArrayVar(&sshOptions, "ssh-option", nil, "pass -o `KEY=VALUE` to ssh (e.g. IdentityFile=~/.ssh/fleet, UserKnownHostsFile=...); repeatable")
+	f.StringArrayVar(&snapshots, "snapshot", nil, "check a snapshot `FILE` saved from the collector (dbrig doctor --print-collector | ssh HOST sh -s > FILE) instead of a live host; repeatable")
+	f.BoolVar(&printScript, "print-collector", false, "print the shell script that --hosts runs on each host, and exit")
+	return cmd
+}
+
+// failedWords says what failed, for the one-line message on stderr.
+func failedWords(rep *doctor.Report) string {
+	checks, hosts, unreachable := 0, 0, 0
+	for _, h := range rep.Hosts {
+		if !h.Reachable {
+			unreachable++
+			continue
+		}
+		if h.Counts.Fail > 0 {
+			hosts++
+			checks += h.Counts.Fail
+		}
+	}
+	msg := fmt.Sprintf("%d failed check(s) on %d host(s)", checks, hosts)
+	if unreachable > 0 {
+		msg += fmt.Sprintf(", %d host(s) unreachable", unreachable)
+	}
+	return msg
+}

@@ -1,0 +1,224 @@
+// Package sshdtest starts a real OpenSSH server on a loopback port for
+// tests, with a generated host key and a generated client key, and writes an
+// ssh client config that reaches it without touching ~/.ssh. Locally a test
+// is skipped, with the reason, when sshd is not installed (Debian package
+// openssh-server); in CI (CI=true) that is a failure.
+package sshdtest
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Server is a running sshd that accepts the generated client key for the
+// current user.
+type Server struct {
+	// Port is the loopback port sshd listens on.
+	Port int
+	// User is the account the client key logs in as (the current user).
+	User string
+	// ConfigFile is an ssh client config (for ssh -F) with the client key,
+	// a known_hosts file holding the server's key for 127.0.0.1 and
+	// localhost on Port, and strict host key checking.
+	ConfigFile string
+	// IdentityFile is the client's private key and KnownHostsFile the
+	// known_hosts file, for callers that pass ssh options instead of
+	// ConfigFile.
+	IdentityFile, KnownHostsFile string
+	// Dir holds the keys, the configs and sshd's log.
+	Dir string
+}
+
+// Start starts sshd and stops it when the test ends.
+func Start(tb testing.TB) *Server {
+	tb.Helper()
+	sshd := findSSHD()
+	if sshd == "" {
+		missing(tb, "sshd not found (install Debian's openssh-server)")
+	}
+	keygen, err := exec.LookPath("ssh-keygen")
+	if err != nil {
+		missing(tb, "ssh-keygen not found (install Debian's openssh-client)")
+	}
+	if _, err := exec.LookPath("ssh"); err != nil {
+		missing(tb, "ssh not found (install Debian's openssh-client)")
+	}
+	u, err := user.Current()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if os.Geteuid() == 0 {
+		// sshd running as root wants its privilege separation directory,
+		// which the Debian service creates at boot (RuntimeDirectory).
+		if err := os.MkdirAll("/run/sshd", 0o755); err != nil {
+			tb.Fatalf("create sshd's privilege separation directory: %v", err)
+		}
+	}
+	dir, err := os.MkdirTemp("", "dbrig-sshd-")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { os.RemoveAll(dir) })
+	s := &Server{User: u.Username, Dir: dir, ConfigFile: filepath.Join(dir, "ssh_config"),
+		IdentityFile: filepath.Join(dir, "id_ed25519"), KnownHostsFile: filepath.Join(dir, "known_hosts")}
+	for _, k := range []string{"host_ed25519", "id_ed25519"} {
+		out, err := exec.Command(keygen, "-q", "-t", "ed25519", "-N", "", "-C", "dbrig-test", "-f", filepath.Join(dir, k)).CombinedOutput()
+		if err != nil {
+			tb.Fatalf("ssh-keygen: %v: %s", err, out)
+		}
+	}
+	clientPub := readFile(tb, filepath.Join(dir, "id_ed25519.pub"))
+	hostPub := readFile(tb, filepath.Join(dir, "host_ed25519.pub"))
+	hostKey := strings.Join(strings.Fields(hostPub)[:2], " ")
+	writeFile(tb, filepath.Join(dir, "authorized_keys"), clientPub, 0o600)
+
+	// sshd binds the port itself, so a port freed here might be taken
+	// before it starts: try a few.
+	var cmd *exec.Cmd
+	for attempt := 0; ; attempt++ {
+		s.Port = freePort(tb)
+		writeFile(tb, filepath.Join(dir, "sshd_config"), fmt.Sprintf(`Port %d
+ListenAddress 127.0.0.1
+HostKey %s
+PidFile %s
+AuthorizedKeysFile %s
+StrictModes no
+PubkeyAuthentication yes
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+PermitRootLogin prohibit-password
+UsePAM no
+AllowUsers %s
+MaxStartups 100
+LogLevel VERBOSE
+`, s.Port, filepath.Join(dir, "host_ed25519"), filepath.Join(dir, "sshd.pid"), filepath.Join(dir, "authorized_keys"), s.User), 0o600)
+		cmd = exec.Command(sshd, "-D", "-f", filepath.Join(dir, "sshd_config"), "-E", filepath.Join(dir, "sshd.log"))
+		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
+		if err := cmd.Start(); err != nil {
+			tb.Fatalf("start %s: %v", sshd, err)
+		}
+		exited := make(chan error, 1)
+		go func() { exited <- cmd.Wait() }()
+		if err := waitListening(s.Port, exited); err == nil {
+			tb.Cleanup(func() {
+				_ = cmd.Process.Signal(syscall.SIGTERM)
+				select {
+				case <-exited:
+				case <-time.After(5 * time.Second):
+					_ = cmd.Process.Kill()
+					<-exited
+				}
+			})
+			break
+		} else if attempt == 4 {
+			_ = cmd.Process.Kill()
+			tb.Fatalf("sshd did not start: %v; log:\n%s", err, readFileOr(filepath.Join(dir, "sshd.log")))
+		} else {
+			_ = cmd.Process.Kill()
+		}
+	}
+
+	var known strings.Builder
+	for _, h := range []string{"127.0.0.1", "localhost"} {
+		fmt.Fprintf(&known, "[%s]:%d %s\n", h, s.Port, hostKey)
+	}
+	writeFile(tb, s.KnownHostsFile, known.String(), 0o600)
+	writeFile(tb, s.ConfigFile, fmt.Sprintf(`Host *
+  IdentityFile %s
+  IdentitiesOnly yes
+  IdentityAgent none
+  UserKnownHostsFile %s
+  GlobalKnownHostsFile /dev/null
+  StrictHostKeyChecking yes
+  PasswordAuthentication no
+  KbdInteractiveAuthentication no
+`, s.IdentityFile, s.KnownHostsFile), 0o600)
+	return s
+}
+
+// Log returns what sshd logged so far, for failure messages.
+func (s *Server) Log() string { return readFileOr(filepath.Join(s.Dir, "sshd.log")) }
+
+func findSSHD() string {
+	if p, err := exec.LookPath("sshd"); err == nil {
+		return p
+	}
+	for _, p := range []string{"/usr/sbin/sshd", "/usr/local/sbin/sshd"} {
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+	}
+	return ""
+}
+
+func missing(tb testing.TB, why string) {
+	tb.Helper()
+	if os.Getenv("CI") != "" {
+		tb.Fatalf("%s: CI must install it (apt-get install openssh-server openssh-client)", why)
+	}
+	tb.Skipf("skipped: %s", why)
+}
+
+// waitListening waits until something accepts on the port, or sshd exits.
+func waitListening(port int, exited <-chan error) error {
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		select {
+		case err := <-exited:
+			return fmt.Errorf("sshd exited: %v", err)
+		default:
+		}
+		c, err := net.DialTimeout("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), 200*time.Millisecond)
+		if err == nil {
+			c.Close()
+			return nil
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return fmt.Errorf("port %d not listening after 10 s", port)
+}
+
+// freePort returns a loopback port nothing listens on at the moment.
+func freePort(tb testing.TB) int {
+	tb.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// ClosedPort returns a loopback port where nothing listens, for an
+// unreachable host.
+func ClosedPort(tb testing.TB) int { return freePort(tb) }
+
+func readFile(tb testing.TB, name string) string {
+	tb.Helper()
+	b, err := os.ReadFile(name)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return string(b)
+}
+
+func readFileOr(name string) string {
+	b, _ := os.ReadFile(name)
+	return string(b)
+}
+
+func writeFile(tb testing.TB, name, content string, mode os.FileMode) {
+	tb.Helper()
+	if err := os.WriteFile(name, []byte(content), mode); err != nil {
+		tb.Fatal(err)
+	}
+}
