@@ -108,27 +108,19 @@ func (w *workload) Prepare(ctx context.Context, env *study.Env) error {
 		`INSERT INTO rbar_objects SELECT g FROM generate_series(1, `+strconv.Itoa(objects)+`) g`,
 		`ANALYZE rbar_objects`,
 		// The seed's empty cursor: FETCH each row into a variable, assign it.
-		`CREATE FUNCTION rbar_cursor(n bigint) RETURNS bigint LANGUAGE plpgsql AS $$
-DECLARE
-  c NO SCROLL CURSOR FOR SELECT a.id FROM rbar_objects a, rbar_objects b, rbar_objects c LIMIT n;
-  v int;
-  k bigint := 0;
-BEGIN
-  OPEN c;
-  LOOP
-    FETCH c INTO v;
-    EXIT WHEN NOT FOUND;
-    v := v;
-    k := k + 1;
-  END LOOP;
-  CLOSE c;
-  RETURN k;
-END $$`,
+		cursorLoop("rbar_cursor", "v := v;"),
 		// The seed's cursor that returns each row as a result set of its own:
 		// each row leaves the server as a message, without a round trip.
-		`CREATE FUNCTION rbar_messages(n bigint) RETURNS bigint LANGUAGE plpgsql AS $$
+		cursorLoop("rbar_messages", "RAISE NOTICE '%', v;"),
+	)
+}
+
+// cursorLoop makes a PL/pgSQL function name(n) that FETCHes n rows of
+// the cross join one at a time from a cursor and runs perRow on each.
+func cursorLoop(name, perRow string) string {
+	return `CREATE FUNCTION ` + name + `(n bigint) RETURNS bigint LANGUAGE plpgsql AS $$
 DECLARE
-  c NO SCROLL CURSOR FOR SELECT a.id FROM rbar_objects a, rbar_objects b, rbar_objects c LIMIT n;
+  c NO SCROLL CURSOR FOR ` + crossJoin + ` LIMIT n;
   v int;
   k bigint := 0;
 BEGIN
@@ -136,18 +128,17 @@ BEGIN
   LOOP
     FETCH c INTO v;
     EXIT WHEN NOT FOUND;
-    RAISE NOTICE '%', v;
+    ` + perRow + `
     k := k + 1;
   END LOOP;
   CLOSE c;
   RETURN k;
-END $$`,
-	)
+END $$`
 }
 
 // crossJoin is the seed's row source: a nested loop over a table of 1,000
 // objects joined with itself three times, cut at N rows.
-const crossJoin = `SELECT a.id FROM rbar_objects a, rbar_objects b, rbar_objects c LIMIT $1`
+const crossJoin = `SELECT a.id FROM rbar_objects a, rbar_objects b, rbar_objects c`
 
 // Run measures one point.
 func (w *workload) Run(ctx context.Context, env *study.Env) (study.Measurement, error) {
@@ -183,7 +174,7 @@ func (w *workload) Run(ctx context.Context, env *study.Env) (study.Measurement, 
 	var m study.Measurement
 	switch w.experiment {
 	case "server-loop":
-		m, err = w.serverSide(ctx, pc, `SELECT count(*) FROM (`+crossJoin+`) s`)
+		m, err = w.serverSide(ctx, pc, `SELECT count(*) FROM (`+crossJoin+` LIMIT $1) s`)
 	case "server-cursor":
 		m, err = w.serverSide(ctx, pc, `SELECT rbar_cursor($1)`)
 	case "cursor-messages":
@@ -198,7 +189,7 @@ func (w *workload) Run(ctx context.Context, env *study.Env) (study.Measurement, 
 			}
 		}
 	case "client-stream":
-		m, err = w.stream(ctx, pc, env, crossJoin, w.rows)
+		m, err = w.stream(ctx, pc, env, crossJoin+" LIMIT $1", w.rows)
 	case "wide-rows":
 		m, err = w.stream(ctx, pc, env, `SELECT x FROM generate_series(1, $1) g, (SELECT rpad('a', `+strconv.FormatInt(w.rowBytes, 10)+`) AS x) c`, w.rows)
 	case "client-row-by-row":
@@ -290,11 +281,10 @@ func (w *workload) rowByRowRun(ctx context.Context, pc *pgconn.PgConn, env *stud
 	var next func() (string, error)
 	switch w.rowByRow {
 	case "fetch":
-		if err := pc.Exec(ctx, "BEGIN; DECLARE rbar_c NO SCROLL CURSOR FOR "+
-			"SELECT a.id FROM rbar_objects a, rbar_objects b, rbar_objects c LIMIT "+strconv.FormatInt(w.rows, 10)).Close(); err != nil {
+		if err := pc.Exec(ctx, "BEGIN; DECLARE rbar_c NO SCROLL CURSOR FOR "+crossJoin+" LIMIT "+strconv.FormatInt(w.rows, 10)).Close(); err != nil {
 			return study.Measurement{}, err
 		}
-		defer pc.Exec(context.WithoutCancel(ctx), "ROLLBACK").Close()
+		defer func() { _ = pc.Exec(context.WithoutCancel(ctx), "ROLLBACK").Close() }()
 		next = func() (string, error) {
 			res, err := pc.Exec(ctx, "FETCH NEXT FROM rbar_c").ReadAll()
 			if err != nil {

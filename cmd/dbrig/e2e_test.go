@@ -1,0 +1,261 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/dbrig/dbrig/internal/engine/postgres/pgtest"
+	"github.com/dbrig/dbrig/internal/report"
+	"github.com/dbrig/dbrig/internal/study"
+)
+
+var (
+	buildOnce sync.Once
+	builtBin  string
+	buildErr  error
+)
+
+// dbrigBinary builds the dbrig command once per test binary, so that tests
+// use it the way a user does: as a process that gets signals.
+func dbrigBinary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "dbrig-bin-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		builtBin = filepath.Join(dir, "dbrig")
+		out, err := exec.Command("go", "build", "-o", builtBin, ".").CombinedOutput()
+		if err != nil {
+			buildErr = errors.New(string(out))
+		}
+	})
+	if buildErr != nil {
+		t.Fatalf("build dbrig: %v", buildErr)
+	}
+	return builtBin
+}
+
+// startDbrig runs dbrig with TMPDIR=base (so its servers live there) and
+// returns the process and a channel of its stderr lines.
+func startDbrig(t *testing.T, base string, args ...string) (*exec.Cmd, *bytes.Buffer, <-chan string) {
+	t.Helper()
+	cmd := exec.Command(dbrigBinary(t), args...)
+	cmd.Env = append(os.Environ(), "TMPDIR="+base, "NO_COLOR=1")
+	var stdout bytes.Buffer
+	cmd.Stdout = &stdout
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	lines := make(chan string, 1000)
+	go func() { // ends when dbrig closes its stderr
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	return cmd, &stdout, lines
+}
+
+func exitCode(err error) int {
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ExitCode()
+	}
+	if err != nil {
+		return -1
+	}
+	return 0
+}
+
+// TestStudyEndToEnd runs the row-by-row study's smoke scale as a user
+// would: interrupted by a signal after a few points (nothing finished is
+// lost, no server is left), resumed to the end, its report rebuilt from
+// results.jsonl alone and opened in a headless browser.
+func TestStudyEndToEnd(t *testing.T) {
+	pgtest.Binaries(t)
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
+		t.Run(sig.String(), func(t *testing.T) {
+			base := pgtest.BaseDir(t)
+			dir := filepath.Join(t.TempDir(), "run")
+			cmd, _, lines := startDbrig(t, base, "run", "rbar-latency", "--scale", "smoke", "--out", dir)
+			var log []string
+			finished := 0
+			for line := range lines {
+				log = append(log, line)
+				if strings.HasPrefix(line, "[") && strings.Contains(line, "/36] ") {
+					finished++
+				}
+				if finished == 3 {
+					if err := cmd.Process.Signal(sig); err != nil {
+						t.Fatal(err)
+					}
+					finished++
+				}
+			}
+			err := cmd.Wait()
+			if code := exitCode(err); code != 130 {
+				t.Fatalf("interrupted run exited %d, want 130; stderr:\n%s", code, strings.Join(log, "\n"))
+			}
+			if !strings.Contains(strings.Join(log, "\n"), "resume with: dbrig run --resume "+dir) {
+				t.Errorf("the interrupted run does not say how to resume:\n%s", strings.Join(log, "\n"))
+			}
+			pgtest.WaitNoServers(t, base, 10*time.Second)
+			assertNoInstanceDirs(t, base)
+			saved, err := study.ReadResults(dir)
+			if err != nil || len(saved) < 3 {
+				t.Fatalf("after the interrupt results.jsonl holds %d results (%v), want at least the 3 finished", len(saved), err)
+			}
+
+			cmd, stdout, lines := startDbrig(t, base, "run", "--resume", dir)
+			for range lines {
+			}
+			if err := cmd.Wait(); err != nil {
+				t.Fatalf("resume: %v\n%s", err, stdout)
+			}
+			pgtest.WaitNoServers(t, base, 10*time.Second)
+			assertNoInstanceDirs(t, base)
+			all, err := study.ReadResults(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			keys := map[string]int{}
+			for _, r := range all {
+				if !r.OK() {
+					t.Errorf("point %s failed: %s", r.Key, r.Error)
+				}
+				keys[r.Key]++
+			}
+			if len(keys) != 36 || len(all) != 36 {
+				t.Errorf("%d distinct points in %d results, want 36 run exactly once", len(keys), len(all))
+			}
+			if !strings.Contains(stdout.String(), "report: "+filepath.Join(dir, "report.html")) {
+				t.Errorf("the run does not print the report's path:\n%s", stdout)
+			}
+		})
+	}
+}
+
+func TestReportRebuildsFromResultsAndRendersInBrowser(t *testing.T) {
+	pgtest.Binaries(t)
+	base := pgtest.BaseDir(t)
+	dir := filepath.Join(t.TempDir(), "run")
+	cmd, stdout, lines := startDbrig(t, base, "run", "rbar-latency", "--scale", "smoke", "--out", dir, "--json")
+	for range lines {
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("run: %v\n%s", err, stdout)
+	}
+	var summary struct {
+		Failed   int              `json:"failed"`
+		Ran      int              `json:"ran"`
+		HTML     string           `json:"report_html"`
+		Findings []report.Finding `json:"findings"`
+	}
+	if err := json.Unmarshal(stdout.Bytes(), &summary); err != nil {
+		t.Fatalf("--json output is not JSON: %v\n%s", err, stdout)
+	}
+	if summary.Ran != 36 || summary.Failed != 0 || len(summary.Findings) == 0 {
+		t.Errorf("summary = %+v", summary)
+	}
+
+	// The report is rebuilt from the run directory's files alone.
+	for _, f := range []string{"report.html", "report.md"} {
+		os.Remove(filepath.Join(dir, f))
+	}
+	cmd, stdout, lines = startDbrig(t, base, "report", dir)
+	for range lines {
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("report: %v\n%s", err, stdout)
+	}
+	md, err := os.ReadFile(filepath.Join(dir, "report.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"Row-by-row processing across a network", "client-row-by-row", "lan-1g", "model"} {
+		if !bytes.Contains(md, []byte(want)) {
+			t.Errorf("report.md lacks %q", want)
+		}
+	}
+
+	if _, err := report.FindChromium(); err != nil && os.Getenv("CI") == "" {
+		t.Skipf("skipped the browser check: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
+	defer cancel()
+	html := filepath.Join(dir, "report.html")
+	check, err := report.CheckInBrowser(ctx, html, filepath.Join(dir, "report.png"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if problems := check.Problems(); len(problems) > 0 {
+		t.Errorf("report.html in Chromium: %s", strings.Join(problems, "; "))
+	}
+	if st, err := os.Stat(filepath.Join(dir, "report.png")); err != nil || st.Size() == 0 {
+		t.Errorf("no screenshot next to the report: %v", err)
+	}
+}
+
+func TestRunRefusesBadInput(t *testing.T) {
+	base := pgtest.BaseDir(t)
+	bad := filepath.Join(t.TempDir(), "bad.toml")
+	spec, _ := os.ReadFile("../../studies/rbar-latency.toml")
+	broken := strings.Replace(string(spec), `row_bytes = 8000`, `row_bytes = -8000`, 1)
+	broken = strings.Replace(broken, `"lan-10g"`, `"lan-100g"`, 1)
+	if err := os.WriteFile(bad, []byte(broken), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		args []string
+		code int
+		want []string
+	}{
+		{[]string{"run", bad}, 2, []string{"bad.toml:", "workload.row_bytes: want a positive size, got -8000 bytes", "unknown link profile \"lan-100g\""}},
+		{[]string{"run", "no-such-study"}, 2, []string{`no built-in study "no-such-study"`, "rbar-latency"}},
+		{[]string{"run", "rbar-latency", "--quick", "--full"}, 2, []string{"give one"}},
+		{[]string{"run", "rbar-latency", "--scale", "huge"}, 2, []string{`no scale "huge"`}},
+		{[]string{"run", "--resume", t.TempDir()}, 2, []string{"not a dbrig run directory"}},
+		{[]string{"report", t.TempDir()}, 2, []string{"not a dbrig run directory"}},
+		{[]string{"run", "rbar-latency", "--bogus"}, 2, []string{"unknown flag: --bogus"}},
+	}
+	for _, tt := range tests {
+		var out, errb bytes.Buffer
+		code := run(t.Context(), tt.args, &app{stdout: &out, stderr: &errb, getenv: func(string) string { return "" }, version: "test"})
+		if code != tt.code {
+			t.Errorf("dbrig %s exited %d, want %d\n%s", strings.Join(tt.args, " "), code, tt.code, errb.String())
+		}
+		for _, w := range tt.want {
+			if !strings.Contains(errb.String(), w) {
+				t.Errorf("dbrig %s: stderr lacks %q:\n%s", strings.Join(tt.args, " "), w, errb.String())
+			}
+		}
+	}
+	assertNoInstanceDirs(t, base)
+}
+
+func assertNoInstanceDirs(t *testing.T, base string) {
+	t.Helper()
+	left, _ := filepath.Glob(filepath.Join(base, "dbrig-pg-*"))
+	if len(left) > 0 {
+		t.Errorf("instance directories left behind: %v", left)
+	}
+}

@@ -1,0 +1,340 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/dbrig/dbrig/internal/engine/postgres"
+	"github.com/dbrig/dbrig/internal/report"
+	"github.com/dbrig/dbrig/internal/study"
+	"github.com/dbrig/dbrig/internal/term"
+	"github.com/dbrig/dbrig/internal/workload/rbar"
+	"github.com/dbrig/dbrig/studies"
+)
+
+// newRegistry lists the workloads dbrig knows.
+func newRegistry() *study.Registry {
+	return study.NewRegistry(rbar.Kind())
+}
+
+// loadStudy reads a study by built-in name or file path.
+func loadStudy(arg string, reg *study.Registry) (*study.Spec, error) {
+	if st, err := os.Stat(arg); err == nil && !st.IsDir() {
+		return study.LoadFile(arg, reg)
+	}
+	if b, ok := studies.Read(arg); ok {
+		return study.Parse("studies/"+arg+".toml", b, reg)
+	}
+	if strings.HasSuffix(arg, ".toml") || strings.ContainsRune(arg, '/') {
+		return nil, fmt.Errorf("study file %s: no such file", arg)
+	}
+	return nil, fmt.Errorf("no built-in study %q and no such file (built-in: %s; see `dbrig studies`)", arg, strings.Join(studies.Names(), ", "))
+}
+
+type runFlags struct {
+	quick, full bool
+	scale       string
+	out         string
+	resume      string
+	json        bool
+	keep        bool
+	keepGoing   bool
+	pgBin       string
+	verbose     bool
+}
+
+func newRunCmd(a *app) *cobra.Command {
+	var f runFlags
+	cmd := &cobra.Command{
+		Use:   "run NAME|FILE",
+		Short: "Run a study on real servers and write its report",
+		Long: `Run a study: start its PostgreSQL instances and links, run every point of its
+plan, append each finished point to results.jsonl (fsynced, so Ctrl-C or a crash
+loses nothing finished) and write report.html and report.md.
+
+NAME is a built-in study (see 'dbrig studies'); FILE is a study file (.toml).
+The default scale is the study's default (quick for the built-in studies).
+
+Exit codes: 0 every point succeeded, 1 a point failed (the message names it),
+2 the study file or flags are wrong (nothing was started), 130 interrupted
+(resume with --resume DIR).`,
+		Example: `  dbrig run rbar-latency                 # quick scale, a few minutes
+  dbrig run rbar-latency --full          # the full study
+  dbrig run my-study.toml --out runs/x   # a study of your own
+  dbrig run --resume runs/rbar-latency-20261122-101500`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runStudy(cmd.Context(), a, args, f)
+		},
+	}
+	fl := cmd.Flags()
+	fl.BoolVar(&f.quick, "quick", false, "run the quick scale (minutes)")
+	fl.BoolVar(&f.full, "full", false, "run the full scale (the study's real sizes; long)")
+	fl.StringVar(&f.scale, "scale", "", "run a named scale of the study (e.g. smoke)")
+	fl.StringVar(&f.out, "out", "", "run directory to create (default runs/NAME-YYYYMMDD-HHMMSS)")
+	fl.StringVar(&f.resume, "resume", "", "resume the run in `DIR`: run only the points it lacks")
+	fl.BoolVar(&f.json, "json", false, "print a JSON summary on stdout (progress goes to stderr)")
+	fl.BoolVar(&f.keep, "keep", false, "keep the instances' directories (data, logs) after the run")
+	fl.BoolVar(&f.keepGoing, "keep-going", false, "run the remaining points after one fails")
+	fl.StringVar(&f.pgBin, "pg-bin", "", "PostgreSQL server binaries `DIR` (default: newest found)")
+	fl.BoolVar(&f.verbose, "verbose", false, "log what dbrig does to stderr")
+	return cmd
+}
+
+func runStudy(ctx context.Context, a *app, args []string, f runFlags) error {
+	reg := newRegistry()
+	scale, err := pickScale(f)
+	if err != nil {
+		return usageError(err)
+	}
+	var spec *study.Spec
+	dir := f.out
+	switch {
+	case f.resume != "":
+		if f.out != "" {
+			return usageError(errors.New("--resume and --out both name the run directory: give one"))
+		}
+		rd, err := study.LoadRun(f.resume, reg)
+		if err != nil {
+			return usageError(fmt.Errorf("resume %s: %w", f.resume, err))
+		}
+		if len(args) == 1 && args[0] != rd.Spec.Name && args[0] != rd.Info.SpecPath {
+			return usageError(fmt.Errorf("%s holds a run of %s, not %s", f.resume, rd.Spec.Name, args[0]))
+		}
+		if scale != "" && scale != rd.Info.Scale {
+			return usageError(fmt.Errorf("%s was run at scale %q; it resumes at that scale, not %q", f.resume, rd.Info.Scale, scale))
+		}
+		spec, scale, dir = rd.Spec, rd.Info.Scale, f.resume
+	case len(args) == 0:
+		return usageError(fmt.Errorf("name a study or a study file (built-in: %s)", strings.Join(studies.Names(), ", ")))
+	default:
+		if spec, err = loadStudy(args[0], reg); err != nil {
+			return usageError(err)
+		}
+	}
+	plan, err := spec.Plan(scale)
+	if err != nil {
+		return usageError(err)
+	}
+	if dir == "" {
+		dir = filepath.Join("runs", fmt.Sprintf("%s-%s", spec.Name, time.Now().Format("20060102-150405")))
+	}
+	bin, err := postgres.FindBinaries(ctx, f.pgBin)
+	if err != nil {
+		return failure(err)
+	}
+
+	progressOut := a.stderr
+	var progress study.Progress = &study.LineProgress{W: progressOut}
+	if term.IsTerminal(progressOut) && a.getenv("TERM") != "dumb" {
+		progress = &study.BarProgress{W: progressOut}
+	}
+	level := slog.LevelWarn
+	if f.verbose {
+		level = slog.LevelInfo
+	}
+	log := slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: level}))
+	fmt.Fprintf(a.stderr, "dbrig: running %s (scale %s, %d points) into %s\n", spec.Name, orDefault(plan.Scale, "default"), len(plan.Points()), dir)
+
+	r := &study.Runner{
+		Plan: plan, Registry: reg, Dir: dir, Binaries: bin, Keep: f.keep, KeepGoing: f.keepGoing,
+		Progress: progress, Log: log, Version: a.version, CommandLine: append([]string{"dbrig"}, os.Args[1:]...),
+	}
+	out, runErr := r.Run(ctx)
+
+	// Write the report from whatever finished, also after a failure.
+	htmlPath, mdPath, doc, repErr := writeReport(dir, reg)
+	if repErr != nil && runErr == nil {
+		return failure(fmt.Errorf("write the report: %w", repErr))
+	}
+	if f.json {
+		_ = printRunJSON(a.stdout, dir, htmlPath, mdPath, out, doc, runErr)
+	} else if doc != nil {
+		_ = report.WriteSummary(a.stdout, doc, term.ColorEnabled(a.stdout, a.getenv))
+		fmt.Fprintf(a.stdout, "\nreport: %s\n", htmlPath)
+	}
+	switch {
+	case runErr == nil:
+		return nil
+	case errors.Is(runErr, context.Canceled):
+		fmt.Fprintf(a.stderr, "dbrig: interrupted: %d finished points are saved in %s; resume with: dbrig run --resume %s\n", countOK(out.Results), dir, dir)
+		return runErr
+	case errors.Is(runErr, study.ErrPointFailed):
+		return failure(fmt.Errorf("%w\n(results so far in %s; resume with: dbrig run --resume %s)", runErr, dir, dir))
+	}
+	return failure(runErr)
+}
+
+func countOK(rs []study.Result) int {
+	n := 0
+	for _, r := range rs {
+		if r.OK() {
+			n++
+		}
+	}
+	return n
+}
+
+func pickScale(f runFlags) (string, error) {
+	n := 0
+	scale := f.scale
+	if f.quick {
+		n++
+		scale = "quick"
+	}
+	if f.full {
+		n++
+		scale = "full"
+	}
+	if f.scale != "" {
+		n++
+	}
+	if n > 1 {
+		return "", errors.New("--quick, --full and --scale choose the same thing: give one")
+	}
+	return scale, nil
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+func writeReport(dir string, reg *study.Registry) (htmlPath, mdPath string, doc *report.Doc, err error) {
+	rd, err := study.LoadRun(dir, reg)
+	if err != nil {
+		return "", "", nil, err
+	}
+	doc = study.BuildReport(rd)
+	htmlPath, mdPath, err = report.WriteFiles(dir, doc)
+	return htmlPath, mdPath, doc, err
+}
+
+type runJSON struct {
+	Dir      string           `json:"dir"`
+	HTML     string           `json:"report_html,omitempty"`
+	Markdown string           `json:"report_md,omitempty"`
+	Ran      int              `json:"ran"`
+	Skipped  int              `json:"skipped"`
+	Failed   int              `json:"failed"`
+	Error    string           `json:"error,omitempty"`
+	Findings []report.Finding `json:"findings,omitempty"`
+}
+
+func printRunJSON(w io.Writer, dir, html, md string, out study.Outcome, doc *report.Doc, runErr error) error {
+	j := runJSON{Dir: dir, HTML: html, Markdown: md, Ran: out.Ran, Skipped: out.Skipped, Failed: out.Failed}
+	if runErr != nil {
+		j.Error = runErr.Error()
+	}
+	if doc != nil {
+		j.Findings = doc.Findings
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(j)
+}
+
+func newReportCmd(a *app) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "report DIR",
+		Short: "Rebuild a run's report.html and report.md from its results.jsonl",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			reg := newRegistry()
+			if _, err := os.Stat(filepath.Join(args[0], study.RunFile)); err != nil {
+				return usageError(fmt.Errorf("%s is not a dbrig run directory (no %s)", args[0], study.RunFile))
+			}
+			htmlPath, mdPath, doc, err := writeReport(args[0], reg)
+			if err != nil {
+				return failure(err)
+			}
+			if asJSON {
+				return printRunJSON(a.stdout, args[0], htmlPath, mdPath, study.Outcome{}, doc, nil)
+			}
+			if err := report.WriteSummary(a.stdout, doc, term.ColorEnabled(a.stdout, a.getenv)); err != nil {
+				return failure(err)
+			}
+			fmt.Fprintf(a.stdout, "\nreport: %s\nmarkdown: %s\n", htmlPath, mdPath)
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the findings and paths as JSON")
+	return cmd
+}
+
+func newStudiesCmd(a *app) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "studies",
+		Short: "List the built-in studies",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			reg := newRegistry()
+			type row struct {
+				Name   string         `json:"name"`
+				Title  string         `json:"title"`
+				Source string         `json:"source"`
+				Points map[string]int `json:"points"` // per scale
+			}
+			var rows []row
+			for _, name := range studies.Names() {
+				spec, err := loadStudy(name, reg)
+				if err != nil {
+					return failure(fmt.Errorf("built-in study %s: %w", name, err))
+				}
+				r := row{Name: name, Title: spec.Title, Source: spec.Source.Seed, Points: map[string]int{}}
+				for _, sc := range spec.ScaleNames() {
+					if p, err := spec.Plan(sc); err == nil {
+						r.Points[sc] = len(p.Points())
+					}
+				}
+				rows = append(rows, r)
+			}
+			if asJSON {
+				enc := json.NewEncoder(a.stdout)
+				enc.SetIndent("", "  ")
+				return enc.Encode(rows)
+			}
+			for _, r := range rows {
+				var scales []string
+				for _, sc := range []string{"quick", "full"} {
+					if n, ok := r.Points[sc]; ok {
+						scales = append(scales, fmt.Sprintf("%s %d points", sc, n))
+					}
+				}
+				fmt.Fprintf(a.stdout, "%-18s %s\n%-18s source: seed %s; %s\n", r.Name, r.Title, "", r.Source, strings.Join(scales, ", "))
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the list as JSON")
+	return cmd
+}
+
+// newClientCmd is the hidden body of a constrained client process.
+func newClientCmd(a *app) *cobra.Command {
+	return &cobra.Command{
+		Use:    "__client",
+		Hidden: true,
+		Args:   cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if code := study.ClientMain(cmd.Context(), newRegistry(), os.Stdin, a.stdout, a.stderr); code != 0 {
+				return &exitError{code: code, err: errors.New("")}
+			}
+			return nil
+		},
+	}
+}

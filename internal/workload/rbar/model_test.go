@@ -1,0 +1,60 @@
+package rbar
+
+import (
+	"math"
+	"testing"
+
+	"github.com/dbrig/dbrig/internal/study"
+)
+
+func result(combo, exp string, l study.LinkResult, metrics map[string]float64) study.Result {
+	return study.Result{
+		Combo: combo, Key: combo + " #1", Run: 1, Metrics: metrics, Links: []study.LinkResult{l},
+		Params: study.Params{"experiment": exp, "row_by_row": "fetch", "client_cost": "0s", "instance": "db"},
+	}
+}
+
+var (
+	unix  = study.LinkResult{Profile: "unix", Mode: "unix"}
+	lan1g = study.LinkResult{Profile: "lan-1g", Mode: "link", RTTSeconds: 200e-6, RateBitsPerS: 1e9, WindowBytes: 16 << 20}
+	wan77 = study.LinkResult{Profile: "rtt-77ms", Mode: "link", RTTSeconds: 0.077, RateBitsPerS: 1e9, WindowBytes: 65535}
+)
+
+func TestModelPredictsFromTheFastestLink(t *testing.T) {
+	history := []study.Result{
+		result("rbr unix", "client-row-by-row", unix, map[string]float64{"us_per_row": 20, "rows": 1000}),
+		result("stream unix", "client-stream", unix, map[string]float64{"throughput_bps": 2e9, "wire_bytes": 1e8, "seconds": 0.4, "rows": 1e6}),
+		result("loop unix", "server-loop", unix, map[string]float64{"seconds": 1.0, "rows": 1e7}),
+	}
+	tests := []struct {
+		name   string
+		r      study.Result
+		metric string
+		want   float64
+	}{
+		{"row by row pays the RTT and the fitted cost", result("rbr lan", "client-row-by-row", lan1g, map[string]float64{"us_per_row": 250, "rows": 100}),
+			"us_per_row", 200 + 20 + roundTripBytes*8/1e9*1e6},
+		{"row by row across a WAN", result("rbr wan", "client-row-by-row", wan77, map[string]float64{"us_per_row": 77100, "rows": 10}),
+			"us_per_row", 77000 + 20 + roundTripBytes*8/1e9*1e6},
+		{"a stream over 1 Gbit/s is rate bound", result("stream lan", "client-stream", lan1g, map[string]float64{"wire_bytes": 1e8, "rows": 1e6}),
+			"seconds", 1e8*8/1e9 + 200e-6},
+		{"a stream through a 64 KiB window at 77 ms is window bound", result("stream wan", "client-stream", wan77, map[string]float64{"wire_bytes": 1e7, "rows": 1e5}),
+			"seconds", 1e7*8/(65535*8/0.077) + 0.077},
+		{"a server loop pays one RTT", result("loop wan", "server-loop", wan77, map[string]float64{"seconds": 1.1, "rows": 1e7}),
+			"seconds", 1.0 + 0.077},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := Model(tt.r, history)
+			got, ok := p.Metrics[tt.metric]
+			if !ok || math.Abs(got-tt.want)/tt.want > 1e-9 {
+				t.Errorf("%s = %v (%v), want %v; formula %q", tt.metric, got, ok, tt.want, p.Formula)
+			}
+		})
+	}
+	// With no result on a faster link, the point is its own reference.
+	only := result("rbr lan", "client-row-by-row", lan1g, map[string]float64{"us_per_row": 250, "rows": 100})
+	if p := Model(only, nil); math.Abs(p.Metrics["us_per_row"]-250) > 1e-6 {
+		t.Errorf("self-fitted prediction = %v, want the measurement 250", p.Metrics["us_per_row"])
+	}
+}
