@@ -14,9 +14,13 @@ import (
 //	client-stream, wide-rows:    throughput = min(rate, window / RTT, consumer rate)
 //	                             t = bytes × 8 / throughput + RTT
 //
-// The per-row costs and the consumer rate are fitted on the fastest link
-// (the unix socket, else direct loopback TCP, else the smallest RTT) of the
-// same experiment and client, and predict every other link.
+// The per-row costs and the consumer rate are fitted on the fastest path
+// of the same transport, experiment and client, and predict every other
+// link: points over TCP (direct or through a link) are predicted from
+// direct loopback TCP (else the smallest RTT), since the TCP stack's own
+// per-message cost is part of every network path; points on the unix
+// socket are their own reference. The server-side experiments are fitted
+// on the same row count, since their fixed costs do not scale with rows.
 
 // roundTripBytes are the protocol bytes of one row-by-row exchange on the
 // wire (request and response of a FETCH or a prepared SELECT), for the
@@ -43,10 +47,20 @@ func speedRank(l study.LinkResult) float64 {
 }
 
 // groupKey is what a point shares with its reference on the fastest link:
-// the same experiment and client, whatever the link and the row count.
+// the same experiment, client and transport (unix socket or TCP), whatever
+// the link and, but for server-side work, the row count.
 func groupKey(r study.Result) string {
-	return fmt.Sprintf("%s|%s|%s|%d|%s|%s", r.Params.String("experiment"), r.Params.String("row_by_row"),
-		r.Params.String("client_cost"), r.Client.GOMAXPROCS, r.Client.CPUs, r.Params.String("instance"))
+	exp := r.Params.String("experiment")
+	rows := int64(0)
+	if exp == "server-loop" || exp == "server-cursor" {
+		rows = r.Params.Int("rows")
+	}
+	transport := "tcp"
+	if linkOf(r).Mode == "unix" {
+		transport = "unix"
+	}
+	return fmt.Sprintf("%s|%s|%s|%d|%s|%s|%d|%s", exp, r.Params.String("row_by_row"),
+		r.Params.String("client_cost"), r.Client.GOMAXPROCS, r.Client.CPUs, r.Params.String("instance"), rows, transport)
 }
 
 // Reference finds the results of the fastest link measured so far for r's
@@ -100,9 +114,9 @@ func Model(r study.Result, all []study.Result) study.Prediction {
 	refLink := linkOf(ref[0])
 	rtt, refRTT := l.RTTSeconds, refLink.RTTSeconds
 	rows := r.Metrics["rows"]
-	fit := ""
+	fit := " (fitted on " + refLink.Profile + ")"
 	if isRef {
-		fit = " (fitted here: this is the fastest link)"
+		fit = " (fitted here: the fastest path of its transport)"
 	}
 	switch r.Params.String("experiment") {
 	case "server-loop", "server-cursor":

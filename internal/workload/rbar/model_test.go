@@ -8,23 +8,27 @@ import (
 )
 
 func result(combo, exp string, l study.LinkResult, metrics map[string]float64) study.Result {
+	rows := metrics["rows"]
 	return study.Result{
 		Combo: combo, Key: combo + " #1", Run: 1, Metrics: metrics, Links: []study.LinkResult{l},
-		Params: study.Params{"experiment": exp, "row_by_row": "fetch", "client_cost": "0s", "instance": "db"},
+		Params: study.Params{"experiment": exp, "row_by_row": "fetch", "client_cost": "0s", "instance": "db", "rows": int64(rows)},
 	}
 }
 
 var (
-	unix  = study.LinkResult{Profile: "unix", Mode: "unix"}
-	lan1g = study.LinkResult{Profile: "lan-1g", Mode: "link", RTTSeconds: 200e-6, RateBitsPerS: 1e9, WindowBytes: 16 << 20}
-	wan77 = study.LinkResult{Profile: "rtt-77ms", Mode: "link", RTTSeconds: 0.077, RateBitsPerS: 1e9, WindowBytes: 65535}
+	unix   = study.LinkResult{Profile: "unix", Mode: "unix"}
+	direct = study.LinkResult{Profile: "direct", Mode: "direct"}
+	lan1g  = study.LinkResult{Profile: "lan-1g", Mode: "link", RTTSeconds: 200e-6, RateBitsPerS: 1e9, WindowBytes: 16 << 20}
+	wan77  = study.LinkResult{Profile: "rtt-77ms", Mode: "link", RTTSeconds: 0.077, RateBitsPerS: 1e9, WindowBytes: 65535}
 )
 
 func TestModelPredictsFromTheFastestLink(t *testing.T) {
 	history := []study.Result{
-		result("rbr unix", "client-row-by-row", unix, map[string]float64{"us_per_row": 20, "rows": 1000}),
-		result("stream unix", "client-stream", unix, map[string]float64{"throughput_bps": 2e9, "wire_bytes": 1e8, "seconds": 0.4, "rows": 1e6}),
-		result("loop unix", "server-loop", unix, map[string]float64{"seconds": 1.0, "rows": 1e7}),
+		result("rbr unix", "client-row-by-row", unix, map[string]float64{"us_per_row": 5, "rows": 1000}),
+		result("rbr direct", "client-row-by-row", direct, map[string]float64{"us_per_row": 20, "rows": 1000}),
+		result("stream direct", "client-stream", direct, map[string]float64{"throughput_bps": 2e9, "wire_bytes": 1e8, "seconds": 0.4, "rows": 1e6}),
+		result("loop direct", "server-loop", direct, map[string]float64{"seconds": 1.0, "rows": 1e7}),
+		result("loop direct small", "server-loop", direct, map[string]float64{"seconds": 0.001, "rows": 10}),
 	}
 	tests := []struct {
 		name   string
@@ -42,6 +46,8 @@ func TestModelPredictsFromTheFastestLink(t *testing.T) {
 			"seconds", 1e7*8/(65535*8/0.077) + 0.077},
 		{"a server loop pays one RTT", result("loop wan", "server-loop", wan77, map[string]float64{"seconds": 1.1, "rows": 1e7}),
 			"seconds", 1.0 + 0.077},
+		{"the unix socket is its own reference", result("rbr unix 2", "client-row-by-row", unix, map[string]float64{"us_per_row": 6, "rows": 1000}),
+			"us_per_row", 5},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

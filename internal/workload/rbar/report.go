@@ -119,30 +119,33 @@ func (a *analysis) judges() map[string]func(*report.Finding) {
 }
 
 func (a *analysis) judgeServerSide(f *report.Finding) {
+	const far, rtt = "rtt-77ms", 0.077
 	var parts []string
-	worst := 0.0
-	measured := false
+	measured, within := false, true
 	for _, exp := range []string{"server-loop", "server-cursor"} {
-		near, far := a.mean(exp, fast, "unix", "seconds"), a.mean(exp, fast, "rtt-77ms", "seconds")
-		if math.IsNaN(near) || math.IsNaN(far) {
+		near, wan := a.mean(exp, fast, "unix", "seconds"), a.mean(exp, fast, far, "seconds")
+		rows := a.mean(exp, fast, far, "rows")
+		if math.IsNaN(near) || math.IsNaN(wan) {
 			continue
 		}
 		measured = true
-		extra := far - near
-		parts = append(parts, fmt.Sprintf("%s: %s on the unix socket, %s across 77 ms (+%s)", exp,
-			fmtSec(near), fmtSec(far), fmtSec(extra)))
-		worst = max(worst, math.Abs(extra-0.077)/0.077)
+		parts = append(parts, fmt.Sprintf("%s over %.0f rows: %s on the unix socket, %s across 77 ms (%+.1f RTTs; one RTT per row would be %s)",
+			exp, rows, fmtSec(near), fmtSec(wan), (wan-near)/rtt, fmtSec(rows*rtt)))
+		// A few round trips (the query, the server's own noise) is the
+		// finding; one per row would be rows × RTT.
+		within = within && wan-near < 5*rtt
 	}
 	if !measured {
 		return
 	}
 	f.Measured = strings.Join(parts, "; ")
-	f.Model = "t = rows × s_server + one RTT: the link adds 77 ms, once"
-	f.Verdict = report.Reproduced
-	f.Why = "The whole loop runs inside the server; the client waits for one answer, so the link costs one round trip whatever the row count."
-	if worst > 0.5 {
+	f.Model = "t = rows × s_server + one RTT"
+	if within {
+		f.Verdict = report.Reproduced
+		f.Why = "The whole loop runs inside the server and the client waits for one answer: 77 ms of latency costs one round trip (within this machine's noise), whatever the row count."
+	} else {
 		f.Verdict = report.Differs
-		f.Why = "The link added more (or less) than one round trip; see the points table and the noise of this machine."
+		f.Why = "The link added more than a few round trips to work that runs inside the server; see the points table."
 	}
 }
 
@@ -152,24 +155,31 @@ func (a *analysis) judgeInfiniband(f *report.Finding, exp, what string, publishe
 		return
 	}
 	m1, mib := a.predicted(exp, fast, "lan-1g", "seconds"), a.predicted(exp, fast, "infiniband", "seconds")
-	got := pct(tib, t1)
+	got, model := pct(tib, t1), pct(mib, m1)
 	f.Measured = fmt.Sprintf("%s (%s): %s over lan-1g, %s over infiniband: %s", exp, what, fmtSec(t1), fmtSec(tib), fmtPct(got))
-	f.Model = fmtPct(pct(mib, m1))
+	f.Model = fmtPct(model)
 	switch {
 	case got <= 0 && got >= 4*published-10:
 		f.Verdict = report.Reproduced
-		f.Why = fmt.Sprintf("A 40x faster link gains only %.0f %%: the rows leave the server and reach the client faster than the link matters; the consumer's rate decides.", -got)
+		f.Why = fmt.Sprintf("A 40x faster link gains only %.0f %%: the consumer's rate, not the link, decides how fast the rows arrive.", -got)
+	case got > 0:
+		f.Verdict = report.Differs
+		f.Why = fmt.Sprintf("The faster link came out %.0f %% slower, where the model expects %s: with every row a TCP segment of its own, the emulated link's per-segment CPU cost on this 2-core machine (shared with the server and the client) and its noise decide here, not the link's rate or delay.", got, fmtPct(model))
 	default:
 		f.Verdict = report.Differs
-		f.Why = fmt.Sprintf("Here the faster link changed the time by %s, against the seed's %.0f %%.", fmtPct(got), published)
-		if got < 4*published-10 {
-			f.Why += " The link's rate, not the client, limits this stream on this machine."
-		}
+		f.Why = fmt.Sprintf("Here the faster link changed the time by %s, against the seed's %.0f %%: the link's rate, not the client, limits this stream on this machine.", fmtPct(got), published)
 	}
 }
 
+// wanLink reports whether a link's RTT is at least 1 ms: there the round
+// trip dominates a row; below it the proxy's own cost per round trip shows.
+func (a *analysis) wanLink(net string) bool {
+	s, ok := a.sums[key("client-row-by-row", fast, net)]
+	return ok && linkOf(s.Results[0]).RTTSeconds >= 1e-3
+}
+
 func (a *analysis) judgeRoundTrip(f *report.Finding) {
-	var worst float64
+	var wanWorst, lanWorst float64
 	var parts []string
 	n := 0
 	for _, net := range a.links {
@@ -179,21 +189,27 @@ func (a *analysis) judgeRoundTrip(f *report.Finding) {
 		}
 		n++
 		e := math.Abs(study.PercentError(got, model))
-		worst = max(worst, e)
-		if strings.HasPrefix(net, "rtt-") || net == "unix" || net == "lan-1g" {
-			parts = append(parts, fmt.Sprintf("%s %s/row", net, units.FormatDuration(usDur(got))))
+		if a.wanLink(net) {
+			wanWorst = max(wanWorst, e)
+		} else {
+			lanWorst = max(lanWorst, e)
 		}
+		parts = append(parts, fmt.Sprintf("%s %s/row", net, units.FormatDuration(usDur(got))))
 	}
 	if n == 0 {
 		return
 	}
 	f.Measured = strings.Join(parts, ", ")
-	f.Model = fmt.Sprintf("t/row = RTT + per-row cost fitted on the fastest link; worst error over %d links %.0f %%", n, worst)
-	f.Verdict = report.Reproduced
-	f.Why = "Each row waits a whole round trip: time per row grows with the RTT, one for one, from microseconds on a socket to the full WAN latency."
-	if worst > 30 {
+	f.Model = fmt.Sprintf("t/row = RTT + per-row cost fitted on the fastest path; worst error %.0f %% at RTTs of 1 ms and more, %.0f %% below", wanWorst, lanWorst)
+	if wanWorst <= 25 {
+		f.Verdict = report.Reproduced
+		f.Why = "Each row waits a whole round trip: the time per row follows the RTT one for one, from microseconds on a socket to the full WAN latency."
+		if lanWorst > 25 {
+			f.Why += fmt.Sprintf(" Below 1 ms the emulated link's own cost per round trip on this busy 2-core machine adds up to %.0f %%; see docs/link.md.", lanWorst)
+		}
+	} else {
 		f.Verdict = report.Differs
-		f.Why = fmt.Sprintf("The model misses some link by %.0f %%; see the chart of time per row.", worst)
+		f.Why = fmt.Sprintf("The model misses a WAN link by %.0f %%; see the chart of time per row.", wanWorst)
 	}
 }
 
@@ -203,49 +219,62 @@ func (a *analysis) judgeSlowClient(f *report.Finding) {
 		f.Why = "This run has no slow client (client_cost)."
 		return
 	}
+	// The seed's comparison is its cursor sending 10^7 result sets: here
+	// cursor-messages. The other experiments show the same client cost
+	// where each row waits a round trip, and where rows stream.
 	var parts []string
-	verdict := report.Reproduced
-	found := false
-	for _, exp := range []string{"client-row-by-row", "cursor-messages", "client-stream"} {
+	var clientEffect, linkEffect float64 = math.NaN(), math.NaN()
+	for _, exp := range []string{"cursor-messages", "client-row-by-row", "client-stream"} {
 		tf, ts := a.mean(exp, fast, "lan-1g", "us_per_row"), a.mean(exp, slow, "lan-1g", "us_per_row")
-		tfi, tsi := a.mean(exp, fast, "infiniband", "us_per_row"), a.mean(exp, slow, "infiniband", "us_per_row")
 		if math.IsNaN(tf) || math.IsNaN(ts) {
 			continue
 		}
-		found = true
-		ratio := ts / tf
-		link := "-"
-		if !math.IsNaN(tfi) {
-			link = fmtPct(pct(tfi, tf))
+		part := fmt.Sprintf("%s over lan-1g: slow/fast = %.2fx (%s/row more)", exp, ts/tf, units.FormatDuration(usDur(ts-tf)))
+		if exp == "cursor-messages" {
+			clientEffect = pct(ts, tf)
+			if tfi := a.mean(exp, fast, "infiniband", "us_per_row"); !math.IsNaN(tfi) {
+				linkEffect = pct(tfi, tf)
+				part += fmt.Sprintf(", where infiniband instead of lan-1g changed it by %s", fmtPct(linkEffect))
+			}
 		}
-		clientEffect := pct(ts, tf)
-		parts = append(parts, fmt.Sprintf("%s over lan-1g: slow/fast = %.2fx (client %s; faster link %s)", exp, ratio, fmtPct(clientEffect), link))
-		if !math.IsNaN(tsi) && !math.IsNaN(tfi) && math.Abs(pct(tfi, tf)) > math.Abs(clientEffect) && exp != "client-row-by-row" {
-			verdict = report.Differs
-		}
+		parts = append(parts, part)
 	}
-	if !found {
+	if len(parts) == 0 {
 		return
 	}
 	f.Measured = strings.Join(parts, "; ")
 	f.Model = "t/row = RTT + s_server + s_client: the slow client adds " + slow + " per row"
-	f.Verdict = verdict
-	if verdict == report.Reproduced {
-		f.Why = "Where rows stream, the client's per-row time moves the total far more than a 40x faster link does; row by row, it adds to the round trip."
-	} else {
-		f.Why = "Here the link moved a streaming total more than the client's speed did."
+	switch {
+	case math.IsNaN(clientEffect):
+		f.Verdict = report.NotMeasured
+		f.Why = "cursor-messages, the seed's experiment, has no slow-client point in this run."
+	case clientEffect > 30 && (math.IsNaN(linkEffect) || clientEffect > math.Abs(linkEffect)):
+		f.Verdict = report.Reproduced
+		f.Why = "The client's per-row time moves the total more than a 40x faster link does: the client decides."
+	default:
+		f.Verdict = report.Differs
+		f.Why = "Here the link moved the total as much as the client's speed did."
 	}
+}
+
+// consumerRate is what the client absorbs of a stream on the fastest TCP
+// path (direct loopback, no link), the model's consumer rate for links.
+func (a *analysis) consumerRate(exp string) (float64, string) {
+	if v := a.mean(exp, fast, "direct", "throughput_bps"); !math.IsNaN(v) {
+		return v, "direct loopback TCP"
+	}
+	return a.mean(exp, fast, "unix", "throughput_bps"), "the unix socket"
 }
 
 func (a *analysis) judgeWide1G(f *report.Finding) {
 	got := a.mean("wide-rows", fast, "lan-1g", "throughput_bps")
-	consumer := a.mean("wide-rows", fast, "unix", "throughput_bps")
+	consumer, where := a.consumerRate("wide-rows")
 	if math.IsNaN(got) {
 		return
 	}
-	f.Measured = fmt.Sprintf("%s over lan-1g (the client alone absorbs %s on the unix socket)", units.Rate(got), units.Rate(consumer))
+	f.Measured = fmt.Sprintf("%s over lan-1g; the client alone absorbs %s on %s", units.Rate(got), units.Rate(consumer), where)
 	f.Model = fmt.Sprintf("min(1 Gbit/s, window/RTT, consumer) = %s", units.Rate(a.predicted("wide-rows", fast, "lan-1g", "throughput_bps")))
-	if got > 0.8e9 && got < 1.05e9 && consumer > 1.2e9 {
+	if got > 0.85e9 && got < 1.05e9 && consumer > 1.2e9 {
 		f.Verdict = report.Reproduced
 		f.Why = "The consumer could take more; the 1 Gbit/s link caps the stream at its rate."
 	} else {
@@ -256,18 +285,18 @@ func (a *analysis) judgeWide1G(f *report.Finding) {
 
 func (a *analysis) judgeWideConsumer(f *report.Finding) {
 	ib := a.mean("wide-rows", fast, "infiniband", "throughput_bps")
-	consumer := a.mean("wide-rows", fast, "unix", "throughput_bps")
+	consumer, where := a.consumerRate("wide-rows")
 	if math.IsNaN(ib) || math.IsNaN(consumer) {
 		return
 	}
-	f.Measured = fmt.Sprintf("%s over infiniband; the client absorbs %s on the unix socket", units.Rate(ib), units.Rate(consumer))
+	f.Measured = fmt.Sprintf("%s over infiniband; the client absorbs %s on %s", units.Rate(ib), units.Rate(consumer), where)
 	f.Model = fmt.Sprintf("min(40 Gbit/s, consumer) = %s", units.Rate(a.predicted("wide-rows", fast, "infiniband", "throughput_bps")))
-	if ib < 40e9*0.5 && ib > 0.5*consumer {
+	if ib >= 0.8*consumer {
 		f.Verdict = report.Reproduced
-		f.Why = "Far below the link's 40 Gbit/s: the consumer (and on this machine the proxy sharing its two cores) decides, as in the seed."
+		f.Why = "Far below the link's 40 Gbit/s and close to what the client absorbs without a link: the consumer decides, as in the seed."
 	} else {
 		f.Verdict = report.Differs
-		f.Why = "The stream over the fast link stayed well below what the consumer absorbs on the socket: the emulated link, not the consumer, limits it here."
+		f.Why = fmt.Sprintf("The stream reached %.0f %% of what the client absorbs without a link: on this 2-core machine the emulated link's own forwarding rate (see docs/link.md), not the consumer, caps a 40 Gbit/s link.", ib/consumer*100)
 	}
 }
 
