@@ -1,0 +1,261 @@
+package replication
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/dbrig/dbrig/internal/engine/postgres"
+)
+
+// pgxConnect opens a pgx connection with dbrig's session parameters.
+func pgxConnect(ctx context.Context, ci postgres.ConnInfo, app string) (*pgx.Conn, error) {
+	cfg, err := ci.ConnConfig()
+	if err != nil {
+		return nil, err
+	}
+	for k, v := range sessionParams {
+		cfg.RuntimeParams[k] = v
+	}
+	cfg.RuntimeParams["application_name"] = app
+	c, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("connect to %s: %w", ci, err)
+	}
+	return c, nil
+}
+
+// supportedTypes are the column types dbrig replicates, by type OID: those
+// whose text form round-trips exactly through the agent and that its tests
+// cover.
+var supportedTypes = map[uint32]string{
+	16:   "boolean",
+	17:   "bytea",
+	20:   "bigint",
+	21:   "smallint",
+	23:   "integer",
+	25:   "text",
+	114:  "json",
+	700:  "real",
+	701:  "double precision",
+	1042: "character",
+	1043: "character varying",
+	1082: "date",
+	1114: "timestamp without time zone",
+	1184: "timestamp with time zone",
+	1700: "numeric",
+	2950: "uuid",
+	3802: "jsonb",
+}
+
+// SupportedTypes lists the replicable column types, for messages and docs.
+func SupportedTypes() []string {
+	var out []string
+	for _, n := range supportedTypes {
+		out = append(out, n)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// tableColumn is a column of a table as the catalog describes it.
+type tableColumn struct {
+	Name      string
+	TypeID    uint32
+	Type      string // format_type: "character varying(20)"
+	NotNull   bool
+	Generated bool
+	Storage   byte
+}
+
+// tableInfo is a table as the catalog describes it.
+type tableInfo struct {
+	Name     TableName
+	OID      uint32
+	Kind     byte // relkind
+	Identity byte // relreplident
+	Columns  []tableColumn
+	Key      []string // primary key columns, in key order
+}
+
+// copyColumns are the columns that hold data (not generated).
+func (t *tableInfo) copyColumns() []string {
+	var out []string
+	for _, c := range t.Columns {
+		if !c.Generated {
+			out = append(out, c.Name)
+		}
+	}
+	return out
+}
+
+func (t *tableInfo) column(name string) *tableColumn {
+	for i := range t.Columns {
+		if t.Columns[i].Name == name {
+			return &t.Columns[i]
+		}
+	}
+	return nil
+}
+
+// describeTable reads one table's catalog entry; ok is false when the table
+// does not exist.
+func describeTable(ctx context.Context, c *pgx.Conn, name TableName) (ti *tableInfo, ok bool, err error) {
+	ti = &tableInfo{Name: name}
+	var kind, ident string
+	err = c.QueryRow(ctx, `SELECT c.oid, c.relkind::text, c.relreplident::text FROM pg_class c
+		JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relname = $2`,
+		name.Schema, name.Name).Scan(&ti.OID, &kind, &ident)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("look up table %s: %w", name, err)
+	}
+	ti.Kind, ti.Identity = kind[0], ident[0]
+	rows, err := c.Query(ctx, `SELECT a.attname, a.atttypid, format_type(a.atttypid, a.atttypmod), a.attnotnull,
+			a.attgenerated <> '', a.attstorage::text
+		FROM pg_attribute a WHERE a.attrelid = $1 AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum`, ti.OID)
+	if err != nil {
+		return nil, false, fmt.Errorf("read the columns of %s: %w", name, err)
+	}
+	for rows.Next() {
+		var col tableColumn
+		var storage string
+		if err := rows.Scan(&col.Name, &col.TypeID, &col.Type, &col.NotNull, &col.Generated, &storage); err != nil {
+			rows.Close()
+			return nil, false, fmt.Errorf("read the columns of %s: %w", name, err)
+		}
+		col.Storage = storage[0]
+		ti.Columns = append(ti.Columns, col)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, false, fmt.Errorf("read the columns of %s: %w", name, err)
+	}
+	err = c.QueryRow(ctx, `SELECT coalesce(array_agg(a.attname ORDER BY k.ord), '{}') FROM pg_index i
+		CROSS JOIN LATERAL unnest(i.indkey) WITH ORDINALITY AS k(attnum, ord)
+		JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum
+		WHERE i.indrelid = $1 AND i.indisprimary`, ti.OID).Scan(&ti.Key)
+	if err != nil {
+		return nil, false, fmt.Errorf("read the primary key of %s: %w", name, err)
+	}
+	return ti, true, nil
+}
+
+// checkPublishable reports why a publisher table cannot be replicated.
+func checkPublishable(ti *tableInfo) []error {
+	var errs []error
+	switch ti.Kind {
+	case 'r':
+	case 'p':
+		errs = append(errs, fmt.Errorf("table %s is partitioned: publish its partitions instead", ti.Name))
+	default:
+		errs = append(errs, fmt.Errorf("%s is not a table (relkind %q)", ti.Name, ti.Kind))
+	}
+	if len(ti.Key) == 0 {
+		errs = append(errs, fmt.Errorf("table %s has no primary key: dbrig identifies replicated rows by their primary key; add one (ALTER TABLE %s ADD PRIMARY KEY (...))",
+			ti.Name, ti.Name.Quoted()))
+	}
+	if ti.Identity != 'd' && ti.Identity != 'f' {
+		what := map[byte]string{'n': "NOTHING", 'i': "USING INDEX"}[ti.Identity]
+		errs = append(errs, fmt.Errorf("table %s has REPLICA IDENTITY %s: dbrig needs the primary key as replica identity (ALTER TABLE %s REPLICA IDENTITY DEFAULT)",
+			ti.Name, what, ti.Name.Quoted()))
+	}
+	var bad []string
+	for _, c := range ti.Columns {
+		if _, ok := supportedTypes[c.TypeID]; !ok && !c.Generated {
+			bad = append(bad, fmt.Sprintf("%s (%s)", c.Name, c.Type))
+		}
+	}
+	if len(bad) > 0 {
+		errs = append(errs, fmt.Errorf("table %s has columns of types dbrig does not replicate: %s; supported: %s",
+			ti.Name, strings.Join(bad, ", "), strings.Join(SupportedTypes(), ", ")))
+	}
+	return errs
+}
+
+// checkSubscriberTable reports why a subscriber table cannot receive a
+// publisher table's rows.
+func checkSubscriberTable(pub, sub *tableInfo) []error {
+	var errs []error
+	if sub.Kind != 'r' {
+		errs = append(errs, fmt.Errorf("subscriber %s is not a plain table (relkind %q)", sub.Name, sub.Kind))
+	}
+	if !slices.Equal(pub.Key, sub.Key) {
+		if len(sub.Key) == 0 {
+			errs = append(errs, fmt.Errorf("subscriber table %s has no primary key: add the publisher's (%s)", sub.Name, strings.Join(pub.Key, ", ")))
+		} else {
+			errs = append(errs, fmt.Errorf("subscriber table %s has primary key (%s), the publisher's is (%s)",
+				sub.Name, strings.Join(sub.Key, ", "), strings.Join(pub.Key, ", ")))
+		}
+	}
+	for _, pc := range pub.Columns {
+		if pc.Generated {
+			continue
+		}
+		sc := sub.column(pc.Name)
+		switch {
+		case sc == nil:
+			errs = append(errs, fmt.Errorf("subscriber table %s has no column %s (%s)", sub.Name, pc.Name, pc.Type))
+		case sc.Generated:
+			errs = append(errs, fmt.Errorf("subscriber table %s: column %s is generated there but not on the publisher", sub.Name, pc.Name))
+		case sc.Type != pc.Type:
+			errs = append(errs, fmt.Errorf("subscriber table %s: column %s is %s there, %s on the publisher", sub.Name, pc.Name, sc.Type, pc.Type))
+		}
+	}
+	return errs
+}
+
+// createTableSQL is the DDL that creates a publisher table's shape on the
+// subscriber: columns, NOT NULL, primary key, storage.
+func createTableSQL(ti *tableInfo) []string {
+	var cols []string
+	for _, c := range ti.Columns {
+		if c.Generated {
+			continue
+		}
+		def := quoteIdent(c.Name) + " " + c.Type
+		if c.NotNull {
+			def += " NOT NULL"
+		}
+		cols = append(cols, def)
+	}
+	key := make([]string, len(ti.Key))
+	for i, k := range ti.Key {
+		key[i] = quoteIdent(k)
+	}
+	cols = append(cols, "PRIMARY KEY ("+strings.Join(key, ", ")+")")
+	stmts := []string{
+		"CREATE SCHEMA IF NOT EXISTS " + quoteIdent(ti.Name.Schema),
+		"CREATE TABLE " + ti.Name.Quoted() + " (" + strings.Join(cols, ", ") + ")",
+	}
+	for _, c := range ti.Columns {
+		if !c.Generated && c.Storage == 'e' {
+			stmts = append(stmts, "ALTER TABLE "+ti.Name.Quoted()+" ALTER COLUMN "+quoteIdent(c.Name)+" SET STORAGE EXTERNAL")
+		}
+	}
+	return stmts
+}
+
+// quoteList quotes identifiers and joins them with commas.
+func quoteList(names []string) string {
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = quoteIdent(n)
+	}
+	return strings.Join(q, ", ")
+}
+
+// serverVersion returns server_version_num.
+func serverVersion(ctx context.Context, c *pgx.Conn) (int, error) {
+	var s string
+	if err := c.QueryRow(ctx, "SHOW server_version_num").Scan(&s); err != nil {
+		return 0, err
+	}
+	return strconv.Atoi(s)
+}

@@ -1,0 +1,222 @@
+package replication
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/dbrig/dbrig/internal/engine/postgres"
+	"github.com/dbrig/dbrig/internal/engine/postgres/pgtest"
+)
+
+// publisherSettings make an instance a publisher.
+var publisherSettings = map[string]string{
+	"wal_level":             "logical",
+	"max_replication_slots": "10",
+	"max_wal_senders":       "10",
+}
+
+// pair is a publisher and a subscriber instance with a database "app" each.
+type pair struct {
+	pub, sub *postgres.Instance
+	cfg      Config
+}
+
+func startPair(t testing.TB) *pair {
+	t.Helper()
+	var p pair
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); p.pub = pgtest.Start(t, "pub", publisherSettings) }()
+	go func() { defer wg.Done(); p.sub = pgtest.Start(t, "sub", nil) }()
+	wg.Wait()
+	if p.pub == nil || p.sub == nil {
+		t.FailNow()
+	}
+	ctx := testCtx(t, time.Minute)
+	for _, i := range []*postgres.Instance{p.pub, p.sub} {
+		if err := i.CreateDatabase(ctx, "app"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p.cfg = Config{Publisher: p.pub.Conn("app"), Subscriber: p.sub.Conn("app"), Logger: testLogger(t)}
+	return &p
+}
+
+func testCtx(t testing.TB, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// testLogger logs to stderr when DBRIG_TEST_LOG is set.
+func testLogger(t testing.TB) *slog.Logger { return testLoggerFor(os.Getenv("DBRIG_TEST_LOG") != "") }
+
+func testLoggerFor(on bool) *slog.Logger {
+	if on {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return slog.New(slog.DiscardHandler)
+}
+
+func execPub(t testing.TB, p *pair, sql ...string) {
+	t.Helper()
+	if err := p.pub.Exec(testCtx(t, time.Minute), "app", sql...); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func execSub(t testing.TB, p *pair, sql ...string) {
+	t.Helper()
+	if err := p.sub.Exec(testCtx(t, time.Minute), "app", sql...); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// running is a log reader and an agent running in goroutines.
+type running struct {
+	lr     *LogReader
+	agent  *DistributionAgent
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	mu     sync.Mutex
+	errs   []error
+}
+
+func (r *running) record(err error) {
+	if err != nil && !errors.Is(err, context.Canceled) {
+		r.mu.Lock()
+		r.errs = append(r.errs, err)
+		r.mu.Unlock()
+	}
+}
+
+// stop stops both and returns their errors.
+func (r *running) stop() error {
+	r.cancel()
+	r.wg.Wait()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return errors.Join(r.errs...)
+}
+
+func (r *running) err() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return errors.Join(r.errs...)
+}
+
+// startAgents runs the log reader (direct) and the agent with targets.
+func startAgents(t testing.TB, cfg Config, targets Targets, opts AgentOptions) *running {
+	t.Helper()
+	lr, err := NewLogReader(LogReaderConfig{Publisher: cfg.Publisher, Distribution: cfg.Distribution(), Publication: cfg.Publication, Logger: cfg.Logger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mode := Push
+	if targets.Distribution != cfg.Distribution() {
+		mode = Pull // the distribution database is reached through a link
+	}
+	ag, err := NewDistributionAgent(AgentConfig{Targets: targets, Publication: cfg.Publication, Options: opts, Mode: mode, Logger: cfg.Logger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &running{lr: lr, agent: ag, cancel: cancel}
+	r.wg.Add(2)
+	go func() { defer r.wg.Done(); r.record(lr.Run(ctx)) }()
+	go func() { defer r.wg.Done(); r.record(ag.Run(ctx)) }()
+	t.Cleanup(func() { r.stop() })
+	return r
+}
+
+// waitCaughtUp waits until the subscriber holds every transaction committed
+// on the publisher so far.
+func waitCaughtUp(t testing.TB, cfg Config, r *running, d time.Duration) {
+	t.Helper()
+	ctx := testCtx(t, d)
+	w, err := NewWaiter(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	target, err := w.CurrentLSN(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		ok, err := w.CaughtUp(ctx, target)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok {
+			return
+		}
+		if r != nil {
+			if err := r.err(); err != nil {
+				t.Fatalf("agents failed: %v", err)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			st, _ := GetStatus(context.Background(), cfg)
+			t.Logf("publisher sessions:\n%s", sessions(cfg.Publisher))
+			t.Logf("subscriber sessions:\n%s", sessions(cfg.Subscriber))
+			if r != nil {
+				t.Logf("agent: %+v; log reader: %+v", r.agent.Stats(), r.lr.Stats())
+			}
+			buf := make([]byte, 1<<20)
+			t.Logf("goroutines:\n%s", buf[:runtime.Stack(buf, true)])
+			t.Fatalf("not caught up with %s in %v: status %+v", target, d, st)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+func mustVerify(t testing.TB, cfg Config) {
+	t.Helper()
+	res, err := Verify(testCtx(t, time.Minute), cfg, VerifyOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Equal {
+		for _, tv := range res.Tables {
+			if !tv.Equal {
+				t.Errorf("table %s differs: publisher %d rows (%s), subscriber %d rows (%s); first: %v",
+					tv.Table, tv.PublisherRows, tv.PublisherChecksum, tv.SubscriberRows, tv.SubscriberChecksum, tv.Differences)
+			}
+		}
+		t.FailNow()
+	}
+}
+
+// sessions describes a server's sessions, for failures.
+func sessions(ci postgres.ConnInfo) string {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	c, err := pgxConnect(ctx, ci, "dbrig test")
+	if err != nil {
+		return err.Error()
+	}
+	defer c.Close(ctx)
+	rows, err := c.Query(ctx, `SELECT pid, coalesce(application_name, ''), coalesce(state, ''), coalesce(wait_event_type || ':' || wait_event, ''),
+		left(coalesce(query, ''), 120) FROM pg_stat_activity WHERE backend_type = 'client backend' OR backend_type = 'walsender'`)
+	if err != nil {
+		return err.Error()
+	}
+	var b strings.Builder
+	for rows.Next() {
+		var pid int
+		var app, state, wait, q string
+		rows.Scan(&pid, &app, &state, &wait, &q)
+		fmt.Fprintf(&b, "  %d %q %s %s %q\n", pid, app, state, wait, q)
+	}
+	return b.String()
+}

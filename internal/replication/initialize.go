@@ -1,0 +1,210 @@
+package replication
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/dbrig/dbrig/internal/engine/postgres"
+)
+
+// countingWriter counts what passes through it.
+type countingWriter struct {
+	w io.Writer
+	n atomic.Int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n.Add(int64(n))
+	return n, err
+}
+
+func orConn(c, def postgres.ConnInfo) postgres.ConnInfo {
+	if c.Host == "" {
+		return def
+	}
+	return c
+}
+
+// initSnapshot copies every published table from the slot's exported
+// snapshot into the subscriber in one subscriber transaction, which also
+// creates missing tables and records the subscription's starting point: the
+// subscriber holds either everything or nothing.
+func initSnapshot(ctx context.Context, p *plan, opts SetupOptions, snapshot string, subRow func(context.Context, pgx.Tx) error, res *SetupResult) error {
+	cfg := p.cfg
+	pubCI := orConn(opts.InitPublisher, cfg.Publisher)
+	subCI := orConn(opts.InitSubscriber, cfg.Subscriber)
+	start := time.Now()
+	src, err := connect(ctx, pubCI, "dbrig snapshot")
+	if err != nil {
+		return fmt.Errorf("snapshot: publisher: %w", err)
+	}
+	defer src.Close(context.WithoutCancel(ctx))
+	if _, err := src.Exec(ctx, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; SET TRANSACTION SNAPSHOT "+quoteLiteral(snapshot)).ReadAll(); err != nil {
+		return fmt.Errorf("snapshot: publisher %s: import the slot's snapshot %q: %w", pubCI, snapshot, err)
+	}
+	dst, err := pgxConnect(ctx, subCI, "dbrig snapshot")
+	if err != nil {
+		return fmt.Errorf("snapshot: subscriber: %w", err)
+	}
+	defer dst.Close(context.WithoutCancel(ctx))
+	err = pgx.BeginFunc(ctx, dst, func(tx pgx.Tx) error {
+		for _, t := range p.tables {
+			if _, ok := p.sub[t.Name]; !ok {
+				for _, s := range createTableSQL(t) {
+					if _, err := tx.Exec(ctx, s); err != nil {
+						return fmt.Errorf("snapshot: create table %s on the subscriber: %s: %w", t.Name, firstLine(s), err)
+					}
+				}
+			}
+			tc, err := copyTable(ctx, src, tx.Conn(), t)
+			if err != nil {
+				return err
+			}
+			res.Tables = append(res.Tables, tc)
+			res.InitBytes += tc.Bytes
+			cfg.Logger.Info("table copied", "table", t.Name.String(), "rows", tc.Rows, "bytes", tc.Bytes)
+		}
+		return subRow(ctx, tx)
+	})
+	if err != nil {
+		return err
+	}
+	src.Exec(ctx, "COMMIT").ReadAll()
+	res.InitDuration = time.Since(start)
+	return nil
+}
+
+// copyTable streams one table: COPY TO STDOUT on the publisher straight
+// into COPY FROM STDIN on the subscriber.
+func copyTable(ctx context.Context, src *pgconn.PgConn, dst *pgx.Conn, t *tableInfo) (TableCopy, error) {
+	cols := quoteList(t.copyColumns())
+	pr, pw := io.Pipe()
+	cw := &countingWriter{w: pw}
+	done := make(chan error, 1)
+	go func() { // owned by copyTable, which waits for it
+		_, err := src.CopyTo(ctx, cw, "COPY "+t.Name.Quoted()+" ("+cols+") TO STDOUT")
+		pw.CloseWithError(err)
+		done <- err
+	}()
+	tag, err := dst.PgConn().CopyFrom(ctx, pr, "COPY "+t.Name.Quoted()+" ("+cols+") FROM STDIN")
+	pr.CloseWithError(errors.New("copy into the subscriber ended"))
+	srcErr := <-done
+	if srcErr != nil {
+		return TableCopy{}, fmt.Errorf("snapshot: copy %s out of the publisher: %w", t.Name, srcErr)
+	}
+	if err != nil {
+		return TableCopy{}, fmt.Errorf("snapshot: copy %s into the subscriber: %w", t.Name, err)
+	}
+	return TableCopy{Table: t.Name.String(), Rows: tag.RowsAffected(), Bytes: cw.n.Load()}, nil
+}
+
+// initBackup dumps the published tables with pg_dump -Fc in the slot's
+// exported snapshot (through opts.InitPublisher) and restores the archive
+// with pg_restore in one transaction (through opts.InitSubscriber).
+func initBackup(ctx context.Context, p *plan, opts SetupOptions, snapshot string, subRow func(context.Context, pgx.Tx) error, res *SetupResult) error {
+	cfg := p.cfg
+	pubCI := orConn(opts.InitPublisher, cfg.Publisher)
+	subCI := orConn(opts.InitSubscriber, cfg.Subscriber)
+	bin := opts.Binaries
+	if bin.Dir == "" {
+		var err error
+		if bin, err = postgres.FindBinaries(ctx, ""); err != nil {
+			return fmt.Errorf("backup: %w", err)
+		}
+	}
+	f, err := os.CreateTemp(opts.DumpDir, "dbrig-backup-*.dump")
+	if err != nil {
+		return fmt.Errorf("backup: create the archive file: %w", err)
+	}
+	archive := f.Name()
+	f.Close()
+	defer os.Remove(archive)
+
+	start := time.Now()
+	args := []string{"--format=custom", "--no-owner", "--no-privileges", "--snapshot=" + snapshot, "--file=" + archive}
+	for _, t := range p.tables {
+		args = append(args, "--table="+t.Name.Quoted())
+	}
+	if err := runTool(ctx, bin.Path("pg_dump"), args, pubCI); err != nil {
+		return fmt.Errorf("backup: dump the published tables from %s: %w", pubCI, err)
+	}
+	res.DumpDuration = time.Since(start)
+	if st, err := os.Stat(archive); err == nil {
+		res.InitBytes = st.Size()
+	}
+
+	// Schemas first (pg_dump --table leaves them out); tables that exist
+	// already (empty) take the data only.
+	dst, err := pgxConnect(ctx, subCI, "dbrig backup")
+	if err != nil {
+		return fmt.Errorf("backup: subscriber: %w", err)
+	}
+	defer dst.Close(context.WithoutCancel(ctx))
+	dataOnly := len(p.sub) > 0
+	for _, t := range p.tables {
+		if _, err := dst.Exec(ctx, "CREATE SCHEMA IF NOT EXISTS "+quoteIdent(t.Name.Schema)); err != nil {
+			return fmt.Errorf("backup: subscriber: create schema %s: %w", t.Name.Schema, err)
+		}
+		if _, ok := p.sub[t.Name]; !ok && dataOnly {
+			if err := execAll(ctx, dst, createTableSQL(t)[1:]); err != nil {
+				return fmt.Errorf("backup: subscriber: create table %s: %w", t.Name, err)
+			}
+		}
+	}
+	rargs := []string{"--single-transaction", "--exit-on-error", "--no-owner", "--no-privileges", "--dbname=" + subCI.Database}
+	if dataOnly {
+		rargs = append(rargs, "--data-only")
+	}
+	rargs = append(rargs, archive)
+	if err := runTool(ctx, bin.Path("pg_restore"), rargs, subCI); err != nil {
+		return fmt.Errorf("backup: restore into %s: %w", subCI, err)
+	}
+	if err := pgx.BeginFunc(ctx, dst, func(tx pgx.Tx) error { return subRow(ctx, tx) }); err != nil {
+		return err
+	}
+	res.InitDuration = time.Since(start)
+	for _, t := range p.tables {
+		var n int64
+		if err := dst.QueryRow(ctx, "SELECT count(*) FROM "+t.Name.Quoted()).Scan(&n); err == nil {
+			res.Tables = append(res.Tables, TableCopy{Table: t.Name.String(), Rows: n})
+		}
+	}
+	return nil
+}
+
+// runTool runs a PostgreSQL client program with a login in its environment
+// (never on its command line).
+func runTool(ctx context.Context, path string, args []string, ci postgres.ConnInfo) error {
+	cmd := exec.CommandContext(ctx, path, args...)
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "PG") {
+			env = append(env, kv)
+		}
+	}
+	cmd.Env = append(env, ci.Env()...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("%s: %w: %s", path, err, strings.TrimSpace(lastLines(string(out), 5)))
+	}
+	return nil
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}

@@ -1,0 +1,449 @@
+package replication
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/dbrig/dbrig/internal/engine/postgres"
+)
+
+// LogReaderConfig configures a log reader agent.
+type LogReaderConfig struct {
+	// Publisher is the published database; the log reader opens a logical
+	// replication connection to it and streams the slot with pgoutput.
+	Publisher postgres.ConnInfo
+	// Distribution is the distribution database (on the publisher's
+	// server, normally reached directly).
+	Distribution postgres.ConnInfo
+	// Publication names the publication and its slot (default "dbrig").
+	Publication string
+	// CommitInterval is the longest a received source transaction waits
+	// before the log reader commits it into the distribution database
+	// (default 20 ms). Transactions arriving together share a commit.
+	CommitInterval time.Duration
+	// MaxBatchBytes commits once this much is pending (default 8 MiB).
+	MaxBatchBytes int
+	// StatusInterval is how often the log reader reports its position to
+	// the publisher when nothing else happens (default 5 s).
+	StatusInterval time.Duration
+	// CleanupInterval is how often the log reader deletes the commands every
+	// subscription has applied (default 10 s; negative: never). Relation
+	// commands stay: an agent needs them to start anywhere.
+	CleanupInterval time.Duration
+	// NoRetry returns the first error instead of reconnecting.
+	NoRetry bool
+	Logger  *slog.Logger
+}
+
+// LogReaderStats describe what a log reader has done.
+type LogReaderStats struct {
+	Transactions int64 `json:"transactions"` // source transactions stored
+	Commands     int64 `json:"commands"`     // changes stored (inserts, updates, deletes, truncates)
+	Bytes        int64 `json:"bytes"`        // bytes of commands stored
+	Commits      int64 `json:"commits"`      // distribution transactions
+	Skipped      int64 `json:"skipped"`      // transactions received again after a restart and skipped
+	CleanedUp    int64 `json:"cleaned_up"`   // applied commands deleted from the distribution database
+	LastCmdID    int64 `json:"last_cmd_id"`
+	// ConfirmedLSN is the slot position confirmed to the publisher.
+	ConfirmedLSN LSN `json:"confirmed_lsn"`
+	Restarts     int `json:"restarts"`
+}
+
+// LogReader captures the committed changes of a publication from the
+// publisher's write-ahead log (logical decoding, pgoutput) and stores them
+// in commit order in the distribution database's commands table. The slot's
+// confirmed position moves only after the commands are committed there, and
+// a restarted log reader skips transactions it already stored, so every
+// source transaction is stored exactly once.
+type LogReader struct {
+	cfg   LogReaderConfig
+	mu    sync.Mutex
+	stats LogReaderStats
+}
+
+// NewLogReader checks the configuration and returns a log reader.
+func NewLogReader(cfg LogReaderConfig) (*LogReader, error) {
+	if cfg.Publication == "" {
+		cfg.Publication = DefaultPublication
+	}
+	if err := validateName("publication", cfg.Publication); err != nil {
+		return nil, &UsageError{Err: err}
+	}
+	if cfg.CommitInterval <= 0 {
+		cfg.CommitInterval = 20 * time.Millisecond
+	}
+	if cfg.MaxBatchBytes <= 0 {
+		cfg.MaxBatchBytes = 8 << 20
+	}
+	if cfg.StatusInterval <= 0 {
+		cfg.StatusInterval = 5 * time.Second
+	}
+	if cfg.CleanupInterval == 0 {
+		cfg.CleanupInterval = 10 * time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &LogReader{cfg: cfg}, nil
+}
+
+// Stats returns a snapshot of the counters.
+func (r *LogReader) Stats() LogReaderStats {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.stats
+}
+
+// Run streams until ctx is cancelled (then it commits what it holds and
+// returns ctx's error) or an error that reconnecting does not cure.
+func (r *LogReader) Run(ctx context.Context) error {
+	return retryLoop(ctx, r.cfg.Logger, "log reader", r.cfg.NoRetry, r.runOnce, func() {
+		r.mu.Lock()
+		r.stats.Restarts++
+		r.mu.Unlock()
+	})
+}
+
+// cleanup deletes, every CleanupInterval, the commands every subscription
+// has applied (as the agents report in the distribution database, which
+// lags behind the subscribers' own record: never ahead of it).
+func (r *LogReader) cleanup(ctx context.Context) {
+	cfg := r.cfg
+	t := time.NewTicker(cfg.CleanupInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		n, err := CleanupDistribution(ctx, cfg.Distribution)
+		if err != nil {
+			if ctx.Err() == nil {
+				cfg.Logger.Warn("log reader: clean up the distribution database", "err", err)
+			}
+			continue
+		}
+		r.mu.Lock()
+		r.stats.CleanedUp += n
+		r.mu.Unlock()
+	}
+}
+
+// CleanupDistribution deletes the commands every subscription has applied
+// from the distribution database and returns how many it deleted.
+func CleanupDistribution(ctx context.Context, distribution postgres.ConnInfo) (int64, error) {
+	c, err := connect(ctx, distribution, "dbrig cleanup")
+	if err != nil {
+		return 0, err
+	}
+	defer c.Close(context.WithoutCancel(ctx))
+	tag, err := c.Exec(ctx, "DELETE FROM "+Schema+".commands WHERE kind <> 'R' AND cmd_id <= (SELECT coalesce(min(applied_cmd_id), 0) FROM "+Schema+".subscriptions)").ReadAll()
+	if err != nil {
+		return 0, fmt.Errorf("delete applied commands in %s: %w", distribution, err)
+	}
+	return tag[0].CommandTag.RowsAffected(), nil
+}
+
+// notifyChannel is the channel the log reader notifies after each commit.
+func notifyChannel(publication string) string { return "dbrig_" + publication }
+
+// lockKey is the advisory lock that makes a role (log reader, agent)
+// exclusive for one publication.
+func lockKey(role, publication string) string { return "dbrig " + role + " " + publication }
+
+var copyHeader = append([]byte("PGCOPY\n\xff\r\n\x00"), 0, 0, 0, 0, 0, 0, 0, 0)
+
+// logReaderRun is the state of one connected run.
+type logReaderRun struct {
+	r      *LogReader
+	dist   *pgconn.PgConn
+	stream *replStream
+
+	nextCmd    int64
+	lastCommit LSN // commit LSN of the last stored transaction
+	confirmed  LSN // position confirmed to the publisher
+	inXact     bool
+	skipping   bool
+	xactLSN    LSN
+
+	distOpen     bool // a distribution transaction is open
+	rows         bytes.Buffer
+	pendingXacts int64
+	pendingCmds  int64
+	pendingBytes int64
+	pendingEnd   LSN
+	pendingSince time.Time
+}
+
+func (r *LogReader) runOnce(ctx context.Context) error {
+	cfg := r.cfg
+	dist, err := connect(ctx, cfg.Distribution, "dbrig log reader")
+	if err != nil {
+		return fmt.Errorf("log reader: distribution database: %w", err)
+	}
+	defer dist.Close(context.WithoutCancel(ctx))
+	res, err := dist.Exec(ctx, "SELECT pg_try_advisory_lock(hashtext("+quoteLiteral(lockKey("log reader", cfg.Publication))+"))").ReadAll()
+	if err != nil {
+		return fmt.Errorf("log reader: distribution database %s: %w", cfg.Distribution, err)
+	}
+	if string(res[0].Rows[0][0]) != "t" {
+		return &busyError{msg: fmt.Sprintf("log reader: another log reader is running for publication %q", cfg.Publication)}
+	}
+	res, err = dist.Exec(ctx, "SELECT r.last_cmd_id, r.last_commit_lsn, r.confirmed_lsn, p.binary_values FROM "+Schema+".log_reader r JOIN "+
+		Schema+".publication p ON p.name = r.publication WHERE r.publication = "+quoteLiteral(cfg.Publication)).ReadAll()
+	if err != nil {
+		return fmt.Errorf("log reader: read its state in %s: %w", cfg.Distribution, err)
+	}
+	if len(res[0].Rows) != 1 {
+		return fmt.Errorf("log reader: publication %q is not set up in the distribution database %s (run setup)", cfg.Publication, cfg.Distribution)
+	}
+	run := &logReaderRun{r: r, dist: dist}
+	row := res[0].Rows[0]
+	fmt.Sscan(string(row[0]), &run.nextCmd)
+	run.nextCmd++
+	if run.lastCommit, err = ParseLSN(string(row[1])); err != nil {
+		return err
+	}
+	if run.confirmed, err = ParseLSN(string(row[2])); err != nil {
+		return err
+	}
+
+	rc, err := connectReplication(ctx, cfg.Publisher, "dbrig log reader")
+	if err != nil {
+		return fmt.Errorf("log reader: %w", err)
+	}
+	stream, err := startReplication(ctx, rc, cfg.Publication, cfg.Publication, run.confirmed, string(row[3]) == "t")
+	if err != nil {
+		return fmt.Errorf("log reader: %w", err)
+	}
+	defer stream.Close()
+	run.stream = stream
+	cfg.Logger.Info("log reader streaming", "slot", cfg.Publication, "from", run.confirmed, "next_cmd", run.nextCmd)
+	r.mu.Lock()
+	r.stats.ConfirmedLSN = run.confirmed
+	r.mu.Unlock()
+
+	var wg sync.WaitGroup
+	if cfg.CleanupInterval > 0 {
+		cctx, stopCleanup := context.WithCancel(ctx)
+		defer func() { stopCleanup(); wg.Wait() }()
+		wg.Go(func() { r.cleanup(cctx) })
+	}
+	err = run.loop(ctx)
+	if ctx.Err() != nil && !run.inXact && run.pendingXacts > 0 {
+		// Stopping: store what is complete, so a restart re-reads less.
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		if cerr := run.commit(cctx); cerr != nil {
+			cfg.Logger.Warn("log reader: commit on stop", "err", cerr)
+		}
+		cancel()
+	}
+	return err
+}
+
+func (run *logReaderRun) loop(ctx context.Context) error {
+	cfg := run.r.cfg
+	status := time.NewTicker(cfg.StatusInterval)
+	defer status.Stop()
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-status.C:
+			if err := run.stream.sendStatus(run.confirmed, run.confirmed, false); err != nil {
+				return fmt.Errorf("log reader: %w", err)
+			}
+		case <-timer.C:
+			if run.pendingXacts > 0 && !run.inXact {
+				if err := run.commit(ctx); err != nil {
+					return err
+				}
+			}
+		case msg, ok := <-run.stream.messages:
+			if !ok {
+				if err := run.stream.Err(); err != nil {
+					return fmt.Errorf("log reader: %w", err)
+				}
+				return errors.New("log reader: the replication stream ended")
+			}
+			if err := run.handle(ctx, msg, timer); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+func (run *logReaderRun) handle(ctx context.Context, msg []byte, timer *time.Timer) error {
+	if len(msg) == 0 {
+		return nil
+	}
+	switch msg[0] {
+	case 'k':
+		ka, err := parseKeepalive(msg)
+		if err != nil {
+			return fmt.Errorf("log reader: %w", err)
+		}
+		// Between transactions with nothing pending, everything before the
+		// server's position has been received and stored: confirm it, so
+		// the slot does not hold WAL for changes outside the publication.
+		if !run.inXact && run.pendingXacts == 0 && ka.WALEnd > run.confirmed {
+			run.confirmed = ka.WALEnd
+			run.r.mu.Lock()
+			run.r.stats.ConfirmedLSN = run.confirmed
+			run.r.mu.Unlock()
+		}
+		if ka.ReplyRequested || !run.inXact {
+			return run.stream.sendStatus(run.confirmed, run.confirmed, false)
+		}
+		return nil
+	case 'w':
+	default:
+		return nil
+	}
+	xl, err := parseXLogData(msg)
+	if err != nil {
+		return fmt.Errorf("log reader: %w", err)
+	}
+	data := xl.Data
+	if len(data) == 0 {
+		return nil
+	}
+	switch data[0] {
+	case kindBegin:
+		b, err := parseBegin(data)
+		if err != nil {
+			return fmt.Errorf("log reader: %w", err)
+		}
+		run.inXact = true
+		run.xactLSN = b.FinalLSN
+		// Received again after a restart: stored already.
+		run.skipping = b.FinalLSN <= run.lastCommit
+	case kindRelation, kindInsert, kindUpdate, kindDelete, kindTruncate:
+		if run.skipping {
+			return nil
+		}
+		if !run.inXact {
+			return fmt.Errorf("log reader: %q message outside a transaction at %s", data[0], xl.WALStart)
+		}
+		run.addRow(data[0], data)
+		if data[0] != kindRelation {
+			run.pendingCmds++
+		}
+		if run.rows.Len() >= 1<<20 {
+			return run.flushRows(ctx)
+		}
+	case kindCommit:
+		c, err := parseCommit(data)
+		if err != nil {
+			return fmt.Errorf("log reader: %w", err)
+		}
+		run.inXact = false
+		if run.skipping {
+			run.skipping = false
+			run.r.mu.Lock()
+			run.r.stats.Skipped++
+			run.r.mu.Unlock()
+			return nil
+		}
+		run.addRow(kindCommit, data)
+		run.lastCommit = c.CommitLSN
+		run.pendingEnd = c.EndLSN
+		if run.pendingXacts == 0 {
+			run.pendingSince = time.Now()
+			timer.Reset(run.r.cfg.CommitInterval)
+		}
+		run.pendingXacts++
+		if run.pendingBytes >= int64(run.r.cfg.MaxBatchBytes) || len(run.stream.messages) == 0 ||
+			time.Since(run.pendingSince) >= run.r.cfg.CommitInterval {
+			return run.commit(ctx)
+		}
+	}
+	return nil
+}
+
+// addRow appends one commands row in COPY's binary format.
+func (run *logReaderRun) addRow(kind byte, data []byte) {
+	var b [8]byte
+	w := &run.rows
+	binary.BigEndian.PutUint16(b[:2], 4)
+	w.Write(b[:2])
+	binary.BigEndian.PutUint32(b[:4], 8)
+	w.Write(b[:4])
+	binary.BigEndian.PutUint64(b[:], uint64(run.nextCmd))
+	w.Write(b[:])
+	binary.BigEndian.PutUint32(b[:4], 1)
+	w.Write(b[:4])
+	w.WriteByte(kind)
+	binary.BigEndian.PutUint32(b[:4], 8)
+	w.Write(b[:4])
+	binary.BigEndian.PutUint64(b[:], uint64(run.xactLSN))
+	w.Write(b[:])
+	binary.BigEndian.PutUint32(b[:4], uint32(len(data)))
+	w.Write(b[:4])
+	w.Write(data)
+	run.nextCmd++
+	run.pendingBytes += int64(len(data))
+}
+
+// flushRows copies the rows gathered so far into the open distribution
+// transaction.
+func (run *logReaderRun) flushRows(ctx context.Context) error {
+	if run.rows.Len() == 0 {
+		return nil
+	}
+	if !run.distOpen {
+		if _, err := run.dist.Exec(ctx, "BEGIN").ReadAll(); err != nil {
+			return fmt.Errorf("log reader: distribution database: begin: %w", err)
+		}
+		run.distOpen = true
+	}
+	r := io.MultiReader(bytes.NewReader(copyHeader), &run.rows, bytes.NewReader([]byte{0xff, 0xff}))
+	if _, err := run.dist.CopyFrom(ctx, r, "COPY "+Schema+".commands (cmd_id, kind, xact_lsn, data) FROM STDIN (FORMAT binary)"); err != nil {
+		return fmt.Errorf("log reader: store commands in the distribution database: %w", err)
+	}
+	run.rows.Reset()
+	return nil
+}
+
+// commit stores the pending transactions, then confirms their end to the
+// publisher: the slot moves only past what the distribution database holds.
+func (run *logReaderRun) commit(ctx context.Context) error {
+	if err := run.flushRows(ctx); err != nil {
+		return err
+	}
+	cfg := run.r.cfg
+	last := run.nextCmd - 1
+	sql := fmt.Sprintf("UPDATE %s.log_reader SET last_cmd_id = %d, last_commit_lsn = '%s', confirmed_lsn = '%s', "+
+		"xacts = xacts + %d, commands = commands + %d, updated_at = now() WHERE publication = %s; NOTIFY %s; COMMIT",
+		Schema, last, run.lastCommit, run.pendingEnd, run.pendingXacts, run.pendingCmds,
+		quoteLiteral(cfg.Publication), quoteIdent(notifyChannel(cfg.Publication)))
+	if _, err := run.dist.Exec(ctx, sql).ReadAll(); err != nil {
+		return fmt.Errorf("log reader: commit commands up to %d in the distribution database: %w", last, err)
+	}
+	run.distOpen = false
+	run.confirmed = max(run.confirmed, run.pendingEnd)
+	run.r.mu.Lock()
+	s := &run.r.stats
+	s.Transactions += run.pendingXacts
+	s.Commands += run.pendingCmds
+	s.Bytes += run.pendingBytes
+	s.Commits++
+	s.LastCmdID = last
+	s.ConfirmedLSN = run.confirmed
+	run.r.mu.Unlock()
+	run.pendingXacts, run.pendingCmds, run.pendingBytes = 0, 0, 0
+	return run.stream.sendStatus(run.confirmed, run.confirmed, false)
+}

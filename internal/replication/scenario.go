@@ -1,0 +1,394 @@
+package replication
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/dbrig/dbrig/internal/engine/postgres"
+)
+
+// Payload is the shape of the rows a scenario replicates: the seed's 1 KB
+// character rows and its varbinary(max) rows of ~1.1 KB and ~15.5 KB.
+type Payload int
+
+const (
+	// PayloadChar1K: id bigint, payload char(1000).
+	PayloadChar1K Payload = iota
+	// PayloadBytes1K: id bigint, payload bytea of 1,120 bytes (the seed's
+	// 100,000 varbinary(max) rows of 112 MB).
+	PayloadBytes1K
+	// PayloadBytes15K: id bigint, payload bytea of 15,504 bytes (the seed's
+	// 1,000,000 rows of 15.5 GB), stored uncompressed out of line.
+	PayloadBytes15K
+)
+
+func (p Payload) String() string {
+	switch p {
+	case PayloadBytes1K:
+		return "bytea-1.1k"
+	case PayloadBytes15K:
+		return "bytea-15.5k"
+	}
+	return "char-1k"
+}
+
+// ParsePayload reads "char-1k", "bytea-1.1k" or "bytea-15.5k".
+func ParsePayload(s string) (Payload, error) {
+	for _, p := range []Payload{PayloadChar1K, PayloadBytes1K, PayloadBytes15K} {
+		if strings.EqualFold(strings.TrimSpace(s), p.String()) {
+			return p, nil
+		}
+	}
+	return 0, fmt.Errorf("payload %q: want char-1k, bytea-1.1k or bytea-15.5k", s)
+}
+
+// RowBytes is the payload's size per row in the table (its text form on
+// the wire is the same for char, twice as large for bytea, which travels
+// as hex).
+func (p Payload) RowBytes() int {
+	switch p {
+	case PayloadBytes1K:
+		return 1120
+	case PayloadBytes15K:
+		return 15504
+	}
+	return 1000
+}
+
+// DDL creates the payload's table.
+func (p Payload) DDL(t TableName) []string {
+	typ := "char(1000)"
+	if p != PayloadChar1K {
+		typ = "bytea"
+	}
+	stmts := []string{
+		"DROP TABLE IF EXISTS " + t.Quoted(),
+		"CREATE TABLE " + t.Quoted() + " (id bigint PRIMARY KEY, payload " + typ + " NOT NULL)",
+	}
+	if p == PayloadBytes15K {
+		stmts = append(stmts, "ALTER TABLE "+t.Quoted()+" ALTER COLUMN payload SET STORAGE EXTERNAL")
+	}
+	return stmts
+}
+
+// expr is the SQL expression of row g's payload.
+func (p Payload) expr() string {
+	switch p {
+	case PayloadBytes1K:
+		return "decode(repeat(md5(g::text), 70), 'hex')"
+	case PayloadBytes15K:
+		return "decode(repeat(md5(g::text), 969), 'hex')"
+	}
+	return "rpad(g::text || ':', 1000, md5(g::text))"
+}
+
+// InsertResult times an insert run.
+type InsertResult struct {
+	Rows int64 `json:"rows"`
+	// Start is when the first transaction began, FirstCommit when it had
+	// committed, End when the last one had.
+	Start       time.Time `json:"start"`
+	FirstCommit time.Time `json:"first_commit"`
+	End         time.Time `json:"end"`
+	// LastLSN is the publisher's WAL insert position after the last commit.
+	LastLSN LSN `json:"last_lsn"`
+}
+
+// InsertRows inserts rows first .. first+n-1 of the payload into table on
+// the publisher, perXact rows per transaction (default 1,000), generated on
+// the server.
+func InsertRows(ctx context.Context, publisher postgres.ConnInfo, t TableName, p Payload, first int64, n, perXact int) (InsertResult, error) {
+	if perXact <= 0 {
+		perXact = 1000
+	}
+	res := InsertResult{Rows: int64(n)}
+	c, err := pgxConnect(ctx, publisher, "dbrig insert")
+	if err != nil {
+		return res, err
+	}
+	defer c.Close(context.WithoutCancel(ctx))
+	sql := "INSERT INTO " + t.Quoted() + " (id, payload) SELECT g, " + p.expr() + " FROM generate_series($1::bigint, $2::bigint) g"
+	res.Start = time.Now()
+	for done := 0; done < n; {
+		k := min(perXact, n-done)
+		from := first + int64(done)
+		if _, err := c.Exec(ctx, sql, from, from+int64(k)-1); err != nil {
+			return res, fmt.Errorf("insert rows %d to %d into %s: %w", from, from+int64(k)-1, t, err)
+		}
+		if done == 0 {
+			res.FirstCommit = time.Now()
+		}
+		done += k
+	}
+	res.End = time.Now()
+	if res.LastLSN, err = currentLSN(ctx, c); err != nil {
+		return res, err
+	}
+	return res, nil
+}
+
+// ScenarioConfig is one measurement of the replication system: replicate
+// Rows rows of Payload from the publisher to the subscriber and time it.
+type ScenarioConfig struct {
+	// Config holds the rig's own logins (setup, inserts, waiting, verify):
+	// Publisher is the published database from the publisher's site,
+	// Subscriber the subscriber's database. Tables are set by the scenario.
+	Config
+	// Agent are the distribution agent's connections as its site sees them
+	// (see Mode.AgentTargets): the one that crosses the WAN goes through the
+	// link. Zero values mean Config.Distribution() and Config.Subscriber.
+	Agent   Targets
+	Mode    Mode
+	Options AgentOptions
+	// Table is the replicated table (default public.dbrig_rows); it is
+	// dropped and created on both sides.
+	Table   TableName
+	Payload Payload
+	// Rows are inserted after setup, RowsPerTransaction per transaction
+	// (default 1,000).
+	Rows               int
+	RowsPerTransaction int
+	// Preload stores every row's commands in the distribution database
+	// while the agent, connected, waits; Elapsed then times the agent alone
+	// draining the backlog.
+	Preload bool
+	// InitialRows exist before setup and reach the subscriber by Init,
+	// through Setup.InitPublisher and InitSubscriber.
+	InitialRows int
+	Setup       SetupOptions
+	// PollInterval is how often the rig checks whether the subscriber has
+	// caught up (default 2 ms).
+	PollInterval time.Duration
+	// KeepSetup leaves the replication set up (default: torn down).
+	KeepSetup bool
+	// SkipVerify skips the final comparison of both sides.
+	SkipVerify bool
+}
+
+// ScenarioResult is what a scenario measured.
+type ScenarioResult struct {
+	Rows  int64 `json:"rows"`
+	Bytes int64 `json:"bytes"` // payload bytes: rows x Payload.RowBytes
+	// Elapsed runs from the first insert's commit (with Preload: from the
+	// moment the connected agent may start reading) until the subscriber
+	// had applied the last row.
+	Elapsed    time.Duration  `json:"elapsed_ns"`
+	Insert     InsertResult   `json:"insert"`
+	RowsPerSec float64        `json:"rows_per_sec"`
+	MBPerSec   float64        `json:"mb_per_sec"` // 10^6 payload bytes per second
+	Setup      SetupResult    `json:"setup"`
+	Agent      AgentStats     `json:"agent"`
+	LogReader  LogReaderStats `json:"log_reader"`
+	Verify     *VerifyResult  `json:"verify,omitempty"`
+}
+
+func (r *ScenarioResult) rates() {
+	if s := r.Elapsed.Seconds(); s > 0 {
+		r.RowsPerSec = float64(r.Rows) / s
+		r.MBPerSec = float64(r.Bytes) / 1e6 / s
+	}
+}
+
+// PrepareTable drops and creates the payload's table on the publisher, and
+// on the subscriber unless the initialization creates it.
+func PrepareTable(ctx context.Context, publisher, subscriber postgres.ConnInfo, t TableName, p Payload, onSubscriber bool) error {
+	for i, ci := range []postgres.ConnInfo{publisher, subscriber} {
+		c, err := pgxConnect(ctx, ci, "dbrig prepare")
+		if err != nil {
+			return err
+		}
+		stmts := p.DDL(t)
+		if i == 1 && !onSubscriber {
+			stmts = stmts[:1]
+		}
+		err = execAll(ctx, c, append([]string{"CREATE SCHEMA IF NOT EXISTS " + quoteIdent(t.Schema)}, stmts...))
+		c.Close(context.WithoutCancel(ctx))
+		if err != nil {
+			return fmt.Errorf("prepare %s on %s: %w", t, ci, err)
+		}
+	}
+	return nil
+}
+
+// RunScenario prepares the table, sets the replication up, runs the log
+// reader and the distribution agent, inserts the rows, waits until the
+// subscriber has them all, verifies both sides and tears the replication
+// down.
+func RunScenario(ctx context.Context, sc ScenarioConfig) (res ScenarioResult, err error) {
+	sc.Config = sc.Config.withDefaults()
+	if sc.Table.Name == "" {
+		sc.Table = TableName{Schema: "public", Name: "dbrig_rows"}
+	}
+	if sc.Agent.Distribution.Host == "" {
+		sc.Agent.Distribution = sc.Distribution()
+	}
+	if sc.Agent.Subscriber.Host == "" {
+		sc.Agent.Subscriber = sc.Subscriber
+	}
+	if sc.PollInterval <= 0 {
+		sc.PollInterval = 2 * time.Millisecond
+	}
+	sc.Tables = []TableName{sc.Table}
+	cfg := sc.Config
+	res.Rows = int64(sc.Rows)
+	res.Bytes = int64(sc.Rows) * int64(sc.Payload.RowBytes())
+
+	if err := PrepareTable(ctx, cfg.Publisher, cfg.Subscriber, sc.Table, sc.Payload, sc.Setup.Init == InitNone); err != nil {
+		return res, err
+	}
+	if sc.InitialRows > 0 {
+		if _, err := InsertRows(ctx, cfg.Publisher, sc.Table, sc.Payload, 1, sc.InitialRows, 10000); err != nil {
+			return res, err
+		}
+	}
+	sc.Setup.Mode = sc.Mode
+	if res.Setup, err = Setup(ctx, cfg, sc.Setup); err != nil {
+		return res, err
+	}
+	if !sc.KeepSetup {
+		defer func() {
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+			defer cancel()
+			if terr := Teardown(cctx, cfg, TeardownOptions{Force: true}); terr != nil && err == nil {
+				err = fmt.Errorf("tear down: %w", terr)
+			}
+		}()
+	}
+	w, err := NewWaiter(ctx, cfg)
+	if err != nil {
+		return res, err
+	}
+	defer w.Close()
+
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	lr, err := NewLogReader(LogReaderConfig{Publisher: cfg.Publisher, Distribution: cfg.Distribution(), Publication: cfg.Publication, Logger: cfg.Logger})
+	if err != nil {
+		return res, err
+	}
+	// With Preload the agent connects while the log reader stores the
+	// rows, then waits at the gate: Elapsed times the drain alone.
+	ready, gate := make(chan struct{}), make(chan struct{})
+	acfg := AgentConfig{Targets: sc.Agent, Publication: cfg.Publication, Options: sc.Options, Mode: sc.Mode, Logger: cfg.Logger}
+	if sc.Preload {
+		var once sync.Once
+		acfg.Ready = func() { once.Do(func() { close(ready) }) }
+		acfg.Gate = gate
+	}
+	agent, err := NewDistributionAgent(acfg)
+	if err != nil {
+		return res, err
+	}
+	errs := make(chan error, 2)
+	running := 0
+	start := func(run func(context.Context) error) {
+		running++
+		go func() { errs <- run(runCtx) }() // owned by RunScenario, which waits below
+	}
+	defer func() {
+		stop()
+		for ; running > 0; running-- {
+			if rerr := <-errs; rerr != nil && !errors.Is(rerr, context.Canceled) && err == nil {
+				err = rerr
+			}
+		}
+		res.Agent, res.LogReader = agent.Stats(), lr.Stats()
+	}()
+	start(lr.Run)
+	if sc.Preload {
+		start(agent.Run)
+	}
+
+	first := int64(sc.InitialRows) + 1
+	var t0 time.Time
+	if sc.Preload {
+		if res.Insert, err = InsertRows(ctx, cfg.Publisher, sc.Table, sc.Payload, first, sc.Rows, sc.RowsPerTransaction); err != nil {
+			return res, err
+		}
+		if err := waitFor(ctx, errs, sc.PollInterval, func() (bool, error) { return w.Stored(ctx, res.Insert.LastLSN) }); err != nil {
+			return res, fmt.Errorf("wait for the log reader to store %d rows: %w", sc.Rows, err)
+		}
+		select {
+		case <-ready:
+		case err := <-errs:
+			errs <- err
+			return res, fmt.Errorf("the distribution agent stopped: %w", err)
+		case <-ctx.Done():
+			return res, ctx.Err()
+		}
+		t0 = time.Now()
+		close(gate)
+	} else {
+		start(agent.Run)
+		if res.Insert, err = InsertRows(ctx, cfg.Publisher, sc.Table, sc.Payload, first, sc.Rows, sc.RowsPerTransaction); err != nil {
+			return res, err
+		}
+		t0 = res.Insert.FirstCommit
+	}
+	target, err := w.CurrentLSN(ctx)
+	if err != nil {
+		return res, err
+	}
+	if err := waitFor(ctx, errs, sc.PollInterval, func() (bool, error) { return w.CaughtUp(ctx, target) }); err != nil {
+		return res, fmt.Errorf("wait for the subscriber to catch up: %w", err)
+	}
+	res.Elapsed = time.Since(t0)
+	if sc.Rows == 0 {
+		res.Elapsed = 0
+	}
+	res.rates()
+	if !sc.SkipVerify {
+		v, err := Verify(ctx, cfg, VerifyOptions{})
+		if err != nil {
+			return res, err
+		}
+		res.Verify = &v
+		if !v.Equal {
+			return res, fmt.Errorf("verify: the subscriber differs from the publisher: %+v", v.Tables)
+		}
+	}
+	return res, nil
+}
+
+// waitFor polls cond until it holds, ctx ends, or one of the agents fails.
+func waitFor(ctx context.Context, errs chan error, poll time.Duration, cond func() (bool, error)) error {
+	for {
+		ok, err := cond()
+		if err != nil || ok {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case err := <-errs:
+			errs <- err // leave it for the owner
+			return fmt.Errorf("an agent stopped: %w", err)
+		case <-time.After(poll):
+		}
+	}
+}
+
+// Stored reports whether the log reader has stored every transaction
+// committed before target.
+func (w *Waiter) Stored(ctx context.Context, target LSN) (bool, error) {
+	var confirmed *string
+	err := w.pub.QueryRow(ctx, "SELECT confirmed_flush_lsn::text FROM pg_replication_slots WHERE slot_name = $1", w.cfg.Publication).Scan(&confirmed)
+	if err != nil || confirmed == nil {
+		return false, err
+	}
+	c, err := ParseLSN(*confirmed)
+	return err == nil && c >= target, err
+}
+
+// rowPresent reports whether the table holds the row with key id.
+func rowPresent(ctx context.Context, c *pgx.Conn, t TableName, id int64) (bool, error) {
+	var ok bool
+	err := c.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM "+t.Quoted()+" WHERE id = $1)", id).Scan(&ok)
+	return ok, err
+}
