@@ -259,3 +259,55 @@ func assertNoInstanceDirs(t *testing.T, base string) {
 		t.Errorf("instance directories left behind: %v", left)
 	}
 }
+
+// TestGeoReplicationStudySmoke runs the geo-replication study's smoke scale:
+// every replication scenario across an emulated 77 ms link, each point
+// verified equal on both sides, and its report with Table 2 and the seed's
+// Figures 6 and 7.
+func TestGeoReplicationStudySmoke(t *testing.T) {
+	pgtest.Binaries(t)
+	base := pgtest.BaseDir(t)
+	dir := filepath.Join(t.TempDir(), "run")
+	cmd, stdout, lines := startDbrig(t, base, "run", "geo-replication", "--scale", "smoke", "--out", dir)
+	var log []string
+	for line := range lines {
+		log = append(log, line)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("run: %v\n%s\n%s", err, stdout, strings.Join(log, "\n"))
+	}
+	pgtest.WaitNoServers(t, base, 10*time.Second)
+	assertNoInstanceDirs(t, base)
+	results, err := study.ReadResults(dir)
+	if err != nil || len(results) != 12 {
+		t.Fatalf("%d results (%v), want 12", len(results), err)
+	}
+	for _, r := range results {
+		if !r.OK() {
+			t.Errorf("%s failed: %s", r.Key, r.Error)
+			continue
+		}
+		verified := r.Params.String("scenario") == "fdw-batch" // counted, not replicated
+		for _, n := range r.Notes {
+			verified = verified || strings.Contains(n, "verified")
+		}
+		if !verified {
+			t.Errorf("%s: no verification recorded (notes %v)", r.Key, r.Notes)
+		}
+		if r.Links[0].ForwardBytes+r.Links[0].ReverseBytes < 300*1000 {
+			t.Errorf("%s: the link carried %d+%d bytes, less than the rows", r.Key, r.Links[0].ForwardBytes, r.Links[0].ReverseBytes)
+		}
+		if _, ok := r.Model["seconds"]; !ok {
+			t.Errorf("%s: no model prediction", r.Key)
+		}
+	}
+	md, err := os.ReadFile(filepath.Join(dir, "report.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"Table 2, reproduced", "Figure 6", "Figure 7", "better for pull subscriptions", "push-pipelined"} {
+		if !bytes.Contains(md, []byte(want)) {
+			t.Errorf("report.md lacks %q", want)
+		}
+	}
+}

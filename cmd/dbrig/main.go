@@ -85,11 +85,13 @@ func run(ctx context.Context, args []string, a *app) int {
 	} else if isCobraUsageError(err) {
 		code = exitUsage
 	}
+	if errors.Is(err, context.Canceled) && ctx.Err() != nil {
+		// Interrupted by SIGINT or SIGTERM: the command has said what it
+		// saved; the code is the shell's for SIGINT.
+		return 130
+	}
 	if msg := err.Error(); msg != "" {
 		fmt.Fprintln(a.stderr, "dbrig:", msg)
-	}
-	if errors.Is(err, context.Canceled) && ctx.Err() != nil {
-		return 130 // interrupted, as shells report SIGINT
 	}
 	return code
 }

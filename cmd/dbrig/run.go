@@ -18,13 +18,14 @@ import (
 	"github.com/dbrig/dbrig/internal/report"
 	"github.com/dbrig/dbrig/internal/study"
 	"github.com/dbrig/dbrig/internal/term"
+	"github.com/dbrig/dbrig/internal/workload/georep"
 	"github.com/dbrig/dbrig/internal/workload/rbar"
 	"github.com/dbrig/dbrig/studies"
 )
 
 // newRegistry lists the workloads dbrig knows.
 func newRegistry() *study.Registry {
-	return study.NewRegistry(rbar.Kind())
+	return study.NewRegistry(rbar.Kind(), georep.Kind())
 }
 
 // loadStudy reads a study by built-in name or file path.

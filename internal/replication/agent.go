@@ -718,8 +718,21 @@ func measurePath(ctx context.Context, c *pgconn.PgConn) (time.Duration, units.Ra
 		rtt = min(rtt, d)
 	}
 	comment := func(n int) string { return "/*" + strings.Repeat("x", n) + "*/ SELECT 1" }
-	const small, large = 64 << 10, 4 << 20
-	smallQ, largeQ := comment(small), comment(large)
+	const small, maxLarge = 64 << 10, 4 << 20
+	smallQ := comment(small)
+	// Size the large probe to about eight round trips of the rate a small
+	// probe suggests, so that a slow path (a 64 KiB window across a WAN)
+	// is not held for seconds by a 4 MiB probe it cannot carry fast.
+	ts, err := ping(smallQ)
+	if err != nil {
+		return 0, 0, err
+	}
+	large := maxLarge
+	if extra := ts - rtt; extra > 0 {
+		guess := float64(small) / extra.Seconds() // bytes per second
+		large = int(min(max(guess*8*max(rtt.Seconds(), 0.01), 4*small), maxLarge))
+	}
+	largeQ := comment(large)
 	best := time.Duration(math.MaxInt64)
 	for i := 0; i < 2; i++ {
 		ts, err := ping(smallQ)

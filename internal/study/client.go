@@ -161,6 +161,7 @@ func ClientMain(ctx context.Context, reg *Registry, stdin io.Reader, stdout, std
 		Params:     job.Params,
 		ClientSite: job.ClientSite,
 		Log:        slog.New(slog.NewTextHandler(stderr, nil)),
+		SiteOf:     func(string) string { return "" },
 		Conn: func(from, instance, db string) (Endpoint, error) {
 			e, ok := job.Endpoints[instance]
 			if !ok || from != job.ClientSite {

@@ -218,6 +218,14 @@ func (r *Runner) runPoint(ctx context.Context, topo *topology.Topology, kind Kin
 			return topo.Conn(ctx, from, instance, db)
 		},
 		Instance: topo.Instance,
+		SiteOf: func(name string) string {
+			for _, in := range c.Instances {
+				if in.Name == name {
+					return in.Site
+				}
+			}
+			return ""
+		},
 	}
 	key := ""
 	if kind.PrepareKey != nil {

@@ -55,6 +55,9 @@ type Published struct {
 	Finding string  `toml:"finding"`
 	Value   float64 `toml:"value"`
 	Unit    string  `toml:"unit"`
+	// Figures are further published numbers a workload's report reads by
+	// name (e.g. the two sides of a comparison).
+	Figures map[string]float64 `toml:"figures"`
 }
 
 // InstanceSpec is one database server of the topology.

@@ -87,7 +87,9 @@ type Env struct {
 	Conn func(from, instance, db string) (Endpoint, error)
 	// ClientSite is the site of the workload's client.
 	ClientSite string
-	Log        *slog.Logger
+	// SiteOf names the site of an instance ("" when unknown).
+	SiteOf func(instance string) string
+	Log    *slog.Logger
 	// Progress reports work done out of total (units are the workload's).
 	Progress func(done, total int64)
 	// Instance gives Prepare (in dbrig's own process) the running instance,

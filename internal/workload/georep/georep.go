@@ -1,0 +1,235 @@
+// Package georep is the geo-replication workload of seed 000: the
+// transactional replication system of internal/replication (log reader,
+// distribution database, distribution agent; push, pull and a pipelined
+// push) carrying rows from a publisher to a subscriber across a WAN link,
+// beside PostgreSQL's native logical replication, row-by-row remote inserts
+// (postgres_fdw, the linked-server analogue) and the initialization of a
+// subscriber by snapshot or from a backup.
+//
+// Every byte between the two sites crosses the study's link: which
+// connection crosses it is what the scenario decides. The rig's own
+// control connections (setup, inserts, waiting, verify) stay on each site.
+// Every point ends with a verification of both sides; a point whose
+// subscriber differs from its publisher fails.
+package georep
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/dbrig/dbrig/internal/replication"
+	"github.com/dbrig/dbrig/internal/study"
+)
+
+// Scenarios, in the order the report lists them.
+var Scenarios = []string{"push", "pull", "push-pipelined", "native", "fdw-row", "fdw-batch", "init-snapshot", "init-backup"}
+
+// Database is the published and subscribed database on both instances.
+const Database = "georep"
+
+// Kind registers the workload.
+func Kind() study.Kind {
+	return study.Kind{
+		Name: "georep",
+		Doc:  "replication across a WAN: push, pull, pipelined push, native, row by row, initialization (seed 000)",
+		Params: []study.ParamSpec{
+			{Name: "scenario", Kind: study.StringParam, Choices: Scenarios, Doc: "what carries the rows"},
+			{Name: "payload", Kind: study.StringParam, Default: "char-1k", Choices: []string{"char-1k", "bytea-1.1k", "bytea-15.5k"}, Doc: "the rows' shape"},
+			{Name: "rows", Kind: study.IntParam, Doc: "rows inserted on the publisher (for init-*: rows copied)"},
+			{Name: "rows_per_transaction", Kind: study.IntParam, Default: int64(1000), Doc: "rows per publisher transaction"},
+			{Name: "buffer_size", Kind: study.SizeParam, Default: int64(replication.DefaultBufferSize), Doc: "the agent's command buffer (40 KB)"},
+			{Name: "buffers", Kind: study.IntParam, Default: int64(replication.DefaultBuffers), Doc: "the agent's command buffers"},
+			{Name: "commit_batch_size", Kind: study.IntParam, Default: int64(replication.DefaultCommitBatchSize), Doc: "source transactions per subscriber transaction"},
+			{Name: "pipeline", Kind: study.StringParam, Default: "auto", Doc: "buffers in flight of push-pipelined: a number or auto"},
+			{Name: "fdw_batch", Kind: study.IntParam, Default: int64(100), Doc: "postgres_fdw batch_size of fdw-batch (fdw-row uses 1)"},
+			{Name: "publisher", Kind: study.StringParam, Default: "pub", Doc: "the publisher's instance"},
+			{Name: "subscriber", Kind: study.StringParam, Default: "sub", Doc: "the subscriber's instance"},
+		},
+		New:        newWorkload,
+		Model:      Model,
+		Report:     Report,
+		PrepareKey: func(study.Params) string { return "georep-v1" },
+	}
+}
+
+type workload struct {
+	p        study.Params
+	scenario string
+	payload  replication.Payload
+	options  replication.AgentOptions
+	pub, sub string
+}
+
+var _ study.Workload = (*workload)(nil)
+
+func newWorkload(p study.Params) (study.Workload, error) {
+	payload, err := replication.ParsePayload(p.String("payload"))
+	if err != nil {
+		return nil, err
+	}
+	w := &workload{p: p, scenario: p.String("scenario"), payload: payload, pub: p.String("publisher"), sub: p.String("subscriber")}
+	w.options = replication.AgentOptions{
+		BufferSize:      int(p.Int("buffer_size")),
+		Buffers:         int(p.Int("buffers")),
+		CommitBatchSize: int(p.Int("commit_batch_size")),
+		Pipeline:        1,
+	}
+	if w.scenario == "push-pipelined" {
+		if w.options.Pipeline, err = replication.ParsePipeline(p.String("pipeline")); err != nil {
+			return nil, err
+		}
+	}
+	if err := w.options.Validate(); err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+// Prepare creates the database on both servers; the scenarios make their
+// own tables, publications and subscriptions and remove them afterwards.
+func (w *workload) Prepare(ctx context.Context, env *study.Env) error {
+	for _, name := range []string{w.pub, w.sub} {
+		inst := env.Instance(name)
+		if inst == nil {
+			return fmt.Errorf("no instance %q", name)
+		}
+		if err := inst.Exec(ctx, "postgres", "DROP DATABASE IF EXISTS "+Database+" WITH (FORCE)"); err != nil {
+			return err
+		}
+		if err := inst.CreateDatabase(ctx, Database); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// sites returns the publisher's and the subscriber's sites, where each
+// instance's own connections are local.
+type sites struct {
+	pubLocal, subLocal     study.Endpoint // the rig's own logins, on each site
+	subFromPub, pubFromSub study.Endpoint // across the link
+	distLocal, distFromSub study.Endpoint // the distribution database
+}
+
+func (w *workload) endpoints(env *study.Env) (s sites, pubSite, subSite string, err error) {
+	pubSite, subSite = env.SiteOf(w.pub), env.SiteOf(w.sub)
+	conn := func(from, inst, db string) (e study.Endpoint) {
+		if err == nil {
+			e, err = env.Conn(from, inst, db)
+		}
+		return e
+	}
+	s.pubLocal = conn(pubSite, w.pub, Database)
+	s.subLocal = conn(subSite, w.sub, Database)
+	s.subFromPub = conn(pubSite, w.sub, Database)
+	s.pubFromSub = conn(subSite, w.pub, Database)
+	s.distLocal = conn(pubSite, w.pub, replication.DefaultDistributionDB)
+	s.distFromSub = conn(subSite, w.pub, replication.DefaultDistributionDB)
+	return s, pubSite, subSite, err
+}
+
+// Run replicates the point's rows and measures until the subscriber has
+// caught up.
+func (w *workload) Run(ctx context.Context, env *study.Env) (study.Measurement, error) {
+	s, _, _, err := w.endpoints(env)
+	if err != nil {
+		return study.Measurement{}, err
+	}
+	rows := int(w.p.Int("rows"))
+	perXact := int(w.p.Int("rows_per_transaction"))
+	cfg := replication.Config{Publisher: s.pubLocal.Conn, Subscriber: s.subLocal.Conn, Logger: env.Log}
+	m := study.Measurement{Metrics: map[string]float64{"rows": float64(rows)}}
+	record := func(elapsed time.Duration, bytes int64) {
+		secs := elapsed.Seconds()
+		m.Metrics["seconds"] = secs
+		m.Metrics["payload_bytes"] = float64(bytes)
+		if secs > 0 {
+			m.Metrics["rows_per_s"] = float64(rows) / secs
+			m.Metrics["mb_per_s"] = float64(bytes) / 1e6 / secs
+		}
+	}
+	switch w.scenario {
+	case "push", "pull", "push-pipelined":
+		mode := replication.Push
+		targets := replication.Targets{Distribution: s.distLocal.Conn, Subscriber: s.subFromPub.Conn}
+		if w.scenario == "pull" {
+			mode = replication.Pull
+			targets = replication.Targets{Distribution: s.distFromSub.Conn, Subscriber: s.subLocal.Conn}
+		}
+		res, err := replication.RunScenario(ctx, replication.ScenarioConfig{
+			Config: cfg, Agent: targets, Mode: mode, Options: w.options,
+			Payload: w.payload, Rows: rows, RowsPerTransaction: perXact,
+		})
+		if err != nil {
+			return m, fmt.Errorf("%s: %w", w.scenario, err)
+		}
+		if res.Verify == nil || !res.Verify.Equal {
+			return m, fmt.Errorf("%s: the subscriber was not verified equal to the publisher", w.scenario)
+		}
+		record(res.Elapsed, res.Bytes)
+		a := res.Agent
+		m.Metrics["round_trips"] = float64(a.RoundTrips)
+		m.Metrics["sent_bytes"] = float64(a.SentBytes)
+		m.Metrics["read_bytes"] = float64(a.ReadBytes)
+		m.Metrics["pipeline"] = float64(a.Pipeline)
+		m.Metrics["commits"] = float64(a.Commits)
+		m.Notes = append(m.Notes, "verified: subscriber equals publisher")
+	case "native":
+		res, err := replication.RunNative(ctx, replication.NativeConfig{
+			Publisher: s.pubLocal.Conn, Subscriber: s.subLocal.Conn, PublisherFromSubscriber: s.pubFromSub.Conn,
+			Payload: w.payload, Rows: rows, RowsPerTransaction: perXact,
+		})
+		if err != nil {
+			return m, fmt.Errorf("native: %w", err)
+		}
+		if res.Verify == nil || !res.Verify.Equal {
+			return m, fmt.Errorf("native: the subscriber was not verified equal to the publisher")
+		}
+		record(res.Elapsed, res.Bytes)
+		m.Notes = append(m.Notes, "verified: subscriber equals publisher")
+	case "fdw-row", "fdw-batch":
+		batch := 1
+		if w.scenario == "fdw-batch" {
+			batch = int(w.p.Int("fdw_batch"))
+		}
+		res, err := replication.RunFDW(ctx, replication.FDWConfig{
+			Local: s.pubLocal.Conn, Remote: s.subFromPub.Conn, RemoteDirect: s.subLocal.Conn,
+			Payload: w.payload, Rows: rows, BatchSize: batch,
+		})
+		if err != nil {
+			return m, fmt.Errorf("%s: %w", w.scenario, err)
+		}
+		record(res.Elapsed, res.Bytes)
+		m.Metrics["batch_size"] = float64(batch)
+	case "init-snapshot", "init-backup":
+		method := replication.InitSnapshot
+		if w.scenario == "init-backup" {
+			method = replication.InitBackup
+		}
+		res, err := replication.RunScenario(ctx, replication.ScenarioConfig{
+			Config: cfg, Mode: replication.Pull, Options: w.options, Payload: w.payload,
+			InitialRows: rows, Rows: 0,
+			Agent: replication.Targets{Distribution: s.distFromSub.Conn, Subscriber: s.subLocal.Conn},
+			// The copy crosses the link: read on the publisher's site,
+			// written to the subscriber from there.
+			Setup: replication.SetupOptions{Init: method, InitPublisher: s.pubLocal.Conn, InitSubscriber: s.subFromPub.Conn,
+				Binaries: env.Instance(w.pub).Binaries()},
+		})
+		if err != nil {
+			return m, fmt.Errorf("%s: %w", w.scenario, err)
+		}
+		if res.Verify == nil || !res.Verify.Equal {
+			return m, fmt.Errorf("%s: the subscriber was not verified equal to the publisher", w.scenario)
+		}
+		record(res.Setup.InitDuration, int64(rows)*int64(w.payload.RowBytes()))
+		m.Metrics["init_bytes"] = float64(res.Setup.InitBytes)
+		m.Metrics["dump_seconds"] = res.Setup.DumpDuration.Seconds()
+		m.Notes = append(m.Notes, "verified: subscriber equals publisher")
+	default:
+		return m, fmt.Errorf("unknown scenario %q", w.scenario)
+	}
+	m.Notes = append(m.Notes, "payload "+w.payload.String()+", "+strconv.Itoa(rows)+" rows")
+	return m, nil
+}

@@ -1,0 +1,118 @@
+package georep
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/dbrig/dbrig/internal/study"
+)
+
+// The models of studies/geo-replication.md, each predicting the time to
+// carry a point's volume V (the bytes the link carried in the data's
+// direction) across a link of round-trip time RTT, rate R and window W:
+//
+//	push (stop-and-wait): t = ⌈V / buffer⌉ × ⌈buffer / W⌉ × RTT + V / R
+//	push-pipelined (K):   t = V / min(R, W/RTT, K × buffer / RTT) + RTT
+//	pull, native:         t = V / min(R, W/RTT) + 2 RTT
+//	fdw (batch b):        t = ⌈rows / b⌉ × RTT + V / R
+//	init-snapshot/backup: t = V / min(R, W/RTT) + 2 RTT
+//
+// plus, where a scenario opens connections or transactions across the
+// link inside its timing, their round trips: a snapshot or a backup
+// connects to the subscriber (TCP and SCRAM: 4 RTTs) and runs its
+// statements (COPY, or pg_restore's catalog: about 2 RTTs more); a
+// postgres_fdw insert starts, prepares and commits a remote transaction
+// (3 RTTs).
+//
+// V is measured, so the models test the physics (round trips, window,
+// rate), not the encoding of the rows: the SQL the agent sent (push), the
+// commands it read (pull), or the bytes the link carried in the data's
+// direction (the others; for push-pipelined with auto the link also
+// carried the agent's bandwidth probe, which is not the rows).
+
+// link returns the point's link.
+func link(r study.Result) study.LinkResult {
+	if len(r.Links) == 0 {
+		return study.LinkResult{}
+	}
+	return r.Links[0]
+}
+
+// volume is the bytes of the rows that crossed the link.
+func volume(r study.Result) float64 {
+	switch r.Params.String("scenario") {
+	case "push", "push-pipelined":
+		return r.Metrics["sent_bytes"]
+	case "pull":
+		return r.Metrics["read_bytes"]
+	}
+	l := link(r)
+	return float64(max(l.ForwardBytes, l.ReverseBytes))
+}
+
+// streamRate is min(rate, window / RTT) in bits per second (+Inf when
+// neither limits).
+func streamRate(l study.LinkResult) float64 {
+	rate := math.Inf(1)
+	if l.RateBitsPerS > 0 {
+		rate = l.RateBitsPerS
+	}
+	if l.WindowBytes > 0 && l.RTTSeconds > 0 {
+		rate = math.Min(rate, float64(l.WindowBytes)*8/l.RTTSeconds)
+	}
+	return rate
+}
+
+// Model predicts a point's seconds from its volume and its link.
+func Model(r study.Result, _ []study.Result) study.Prediction {
+	if r.Metrics == nil || len(r.Links) == 0 || link(r).Mode != "link" {
+		return study.Prediction{}
+	}
+	l := link(r)
+	v, rtt := volume(r), l.RTTSeconds
+	rate := l.RateBitsPerS
+	serial := 0.0
+	if rate > 0 {
+		serial = v * 8 / rate
+	}
+	var t float64
+	var formula string
+	switch r.Params.String("scenario") {
+	case "push":
+		buffer := float64(r.Params.Int("buffer_size"))
+		perBuffer := 1.0
+		if l.WindowBytes > 0 {
+			perBuffer = math.Ceil(buffer / float64(l.WindowBytes))
+		}
+		trips := math.Ceil(v / buffer)
+		t = trips*perBuffer*rtt + serial
+		formula = fmt.Sprintf("⌈V/buffer⌉ = %.0f round trips × RTT + V/rate", trips)
+	case "push-pipelined":
+		k := r.Metrics["pipeline"]
+		buffer := float64(r.Params.Int("buffer_size"))
+		sr := streamRate(l)
+		if k > 0 && rtt > 0 {
+			sr = math.Min(sr, k*buffer*8/rtt)
+		}
+		t = v*8/sr + rtt
+		formula = fmt.Sprintf("V / min(rate, window/RTT, %.0f buffers/RTT) + RTT", k)
+	case "pull", "native":
+		t = v*8/streamRate(l) + 2*rtt
+		formula = "V / min(rate, window/RTT) + 2 RTT"
+	case "init-snapshot", "init-backup":
+		t = v*8/streamRate(l) + 6*rtt
+		formula = "V / min(rate, window/RTT) + 6 RTT (connect, statements)"
+	case "fdw-row", "fdw-batch":
+		b := math.Max(1, r.Metrics["batch_size"])
+		trips := math.Ceil(r.Metrics["rows"]/b) + 3
+		t = trips*rtt + serial
+		formula = fmt.Sprintf("(⌈rows/%g⌉ + 3) = %.0f round trips × RTT + V/rate", b, trips)
+	default:
+		return study.Prediction{}
+	}
+	p := study.Prediction{Metrics: map[string]float64{"seconds": t}, Formula: formula}
+	if rows := r.Metrics["rows"]; t > 0 && rows > 0 {
+		p.Metrics["rows_per_s"] = rows / t
+	}
+	return p
+}

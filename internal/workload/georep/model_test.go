@@ -1,0 +1,65 @@
+package georep
+
+import (
+	"math"
+	"testing"
+
+	"github.com/dbrig/dbrig/internal/study"
+)
+
+func point(scenario string, window int64, metrics map[string]float64, fwd, rev int64) study.Result {
+	return study.Result{
+		Params:  study.Params{"scenario": scenario, "buffer_size": int64(40000)},
+		Metrics: metrics,
+		Links: []study.LinkResult{{Profile: "tukwila-blueridge", Mode: "link", RTTSeconds: 0.077, RateBitsPerS: 1e9,
+			WindowBytes: window, ForwardBytes: fwd, ReverseBytes: rev}},
+	}
+}
+
+func TestModelFollowsTheSeedsPhysics(t *testing.T) {
+	const legacyW, autoW = 65535, 16 << 20
+	mb := 1e6
+	tests := []struct {
+		name string
+		r    study.Result
+		want float64
+	}{
+		// 1 MB through a 40 KB stop-and-wait writer: 25 round trips of 77 ms,
+		// whatever the window (the buffer fits in either).
+		{"push, legacy window", point("push", legacyW, map[string]float64{"sent_bytes": mb}, 0, 0), 25*0.077 + mb*8/1e9},
+		{"push, autotuned window", point("push", autoW, map[string]float64{"sent_bytes": mb}, 0, 0), 25*0.077 + mb*8/1e9},
+		// Pull streams: 64 KiB per RTT, or the link's rate.
+		{"pull, legacy window", point("pull", legacyW, map[string]float64{"read_bytes": mb}, 0, 0), mb*8/(legacyW*8/0.077) + 2*0.077},
+		{"pull, autotuned window", point("pull", autoW, map[string]float64{"read_bytes": mb}, 0, 0), mb*8/1e9 + 2*0.077},
+		// Five 40 KB buffers in flight: 200 KB per RTT, under the window.
+		{"pipelined push", point("push-pipelined", autoW, map[string]float64{"sent_bytes": mb, "pipeline": 5}, 0, 0), mb*8/(5*40000*8/0.077) + 0.077},
+		// One round trip per row, plus the remote transaction's three.
+		{"fdw row by row", point("fdw-row", autoW, map[string]float64{"rows": 50, "batch_size": 1}, 60000, 1000), 53*0.077 + 60000*8/1e9},
+		{"snapshot", point("init-snapshot", legacyW, map[string]float64{"rows": 1000}, 1000, 1e6), mb*8/(legacyW*8/0.077) + 6*0.077},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := Model(tt.r, nil)
+			if got := p.Metrics["seconds"]; math.Abs(got-tt.want)/tt.want > 1e-9 {
+				t.Errorf("seconds = %v, want %v (%s)", got, tt.want, p.Formula)
+			}
+		})
+	}
+	// No model without an emulated link.
+	direct := point("push", 0, map[string]float64{"sent_bytes": mb}, 0, 0)
+	direct.Links[0].Mode = "direct"
+	if p := Model(direct, nil); len(p.Metrics) != 0 {
+		t.Errorf("a direct connection got a model: %v", p.Metrics)
+	}
+}
+
+func TestGainClassesFollowTheSeed(t *testing.T) {
+	for _, tt := range []struct {
+		gain float64
+		want string
+	}{{-5.28, "no real gain"}, {104.78, "a speed-up of 1.25x to 5x"}, {317.84, "a speed-up of 1.25x to 5x"}, {1298.96, "a speed-up of 5x or more"}, {11345.13, "a speed-up of 5x or more"}} {
+		if got := gainClass(tt.gain); got != tt.want {
+			t.Errorf("gainClass(%v) = %q, want %q", tt.gain, got, tt.want)
+		}
+	}
+}
