@@ -8,7 +8,7 @@ LDFLAGS   := -X main.version=$(VERSION)
 # The whole suite stays well under CI's 15-minute budget on 2 cores.
 TEST_TIMEOUT ?= 14m
 
-.PHONY: help demo build test vet bench bench-link bench-rbar clean
+.PHONY: help demo build test vet bench bench-link bench-rbar bench-replication clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -26,13 +26,16 @@ test: ## install what the tests need, then vet and run every test
 	$(GO) vet ./...
 	CI=$${CI:-} $(GO) test -timeout $(TEST_TIMEOUT) -count=1 ./...
 
-bench: bench-link bench-rbar ## run the speed benchmarks (ratios measured in one run)
+bench: bench-link bench-rbar bench-replication ## run the speed benchmarks (ratios measured in one run)
 
 bench-link: ## the link's forwarding speed and added RTT against direct loopback
 	$(GO) test -run '^$$' -bench . -benchtime 3s ./internal/link/
 
 bench-rbar: ## the row-by-row client's round trips per second against pgbench
 	$(GO) test -run '^$$' -bench . -benchtime 5s ./internal/workload/rbar/
+
+bench-replication: ## the replication targets: pull across 77 ms vs loopback, pipelined push vs pull, agent vs native (about 10 minutes)
+	$(GO) test -run '^$$' -bench Targets -benchtime 1x -timeout 60m -v ./internal/replication/
 
 clean: ## remove the binary and runs/
 	rm -rf $(BIN) runs/

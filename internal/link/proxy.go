@@ -448,6 +448,9 @@ func (c *conn) schedule(f *flow, in *inbox, dst net.Conn) {
 		bufs       net.Buffers
 		vt         time.Time // the model's time of the last admission
 		stallStart time.Time // when the window last filled with data waiting
+		// The arrival times of the last two reads: a read that came less
+		// than one one-way delay after the one before is part of a stream.
+		prevAt, lastAt time.Time
 	)
 	for {
 		pending = in.take(pending)
@@ -482,6 +485,9 @@ func (c *conn) schedule(f *flow, in *inbox, dst net.Conn) {
 			for i, sg := range segs {
 				out = append(out, item{c: a.c, off: a.off + sg.off, n: sg.n, deliver: sg.deliver,
 					last: i == len(segs)-1 && a.off+k == a.n})
+			}
+			if a.off == 0 {
+				prevAt, lastAt = lastAt, a.at
 			}
 			a.off += k
 			in.release(k)
@@ -545,7 +551,13 @@ func (c *conn) schedule(f *flow, in *inbox, dst net.Conn) {
 			// a message, whose arrival the receiver acts on. A backed-up stream
 			// keeps its average rate by absolute deadlines without spinning,
 			// and admissions are stamped with exact times whenever they run.
-			precise = head == len(out)-1 && len(pending) == 0
+			// A message that follows the one before within one one-way
+			// delay is part of a stream of small writes (a server sending
+			// each row as it goes): spinning for each would take the CPU
+			// from the sender and the receiver, and a stream is paced by
+			// its deadlines anyway.
+			precise = head == len(out)-1 && len(pending) == 0 &&
+				(prevAt.IsZero() || lastAt.Sub(prevAt) >= f.delay)
 		}
 		select {
 		case <-c.done:

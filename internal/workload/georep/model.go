@@ -13,8 +13,9 @@ import (
 //
 //	push (stop-and-wait): t = ⌈V / buffer⌉ × ⌈buffer / W⌉ × RTT + V / R
 //	push-pipelined (K):   t = V / min(R, W/RTT, K × buffer / RTT) + RTT
-//	pull, native:         t = V / min(R, W/RTT) + 2 RTT
-//	fdw (batch b):        t = ⌈rows / b⌉ × RTT + V / R
+//	pull:                 t = V / min(R, W/RTT) + RTT
+//	native:               t = V / min(R, W/RTT) + 2 RTT
+//	fdw (batch b):        t = (⌈rows / b⌉ × ⌈batch bytes / W⌉ + 3) × RTT + V / R
 //	init-snapshot/backup: t = V / min(R, W/RTT) + 2 RTT
 //
 // plus, where a scenario opens connections or transactions across the
@@ -96,7 +97,14 @@ func Model(r study.Result, _ []study.Result) study.Prediction {
 		}
 		t = v*8/sr + rtt
 		formula = fmt.Sprintf("V / min(rate, window/RTT, %.0f buffers/RTT) + RTT", k)
-	case "pull", "native":
+	case "pull":
+		// The connected agent hears of new commands and reads them back
+		// across the link: about one round trip before the stream flows.
+		t = v*8/streamRate(l) + rtt
+		formula = "V / min(rate, window/RTT) + RTT"
+	case "native":
+		// The subscriber's apply worker asks the publisher's WAL sender,
+		// which decodes and sends: two round trips of start-up.
 		t = v*8/streamRate(l) + 2*rtt
 		formula = "V / min(rate, window/RTT) + 2 RTT"
 	case "init-snapshot", "init-backup":
@@ -104,9 +112,15 @@ func Model(r study.Result, _ []study.Result) study.Prediction {
 		formula = "V / min(rate, window/RTT) + 6 RTT (connect, statements)"
 	case "fdw-row", "fdw-batch":
 		b := math.Max(1, r.Metrics["batch_size"])
-		trips := math.Ceil(r.Metrics["rows"]/b) + 3
+		rows := r.Metrics["rows"]
+		perBatch := 1.0
+		if l.WindowBytes > 0 && rows > 0 {
+			// A batch larger than the window waits for acknowledgements.
+			perBatch = math.Ceil(b * v / rows / float64(l.WindowBytes))
+		}
+		trips := math.Ceil(rows/b)*perBatch + 3
 		t = trips*rtt + serial
-		formula = fmt.Sprintf("(⌈rows/%g⌉ + 3) = %.0f round trips × RTT + V/rate", b, trips)
+		formula = fmt.Sprintf("(⌈rows/%g⌉ × %.0f + 3) = %.0f round trips × RTT + V/rate", b, perBatch, trips)
 	default:
 		return study.Prediction{}
 	}

@@ -29,8 +29,11 @@ func TestModelFollowsTheSeedsPhysics(t *testing.T) {
 		{"push, legacy window", point("push", legacyW, map[string]float64{"sent_bytes": mb}, 0, 0), 25*0.077 + mb*8/1e9},
 		{"push, autotuned window", point("push", autoW, map[string]float64{"sent_bytes": mb}, 0, 0), 25*0.077 + mb*8/1e9},
 		// Pull streams: 64 KiB per RTT, or the link's rate.
-		{"pull, legacy window", point("pull", legacyW, map[string]float64{"read_bytes": mb}, 0, 0), mb*8/(legacyW*8/0.077) + 2*0.077},
-		{"pull, autotuned window", point("pull", autoW, map[string]float64{"read_bytes": mb}, 0, 0), mb*8/1e9 + 2*0.077},
+		{"pull, legacy window", point("pull", legacyW, map[string]float64{"read_bytes": mb}, 0, 0), mb*8/(legacyW*8/0.077) + 0.077},
+		{"pull, autotuned window", point("pull", autoW, map[string]float64{"read_bytes": mb}, 0, 0), mb*8/1e9 + 0.077},
+		{"native", point("native", autoW, map[string]float64{"rows": 1000}, 1000, 1e6), mb*8/1e9 + 2*0.077},
+		// 100 rows of 1 KB per batch: 100 KB, two windows of 64 KiB.
+		{"fdw batches larger than the window", point("fdw-batch", legacyW, map[string]float64{"rows": 1000, "batch_size": 100}, 1e6, 1000), (10*2+3)*0.077 + mb*8/1e9},
 		// Five 40 KB buffers in flight: 200 KB per RTT, under the window.
 		{"pipelined push", point("push-pipelined", autoW, map[string]float64{"sent_bytes": mb, "pipeline": 5}, 0, 0), mb*8/(5*40000*8/0.077) + 0.077},
 		// One round trip per row, plus the remote transaction's three.

@@ -164,7 +164,7 @@ func (a *analysis) judgeInfiniband(f *report.Finding, exp, what string, publishe
 		f.Why = fmt.Sprintf("A 40x faster link gains only %.0f %%: the consumer's rate, not the link, decides how fast the rows arrive.", -got)
 	case got > 0:
 		f.Verdict = report.Differs
-		f.Why = fmt.Sprintf("The faster link came out %.0f %% slower, where the model expects %s: with every row a TCP segment of its own, the emulated link's per-segment CPU cost on this 2-core machine (shared with the server and the client) and its noise decide here, not the link's rate or delay.", got, fmtPct(model))
+		f.Why = fmt.Sprintf("The faster link came out %.0f %% slower, where the model expects %s: the emulated link's own CPU cost per segment, on a 2-core machine it shares with the server and the client, and this machine's noise decide here, not the link's rate or delay.", got, fmtPct(model))
 	default:
 		f.Verdict = report.Differs
 		f.Why = fmt.Sprintf("Here the faster link changed the time by %s, against the seed's %.0f %%: the link's rate, not the client, limits this stream on this machine.", fmtPct(got), published)
