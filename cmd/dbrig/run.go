@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -311,10 +313,8 @@ func newStudiesCmd(a *app) *cobra.Command {
 			}
 			for _, r := range rows {
 				var scales []string
-				for _, sc := range []string{"quick", "full"} {
-					if n, ok := r.Points[sc]; ok {
-						scales = append(scales, fmt.Sprintf("%s %d points", sc, n))
-					}
+				for _, sc := range slices.Sorted(maps.Keys(r.Points)) {
+					scales = append(scales, fmt.Sprintf("%s %d points", sc, r.Points[sc]))
 				}
 				fmt.Fprintf(a.stdout, "%-18s %s\n%-18s source: seed %s; %s\n", r.Name, r.Title, "", r.Source, strings.Join(scales, ", "))
 			}

@@ -164,9 +164,19 @@ func stackTop(stack [][]string, def []string) []string {
 // keyValueSplit returns the index of the '=' that separates a key from its
 // value, ignoring '=' inside quoted keys; -1 when the line is no key/value.
 func keyValueSplit(line string) int {
+	i := indexOutsideQuotes(line, "=#")
+	if i < 0 || line[i] == '#' {
+		return -1
+	}
+	return i
+}
+
+// indexOutsideQuotes returns the index of the first byte of chars that
+// stands outside a quoted string, or -1.
+func indexOutsideQuotes(s, chars string) int {
 	inQuote := byte(0)
-	for i := 0; i < len(line); i++ {
-		c := line[i]
+	for i := 0; i < len(s); i++ {
+		c := s[i]
 		switch {
 		case inQuote != 0:
 			if c == inQuote {
@@ -174,10 +184,8 @@ func keyValueSplit(line string) int {
 			}
 		case c == '"' || c == '\'':
 			inQuote = c
-		case c == '=':
+		case strings.IndexByte(chars, c) >= 0:
 			return i
-		case c == '#':
-			return -1
 		}
 	}
 	return -1
@@ -237,19 +245,8 @@ func bracketBalance(s string) int {
 }
 
 func stripComment(s string) string {
-	inQuote := byte(0)
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case inQuote != 0:
-			if c == inQuote {
-				inQuote = 0
-			}
-		case c == '"' || c == '\'':
-			inQuote = c
-		case c == '#':
-			return strings.TrimSpace(s[:i])
-		}
+	if i := indexOutsideQuotes(s, "#"); i >= 0 {
+		return strings.TrimSpace(s[:i])
 	}
 	return s
 }

@@ -109,9 +109,9 @@ func sourceLine(src Source) string {
 func pointsTable(rd *RunData) report.Table {
 	t := report.Table{
 		Title: "Every point",
-		Note: fmt.Sprintf("Each combination ran %d time(s); the mean follows the study's rule (discard first: %v, trim: %s). Error = (measured - model) / model.",
+		Note: fmt.Sprintf("Each combination ran %d time(s); 'kept' is the value the study's rule keeps (discard first: %v, trim: %s; min-max on three runs keeps the median), 'range' the lowest and highest run. Error = (kept - model) / model.",
 			rd.Plan.Repeat.Runs, rd.Plan.Repeat.DiscardFirst, orNone(rd.Plan.Repeat.Trim)),
-		Columns: []string{"point", "link", "metric", "runs", "mean", "spread (sd)", "model", "error"},
+		Columns: []string{"point", "link", "metric", "runs", "kept", "range", "model", "error"},
 	}
 	for _, sm := range rd.Summaries {
 		last := sm.Results[len(sm.Results)-1]
@@ -138,7 +138,7 @@ func pointsTable(rd *RunData) report.Table {
 				point, ld = "", ""
 			}
 			t.Rows = append(t.Rows, []string{point, ld, name, strings.Join(runs, ", "), FormatMetric(name, st.Mean),
-				FormatMetric(name, st.StdDev), model, errPct})
+				FormatMetric(name, st.Min) + " - " + FormatMetric(name, st.Max), model, errPct})
 		}
 	}
 	return t
