@@ -495,71 +495,69 @@ func (run *agentRun) waitApplied(cmd int64) error {
 	return nil
 }
 
+// nextFilled waits for the reader's next full buffer, counting the wait as
+// the writer's; nil when the run ends.
+func (run *agentRun) nextFilled() *buffer {
+	start := time.Now()
+	var b *buffer
+	select {
+	case b = <-run.filled:
+	case <-run.ctx.Done():
+		return nil
+	}
+	run.a.mu.Lock()
+	run.a.stats.WriterWait += time.Since(start)
+	run.a.mu.Unlock()
+	return b
+}
+
+// write sends one buffer's message to the subscriber and counts it; false
+// when the connection failed (the run is cancelled with the reason).
+func (run *agentRun) write(msg []byte) bool {
+	a := run.a
+	if _, err := run.conn.Write(msg); err != nil {
+		run.cancel(fmt.Errorf("distribution agent: send %d bytes to the subscriber %s: %w", len(msg), a.cfg.Subscriber, err))
+		return false
+	}
+	a.mu.Lock()
+	a.stats.SentBytes += int64(len(msg))
+	a.stats.RoundTrips++
+	a.mu.Unlock()
+	return true
+}
+
 // send is the writer's sending half: it sends each filled buffer as one
 // Query message once a pipeline slot is free.
 func (run *agentRun) send() {
 	defer close(run.inflight)
-	a := run.a
 	for {
-		start := time.Now()
-		var b *buffer
-		select {
-		case b = <-run.filled:
-		case <-run.ctx.Done():
-			return
-		}
+		b := run.nextFilled()
 		if b == nil {
-			return // closed
+			return // closed, or the run ended
 		}
-		a.mu.Lock()
-		a.stats.WriterWait += time.Since(start)
-		a.mu.Unlock()
 		select {
 		case run.slots <- struct{}{}:
 		case <-run.ctx.Done():
 			return
 		}
 		run.inflight <- b // never blocks: inflight holds the whole pool
-		msg := b.finish()
-		n := int64(len(msg))
-		if _, err := run.conn.Write(msg); err != nil {
-			run.cancel(fmt.Errorf("distribution agent: send %d bytes to the subscriber %s: %w", n, a.cfg.Subscriber, err))
+		if !run.write(b.finish()) {
 			return
 		}
-		a.mu.Lock()
-		a.stats.SentBytes += n
-		a.stats.RoundTrips++
-		a.mu.Unlock()
 	}
 }
 
 // sendAndWait is the seed's writer: it applies one buffer per round trip
 // and releases it when the subscriber has answered.
 func (run *agentRun) sendAndWait() {
-	a := run.a
 	for {
-		start := time.Now()
-		var b *buffer
-		select {
-		case b = <-run.filled:
-		case <-run.ctx.Done():
-			return
-		}
+		b := run.nextFilled()
 		if b == nil {
-			return // closed
+			return // closed, or the run ended
 		}
-		a.mu.Lock()
-		a.stats.WriterWait += time.Since(start)
-		a.mu.Unlock()
-		msg := b.finish()
-		if _, err := run.conn.Write(msg); err != nil {
-			run.cancel(fmt.Errorf("distribution agent: send %d bytes to the subscriber %s: %w", len(msg), a.cfg.Subscriber, err))
+		if !run.write(b.finish()) {
 			return
 		}
-		a.mu.Lock()
-		a.stats.SentBytes += int64(len(msg))
-		a.stats.RoundTrips++
-		a.mu.Unlock()
 		if err := run.answer(b); err != nil {
 			run.cancel(err)
 			return
