@@ -296,34 +296,31 @@ func offsetWords(off int64) string {
 // blockByDev finds the partition or device with major:minor dev, and the
 // device that holds it.
 func (h *host) blockByDev(dev string) (name string, disk *blockDev) {
-	for i := range h.blocks {
-		d := &h.blocks[i]
-		if d.dev == dev {
-			return d.name, d
-		}
-		for _, p := range d.parts {
-			if p.dev == dev {
-				return p.name, d
-			}
-		}
-	}
-	return "", nil
+	name, _, disk = h.findBlock(func(name, dev2 string) bool { return dev2 == dev })
+	return name, disk
 }
 
 // blockByName finds a device or partition by its kernel name ("sda1").
 func (h *host) blockByName(name string) (dev string, disk *blockDev) {
+	_, dev, disk = h.findBlock(func(name2, _ string) bool { return name2 == name })
+	return dev, disk
+}
+
+// findBlock returns the first device or partition that match accepts (by
+// kernel name and major:minor), with the device that holds it.
+func (h *host) findBlock(match func(name, dev string) bool) (name, dev string, disk *blockDev) {
 	for i := range h.blocks {
 		d := &h.blocks[i]
-		if d.name == name {
-			return d.dev, d
+		if match(d.name, d.dev) {
+			return d.name, d.dev, d
 		}
 		for _, p := range d.parts {
-			if p.name == name {
-				return p.dev, d
+			if match(p.name, p.dev) {
+				return p.name, p.dev, d
 			}
 		}
 	}
-	return "", nil
+	return "", "", nil
 }
 
 // placement says where a path (free of symbolic links) lives: its mount,

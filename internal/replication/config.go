@@ -235,10 +235,6 @@ type ServerError struct{ Err error }
 func (e *ServerError) Error() string { return e.Err.Error() }
 func (e *ServerError) Unwrap() error { return e.Err }
 
-func serverErr(format string, args ...any) error {
-	return &ServerError{Err: fmt.Errorf(format, args...)}
-}
-
 // ApplyError is a command the subscriber refused (a constraint, a full
 // disk, a missing column). The agent stops on it, the distribution database
 // keeps every command, and a new run resumes from the last committed batch.

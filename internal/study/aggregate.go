@@ -8,12 +8,11 @@ import (
 
 // Stat is one metric of one combination, over its runs.
 type Stat struct {
-	Mean   float64   `json:"mean"` // after the trimming rule
-	Min    float64   `json:"min"`
-	Max    float64   `json:"max"`
-	StdDev float64   `json:"stddev"` // of the kept runs
-	Kept   int       `json:"kept"`
-	Runs   []float64 `json:"runs"` // every run, in run order
+	Mean float64   `json:"mean"` // after the trimming rule
+	Min  float64   `json:"min"`
+	Max  float64   `json:"max"`
+	Kept int       `json:"kept"`
+	Runs []float64 `json:"runs"` // every run, in run order
 }
 
 // Summary is one combination's results combined by the study's rule.
@@ -48,13 +47,6 @@ func Trim(runs []float64, rule RepeatSpec) Stat {
 	}
 	st.Kept = len(kept)
 	st.Mean = sum / float64(len(kept))
-	if len(kept) > 1 {
-		var ss float64
-		for _, v := range kept {
-			ss += (v - st.Mean) * (v - st.Mean)
-		}
-		st.StdDev = math.Sqrt(ss / float64(len(kept)-1))
-	}
 	return st
 }
 

@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
-	"sort"
 	"strings"
 	"time"
 
@@ -358,20 +357,4 @@ func PercentError(measured, model float64) float64 {
 		return math.NaN()
 	}
 	return (measured - model) / model * 100
-}
-
-// MetricNames lists the metrics present in results, sorted.
-func MetricNames(rs []Result) []string {
-	seen := map[string]bool{}
-	for _, r := range rs {
-		for k := range r.Metrics {
-			seen[k] = true
-		}
-	}
-	out := make([]string, 0, len(seen))
-	for k := range seen {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

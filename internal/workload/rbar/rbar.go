@@ -296,11 +296,9 @@ func (w *workload) rowByRowRun(ctx context.Context, pc *pgconn.PgConn, env *stud
 			return string(res[0].Rows[0][0]), nil
 		}
 	case "select":
-		sd, err := pc.Prepare(ctx, "rbar_select", "SELECT $1::int", nil)
-		if err != nil {
+		if _, err := pc.Prepare(ctx, "rbar_select", "SELECT $1::int", nil); err != nil {
 			return study.Measurement{}, err
 		}
-		_ = sd
 		var i int64
 		arg := [][]byte{nil}
 		formats := []int16{0}
