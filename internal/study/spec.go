@@ -218,10 +218,11 @@ func (v *validator) validate(reg *Registry) {
 	}
 
 	// Sweep: every variable a non-empty list of scalars.
+	before := len(v.errs)
 	for _, k := range s.SweepKeys {
 		v.checkSweepList("sweep."+k, s.Sweep[k])
 	}
-	sweepOK := len(v.errs) == 0
+	sweepOK := len(v.errs) == before
 
 	// Instances.
 	if len(s.Instances) == 0 {

@@ -159,6 +159,9 @@ func TestParseReportsEveryProblemWithLineAndKey(t *testing.T) {
 			[]string{"scale.quick.sweep.nett: not a sweep variable"}},
 		{"bad toml", func(s string) string { return strings.Replace(s, "runs = 2", "runs = = 2", 1) },
 			[]string{"demo.toml:28: repeat.runs"}},
+		{"an unknown key does not hide the plan's problems", func(s string) string {
+			return strings.Replace(strings.Replace(s, `title = "A demo study"`, "title = \"x\"\ncolour = 3", 1), "rows = 100", "rows = -5", 1)
+		}, []string{"colour: unknown key", "workload.rows: want a positive integer, got -5"}},
 		{"two problems at once", func(s string) string {
 			return strings.Replace(strings.Replace(s, "rows = 100", "rows = 0", 1), "runs = 2", "runs = 0\ntrim = \"median\"", 1)
 		}, []string{"workload.rows", "repeat.trim: want \"none\" or \"min-max\""}},
