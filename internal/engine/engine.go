@@ -1,0 +1,294 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime"
+	"strconv"
+	"maps"
+	"slices"
+	"sort"
+	"strings"
+)
+
+// Engine is one kind of database server dbrig can start (PostgreSQL,
+// MariaDB) or attach to as a target. An engine is made once in main, with
+// the binaries directory the user chose, and registered in a [Registry].
+type Engine interface {
+	// Name is the engine's name in study files and URIs: "postgres".
+	Name() string
+	// Title is its name for people: "PostgreSQL".
+	Title() string
+	// Binaries finds the server programs (once; later calls return the
+	// same) or says how to install them.
+	Binaries(ctx context.Context) (Binaries, error)
+	// CheckSettings validates server settings with the server's own
+	// catalogue and parser, before anything starts. It returns one error
+	// per bad setting, each a *SettingError.
+	CheckSettings(ctx context.Context, settings map[string]string) []error
+	// Start creates and starts an instance dbrig owns. On error nothing is
+	// left running or on disk (unless opts.Keep).
+	Start(ctx context.Context, cfg InstanceConfig, opts StartOptions) (Instance, error)
+	// Attach connects to a server dbrig does not own (a target).
+	Attach(ctx context.Context, name string, target Conn, opts AttachOptions) (Instance, error)
+	// ParseURI reads a user's connection string for this engine. Errors
+	// never contain the password.
+	ParseURI(uri string) (Conn, error)
+	// Schemes are the URI schemes ParseURI accepts ("postgres",
+	// "postgresql").
+	Schemes() []string
+}
+
+// Binaries is one installation of an engine's server programs.
+type Binaries struct {
+	Dir     string
+	Version string // "15.18", "10.11.19"
+}
+
+// InstanceConfig is one database server as a study resolves it for one
+// point and as the topology and the engine run it: the one description of
+// an instance shared by the plan, the topology and the engines.
+type InstanceConfig struct {
+	Name   string `json:"name"`
+	Engine string `json:"engine"`
+	Site   string `json:"site"`
+	// Settings are the server's own settings (postgresql.conf keys,
+	// mariadbd options), applied on top of the ones dbrig owns.
+	Settings map[string]string `json:"settings,omitempty"`
+	// CPUs pins the server and every process it forks to a CPU list
+	// ("0", "0-1"); "" = any CPU.
+	CPUs string `json:"cpus,omitempty"`
+	// Memory caps the server's memory in bytes (cgroup v2 memory.max); 0 =
+	// no cap.
+	Memory int64 `json:"memory,omitempty"`
+	// DataDir is the directory under which the instance's data directory
+	// is made ("" = the run's base directory).
+	DataDir string `json:"data_dir,omitempty"`
+	// WALDir is the directory under which its write-ahead log (PostgreSQL)
+	// or redo log (MariaDB) is made ("" = inside the data directory).
+	WALDir string `json:"wal_dir,omitempty"`
+	// Target, when set, is the name of the user's server that stands in for
+	// this instance (`--target NAME=URI`): dbrig starts nothing for it.
+	Target string `json:"target,omitempty"`
+}
+
+// SameServer reports whether two configurations need the same server
+// process apart from its settings: an instance whose configuration differs
+// only in settings is reconfigured in place, any other difference needs a
+// new instance.
+func (c InstanceConfig) SameServer(o InstanceConfig) bool {
+	return c.Name == o.Name && c.Engine == o.Engine && c.Site == o.Site && c.CPUs == o.CPUs &&
+		c.Memory == o.Memory && c.DataDir == o.DataDir && c.WALDir == o.WALDir && c.Target == o.Target
+}
+
+// Equal reports whether two configurations are the same in every attribute.
+func (c InstanceConfig) Equal(o InstanceConfig) bool {
+	return c.SameServer(o) && maps.Equal(c.Settings, o.Settings)
+}
+
+// StartOptions are how a run starts instances, the same for all of them.
+type StartOptions struct {
+	// BaseDir holds instance directories (default os.TempDir()).
+	BaseDir string
+	// Keep leaves an instance's directory (data, logs) after Stop.
+	Keep bool
+	Log  *slog.Logger
+}
+
+// AttachOptions are how a run attaches to a target.
+type AttachOptions struct {
+	Log *slog.Logger
+}
+
+// Instance is one running database server: one dbrig started, or a target.
+type Instance interface {
+	Name() string
+	// Engine is the engine's name ("postgres").
+	Engine() string
+	// Version is the server's version ("15.18").
+	Version() string
+	// Owned is false for a target: dbrig never stops, restarts or
+	// reconfigures it, and touches only the databases it created there.
+	Owned() bool
+	// Conn is the administrative login to database db over TCP.
+	Conn(db string) Conn
+	// UnixConn is the login through the server's unix socket; ok is false
+	// when dbrig cannot reach one.
+	UnixConn(db string) (c Conn, ok bool)
+	// CreateDatabase makes an empty database of that name for a workload,
+	// replacing one dbrig made before. On a target whose login may not
+	// create databases it makes a schema instead, and the returned Conn
+	// (for Conn(name)) says so.
+	CreateDatabase(ctx context.Context, name string) error
+	// DropDatabase removes a database dbrig made (no error when absent).
+	DropDatabase(ctx context.Context, name string) error
+	// Exec runs SQL statements in one session on database db.
+	Exec(ctx context.Context, db string, sql ...string) error
+	// Setting reads a server setting's current value back from the server.
+	Setting(ctx context.Context, name string) (string, error)
+	// Reconfigure makes the server run with exactly these settings (on top
+	// of dbrig's own): reloadable changes are reloaded, others restart the
+	// server in place on the same data. It reports whether it restarted.
+	Reconfigure(ctx context.Context, settings map[string]string) (restarted bool, err error)
+	// Stop stops a server dbrig started and removes its directory (unless
+	// kept); for a target it only closes what dbrig opened. Safe to call
+	// more than once.
+	Stop(ctx context.Context) error
+	// Exited is closed when the server process exits (never, for a target).
+	Exited() <-chan struct{}
+	// PID is the server's main process id (0 for a target).
+	PID() int
+	// LogPath is the server's log file ("" for a target).
+	LogPath() string
+}
+
+// SettingError is one server setting the engine refuses.
+type SettingError struct {
+	Engine string
+	Key    string
+	Value  string
+	// Msg says what is wrong and what was expected.
+	Msg string
+	// Closest is the nearest valid name when the name is unknown.
+	Closest string
+}
+
+func (e *SettingError) Error() string {
+	if e.Closest != "" {
+		return fmt.Sprintf("%s (did you mean %q?)", e.Msg, e.Closest)
+	}
+	return e.Msg
+}
+
+// Closest returns the candidate nearest to name by edit distance, or ""
+// when none is near enough to be a plausible misspelling.
+func Closest(name string, candidates []string) string {
+	name = strings.ToLower(name)
+	best, bestD := "", len(name)/2+2
+	for _, c := range candidates {
+		if d := editDistance(name, strings.ToLower(c)); d < bestD || (d == bestD && best != "" && c < best) {
+			best, bestD = c, d
+		}
+	}
+	return best
+}
+
+// editDistance is Damerau-Levenshtein's optimal string alignment distance:
+// a swap of two neighbours counts as one edit, as people mistype.
+func editDistance(a, b string) int {
+	ra, rb := []rune(a), []rune(b)
+	prev2 := make([]int, len(rb)+1)
+	prev := make([]int, len(rb)+1)
+	cur := make([]int, len(rb)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(ra); i++ {
+		cur[0] = i
+		for j := 1; j <= len(rb); j++ {
+			cost := 1
+			if ra[i-1] == rb[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			if i > 1 && j > 1 && ra[i-1] == rb[j-2] && ra[i-2] == rb[j-1] {
+				cur[j] = min(cur[j], prev2[j-2]+1)
+			}
+		}
+		prev2, prev, cur = prev, cur, prev2
+	}
+	return prev[len(rb)]
+}
+
+// Registry holds the engines dbrig knows, built explicitly in main.
+type Registry struct{ engines map[string]Engine }
+
+// NewRegistry makes a registry of the given engines.
+func NewRegistry(engines ...Engine) *Registry {
+	r := &Registry{engines: map[string]Engine{}}
+	for _, e := range engines {
+		r.engines[e.Name()] = e
+	}
+	return r
+}
+
+// Lookup finds an engine by name.
+func (r *Registry) Lookup(name string) (Engine, bool) {
+	if r == nil {
+		return nil, false
+	}
+	e, ok := r.engines[name]
+	return e, ok
+}
+
+// Names lists the engines, sorted.
+func (r *Registry) Names() []string {
+	if r == nil {
+		return nil
+	}
+	return slices.Sorted(maps.Keys(r.engines))
+}
+
+// ErrUnknownScheme is returned by ParseTarget for a URI no engine reads.
+var ErrUnknownScheme = errors.New("unknown connection scheme")
+
+// ParseTarget reads a user's URI with the engine its scheme names
+// (postgres://, postgresql://, mysql://, mariadb://).
+func (r *Registry) ParseTarget(uri string) (Engine, Conn, error) {
+	scheme, _, ok := strings.Cut(uri, "://")
+	if ok {
+		for _, name := range r.Names() {
+			e := r.engines[name]
+			if slices.Contains(e.Schemes(), strings.ToLower(scheme)) {
+				c, err := e.ParseURI(uri)
+				return e, c, err
+			}
+		}
+	}
+	var schemes []string
+	for _, name := range r.Names() {
+		for _, s := range r.engines[name].Schemes() {
+			schemes = append(schemes, s+"://")
+		}
+	}
+	sort.Strings(schemes)
+	return nil, Conn{}, fmt.Errorf("%w in %q: want a URI starting with one of %s", ErrUnknownScheme, RedactURI(uri), strings.Join(schemes, ", "))
+}
+
+// ParseCPUList reads a Linux CPU list such as "0", "0-1" or "0,2-3".
+func ParseCPUList(s string) ([]int, error) {
+	var cpus []int
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		lo, hi, isRange := strings.Cut(part, "-")
+		a, err1 := strconv.Atoi(lo)
+		b := a
+		var err2 error
+		if isRange {
+			b, err2 = strconv.Atoi(hi)
+		}
+		if err1 != nil || err2 != nil || a < 0 || b < a || b > 4095 {
+			return nil, fmt.Errorf("CPU list %q: want numbers and ranges such as \"0\", \"0-1\" or \"0,2-3\"", s)
+		}
+		for c := a; c <= b; c++ {
+			cpus = append(cpus, c)
+		}
+	}
+	return cpus, nil
+}
+
+// CheckCPUs parses a CPU list and checks that every CPU exists here.
+func CheckCPUs(s string) ([]int, error) {
+	cpus, err := ParseCPUList(s)
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range cpus {
+		if c >= runtime.NumCPU() {
+			return nil, fmt.Errorf("CPU %d of list %q does not exist on this machine (it has %d: 0-%d)", c, s, runtime.NumCPU(), runtime.NumCPU()-1)
+		}
+	}
+	return cpus, nil
+}
