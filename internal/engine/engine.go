@@ -5,11 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"runtime"
-	"strconv"
 	"maps"
+	"runtime"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 )
 
