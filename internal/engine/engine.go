@@ -99,7 +99,9 @@ type StartOptions struct {
 
 // AttachOptions are how a run attaches to a target.
 type AttachOptions struct {
-	Log *slog.Logger
+	// Keep leaves the databases dbrig made on the target after the run.
+	Keep bool
+	Log  *slog.Logger
 }
 
 // Instance is one running database server: one dbrig started, or a target.
@@ -166,7 +168,7 @@ func (e *SettingError) Error() string {
 // when none is near enough to be a plausible misspelling.
 func Closest(name string, candidates []string) string {
 	name = strings.ToLower(name)
-	best, bestD := "", len(name)/2+2
+	best, bestD := "", len(name)/3+2
 	for _, c := range candidates {
 		if d := editDistance(name, strings.ToLower(c)); d < bestD || (d == bestD && best != "" && c < best) {
 			best, bestD = c, d

@@ -8,24 +8,25 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/dbrig/dbrig/internal/engine"
 )
 
-// ConnInfo says how to reach a database. The password is private so that
-// it cannot end up in a log line, a result or a report by accident: String
-// redacts it; only URI (for drivers) and Env (for child programs) carry it.
-type ConnInfo struct {
-	// Host is an IP address or, when it starts with "/", a unix socket
-	// directory.
-	Host     string
-	Port     int
-	User     string
-	Database string
-	password string
+// ConnInfo is a PostgreSQL login: the engine-neutral [engine.Conn] with
+// what PostgreSQL's clients need of it (a pgx configuration, a libpq URI,
+// keyword/value string and environment). The password stays private to
+// engine.Conn: String redacts it.
+type ConnInfo struct{ engine.Conn }
+
+// ConnInfoOf views a neutral login as PostgreSQL's.
+func ConnInfoOf(c engine.Conn) ConnInfo {
+	c.Engine = Name
+	return ConnInfo{c}
 }
 
 // URI returns the connection URI including the password, for drivers only.
 func (c ConnInfo) URI() string {
-	u := url.URL{Scheme: "postgres", User: url.UserPassword(c.User, c.password), Path: "/" + c.Database}
+	u := url.URL{Scheme: "postgres", User: url.UserPassword(c.User, c.Password()), Path: "/" + c.Database}
 	q := url.Values{}
 	q.Set("sslmode", "disable")
 	if c.IsUnix() {
@@ -35,64 +36,55 @@ func (c ConnInfo) URI() string {
 	} else {
 		u.Host = net.JoinHostPort(c.Host, strconv.Itoa(c.Port))
 	}
+	if o := c.options(); o != "" {
+		q.Set("options", o)
+	}
 	u.RawQuery = q.Encode()
 	return u.String()
 }
 
-// String describes the endpoint without the password.
-func (c ConnInfo) String() string {
-	if c.IsUnix() {
-		return fmt.Sprintf("postgres://%s@[unix:%s/.s.PGSQL.%d]/%s", c.User, c.Host, c.Port, c.Database)
+// options is libpq's "options" value: the session settings and the
+// schema as -c switches, for programs that take a URI or PGOPTIONS.
+func (c ConnInfo) options() string {
+	var parts []string
+	for _, k := range c.SessionKeys() {
+		parts = append(parts, "-c "+k+"="+escapeOption(c.Session[k]))
 	}
-	return fmt.Sprintf("postgres://%s@%s/%s", c.User, net.JoinHostPort(c.Host, strconv.Itoa(c.Port)), c.Database)
+	if c.Schema != "" {
+		parts = append(parts, "-c search_path="+escapeOption(c.Schema))
+	}
+	return strings.Join(parts, " ")
 }
 
-// IsUnix reports whether the connection goes through a unix socket.
-func (c ConnInfo) IsUnix() bool { return strings.HasPrefix(c.Host, "/") }
-
-// SocketPath is the unix socket's path (only meaningful when IsUnix).
-func (c ConnInfo) SocketPath() string {
-	return fmt.Sprintf("%s/.s.PGSQL.%d", c.Host, c.Port)
-}
-
-// Addr is "host:port" for TCP, or "unix:<socket path>" for a unix socket: the
-// form the link's upstream takes.
-func (c ConnInfo) Addr() string {
-	if c.IsUnix() {
-		return "unix:" + c.SocketPath()
-	}
-	return net.JoinHostPort(c.Host, strconv.Itoa(c.Port))
+func escapeOption(v string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(v, `\`, `\\`), " ", `\ `)
 }
 
 // WithDatabase returns the same endpoint for another database.
 func (c ConnInfo) WithDatabase(db string) ConnInfo { c.Database = db; return c }
 
-// Via returns the same login through another TCP address, e.g. a link proxy
-// listening in front of the server.
+// Via returns the same login through another TCP address, e.g. a link
+// proxy listening in front of the server.
 func (c ConnInfo) Via(addr string) (ConnInfo, error) {
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return ConnInfo{}, fmt.Errorf("address %q: %w", addr, err)
-	}
-	p, err := strconv.Atoi(port)
-	if err != nil {
-		return ConnInfo{}, fmt.Errorf("address %q: port: %w", addr, err)
-	}
-	c.Host, c.Port = host, p
-	return c, nil
+	n, err := c.Conn.Via(addr)
+	return ConnInfo{n}, err
 }
 
 // Env is the libpq environment for child programs (psql, pgbench, pg_dump),
 // which keeps the password out of their argument lists.
 func (c ConnInfo) Env() []string {
-	return []string{
+	env := []string{
 		"PGHOST=" + c.Host,
 		"PGPORT=" + strconv.Itoa(c.Port),
 		"PGUSER=" + c.User,
 		"PGDATABASE=" + c.Database,
-		"PGPASSWORD=" + c.password,
+		"PGPASSWORD=" + c.Password(),
 		"PGSSLMODE=disable",
 	}
+	if o := c.options(); o != "" {
+		env = append(env, "PGOPTIONS="+o)
+	}
+	return env
 }
 
 // Keywords returns a libpq keyword/value string with the password, for
@@ -102,48 +94,67 @@ func (c ConnInfo) Keywords() string {
 		return "'" + strings.ReplaceAll(strings.ReplaceAll(s, `\`, `\\`), `'`, `\'`) + "'"
 	}
 	return fmt.Sprintf("host=%s port=%d user=%s password=%s dbname=%s sslmode=disable",
-		q(c.Host), c.Port, q(c.User), q(c.password), q(c.Database))
+		q(c.Host), c.Port, q(c.User), q(c.Password()), q(c.Database))
 }
 
-// Password returns the login's password, for code that must hand it to a
-// server (a user mapping, a subscription). Never print it.
-func (c ConnInfo) Password() string { return c.password }
-
-// ConnConfig is the pgx configuration of the login.
+// ConnConfig is the pgx configuration of the login, with its session
+// settings and schema as startup parameters.
 func (c ConnInfo) ConnConfig() (*pgx.ConnConfig, error) {
 	cfg, err := pgx.ParseConfig(c.URI())
 	if err != nil {
 		return nil, fmt.Errorf("connection to %s: %w", c, err)
 	}
+	delete(cfg.RuntimeParams, "options")
+	for k, v := range c.Session {
+		cfg.RuntimeParams[k] = v
+	}
+	if c.Schema != "" {
+		cfg.RuntimeParams["search_path"] = c.Schema
+	}
 	return cfg, nil
 }
 
 // ParseConnInfo reads a user's URI or keyword/value string into a ConnInfo.
+// Its errors never contain the password, whether the string parses or not.
 func ParseConnInfo(uri string) (ConnInfo, error) {
 	cfg, err := pgx.ParseConfig(uri)
 	if err != nil {
-		// pgx's own message already hides the password.
-		return ConnInfo{}, fmt.Errorf("connection string: %w", err)
+		return ConnInfo{}, fmt.Errorf("connection string %s: %s", engine.RedactURI(uri), redactedCause(err, uri))
 	}
-	return ConnInfo{Host: cfg.Host, Port: int(cfg.Port), User: cfg.User, Database: cfg.Database, password: cfg.Password}, nil
+	ci := ConnInfoOf(engine.NewConn(Name, cfg.Host, int(cfg.Port), cfg.User, cfg.Database, cfg.Password))
+	if len(cfg.RuntimeParams) > 0 {
+		// search_path and other startup settings the user put in the URI
+		// travel on every session.
+		ci.Session = map[string]string{}
+		for k, v := range cfg.RuntimeParams {
+			if k != "application_name" {
+				ci.Session[k] = v
+			}
+		}
+	}
+	return ci, nil
+}
+
+// redactedCause is pgx's parse error without anything of the string that
+// could be a password.
+func redactedCause(err error, uri string) string {
+	msg := err.Error()
+	if u, perr := url.Parse(uri); perr == nil && u.User != nil {
+		if pw, ok := u.User.Password(); ok && pw != "" {
+			msg = strings.ReplaceAll(msg, pw, "xxxxx")
+		}
+	}
+	// pgx quotes the whole string in some messages; never echo it.
+	msg = strings.ReplaceAll(msg, uri, engine.RedactURI(uri))
+	return msg
 }
 
 // Sealed is a ConnInfo with its password in an exported field, to hand a
 // login to a child process over a pipe. Never log, print or store it.
-type Sealed struct {
-	Host     string `json:"host"`
-	Port     int    `json:"port"`
-	User     string `json:"user"`
-	Database string `json:"database"`
-	Password string `json:"password"`
-}
+type Sealed struct{ engine.Sealed }
 
 // Seal exposes the password for a child process's pipe.
-func (c ConnInfo) Seal() Sealed {
-	return Sealed{Host: c.Host, Port: c.Port, User: c.User, Database: c.Database, Password: c.password}
-}
+func (c ConnInfo) Seal() Sealed { return Sealed{c.Conn.Seal()} }
 
 // Open turns a sealed login back into a ConnInfo.
-func (s Sealed) Open() ConnInfo {
-	return ConnInfo{Host: s.Host, Port: s.Port, User: s.User, Database: s.Database, password: s.Password}
-}
+func (s Sealed) Open() ConnInfo { return ConnInfoOf(s.Sealed.Open()) }

@@ -26,22 +26,16 @@ import (
 // SuperUser is the database superuser every instance is created with.
 const SuperUser = "dbrig"
 
-// Options describe one instance to start.
+// Options describe one instance to start: the engine-neutral configuration
+// (name, settings, CPUs, memory, data and WAL placement), how the run
+// starts instances, and PostgreSQL's binaries.
 type Options struct {
-	// Name identifies the instance in messages ("pub", "db").
-	Name string
+	engine.InstanceConfig
+	engine.StartOptions
 	// Binaries to run; zero means FindBinaries(ctx, "").
 	Binaries Binaries
-	// Settings are postgresql.conf keys and values, applied on top of
-	// dbrig's own (listen address, port, socket directory, auth).
-	Settings map[string]string
-	// BaseDir holds the instance's directory (default os.TempDir()).
-	BaseDir string
-	// Keep leaves the directory in place after Stop, for inspection.
-	Keep bool
 	// StartTimeout bounds initdb plus start (default 60 s).
 	StartTimeout time.Duration
-	Logger       *slog.Logger
 }
 
 // Instance is one running PostgreSQL server in a directory of its own.
@@ -50,6 +44,7 @@ type Instance struct {
 	bin       Binaries
 	dir       string
 	dataDir   string
+	walDir    string // the WAL's own directory when placed apart, else ""
 	socketDir string
 	logPath   string
 	port      int
@@ -57,13 +52,18 @@ type Instance struct {
 	keep      bool
 	user      engine.ServerUser
 	log       *slog.Logger
+	settings  map[string]string
+	proc      engine.ProcessOptions
 
+	mu       sync.Mutex // guards cmd, exited, exitErr across restarts
 	cmd      *exec.Cmd
 	exited   chan struct{} // closed when the postmaster has exited
 	exitErr  error
 	stopOnce sync.Once
 	stopErr  error
 }
+
+var _ engine.Instance = (*Instance)(nil)
 
 // Start creates and starts an instance: initdb in a fresh temporary
 // directory, a free loopback port, a private unix socket directory (mode
@@ -73,8 +73,8 @@ func Start(ctx context.Context, opts Options) (inst *Instance, err error) {
 	if opts.Name == "" {
 		opts.Name = "pg"
 	}
-	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.DiscardHandler)
+	if opts.Log == nil {
+		opts.Log = slog.New(slog.DiscardHandler)
 	}
 	if opts.StartTimeout <= 0 {
 		opts.StartTimeout = 60 * time.Second
@@ -88,6 +88,12 @@ func Start(ctx context.Context, opts Options) (inst *Instance, err error) {
 			return nil, wrap(fmt.Errorf("setting %q is managed by dbrig (instances listen on loopback and a private socket only)", k))
 		}
 	}
+	var proc engine.ProcessOptions
+	if opts.CPUs != "" {
+		if proc.CPUs, err = engine.CheckCPUs(opts.CPUs); err != nil {
+			return nil, wrap(fmt.Errorf("cpus: %w", err))
+		}
+	}
 	bin := opts.Binaries
 	if bin.Dir == "" {
 		if bin, err = FindBinaries(ctx, ""); err != nil {
@@ -99,14 +105,22 @@ func Start(ctx context.Context, opts Options) (inst *Instance, err error) {
 		return nil, wrap(err)
 	}
 	base := opts.BaseDir
+	if opts.DataDir != "" {
+		base = opts.DataDir
+	}
 	if base == "" {
 		base = os.TempDir()
 	}
-	if err := user.CheckReachable(base); err != nil {
-		return nil, wrap(err)
-	}
-	for _, d := range RemoveStale(base) {
-		opts.Logger.Info("removed the directory of an instance whose dbrig was killed", "dir", d)
+	for _, d := range []string{base, opts.WALDir} {
+		if d == "" {
+			continue
+		}
+		if err := user.CheckReachable(d); err != nil {
+			return nil, wrap(err)
+		}
+		for _, gone := range RemoveStale(d) {
+			opts.Log.Info("removed the directory of an instance whose dbrig was killed", "dir", gone)
+		}
 	}
 	dir, err := os.MkdirTemp(base, "dbrig-pg-"+safeName(opts.Name)+"-")
 	if err != nil {
@@ -117,8 +131,9 @@ func Start(ctx context.Context, opts Options) (inst *Instance, err error) {
 		dataDir:   filepath.Join(dir, "data"),
 		socketDir: filepath.Join(dir, "sock"),
 		logPath:   filepath.Join(dir, "server.log"),
-		log:       opts.Logger.With("instance", opts.Name),
+		log:       opts.Log.With("instance", opts.Name),
 		exited:    make(chan struct{}),
+		settings:  maps.Clone(opts.Settings),
 	}
 	defer func() {
 		if err != nil {
@@ -126,6 +141,29 @@ func Start(ctx context.Context, opts Options) (inst *Instance, err error) {
 			err = wrap(err)
 		}
 	}()
+	if opts.WALDir != "" {
+		wal, err := os.MkdirTemp(opts.WALDir, "dbrig-pg-wal-"+safeName(opts.Name)+"-")
+		if err != nil {
+			return nil, fmt.Errorf("create the WAL directory: %w", err)
+		}
+		// The owner file lets RemoveStale tell a killed run's WAL from a
+		// live one.
+		if err := os.WriteFile(filepath.Join(wal, "owner"), []byte(dir+"\n"), 0o644); err != nil {
+			return nil, err
+		}
+		if err := i.user.Chown(wal); err != nil {
+			return nil, err
+		}
+		i.walDir = wal
+	}
+	if opts.Memory > 0 {
+		cg, err := engine.NewMemoryCgroup(filepath.Base(dir), opts.Memory)
+		if err != nil {
+			return nil, fmt.Errorf("memory: %w", err)
+		}
+		proc.Cgroup = cg
+	}
+	i.proc = proc
 	if err := i.initdb(ctx); err != nil {
 		return nil, err
 	}
@@ -136,7 +174,7 @@ func Start(ctx context.Context, opts Options) (inst *Instance, err error) {
 			return nil, err
 		}
 		i.port = port
-		if err := i.writeConf(opts.Settings); err != nil {
+		if err := i.writeConf(i.settings); err != nil {
 			return nil, err
 		}
 		err = i.start(ctx)
@@ -184,9 +222,12 @@ func (i *Instance) initdb(ctx context.Context) error {
 			return err
 		}
 	}
-	cmd := exec.CommandContext(ctx, i.bin.Path("initdb"),
-		"--pgdata", i.dataDir, "--username", SuperUser, "--pwfile", pwFile,
-		"--auth", "scram-sha-256", "--encoding", "UTF8", "--locale", "C", "--no-sync")
+	args := []string{"--pgdata", i.dataDir, "--username", SuperUser, "--pwfile", pwFile,
+		"--auth", "scram-sha-256", "--encoding", "UTF8", "--locale", "C", "--no-sync"}
+	if i.walDir != "" {
+		args = append(args, "--waldir", filepath.Join(i.walDir, "pg_wal"))
+	}
+	cmd := exec.CommandContext(ctx, i.bin.Path("initdb"), args...)
 	cmd.Dir = i.dir
 	cmd.Env = append(os.Environ(), "LC_ALL=C")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: i.user.Credential()}
@@ -235,7 +276,8 @@ func (i *Instance) writeConf(user map[string]string) error {
 }
 
 func (i *Instance) start(ctx context.Context) error {
-	logf, err := os.OpenFile(i.logPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+	// The log is appended to: a restart in place keeps what came before.
+	logf, err := os.OpenFile(i.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return err
 	}
@@ -248,20 +290,24 @@ func (i *Instance) start(ctx context.Context) error {
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.Env = append(os.Environ(), "LC_ALL=C")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: i.user.Credential()}
-	if err := engine.Start(cmd); err != nil {
+	if err := engine.StartWith(cmd, i.proc); err != nil {
 		return fmt.Errorf("start %s: %w", i.bin.Path("postgres"), err)
 	}
-	i.cmd = cmd
 	exited := make(chan struct{})
-	i.exited = exited
+	i.mu.Lock()
+	i.cmd, i.exited, i.exitErr = cmd, exited, nil
+	i.mu.Unlock()
 	go func() { // owned by the instance; ends when the postmaster exits
-		i.exitErr = cmd.Wait()
+		err := cmd.Wait()
+		i.mu.Lock()
+		i.exitErr = err
+		i.mu.Unlock()
 		close(exited)
 	}()
-	return i.waitReady(ctx)
+	return i.waitReady(ctx, exited)
 }
 
-func (i *Instance) waitReady(ctx context.Context) error {
+func (i *Instance) waitReady(ctx context.Context, exited <-chan struct{}) error {
 	cfg, err := i.Conn("postgres").ConnConfig()
 	if err != nil {
 		return err
@@ -271,8 +317,11 @@ func (i *Instance) waitReady(ctx context.Context) error {
 	var last error
 	for {
 		select {
-		case <-i.exited:
-			return fmt.Errorf("postgres exited during start-up (%v); its log %s ends:\n%s", i.exitErr, i.logPath, i.logTail())
+		case <-exited:
+			i.mu.Lock()
+			exitErr := i.exitErr
+			i.mu.Unlock()
+			return fmt.Errorf("postgres exited during start-up (%v); its log %s ends:\n%s", exitErr, i.logPath, i.logTail())
 		case <-ctx.Done():
 			return fmt.Errorf("postgres did not accept connections in time (last: %v); its log ends:\n%s", last, i.logTail())
 		case <-tick.C:
@@ -290,11 +339,21 @@ func (i *Instance) waitReady(ctx context.Context) error {
 // Name is the instance's name.
 func (i *Instance) Name() string { return i.name }
 
+// Engine is "postgres".
+func (i *Instance) Engine() string { return Name }
+
+// Owned is true: dbrig started this server.
+func (i *Instance) Owned() bool { return true }
+
 // Dir is the instance's directory (data, socket, log).
 func (i *Instance) Dir() string { return i.dir }
 
 // DataDir is the cluster's data directory.
 func (i *Instance) DataDir() string { return i.dataDir }
+
+// WALDir is the directory holding the write-ahead log when it was placed
+// apart from the data ("" when it lives in the data directory).
+func (i *Instance) WALDir() string { return i.walDir }
 
 // LogPath is the server's log file.
 func (i *Instance) LogPath() string { return i.logPath }
@@ -310,15 +369,20 @@ func (i *Instance) Version() string { return i.bin.Version }
 
 // PID is the postmaster's process id.
 func (i *Instance) PID() int {
+	i.mu.Lock()
+	defer i.mu.Unlock()
 	if i.cmd == nil || i.cmd.Process == nil {
 		return 0
 	}
 	return i.cmd.Process.Pid
 }
 
+// Cgroup is the memory cgroup capping the server, or nil.
+func (i *Instance) Cgroup() *engine.Cgroup { return i.proc.Cgroup }
+
 // Conn is the superuser's login over loopback TCP to database db.
 func (i *Instance) Conn(db string) ConnInfo {
-	return ConnInfo{Host: "127.0.0.1", Port: i.port, User: SuperUser, Database: db, password: i.password}
+	return ConnInfoOf(engine.NewConn(Name, "127.0.0.1", i.port, SuperUser, db, i.password))
 }
 
 // UnixConn is the superuser's login through the private unix socket.
@@ -327,6 +391,12 @@ func (i *Instance) UnixConn(db string) ConnInfo {
 	c.Host = i.socketDir
 	return c
 }
+
+// Login is Conn as the engine-neutral login.
+func (i *Instance) Login(db string) engine.Conn { return i.Conn(db).Conn }
+
+// UnixLogin is UnixConn as the engine-neutral login.
+func (i *Instance) UnixLogin(db string) (engine.Conn, bool) { return i.UnixConn(db).Conn, true }
 
 // Connect opens a pgx connection to database db over loopback TCP.
 func (i *Instance) Connect(ctx context.Context, db string) (*pgx.Conn, error) {
@@ -343,26 +413,128 @@ func (i *Instance) Connect(ctx context.Context, db string) (*pgx.Conn, error) {
 
 // Exec runs SQL statements on database db in one connection.
 func (i *Instance) Exec(ctx context.Context, db string, sql ...string) error {
-	conn, err := i.Connect(ctx, db)
+	return execOn(ctx, i.name, i.Conn(db), sql...)
+}
+
+func execOn(ctx context.Context, name string, ci ConnInfo, sql ...string) error {
+	cfg, err := ci.ConnConfig()
 	if err != nil {
 		return err
+	}
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return fmt.Errorf("connect to instance %q: %w", name, err)
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
 	for _, s := range sql {
 		if _, err := conn.Exec(ctx, s); err != nil {
-			return fmt.Errorf("instance %q: %s: %w", i.name, firstLine(s), err)
+			return fmt.Errorf("instance %q: %s: %w", name, firstLine(s), err)
 		}
 	}
 	return nil
 }
 
-// CreateDatabase creates a database owned by the superuser.
+// CreateDatabase makes an empty database owned by the superuser, replacing
+// one of that name (dbrig made every database of its own instances).
 func (i *Instance) CreateDatabase(ctx context.Context, name string) error {
-	return i.Exec(ctx, "postgres", "CREATE DATABASE "+pgx.Identifier{name}.Sanitize())
+	return i.Exec(ctx, "postgres",
+		"DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)",
+		"CREATE DATABASE "+pgx.Identifier{name}.Sanitize())
+}
+
+// DropDatabase removes a database (no error when it does not exist).
+func (i *Instance) DropDatabase(ctx context.Context, name string) error {
+	return i.Exec(ctx, "postgres", "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)")
+}
+
+// Setting reads a setting's current value as SHOW prints it ("128MB").
+func (i *Instance) Setting(ctx context.Context, name string) (string, error) {
+	return settingOn(ctx, i.name, i.Conn("postgres"), name)
+}
+
+func settingOn(ctx context.Context, inst string, ci ConnInfo, name string) (string, error) {
+	cfg, err := ci.ConnConfig()
+	if err != nil {
+		return "", err
+	}
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return "", fmt.Errorf("connect to instance %q: %w", inst, err)
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	var v string
+	if err := conn.QueryRow(ctx, "SELECT current_setting($1)", name).Scan(&v); err != nil {
+		return "", fmt.Errorf("instance %q: read setting %s: %w", inst, name, err)
+	}
+	return v, nil
+}
+
+// Settings are the settings dbrig applied on top of its own.
+func (i *Instance) Settings() map[string]string { return maps.Clone(i.settings) }
+
+// Reconfigure makes the server run with exactly these settings: dbrig.conf
+// is rewritten whole, so a setting no longer given returns to its default.
+// When every changed setting can change at run time the configuration is
+// reloaded; when one needs a restart (context "postmaster") the server is
+// restarted in place, on the same data directory.
+func (i *Instance) Reconfigure(ctx context.Context, settings map[string]string) (restarted bool, err error) {
+	wrap := func(err error) error { return fmt.Errorf("reconfigure postgres instance %q: %w", i.name, err) }
+	for k := range settings {
+		if slices.Contains(ownedSettings, strings.ToLower(k)) {
+			return false, wrap(fmt.Errorf("setting %q is managed by dbrig", k))
+		}
+	}
+	var changed []string
+	for k, v := range settings {
+		if old, ok := i.settings[k]; !ok || old != v {
+			changed = append(changed, strings.ToLower(k))
+		}
+	}
+	for k := range i.settings {
+		if _, ok := settings[k]; !ok {
+			changed = append(changed, strings.ToLower(k))
+		}
+	}
+	if len(changed) == 0 {
+		return false, nil
+	}
+	conn, err := i.Connect(ctx, "postgres")
+	if err != nil {
+		return false, wrap(err)
+	}
+	var needRestart bool
+	err = conn.QueryRow(ctx, "SELECT coalesce(bool_or(context = 'postmaster'), false) FROM pg_settings WHERE name = ANY($1)", changed).Scan(&needRestart)
+	conn.Close(context.WithoutCancel(ctx))
+	if err != nil {
+		return false, wrap(err)
+	}
+	if err := i.writeConf(settings); err != nil {
+		return false, wrap(err)
+	}
+	i.settings = maps.Clone(settings)
+	if !needRestart {
+		if err := i.Exec(ctx, "postgres", "SELECT pg_reload_conf()"); err != nil {
+			return false, wrap(err)
+		}
+		i.log.Info("postgres reloaded", "changed", changed)
+		return false, nil
+	}
+	if err := i.shutdown(ctx); err != nil {
+		return true, wrap(err)
+	}
+	if err := i.start(ctx); err != nil {
+		return true, wrap(fmt.Errorf("restart in place: %w", err))
+	}
+	i.log.Info("postgres restarted in place", "changed", changed)
+	return true, nil
 }
 
 // Exited is closed when the server process has exited for any reason.
-func (i *Instance) Exited() <-chan struct{} { return i.exited }
+func (i *Instance) Exited() <-chan struct{} {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	return i.exited
+}
 
 // Stop shuts the server down (fast shutdown; immediate after 10 s; SIGKILL
 // after 5 s more) and removes the instance's directory unless Keep was set.
@@ -372,45 +544,63 @@ func (i *Instance) Stop(ctx context.Context) error {
 	return i.stopErr
 }
 
+// shutdown stops the postmaster and its backends and waits for them.
+func (i *Instance) shutdown(context.Context) error {
+	i.mu.Lock()
+	cmd, exited := i.cmd, i.exited
+	i.mu.Unlock()
+	if cmd == nil || cmd.Process == nil {
+		return nil
+	}
+	steps := []struct {
+		sig  syscall.Signal
+		wait time.Duration
+	}{
+		{syscall.SIGINT, 10 * time.Second}, // fast shutdown: roll back, disconnect, checkpoint
+		{syscall.SIGQUIT, 5 * time.Second}, // immediate shutdown
+		{syscall.SIGKILL, 5 * time.Second},
+	}
+	var errs []error
+	for _, s := range steps {
+		pid := cmd.Process.Pid
+		if s.sig == syscall.SIGKILL {
+			pid = -pid // the whole process group: backends too
+		}
+		if err := syscall.Kill(pid, s.sig); err != nil && !errors.Is(err, syscall.ESRCH) {
+			errs = append(errs, fmt.Errorf("signal %v: %w", s.sig, err))
+		}
+		select {
+		case <-exited:
+			return errors.Join(errs...)
+		case <-time.After(s.wait):
+		}
+		i.log.Warn("postgres did not stop in time", "signal", s.sig)
+	}
+	return errors.Join(append(errs, fmt.Errorf("postgres (pid %d) did not exit after SIGKILL", cmd.Process.Pid))...)
+}
+
 func (i *Instance) stop(ctx context.Context) error {
 	var errs []error
-	if i.cmd != nil && i.cmd.Process != nil {
-		steps := []struct {
-			sig  syscall.Signal
-			wait time.Duration
-		}{
-			{syscall.SIGINT, 10 * time.Second}, // fast shutdown: roll back, disconnect, checkpoint
-			{syscall.SIGQUIT, 5 * time.Second}, // immediate shutdown
-			{syscall.SIGKILL, 5 * time.Second},
-		}
-		stopped := false
-		for _, s := range steps {
-			pid := i.cmd.Process.Pid
-			if s.sig == syscall.SIGKILL {
-				pid = -pid // the whole process group: backends too
-			}
-			if err := syscall.Kill(pid, s.sig); err != nil && !errors.Is(err, syscall.ESRCH) {
-				errs = append(errs, fmt.Errorf("signal %v: %w", s.sig, err))
-			}
-			select {
-			case <-i.exited:
-				stopped = true
-			case <-time.After(s.wait):
-			}
-			if stopped {
-				break
-			}
-			i.log.Warn("postgres did not stop in time", "signal", s.sig)
-		}
-		if !stopped {
-			errs = append(errs, fmt.Errorf("postgres (pid %d) did not exit after SIGKILL", i.cmd.Process.Pid))
+	if err := i.shutdown(ctx); err != nil {
+		errs = append(errs, err)
+	}
+	if cg := i.proc.Cgroup; cg != nil {
+		if err := cg.Remove(); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	if i.keep {
 		_ = os.WriteFile(filepath.Join(i.dir, "keep"), []byte("kept by dbrig --keep\n"), 0o644)
 		i.log.Info("postgres stopped; directory kept", "dir", i.dir)
-	} else if err := os.RemoveAll(i.dir); err != nil {
-		errs = append(errs, fmt.Errorf("remove %s: %w", i.dir, err))
+	} else {
+		for _, d := range []string{i.dir, i.walDir} {
+			if d == "" {
+				continue
+			}
+			if err := os.RemoveAll(d); err != nil {
+				errs = append(errs, fmt.Errorf("remove %s: %w", d, err))
+			}
+		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("stop postgres instance %q: %w", i.name, err)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/dbrig/dbrig/internal/engine"
 	"github.com/dbrig/dbrig/internal/engine/postgres"
 	"github.com/dbrig/dbrig/internal/engine/postgres/pgtest"
 )
@@ -30,7 +31,7 @@ func TestInstancesStartConnectAndStop(t *testing.T) {
 	errs := make([]error, len(settings))
 	for n := range settings {
 		wg.Go(func() {
-			insts[n], errs[n] = postgres.Start(ctx, postgres.Options{Name: "t" + string(rune('a'+n)), Binaries: bin, Settings: settings[n]})
+			insts[n], errs[n] = postgres.Start(ctx, postgres.Options{InstanceConfig: engine.InstanceConfig{Name: "t" + string(rune('a'+n)), Settings: settings[n]}, Binaries: bin})
 		})
 	}
 	wg.Wait()
@@ -115,7 +116,7 @@ func TestStartErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			base := pgtest.BaseDir(t)
-			_, err := postgres.Start(ctx, postgres.Options{Name: "bad", Binaries: bin, Settings: tt.settings, BaseDir: base})
+			_, err := postgres.Start(ctx, postgres.Options{InstanceConfig: engine.InstanceConfig{Name: "bad", Settings: tt.settings}, StartOptions: engine.StartOptions{BaseDir: base}, Binaries: bin})
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("Start = %v, want an error naming %q", err, tt.want)
 			}

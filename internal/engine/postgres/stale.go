@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"bufio"
+	"errors"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -22,6 +23,18 @@ func RemoveStale(baseDir string) (removed []string) {
 	}
 	dirs, _ := filepath.Glob(filepath.Join(baseDir, "dbrig-pg-*"))
 	for _, dir := range dirs {
+		if strings.HasPrefix(filepath.Base(dir), "dbrig-pg-wal-") {
+			// A WAL directory placed apart belongs to the instance
+			// directory its owner file names: stale once that is gone.
+			owner, err := os.ReadFile(filepath.Join(dir, "owner"))
+			if err != nil {
+				continue
+			}
+			if _, err := os.Stat(strings.TrimSpace(string(owner))); errors.Is(err, os.ErrNotExist) && os.RemoveAll(dir) == nil {
+				removed = append(removed, dir)
+			}
+			continue
+		}
 		st, err := os.Stat(dir)
 		if err != nil || !st.IsDir() {
 			continue

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dbrig/dbrig/internal/engine"
 	"github.com/dbrig/dbrig/internal/engine/postgres"
 )
 
@@ -27,7 +28,7 @@ func Start(tb testing.TB, name string, settings map[string]string) *postgres.Ins
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	inst, err := postgres.Start(ctx, postgres.Options{Name: name, Binaries: bin, Settings: merged})
+	inst, err := postgres.Start(ctx, postgres.Options{InstanceConfig: engine.InstanceConfig{Name: name, Settings: merged}, Binaries: bin})
 	if err != nil {
 		tb.Fatalf("start postgres: %v", err)
 	}
