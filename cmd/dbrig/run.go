@@ -16,6 +16,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/dbrig/dbrig/internal/engine"
 	"github.com/dbrig/dbrig/internal/engine/postgres"
 	"github.com/dbrig/dbrig/internal/report"
 	"github.com/dbrig/dbrig/internal/study"
@@ -25,9 +26,17 @@ import (
 	"github.com/dbrig/dbrig/studies"
 )
 
-// newRegistry lists the workloads dbrig knows.
-func newRegistry() *study.Registry {
-	return study.NewRegistry(rbar.Kind(), georep.Kind())
+// binDirs are where the user says each engine's server programs are.
+type binDirs struct{ pg, mariadb string }
+
+// newEngines lists the engines dbrig knows.
+func newEngines(dirs binDirs) *engine.Registry {
+	return engine.NewRegistry(postgres.New(dirs.pg))
+}
+
+// newRegistry lists the engines and the workloads dbrig knows.
+func newRegistry(dirs binDirs) *study.Registry {
+	return study.NewRegistry(newEngines(dirs), rbar.Kind(), georep.Kind())
 }
 
 // loadStudy reads a study by built-in name or file path.
@@ -52,7 +61,9 @@ type runFlags struct {
 	json        bool
 	keep        bool
 	keepGoing   bool
-	pgBin       string
+	bins        binDirs
+	engine      string
+	targets     []string
 	verbose     bool
 }
 
@@ -61,18 +72,29 @@ func newRunCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "run NAME|FILE",
 		Short: "Run a study on real servers and write its report",
-		Long: `Run a study: start its PostgreSQL instances and links, run every point of its
+		Long: `Run a study: start its database instances and links, run every point of its
 plan, append each finished point to results.jsonl (fsynced, so Ctrl-C or a crash
 loses nothing finished) and write report.html and report.md.
 
 NAME is a built-in study (see 'dbrig studies'); FILE is a study file (.toml).
 The default scale is the study's default (quick for the built-in studies).
 
+--engine puts every instance on another engine (postgres, mariadb). --target
+NAME=URI replaces the study's instance NAME by a server you already run
+(postgres://..., mysql://... or mariadb://...; NAME=env:VAR reads the URI from
+the environment variable VAR, so no password shows in the process list). dbrig
+never starts, stops or reconfigures a target: it creates one database of its
+own there (dbrig_<study>, or a schema when the login may not create databases)
+and removes it at the end unless --keep. The emulated links still apply in
+front of a target.
+
 Exit codes: 0 every point succeeded, 1 a point failed (the message names it),
 2 the study file or flags are wrong (nothing was started), 130 interrupted
 (resume with --resume DIR).`,
 		Example: `  dbrig run rbar-latency                 # quick scale, a few minutes
   dbrig run rbar-latency --full          # the full study
+  dbrig run rbar-latency --engine mariadb
+  dbrig run rbar-latency --target db=env:MY_PG_URI   # your server, behind each link
   dbrig run my-study.toml --out runs/x   # a study of your own
   dbrig run --resume runs/rbar-latency-20261122-101500`,
 		Args: cobra.MaximumNArgs(1),
@@ -89,17 +111,30 @@ Exit codes: 0 every point succeeded, 1 a point failed (the message names it),
 	fl.BoolVar(&f.json, "json", false, "print a JSON summary on stdout (progress goes to stderr)")
 	fl.BoolVar(&f.keep, "keep", false, "keep the instances' directories (data, logs) after the run")
 	fl.BoolVar(&f.keepGoing, "keep-going", false, "run the remaining points after one fails")
-	fl.StringVar(&f.pgBin, "pg-bin", "", "PostgreSQL server binaries `DIR` (default: newest found)")
+	fl.StringVar(&f.bins.pg, "pg-bin", "", "PostgreSQL server binaries `DIR` (default: newest found)")
+	fl.StringVar(&f.bins.mariadb, "mariadb-bin", "", "MariaDB server binaries `DIR` (default: found on PATH, /usr/sbin, /usr/bin)")
+	fl.StringVar(&f.engine, "engine", "", "run every instance on this `ENGINE` (postgres, mariadb)")
+	fl.StringArrayVar(&f.targets, "target", nil, "replace instance NAME by your server: `NAME=URI` or NAME=env:VAR (repeatable)")
 	fl.BoolVar(&f.verbose, "verbose", false, "log what dbrig does to stderr")
 	return cmd
 }
 
 func runStudy(ctx context.Context, a *app, args []string, f runFlags) error {
-	reg := newRegistry()
+	reg := newRegistry(f.bins)
 	scale, err := pickScale(f)
 	if err != nil {
 		return usageError(err)
 	}
+	if f.engine != "" {
+		if _, ok := reg.Engines().Lookup(f.engine); !ok {
+			return usageError(fmt.Errorf("--engine %s: want one of %s", f.engine, strings.Join(reg.Engines().Names(), ", ")))
+		}
+	}
+	targets, targetEngines, err := parseTargets(f.targets, reg.Engines(), a.getenv)
+	if err != nil {
+		return usageError(err)
+	}
+	opts := study.PlanOptions{Engine: f.engine, Targets: targetEngines}
 	var spec *study.Spec
 	dir := f.out
 	switch {
@@ -117,6 +152,15 @@ func runStudy(ctx context.Context, a *app, args []string, f runFlags) error {
 		if scale != "" && scale != rd.Info.Scale {
 			return usageError(fmt.Errorf("%s was run at scale %q; it resumes at that scale, not %q", f.resume, rd.Info.Scale, scale))
 		}
+		if f.engine != "" && f.engine != rd.Info.Options.Engine {
+			return usageError(fmt.Errorf("%s was run with %s; it resumes with the same", f.resume, rd.Info.Options))
+		}
+		for name := range rd.Info.Options.Targets {
+			if _, ok := targets[name]; !ok {
+				return usageError(fmt.Errorf("%s was run with --target %s: give it again to resume (dbrig does not store its login)", f.resume, name))
+			}
+		}
+		opts = rd.Info.Options
 		spec, scale, dir = rd.Spec, rd.Info.Scale, f.resume
 	case len(args) == 0:
 		return usageError(fmt.Errorf("name a study or a study file (built-in: %s)", strings.Join(studies.Names(), ", ")))
@@ -125,16 +169,20 @@ func runStudy(ctx context.Context, a *app, args []string, f runFlags) error {
 			return usageError(err)
 		}
 	}
-	plan, err := spec.Plan(scale)
+	plan, err := spec.PlanWith(scale, opts)
 	if err != nil {
 		return usageError(err)
 	}
+	// Every setting is checked by its engine before anything starts.
+	if err := study.CheckSettings(ctx, plan, reg.Engines()); err != nil {
+		var es study.SpecErrors
+		if errors.As(err, &es) {
+			return usageError(err)
+		}
+		return failure(err)
+	}
 	if dir == "" {
 		dir = filepath.Join("runs", fmt.Sprintf("%s-%s", spec.Name, time.Now().Format("20060102-150405")))
-	}
-	bin, err := postgres.FindBinaries(ctx, f.pgBin)
-	if err != nil {
-		return failure(err)
 	}
 
 	progressOut := a.stderr
@@ -150,8 +198,8 @@ func runStudy(ctx context.Context, a *app, args []string, f runFlags) error {
 	fmt.Fprintf(a.stderr, "dbrig: running %s (scale %s, %d points) into %s\n", spec.Name, orDefault(plan.Scale, "default"), len(plan.Points()), dir)
 
 	r := &study.Runner{
-		Plan: plan, Registry: reg, Dir: dir, Binaries: bin, Keep: f.keep, KeepGoing: f.keepGoing,
-		Progress: progress, Log: log, Version: a.version, CommandLine: append([]string{"dbrig"}, os.Args[1:]...),
+		Plan: plan, Registry: reg, Dir: dir, Targets: targets, Keep: f.keep, KeepGoing: f.keepGoing,
+		Progress: progress, Log: log, Version: a.version, CommandLine: redactedArgs(),
 	}
 	out, runErr := r.Run(ctx)
 
@@ -173,9 +221,59 @@ func runStudy(ctx context.Context, a *app, args []string, f runFlags) error {
 		fmt.Fprintf(a.stderr, "dbrig: interrupted: %d finished points are saved in %s; resume with: dbrig run --resume %s\n", countOK(out.Results), dir, dir)
 		return runErr
 	case errors.Is(runErr, study.ErrPointFailed):
-		return failure(fmt.Errorf("%w\n(results so far in %s; resume with: dbrig run --resume %s)", runErr, dir, dir))
+		what := runErr.Error()
+		var pe *study.PointError
+		if errors.As(runErr, &pe) {
+			what = "point " + pe.Key + " failed"
+		}
+		keep := ""
+		if !f.keep {
+			keep = "; --keep keeps the instances' directories and server logs for inspection"
+		}
+		return failure(fmt.Errorf("%s (the error is above and in %s)%s.\nResults so far are in %s; once the cause is fixed, dbrig run --resume %s runs the points that are missing",
+			what, filepath.Join(dir, study.ResultsFile), keep, dir, dir))
 	}
 	return failure(runErr)
+}
+
+// parseTargets reads --target NAME=URI (or NAME=env:VAR) flags: the logins
+// by instance name, and each target's engine by the URI's scheme. No error
+// shows a password.
+func parseTargets(flags []string, engines *engine.Registry, getenv func(string) string) (map[string]engine.Conn, map[string]string, error) {
+	if len(flags) == 0 {
+		return nil, nil, nil
+	}
+	logins, kinds := map[string]engine.Conn{}, map[string]string{}
+	for _, fl := range flags {
+		name, uri, ok := strings.Cut(fl, "=")
+		if !ok || name == "" || uri == "" {
+			return nil, nil, fmt.Errorf("--target %s: want NAME=URI or NAME=env:VAR, e.g. --target db=postgres://user@host/db", engine.RedactURI(fl))
+		}
+		if v, fromEnv := strings.CutPrefix(uri, "env:"); fromEnv {
+			if uri = getenv(v); uri == "" {
+				return nil, nil, fmt.Errorf("--target %s=env:%s: the environment variable %s is empty or unset", name, v, v)
+			}
+		}
+		if _, dup := logins[name]; dup {
+			return nil, nil, fmt.Errorf("--target %s is given twice", name)
+		}
+		e, login, err := engines.ParseTarget(uri)
+		if err != nil {
+			return nil, nil, fmt.Errorf("--target %s: %w", name, err)
+		}
+		logins[name], kinds[name] = login, e.Name()
+	}
+	return logins, kinds, nil
+}
+
+// redactedArgs is the command line as run.json and reports record it,
+// with every password hidden.
+func redactedArgs() []string {
+	out := []string{"dbrig"}
+	for _, a := range os.Args[1:] {
+		out = append(out, engine.RedactURI(a))
+	}
+	return out
 }
 
 func countOK(rs []study.Result) int {
@@ -229,15 +327,19 @@ type runJSON struct {
 	Dir      string           `json:"dir"`
 	HTML     string           `json:"report_html,omitempty"`
 	Markdown string           `json:"report_md,omitempty"`
-	Ran      int              `json:"ran"`
-	Skipped  int              `json:"skipped"`
-	Failed   int              `json:"failed"`
+	// Ran counts the points run now; Done those already in the directory
+	// (a resumed run); Failed the points that failed; Unreachable the
+	// points skipped because a target cannot give what they ask for.
+	Ran         int `json:"ran"`
+	Done        int `json:"done"`
+	Failed      int `json:"failed"`
+	Unreachable int `json:"unreachable"`
 	Error    string           `json:"error,omitempty"`
 	Findings []report.Finding `json:"findings,omitempty"`
 }
 
 func printRunJSON(w io.Writer, dir, html, md string, out study.Outcome, doc *report.Doc, runErr error) error {
-	j := runJSON{Dir: dir, HTML: html, Markdown: md, Ran: out.Ran, Skipped: out.Skipped, Failed: out.Failed}
+	j := runJSON{Dir: dir, HTML: html, Markdown: md, Ran: out.Ran, Done: out.Done, Failed: out.Failed, Unreachable: out.Unreachable}
 	if runErr != nil {
 		j.Error = runErr.Error()
 	}
@@ -256,7 +358,7 @@ func newReportCmd(a *app) *cobra.Command {
 		Short: "Rebuild a run's report.html and report.md from its results.jsonl",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			reg := newRegistry()
+			reg := newRegistry(binDirs{})
 			if _, err := os.Stat(filepath.Join(args[0], study.RunFile)); err != nil {
 				return usageError(fmt.Errorf("%s is not a dbrig run directory (no %s)", args[0], study.RunFile))
 			}
@@ -285,7 +387,7 @@ func newStudiesCmd(a *app) *cobra.Command {
 		Short: "List the built-in studies",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			reg := newRegistry()
+			reg := newRegistry(binDirs{})
 			type row struct {
 				Name   string         `json:"name"`
 				Title  string         `json:"title"`
@@ -332,7 +434,7 @@ func newClientCmd(a *app) *cobra.Command {
 		Hidden: true,
 		Args:   cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if code := study.ClientMain(cmd.Context(), newRegistry(), os.Stdin, a.stdout, a.stderr); code != 0 {
+			if code := study.ClientMain(cmd.Context(), newRegistry(binDirs{}), os.Stdin, a.stdout, a.stderr); code != 0 {
 				return &exitError{code: code, err: errors.New("")}
 			}
 			return nil

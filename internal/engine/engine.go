@@ -28,6 +28,11 @@ type Engine interface {
 	// catalogue and parser, before anything starts. It returns one error
 	// per bad setting, each a *SettingError.
 	CheckSettings(ctx context.Context, settings map[string]string) []error
+	// SplitSettings parts settings into those a session can set for itself
+	// (PostgreSQL's context "user") and those only the server's
+	// configuration can: on a target dbrig applies the first kind to its
+	// own sessions and requires the second kind to hold already.
+	SplitSettings(ctx context.Context, settings map[string]string) (session, server map[string]string)
 	// Start creates and starts an instance dbrig owns. On error nothing is
 	// left running or on disk (unless opts.Keep).
 	Start(ctx context.Context, cfg InstanceConfig, opts StartOptions) (Instance, error)

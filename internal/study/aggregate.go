@@ -56,7 +56,7 @@ func Summarize(results []Result, rule RepeatSpec) []*Summary {
 	var out []*Summary
 	by := map[string]*Summary{}
 	for _, r := range results {
-		if !r.OK() {
+		if !r.Measured() {
 			continue
 		}
 		s, ok := by[r.Combo]

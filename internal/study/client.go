@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
-	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -19,7 +18,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/dbrig/dbrig/internal/engine"
-	"github.com/dbrig/dbrig/internal/engine/postgres"
 )
 
 // A constrained client (GOMAXPROCS, CPU affinity) runs a point's workload in
@@ -34,15 +32,17 @@ const ClientEnvVar = "DBRIG_STUDY_CLIENT"
 type clientJob struct {
 	Kind       string                    `json:"kind"`
 	Params     Params                    `json:"params"`
+	Database   string                    `json:"database"`
+	Sets       map[string][]string       `json:"sets"`
 	ClientSite string                    `json:"client_site"`
 	CPUs       string                    `json:"cpus"`
 	Endpoints  map[string]clientEndpoint `json:"endpoints"` // by instance name
 }
 
 type clientEndpoint struct {
-	Conn      postgres.Sealed `json:"conn"`
-	Link      string          `json:"link"`
-	Transport string          `json:"transport"`
+	Conn      engine.Sealed `json:"conn"`
+	Link      string        `json:"link"`
+	Transport string        `json:"transport"`
 }
 
 // clientEvent is a line the child writes on its stdout.
@@ -159,6 +159,8 @@ func ClientMain(ctx context.Context, reg *Registry, stdin io.Reader, stdout, std
 	}
 	env := &Env{
 		Params:     job.Params,
+		Database:   job.Database,
+		Set:        func(name string) []string { return job.Sets[name] },
 		ClientSite: job.ClientSite,
 		Log:        slog.New(slog.NewTextHandler(stderr, nil)),
 		SiteOf:     func(string) string { return "" },
@@ -190,15 +192,12 @@ func ClientMain(ctx context.Context, reg *Registry, stdin io.Reader, stdout, std
 // pinProcess sets the CPU affinity of every thread of this process; threads
 // made later inherit it.
 func pinProcess(list string) error {
-	cpus, err := ParseCPUList(list)
+	cpus, err := engine.CheckCPUs(list)
 	if err != nil {
-		return err
+		return fmt.Errorf("client: %w", err)
 	}
 	var set unix.CPUSet
 	for _, c := range cpus {
-		if c >= runtime.NumCPU() {
-			return fmt.Errorf("client CPU %d does not exist on this machine (it has %d)", c, runtime.NumCPU())
-		}
 		set.Set(c)
 	}
 	tasks, err := os.ReadDir("/proc/self/task")

@@ -27,10 +27,23 @@ type Environment struct {
 	Virtualization string            `json:"virtualization"`
 	LoadAverage    string            `json:"load_average"`
 	Servers        map[string]string `json:"servers"` // engine -> version
+	// Targets are the user's servers the run measured.
+	Targets []TargetEnvironment `json:"targets,omitempty"`
 	DbrigVersion   string            `json:"dbrig_version"`
 	DbrigCommit    string            `json:"dbrig_commit,omitempty"`
 	GoVersion      string            `json:"go_version"`
 	Captured       time.Time         `json:"captured"`
+}
+
+// TargetEnvironment is a user's server that stood in for an instance: its
+// version and the settings it runs with that differ from the engine's
+// defaults (never a password).
+type TargetEnvironment struct {
+	Name     string            `json:"name"`
+	Engine   string            `json:"engine"`
+	Version  string            `json:"version"`
+	Server   string            `json:"server"` // the login without its password
+	Settings map[string]string `json:"settings,omitempty"`
 }
 
 // CaptureEnvironment reads what it can of the host; missing pieces stay

@@ -1,22 +1,53 @@
 package study
 
 import (
+	"errors"
 	"fmt"
 	"maps"
+	"runtime"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 
+	"github.com/dbrig/dbrig/internal/engine"
 	"github.com/dbrig/dbrig/internal/link"
 )
 
 // Plan is a study expanded for one scale: every combination of the sweep's
 // values, each run Repeat.Runs times.
 type Plan struct {
-	Spec   *Spec
-	Scale  string
-	Repeat RepeatSpec
-	Combos []*Combo
+	Spec    *Spec
+	Scale   string
+	Options PlanOptions
+	Repeat  RepeatSpec
+	Combos  []*Combo
+}
+
+// PlanOptions change where a study runs without changing the file: every
+// instance on another engine (`--engine`), or some instances replaced by the
+// user's own servers (`--target NAME=URI`).
+type PlanOptions struct {
+	// Engine, when set, puts every instance that is not a target on it.
+	Engine string `json:"engine,omitempty"`
+	// Targets maps an instance's name to the engine of the user's server
+	// that stands in for it.
+	Targets map[string]string `json:"targets,omitempty"`
+}
+
+// String describes the options as the flags that set them.
+func (o PlanOptions) String() string {
+	var parts []string
+	if o.Engine != "" {
+		parts = append(parts, "--engine "+o.Engine)
+	}
+	for _, name := range slices.Sorted(maps.Keys(o.Targets)) {
+		parts = append(parts, "--target "+name+"=("+o.Targets[name]+")")
+	}
+	if len(parts) == 0 {
+		return "the study's own engines and no targets"
+	}
+	return strings.Join(parts, " ")
 }
 
 // Combo is one combination of sweep values, resolved into what runs.
@@ -24,18 +55,14 @@ type Combo struct {
 	Index     int
 	Key       string // "experiment=client-stream net=lan-1g"
 	Values    map[string]any
-	Instances []ResolvedInstance
-	Client    ResolvedClient
-	Links     []ResolvedLink
-	Params    Params
-}
-
-// ResolvedInstance is an instance with its settings for one combination.
-type ResolvedInstance struct {
-	Name     string
-	Engine   string
-	Site     string
-	Settings map[string]string
+	Instances []engine.InstanceConfig
+	// Sets maps each [[instance]] name to the instances it became.
+	Sets   map[string][]string
+	Client ResolvedClient
+	Links  []ResolvedLink
+	Params Params
+	// settingKeys maps "instance/setting" to the spec key it was written at.
+	settingKeys map[string]string
 }
 
 // ResolvedClient is the client's constraints for one combination.
@@ -55,6 +82,20 @@ type ResolvedLink struct {
 	Profile string // as written after substitution
 	Mode    string // "unix", "direct" or "link"
 	Config  link.Config
+}
+
+// Engines lists the engines of the plan's owned instances (dbrig starts
+// them), sorted.
+func (p *Plan) Engines() []string {
+	seen := map[string]bool{}
+	for _, c := range p.Combos {
+		for _, in := range c.Instances {
+			if in.Target == "" {
+				seen[in.Engine] = true
+			}
+		}
+	}
+	return slices.Sorted(maps.Keys(seen))
 }
 
 // Point is one run of one combination.
@@ -79,15 +120,75 @@ func (p *Plan) Points() []Point {
 }
 
 // Plan expands the study for a scale ("" = the default scale, if any).
-func (s *Spec) Plan(scale string) (*Plan, error) {
+func (s *Spec) Plan(scale string) (*Plan, error) { return s.PlanWith(scale, PlanOptions{}) }
+
+// PlanWith expands the study for a scale with an engine and targets of the
+// user's choosing. Its errors name the study file's keys (or the flag).
+func (s *Spec) PlanWith(scale string, opts PlanOptions) (*Plan, error) {
 	if scale == "" {
 		scale = s.DefaultScale
 	}
-	return s.plan(scale)
+	if errs := s.checkOptions(opts); len(errs) > 0 {
+		return nil, errs
+	}
+	return s.plan(scale, opts)
+}
+
+// checkOptions refuses an engine or targets the study cannot take: a target
+// is one server that dbrig never reconfigures, so nothing about it may be
+// swept, counted, pinned, capped or placed.
+func (s *Spec) checkOptions(opts PlanOptions) SpecErrors {
+	var errs SpecErrors
+	add := func(key, format string, args ...any) {
+		errs = append(errs, SpecError{File: s.File, Line: lineOf(s.lines, key), Key: key, Msg: fmt.Sprintf(format, args...)})
+	}
+	if opts.Engine != "" && len(s.kind.Engines) > 0 && !slices.Contains(s.kind.Engines, opts.Engine) {
+		errs = append(errs, SpecError{File: s.File, Key: "--engine", Msg: fmt.Sprintf("workload %q runs on %s only (%s), not %s", s.kind.Name, strings.Join(s.kind.Engines, ", "), s.kind.EnginesWhy, opts.Engine)})
+	}
+	for _, name := range slices.Sorted(maps.Keys(opts.Targets)) {
+		i := slices.IndexFunc(s.Instances, func(in InstanceSpec) bool { return in.Name == name })
+		if i < 0 {
+			var names []string
+			for _, in := range s.Instances {
+				names = append(names, in.Name)
+			}
+			errs = append(errs, SpecError{File: s.File, Key: "--target", Msg: fmt.Sprintf("study %s has no instance %q (it has: %s)", s.Name, name, strings.Join(names, ", "))})
+			continue
+		}
+		in := s.Instances[i]
+		key := fmt.Sprintf("instance.%d", i)
+		why := "a target is the user's server, which dbrig never starts, stops, restarts or reconfigures"
+		eng := opts.Targets[name]
+		if len(s.kind.Engines) > 0 && !slices.Contains(s.kind.Engines, eng) {
+			add(key+".engine", "--target %s is a %s server, and workload %q runs on %s only (%s)", name, eng, s.kind.Name, strings.Join(s.kind.Engines, ", "), s.kind.EnginesWhy)
+		}
+		if varRef.MatchString(in.Engine) {
+			add(key+".engine", "the engine is swept (%s), so instance %q cannot be --target %s: %s", in.Engine, name, name, why)
+		}
+		for attr, val := range map[string]any{"count": in.Count, "cpus": in.CPUs, "memory": in.Memory, "data_dir": in.DataDir, "wal_dir": in.WALDir} {
+			if val != nil && val != "" {
+				add(key+"."+attr, "instance %q is --target %s: %s, so it has no %s", name, name, why, attr)
+			}
+		}
+		for sk, sv := range in.Settings {
+			if str, ok := sv.(string); ok && varRef.MatchString(str) {
+				add(key+".settings."+sk, "is swept (%s), and instance %q is --target %s: %s", str, name, name, why)
+			}
+			if sub, ok := sv.(map[string]any); ok {
+				for ek, ev := range sub {
+					if str, ok := ev.(string); ok && varRef.MatchString(str) {
+						add(key+".settings."+sk+"."+ek, "is swept (%s), and instance %q is --target %s: %s", str, name, name, why)
+					}
+				}
+			}
+		}
+	}
+	sort.SliceStable(errs, func(i, j int) bool { return errs[i].Line < errs[j].Line })
+	return errs
 }
 
 // plan expands the study for a scale; "" is the study without any scale.
-func (s *Spec) plan(scale string) (*Plan, error) {
+func (s *Spec) plan(scale string, opts PlanOptions) (*Plan, error) {
 	var sc Scale
 	if scale != "" {
 		var ok bool
@@ -95,7 +196,7 @@ func (s *Spec) plan(scale string) (*Plan, error) {
 			return nil, SpecErrors{{File: s.File, Key: "scale", Msg: fmt.Sprintf("study %q has no scale %q (it has: %s)", s.Name, scale, strings.Join(s.ScaleNames(), ", "))}}
 		}
 	}
-	plan := &Plan{Spec: s, Scale: scale, Repeat: s.Repeat}
+	plan := &Plan{Spec: s, Scale: scale, Options: opts, Repeat: s.Repeat}
 	if sc.Repeat != nil {
 		plan.Repeat = *sc.Repeat
 	}
@@ -118,7 +219,7 @@ func (s *Spec) plan(scale string) (*Plan, error) {
 		if skipped(sc, combo) {
 			continue
 		}
-		c, cerrs := s.resolve(combo, sc, scale)
+		c, cerrs := s.resolve(combo, sc, scale, opts)
 		errs = append(errs, cerrs...)
 		if c == nil {
 			continue
@@ -193,7 +294,7 @@ func product(lists [][]any) [][]any {
 	return out
 }
 
-func (s *Spec) resolve(combo map[string]any, sc Scale, scale string) (*Combo, SpecErrors) {
+func (s *Spec) resolve(combo map[string]any, sc Scale, scale string, opts PlanOptions) (*Combo, SpecErrors) {
 	var errs SpecErrors
 	where := describeCombo(combo)
 	fail := func(key string, err error) {
@@ -225,16 +326,21 @@ func (s *Spec) resolve(combo map[string]any, sc Scale, scale string) (*Combo, Sp
 		}
 	}
 
-	c := &Combo{Values: combo}
+	c := &Combo{Values: combo, Sets: map[string][]string{}, settingKeys: map[string]string{}}
 	for i, in := range s.Instances {
-		ri := ResolvedInstance{Name: in.Name, Engine: in.Engine, Site: in.Site, Settings: map[string]string{}}
-		for k, v := range in.Settings {
-			key := fmt.Sprintf("instance.%d.settings.%s", i, k)
-			if r := substAny(key, v); r != nil {
-				ri.Settings[k] = fmt.Sprint(r)
+		key := fmt.Sprintf("instance.%d", i)
+		set, ierrs := s.resolveInstance(i, in, substAny, opts)
+		for _, e := range ierrs {
+			fail(e.key, e.err)
+		}
+		for _, cfg := range set {
+			c.Instances = append(c.Instances, cfg.InstanceConfig)
+			c.Sets[in.Name] = append(c.Sets[in.Name], cfg.Name)
+			for k, at := range cfg.keys {
+				c.settingKeys[cfg.Name+"/"+k] = at
 			}
 		}
-		c.Instances = append(c.Instances, ri)
+		_ = key
 	}
 
 	c.Client.Site = s.Client.Site
@@ -273,7 +379,12 @@ func (s *Spec) resolve(combo map[string]any, sc Scale, scale string) (*Combo, Sp
 		}
 		mode, cfg, err := resolveLink(l, substString(key))
 		if err != nil {
-			fail(key+".profile", err)
+			field := "profile"
+			var le *linkError
+			if errors.As(err, &le) {
+				field = le.field
+			}
+			fail(key+"."+field, err)
 			continue
 		}
 		profile, _ := substString(key)(l.Profile)
@@ -371,23 +482,167 @@ func substitute(s string, combo map[string]any) (any, error) {
 }
 
 // ParseCPUList reads a Linux CPU list such as "0", "0-1" or "0,2-3".
-func ParseCPUList(s string) ([]int, error) {
-	var cpus []int
-	for _, part := range strings.Split(s, ",") {
-		part = strings.TrimSpace(part)
-		lo, hi, isRange := strings.Cut(part, "-")
-		a, err1 := strconv.Atoi(lo)
-		b := a
-		var err2 error
-		if isRange {
-			b, err2 = strconv.Atoi(hi)
+func ParseCPUList(s string) ([]int, error) { return engine.ParseCPUList(s) }
+
+// resolvedInstance is one instance of a combination, with the spec keys
+// its settings were written at (for errors about a setting's value).
+type resolvedInstance struct {
+	engine.InstanceConfig
+	keys map[string]string
+}
+
+type keyedError struct {
+	key string
+	err error
+}
+
+// resolveInstance resolves one [[instance]] for a combination: its engine
+// (the file's, a sweep's, --engine's or a target's), its count, CPUs,
+// memory, directories and the settings for that engine.
+func (s *Spec) resolveInstance(i int, in InstanceSpec, subst func(string, any) any, opts PlanOptions) ([]resolvedInstance, []keyedError) {
+	key := fmt.Sprintf("instance.%d", i)
+	var errs []keyedError
+	fail := func(k string, err error) { errs = append(errs, keyedError{k, err}) }
+
+	written := in.Engine
+	eng, _ := subst(key+".engine", in.Engine).(string)
+	target, isTarget := opts.Targets[in.Name]
+	switch {
+	case isTarget:
+		eng = target
+	case opts.Engine != "":
+		eng = opts.Engine
+	}
+	if eng == "" {
+		return nil, errs
+	}
+	if len(s.kind.Engines) > 0 && !slices.Contains(s.kind.Engines, eng) {
+		fail(key+".engine", fmt.Errorf("workload %q runs on %s only (%s), got %q", s.kind.Name, strings.Join(s.kind.Engines, ", "), s.kind.EnginesWhy, eng))
+	}
+
+	// Settings: the flat ones belong to the engine the file names; a table
+	// named after an engine holds that engine's.
+	settings := map[string]string{}
+	keys := map[string]string{}
+	var flat []string
+	for sk, sv := range in.Settings {
+		if sub, ok := sv.(map[string]any); ok {
+			if sk != eng {
+				continue
+			}
+			for ek, ev := range sub {
+				at := key + ".settings." + sk + "." + ek
+				if r := subst(at, ev); r != nil {
+					settings[ek], keys[ek] = fmt.Sprint(r), at
+				}
+			}
+			continue
 		}
-		if err1 != nil || err2 != nil || a < 0 || b < a || b > 4095 {
-			return nil, fmt.Errorf("CPU list %q: want numbers and ranges such as \"0\", \"0-1\" or \"0,2-3\"", s)
-		}
-		for c := a; c <= b; c++ {
-			cpus = append(cpus, c)
+		flat = append(flat, sk)
+		at := key + ".settings." + sk
+		if r := subst(at, sv); r != nil {
+			settings[sk], keys[sk] = fmt.Sprint(r), at
 		}
 	}
-	return cpus, nil
+	if len(flat) > 0 && eng != written {
+		sort.Strings(flat)
+		fail(key+".settings", fmt.Errorf("settings %s are for %s (engine = %q) and this point runs %s: put each engine's settings under [instance.settings.ENGINE]", strings.Join(flat, ", "), written, written, eng))
+	}
+
+	count := 1
+	if in.Count != nil {
+		switch n, ok := asInt(subst(key+".count", in.Count)); {
+		case !ok || n < 1:
+			fail(key+".count", fmt.Errorf("want a whole number of instances (1 or more), got %s", describe(subst(key+".count", in.Count))))
+		case n > 4096:
+			fail(key+".count", fmt.Errorf("want at most 4096 instances, got %d", n))
+		default:
+			count = int(n)
+		}
+	}
+
+	var cpus []string // per instance
+	if in.CPUs != nil {
+		v := subst(key+".cpus", in.CPUs)
+		str := fmt.Sprint(v)
+		if _, isInt := v.(int64); !isInt {
+			if _, isStr := v.(string); !isStr {
+				fail(key+".cpus", fmt.Errorf("want a CPU list such as \"0\" or \"0-1\", or \"spread\", got %s", describe(v)))
+				str = ""
+			}
+		}
+		list, spread := strings.CutPrefix(str, "spread")
+		switch {
+		case str == "" || str == "any":
+		case spread:
+			pool := make([]int, runtime.NumCPU())
+			for c := range pool {
+				pool[c] = c
+			}
+			if rest, ok := strings.CutPrefix(list, ":"); ok {
+				var err error
+				if pool, err = engine.ParseCPUList(rest); err != nil {
+					fail(key+".cpus", err)
+					pool = []int{0}
+				}
+			} else if list != "" {
+				fail(key+".cpus", fmt.Errorf("want \"spread\" or \"spread:LIST\" (e.g. spread:0-3), got %q", str))
+			}
+			for n := range count {
+				cpus = append(cpus, strconv.Itoa(pool[n%len(pool)]))
+			}
+		default:
+			if _, err := engine.ParseCPUList(str); err != nil {
+				fail(key+".cpus", err)
+			}
+			for range count {
+				cpus = append(cpus, str)
+			}
+		}
+	}
+
+	var memory int64
+	if in.Memory != nil {
+		v := subst(key+".memory", in.Memory)
+		n, err := (ParamSpec{Kind: SizeParam}).Normalize(v)
+		if err != nil {
+			fail(key+".memory", fmt.Errorf("want a size such as \"2GB\", got %s", describe(v)))
+		} else {
+			memory = n.(int64)
+		}
+	}
+	dir := func(attr, val string) string {
+		if val == "" {
+			return ""
+		}
+		r, _ := subst(key+"."+attr, val).(string)
+		if r != "" && !strings.HasPrefix(r, "/") {
+			fail(key+"."+attr, fmt.Errorf("want an absolute directory, got %q", r))
+		}
+		return r
+	}
+	dataDir, walDir := dir("data_dir", in.DataDir), dir("wal_dir", in.WALDir)
+
+	var out []resolvedInstance
+	for n := range count {
+		cfg := engine.InstanceConfig{Name: in.Name, Engine: eng, Site: in.Site, Settings: maps.Clone(settings),
+			Memory: memory, DataDir: dataDir, WALDir: walDir}
+		if in.Count != nil {
+			cfg.Name = fmt.Sprintf("%s-%d", in.Name, n+1)
+		}
+		if len(cpus) > 0 {
+			cfg.CPUs = cpus[n]
+		}
+		if isTarget {
+			cfg.Target = in.Name
+		}
+		out = append(out, resolvedInstance{InstanceConfig: cfg, keys: keys})
+	}
+	return out, errs
+}
+
+// SettingKey is the spec key where a setting of an instance of this
+// combination was written ("instance.0.settings.work_mem").
+func (c *Combo) SettingKey(instance, setting string) string {
+	return c.settingKeys[instance+"/"+setting]
 }

@@ -36,7 +36,11 @@ func (nopProgress) Close()                      {}
 // metrics, the model's prediction and the error.
 func PointLine(r Result) string {
 	if !r.OK() {
-		return fmt.Sprintf("%s: FAILED: %s", r.Key, firstLineOf(r.Error))
+		// The whole error, once: the run's last message does not repeat it.
+		return fmt.Sprintf("%s: FAILED: %s", r.Key, strings.ReplaceAll(strings.TrimSpace(r.Error), "\n", "\n    "))
+	}
+	if r.Skipped != "" {
+		return fmt.Sprintf("%s: skipped: %s", r.Key, r.Skipped)
 	}
 	var parts []string
 	names := make([]string, 0, len(r.Metrics))
@@ -58,13 +62,6 @@ func PointLine(r Result) string {
 		parts = parts[:4]
 	}
 	return fmt.Sprintf("%s: %s [%.1fs]", r.Key, strings.Join(parts, ", "), r.Seconds)
-}
-
-func firstLineOf(s string) string {
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		return s[:i]
-	}
-	return s
 }
 
 // LineProgress writes one line per finished point (and a heartbeat on long

@@ -38,7 +38,7 @@ func LoadRun(dir string, reg *Registry) (*RunData, error) {
 		return nil, err
 	}
 	rd.Spec = spec
-	if rd.Plan, err = spec.Plan(rd.Info.Scale); err != nil {
+	if rd.Plan, err = spec.PlanWith(rd.Info.Scale, rd.Info.Options); err != nil {
 		return nil, err
 	}
 	if err := readJSON(filepath.Join(dir, EnvironmentFile), &rd.Environment); err != nil && !os.IsNotExist(err) {

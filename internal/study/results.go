@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/dbrig/dbrig/internal/engine"
 )
 
 // Files of a run directory.
@@ -28,7 +30,9 @@ type Result struct {
 	Values  map[string]any       `json:"values"` // sweep values
 	Params  Params               `json:"params"` // resolved workload parameters
 	Client  ResolvedClient       `json:"client"`
-	Links   []LinkResult         `json:"links,omitempty"`
+	// Instances are the servers the point ran on, as configured for it.
+	Instances []engine.InstanceConfig `json:"instances,omitempty"`
+	Links     []LinkResult            `json:"links,omitempty"`
 	Started time.Time            `json:"started"`
 	Seconds float64              `json:"seconds"` // wall time of the workload's Run
 	Metrics map[string]float64   `json:"metrics,omitempty"`
@@ -37,10 +41,17 @@ type Result struct {
 	Model   map[string]float64   `json:"model,omitempty"`
 	Formula string               `json:"formula,omitempty"`
 	Error   string               `json:"error,omitempty"`
+	// Skipped says why a point was not measured although it did not fail
+	// (a target cannot give the path the point asks for).
+	Skipped string `json:"skipped,omitempty"`
 }
 
-// OK reports whether the point succeeded.
+// OK reports whether the point is done: measured, or skipped for a reason
+// no rerun changes.
 func (r Result) OK() bool { return r.Error == "" }
+
+// Measured reports whether the point was measured.
+func (r Result) Measured() bool { return r.Error == "" && r.Skipped == "" }
 
 // LinkResult is a link's configuration and what it carried during a point.
 type LinkResult struct {
@@ -140,6 +151,9 @@ func decodeResults(r io.Reader, name string) ([]Result, error) {
 type RunInfo struct {
 	Study        string      `json:"study"`
 	Scale        string      `json:"scale"`
+	// Options are --engine and the instances --target replaced (the
+	// targets' logins are not stored: --resume asks for them again).
+	Options PlanOptions `json:"options,omitempty"`
 	SpecPath     string      `json:"spec_path"`
 	Command      []string    `json:"command"`
 	DbrigVersion string      `json:"dbrig_version"`

@@ -5,14 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"time"
 
-	"github.com/dbrig/dbrig/internal/engine/postgres"
+	"github.com/dbrig/dbrig/internal/engine"
 	"github.com/dbrig/dbrig/internal/topology"
 	"github.com/dbrig/dbrig/internal/units"
 )
@@ -23,9 +25,11 @@ type Runner struct {
 	Registry *Registry
 	// Dir is the run directory; it holds the spec, environment and results.
 	Dir string
-	// Binaries of PostgreSQL (zero: found on first use).
-	Binaries postgres.Binaries
-	// BaseDir holds the instances' directories; Keep leaves them in place.
+	// Targets are the user's servers standing in for instances (the plan's
+	// Options.Targets names them), by instance name.
+	Targets map[string]engine.Conn
+	// BaseDir holds the instances' directories; Keep leaves them in place
+	// (and, on a target, the workload's database).
 	BaseDir string
 	Keep    bool
 	// KeepGoing runs the remaining points after a point fails.
@@ -39,16 +43,32 @@ type Runner struct {
 	CommandLine   []string
 	// SeriesInterval of the links' time series (0 = the link's default).
 	SeriesInterval time.Duration
+
+	env Environment
 }
 
 // Outcome is what a run did.
 type Outcome struct {
-	Ran, Skipped, Failed int
-	Results              []Result // every result in the directory, old and new
+	// Ran counts the points run now; Done the points already in the
+	// directory; Failed the points run now that failed; Unreachable the
+	// points run now that were skipped for a reason (see Result.Skipped).
+	Ran, Done, Failed, Unreachable int
+	Results                        []Result // every result in the directory, old and new
 }
 
 // ErrPointFailed is returned (wrapped) when a point failed.
 var ErrPointFailed = errors.New("point failed")
+
+// PointError is a point that failed and stopped the run.
+type PointError struct {
+	Key string
+	Err error
+}
+
+func (e *PointError) Error() string { return e.Key + ": " + e.Err.Error() }
+
+// Unwrap makes a PointError both ErrPointFailed and its cause.
+func (e *PointError) Unwrap() []error { return []error{ErrPointFailed, e.Err} }
 
 // Run runs every point that has no successful result in the directory yet.
 // A finished point is on disk (fsynced) before the next one starts; on
@@ -61,6 +81,9 @@ func (r *Runner) Run(ctx context.Context) (out Outcome, err error) {
 		r.Progress = nopProgress{}
 	}
 	spec := r.Plan.Spec
+	if err := CheckSettings(ctx, r.Plan, r.Registry.Engines()); err != nil {
+		return out, err
+	}
 	if err := r.prepareDir(ctx); err != nil {
 		return out, err
 	}
@@ -81,7 +104,10 @@ func (r *Runner) Run(ctx context.Context) (out Outcome, err error) {
 	}
 	defer w.Close()
 
-	topo := topology.New(topology.Options{Binaries: r.Binaries, BaseDir: r.BaseDir, Keep: r.Keep, Log: r.Log, SeriesInterval: r.SeriesInterval})
+	topo := topology.New(topology.Options{
+		Engines: r.Registry.Engines(), Targets: r.Targets, Log: r.Log, SeriesInterval: r.SeriesInterval,
+		Start: engine.StartOptions{BaseDir: r.BaseDir, Keep: r.Keep, Log: r.Log},
+	})
 	defer func() {
 		// Stop servers even when ctx is cancelled, and even after a panic.
 		if p := recover(); p != nil {
@@ -99,24 +125,33 @@ func (r *Runner) Run(ctx context.Context) (out Outcome, err error) {
 	var todo []Point
 	for _, p := range points {
 		if done[p.Key()] {
-			out.Skipped++
+			out.Done++
 		} else {
 			todo = append(todo, p)
 		}
 	}
-	r.Progress.Start(len(points), out.Skipped)
+	if err := r.attachTargets(ctx, topo); err != nil {
+		return r.finish(out, all), err
+	}
+	r.Progress.Start(len(points), out.Done)
 	kind := spec.Kind()
 	lastPrepare := ""
 	for i, p := range todo {
 		if err := ctx.Err(); err != nil {
 			return r.finish(out, all), err
 		}
-		res, perr := r.runPoint(ctx, topo, kind, p, out.Skipped+i+1, len(points), &lastPrepare, all)
+		res, perr := r.runPoint(ctx, topo, kind, p, out.Done+i+1, len(points), &lastPrepare, all)
 		if perr != nil && ctx.Err() != nil {
 			// Interrupted: the point did not finish, so nothing is recorded.
 			return r.finish(out, all), ctx.Err()
 		}
-		if perr != nil {
+		var unreachable *topology.Unreachable
+		switch {
+		case errors.As(perr, &unreachable):
+			res.Skipped = unreachable.Reason
+			perr = nil
+			out.Unreachable++
+		case perr != nil:
 			res.Error = perr.Error()
 		}
 		if werr := w.Write(res); werr != nil {
@@ -127,14 +162,13 @@ func (r *Runner) Run(ctx context.Context) (out Outcome, err error) {
 		r.Progress.EndPoint(res)
 		if perr != nil {
 			out.Failed++
-			r.Log.Error("point failed", "point", p.Key(), "err", perr)
 			if !r.KeepGoing {
-				return r.finish(out, all), fmt.Errorf("%w: %s: %v", ErrPointFailed, p.Key(), perr)
+				return r.finish(out, all), &PointError{Key: p.Key(), Err: perr}
 			}
 		}
 	}
 	if out.Failed > 0 {
-		return r.finish(out, all), fmt.Errorf("%w: %d of %d points failed (see %s)", ErrPointFailed, out.Failed, out.Ran, filepath.Join(r.Dir, ResultsFile))
+		return r.finish(out, all), fmt.Errorf("%w: %d of %d points failed", ErrPointFailed, out.Failed, out.Ran)
 	}
 	return r.finish(out, all), nil
 }
@@ -155,9 +189,12 @@ func (r *Runner) prepareDir(ctx context.Context) error {
 		if info.Study != spec.Name || info.Scale != r.Plan.Scale {
 			return fmt.Errorf("%s holds a run of %s (scale %q), not of %s (scale %q)", r.Dir, info.Study, info.Scale, spec.Name, r.Plan.Scale)
 		}
+		if info.Options.Engine != r.Plan.Options.Engine || !maps.Equal(info.Options.Targets, r.Plan.Options.Targets) {
+			return fmt.Errorf("%s was run with %s; it resumes with the same, not %s", r.Dir, info.Options, r.Plan.Options)
+		}
 		info.Resumed = append(info.Resumed, time.Now().UTC())
 	} else {
-		info = RunInfo{Study: spec.Name, Scale: r.Plan.Scale, SpecPath: spec.File, Command: r.CommandLine,
+		info = RunInfo{Study: spec.Name, Scale: r.Plan.Scale, Options: r.Plan.Options, SpecPath: spec.File, Command: r.CommandLine,
 			DbrigVersion: r.Version, Started: time.Now().UTC()}
 		if err := os.WriteFile(specPath, []byte(spec.Text), 0o644); err != nil {
 			return fmt.Errorf("save the spec: %w", err)
@@ -167,19 +204,76 @@ func (r *Runner) prepareDir(ctx context.Context) error {
 		return fmt.Errorf("save run info: %w", err)
 	}
 	env := CaptureEnvironment(ctx, r.Version)
-	bin := r.Binaries
-	if bin.Dir == "" {
-		var err error
-		if bin, err = postgres.FindBinaries(ctx, ""); err != nil {
+	for _, name := range r.Plan.Engines() {
+		e, ok := r.Registry.Engines().Lookup(name)
+		if !ok {
+			return fmt.Errorf("unknown engine %q", name)
+		}
+		bin, err := e.Binaries(ctx)
+		if err != nil {
 			return err
 		}
-		r.Binaries = bin
+		env.Servers[name] = bin.Version
 	}
-	env.Servers["postgres"] = bin.Version
-	if err := writeJSON(filepath.Join(r.Dir, EnvironmentFile), env); err != nil {
+	r.env = env
+	return r.saveEnvironment()
+}
+
+func (r *Runner) saveEnvironment() error {
+	if err := writeJSON(filepath.Join(r.Dir, EnvironmentFile), r.env); err != nil {
 		return fmt.Errorf("save environment: %w", err)
 	}
 	return nil
+}
+
+// attachTargets connects to every target before the first point, checks
+// that it gives what the study needs (its settings, a database of dbrig's
+// own), and records its version and settings in the environment. A target
+// that refuses fails the run here, with what was missing.
+func (r *Runner) attachTargets(ctx context.Context, topo *topology.Topology) error {
+	if len(r.Plan.Options.Targets) == 0 {
+		return nil
+	}
+	var targets []engine.InstanceConfig
+	seen := map[string]bool{}
+	for _, c := range r.Plan.Combos {
+		for _, in := range c.Instances {
+			if in.Target != "" && !seen[in.Name] {
+				seen[in.Name] = true
+				targets = append(targets, in)
+			}
+		}
+	}
+	r.Progress.Note("attaching targets")
+	if _, err := topo.Apply(ctx, targets, nil); err != nil {
+		return fmt.Errorf("target: %w", err)
+	}
+	db := DatabaseName(r.Plan.Spec.Name)
+	for _, t := range targets {
+		inst := topo.Instance(t.Name)
+		if err := inst.CreateDatabase(ctx, db); err != nil {
+			return fmt.Errorf("target %q cannot hold the workload's database %s: %w", t.Name, db, err)
+		}
+		te := TargetEnvironment{Name: t.Name, Engine: inst.Engine(), Version: inst.Version(), Server: inst.Login("").String()}
+		if d, ok := inst.(interface {
+			NonDefaultSettings(context.Context) (map[string]string, error)
+		}); ok {
+			te.Settings, _ = d.NonDefaultSettings(ctx)
+		}
+		r.env.Targets = append(r.env.Targets, te)
+	}
+	return r.saveEnvironment()
+}
+
+// DatabaseName is the database a study's workload makes on every instance:
+// dbrig_ and the study's name in lowercase letters, digits and '_'.
+func DatabaseName(study string) string {
+	return "dbrig_" + strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
+			return r
+		}
+		return '_'
+	}, strings.ToLower(study))
 }
 
 func (r *Runner) runPoint(ctx context.Context, topo *topology.Topology, kind Kind, p Point, n, total int, lastPrepare *string, all []Result) (res Result, err error) {
@@ -192,17 +286,23 @@ func (r *Runner) runPoint(ctx context.Context, topo *topology.Topology, kind Kin
 		}
 	}()
 
-	var insts []topology.Instance
-	for _, in := range c.Instances {
-		insts = append(insts, topology.Instance{Name: in.Name, Engine: in.Engine, Site: in.Site, Settings: in.Settings})
-	}
 	var links []topology.Link
 	for _, l := range c.Links {
 		links = append(links, topology.Link{Name: l.Name, Between: l.Between, Mode: l.Mode, Profile: l.Profile, Config: l.Config})
 	}
-	fresh, err := topo.Apply(ctx, insts, links)
+	res.Instances = c.Instances
+	changes, err := topo.Apply(ctx, c.Instances, links)
 	if err != nil {
 		return res, fmt.Errorf("bring up the topology: %w", err)
+	}
+	fresh := false
+	for _, name := range slices.Sorted(maps.Keys(changes)) {
+		if changes[name].Fresh() {
+			fresh = true
+		}
+		if ch := changes[name]; ch == topology.Reloaded || ch == topology.Restarted {
+			r.Progress.Note(fmt.Sprintf("%s %s with its new settings", name, ch))
+		}
 	}
 	w, err := kind.New(c.Params)
 	if err != nil {
@@ -210,6 +310,7 @@ func (r *Runner) runPoint(ctx context.Context, topo *topology.Topology, kind Kin
 	}
 	env := &Env{
 		Params:     c.Params,
+		Database:   DatabaseName(r.Plan.Spec.Name),
 		ClientSite: c.Client.Site,
 		Log:        r.Log.With("point", p.Key()),
 		Progress:   r.Progress.Update,
@@ -217,6 +318,7 @@ func (r *Runner) runPoint(ctx context.Context, topo *topology.Topology, kind Kin
 			return topo.Conn(ctx, from, instance, db)
 		},
 		Instance: topo.Instance,
+		Set:      func(name string) []string { return c.Sets[name] },
 		SiteOf: func(name string) string {
 			for _, in := range c.Instances {
 				if in.Name == name {
@@ -230,7 +332,7 @@ func (r *Runner) runPoint(ctx context.Context, topo *topology.Topology, kind Kin
 	if kind.PrepareKey != nil {
 		key = kind.PrepareKey(c.Params)
 	}
-	if len(fresh) > 0 || key != *lastPrepare {
+	if fresh || key != *lastPrepare {
 		r.Progress.Note("preparing data")
 		if err := w.Prepare(ctx, env); err != nil {
 			*lastPrepare = "\x00unprepared"
@@ -261,9 +363,14 @@ func (r *Runner) runPoint(ctx context.Context, topo *topology.Topology, kind Kin
 }
 
 func (r *Runner) runConstrained(ctx context.Context, topo *topology.Topology, kind Kind, c *Combo, env *Env) (Measurement, error) {
-	job := clientJob{Kind: kind.Name, Params: c.Params, ClientSite: c.Client.Site, CPUs: c.Client.CPUs, Endpoints: map[string]clientEndpoint{}}
+	job := clientJob{Kind: kind.Name, Params: c.Params, Database: env.Database, Sets: c.Sets,
+		ClientSite: c.Client.Site, CPUs: c.Client.CPUs, Endpoints: map[string]clientEndpoint{}}
 	for _, in := range c.Instances {
-		e, err := topo.Conn(ctx, c.Client.Site, in.Name, "postgres")
+		e, err := topo.Conn(ctx, c.Client.Site, in.Name, env.Database)
+		var unreachable *topology.Unreachable
+		if errors.As(err, &unreachable) {
+			return Measurement{}, err
+		}
 		if err != nil {
 			continue // not reachable from the client's site: not the client's to use
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"golang.org/x/sys/unix"
 
+	"github.com/dbrig/dbrig/internal/engine"
 	"github.com/dbrig/dbrig/internal/engine/postgres"
 	"github.com/dbrig/dbrig/internal/engine/postgres/pgtest"
 )
@@ -59,7 +60,7 @@ func (w *ping) Run(ctx context.Context, env *Env) (Measurement, error) {
 	if err != nil {
 		return Measurement{}, err
 	}
-	cfg, err := ep.Conn.ConnConfig()
+	cfg, err := postgres.ConnInfoOf(ep.Conn).ConnConfig()
 	if err != nil {
 		return Measurement{}, err
 	}
@@ -98,7 +99,9 @@ func (w *ping) Run(ctx context.Context, env *Env) (Measurement, error) {
 	return m, nil
 }
 
-func testRegistry() *Registry { return NewRegistry(pingKind()) }
+func testRegistry() *Registry {
+	return NewRegistry(engine.NewRegistry(postgres.New(os.Getenv("DBRIG_PG_BIN"))), pingKind())
+}
 
 const pingSpec = `name = "ping"
 title = "ping"
@@ -137,7 +140,8 @@ func pingPlan(t *testing.T, behaviour, failOn string, gomaxprocs int, cpus strin
 }
 
 func newRunner(t *testing.T, p *Plan, base, dir string) *Runner {
-	return &Runner{Plan: p, Registry: testRegistry(), Dir: dir, Binaries: pgtest.Binaries(t), BaseDir: base,
+	pgtest.Binaries(t)
+	return &Runner{Plan: p, Registry: testRegistry(), Dir: dir, BaseDir: base,
 		ClientCommand: []string{os.Args[0]}, Version: "test"}
 }
 
@@ -181,8 +185,8 @@ func TestRunnerRecordsResumesAndStopsServers(t *testing.T) {
 
 	// Resume with everything done runs nothing; with a point lost, that one.
 	out, err = newRunner(t, pingPlan(t, "ok", "", 0, ""), base, dir).Run(ctx)
-	if err != nil || out.Ran != 0 || out.Skipped != 6 {
-		t.Fatalf("resume of a finished run: ran %d skipped %d err %v", out.Ran, out.Skipped, err)
+	if err != nil || out.Ran != 0 || out.Done != 6 {
+		t.Fatalf("resume of a finished run: ran %d skipped %d err %v", out.Ran, out.Done, err)
 	}
 	b, _ := os.ReadFile(filepath.Join(dir, ResultsFile))
 	lines := bytes.SplitAfter(b, []byte("\n"))
@@ -192,8 +196,8 @@ func TestRunnerRecordsResumesAndStopsServers(t *testing.T) {
 		t.Fatal(err)
 	}
 	out, err = newRunner(t, pingPlan(t, "ok", "", 0, ""), base, dir).Run(ctx)
-	if err != nil || out.Ran != 1 || out.Skipped != 5 {
-		t.Fatalf("resume after a lost point: ran %d skipped %d err %v", out.Ran, out.Skipped, err)
+	if err != nil || out.Ran != 1 || out.Done != 5 {
+		t.Fatalf("resume after a lost point: ran %d skipped %d err %v", out.Ran, out.Done, err)
 	}
 	pgtest.WaitNoServers(t, base, 10*time.Second)
 }
@@ -244,12 +248,7 @@ func crashingRun(base string) {
 		panic(err)
 	}
 	p, _ := s.Plan("")
-	bin, err := postgres.FindBinaries(context.Background(), "")
-	if err != nil {
-		panic(err)
-	}
-	dir, _ := os.MkdirTemp("", "dbrig-crash-run-")
-	r := &Runner{Plan: p, Registry: testRegistry(), Dir: dir, Binaries: bin, BaseDir: base}
+	r := &Runner{Plan: p, Registry: testRegistry(), Dir: os.Getenv("DBRIG_TEST_CRASH_RUN"), BaseDir: base}
 	_, _ = r.Run(context.Background())
 }
 
@@ -257,7 +256,7 @@ func TestCrashLeavesNoServerRunning(t *testing.T) {
 	pgtest.Binaries(t)
 	base := pgtest.BaseDir(t)
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), "DBRIG_TEST_CRASH_DIR="+base)
+	cmd.Env = append(os.Environ(), "DBRIG_TEST_CRASH_DIR="+base, "DBRIG_TEST_CRASH_RUN="+t.TempDir())
 	out, err := cmd.CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "crashed on purpose") {
 		t.Fatalf("the crashing run ended with %v:\n%s", err, out)

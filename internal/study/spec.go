@@ -4,11 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"reflect"
 	"regexp"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/BurntSushi/toml"
 
@@ -60,11 +62,25 @@ type Published struct {
 	Figures map[string]float64 `toml:"figures"`
 }
 
-// InstanceSpec is one database server of the topology.
+// InstanceSpec is one database server of the topology, or a set of
+// identical ones (Count). Every attribute but the name and the site may be
+// a sweep variable ("${engine}").
 type InstanceSpec struct {
-	Name     string         `toml:"name"`
-	Engine   string         `toml:"engine"`
-	Site     string         `toml:"site"`
+	Name   string `toml:"name"`
+	Engine string `toml:"engine"` // "postgres" (default), "mariadb"
+	Site   string `toml:"site"`
+	// Count makes a set of identical instances NAME-1 ... NAME-N.
+	Count any `toml:"count"`
+	// CPUs pins each server and its children: a CPU list ("0-1"), "spread"
+	// (instance i on CPU i-1, round robin) or "spread:LIST".
+	CPUs any `toml:"cpus"`
+	// Memory caps each server's memory ("2GB"; a cgroup's limit).
+	Memory any `toml:"memory"`
+	// DataDir and WALDir are where the data and the WAL (or redo log) live.
+	DataDir string `toml:"data_dir"`
+	WALDir  string `toml:"wal_dir"`
+	// Settings are the server's own settings; a sub-table named after an
+	// engine ([instance.settings.mariadb]) holds that engine's only.
 	Settings map[string]any `toml:"settings"`
 }
 
@@ -170,8 +186,8 @@ var varRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
 // each with the file, line and key, and what was expected.
 func Parse(file string, data []byte, reg *Registry) (*Spec, error) {
 	s := &Spec{File: file, Text: string(data), lines: keyLines(string(data))}
-	md, err := toml.Decode(string(data), s)
-	if err != nil {
+	var raw map[string]any
+	if _, err := toml.Decode(string(data), &raw); err != nil {
 		var pe toml.ParseError
 		if errors.As(err, &pe) {
 			return nil, SpecErrors{{File: file, Line: pe.Position.Line, Key: pe.LastKey, Msg: strings.TrimPrefix(pe.Message, "toml: ")}}
@@ -179,6 +195,16 @@ func Parse(file string, data []byte, reg *Registry) (*Spec, error) {
 		return nil, SpecErrors{{File: file, Msg: err.Error()}}
 	}
 	v := &validator{spec: s}
+	typeCheck(raw, reflect.TypeOf(*s), "", func(key, msg string) { v.add(key, "%s", msg) })
+	if len(v.errs) > 0 {
+		sort.SliceStable(v.errs, func(i, j int) bool { return v.errs[i].Line < v.errs[j].Line })
+		return nil, v.errs
+	}
+	md, err := toml.Decode(string(data), s)
+	if err != nil {
+		return nil, SpecErrors{{File: file, Msg: err.Error()}}
+	}
+	v.md = md
 	for _, k := range md.Undecoded() {
 		v.add(k.String(), "unknown key (see docs/studies.md for the keys a study file has)")
 	}
@@ -198,6 +224,7 @@ func Parse(file string, data []byte, reg *Registry) (*Spec, error) {
 type validator struct {
 	spec *Spec
 	errs SpecErrors
+	md   toml.MetaData
 }
 
 func (v *validator) add(key, format string, args ...any) {
@@ -241,23 +268,40 @@ func (v *validator) validate(reg *Registry) {
 			v.add(key+".name", "instance %q is declared twice", in.Name)
 		}
 		names[in.Name] = true
-		switch in.Engine {
-		case "postgres":
-		case "":
-			v.add(key+".engine", `missing: want "postgres"`)
-		default:
-			v.add(key+".engine", `want "postgres", got %q (MariaDB is planned)`, in.Engine)
+		if in.Engine == "" {
+			s.Instances[i].Engine = "postgres"
+		}
+		engineSwept := varRef.MatchString(s.Instances[i].Engine)
+		if !engineSwept {
+			v.checkEngine(key+".engine", s.Instances[i].Engine, reg)
 		}
 		if s.Instances[i].Site == "" {
 			s.Instances[i].Site = in.Name
 		}
 		sites[s.Instances[i].Site] = true
+		flat := 0
 		for sk, sv := range in.Settings {
-			switch sv.(type) {
+			switch x := sv.(type) {
 			case string, int64, float64, bool:
+				flat++
+			case map[string]any:
+				if _, known := reg.engines.Lookup(sk); !known {
+					v.add(key+".settings."+sk, "want a string, number or boolean, or a table of one engine's settings named after the engine (%s)", strings.Join(reg.engines.Names(), ", "))
+					continue
+				}
+				for ek, ev := range x {
+					switch ev.(type) {
+					case string, int64, float64, bool:
+					default:
+						v.add(key+".settings."+sk+"."+ek, "want a string, number or boolean, got %s", describe(ev))
+					}
+				}
 			default:
 				v.add(key+".settings."+sk, "want a string, number or boolean, got %s", describe(sv))
 			}
+		}
+		if flat > 0 && engineSwept {
+			v.add(key+".settings", "the engine is a sweep variable (%s), so each setting must say which engine it is for: put them under [instance.settings.ENGINE] (%s)", in.Engine, strings.Join(reg.engines.Names(), ", "))
 		}
 	}
 	if s.Client.Site == "" {
@@ -294,8 +338,8 @@ func (v *validator) validate(reg *Registry) {
 		}
 	}
 
-	// Repeat.
-	if s.Repeat.Runs == 0 {
+	// Repeat: three runs unless the file says otherwise (and 0 is not "unset").
+	if !v.md.IsDefined("repeat", "runs") {
 		s.Repeat.Runs = 3
 	}
 	v.checkRepeat("repeat", s.Repeat)
@@ -315,6 +359,13 @@ func (v *validator) validate(reg *Registry) {
 		}
 	}
 	s.kind = kind
+	if ok && len(kind.Engines) > 0 {
+		for i, in := range s.Instances {
+			if !varRef.MatchString(in.Engine) && !slices.Contains(kind.Engines, in.Engine) {
+				v.add(fmt.Sprintf("instance.%d.engine", i), "workload %q runs on %s only (%s), got %q", kind.Name, strings.Join(kind.Engines, ", "), kind.EnginesWhy, in.Engine)
+			}
+		}
+	}
 	if ok {
 		for k := range s.Workload {
 			if k != "kind" && !slices.ContainsFunc(kind.Params, func(p ParamSpec) bool { return p.Name == k }) {
@@ -344,7 +395,11 @@ func (v *validator) validate(reg *Registry) {
 	// Scales: each valid, and every point of each resolvable.
 	if s.DefaultScale != "" {
 		if _, ok := s.Scales[s.DefaultScale]; !ok {
-			v.add("default_scale", "no [scale.%s] in this file (it has: %s)", s.DefaultScale, strings.Join(sortedKeys(s.Scales), ", "))
+			if len(s.Scales) == 0 {
+				v.add("default_scale", "no [scale.%s] in this file, which defines no scales: add one or remove default_scale", s.DefaultScale)
+			} else {
+				v.add("default_scale", "no [scale.%s] in this file (it has: %s)", s.DefaultScale, strings.Join(sortedKeys(s.Scales), ", "))
+			}
 		}
 	}
 	for name, sc := range s.Scales {
@@ -357,7 +412,7 @@ func (v *validator) validate(reg *Registry) {
 			v.checkSweepList(key+".sweep."+k, list)
 		}
 		if sc.Repeat != nil {
-			if sc.Repeat.Runs == 0 {
+			if !v.scaleRunsSet(name) {
 				sc.Repeat.Runs = s.Repeat.Runs
 			}
 			v.checkRepeat(key+".repeat", *sc.Repeat)
@@ -384,7 +439,7 @@ func (v *validator) validate(reg *Registry) {
 	}
 	// Every point of the base plan and of each scale must resolve.
 	for _, scale := range append([]string{""}, s.ScaleNames()...) {
-		if _, err := s.plan(scale); err != nil {
+		if _, err := s.plan(scale, PlanOptions{}); err != nil {
 			var es SpecErrors
 			if errors.As(err, &es) {
 				v.errs = append(v.errs, es...)
@@ -423,6 +478,18 @@ func (v *validator) checkRepeat(key string, r RepeatSpec) {
 	default:
 		v.add(key+".trim", `want "none" or "min-max", got %q`, r.Trim)
 	}
+}
+
+func (v *validator) checkEngine(key, name string, reg *Registry) {
+	if _, ok := reg.engines.Lookup(name); !ok {
+		v.add(key, "unknown engine %q: want one of %s", name, strings.Join(reg.engines.Names(), ", "))
+	}
+}
+
+// scaleRunsSet reports whether a scale's repeat table sets runs itself
+// (else it inherits the study's).
+func (v *validator) scaleRunsSet(scale string) bool {
+	return v.md.IsDefined("scale", scale, "repeat", "runs")
 }
 
 func (v *validator) checkSet(key string, set map[string]any, kind Kind, ok bool) {
@@ -468,6 +535,29 @@ func pairKey(a, b string) string {
 	return a + "\x00" + b
 }
 
+func nonNegative(x string) (time.Duration, error) {
+	d, err := units.ParseDuration(x)
+	if err == nil && d < 0 {
+		err = fmt.Errorf("want a duration of zero or more, got %s", x)
+	}
+	return d, err
+}
+
+// validationField names the field of a link's spec that a validation error
+// is about, when the error names one that the spec sets.
+func validationField(err error, fields []struct {
+	name, val string
+	apply     func(string) error
+}) string {
+	msg := strings.ToLower(err.Error())
+	for _, f := range fields {
+		if f.val != "" && strings.Contains(msg, f.name) {
+			return f.name
+		}
+	}
+	return "profile"
+}
+
 // ScaleNames lists the study's scales, sorted.
 func (s *Spec) ScaleNames() []string { return sortedKeys(s.Scales) }
 
@@ -484,9 +574,23 @@ func (s *Spec) PublishedByID(id string) (Published, bool) {
 	return Published{}, false
 }
 
+// linkError is a problem with one field of a link's spec.
+type linkError struct {
+	field string
+	err   error
+}
+
+func (e *linkError) Error() string { return e.err.Error() }
+
 // resolveLink turns a link's spec into a mode and configuration for one
-// point's sweep values.
+// point's sweep values. Its errors are *linkError, naming the field.
 func resolveLink(l LinkSpec, subst func(string) (string, error)) (mode string, cfg link.Config, err error) {
+	field := "profile"
+	defer func() {
+		if err != nil {
+			err = &linkError{field: field, err: err}
+		}
+	}()
 	profile, err := subst(l.Profile)
 	if err != nil {
 		return "", cfg, err
@@ -504,10 +608,10 @@ func resolveLink(l LinkSpec, subst func(string) (string, error)) (mode string, c
 		name, val string
 		apply     func(string) error
 	}{
-		{"rtt", l.RTT, func(x string) (e error) { cfg.RTT, e = units.ParseDuration(x); return }},
+		{"rtt", l.RTT, func(x string) (e error) { cfg.RTT, e = nonNegative(x); return }},
 		{"rate", l.Rate, func(x string) error { r, e := units.ParseRate(x); cfg.Rate = r; return e }},
 		{"window", l.Window, func(x string) error { w, e := units.ParseSize(x); cfg.Window = w; return e }},
-		{"jitter", l.Jitter, func(x string) (e error) { cfg.Jitter, e = units.ParseDuration(x); return }},
+		{"jitter", l.Jitter, func(x string) (e error) { cfg.Jitter, e = nonNegative(x); return }},
 		{"loss", l.Loss, func(x string) (e error) { cfg.Loss, e = units.ParsePercent(x); return }},
 		{"duplex", l.Duplex, func(x string) (e error) { cfg.Duplex, e = link.ParseDuplex(x); return }},
 	}
@@ -515,6 +619,7 @@ func resolveLink(l LinkSpec, subst func(string) (string, error)) (mode string, c
 		if f.val == "" {
 			continue
 		}
+		field = f.name
 		x, err := subst(f.val)
 		if err != nil {
 			return "", cfg, err
@@ -527,6 +632,7 @@ func resolveLink(l LinkSpec, subst func(string) (string, error)) (mode string, c
 		}
 	}
 	if l.MSS != nil {
+		field = "mss"
 		n, ok := asInt(l.MSS)
 		if !ok {
 			return "", cfg, fmt.Errorf("mss: want a number of bytes, got %s", describe(l.MSS))
@@ -534,6 +640,7 @@ func resolveLink(l LinkSpec, subst func(string) (string, error)) (mode string, c
 		cfg.MSS = int(n)
 	}
 	if err := cfg.Validate(); err != nil {
+		field = validationField(err, fields)
 		return "", cfg, err
 	}
 	return mode, cfg, nil

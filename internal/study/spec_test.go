@@ -6,6 +6,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/dbrig/dbrig/internal/engine"
+	"github.com/dbrig/dbrig/internal/engine/postgres"
 )
 
 // testKind is a workload kind for spec tests; it never runs.
@@ -21,6 +24,8 @@ func testKind() Kind {
 		New: func(Params) (Workload, error) { return nopWorkload{}, nil },
 	}
 }
+
+func testEngines() *engine.Registry { return engine.NewRegistry(postgres.New("")) }
 
 type nopWorkload struct{}
 
@@ -70,7 +75,7 @@ skip = true
 `
 
 func TestParseGoodSpecAndPlan(t *testing.T) {
-	reg := NewRegistry(testKind())
+	reg := NewRegistry(testEngines(), testKind())
 	s, err := Parse("demo.toml", []byte(goodSpec), reg)
 	if err != nil {
 		t.Fatalf("Parse: %v", err)
@@ -117,7 +122,7 @@ func TestParseGoodSpecAndPlan(t *testing.T) {
 }
 
 func TestParseReportsEveryProblemWithLineAndKey(t *testing.T) {
-	reg := NewRegistry(testKind())
+	reg := NewRegistry(testEngines(), testKind())
 	tests := []struct {
 		name string
 		edit func(string) string
@@ -164,7 +169,7 @@ func TestParseReportsEveryProblemWithLineAndKey(t *testing.T) {
 		}, []string{"colour: unknown key", "workload.rows: want a positive integer, got -5"}},
 		{"two problems at once", func(s string) string {
 			return strings.Replace(strings.Replace(s, "rows = 100", "rows = 0", 1), "runs = 2", "runs = 0\ntrim = \"median\"", 1)
-		}, []string{"workload.rows", "repeat.trim: want \"none\" or \"min-max\""}},
+		}, []string{"workload.rows", "repeat.runs: want at least 1 run, got 0", "repeat.trim: want \"none\" or \"min-max\""}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/dbrig/dbrig/internal/engine/postgres"
+	"github.com/dbrig/dbrig/internal/engine"
 	"github.com/dbrig/dbrig/internal/report"
 	"github.com/dbrig/dbrig/internal/topology"
 	"github.com/dbrig/dbrig/internal/units"
@@ -41,6 +41,11 @@ type Kind struct {
 	// Report, when set, adds the workload's findings, charts and tables to
 	// a run's report.
 	Report func(rd *RunData, d *report.Doc)
+	// Engines, when set, are the only engines the workload runs on (it
+	// needs what only they have); EnginesWhy says what, for the error a
+	// study that puts it elsewhere gets.
+	Engines    []string
+	EnginesWhy string
 }
 
 // Prediction is a model's estimate of some of a point's metrics.
@@ -50,17 +55,24 @@ type Prediction struct {
 	Formula string
 }
 
-// Registry holds the workload kinds dbrig knows, built explicitly in main.
-type Registry struct{ kinds map[string]Kind }
+// Registry holds the workload kinds and the engines dbrig knows, built
+// explicitly in main.
+type Registry struct {
+	kinds   map[string]Kind
+	engines *engine.Registry
+}
 
-// NewRegistry makes a registry of the given kinds.
-func NewRegistry(kinds ...Kind) *Registry {
-	r := &Registry{kinds: map[string]Kind{}}
+// NewRegistry makes a registry of the engines and the workload kinds.
+func NewRegistry(engines *engine.Registry, kinds ...Kind) *Registry {
+	r := &Registry{kinds: map[string]Kind{}, engines: engines}
 	for _, k := range kinds {
 		r.kinds[k.Name] = k
 	}
 	return r
 }
+
+// Engines is the registry of engines.
+func (r *Registry) Engines() *engine.Registry { return r.engines }
 
 // Lookup finds a kind by name.
 func (r *Registry) Lookup(name string) (Kind, bool) {
@@ -82,6 +94,10 @@ func (r *Registry) Names() []string {
 // a logger and a progress callback.
 type Env struct {
 	Params Params
+	// Database is the name of the database the workload makes and uses on
+	// every instance ("dbrig_<study>"): on a target it is the only thing
+	// dbrig creates, and it removes it at the end.
+	Database string
 	// Conn returns how a client at site from reaches database db of an
 	// instance: through the emulated link between the sites, or directly.
 	Conn func(from, instance, db string) (Endpoint, error)
@@ -94,7 +110,12 @@ type Env struct {
 	Progress func(done, total int64)
 	// Instance gives Prepare (in dbrig's own process) the running instance,
 	// for work that bypasses links (loading data). Nil in a client process.
-	Instance func(name string) *postgres.Instance
+	// A workload that needs one engine's own abilities asks for them
+	// (postgres.Local) and declares Kind.Engines.
+	Instance func(name string) engine.Instance
+	// Set lists the instances a study's [[instance]] NAME became for this
+	// point: NAME itself, or NAME-1 ... NAME-N with count = N.
+	Set func(name string) []string
 }
 
 // Endpoint is how a client reaches one database.

@@ -3,10 +3,13 @@
 // asks it how to reach a database from a site, and gets a direct connection
 // (same site, "unix" or "direct" links) or one through an emulated link.
 //
-// Instances are kept running from one combination of a sweep to the next
-// when their settings do not change, since starting PostgreSQL costs a
-// second or two; links are made anew for every point so that their
-// statistics belong to that point alone.
+// Instances live from one point of a sweep to the next: an instance whose
+// configuration is unchanged keeps running; one that differs only in its
+// settings is reconfigured in place (reloaded, or restarted on the same
+// data), so the workload's data survives; any other change makes a new
+// instance. Targets (the user's own servers) are attached once and never
+// changed. Links are made anew for every point so that their statistics
+// belong to that point alone.
 package topology
 
 import (
@@ -16,20 +19,14 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
-	"github.com/dbrig/dbrig/internal/engine/postgres"
+	"github.com/dbrig/dbrig/internal/engine"
 	"github.com/dbrig/dbrig/internal/link"
+	"github.com/dbrig/dbrig/internal/units"
 )
-
-// Instance is a database server the topology should run.
-type Instance struct {
-	Name     string
-	Engine   string // "postgres"
-	Site     string
-	Settings map[string]string
-}
 
 // Link joins two sites.
 type Link struct {
@@ -42,22 +39,48 @@ type Link struct {
 
 // Endpoint is how a client reaches one database.
 type Endpoint struct {
-	Conn postgres.ConnInfo
+	Conn engine.Conn
 	// Link names the link crossed ("" when on the same site).
 	Link string
 	// Transport is "unix", "tcp" (direct loopback) or "link".
 	Transport string
 }
 
+// Unreachable says a point asks for a path to an instance that the
+// instance cannot give (the unix socket of a target reached over TCP): the
+// point is skipped, with Reason, rather than failed.
+type Unreachable struct{ Reason string }
+
+func (u *Unreachable) Error() string { return u.Reason }
+
 // Options configure where and how instances run.
 type Options struct {
-	Binaries postgres.Binaries // zero: found on first use
-	BaseDir  string
-	Keep     bool
-	Log      *slog.Logger
+	Engines *engine.Registry
+	// Start is how owned instances start (base directory, keep, log).
+	Start engine.StartOptions
+	// Targets are the user's servers standing in for instances, by
+	// instance name.
+	Targets map[string]engine.Conn
+	Log     *slog.Logger
 	// SeriesInterval is the links' time-series bucket (0 = link default).
 	SeriesInterval time.Duration
 }
+
+// Change says what Apply did to one instance.
+type Change string
+
+const (
+	Kept         Change = "kept"         // unchanged, still running
+	Reloaded     Change = "reloaded"     // settings changed at run time
+	Restarted    Change = "restarted"    // restarted in place on its data
+	Started      Change = "started"      // new: its data is empty
+	Attached     Change = "attached"     // a target, attached for this run
+	KeptAttached Change = "target"       // a target attached before
+)
+
+// Fresh reports whether the instance's data is new (a workload must
+// prepare it).
+func (c Change) Fresh() bool { return c == Started || c == Attached }
 
 // Topology owns running instances and links. Its methods are safe for
 // concurrent use.
@@ -72,8 +95,11 @@ type Topology struct {
 }
 
 type running struct {
-	spec Instance
-	inst *postgres.Instance
+	cfg  engine.InstanceConfig
+	inst engine.Instance
+	// session holds the study's session-level settings, applied to every
+	// login of a target (whose server settings dbrig never changes).
+	session map[string]string
 }
 
 type proxyRef struct {
@@ -86,14 +112,16 @@ func New(opts Options) *Topology {
 	if opts.Log == nil {
 		opts.Log = slog.New(slog.DiscardHandler)
 	}
+	if opts.Start.Log == nil {
+		opts.Start.Log = opts.Log
+	}
 	return &Topology{opts: opts, instances: map[string]*running{}, proxies: map[string]*proxyRef{}}
 }
 
-// Apply makes the running topology match the given instances and links:
-// instances whose engine, site or settings changed are restarted, unused
-// ones stopped, missing ones started (several at once). It reports the
-// names of instances that are new, whose data is therefore empty.
-func (t *Topology) Apply(ctx context.Context, instances []Instance, links []Link) (fresh []string, err error) {
+// Apply makes the running topology match the given instances and links and
+// reports what it did to each instance, by name. Instances are started and
+// stopped several at once.
+func (t *Topology) Apply(ctx context.Context, instances []engine.InstanceConfig, links []Link) (map[string]Change, error) {
 	t.mu.Lock()
 	if t.closed {
 		t.mu.Unlock()
@@ -101,19 +129,29 @@ func (t *Topology) Apply(ctx context.Context, instances []Instance, links []Link
 	}
 	t.closeProxiesLocked()
 	t.links = slices.Clone(links)
-	want := map[string]Instance{}
+	want := map[string]engine.InstanceConfig{}
 	for _, in := range instances {
 		want[in.Name] = in
 	}
+	changes := map[string]Change{}
 	var stop []*running
+	var reconfigure []*running
 	for name, r := range t.instances {
 		w, ok := want[name]
-		if !ok || !sameInstance(w, r.spec) {
+		switch {
+		case ok && r.cfg.Equal(w):
+			changes[name] = Kept
+			if w.Target != "" {
+				changes[name] = KeptAttached
+			}
+		case ok && r.cfg.SameServer(w) && r.inst.Owned():
+			reconfigure = append(reconfigure, r)
+		default:
 			stop = append(stop, r)
 			delete(t.instances, name)
 		}
 	}
-	var start []Instance
+	var start []engine.InstanceConfig
 	for _, in := range instances {
 		if _, ok := t.instances[in.Name]; !ok {
 			start = append(start, in)
@@ -121,61 +159,141 @@ func (t *Topology) Apply(ctx context.Context, instances []Instance, links []Link
 	}
 	t.mu.Unlock()
 
-	var errs []error
-	for _, r := range stop {
-		if err := r.inst.Stop(ctx); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	if err := errors.Join(errs...); err != nil {
+	if err := t.each(len(stop), func(i int) error { return stop[i].inst.Stop(ctx) }); err != nil {
 		return nil, err
 	}
-	if t.opts.Binaries.Dir == "" && len(start) > 0 {
-		bin, err := postgres.FindBinaries(ctx, "")
-		if err != nil {
-			return nil, err
+	var mu sync.Mutex
+	err := t.each(len(reconfigure), func(i int) error {
+		r := reconfigure[i]
+		w := want[r.cfg.Name]
+		restarted, err := r.inst.Reconfigure(ctx, w.Settings)
+		mu.Lock()
+		defer mu.Unlock()
+		r.cfg = w
+		changes[w.Name] = Reloaded
+		if restarted {
+			changes[w.Name] = Restarted
 		}
-		t.opts.Binaries = bin
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
-	started := make([]*postgres.Instance, len(start))
-	errs = make([]error, len(start))
-	var wg sync.WaitGroup
-	for i, in := range start {
-		wg.Go(func() {
-			if in.Engine != "postgres" {
-				errs[i] = fmt.Errorf("instance %q: engine %q is not supported", in.Name, in.Engine)
-				return
-			}
-			started[i], errs[i] = postgres.Start(ctx, postgres.Options{
-				Name: in.Name, Binaries: t.opts.Binaries, Settings: in.Settings,
-				BaseDir: t.opts.BaseDir, Keep: t.opts.Keep, Logger: t.opts.Log,
-			})
-		})
-	}
-	wg.Wait()
+	started := make([]*running, len(start))
+	err = t.each(len(start), func(i int) error {
+		r, err := t.bringUp(ctx, start[i])
+		started[i] = r
+		return err
+	})
 
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	for i, inst := range started {
-		if inst == nil {
+	var errs []error
+	for i, r := range started {
+		if r == nil {
 			continue
 		}
 		if t.closed { // closed while starting: do not leak the server
-			errs = append(errs, inst.Stop(context.WithoutCancel(ctx)), errors.New("topology closed while starting"))
+			errs = append(errs, r.inst.Stop(context.WithoutCancel(ctx)), errors.New("topology closed while starting"))
 			continue
 		}
-		t.instances[start[i].Name] = &running{spec: start[i], inst: inst}
-		fresh = append(fresh, start[i].Name)
+		t.instances[start[i].Name] = r
+		changes[start[i].Name] = Started
+		if start[i].Target != "" {
+			changes[start[i].Name] = Attached
+		}
 	}
-	return fresh, errors.Join(errs...)
+	return changes, errors.Join(append(errs, err)...)
 }
 
-func sameInstance(a, b Instance) bool {
-	return a.Engine == b.Engine && a.Site == b.Site && maps.Equal(a.Settings, b.Settings)
+// each runs f(0..n-1) concurrently and joins their errors.
+func (t *Topology) each(n int, f func(i int) error) error {
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { errs[i] = f(i) })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// bringUp starts an owned instance or attaches a target.
+func (t *Topology) bringUp(ctx context.Context, cfg engine.InstanceConfig) (*running, error) {
+	eng, ok := t.opts.Engines.Lookup(cfg.Engine)
+	if !ok {
+		return nil, fmt.Errorf("instance %q: unknown engine %q (dbrig has: %s)", cfg.Name, cfg.Engine, strings.Join(t.opts.Engines.Names(), ", "))
+	}
+	if cfg.Target == "" {
+		inst, err := eng.Start(ctx, cfg, t.opts.Start)
+		if err != nil {
+			return nil, err
+		}
+		return &running{cfg: cfg, inst: inst}, nil
+	}
+	login, ok := t.opts.Targets[cfg.Name]
+	if !ok {
+		return nil, fmt.Errorf("instance %q stands for a target, but no --target %s=URI was given", cfg.Name, cfg.Name)
+	}
+	inst, err := eng.Attach(ctx, cfg.Name, login, engine.AttachOptions{Keep: t.opts.Start.Keep, Log: t.opts.Log})
+	if err != nil {
+		return nil, err
+	}
+	session, server := eng.SplitSettings(ctx, cfg.Settings)
+	var errs []error
+	for _, k := range slices.Sorted(maps.Keys(server)) {
+		have, err := inst.Setting(ctx, k)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if !SameSetting(have, server[k]) {
+			errs = append(errs, fmt.Errorf("the study sets %s = %q, and target %q runs with %q: dbrig never changes a target's server settings (set it on the server, or run a copy of the study without it)", k, server[k], cfg.Name, have))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		_ = inst.Stop(context.WithoutCancel(ctx))
+		return nil, err
+	}
+	return &running{cfg: cfg, inst: inst, session: session}, nil
+}
+
+// SameSetting compares a server's value of a setting with a study's: equal
+// text, the same boolean (on/true/yes/1), or the same size or duration
+// written differently (128MB and 131072kB).
+func SameSetting(have, want string) bool {
+	h, w := strings.ToLower(strings.TrimSpace(have)), strings.ToLower(strings.TrimSpace(want))
+	if h == w {
+		return true
+	}
+	boolean := func(s string) (bool, bool) {
+		switch s {
+		case "on", "true", "yes", "1":
+			return true, true
+		case "off", "false", "no", "0":
+			return false, true
+		}
+		return false, false
+	}
+	if hb, ok1 := boolean(h); ok1 {
+		if wb, ok2 := boolean(w); ok2 {
+			return hb == wb
+		}
+	}
+	if hs, err1 := units.ParseSize(h); err1 == nil {
+		if ws, err2 := units.ParseSize(w); err2 == nil {
+			return hs == ws
+		}
+	}
+	if hd, err1 := units.ParseDuration(h); err1 == nil {
+		if wd, err2 := units.ParseDuration(w); err2 == nil {
+			return hd == wd
+		}
+	}
+	return false
 }
 
 // Instance returns a running instance by name, or nil.
-func (t *Topology) Instance(name string) *postgres.Instance {
+func (t *Topology) Instance(name string) engine.Instance {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if r, ok := t.instances[name]; ok {
@@ -186,7 +304,9 @@ func (t *Topology) Instance(name string) *postgres.Instance {
 
 // Conn says how a client at site from reaches database db of an instance.
 // Across a link with Mode "link" it starts (once per link and instance) a
-// proxy that forwards to the instance through the emulated link.
+// proxy that forwards to the instance through the emulated link. It
+// returns an *Unreachable error when the instance cannot give the path
+// the link asks for.
 func (t *Topology) Conn(ctx context.Context, from, instance, db string) (Endpoint, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -194,18 +314,29 @@ func (t *Topology) Conn(ctx context.Context, from, instance, db string) (Endpoin
 	if !ok {
 		return Endpoint{}, fmt.Errorf("no running instance %q", instance)
 	}
-	if from == r.spec.Site {
-		return Endpoint{Conn: r.inst.UnixConn(db), Transport: "unix"}, nil
+	tcp := r.inst.Login(db).WithSession(r.session)
+	unix := func(linkName string) (Endpoint, error) {
+		c, ok := r.inst.UnixLogin(db)
+		if !ok {
+			return Endpoint{}, &Unreachable{Reason: fmt.Sprintf("instance %q is the user's server reached over TCP: it has no unix socket dbrig can reach (give --target %s with a socket directory, e.g. host=/var/run/postgresql, to measure the socket)", instance, instance)}
+		}
+		return Endpoint{Conn: c.WithSession(r.session), Link: linkName, Transport: "unix"}, nil
 	}
-	l, ok := t.linkBetween(from, r.spec.Site)
+	if from == r.cfg.Site {
+		if ep, err := unix(""); err == nil {
+			return ep, nil
+		}
+		return Endpoint{Conn: tcp, Transport: "tcp"}, nil
+	}
+	l, ok := t.linkBetween(from, r.cfg.Site)
 	if !ok {
-		return Endpoint{}, fmt.Errorf("no link joins site %q to instance %q at site %q", from, instance, r.spec.Site)
+		return Endpoint{}, fmt.Errorf("no link joins site %q to instance %q at site %q", from, instance, r.cfg.Site)
 	}
 	switch l.Mode {
 	case "unix":
-		return Endpoint{Conn: r.inst.UnixConn(db), Link: l.Name, Transport: "unix"}, nil
+		return unix(l.Name)
 	case "direct":
-		return Endpoint{Conn: r.inst.Conn(db), Link: l.Name, Transport: "tcp"}, nil
+		return Endpoint{Conn: tcp, Link: l.Name, Transport: "tcp"}, nil
 	}
 	key := l.Name + "/" + instance
 	ref, ok := t.proxies[key]
@@ -214,14 +345,14 @@ func (t *Topology) Conn(ctx context.Context, from, instance, db string) (Endpoin
 		if t.opts.SeriesInterval > 0 {
 			opts = append(opts, link.WithSeriesInterval(t.opts.SeriesInterval))
 		}
-		p, err := link.Listen(ctx, "127.0.0.1:0", r.inst.Conn(db).Addr(), l.Config, opts...)
+		p, err := link.Listen(ctx, "127.0.0.1:0", tcp.Addr(), l.Config, opts...)
 		if err != nil {
 			return Endpoint{}, fmt.Errorf("link %q to instance %q: %w", l.Name, instance, err)
 		}
 		ref = &proxyRef{link: l, proxy: p}
 		t.proxies[key] = ref
 	}
-	ci, err := r.inst.Conn(db).Via(ref.proxy.Addr())
+	ci, err := tcp.Via(ref.proxy.Addr())
 	if err != nil {
 		return Endpoint{}, err
 	}

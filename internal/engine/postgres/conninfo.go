@@ -47,8 +47,9 @@ func (c ConnInfo) URI() string {
 // schema as -c switches, for programs that take a URI or PGOPTIONS.
 func (c ConnInfo) options() string {
 	var parts []string
+	session := c.Session()
 	for _, k := range c.SessionKeys() {
-		parts = append(parts, "-c "+k+"="+escapeOption(c.Session[k]))
+		parts = append(parts, "-c "+k+"="+escapeOption(session[k]))
 	}
 	if c.Schema != "" {
 		parts = append(parts, "-c search_path="+escapeOption(c.Schema))
@@ -105,7 +106,7 @@ func (c ConnInfo) ConnConfig() (*pgx.ConnConfig, error) {
 		return nil, fmt.Errorf("connection to %s: %w", c, err)
 	}
 	delete(cfg.RuntimeParams, "options")
-	for k, v := range c.Session {
+	for k, v := range c.Session() {
 		cfg.RuntimeParams[k] = v
 	}
 	if c.Schema != "" {
@@ -122,16 +123,15 @@ func ParseConnInfo(uri string) (ConnInfo, error) {
 		return ConnInfo{}, fmt.Errorf("connection string %s: %s", engine.RedactURI(uri), redactedCause(err, uri))
 	}
 	ci := ConnInfoOf(engine.NewConn(Name, cfg.Host, int(cfg.Port), cfg.User, cfg.Database, cfg.Password))
-	if len(cfg.RuntimeParams) > 0 {
-		// search_path and other startup settings the user put in the URI
-		// travel on every session.
-		ci.Session = map[string]string{}
-		for k, v := range cfg.RuntimeParams {
-			if k != "application_name" {
-				ci.Session[k] = v
-			}
+	// search_path and other startup settings the user put in the URI
+	// travel on every session.
+	session := map[string]string{}
+	for k, v := range cfg.RuntimeParams {
+		if k != "application_name" {
+			session[k] = v
 		}
 	}
+	ci.Conn = ci.WithSession(session)
 	return ci, nil
 }
 

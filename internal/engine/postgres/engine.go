@@ -248,3 +248,17 @@ func asServerUser(cmd *exec.Cmd) error {
 	cmd.Env = append(os.Environ(), "LC_ALL=C")
 	return nil
 }
+
+// SplitSettings parts settings into those of context "user", which any
+// session may set for itself, and the rest.
+func (e *Engine) SplitSettings(ctx context.Context, settings map[string]string) (session, server map[string]string) {
+	session, server = map[string]string{}, map[string]string{}
+	for k, v := range settings {
+		if e.Context(ctx, k) == "user" {
+			session[k] = v
+		} else {
+			server[k] = v
+		}
+	}
+	return session, server
+}

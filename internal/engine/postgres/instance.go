@@ -469,6 +469,12 @@ func settingOn(ctx context.Context, inst string, ci ConnInfo, name string) (stri
 	return v, nil
 }
 
+// NonDefaultSettings are the server's settings that differ from
+// PostgreSQL's defaults.
+func (i *Instance) NonDefaultSettings(ctx context.Context) (map[string]string, error) {
+	return nonDefaultSettings(ctx, i.name, i.Conn("postgres"))
+}
+
 // Settings are the settings dbrig applied on top of its own.
 func (i *Instance) Settings() map[string]string { return maps.Clone(i.settings) }
 

@@ -244,3 +244,39 @@ func (t *Target) connect(ctx context.Context, ci ConnInfo) (*pgx.Conn, error) {
 }
 
 func quoteLiteral(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
+
+// NonDefaultSettings are the target's settings that differ from
+// PostgreSQL's defaults, without any that may hold a secret.
+func (t *Target) NonDefaultSettings(ctx context.Context) (map[string]string, error) {
+	return nonDefaultSettings(ctx, t.name, t.login)
+}
+
+// nonDefaultSettings reads pg_settings' values set by a configuration
+// file, the command line or the environment; names that may hold a secret
+// (passwords, keys, connection strings) are left out.
+func nonDefaultSettings(ctx context.Context, name string, ci ConnInfo) (map[string]string, error) {
+	cfg, err := ci.ConnConfig()
+	if err != nil {
+		return nil, err
+	}
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("connect to %q: %w", name, err)
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	rows, err := conn.Query(ctx, `SELECT name, current_setting(name) FROM pg_settings
+		WHERE source NOT IN ('default', 'override', 'client', 'session')
+		  AND name !~ '(password|passphrase|conninfo|_key|secret|ssl_|krb)'`)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for rows.Next() {
+		var k, v string
+		if err := rows.Scan(&k, &v); err != nil {
+			return nil, err
+		}
+		out[k] = v
+	}
+	return out, rows.Err()
+}

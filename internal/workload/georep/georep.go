@@ -19,6 +19,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/dbrig/dbrig/internal/engine"
+	"github.com/dbrig/dbrig/internal/engine/postgres"
 	"github.com/dbrig/dbrig/internal/replication"
 	"github.com/dbrig/dbrig/internal/study"
 )
@@ -26,8 +28,6 @@ import (
 // Scenarios, in the order the report lists them.
 var Scenarios = []string{"push", "pull", "push-pipelined", "native", "fdw-row", "fdw-batch", "init-snapshot", "init-backup"}
 
-// Database is the published and subscribed database on both instances.
-const Database = "georep"
 
 // Kind registers the workload.
 func Kind() study.Kind {
@@ -51,7 +51,18 @@ func Kind() study.Kind {
 		Model:      Model,
 		Report:     Report,
 		PrepareKey: func(study.Params) string { return "georep-v1" },
+		Engines:    []string{"postgres"},
+		EnginesWhy: "the replication system reads PostgreSQL's logical decoding, and its baselines are PostgreSQL's own replication and postgres_fdw",
 	}
+}
+
+// localBinaries are the pg_dump and pg_restore of an instance dbrig runs
+// (zero for a target: replication finds the newest installed).
+func localBinaries(inst engine.Instance) postgres.Binaries {
+	if pg, ok := inst.(*postgres.Instance); ok {
+		return pg.Binaries()
+	}
+	return postgres.Binaries{}
 }
 
 type workload struct {
@@ -95,10 +106,7 @@ func (w *workload) Prepare(ctx context.Context, env *study.Env) error {
 		if inst == nil {
 			return fmt.Errorf("no instance %q", name)
 		}
-		if err := inst.Exec(ctx, "postgres", "DROP DATABASE IF EXISTS "+Database+" WITH (FORCE)"); err != nil {
-			return err
-		}
-		if err := inst.CreateDatabase(ctx, Database); err != nil {
+		if err := inst.CreateDatabase(ctx, env.Database); err != nil {
 			return err
 		}
 	}
@@ -108,23 +116,24 @@ func (w *workload) Prepare(ctx context.Context, env *study.Env) error {
 // sites returns the publisher's and the subscriber's sites, where each
 // instance's own connections are local.
 type sites struct {
-	pubLocal, subLocal     study.Endpoint // the rig's own logins, on each site
-	subFromPub, pubFromSub study.Endpoint // across the link
-	distLocal, distFromSub study.Endpoint // the distribution database
+	pubLocal, subLocal     postgres.ConnInfo // the rig's own logins, on each site
+	subFromPub, pubFromSub postgres.ConnInfo // across the link
+	distLocal, distFromSub postgres.ConnInfo // the distribution database
 }
 
 func (w *workload) endpoints(env *study.Env) (s sites, pubSite, subSite string, err error) {
 	pubSite, subSite = env.SiteOf(w.pub), env.SiteOf(w.sub)
-	conn := func(from, inst, db string) (e study.Endpoint) {
+	conn := func(from, inst, db string) postgres.ConnInfo {
+		var e study.Endpoint
 		if err == nil {
 			e, err = env.Conn(from, inst, db)
 		}
-		return e
+		return postgres.ConnInfoOf(e.Conn)
 	}
-	s.pubLocal = conn(pubSite, w.pub, Database)
-	s.subLocal = conn(subSite, w.sub, Database)
-	s.subFromPub = conn(pubSite, w.sub, Database)
-	s.pubFromSub = conn(subSite, w.pub, Database)
+	s.pubLocal = conn(pubSite, w.pub, env.Database)
+	s.subLocal = conn(subSite, w.sub, env.Database)
+	s.subFromPub = conn(pubSite, w.sub, env.Database)
+	s.pubFromSub = conn(subSite, w.pub, env.Database)
 	s.distLocal = conn(pubSite, w.pub, replication.DefaultDistributionDB)
 	s.distFromSub = conn(subSite, w.pub, replication.DefaultDistributionDB)
 	return s, pubSite, subSite, err
@@ -139,7 +148,7 @@ func (w *workload) Run(ctx context.Context, env *study.Env) (study.Measurement, 
 	}
 	rows := int(w.p.Int("rows"))
 	perXact := int(w.p.Int("rows_per_transaction"))
-	cfg := replication.Config{Publisher: s.pubLocal.Conn, Subscriber: s.subLocal.Conn, Logger: env.Log}
+	cfg := replication.Config{Publisher: s.pubLocal, Subscriber: s.subLocal, Logger: env.Log}
 	m := study.Measurement{Metrics: map[string]float64{"rows": float64(rows)}}
 	record := func(elapsed time.Duration, bytes int64) {
 		secs := elapsed.Seconds()
@@ -153,10 +162,10 @@ func (w *workload) Run(ctx context.Context, env *study.Env) (study.Measurement, 
 	switch w.scenario {
 	case "push", "pull", "push-pipelined":
 		mode := replication.Push
-		targets := replication.Targets{Distribution: s.distLocal.Conn, Subscriber: s.subFromPub.Conn}
+		targets := replication.Targets{Distribution: s.distLocal, Subscriber: s.subFromPub}
 		if w.scenario == "pull" {
 			mode = replication.Pull
-			targets = replication.Targets{Distribution: s.distFromSub.Conn, Subscriber: s.subLocal.Conn}
+			targets = replication.Targets{Distribution: s.distFromSub, Subscriber: s.subLocal}
 		}
 		res, err := replication.RunScenario(ctx, replication.ScenarioConfig{
 			Config: cfg, Agent: targets, Mode: mode, Options: w.options,
@@ -178,7 +187,7 @@ func (w *workload) Run(ctx context.Context, env *study.Env) (study.Measurement, 
 		m.Notes = append(m.Notes, "verified: subscriber equals publisher")
 	case "native":
 		res, err := replication.RunNative(ctx, replication.NativeConfig{
-			Publisher: s.pubLocal.Conn, Subscriber: s.subLocal.Conn, PublisherFromSubscriber: s.pubFromSub.Conn,
+			Publisher: s.pubLocal, Subscriber: s.subLocal, PublisherFromSubscriber: s.pubFromSub,
 			Payload: w.payload, Rows: rows, RowsPerTransaction: perXact,
 		})
 		if err != nil {
@@ -195,7 +204,7 @@ func (w *workload) Run(ctx context.Context, env *study.Env) (study.Measurement, 
 			batch = int(w.p.Int("fdw_batch"))
 		}
 		res, err := replication.RunFDW(ctx, replication.FDWConfig{
-			Local: s.pubLocal.Conn, Remote: s.subFromPub.Conn, RemoteDirect: s.subLocal.Conn,
+			Local: s.pubLocal, Remote: s.subFromPub, RemoteDirect: s.subLocal,
 			Payload: w.payload, Rows: rows, BatchSize: batch,
 		})
 		if err != nil {
@@ -211,11 +220,11 @@ func (w *workload) Run(ctx context.Context, env *study.Env) (study.Measurement, 
 		res, err := replication.RunScenario(ctx, replication.ScenarioConfig{
 			Config: cfg, Mode: replication.Pull, Options: w.options, Payload: w.payload,
 			InitialRows: rows, Rows: 0,
-			Agent: replication.Targets{Distribution: s.distFromSub.Conn, Subscriber: s.subLocal.Conn},
+			Agent: replication.Targets{Distribution: s.distFromSub, Subscriber: s.subLocal},
 			// The copy crosses the link: read on the publisher's site,
 			// written to the subscriber from there.
-			Setup: replication.SetupOptions{Init: method, InitPublisher: s.pubLocal.Conn, InitSubscriber: s.subFromPub.Conn,
-				Binaries: env.Instance(w.pub).Binaries()},
+			Setup: replication.SetupOptions{Init: method, InitPublisher: s.pubLocal, InitSubscriber: s.subFromPub,
+				Binaries: localBinaries(env.Instance(w.pub))},
 		})
 		if err != nil {
 			return m, fmt.Errorf("%s: %w", w.scenario, err)

@@ -29,15 +29,13 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/dbrig/dbrig/internal/engine/postgres"
 	"github.com/dbrig/dbrig/internal/measure"
 	"github.com/dbrig/dbrig/internal/study"
 )
 
 // Experiments, in the seed's order.
 var Experiments = []string{"server-loop", "server-cursor", "client-stream", "cursor-messages", "client-row-by-row", "wide-rows"}
-
-// Database is the database the workload creates on its instance.
-const Database = "rbar"
 
 // objects is the size of the table cross-joined with itself three times:
 // 1,000^3 = 10^9 rows, the seed's largest count.
@@ -62,6 +60,8 @@ func Kind() study.Kind {
 		Model:      Model,
 		PrepareKey: func(study.Params) string { return "rbar-v1" },
 		Report:     Report,
+		Engines:    []string{"postgres"},
+		EnginesWhy: "its experiments are written in PostgreSQL's dialect",
 	}
 }
 
@@ -97,13 +97,10 @@ func (w *workload) Prepare(ctx context.Context, env *study.Env) error {
 	if inst == nil {
 		return fmt.Errorf("no instance %q", w.instance)
 	}
-	if err := inst.Exec(ctx, "postgres", "DROP DATABASE IF EXISTS "+Database); err != nil {
+	if err := inst.CreateDatabase(ctx, env.Database); err != nil {
 		return err
 	}
-	if err := inst.CreateDatabase(ctx, Database); err != nil {
-		return err
-	}
-	return inst.Exec(ctx, Database,
+	return inst.Exec(ctx, env.Database,
 		`CREATE TABLE rbar_objects (id int PRIMARY KEY)`,
 		`INSERT INTO rbar_objects SELECT g FROM generate_series(1, `+strconv.Itoa(objects)+`) g`,
 		`ANALYZE rbar_objects`,
@@ -142,11 +139,11 @@ const crossJoin = `SELECT a.id FROM rbar_objects a, rbar_objects b, rbar_objects
 
 // Run measures one point.
 func (w *workload) Run(ctx context.Context, env *study.Env) (study.Measurement, error) {
-	ep, err := env.Conn(env.ClientSite, w.instance, Database)
+	ep, err := env.Conn(env.ClientSite, w.instance, env.Database)
 	if err != nil {
 		return study.Measurement{}, err
 	}
-	cfg, err := ep.Conn.ConnConfig()
+	cfg, err := postgres.ConnInfoOf(ep.Conn).ConnConfig()
 	if err != nil {
 		return study.Measurement{}, err
 	}

@@ -1,0 +1,82 @@
+package study
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/dbrig/dbrig/internal/engine"
+)
+
+// CheckSettings validates every server setting of a plan with each engine's
+// own catalogue and parser, before anything starts: a misspelt name or a
+// bad value is a SpecError at the file, line and key where it is written,
+// with the closest valid name. Targets' settings are checked the same way
+// (their server-level values are compared with the target's when it is
+// attached).
+func CheckSettings(ctx context.Context, plan *Plan, engines *engine.Registry) error {
+	spec := plan.Spec
+	type group struct {
+		engine   string
+		settings map[string]string
+		combo    *Combo
+		instance string
+	}
+	var groups []group
+	seen := map[string]bool{}
+	for _, c := range plan.Combos {
+		for _, in := range c.Instances {
+			if len(in.Settings) == 0 {
+				continue
+			}
+			id := in.Engine + "\x00" + fmt.Sprint(sortedPairs(in.Settings))
+			if seen[id] {
+				continue
+			}
+			seen[id] = true
+			groups = append(groups, group{engine: in.Engine, settings: in.Settings, combo: c, instance: in.Name})
+		}
+	}
+	var errs SpecErrors
+	reported := map[string]bool{}
+	for _, g := range groups {
+		e, ok := engines.Lookup(g.engine)
+		if !ok {
+			continue // refused by the validator
+		}
+		for _, err := range e.CheckSettings(ctx, g.settings) {
+			var se *engine.SettingError
+			if !errors.As(err, &se) {
+				return fmt.Errorf("check the settings of %s: %w", e.Title(), err)
+			}
+			key := g.combo.SettingKey(g.instance, se.Key)
+			msg := fmt.Sprintf("%s (%s)", se.Error(), e.Title())
+			if se.Value != "" && !strings.Contains(msg, se.Value) {
+				msg = fmt.Sprintf("%q: %s", se.Value, msg)
+			}
+			id := key + msg
+			if reported[id] {
+				continue
+			}
+			reported[id] = true
+			errs = append(errs, SpecError{File: spec.File, Line: lineOf(spec.lines, key), Key: key, Msg: msg})
+		}
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	sort.SliceStable(errs, func(i, j int) bool { return errs[i].Line < errs[j].Line })
+	return errs
+}
+
+func sortedPairs(m map[string]string) []string {
+	var out []string
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		out = append(out, k+"="+m[k])
+	}
+	return out
+}
