@@ -5,12 +5,16 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/spf13/cobra"
 
 	"github.com/dbrig/dbrig/internal/doctor/sshdtest"
 	"github.com/dbrig/dbrig/internal/engine/postgres/pgtest"
@@ -331,6 +335,41 @@ func TestDoctorDatabase(t *testing.T) {
 	for _, s := range []string{"DATABASE", "db.wal_level", "FINDINGS ON local", "wal_level = logical"} {
 		if !strings.Contains(text, s) {
 			t.Errorf("text lacks %q:\n%s", s, text)
+		}
+	}
+}
+
+// trackerCitation matches a reference to an issue tracker ("issue 4",
+// "Issue #12"): a user has no such tracker, so what dbrig prints and
+// documents cites the seed or the reason instead.
+var trackerCitation = regexp.MustCompile(`(?i)\b(issue|ticket|bug)\s*#?\s*[0-9]+`)
+
+// TestNoTrackerCitations reads every command's help and every document a
+// user reads for a tracker number.
+func TestNoTrackerCitations(t *testing.T) {
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		texts := map[string]string{"short": c.Short, "long": c.Long, "example": c.Example, "flags": c.Flags().FlagUsages()}
+		for where, text := range texts {
+			if m := trackerCitation.FindString(text); m != "" {
+				t.Errorf("%s --help (%s) cites %q", c.CommandPath(), where, m)
+			}
+		}
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(newRootCmd(&app{stdout: io.Discard, stderr: io.Discard, getenv: func(string) string { return "" }, version: "test"}))
+
+	docs, _ := filepath.Glob("../../docs/*.md")
+	more, _ := filepath.Glob("../../docs/*/*.md")
+	for _, name := range append(append(docs, more...), "../../README.md") {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range trackerCitation.FindAllString(string(b), -1) {
+			t.Errorf("%s cites %q: cite the seed or the reason instead", name, m)
 		}
 	}
 }
