@@ -7,6 +7,8 @@ VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo de
 LDFLAGS   := -X main.version=$(VERSION)
 # The whole suite stays well under CI's 15-minute budget on 2 cores.
 TEST_TIMEOUT ?= 14m
+# The packages make test runs (make test TEST_PKGS=./internal/link/ for one).
+TEST_PKGS ?= ./...
 
 .PHONY: help demo build test vet bench bench-link bench-rbar bench-replication clean
 
@@ -21,10 +23,22 @@ demo: ## install what is missing, build, run the quick row-by-row study, print t
 	$(MAKE) --no-print-directory build
 	$(BIN) run rbar-latency --quick
 
-test: ## install what the tests need, then vet and run every test
+# The tests run with TMPDIR set to a fresh directory, which must be empty when
+# they end: a test keeps its files in t.TempDir() or removes them, as dbrig
+# removes what it creates. Anything left there is listed and fails the target;
+# the directory is removed either way. It is sticky and world-writable like
+# /tmp, since the test servers run as an unprivileged account.
+test: ## install what the tests need, vet, run every test, and fail if a test left files in TMPDIR
 	scripts/install-deps --test
 	$(GO) vet ./...
-	CI=$${CI:-} $(GO) test -race -timeout $(TEST_TIMEOUT) -count=1 ./...
+	@tmp=$$(mktemp -d "$${TMPDIR:-/tmp}/dbrig-make-test.XXXXXX") && chmod 1777 "$$tmp" || exit 1; \
+	echo "TMPDIR=$$tmp CI=$${CI:-} $(GO) test -race -timeout $(TEST_TIMEOUT) -count=1 $(TEST_PKGS)"; \
+	status=0; TMPDIR="$$tmp" CI=$${CI:-} $(GO) test -race -timeout $(TEST_TIMEOUT) -count=1 $(TEST_PKGS) || status=$$?; \
+	if [ -n "$$(ls -A "$$tmp")" ]; then \
+		echo "make test: the tests left these in their TMPDIR, $$tmp:"; ls -lA "$$tmp"; \
+		[ $$status -ne 0 ] || status=1; \
+	fi; \
+	rm -rf "$$tmp"; exit $$status
 
 bench: bench-link bench-rbar bench-replication ## run the speed benchmarks (ratios measured in one run)
 

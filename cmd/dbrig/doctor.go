@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -67,8 +69,9 @@ or the database was unreachable, 2 bad usage (flags, hosts file, --link).`,
 				errs = append(errs, fmt.Errorf("--parallel %d: want at least 1", parallel))
 			}
 			if timeout <= 0 {
-				errs = append(errs, fmt.Errorf("--timeout %s: want a positive duration such as 20s", timeout))
+				errs = append(errs, errors.New("--timeout 0: want a positive duration such as 20s"))
 			}
+			errs = append(errs, checkSSHFlags(hostsFile, sshConfig, sshOptions)...)
 			if dbURI != "" {
 				db, err := doctor.ParseDatabase(dbURI)
 				if err != nil {
@@ -80,7 +83,7 @@ or the database was unreachable, 2 bad usage (flags, hosts file, --link).`,
 			if hostsFile != "" {
 				targets, err := doctor.ReadHostsFile(hostsFile)
 				if err != nil {
-					errs = append(errs, err)
+					errs = append(errs, fmt.Errorf("--hosts: %w", err))
 				}
 				ssh := doctor.SSH{ConfigFile: sshConfig, Options: sshOptions}
 				for _, t := range targets {
@@ -123,16 +126,49 @@ or the database was unreachable, 2 bad usage (flags, hosts file, --link).`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&hostsFile, "hosts", "", "check the hosts listed in `FILE` over ssh, one [user@]host[:port] per line")
-	f.StringArrayVar(&links, "link", nil, "a link the database traffic crosses, to check TCP buffers against: `RTT:RATE` (150ms:1gbit), PROFILE:RATE or PROFILE (tukwila-dublin); repeatable")
+	f.StringArrayVar(&links, "link", nil, "a link the database traffic crosses, to check TCP buffers against: `RTT:RATE` (150ms:1gbit, 77ms:10gigabit, \"20 ms:100 Mbps\"), PROFILE:RATE or PROFILE (tukwila-dublin); repeatable")
 	f.StringVar(&dbURI, "db", "", "check a PostgreSQL server's settings (`URI`; put the password in PGPASSWORD or ~/.pgpass, not here)")
 	f.BoolVar(&jsonOut, "json", false, "write the report as JSON (fields in docs/doctor.md)")
 	f.IntVar(&parallel, "parallel", 8, "check `N` hosts at a time")
-	f.DurationVar(&timeout, "timeout", 20*time.Second, "time allowed per host, and for the database connection")
+	timeout = 20 * time.Second
+	f.Var(durationFlag{&timeout}, "timeout", "time allowed per host, and for the database connection (a `duration` such as 20s or 1m)")
 	f.StringVar(&sshConfig, "ssh-config", "", "use this ssh config `FILE` instead of ~/.ssh/config (ssh -F)")
 	f.StringArrayVar(&sshOptions, "ssh-option", nil, "pass -o `KEY=VALUE` to ssh (e.g. IdentityFile=~/.ssh/fleet, UserKnownHostsFile=...); repeatable")
 	f.StringArrayVar(&snapshots, "snapshot", nil, "check a snapshot `FILE` saved from the collector (dbrig doctor --print-collector | ssh HOST sh -s > FILE) instead of a live host; repeatable")
 	f.BoolVar(&printScript, "print-collector", false, "print the shell script that --hosts runs on each host, and exit")
 	return cmd
+}
+
+// checkSSHFlags refuses ssh flags that ssh would reject on every host, or
+// that nothing would use: each such mistake would otherwise show as every
+// host unreachable (exit 1) instead of a usage error naming the flag.
+func checkSSHFlags(hostsFile, sshConfig string, sshOptions []string) []error {
+	var errs []error
+	if hostsFile == "" {
+		if sshConfig != "" {
+			errs = append(errs, errors.New("--ssh-config is used only with --hosts FILE: give the hosts to check over ssh"))
+		}
+		if len(sshOptions) > 0 {
+			errs = append(errs, errors.New("--ssh-option is used only with --hosts FILE: give the hosts to check over ssh"))
+		}
+	}
+	if sshConfig != "" {
+		if st, err := os.Stat(sshConfig); err != nil {
+			errs = append(errs, fmt.Errorf("--ssh-config: %w", err))
+		} else if st.IsDir() {
+			errs = append(errs, fmt.Errorf("--ssh-config %s is a directory: want an ssh config file (ssh -F)", sshConfig))
+		}
+	}
+	for _, o := range sshOptions {
+		key, value, ok := strings.Cut(o, "=")
+		if !ok {
+			key, value, ok = strings.Cut(strings.TrimSpace(o), " ")
+		}
+		if !ok || strings.TrimSpace(key) == "" || strings.TrimSpace(value) == "" || strings.ContainsAny(key, " \t") {
+			errs = append(errs, fmt.Errorf("--ssh-option %q: want KEY=VALUE, such as IdentityFile=~/.ssh/fleet (see man ssh_config)", o))
+		}
+	}
+	return errs
 }
 
 // failedWords says what failed, for the one-line message on stderr.

@@ -5,11 +5,16 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"math"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/spf13/cobra"
 
 	"github.com/dbrig/dbrig/internal/doctor/sshdtest"
 	"github.com/dbrig/dbrig/internal/engine/postgres/pgtest"
@@ -111,6 +116,10 @@ func TestDoctorBadInput(t *testing.T) {
 	if err := os.WriteFile(garbage, []byte("# fleet\ndb1\nthis line is garbage\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	fleet := filepath.Join(dir, "good-fleet.txt")
+	if err := os.WriteFile(fleet, []byte("db1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	closed := sshdtest.ClosedPort(t)
 	tests := []struct {
 		name   string
@@ -119,16 +128,34 @@ func TestDoctorBadInput(t *testing.T) {
 		stderr string
 		stdout string
 	}{
-		{"missing hosts file", []string{"doctor", "--hosts", filepath.Join(dir, "nope.txt")}, 2, "no such file or directory", ""},
+		{"missing hosts file", []string{"doctor", "--hosts", filepath.Join(dir, "nope.txt")}, 2, "--hosts: hosts file: open " + filepath.Join(dir, "nope.txt") + ": no such file or directory", ""},
 		{"unreadable hosts file", []string{"doctor", "--hosts", dir}, 2, "is a directory", ""},
 		{"garbage line", []string{"doctor", "--hosts", garbage}, 2, garbage + `:3: "this line is garbage": want one host per line`, ""},
 		{"unknown link profile", []string{"doctor", "--link", "tukwila-mars"}, 2, `unknown link profile "tukwila-mars"`, ""},
-		{"malformed link", []string{"doctor", "--link", "150ms:fast"}, 2, `rate "fast" has no unit`, ""},
+		{"malformed link", []string{"doctor", "--link", "150ms:fast"}, 2, `--link "150ms:fast": rate "fast": want a number and a unit`, ""},
+		{"link rate of unknown unit", []string{"doctor", "--link", "77ms:10gigaflops"}, 2, `unknown unit "gigaflops": want a number and a unit in bits per second`, ""},
+		{"link rate in bytes without /s", []string{"doctor", "--link", "77ms:10MB"}, 2, "add /s for bytes per second", ""},
+		{"link rate zero", []string{"doctor", "--link", "77ms:0"}, 2, "the rate must be above zero", ""},
+		{"link RTT without unit", []string{"doctor", "--link", "77:1gbit"}, 2, `duration "77" has no unit: want a number and a unit: 77ms`, ""},
 		{"link without rate", []string{"doctor", "--link", "150ms"}, 2, "needs a rate too", ""},
+		{"empty link", []string{"doctor", "--link", ""}, 2, "empty --link", ""},
 		{"bad parallel", []string{"doctor", "--parallel", "0"}, 2, "--parallel 0", ""},
+		{"parallel not a number", []string{"doctor", "--parallel", "many"}, 2, `invalid argument "many" for "--parallel"`, ""},
+		{"zero timeout", []string{"doctor", "--timeout", "0"}, 2, "--timeout 0: want a positive duration", ""},
+		{"negative timeout", []string{"doctor", "--timeout", "-5s"}, 2, `"--timeout" flag: duration "-5s" is negative`, ""},
+		{"timeout without unit", []string{"doctor", "--timeout", "20"}, 2, `"--timeout" flag: duration "20" has no unit`, ""},
+		{"ssh config missing", []string{"doctor", "--hosts", fleet, "--ssh-config", filepath.Join(dir, "nope")}, 2, "--ssh-config: stat " + filepath.Join(dir, "nope"), ""},
+		{"ssh config a directory", []string{"doctor", "--hosts", fleet, "--ssh-config", dir}, 2, "--ssh-config " + dir + " is a directory", ""},
+		{"ssh config without hosts", []string{"doctor", "--ssh-config", garbage}, 2, "--ssh-config is used only with --hosts", ""},
+		{"ssh option without value", []string{"doctor", "--hosts", fleet, "--ssh-option", "IdentityFile"}, 2, `--ssh-option "IdentityFile": want KEY=VALUE`, ""},
+		{"ssh option without key", []string{"doctor", "--hosts", fleet, "--ssh-option", "=x"}, 2, `--ssh-option "=x": want KEY=VALUE`, ""},
+		{"ssh option without hosts", []string{"doctor", "--ssh-option", "IdentityFile=/x"}, 2, "--ssh-option is used only with --hosts", ""},
+		{"bad json flag", []string{"doctor", "--json=maybe"}, 2, `invalid argument "maybe" for "--json"`, ""},
+		{"bad print-collector flag", []string{"doctor", "--print-collector=sure"}, 2, `invalid argument "sure" for "--print-collector"`, ""},
 		{"bad flag", []string{"doctor", "--frobnicate"}, 2, "unknown flag", ""},
 		{"stray argument", []string{"doctor", "db1"}, 2, "unknown command", ""},
 		{"bad snapshot", []string{"doctor", "--snapshot", garbage}, 2, "not a dbrig doctor snapshot", ""},
+		{"missing snapshot", []string{"doctor", "--snapshot", filepath.Join(dir, "nope.snap")}, 2, "--snapshot: ", ""},
 		{"bad db URI", []string{"doctor", "--db", "postgres://u@localhost:notaport/x"}, 2, "--db", ""},
 		{
 			"unreachable database",
@@ -152,6 +179,38 @@ func TestDoctorBadInput(t *testing.T) {
 				t.Error("the password appears in the output")
 			}
 		})
+	}
+}
+
+// TestDoctorLinkSpellings declares links with the rate and RTT spellings
+// people write; each is read as the same 77 ms, 10 Gbit/s link.
+func TestDoctorLinkSpellings(t *testing.T) {
+	spellings := []string{"77ms:10gigabit", "77 ms:10 gigabits", "77ms:10gbit", "77ms:10Gbit/s", "77ms:10 Gbps", "0.077s:10GbE", "77ms:1250MB/s"}
+	args := []string{"doctor", "--snapshot", "../../internal/doctor/testdata/vm.snap", "--json"}
+	for _, s := range spellings {
+		args = append(args, "--link", s)
+	}
+	code, out, errOut := doctorRun(t, args...)
+	if code != 0 && code != 1 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var rep struct {
+		Links []struct {
+			Spec  string  `json:"spec"`
+			RTTMS float64 `json:"rtt_ms"`
+			Rate  float64 `json:"rate_bps"`
+		} `json:"links"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("JSON: %v\n%s", err, out)
+	}
+	if len(rep.Links) != len(spellings) {
+		t.Fatalf("%d links in the report, want %d: %+v", len(rep.Links), len(spellings), rep.Links)
+	}
+	for i, l := range rep.Links {
+		if l.Spec != spellings[i] || math.Abs(l.RTTMS-77) > 1e-9 || math.Abs(l.Rate-10e9) > 1e-3 {
+			t.Errorf("--link %q read as %+v, want 77 ms at 10 Gbit/s", spellings[i], l)
+		}
 	}
 }
 
@@ -276,6 +335,41 @@ func TestDoctorDatabase(t *testing.T) {
 	for _, s := range []string{"DATABASE", "db.wal_level", "FINDINGS ON local", "wal_level = logical"} {
 		if !strings.Contains(text, s) {
 			t.Errorf("text lacks %q:\n%s", s, text)
+		}
+	}
+}
+
+// trackerCitation matches a reference to an issue tracker ("issue 4",
+// "Issue #12"): a user has no such tracker, so what dbrig prints and
+// documents cites the seed or the reason instead.
+var trackerCitation = regexp.MustCompile(`(?i)\b(issue|ticket|bug)\s*#?\s*[0-9]+`)
+
+// TestNoTrackerCitations reads every command's help and every document a
+// user reads for a tracker number.
+func TestNoTrackerCitations(t *testing.T) {
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		texts := map[string]string{"short": c.Short, "long": c.Long, "example": c.Example, "flags": c.Flags().FlagUsages()}
+		for where, text := range texts {
+			if m := trackerCitation.FindString(text); m != "" {
+				t.Errorf("%s --help (%s) cites %q", c.CommandPath(), where, m)
+			}
+		}
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(newRootCmd(&app{stdout: io.Discard, stderr: io.Discard, getenv: func(string) string { return "" }, version: "test"}))
+
+	docs, _ := filepath.Glob("../../docs/*.md")
+	more, _ := filepath.Glob("../../docs/*/*.md")
+	for _, name := range append(append(docs, more...), "../../README.md") {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range trackerCitation.FindAllString(string(b), -1) {
+			t.Errorf("%s cites %q: cite the seed or the reason instead", name, m)
 		}
 	}
 }

@@ -26,6 +26,16 @@ var (
 	buildErr  error
 )
 
+// TestMain removes the dbrig binary the tests built (23 MB) once they are
+// done: no test owns it, so no t.Cleanup can.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if builtBin != "" {
+		os.RemoveAll(filepath.Dir(builtBin))
+	}
+	os.Exit(code)
+}
+
 // dbrigBinary builds the dbrig command once per test binary, so that tests
 // use it the way a user does: as a process that gets signals.
 func dbrigBinary(t *testing.T) string {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -75,7 +76,8 @@ Exit codes: 0 stopped by a signal, 1 could not listen, 2 bad flags.`,
 	fl.StringVar(&f.rtt, "rtt", "", "round-trip propagation delay (a `duration` such as 77ms or 200us), split evenly between the directions")
 	fl.StringVar(&f.forwardDelay, "forward-delay", "", "one-way delay client to server (a `duration`; overrides half of --rtt)")
 	fl.StringVar(&f.reverseDelay, "reverse-delay", "", "one-way delay server to client (a `duration`; overrides half of --rtt)")
-	fl.StringVar(&f.rate, "rate", "", "serialization `rate` in bit/s, decimal units (such as 1gbit, 100mbit, 512kbit; 0 = unlimited)")
+	fl.StringVar(&f.rate, "rate", "", "serialization `rate` in bit/s, decimal units: 1gbit, 100mbit, 10 Gbps, 10gigabit, 1.5Mbit/s, 1g; "+
+		"bytes per second with a capital B: 125MB/s (0 = unlimited)")
 	fl.StringVar(&f.window, "window", "", "TCP window: most bytes in flight per direction of a connection (a `size` such as 64KiB, 65535, 16MiB; 0 = unlimited); at least --mss")
 	fl.StringVar(&f.jitter, "jitter", "", "extra delay per segment, uniform in [0, `duration`] (such as 2ms); never reorders")
 	fl.StringVar(&f.loss, "loss", "", "`probability` a segment is lost (such as 0.1% or 0.001); each loss stalls the stream for a retransmission timeout")
@@ -84,7 +86,8 @@ Exit codes: 0 stopped by a signal, 1 could not listen, 2 bad flags.`,
 	fl.StringVar(&f.overhead, "overhead", "", "header `bytes` per segment counted in serialization (such as 52 for IPv4+TCP+timestamps; default 0)")
 	fl.StringVar(&f.rto, "rto", "", "minimum retransmission timeout (a `duration`; default 200ms): a loss stalls RTT + this, doubling when the retransmission is lost too")
 	fl.Int64Var(&f.seed, "seed", 0, "seed for jitter and loss, for reproducible runs (0 = random)")
-	fl.DurationVar(&f.statsInterval, "stats-interval", time.Second, "how often to print statistics (a `duration`; 0 = only the totals at the end)")
+	f.statsInterval = time.Second
+	fl.Var(durationFlag{&f.statsInterval}, "stats-interval", "how often to print statistics (a `duration` such as 1s or 500ms; 0 = only the totals at the end)")
 	fl.BoolVar(&f.jsonOut, "json", false, "print JSON objects, one per line, on stdout instead of text")
 	fl.BoolVar(&f.listProfiles, "list-profiles", false, "list the link profiles and exit")
 	return cmd
@@ -95,9 +98,13 @@ func (f linkFlags) config(cmd *cobra.Command) (link.Config, error) {
 	var errs []error
 	if f.listen == "" {
 		errs = append(errs, errors.New("--listen is required: the address to listen on, such as 127.0.0.1:6432"))
+	} else if err := checkListenAddr(f.listen); err != nil {
+		errs = append(errs, err)
 	}
 	if f.upstream == "" {
 		errs = append(errs, errors.New("--upstream is required: the server to forward to, host:port or unix:/path"))
+	} else if err := checkUpstreamAddr(f.upstream); err != nil {
+		errs = append(errs, err)
 	}
 	var cfg link.Config
 	if f.profile != "" {
@@ -173,9 +180,6 @@ func (f linkFlags) config(cmd *cobra.Command) (link.Config, error) {
 	if changed("seed") {
 		cfg.Seed = f.seed
 	}
-	if f.statsInterval < 0 {
-		errs = append(errs, fmt.Errorf("--stats-interval %s: want a positive duration such as 1s, or 0", f.statsInterval))
-	}
 	if len(errs) > 0 {
 		return cfg, errors.Join(errs...)
 	}
@@ -188,6 +192,63 @@ func (f linkFlags) config(cmd *cobra.Command) (link.Config, error) {
 	}
 	return cfg, nil
 }
+
+// checkListenAddr refuses a --listen value that is not host:port, before
+// anything listens: a missing or malformed port is a usage error (exit 2),
+// not a failure to listen.
+func checkListenAddr(addr string) error {
+	const want = "want host:port, such as 127.0.0.1:6432 (port 0 picks a free one)"
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("--listen %q: %s", addr, want)
+	}
+	if _, err := net.LookupPort("tcp", port); err != nil || port == "" {
+		return fmt.Errorf("--listen %q: port %q is not a port number: %s", addr, port, want)
+	}
+	return nil
+}
+
+// checkUpstreamAddr refuses an --upstream value that could never be
+// dialled: neither host:port with a port above 0 nor unix:/path.
+func checkUpstreamAddr(addr string) error {
+	const want = "want host:port (such as 127.0.0.1:5432) or unix:/path/to/socket (such as unix:/var/run/postgresql/.s.PGSQL.5432)"
+	if path, ok := strings.CutPrefix(addr, "unix:"); ok {
+		if path == "" {
+			return fmt.Errorf("--upstream %q has no socket path: %s", addr, want)
+		}
+		return nil
+	}
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("--upstream %q: %s", addr, want)
+	}
+	if n, err := net.LookupPort("tcp", port); err != nil || n == 0 {
+		return fmt.Errorf("--upstream %q: port %q is not a port from 1 to 65535: %s", addr, port, want)
+	}
+	return nil
+}
+
+// durationFlag is a flag whose value units.ParseDuration reads, so that a
+// flag takes the durations a study file takes ("500ms", "1 s", "200µs").
+type durationFlag struct{ d *time.Duration }
+
+func (f durationFlag) String() string {
+	if f.d == nil {
+		return ""
+	}
+	return units.FormatDuration(*f.d)
+}
+
+func (f durationFlag) Set(s string) error {
+	d, err := units.ParseDuration(s)
+	if err != nil {
+		return err
+	}
+	*f.d = d
+	return nil
+}
+
+func (durationFlag) Type() string { return "duration" }
 
 // runLink runs the proxy until the command's context ends (SIGINT/SIGTERM).
 func runLink(cmd *cobra.Command, a *app, f linkFlags, cfg link.Config) error {

@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"math"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -139,31 +141,56 @@ func slicesEqual(a, b []string) bool {
 	return true
 }
 
+// TestLinkBadFlags gives every flag of dbrig link a bad value: each exits
+// 2 before anything listens, with a message naming the flag and the form
+// it wants.
 func TestLinkBadFlags(t *testing.T) {
 	base := []string{"link", "--listen", "127.0.0.1:0", "--upstream", "127.0.0.1:1"}
+	with := func(extra ...string) []string { return append(slices.Clip(base), extra...) }
 	for _, tt := range []struct {
 		args []string
 		want []string // in the message
 	}{
 		{[]string{"link", "--upstream", "127.0.0.1:1"}, []string{"--listen", "required"}},
 		{[]string{"link", "--listen", "127.0.0.1:0"}, []string{"--upstream", "required"}},
-		{append(base, "--rate", "fast"), []string{"--rate", "kbit, mbit or gbit"}},
-		{append(base, "--rate", "-5mbit"), []string{"--rate", "negative"}},
-		{append(base, "--rtt", "77"), []string{"--rtt", "77ms"}},
-		{append(base, "--rtt", "-5ms"), []string{"--rtt", "negative"}},
-		{append(base, "--jitter", "lots"), []string{"--jitter", "duration"}},
-		{append(base, "--window", "big"), []string{"--window", "KiB"}},
-		{append(base, "--window", "1000"), []string{"--window", "smaller than one segment", "--mss"}},
-		{append(base, "--loss", "150%"), []string{"--loss", "outside"}},
-		{append(base, "--loss", "100%"), []string{"--loss", "below 100%"}},
-		{append(base, "--loss", "some"), []string{"--loss", "percentage"}},
-		{append(base, "--duplex", "sideways"), []string{"--duplex", "full, half or mismatch"}},
-		{append(base, "--mss", "10"), []string{"--mss", "64 to 65535"}},
-		{append(base, "--profile", "tukwila-mars"), []string{"--profile", "unknown link profile", "--list-profiles"}},
-		{append(base, "--profile", "lan-1g+tukwila-dublin"), []string{"--profile", "only modifiers"}},
-		{append(base, "--stats-interval", "soon"), []string{"stats-interval"}},
-		{append(base, "--bogus"), []string{"unknown flag", "--bogus"}},
-		{append(base, "extra"), []string{"unknown command", "extra"}},
+		{[]string{"link", "--listen", "localhost", "--upstream", "127.0.0.1:1"}, []string{"--listen", "host:port", "127.0.0.1:6432"}},
+		{[]string{"link", "--listen", "6432", "--upstream", "127.0.0.1:1"}, []string{"--listen", "host:port"}},
+		{[]string{"link", "--listen", "127.0.0.1:", "--upstream", "127.0.0.1:1"}, []string{"--listen", "not a port number"}},
+		{[]string{"link", "--listen", "127.0.0.1:99999", "--upstream", "127.0.0.1:1"}, []string{"--listen", "not a port number"}},
+		{[]string{"link", "--listen", "127.0.0.1:0", "--upstream", "localhost"}, []string{"--upstream", "host:port", "unix:/path"}},
+		{[]string{"link", "--listen", "127.0.0.1:0", "--upstream", "127.0.0.1:0"}, []string{"--upstream", "1 to 65535"}},
+		{[]string{"link", "--listen", "127.0.0.1:0", "--upstream", "unix:"}, []string{"--upstream", "no socket path"}},
+		{with("--rate", "fast"), []string{"--rate", "10 gigabits", "125MB/s"}},
+		{with("--rate", "10 gigaflops"), []string{"--rate", `unknown unit "gigaflops"`, "10Gbit/s"}},
+		{with("--rate", "100"), []string{"--rate", "no unit", "100mbit"}},
+		{with("--rate", "10MB"), []string{"--rate", "add /s for bytes per second"}},
+		{with("--rate", "-5mbit"), []string{"--rate", "negative"}},
+		{with("--rtt", "77"), []string{"--rtt", "77ms"}},
+		{with("--rtt", "-5ms"), []string{"--rtt", "negative"}},
+		{with("--forward-delay", "far"), []string{"--forward-delay", "77ms"}},
+		{with("--reverse-delay", "5 parsecs"), []string{"--reverse-delay", "200us"}},
+		{with("--jitter", "lots"), []string{"--jitter", "0.2ms"}},
+		{with("--rto", "-1s"), []string{"--rto", "negative"}},
+		{with("--window", "big"), []string{"--window", "64KiB"}},
+		{with("--window", "64kbit"), []string{"--window", "sizes are bytes"}},
+		{with("--window", "1000"), []string{"--window", "smaller than one segment", "--mss"}},
+		{with("--loss", "150%"), []string{"--loss", "outside"}},
+		{with("--loss", "100%"), []string{"--loss", "below 100%"}},
+		{with("--loss", "some"), []string{"--loss", "percentage"}},
+		{with("--duplex", "sideways"), []string{"--duplex", "full, half or mismatch"}},
+		{with("--mss", "10"), []string{"--mss", "64 to 65535"}},
+		{with("--mss", "lots"), []string{"--mss", "1448"}},
+		{with("--overhead", "70000"), []string{"--overhead", "0 to 65535"}},
+		{with("--overhead", "-1"), []string{"--overhead", "negative"}},
+		{with("--profile", "tukwila-mars"), []string{"--profile", "unknown link profile", "--list-profiles"}},
+		{with("--profile", "lan-1g+tukwila-dublin"), []string{"--profile", "only modifiers"}},
+		{with("--seed", "lucky"), []string{"--seed", "invalid argument"}},
+		{with("--stats-interval", "soon"), []string{"--stats-interval", "1.5s"}},
+		{with("--stats-interval", "-1s"), []string{"--stats-interval", "negative"}},
+		{with("--json=maybe"), []string{"--json", "invalid argument"}},
+		{with("--list-profiles=perhaps"), []string{"--list-profiles", "invalid argument"}},
+		{with("--bogus"), []string{"unknown flag", "--bogus"}},
+		{with("extra"), []string{"unknown command", "extra"}},
 	} {
 		code, out, errs := linkRun(t, tt.args...)
 		if code != 2 {
@@ -175,6 +202,50 @@ func TestLinkBadFlags(t *testing.T) {
 				t.Errorf("%v: message %q does not mention %q", tt.args[1:], errs, w)
 			}
 		}
+	}
+}
+
+// TestLinkUnitSpellings starts the link with the spellings people write for
+// rates, sizes and durations and reads the model it reports back.
+func TestLinkUnitSpellings(t *testing.T) {
+	up := echoServer(t)
+	for _, tt := range []struct {
+		flags  []string
+		rtt    float64 // seconds
+		rate   float64 // bit/s
+		window int64
+	}{
+		{[]string{"--rate", "10 gigabits", "--rtt", "77 ms", "--window", "16 MiB"}, 0.077, 10e9, 16 << 20},
+		{[]string{"--rate", "10gbit", "--rtt", "0.2ms", "--window", "64 KB"}, 0.0002, 10e9, 64000},
+		{[]string{"--rate", "10Gbit/s", "--rtt", "200µs", "--window", "64KiB"}, 0.0002, 10e9, 65536},
+		{[]string{"--rate", "10 Gbps", "--rtt", "200us", "--window", "16 megabytes"}, 0.0002, 10e9, 16e6},
+		{[]string{"--rate", "10gigabit", "--rtt", "77ms"}, 0.077, 10e9, 0},
+		{[]string{"--rate", "1g", "--rtt", "1 s"}, 1, 1e9, 0},
+		{[]string{"--rate", "100 Mbps"}, 0, 100e6, 0},
+		{[]string{"--rate", "1.5Mbit/s"}, 0, 1.5e6, 0},
+		{[]string{"--rate", "10GbE"}, 0, 10e9, 0},
+		{[]string{"--rate", "125 MB/s"}, 0, 1e9, 0}, // bytes per second
+	} {
+		t.Run(strings.Join(tt.flags, " "), func(t *testing.T) {
+			_, out, errs, stop := startLinkCmd(t, append([]string{"--upstream", up, "--json", "--stats-interval", "0"}, tt.flags...)...)
+			if code := stop(); code != 0 {
+				t.Fatalf("exit %d: %s", code, errs.String())
+			}
+			var ev struct {
+				Config struct {
+					RTT    float64 `json:"rtt_s"`
+					Rate   float64 `json:"rate_bps"`
+					Window int64   `json:"window_bytes"`
+				} `json:"config"`
+			}
+			line, _, _ := strings.Cut(out.String(), "\n")
+			if err := json.Unmarshal([]byte(line), &ev); err != nil {
+				t.Fatalf("listening line: %v: %q", err, line)
+			}
+			if c := ev.Config; math.Abs(c.RTT-tt.rtt) > 1e-9 || math.Abs(c.Rate-tt.rate) > 1e-3 || c.Window != tt.window {
+				t.Errorf("config %+v, want rtt %vs, rate %v bit/s, window %d", c, tt.rtt, tt.rate, tt.window)
+			}
+		})
 	}
 }
 

@@ -354,30 +354,111 @@ func printRunJSON(w io.Writer, dir, html, md string, out study.Outcome, doc *rep
 func newReportCmd(a *app) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:   "report DIR",
-		Short: "Rebuild a run's report.html and report.md from its results.jsonl",
-		Args:  cobra.ExactArgs(1),
+		Use:   "report DIR...",
+		Short: "Rebuild runs' report.html and report.md from their results.jsonl",
+		Long: `report rebuilds report.html and report.md in each run directory from the
+files the run saved there (spec.toml, run.json, environment.json,
+results.jsonl), and prints each report's findings and paths. Give several
+directories, or a pattern such as runs/rbar-latency-*, to rebuild them all:
+one that is not a run directory, or whose report cannot be built, is named
+on stderr and the others are still rebuilt. With --json it prints one JSON
+array holding a document per directory, in the order given.
+
+Exit codes: 0 every report rebuilt, 1 a report could not be built, 2 a
+directory is not a dbrig run directory (or none was given).`,
+		Example: `  dbrig report runs/rbar-latency-20250101-120000
+  dbrig report runs/rbar-latency-*
+  dbrig report runs/* --json`,
+		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			reg := newRegistry(binDirs{})
-			if _, err := os.Stat(filepath.Join(args[0], study.RunFile)); err != nil {
-				return usageError(fmt.Errorf("%s is not a dbrig run directory (no %s)", args[0], study.RunFile))
-			}
-			htmlPath, mdPath, doc, err := writeReport(args[0], reg)
-			if err != nil {
-				return failure(err)
+			color := term.ColorEnabled(a.stdout, a.getenv)
+			var docs []runJSON
+			var notRuns, failed []error
+			for i, dir := range args {
+				htmlPath, mdPath, doc, err := rebuildReport(dir, reg)
+				var notRun *notRunDirError
+				switch {
+				case errors.As(err, &notRun):
+					notRuns = append(notRuns, err)
+				case err != nil:
+					failed = append(failed, err)
+				}
+				if asJSON {
+					j := runJSON{Dir: dir, HTML: htmlPath, Markdown: mdPath}
+					if err != nil {
+						j.Error = err.Error()
+					}
+					if doc != nil {
+						j.Findings = doc.Findings
+					}
+					docs = append(docs, j)
+					continue
+				}
+				if err != nil {
+					continue
+				}
+				if len(args) > 1 {
+					if i > 0 {
+						fmt.Fprintln(a.stdout)
+					}
+					fmt.Fprintf(a.stdout, "== %s ==\n", dir)
+				}
+				if err := report.WriteSummary(a.stdout, doc, color); err != nil {
+					return failure(err)
+				}
+				fmt.Fprintf(a.stdout, "\nreport: %s\nmarkdown: %s\n", htmlPath, mdPath)
 			}
 			if asJSON {
-				return printRunJSON(a.stdout, args[0], htmlPath, mdPath, study.Outcome{}, doc, nil)
+				enc := json.NewEncoder(a.stdout)
+				enc.SetIndent("", "  ")
+				if err := enc.Encode(docs); err != nil {
+					return failure(err)
+				}
 			}
-			if err := report.WriteSummary(a.stdout, doc, term.ColorEnabled(a.stdout, a.getenv)); err != nil {
-				return failure(err)
-			}
-			fmt.Fprintf(a.stdout, "\nreport: %s\nmarkdown: %s\n", htmlPath, mdPath)
-			return nil
+			return reportOutcome(len(args), notRuns, failed)
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the findings and paths as JSON")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print a JSON array with each directory's findings and paths (and error, if any)")
 	return cmd
+}
+
+// notRunDirError is a directory given to dbrig report that holds no run:
+// the user's mistake, not a failed rebuild.
+type notRunDirError struct{ dir string }
+
+func (e *notRunDirError) Error() string {
+	return fmt.Sprintf("%s is not a dbrig run directory (no %s)", e.dir, study.RunFile)
+}
+
+// rebuildReport rebuilds one run directory's report.
+func rebuildReport(dir string, reg *study.Registry) (htmlPath, mdPath string, doc *report.Doc, err error) {
+	if _, err := os.Stat(filepath.Join(dir, study.RunFile)); err != nil {
+		return "", "", nil, &notRunDirError{dir: dir}
+	}
+	htmlPath, mdPath, doc, err = writeReport(dir, reg)
+	if err != nil {
+		return "", "", nil, fmt.Errorf("report of %s: %w", dir, err)
+	}
+	return htmlPath, mdPath, doc, nil
+}
+
+// reportOutcome is dbrig report's error and exit code: 2 when a directory
+// was not a run, else 1 when a report could not be built. With several
+// directories the message counts what was not rebuilt.
+func reportOutcome(total int, notRuns, failed []error) error {
+	bad := len(notRuns) + len(failed)
+	if bad == 0 {
+		return nil
+	}
+	err := errors.Join(append(slices.Clone(notRuns), failed...)...)
+	if total > 1 {
+		err = fmt.Errorf("%d of %d reports not rebuilt:\n%w", bad, total, err)
+	}
+	if len(notRuns) > 0 {
+		return usageError(err)
+	}
+	return failure(err)
 }
 
 func newStudiesCmd(a *app) *cobra.Command {

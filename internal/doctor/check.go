@@ -99,7 +99,7 @@ type CheckInfo struct {
 var Catalog = []CheckInfo{
 	{ID: "host.reachable", Section: SectionHost, Title: "the host answers over ssh and runs the collector",
 		Why:    "A fleet check that silently skips a host hides exactly the host that needs looking at.",
-		Source: "issue 4 (fleets); seed 002, the wrapper over a file of server names"},
+		Source: "seed 002 (Finding Disk Partition Offsets Made Easy: a wrapper that loops over a text file of server names, one per line)"},
 	{ID: "disk.alignment", Section: SectionDisks, Title: "partition start offsets against 4 KiB, 64 KiB, 1 MiB, the physical block and the optimal I/O size",
 		Why: "A partition that does not start on a boundary of the storage's blocks or stripe units makes I/Os straddle two units, " +
 			"so the device reads or writes both: misalignment costs up to 40 % of I/O performance. Windows Server 2003 started " +
@@ -142,12 +142,12 @@ var Catalog = []CheckInfo{
 		Source: "seed 004 (timing row-by-row work), studies/rbar-latency.md"},
 	{ID: "db.connect", Section: SectionDatabase, Title: "the database given with --db answers",
 		Why: "Every database check needs a connection; a database that does not answer is a failed check, not a " +
-			"silent skip.", Source: "issue 4 (bad input: an unreachable database)"},
+			"silent skip.", Source: "the database checks below, from seeds 000, 002 and 003, all read the server through this connection"},
 	{ID: "db.version", Section: SectionDatabase, Title: "server version", Why: "Settings and defaults differ between versions.",
-		Source: "issue 4"},
+		Source: "the settings checks below (seeds 000, 002, 003) read their names and defaults for this version"},
 	{ID: "db.data_directory", Section: SectionDatabase, Title: "which partition holds the data directory and the WAL",
 		Why:    "Where the files live decides which of the disk checks above matter for this database.",
-		Source: "issue 4 (disks: which database data directory lives on each partition)"},
+		Source: "seed 002 (partition offsets) and seed 003 (Disk Layout): the disk checks matter for the partitions that hold the data and the WAL"},
 	{ID: "db.wal_device", Section: SectionDatabase, Title: "WAL on a device apart from the data",
 		Why: "Separating transaction logs from data files on physical disks gave 10 % more throughput: the log's " +
 			"sequential writes stop queueing behind the data's random I/O (and a lost data disk leaves the log).",

@@ -38,7 +38,9 @@ func (l Link) BDP() float64 { return l.Rate.BytesPerSecond() * l.RTT.Seconds() }
 // ParseLink reads a link declaration: "RTT:RATE" (150ms:1gbit), a link
 // profile with a rate (tukwila-dublin:1gbit), or a profile alone
 // (tukwila-dublin, at the profile's rate). Profiles are dbrig's named links
-// (dbrig link --list-profiles), modifiers included.
+// (dbrig link --list-profiles), modifiers included. The RTT and the rate
+// are read by units.ParseDuration and units.ParseRate, as everywhere in
+// dbrig, so "77 ms:10 gigabits" is the same link as "77ms:10gbit".
 func ParseLink(spec string) (Link, error) {
 	s := strings.TrimSpace(spec)
 	if s == "" {

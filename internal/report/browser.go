@@ -187,6 +187,16 @@ func startChromium(ctx context.Context, bin string) (*browser, error) {
 		"--user-data-dir="+profile,
 		"about:blank",
 	)
+	// Chromium puts its singleton socket (org.chromium.Chromium.*) and, with
+	// --disable-dev-shm-usage, its shared memory in TMPDIR, and removes them
+	// only on a clean exit, which SIGKILL is not: inside the profile they go
+	// with it.
+	tmp := filepath.Join(profile, "tmp")
+	if err := os.Mkdir(tmp, 0o700); err != nil {
+		_ = os.RemoveAll(profile)
+		return nil, fmt.Errorf("start chromium: %w", err)
+	}
+	b.cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
 	// Its own process group, so that stop kills Chromium and every process
 	// it started; and killed with the test binary if that dies first.
 	b.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}

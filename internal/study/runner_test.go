@@ -27,7 +27,7 @@ func TestMain(m *testing.M) {
 	case os.Getenv(ClientEnvVar) != "":
 		os.Exit(ClientMain(context.Background(), testRegistry(), os.Stdin, os.Stdout, os.Stderr))
 	case os.Getenv("DBRIG_TEST_CRASH_DIR") != "":
-		crashingRun(os.Getenv("DBRIG_TEST_CRASH_DIR"))
+		crashingRun(os.Getenv("DBRIG_TEST_CRASH_DIR"), os.Getenv("DBRIG_TEST_CRASH_RUN_DIR"))
 		os.Exit(3) // not reached: the workload's goroutine panics
 	}
 	os.Exit(m.Run())
@@ -241,14 +241,15 @@ func TestRunnerStopsServersOnFailurePanicAndCancel(t *testing.T) {
 }
 
 // crashingRun is the child of TestCrashLeavesNoServerRunning: a run whose
-// workload crashes the process from a goroutine of its own.
-func crashingRun(base string) {
+// workload crashes the process from a goroutine of its own. Its run
+// directory is the parent's, which removes it: the crash cannot.
+func crashingRun(base, dir string) {
 	s, err := Parse("ping.toml", []byte(fmt.Sprintf(pingSpec, "0", "", "crash", "")), testRegistry())
 	if err != nil {
 		panic(err)
 	}
 	p, _ := s.Plan("")
-	r := &Runner{Plan: p, Registry: testRegistry(), Dir: os.Getenv("DBRIG_TEST_CRASH_RUN"), BaseDir: base}
+	r := &Runner{Plan: p, Registry: testRegistry(), Dir: dir, BaseDir: base}
 	_, _ = r.Run(context.Background())
 }
 
@@ -256,7 +257,7 @@ func TestCrashLeavesNoServerRunning(t *testing.T) {
 	pgtest.Binaries(t)
 	base := pgtest.BaseDir(t)
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), "DBRIG_TEST_CRASH_DIR="+base, "DBRIG_TEST_CRASH_RUN="+t.TempDir())
+	cmd.Env = append(os.Environ(), "DBRIG_TEST_CRASH_DIR="+base, "DBRIG_TEST_CRASH_RUN_DIR="+t.TempDir())
 	out, err := cmd.CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "crashed on purpose") {
 		t.Fatalf("the crashing run ended with %v:\n%s", err, out)

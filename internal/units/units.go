@@ -1,5 +1,9 @@
 // Package units parses and formats the quantities dbrig's users type: bit rates
-// ("1gbit", "100mbit"), byte sizes ("64KiB", "16MiB") and durations ("77ms").
+// ("1gbit", "100 Mbps", "10 gigabits"), byte sizes ("64KiB", "16 megabytes")
+// and durations ("77ms", "200 µs"). Every command-line flag and study-file key
+// that takes a quantity goes through these parsers, so a spelling accepted in
+// one place is accepted everywhere, and a refused one is answered with the
+// forms that are accepted (RateForms, SizeForms, DurationForms).
 //
 // Rates are bits per second and sizes are bytes, both as the user would say
 // them on the command line or in a study file.
@@ -23,40 +27,100 @@ const (
 	Gbit Rate = 1e9
 )
 
-var rateSuffixes = []struct {
-	suffix string
-	mult   float64
-}{
-	// Longest suffixes first so "kbit" is not taken for "bit".
-	{"kbit/s", 1e3}, {"mbit/s", 1e6}, {"gbit/s", 1e9}, {"tbit/s", 1e12},
-	{"kbps", 1e3}, {"mbps", 1e6}, {"gbps", 1e9}, {"tbps", 1e12},
-	{"kbit", 1e3}, {"mbit", 1e6}, {"gbit", 1e9}, {"tbit", 1e12},
-	{"bit/s", 1}, {"bps", 1}, {"bit", 1},
-}
+// RateForms names the rate spellings ParseRate reads, for messages and help.
+const RateForms = "a number and a unit in bits per second, decimal as in networking: " +
+	"100mbit, 1gbit, 10Gbit/s, 10 Gbps, 10 gigabits, 1g, 10GbE; or bytes per second: " +
+	"125MB/s, 125 MBps, 125 megabytes/s (B is a byte, b a bit); 0 or unlimited for no limit"
 
-// ParseRate parses a bit rate such as "1gbit", "100mbit", "2.5Gbit/s" or
-// "0" (unlimited). Units are decimal (1 kbit = 1000 bit) as in networking.
+// ParseRate parses a bit rate as people write it: "1gbit", "100 Mbps",
+// "2.5Gbit/s", "10 gigabits", "1g", "10GbE", or in bytes per second
+// "125MB/s" / "125 MBps". Prefixes k, M, G, T are decimal (1 kbit = 1000
+// bit) as in networking; Ki, Mi, Gi, Ti are binary. In abbreviations "b" is
+// a bit and "B" a byte, so "10 Mbps" is megabits and "10 MBps" megabytes
+// per second (tc reads "mbps" as megabytes; dbrig follows the network
+// specifications). A unit of bits needs no "/s" ("1gbit"); a unit of bytes
+// does, since "10MB" alone is a size. "0" and "unlimited" mean no limit.
 func ParseRate(s string) (Rate, error) {
-	in := strings.ToLower(strings.TrimSpace(s))
+	in := strings.TrimSpace(s)
 	if in == "" {
-		return 0, fmt.Errorf("empty rate: want a number with a unit such as 1gbit or 100mbit")
+		return 0, fmt.Errorf("empty rate: want %s", RateForms)
 	}
-	if in == "0" || in == "unlimited" {
+	if strings.EqualFold(in, "unlimited") {
 		return 0, nil
 	}
-	for _, u := range rateSuffixes {
-		if num, ok := strings.CutSuffix(in, u.suffix); ok {
-			v, err := strconv.ParseFloat(strings.TrimSpace(num), 64)
-			if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
-				return 0, fmt.Errorf("rate %q: %q is not a number", s, num)
-			}
-			if v < 0 {
-				return 0, fmt.Errorf("rate %q is negative", s)
-			}
-			return Rate(v * u.mult), nil
+	num, unit := splitQuantity(in)
+	v, ok := parseNumber(num)
+	switch {
+	case !ok:
+		return 0, fmt.Errorf("rate %q: want %s", s, RateForms)
+	case v < 0:
+		return 0, fmt.Errorf("rate %q is negative: want %s", s, RateForms)
+	case unit == "" && v == 0:
+		return 0, nil
+	case unit == "":
+		return 0, fmt.Errorf("rate %q has no unit: want %s", s, RateForms)
+	}
+	mult, bytes, perSecond, ok := rateUnit(unit)
+	if !ok {
+		return 0, fmt.Errorf("rate %q: unknown unit %q: want %s", s, unit, RateForms)
+	}
+	if bytes && !perSecond {
+		return 0, fmt.Errorf("rate %q is an amount of bytes, not a rate: add /s for bytes per second (such as 125MB/s), "+
+			"or give bits (such as 1gbit)", s)
+	}
+	if bytes {
+		mult *= 8
+	}
+	return Rate(v * mult), nil
+}
+
+// rateUnit reads the unit of a rate: its multiplier to bits (or bytes) per
+// second, whether it counts bytes, and whether it said "per second".
+func rateUnit(unit string) (mult float64, bytes, perSecond, ok bool) {
+	u := unit
+	lower := strings.ToLower(u)
+	for _, suffix := range []string{" per second", "/second", "/sec", "/s", "ps"} {
+		if strings.HasSuffix(lower, suffix) && (suffix != "ps" || strings.HasSuffix(lower, "bps")) {
+			u = strings.TrimSpace(u[:len(u)-len(suffix)])
+			lower = strings.ToLower(u)
+			perSecond = true
+			break
 		}
 	}
-	return 0, fmt.Errorf("rate %q has no unit: want kbit, mbit or gbit (e.g. 1gbit)", s)
+	// Ethernet's names for its line rates: 1GbE, 10GbE, 10GigE.
+	if !perSecond && (lower == "gbe" || lower == "gige") {
+		return 1e9, false, false, true
+	}
+	for _, p := range ratePrefixes {
+		if len(u) < len(p.prefix) || !strings.EqualFold(u[:len(p.prefix)], p.prefix) {
+			continue
+		}
+		rest := u[len(p.prefix):]
+		switch low := strings.ToLower(rest); {
+		case low == "bit" || low == "bits" || rest == "b":
+			return p.mult, false, perSecond, true
+		case low == "byte" || low == "bytes" || rest == "B":
+			return p.mult, true, perSecond, true
+		case rest == "" && p.bare:
+			return p.mult, false, perSecond, true
+		}
+	}
+	return 0, false, false, false
+}
+
+// ratePrefixes are tried in order, longest first, so that "mega" is not
+// read as "m" followed by "ega". bare marks the prefixes that may stand
+// alone for bits ("1g").
+var ratePrefixes = []struct {
+	prefix string
+	mult   float64
+	bare   bool
+}{
+	{"kilo", 1e3, false}, {"mega", 1e6, false}, {"giga", 1e9, false}, {"tera", 1e12, false},
+	{"kibi", 1 << 10, false}, {"mebi", 1 << 20, false}, {"gibi", 1 << 30, false}, {"tebi", 1 << 40, false},
+	{"ki", 1 << 10, false}, {"mi", 1 << 20, false}, {"gi", 1 << 30, false}, {"ti", 1 << 40, false},
+	{"k", 1e3, true}, {"m", 1e6, true}, {"g", 1e9, true}, {"t", 1e12, true},
+	{"", 1, false},
 }
 
 // String formats the rate the way ParseRate reads it back.
@@ -87,39 +151,81 @@ const (
 	GiB Size = 1 << 30
 )
 
-var sizeSuffixes = []struct {
-	suffix string
-	mult   float64
-}{
-	{"kib", 1 << 10}, {"mib", 1 << 20}, {"gib", 1 << 30}, {"tib", 1 << 40},
-	{"kb", 1e3}, {"mb", 1e6}, {"gb", 1e9}, {"tb", 1e12},
-	{"k", 1 << 10}, {"m", 1 << 20}, {"g", 1 << 30},
-	{"b", 1},
-}
+// SizeForms names the size spellings ParseSize reads, for messages and help.
+const SizeForms = "a number of bytes with an optional unit: 1448, 64KiB, 16MiB, 1GiB (binary), " +
+	"64KB, 16 MB, 16 megabytes (decimal), 8k (binary, as 8KiB)"
 
-// ParseSize parses a byte size such as "64KiB", "16MiB", "40KB", "1448" or
-// "1448b". KiB/MiB/GiB are binary, KB/MB/GB decimal, a bare number is bytes.
+// ParseSize parses a byte size such as "64KiB", "64 KB", "16MiB",
+// "16 megabytes", "1448" or "1448b". KiB/MiB/GiB/TiB (and kibibytes ...)
+// are binary, KB/MB/GB/TB (and kilobytes ...) decimal, a bare k/m/g/t
+// binary ("8k" is 8192) and a bare number bytes. Sizes are bytes whatever
+// the case of the b: a size in bits is refused.
 func ParseSize(s string) (Size, error) {
-	in := strings.ToLower(strings.TrimSpace(s))
+	in := strings.TrimSpace(s)
 	if in == "" {
-		return 0, fmt.Errorf("empty size: want a number with a unit such as 64KiB")
+		return 0, fmt.Errorf("empty size: want %s", SizeForms)
 	}
-	mult := 1.0
-	num := in
-	for _, u := range sizeSuffixes {
-		if n, ok := strings.CutSuffix(in, u.suffix); ok {
-			num, mult = n, u.mult
-			break
-		}
-	}
-	v, err := strconv.ParseFloat(strings.TrimSpace(num), 64)
-	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
-		return 0, fmt.Errorf("size %q: want a number with an optional unit (KiB, MiB, GiB, KB, MB, GB)", s)
+	num, unit := splitQuantity(in)
+	v, ok := parseNumber(num)
+	if !ok {
+		return 0, fmt.Errorf("size %q: want %s", s, SizeForms)
 	}
 	if v < 0 {
 		return 0, fmt.Errorf("size %q is negative", s)
 	}
-	return Size(math.Round(v * mult)), nil
+	mult, err := sizeUnit(unit)
+	if err != nil {
+		return 0, fmt.Errorf("size %q: %w: want %s", s, err, SizeForms)
+	}
+	z := math.Round(v * mult)
+	if z >= math.MaxInt64 {
+		return 0, fmt.Errorf("size %q is too large", s)
+	}
+	return Size(z), nil
+}
+
+// sizeUnit reads the unit of a size and returns its multiplier to bytes.
+func sizeUnit(unit string) (float64, error) {
+	u := strings.ToLower(unit)
+	if u == "" {
+		return 1, nil
+	}
+	for _, suffix := range []string{"/s", "ps", "/sec", "per second"} {
+		if strings.HasSuffix(u, suffix) {
+			return 0, fmt.Errorf("%q is a rate, not a size", unit)
+		}
+	}
+	if strings.HasSuffix(u, "bit") || strings.HasSuffix(u, "bits") {
+		return 0, fmt.Errorf("%q counts bits; sizes are bytes", unit)
+	}
+	for _, p := range sizePrefixes {
+		rest, ok := strings.CutPrefix(u, p.prefix)
+		if !ok {
+			continue
+		}
+		switch rest {
+		case "b", "byte", "bytes":
+			return p.mult, nil
+		case "":
+			if p.bare != 0 {
+				return p.bare, nil
+			}
+		}
+	}
+	return 0, fmt.Errorf("unknown unit %q", unit)
+}
+
+// sizePrefixes are tried longest first. mult applies with a byte unit
+// ("KB", "kilobytes"); bare, when not zero, is the prefix alone ("8k").
+var sizePrefixes = []struct {
+	prefix     string
+	mult, bare float64
+}{
+	{"kilo", 1e3, 0}, {"mega", 1e6, 0}, {"giga", 1e9, 0}, {"tera", 1e12, 0},
+	{"kibi", 1 << 10, 0}, {"mebi", 1 << 20, 0}, {"gibi", 1 << 30, 0}, {"tebi", 1 << 40, 0},
+	{"ki", 1 << 10, 1 << 10}, {"mi", 1 << 20, 1 << 20}, {"gi", 1 << 30, 1 << 30}, {"ti", 1 << 40, 1 << 40},
+	{"k", 1e3, 1 << 10}, {"m", 1e6, 1 << 20}, {"g", 1e9, 1 << 30}, {"t", 1e12, 1 << 40},
+	{"", 1, 0},
 }
 
 // String formats the size with a binary unit when it is a whole multiple.
@@ -135,21 +241,78 @@ func (z Size) String() string {
 	return strconv.FormatInt(int64(z), 10) + "B"
 }
 
-// ParseDuration parses a Go duration ("77ms", "1.5s", "200us") and refuses
-// negative values. A bare "0" is zero.
+// DurationForms names the duration spellings ParseDuration reads.
+const DurationForms = "a number and a unit: 77ms, 77 ms, 0.2ms, 200us (or 200µs), 1.5s, 2m, 1h, 1m30s; 0 for none"
+
+// durationUnits maps the unit words people write to their length.
+var durationUnits = map[string]time.Duration{
+	"ns": time.Nanosecond, "nsec": time.Nanosecond, "nanosecond": time.Nanosecond, "nanoseconds": time.Nanosecond,
+	"us": time.Microsecond, "µs": time.Microsecond, "μs": time.Microsecond, "usec": time.Microsecond,
+	"microsecond": time.Microsecond, "microseconds": time.Microsecond,
+	"ms": time.Millisecond, "msec": time.Millisecond, "millisecond": time.Millisecond, "milliseconds": time.Millisecond,
+	"s": time.Second, "sec": time.Second, "secs": time.Second, "second": time.Second, "seconds": time.Second,
+	"m": time.Minute, "min": time.Minute, "mins": time.Minute, "minute": time.Minute, "minutes": time.Minute,
+	"h": time.Hour, "hr": time.Hour, "hrs": time.Hour, "hour": time.Hour, "hours": time.Hour,
+}
+
+// ParseDuration parses a duration as people write it: "77ms", "77 ms",
+// "0.2ms", "200us", "200µs", "1.5 seconds", or Go's compound form
+// ("1m30s"). It refuses negative values and a number without a unit,
+// except "0".
 func ParseDuration(s string) (time.Duration, error) {
 	in := strings.TrimSpace(s)
-	if in == "0" {
-		return 0, nil
+	if in == "" {
+		return 0, fmt.Errorf("empty duration: want %s", DurationForms)
 	}
-	d, err := time.ParseDuration(in)
+	num, unit := splitQuantity(in)
+	v, ok := parseNumber(num)
+	if ok && v < 0 {
+		return 0, fmt.Errorf("duration %q is negative", s)
+	}
+	if ok && unit == "" {
+		if v == 0 {
+			return 0, nil
+		}
+		return 0, fmt.Errorf("duration %q has no unit: want %s", s, DurationForms)
+	}
+	if per, known := durationUnits[strings.ToLower(unit)]; ok && known {
+		d := v * float64(per)
+		if d >= math.MaxInt64 {
+			return 0, fmt.Errorf("duration %q is too long", s)
+		}
+		return time.Duration(math.Round(d)), nil
+	}
+	d, err := time.ParseDuration(strings.ReplaceAll(in, " ", ""))
 	if err != nil {
-		return 0, fmt.Errorf("duration %q: want a Go duration such as 77ms, 1.5s or 200us", s)
+		return 0, fmt.Errorf("duration %q: want %s", s, DurationForms)
 	}
 	if d < 0 {
 		return 0, fmt.Errorf("duration %q is negative", s)
 	}
 	return d, nil
+}
+
+// splitQuantity splits "10 gigabits" into the number "10" and the unit
+// "gigabits". The number is a sign, digits and at most one decimal point.
+func splitQuantity(s string) (num, unit string) {
+	i := 0
+	if i < len(s) && (s[i] == '-' || s[i] == '+') {
+		i++
+	}
+	for i < len(s) && (s[i] >= '0' && s[i] <= '9' || s[i] == '.') {
+		i++
+	}
+	return s[:i], strings.TrimSpace(s[i:])
+}
+
+// parseNumber reads the number splitQuantity found; ok is false when there
+// was none.
+func parseNumber(num string) (float64, bool) {
+	v, err := strconv.ParseFloat(num, 64)
+	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+		return 0, false
+	}
+	return v, true
 }
 
 // ParsePercent parses a probability written as "0.1%" or "0.001" into [0,1].
