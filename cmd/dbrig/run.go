@@ -324,18 +324,18 @@ func writeReport(dir string, reg *study.Registry) (htmlPath, mdPath string, doc 
 }
 
 type runJSON struct {
-	Dir      string           `json:"dir"`
-	HTML     string           `json:"report_html,omitempty"`
-	Markdown string           `json:"report_md,omitempty"`
+	Dir      string `json:"dir"`
+	HTML     string `json:"report_html,omitempty"`
+	Markdown string `json:"report_md,omitempty"`
 	// Ran counts the points run now; Done those already in the directory
 	// (a resumed run); Failed the points that failed; Unreachable the
 	// points skipped because a target cannot give what they ask for.
-	Ran         int `json:"ran"`
-	Done        int `json:"done"`
-	Failed      int `json:"failed"`
-	Unreachable int `json:"unreachable"`
-	Error    string           `json:"error,omitempty"`
-	Findings []report.Finding `json:"findings,omitempty"`
+	Ran         int              `json:"ran"`
+	Done        int              `json:"done"`
+	Failed      int              `json:"failed"`
+	Unreachable int              `json:"unreachable"`
+	Error       string           `json:"error,omitempty"`
+	Findings    []report.Finding `json:"findings,omitempty"`
 }
 
 func printRunJSON(w io.Writer, dir, html, md string, out study.Outcome, doc *report.Doc, runErr error) error {

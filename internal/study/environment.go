@@ -28,11 +28,11 @@ type Environment struct {
 	LoadAverage    string            `json:"load_average"`
 	Servers        map[string]string `json:"servers"` // engine -> version
 	// Targets are the user's servers the run measured.
-	Targets []TargetEnvironment `json:"targets,omitempty"`
-	DbrigVersion   string            `json:"dbrig_version"`
-	DbrigCommit    string            `json:"dbrig_commit,omitempty"`
-	GoVersion      string            `json:"go_version"`
-	Captured       time.Time         `json:"captured"`
+	Targets      []TargetEnvironment `json:"targets,omitempty"`
+	DbrigVersion string              `json:"dbrig_version"`
+	DbrigCommit  string              `json:"dbrig_commit,omitempty"`
+	GoVersion    string              `json:"go_version"`
+	Captured     time.Time           `json:"captured"`
 }
 
 // TargetEnvironment is a user's server that stood in for an instance: its

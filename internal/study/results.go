@@ -23,24 +23,24 @@ const (
 
 // Result is one finished point: a line of results.jsonl.
 type Result struct {
-	Study   string               `json:"study"`
-	Key     string               `json:"key"`   // combination and run: "net=lan-1g #2"
-	Combo   string               `json:"combo"` // combination only
-	Run     int                  `json:"run"`
-	Values  map[string]any       `json:"values"` // sweep values
-	Params  Params               `json:"params"` // resolved workload parameters
-	Client  ResolvedClient       `json:"client"`
+	Study  string         `json:"study"`
+	Key    string         `json:"key"`   // combination and run: "net=lan-1g #2"
+	Combo  string         `json:"combo"` // combination only
+	Run    int            `json:"run"`
+	Values map[string]any `json:"values"` // sweep values
+	Params Params         `json:"params"` // resolved workload parameters
+	Client ResolvedClient `json:"client"`
 	// Instances are the servers the point ran on, as configured for it.
 	Instances []engine.InstanceConfig `json:"instances,omitempty"`
 	Links     []LinkResult            `json:"links,omitempty"`
-	Started time.Time            `json:"started"`
-	Seconds float64              `json:"seconds"` // wall time of the workload's Run
-	Metrics map[string]float64   `json:"metrics,omitempty"`
-	Series  map[string][]float64 `json:"series,omitempty"`
-	Notes   []string             `json:"notes,omitempty"`
-	Model   map[string]float64   `json:"model,omitempty"`
-	Formula string               `json:"formula,omitempty"`
-	Error   string               `json:"error,omitempty"`
+	Started   time.Time               `json:"started"`
+	Seconds   float64                 `json:"seconds"` // wall time of the workload's Run
+	Metrics   map[string]float64      `json:"metrics,omitempty"`
+	Series    map[string][]float64    `json:"series,omitempty"`
+	Notes     []string                `json:"notes,omitempty"`
+	Model     map[string]float64      `json:"model,omitempty"`
+	Formula   string                  `json:"formula,omitempty"`
+	Error     string                  `json:"error,omitempty"`
 	// Skipped says why a point was not measured although it did not fail
 	// (a target cannot give the path the point asks for).
 	Skipped string `json:"skipped,omitempty"`
@@ -149,11 +149,11 @@ func decodeResults(r io.Reader, name string) ([]Result, error) {
 
 // RunInfo is what run.json records about a run.
 type RunInfo struct {
-	Study        string      `json:"study"`
-	Scale        string      `json:"scale"`
+	Study string `json:"study"`
+	Scale string `json:"scale"`
 	// Options are --engine and the instances --target replaced (the
 	// targets' logins are not stored: --resume asks for them again).
-	Options PlanOptions `json:"options,omitempty"`
+	Options      PlanOptions `json:"options,omitempty"`
 	SpecPath     string      `json:"spec_path"`
 	Command      []string    `json:"command"`
 	DbrigVersion string      `json:"dbrig_version"`

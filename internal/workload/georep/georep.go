@@ -28,7 +28,6 @@ import (
 // Scenarios, in the order the report lists them.
 var Scenarios = []string{"push", "pull", "push-pipelined", "native", "fdw-row", "fdw-batch", "init-snapshot", "init-backup"}
 
-
 // Kind registers the workload.
 func Kind() study.Kind {
 	return study.Kind{
