@@ -234,6 +234,12 @@ func TestRunRefusesBadInput(t *testing.T) {
 	if err := os.WriteFile(bad, []byte(broken), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	misspelt := filepath.Join(t.TempDir(), "misspelt.toml")
+	typo := strings.Replace(string(spec), `jit = "off"`, `jit = "off"`+"\nsynchronus_commit = \"on\"", 1)
+	if err := os.WriteFile(misspelt, []byte(typo), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	const marker = "Zq9MarkerPw"
 	tests := []struct {
 		args []string
 		code int
@@ -246,6 +252,14 @@ func TestRunRefusesBadInput(t *testing.T) {
 		{[]string{"run", "--resume", t.TempDir()}, 2, []string{"not a dbrig run directory"}},
 		{[]string{"report", t.TempDir()}, 2, []string{"not a dbrig run directory"}},
 		{[]string{"run", "rbar-latency", "--bogus"}, 2, []string{"unknown flag: --bogus"}},
+		{[]string{"run", misspelt}, 2, []string{`misspelt.toml:66: instance.0.settings.synchronus_commit: PostgreSQL has no setting "synchronus_commit" (did you mean "synchronous_commit"?)`}},
+		{[]string{"run", "rbar-latency", "--engine", "oracle"}, 2, []string{"--engine oracle: want one of"}},
+		{[]string{"run", "rbar-latency", "--target", "db=postgres//repl:" + marker + "@host/db"}, 2, []string{"--target db: unknown connection scheme"}},
+		{[]string{"run", "rbar-latency", "--target", "db=repl:" + marker + "@host/db"}, 2, []string{"--target db:"}},
+		{[]string{"run", "rbar-latency", "--target", "db=postgres://repl:" + marker + "@host:notaport/db"}, 2, []string{"--target db:"}},
+		{[]string{"run", "rbar-latency", "--target", "nosuch=postgres://repl:" + marker + "@127.0.0.1/db"}, 2, []string{`--target: study rbar-latency has no instance "nosuch"`}},
+		{[]string{"run", "rbar-latency", "--target", "db=env:DBRIG_NO_SUCH_VAR"}, 2, []string{"the environment variable DBRIG_NO_SUCH_VAR is empty or unset"}},
+		{[]string{"run", "rbar-latency", "--scale", "smoke", "--target", "db=postgres://repl:" + marker + "@127.0.0.1:1/db"}, 1, []string{`target "db"`}},
 	}
 	for _, tt := range tests {
 		var out, errb bytes.Buffer
@@ -257,6 +271,12 @@ func TestRunRefusesBadInput(t *testing.T) {
 			if !strings.Contains(errb.String(), w) {
 				t.Errorf("dbrig %s: stderr lacks %q:\n%s", strings.Join(tt.args, " "), w, errb.String())
 			}
+			if n := strings.Count(errb.String(), w); n > 1 && len(w) > 20 {
+				t.Errorf("dbrig %s: %q printed %d times:\n%s", strings.Join(tt.args, " "), w, n, errb.String())
+			}
+		}
+		if strings.Contains(out.String()+errb.String(), marker) {
+			t.Errorf("dbrig %s printed the password:\n%s%s", strings.Join(tt.args, " "), out.String(), errb.String())
 		}
 	}
 	assertNoInstanceDirs(t, base)

@@ -247,7 +247,7 @@ func parseTargets(flags []string, engines *engine.Registry, getenv func(string) 
 	for _, fl := range flags {
 		name, uri, ok := strings.Cut(fl, "=")
 		if !ok || name == "" || uri == "" {
-			return nil, nil, fmt.Errorf("--target %s: want NAME=URI or NAME=env:VAR, e.g. --target db=postgres://user@host/db", engine.RedactURI(fl))
+			return nil, nil, errors.New("--target: want NAME=URI or NAME=env:VAR, e.g. --target db=postgres://user@host/db")
 		}
 		if v, fromEnv := strings.CutPrefix(uri, "env:"); fromEnv {
 			if uri = getenv(v); uri == "" {

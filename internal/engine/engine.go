@@ -261,7 +261,9 @@ func (r *Registry) ParseTarget(uri string) (Engine, Conn, error) {
 		}
 	}
 	sort.Strings(schemes)
-	return nil, Conn{}, fmt.Errorf("%w in %q: want a URI starting with one of %s", ErrUnknownScheme, RedactURI(uri), strings.Join(schemes, ", "))
+	// The string is not echoed: it did not parse, so no part of it can be
+	// told safe from a password.
+	return nil, Conn{}, fmt.Errorf("%w: want a URI starting with one of %s", ErrUnknownScheme, strings.Join(schemes, ", "))
 }
 
 // ParseCPUList reads a Linux CPU list such as "0", "0-1" or "0,2-3".

@@ -135,7 +135,7 @@ func (r *Runner) Run(ctx context.Context) (out Outcome, err error) {
 	}
 	r.Progress.Start(len(points), out.Done)
 	kind := spec.Kind()
-	lastPrepare := ""
+	lastPrepare := "\x00unprepared" // the first point always prepares (targets were attached before it)
 	for i, p := range todo {
 		if err := ctx.Err(); err != nil {
 			return r.finish(out, all), err

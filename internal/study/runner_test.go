@@ -52,11 +52,15 @@ func pingKind() Kind {
 type ping struct{ p Params }
 
 func (w *ping) Prepare(ctx context.Context, env *Env) error {
-	return env.Instance("db").Exec(ctx, "postgres", "CREATE TABLE IF NOT EXISTS pinged (at timestamptz)")
+	inst := env.Instance("db")
+	if err := inst.CreateDatabase(ctx, env.Database); err != nil {
+		return err
+	}
+	return inst.Exec(ctx, env.Database, "CREATE TABLE pinged (at timestamptz)")
 }
 
 func (w *ping) Run(ctx context.Context, env *Env) (Measurement, error) {
-	ep, err := env.Conn(env.ClientSite, "db", "postgres")
+	ep, err := env.Conn(env.ClientSite, "db", env.Database)
 	if err != nil {
 		return Measurement{}, err
 	}
@@ -73,6 +77,11 @@ func (w *ping) Run(ctx context.Context, env *Env) (Measurement, error) {
 		return Measurement{}, err
 	}
 	m := Measurement{Metrics: map[string]float64{"queries": 1}}
+	var workMem string
+	if err := conn.QueryRow(ctx, "SELECT current_setting('work_mem')").Scan(&workMem); err != nil {
+		return m, err
+	}
+	m.Notes = append(m.Notes, "work_mem="+workMem)
 	switch w.p.String("behaviour") {
 	case "fail":
 		if w.p.String("fail_on") == "" || w.p.String("fail_on") == ep.Transport {

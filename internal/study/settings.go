@@ -54,7 +54,10 @@ func CheckSettings(ctx context.Context, plan *Plan, engines *engine.Registry) er
 				return fmt.Errorf("check the settings of %s: %w", e.Title(), err)
 			}
 			key := g.combo.SettingKey(g.instance, se.Key)
-			msg := fmt.Sprintf("%s (%s)", se.Error(), e.Title())
+			msg := se.Error()
+			if !strings.Contains(msg, e.Title()) {
+				msg += " (" + e.Title() + ")"
+			}
 			if se.Value != "" && !strings.Contains(msg, se.Value) {
 				msg = fmt.Sprintf("%q: %s", se.Value, msg)
 			}

@@ -10,7 +10,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/BurntSushi/toml"
 
@@ -535,14 +534,6 @@ func pairKey(a, b string) string {
 	return a + "\x00" + b
 }
 
-func nonNegative(x string) (time.Duration, error) {
-	d, err := units.ParseDuration(x)
-	if err == nil && d < 0 {
-		err = fmt.Errorf("want a duration of zero or more, got %s", x)
-	}
-	return d, err
-}
-
 // validationField names the field of a link's spec that a validation error
 // is about, when the error names one that the spec sets.
 func validationField(err error, fields []struct {
@@ -608,10 +599,10 @@ func resolveLink(l LinkSpec, subst func(string) (string, error)) (mode string, c
 		name, val string
 		apply     func(string) error
 	}{
-		{"rtt", l.RTT, func(x string) (e error) { cfg.RTT, e = nonNegative(x); return }},
+		{"rtt", l.RTT, func(x string) (e error) { cfg.RTT, e = units.ParseDuration(x); return }},
 		{"rate", l.Rate, func(x string) error { r, e := units.ParseRate(x); cfg.Rate = r; return e }},
 		{"window", l.Window, func(x string) error { w, e := units.ParseSize(x); cfg.Window = w; return e }},
-		{"jitter", l.Jitter, func(x string) (e error) { cfg.Jitter, e = nonNegative(x); return }},
+		{"jitter", l.Jitter, func(x string) (e error) { cfg.Jitter, e = units.ParseDuration(x); return }},
 		{"loss", l.Loss, func(x string) (e error) { cfg.Loss, e = units.ParsePercent(x); return }},
 		{"duplex", l.Duplex, func(x string) (e error) { cfg.Duplex, e = link.ParseDuplex(x); return }},
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/dbrig/dbrig/internal/engine"
 	"github.com/dbrig/dbrig/internal/engine/postgres"
+	"github.com/dbrig/dbrig/internal/engine/postgres/pgtest"
 )
 
 // testKind is a workload kind for spec tests; it never runs.
@@ -241,5 +242,126 @@ match = { net = "a" }
 		if got := lines[k]; got != want {
 			t.Errorf("line of %s = %d, want %d", k, got, want)
 		}
+	}
+}
+
+func TestSpecErrorsANewUserMet(t *testing.T) {
+	reg := NewRegistry(testEngines(), testKind())
+	tests := []struct {
+		name string
+		edit func(string) string
+		want []string
+	}{
+		{"runs = 0 is not three runs", func(s string) string { return strings.Replace(s, "runs = 2", "runs = 0", 1) },
+			[]string{"demo.toml:28: repeat.runs: want at least 1 run, got 0"}},
+		{"runs as a string", func(s string) string { return strings.Replace(s, "runs = 2", `runs = "2"`, 1) },
+			[]string{`demo.toml:28: repeat.runs: want a whole number, got the string "2"`}},
+		{"every type error at once", func(s string) string {
+			return strings.Replace(strings.Replace(s, "runs = 2", `runs = "2"`, 1), `title = "A demo study"`, "title = 5", 1)
+		}, []string{"demo.toml:2: title: want a string, got the integer 5", "repeat.runs: want a whole number"}},
+		{"negative rtt at its own line", func(s string) string {
+			return strings.Replace(s, `profile = "${net}"`, "profile = \"${net}\"\nrtt = \"-10ms\"", 1)
+		}, []string{`demo.toml:15: link.0.rtt: rtt: duration "-10ms" is negative`}},
+		{"default scale with no scales", func(s string) string {
+			return strings.Replace(s[:strings.Index(s, "[scale.quick]")], `title = "A demo study"`, "title = \"x\"\ndefault_scale = \"quick\"", 1)
+		}, []string{"default_scale: no [scale.quick] in this file, which defines no scales"}},
+		{"unknown engine", func(s string) string { return strings.Replace(s, `engine = "postgres"`, `engine = "oracle"`, 1) },
+			[]string{`demo.toml:6: instance.0.engine: unknown engine "oracle": want one of postgres`}},
+		{"flat settings with a swept engine", func(s string) string {
+			return strings.Replace(s, `engine = "postgres"`, `engine = "${mode}"`, 1)
+		}, []string{"instance.0.settings: the engine is a sweep variable"}},
+		{"settings table of no engine", func(s string) string {
+			return strings.Replace(s, `settings = { work_mem = "${mem}" }`, `settings = { oracle = { x = 1 } }`, 1)
+		}, []string{"instance.0.settings.oracle: want a string, number or boolean, or a table of one engine's settings"}},
+		{"bad count", func(s string) string {
+			return strings.Replace(s, `engine = "postgres"`, "engine = \"postgres\"\ncount = 0", 1)
+		}, []string{"instance.0.count: want a whole number of instances (1 or more)"}},
+		{"bad cpus", func(s string) string {
+			return strings.Replace(s, `engine = "postgres"`, "engine = \"postgres\"\ncpus = \"spread:x\"", 1)
+		}, []string{"instance.0.cpus: CPU list \"x\""}},
+		{"bad memory", func(s string) string {
+			return strings.Replace(s, `engine = "postgres"`, "engine = \"postgres\"\nmemory = \"lots\"", 1)
+		}, []string{"instance.0.memory: want a size"}},
+		{"relative data_dir", func(s string) string {
+			return strings.Replace(s, `engine = "postgres"`, "engine = \"postgres\"\ndata_dir = \"data\"", 1)
+		}, []string{"instance.0.data_dir: want an absolute directory"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse("demo.toml", []byte(tt.edit(goodSpec)), reg)
+			if err == nil {
+				t.Fatal("Parse succeeded, want an error")
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error does not contain %q:\n%v", w, err)
+				}
+			}
+		})
+	}
+}
+
+func TestEngineOverrideAndTargetsAreCheckedAgainstTheStudy(t *testing.T) {
+	reg := NewRegistry(testEngines(), testKind())
+	s, err := Parse("demo.toml", []byte(goodSpec), reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		opts PlanOptions
+		want string
+	}{
+		{"flat settings on another engine", PlanOptions{Engine: "mariadb"},
+			`instance.0.settings: settings work_mem are for postgres (engine = "postgres") and this point runs mariadb`},
+		{"unknown instance", PlanOptions{Targets: map[string]string{"nosuch": "postgres"}}, `--target: study demo has no instance "nosuch" (it has: db)`},
+		{"swept setting on a target", PlanOptions{Targets: map[string]string{"db": "postgres"}},
+			"demo.toml:7: instance.0.settings.work_mem: is swept (${mem}), and instance \"db\" is --target db"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := s.PlanWith("", tt.opts)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("PlanWith(%+v) = %v, want %q", tt.opts, err, tt.want)
+			}
+		})
+	}
+	// A target may not be counted, pinned, capped or placed.
+	src := strings.Replace(strings.Replace(goodSpec, `settings = { work_mem = "${mem}" }`, "count = 2\ncpus = \"0\"", 1), "mem = [\"4MB\"]\n", "", 1)
+	s, err = Parse("demo.toml", []byte(src), reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.PlanWith("", PlanOptions{Targets: map[string]string{"db": "postgres"}})
+	for _, w := range []string{"instance.0.count: instance \"db\" is --target db", "instance.0.cpus"} {
+		if err == nil || !strings.Contains(err.Error(), w) {
+			t.Errorf("PlanWith(target of a set) = %v, want %q", err, w)
+		}
+	}
+}
+
+func TestMisspeltSettingIsRefusedBeforeAnythingStarts(t *testing.T) {
+	pgtest.Binaries(t)
+	reg := NewRegistry(testEngines(), testKind())
+	src := strings.Replace(goodSpec, `settings = { work_mem = "${mem}" }`, "[instance.settings]\nwork_mem = \"${mem}\"\nsynchronus_commit = \"on\"\nshared_buffers = \"lots\"", 1)
+	s, err := Parse("demo.toml", []byte(src), reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := s.Plan("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = CheckSettings(t.Context(), p, reg.Engines())
+	for _, w := range []string{
+		`demo.toml:9: instance.0.settings.synchronus_commit: PostgreSQL has no setting "synchronus_commit" (did you mean "synchronous_commit"?)`,
+		`demo.toml:10: instance.0.settings.shared_buffers: invalid value for parameter "shared_buffers": "lots" (PostgreSQL)`,
+	} {
+		if err == nil || !strings.Contains(err.Error(), w) {
+			t.Errorf("CheckSettings = %v\nwant %q", err, w)
+		}
+	}
+	if strings.Count(err.Error(), "\n") != 1 {
+		t.Errorf("want two errors, each once:\n%v", err)
 	}
 }
