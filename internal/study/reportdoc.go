@@ -63,7 +63,13 @@ func BuildReport(rd *RunData) *report.Doc {
 		Command:   strings.Join(rd.Info.Command, " "),
 		Generated: time.Now().UTC(),
 	}
-	if kind := s.Kind(); kind.Report != nil {
+	kind := s.Kind()
+	if kind.Judges != nil {
+		for _, p := range s.Published {
+			d.Findings = append(d.Findings, kind.Judges[p.ID](rd, p))
+		}
+	}
+	if kind.Report != nil {
 		kind.Report(rd, d)
 	}
 	d.Points = pointsTable(rd)

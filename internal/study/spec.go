@@ -378,12 +378,17 @@ func (v *validator) validate(reg *Registry) {
 		}
 	}
 
-	// Published findings.
+	// Published findings: each judged by the workload.
 	ids := map[string]bool{}
 	for i, p := range s.Published {
 		key := fmt.Sprintf("published.%d", i)
 		if p.Finding == "" {
 			v.add(key+".finding", "missing: what the source found, in its words")
+		}
+		if ok && kind.Judges != nil {
+			if _, judged := kind.Judges[p.ID]; !judged {
+				v.add(key+".id", "workload %q has no judge for finding %q (it judges: %s)", kind.Name, p.ID, strings.Join(sortedKeys(kind.Judges), ", "))
+			}
 		}
 		if p.ID != "" && ids[p.ID] {
 			v.add(key+".id", "id %q is used twice", p.ID)

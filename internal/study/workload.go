@@ -41,6 +41,13 @@ type Kind struct {
 	// Report, when set, adds the workload's findings, charts and tables to
 	// a run's report.
 	Report func(rd *RunData, d *report.Doc)
+	// Metrics declare what the workload measures (unit, direction,
+	// headline), for reports and comparisons.
+	Metrics []MetricSpec
+	// Judges decide the published findings a study of this workload may
+	// cite, by finding id: a study citing an id no judge decides is
+	// refused at parse.
+	Judges map[string]Judge
 	// Engines, when set, are the only engines the workload runs on (it
 	// needs what only they have); EnginesWhy says what, for the error a
 	// study that puts it elsewhere gets.

@@ -1,0 +1,91 @@
+package study
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/dbrig/dbrig/internal/report"
+	"github.com/dbrig/dbrig/internal/units"
+)
+
+// Unit is what a metric counts; it decides how the report prints it.
+type Unit string
+
+const (
+	Seconds       Unit = "s"
+	Milliseconds  Unit = "ms"
+	Microseconds  Unit = "us"
+	BitsPerSecond Unit = "bit/s"
+	Bytes         Unit = "B"
+	PerSecond     Unit = "/s"
+	PerMinute     Unit = "/min"
+	Percent       Unit = "%"
+	Ratio         Unit = "x"
+	Count         Unit = ""
+)
+
+// Better says which way a metric improves.
+type Better int
+
+const (
+	Neither Better = iota // a count or a setting: no direction
+	Higher                // throughput, rows per second
+	Lower                 // time, latency
+)
+
+// MetricSpec declares one metric a workload measures, so that reports,
+// progress lines and comparisons print and order it without guessing from
+// its name.
+type MetricSpec struct {
+	Name   string
+	Unit   Unit
+	Better Better
+	// Headline metrics are shown in progress lines and the points table.
+	Headline bool
+	Doc      string
+}
+
+// Format prints a value in the metric's unit.
+func (m MetricSpec) Format(v float64) string {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return "-"
+	}
+	switch m.Unit {
+	case Seconds:
+		return units.FormatDuration(time.Duration(v * 1e9))
+	case Milliseconds:
+		return units.FormatDuration(time.Duration(v * 1e6))
+	case Microseconds:
+		return units.FormatDuration(time.Duration(v * 1e3))
+	case BitsPerSecond:
+		return units.Rate(v).String() + "/s"
+	case Bytes:
+		return units.Size(int64(v)).String()
+	case PerSecond:
+		return trimNumber(v) + "/s"
+	case PerMinute:
+		return trimNumber(v) + "/min"
+	case Percent:
+		return fmt.Sprintf("%.1f %%", v)
+	case Ratio:
+		return fmt.Sprintf("%.2fx", v)
+	}
+	return trimNumber(v)
+}
+
+// Judge decides one published finding from a run's results: what was
+// measured, what the model says, and whether the finding is reproduced.
+// Every judge has a unit test on hand-made results that makes it say both
+// "reproduced" and "differs".
+type Judge func(rd *RunData, p Published) report.Finding
+
+// Metric finds a declared metric.
+func (k Kind) Metric(name string) (MetricSpec, bool) {
+	for _, m := range k.Metrics {
+		if m.Name == name {
+			return m, true
+		}
+	}
+	return MetricSpec{}, false
+}
