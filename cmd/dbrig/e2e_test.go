@@ -17,6 +17,7 @@ import (
 
 	"github.com/dbrig/dbrig/internal/engine/postgres/pgtest"
 	"github.com/dbrig/dbrig/internal/report"
+	"github.com/dbrig/dbrig/internal/report/reporttest"
 	"github.com/dbrig/dbrig/internal/study"
 )
 
@@ -207,13 +208,13 @@ func TestReportRebuildsFromResultsAndRendersInBrowser(t *testing.T) {
 		}
 	}
 
-	if _, err := report.FindChromium(); err != nil && os.Getenv("CI") == "" {
+	if _, err := reporttest.FindChromium(); err != nil && os.Getenv("CI") == "" {
 		t.Skipf("skipped the browser check: %v", err)
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
 	defer cancel()
 	html := filepath.Join(dir, "report.html")
-	check, err := report.CheckInBrowser(ctx, html, filepath.Join(dir, "report.png"))
+	check, err := reporttest.CheckInBrowser(ctx, html, filepath.Join(dir, "report.png"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -159,7 +159,7 @@ func (r *Runner) Run(ctx context.Context) (out Outcome, err error) {
 		}
 		all = append(all, res)
 		out.Ran++
-		r.Progress.EndPoint(res)
+		r.Progress.EndPoint(PointLine(kind, res))
 		if perr != nil {
 			out.Failed++
 			if !r.KeepGoing {

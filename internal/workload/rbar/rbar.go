@@ -57,12 +57,29 @@ func Kind() study.Kind {
 			{Name: "instance", Kind: study.StringParam, Default: "db", Doc: "the instance the client talks to"},
 		},
 		New:        newWorkload,
+		Metrics:    Metrics,
+		Judges:     Judges(),
 		Model:      Model,
 		PrepareKey: func(study.Params) string { return "rbar-v1" },
 		Report:     Report,
 		Engines:    []string{"postgres"},
 		EnginesWhy: "its experiments are written in PostgreSQL's dialect",
 	}
+}
+
+// Metrics are what the experiments measure.
+var Metrics = []study.MetricSpec{
+	{Name: "us_per_row", Unit: study.Microseconds, Better: study.Lower, Headline: true, Doc: "time per row: the run's time over its rows"},
+	{Name: "throughput_bps", Unit: study.BitsPerSecond, Better: study.Higher, Headline: true, Doc: "protocol bytes streamed to the client per second"},
+	{Name: "seconds", Unit: study.Seconds, Better: study.Lower, Doc: "the measured time of the run"},
+	{Name: "rows_per_s", Unit: study.PerSecond, Better: study.Higher, Doc: "rows the client received per second"},
+	{Name: "wire_bytes", Unit: study.Bytes, Doc: "protocol bytes of the rows"},
+	{Name: "rows", Unit: study.Count, Doc: "rows processed"},
+	{Name: "row_mean_us", Unit: study.Microseconds, Better: study.Lower, Doc: "round trip per row, mean"},
+	{Name: "row_p50_us", Unit: study.Microseconds, Better: study.Lower, Doc: "round trip per row, median"},
+	{Name: "row_p99_us", Unit: study.Microseconds, Better: study.Lower, Doc: "round trip per row, 99th percentile"},
+	{Name: "row_p999_us", Unit: study.Microseconds, Better: study.Lower, Doc: "round trip per row, 99.9th percentile"},
+	{Name: "row_max_us", Unit: study.Microseconds, Better: study.Lower, Doc: "round trip per row, slowest"},
 }
 
 type workload struct {

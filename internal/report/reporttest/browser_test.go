@@ -1,4 +1,4 @@
-package report
+package reporttest
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/dbrig/dbrig/internal/report"
 )
 
 // needChromium returns Chromium's path; without one the test is skipped
@@ -36,8 +38,8 @@ func TestReportInBrowser(t *testing.T) {
 	if keep := os.Getenv("DBRIG_REPORT_DIR"); keep != "" {
 		dir = keep
 	}
-	d := sampleDoc()
-	htmlPath, _, err := WriteFiles(dir, d)
+	d := SampleDoc()
+	htmlPath, _, err := report.WriteFiles(dir, d)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +107,7 @@ func TestChartsResizeAndTooltip(t *testing.T) {
 	needChromium(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	htmlPath, _, err := WriteFiles(t.TempDir(), sampleDoc())
+	htmlPath, _, err := report.WriteFiles(t.TempDir(), SampleDoc())
 	if err != nil {
 		t.Fatal(err)
 	}
