@@ -112,15 +112,15 @@ type Instance interface {
 	// Owned is false for a target: dbrig never stops, restarts or
 	// reconfigures it, and touches only the databases it created there.
 	Owned() bool
-	// Conn is the administrative login to database db over TCP.
-	Conn(db string) Conn
-	// UnixConn is the login through the server's unix socket; ok is false
-	// when dbrig cannot reach one.
-	UnixConn(db string) (c Conn, ok bool)
+	// Login is the administrative login to database db over TCP.
+	Login(db string) Conn
+	// UnixLogin is the login through the server's unix socket; ok is false
+	// when dbrig cannot reach one (a target reached over TCP).
+	UnixLogin(db string) (c Conn, ok bool)
 	// CreateDatabase makes an empty database of that name for a workload,
-	// replacing one dbrig made before. On a target whose login may not
-	// create databases it makes a schema instead, and the returned Conn
-	// (for Conn(name)) says so.
+	// replacing one dbrig made before; it refuses to replace one dbrig did
+	// not make. On a target whose login may not create databases it makes
+	// a schema of that name instead, and Login(name) says so (Conn.Schema).
 	CreateDatabase(ctx context.Context, name string) error
 	// DropDatabase removes a database dbrig made (no error when absent).
 	DropDatabase(ctx context.Context, name string) error
