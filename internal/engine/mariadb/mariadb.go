@@ -1,0 +1,105 @@
+package mariadb
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+
+	"github.com/dbrig/dbrig/internal/engine"
+)
+
+// EngineName is the engine's name in study files and results.
+const EngineName = "mariadb"
+
+var (
+	_ engine.Engine   = (*Engine)(nil)
+	_ engine.Instance = (*Instance)(nil)
+	_ engine.Instance = (*Target)(nil)
+)
+
+// Engine is MariaDB as dbrig runs it: instances of its own started from
+// mariadbd, and servers the user already runs, reached with
+// mysql:// or mariadb:// URIs.
+type Engine struct {
+	binDir string
+
+	binMu sync.Mutex
+	bin   *Binaries
+
+	mu         sync.Mutex
+	catalogues map[string]catalogue // by plugin-load arguments
+	parsed     map[string][]string  // option parser's refusals, by arguments
+}
+
+// New makes the engine. binDir is the --mariadb-bin directory holding
+// mariadbd ("" = look on PATH, in /usr/sbin and /usr/bin).
+func New(binDir string) *Engine {
+	return &Engine{binDir: binDir, catalogues: map[string]catalogue{}, parsed: map[string][]string{}}
+}
+
+// Name is "mariadb".
+func (e *Engine) Name() string { return EngineName }
+
+// Title is "MariaDB".
+func (e *Engine) Title() string { return "MariaDB" }
+
+// Schemes are the URI schemes of MariaDB (and MySQL) servers.
+func (e *Engine) Schemes() []string { return []string{"mariadb", "mysql"} }
+
+// FindBinaries finds mariadbd and mariadb-install-db once; later calls
+// return the same installation.
+func (e *Engine) FindBinaries(ctx context.Context) (Binaries, error) {
+	e.binMu.Lock()
+	defer e.binMu.Unlock()
+	if e.bin != nil {
+		return *e.bin, nil
+	}
+	b, err := FindBinaries(ctx, e.binDir)
+	if err != nil {
+		return Binaries{}, err
+	}
+	e.bin = &b
+	return b, nil
+}
+
+// Binaries is FindBinaries in the engine-neutral form.
+func (e *Engine) Binaries(ctx context.Context) (engine.Binaries, error) {
+	b, err := e.FindBinaries(ctx)
+	if err != nil {
+		return engine.Binaries{}, err
+	}
+	return engine.Binaries{Dir: b.Dir(), Version: b.Version}, nil
+}
+
+// Start starts an instance dbrig owns; see [StartInstance].
+func (e *Engine) Start(ctx context.Context, cfg engine.InstanceConfig, opts engine.StartOptions) (engine.Instance, error) {
+	i, err := e.StartInstance(ctx, cfg, opts)
+	if err != nil {
+		return nil, err
+	}
+	return i, nil
+}
+
+// Attach connects to a server the user runs; see [AttachTarget].
+func (e *Engine) Attach(ctx context.Context, name string, target engine.Conn, opts engine.AttachOptions) (engine.Instance, error) {
+	t, err := AttachTarget(ctx, name, target, opts)
+	if err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// ParseURI reads a mysql:// or mariadb:// URI; see [ParseURI].
+func (e *Engine) ParseURI(uri string) (engine.Conn, error) { return ParseURI(uri) }
+
+func logger(l *slog.Logger) *slog.Logger {
+	if l == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return l
+}
+
+func wrapStart(name string, err error) error {
+	return fmt.Errorf("start mariadb instance %q: %w", name, err)
+}
