@@ -330,6 +330,9 @@ func (i *Instance) installDB(ctx context.Context) error {
 		return fmt.Errorf("start %s: %w", i.bin.InstallDB, err)
 	}
 	if err := cmd.Wait(); err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("mariadb-install-db stopped: %w", context.Cause(ctx))
+		}
 		return fmt.Errorf("mariadb-install-db in %s: %w; it said:\n%s", i.dataDir, err, installDBProblems(out.String()))
 	}
 	return nil
@@ -481,7 +484,10 @@ func (i *Instance) waitReady(ctx context.Context, done <-chan struct{}, logStart
 			return fmt.Errorf("mariadbd exited during start-up (%v); its log ends:\n%s", exitErr, i.logTail())
 		case <-ctx.Done():
 			i.kill()
-			return fmt.Errorf("mariadbd did not accept dbrig's login in time (last: %v); its log ends:\n%s", last, i.logTail())
+			if errors.Is(ctx.Err(), context.Canceled) {
+				return fmt.Errorf("mariadbd start-up stopped: %w", context.Cause(ctx))
+			}
+			return fmt.Errorf("mariadbd did not accept dbrig's login in %v (last: %v); its log ends:\n%s", StartTimeout, last, i.logTail())
 		case <-tick.C:
 		}
 		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
@@ -633,6 +639,11 @@ func (i *Instance) Reconfigure(ctx context.Context, settings map[string]string) 
 	if i.stopped {
 		return false, wrap(errors.New("it was stopped"))
 	}
+	select {
+	case <-i.exited:
+		return false, wrap(fmt.Errorf("the server has exited; its log ends:\n%s", i.logTail()))
+	default:
+	}
 	if errs := i.engine.CheckSettings(ctx, settings); len(errs) > 0 {
 		return false, wrap(errors.Join(errs...))
 	}
@@ -745,6 +756,8 @@ func setLiteral(typ, v string) (string, bool) {
 			return "OFF", true
 		}
 		return "", false
+	case numberRE.MatchString(v) && (typ == "ENUM" || typ == "SET" || typ == "FLAGSET"):
+		return v, true // an enumeration's value by its number
 	default:
 		return quote(v), true
 	}

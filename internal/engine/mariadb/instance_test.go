@@ -288,16 +288,23 @@ func TestReconfigureAndDatabases(t *testing.T) {
 
 	// A dynamic setting: SET GLOBAL, no restart.
 	pid := inst.PID()
-	restarted, err := inst.Reconfigure(ctx, fast(map[string]string{"max_connections": "77", "innodb_log_buffer_size": "16M"}))
+	restarted, err := inst.Reconfigure(ctx, fast(map[string]string{"max_connections": "77", "innodb_log_buffer_size": "16M",
+		"sql_mode": "ANSI", "query_cache_type": "2", "long_query_time": "0.5", "sort_buffer_size": "1M"}))
 	if err != nil || restarted || inst.PID() != pid {
 		t.Fatalf("Reconfigure(dynamic) = %v, %v; pid %d -> %d", restarted, err, pid, inst.PID())
 	}
-	if v := setting("max_connections"); v != "77" {
-		t.Errorf("max_connections = %s after Reconfigure, want 77", v)
+	for name, want := range map[string]string{"max_connections": "77", "query_cache_type": "DEMAND", "long_query_time": "0.5", "sort_buffer_size": "1048576"} {
+		if v := setting(name); v != want {
+			t.Errorf("%s = %s after Reconfigure, want %s", name, v, want)
+		}
+	}
+	if v := setting("sql_mode"); !strings.Contains(v, "ANSI") {
+		t.Errorf("sql_mode = %s after Reconfigure, want ANSI", v)
 	}
 
 	// A static one: a restart in place, the data kept.
-	restarted, err = inst.Reconfigure(ctx, fast(map[string]string{"max_connections": "77", "innodb_log_buffer_size": "32M"}))
+	restarted, err = inst.Reconfigure(ctx, fast(map[string]string{"max_connections": "77", "innodb_log_buffer_size": "32M",
+		"sql_mode": "ANSI", "query_cache_type": "2", "long_query_time": "0.5", "sort_buffer_size": "1M"}))
 	if err != nil || !restarted || inst.PID() == pid {
 		t.Fatalf("Reconfigure(static) = %v, %v; pid %d -> %d", restarted, err, pid, inst.PID())
 	}

@@ -3,6 +3,7 @@ package mariadb_test
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -182,4 +183,67 @@ func TestRemoveStaleSparesLiveAndKeptInstances(t *testing.T) {
 		t.Errorf("the live instance: %v", err)
 	}
 	os.RemoveAll(kept.Dir())
+}
+
+// A start cancelled part-way (Ctrl-C while mariadb-install-db runs, or
+// while the server starts up) stops what it started and removes its
+// directory.
+func TestCancelledStartLeavesNothing(t *testing.T) {
+	e := mariatest.Engine(t)
+	phases := []struct {
+		name string
+		// reached reports that the start is in this phase.
+		reached func(base string) bool
+	}{
+		{"during mariadb-install-db", func(base string) bool {
+			dirs, _ := filepath.Glob(filepath.Join(base, "dbrig-mariadb-*", "data"))
+			return len(dirs) > 0
+		}},
+		{"while the server starts", func(base string) bool {
+			logs, _ := filepath.Glob(filepath.Join(base, "dbrig-mariadb-*", "server.log"))
+			return len(logs) > 0
+		}},
+	}
+	for _, p := range phases {
+		t.Run(p.name, func(t *testing.T) {
+			base := mariatest.BaseDir(t)
+			ctx, cancel := context.WithCancel(t.Context())
+			defer cancel()
+			type result struct {
+				inst *mariadb.Instance
+				err  error
+			}
+			done := make(chan result, 1)
+			go func() { // collected below
+				inst, err := e.StartInstance(ctx, engine.InstanceConfig{Name: "cancel", Settings: mariatest.FastSettings}, engine.StartOptions{BaseDir: base})
+				done <- result{inst, err}
+			}()
+			var r result
+		wait:
+			for {
+				select {
+				case r = <-done:
+					break wait
+				case <-time.After(time.Millisecond):
+					if p.reached(base) {
+						cancel()
+						r = <-done
+						break wait
+					}
+				}
+			}
+			if r.err == nil {
+				// The start won the race: nothing to judge here.
+				r.inst.Stop(context.Background())
+				t.Skipf("the start finished before it could be cancelled %s", p.name)
+			}
+			if !errors.Is(r.err, context.Canceled) {
+				t.Errorf("Start = %v, want an error that says it was cancelled", r.err)
+			}
+			mariatest.WaitNoServers(t, base, 10*time.Second)
+			if entries, _ := os.ReadDir(base); len(entries) != 0 {
+				t.Errorf("a cancelled start left %d entries in %s", len(entries), base)
+			}
+		})
+	}
 }

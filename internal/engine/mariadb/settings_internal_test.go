@@ -142,6 +142,7 @@ func TestSQLValues(t *testing.T) {
 		{"BOOLEAN", "off", "OFF", true},
 		{"BOOLEAN", "maybe", "", false},
 		{"ENUM", "O_DIRECT", "'O_DIRECT'", true},
+		{"ENUM", "2", "2", true},
 		{"SET", "ANSI,NO_ZERO_DATE", "'ANSI,NO_ZERO_DATE'", true},
 	}
 	for _, tt := range set {
