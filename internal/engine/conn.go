@@ -26,10 +26,10 @@ type Conn struct {
 	// Database: a target whose login may not create databases gets a schema
 	// of dbrig's own instead.
 	Schema string
-	// Session holds server settings applied to each session this login
+	// session holds server settings applied to each session this login
 	// opens (a study's session-level settings on a server dbrig may not
-	// reconfigure).
-	Session  map[string]string
+	// reconfigure), encoded so that a Conn stays comparable with ==.
+	session  string
 	password string
 }
 
@@ -90,13 +90,31 @@ func (c Conn) WithSession(settings map[string]string) Conn {
 	if len(settings) == 0 {
 		return c
 	}
-	merged := maps.Clone(c.Session)
-	if merged == nil {
-		merged = map[string]string{}
-	}
+	merged := c.Session()
 	maps.Copy(merged, settings)
-	c.Session = merged
+	c.session = encodeSession(merged)
 	return c
+}
+
+// Session returns the session settings (a copy).
+func (c Conn) Session() map[string]string {
+	out := map[string]string{}
+	if c.session == "" {
+		return out
+	}
+	for _, kv := range strings.Split(c.session, "\x00") {
+		k, v, _ := strings.Cut(kv, "=")
+		out[k] = v
+	}
+	return out
+}
+
+func encodeSession(m map[string]string) string {
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		parts = append(parts, k+"="+m[k])
+	}
+	return strings.Join(parts, "\x00")
 }
 
 // Via returns the same login through another TCP address, e.g. a link
@@ -130,14 +148,14 @@ type Sealed struct {
 // Seal exposes the password for a child process's pipe.
 func (c Conn) Seal() Sealed {
 	return Sealed{Engine: c.Engine, Host: c.Host, Port: c.Port, User: c.User, Database: c.Database,
-		Schema: c.Schema, Session: c.Session, Password: c.password}
+		Schema: c.Schema, Session: c.Session(), Password: c.password}
 }
 
 // Open turns a sealed login back into a Conn.
 func (s Sealed) Open() Conn {
 	return Conn{Engine: s.Engine, Host: s.Host, Port: s.Port, User: s.User, Database: s.Database,
-		Schema: s.Schema, Session: s.Session, password: s.Password}
+		Schema: s.Schema, session: encodeSession(s.Session), password: s.Password}
 }
 
 // SessionKeys lists the session settings in a stable order.
-func (c Conn) SessionKeys() []string { return slices.Sorted(maps.Keys(c.Session)) }
+func (c Conn) SessionKeys() []string { return slices.Sorted(maps.Keys(c.Session())) }

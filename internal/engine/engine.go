@@ -28,6 +28,11 @@ type Engine interface {
 	// catalogue and parser, before anything starts. It returns one error
 	// per bad setting, each a *SettingError.
 	CheckSettings(ctx context.Context, settings map[string]string) []error
+	// SplitSettings parts settings into those a session can set for itself
+	// (PostgreSQL's context "user") and those only the server's
+	// configuration can: on a target dbrig applies the first kind to its
+	// own sessions and requires the second kind to hold already.
+	SplitSettings(ctx context.Context, settings map[string]string) (session, server map[string]string)
 	// Start creates and starts an instance dbrig owns. On error nothing is
 	// left running or on disk (unless opts.Keep).
 	Start(ctx context.Context, cfg InstanceConfig, opts StartOptions) (Instance, error)
@@ -99,7 +104,9 @@ type StartOptions struct {
 
 // AttachOptions are how a run attaches to a target.
 type AttachOptions struct {
-	Log *slog.Logger
+	// Keep leaves the databases dbrig made on the target after the run.
+	Keep bool
+	Log  *slog.Logger
 }
 
 // Instance is one running database server: one dbrig started, or a target.
@@ -166,7 +173,7 @@ func (e *SettingError) Error() string {
 // when none is near enough to be a plausible misspelling.
 func Closest(name string, candidates []string) string {
 	name = strings.ToLower(name)
-	best, bestD := "", len(name)/2+2
+	best, bestD := "", len(name)/3+2
 	for _, c := range candidates {
 		if d := editDistance(name, strings.ToLower(c)); d < bestD || (d == bestD && best != "" && c < best) {
 			best, bestD = c, d
@@ -254,7 +261,9 @@ func (r *Registry) ParseTarget(uri string) (Engine, Conn, error) {
 		}
 	}
 	sort.Strings(schemes)
-	return nil, Conn{}, fmt.Errorf("%w in %q: want a URI starting with one of %s", ErrUnknownScheme, RedactURI(uri), strings.Join(schemes, ", "))
+	// The string is not echoed: it did not parse, so no part of it can be
+	// told safe from a password.
+	return nil, Conn{}, fmt.Errorf("%w: want a URI starting with one of %s", ErrUnknownScheme, strings.Join(schemes, ", "))
 }
 
 // ParseCPUList reads a Linux CPU list such as "0", "0-1" or "0,2-3".

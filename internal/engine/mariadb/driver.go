@@ -35,13 +35,13 @@ func Config(c engine.Conn) (*mysql.Config, error) {
 	} else {
 		cfg.Net, cfg.Addr = "tcp", net.JoinHostPort(c.Host, strconv.Itoa(c.Port))
 	}
-	if len(c.Session) > 0 {
+	if session := c.Session(); len(session) > 0 {
 		cfg.Params = map[string]string{}
 		for _, k := range c.SessionKeys() {
 			if !variableNameRE.MatchString(k) {
 				return nil, fmt.Errorf("connection to %s: session setting %q is not a variable name", c, k)
 			}
-			cfg.Params[normalize(k)] = sqlValue(c.Session[k])
+			cfg.Params[normalize(k)] = sqlValue(session[k])
 		}
 	}
 	return cfg, nil

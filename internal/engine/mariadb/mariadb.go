@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"sync"
 
 	"github.com/dbrig/dbrig/internal/engine"
@@ -30,6 +31,9 @@ type Engine struct {
 	mu         sync.Mutex
 	catalogues map[string]catalogue // by plugin-load arguments
 	parsed     map[string][]string  // option parser's refusals, by arguments
+	// sessionVars are the variables a session may set, as the targets
+	// attached so far report them (SplitSettings).
+	sessionVars map[string]bool
 }
 
 // New makes the engine. binDir is the --mariadb-bin directory holding
@@ -81,13 +85,45 @@ func (e *Engine) Start(ctx context.Context, cfg engine.InstanceConfig, opts engi
 	return i, nil
 }
 
-// Attach connects to a server the user runs; see [AttachTarget].
+// Attach connects to a server the user runs; see [AttachTarget]. It also
+// learns from the server which variables a session may set, for
+// SplitSettings.
 func (e *Engine) Attach(ctx context.Context, name string, target engine.Conn, opts engine.AttachOptions) (engine.Instance, error) {
 	t, err := AttachTarget(ctx, name, target, opts)
 	if err != nil {
 		return nil, err
 	}
+	vars, err := t.sessionVariables(ctx)
+	if err != nil {
+		t.log.Warn("cannot read which variables a session may set: the study's settings must all hold on the server already", "err", err)
+	}
+	e.mu.Lock()
+	if e.sessionVars == nil {
+		e.sessionVars = map[string]bool{}
+	}
+	maps.Copy(e.sessionVars, vars)
+	e.mu.Unlock()
 	return t, nil
+}
+
+// SplitSettings parts settings into those a session may set for itself
+// (a variable with a session scope that is not read-only) and the rest.
+// mariadbd tells a variable's scope only once it runs, so the split is the
+// one the targets attached so far report (Attach reads it from
+// information_schema.SYSTEM_VARIABLES); before any, every setting counts as
+// the server's, which dbrig then requires to hold already rather than set.
+func (e *Engine) SplitSettings(ctx context.Context, settings map[string]string) (session, server map[string]string) {
+	session, server = map[string]string{}, map[string]string{}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for k, v := range settings {
+		if e.sessionVars[normalize(k)] {
+			session[k] = v
+		} else {
+			server[k] = v
+		}
+	}
+	return session, server
 }
 
 // ParseURI reads a mysql:// or mariadb:// URI; see [ParseURI].

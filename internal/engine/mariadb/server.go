@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -202,4 +203,65 @@ func lastLines(s string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
+}
+
+// secretNameRE matches variables that may hold a secret (a password, a key,
+// credentials for state transfer): they are never recorded.
+var secretNameRE = regexp.MustCompile(`(?i)pass|key|secret|ssl|tls|auth|cred`)
+
+// NonDefaultSettings are the server's global variables set by its
+// configuration, its command line or SET GLOBAL (GLOBAL_VALUE_ORIGIN is not
+// COMPILE-TIME or AUTO), without any that may hold a secret: what a run's
+// environment records about a server.
+func (s *server) NonDefaultSettings(ctx context.Context) (map[string]string, error) {
+	pool, conn, err := s.connect(ctx, "")
+	if err != nil {
+		return nil, err
+	}
+	defer pool.Close()
+	defer conn.Close()
+	rows, err := conn.QueryContext(ctx, "SELECT LOWER(VARIABLE_NAME), IFNULL(GLOBAL_VALUE, '') FROM information_schema.SYSTEM_VARIABLES "+
+		"WHERE GLOBAL_VALUE_ORIGIN IN ('CONFIG', 'COMMAND-LINE', 'SQL')")
+	if err != nil {
+		return nil, fmt.Errorf("instance %q: read its settings: %w", s.name, err)
+	}
+	defer rows.Close()
+	out := map[string]string{}
+	for rows.Next() {
+		var name, value string
+		if err := rows.Scan(&name, &value); err != nil {
+			return nil, err
+		}
+		if !secretNameRE.MatchString(name) {
+			out[name] = value
+		}
+	}
+	return out, rows.Err()
+}
+
+// sessionVariables lists the variables a session may set for itself on
+// this server: a session scope and not read-only. Nil when the server has
+// no information_schema.SYSTEM_VARIABLES (MySQL).
+func (s *server) sessionVariables(ctx context.Context) (map[string]bool, error) {
+	pool, conn, err := s.connect(ctx, "")
+	if err != nil {
+		return nil, err
+	}
+	defer pool.Close()
+	defer conn.Close()
+	rows, err := conn.QueryContext(ctx, "SELECT LOWER(VARIABLE_NAME) FROM information_schema.SYSTEM_VARIABLES "+
+		"WHERE VARIABLE_SCOPE IN ('SESSION', 'SESSION ONLY') AND READ_ONLY = 'NO'")
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[string]bool{}
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			return nil, err
+		}
+		out[name] = true
+	}
+	return out, rows.Err()
 }

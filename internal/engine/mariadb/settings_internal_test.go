@@ -177,7 +177,10 @@ func TestConfigCarriesTheLoginAndSession(t *testing.T) {
 	if cfg, _ := Config(unix); cfg.Net != "unix" || cfg.Addr != "/run/x/mysqld.sock" {
 		t.Errorf("Config(unix) = %s %s", cfg.Net, cfg.Addr)
 	}
-	bad := tcp.WithSession(map[string]string{"x=1; DROP DATABASE shop; --": "1"})
+	if cfg, _ := Config(tcp.WithSession(map[string]string{"sql_mode": "'; DROP DATABASE shop; --"})); cfg.Params["sql_mode"] != "'''; DROP DATABASE shop; --'" {
+		t.Errorf("a value is not quoted: %s", cfg.Params["sql_mode"])
+	}
+	bad := tcp.WithSession(map[string]string{"x; DROP DATABASE shop; --": "1"})
 	if _, err := Config(bad); err == nil || strings.Contains(err.Error(), "s3cret") {
 		t.Errorf("Config(bad session name) = %v, want an error without the password", err)
 	}

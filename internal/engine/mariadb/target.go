@@ -2,11 +2,15 @@ package mariadb
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/dbrig/dbrig/internal/engine"
 )
@@ -18,8 +22,11 @@ type Target struct {
 	server
 	version string
 	full    string
+	keep    bool
 	log     *slog.Logger
-	exited  chan struct{}
+
+	mu   sync.Mutex
+	made map[string]bool // databases dbrig made there in this run
 }
 
 var leadingVersionRE = regexp.MustCompile(`^(\d+)\.(\d+)(?:\.(\d+))?`)
@@ -28,8 +35,8 @@ var leadingVersionRE = regexp.MustCompile(`^(\d+)\.(\d+)(?:\.(\d+))?`)
 // login's Session settings apply to every session dbrig opens there.
 func AttachTarget(ctx context.Context, name string, login engine.Conn, opts engine.AttachOptions) (*Target, error) {
 	login.Engine = EngineName
-	t := &Target{server: server{name: name, admin: login.WithDatabase("")}, log: logger(opts.Log).With("target", name),
-		exited: make(chan struct{})}
+	t := &Target{server: server{name: name, admin: login.WithDatabase("")}, keep: opts.Keep,
+		log: logger(opts.Log).With("target", name), made: map[string]bool{}}
 	pool, conn, err := t.connect(ctx, "")
 	if err != nil {
 		return nil, fmt.Errorf("attach to target %q: %w", name, err)
@@ -91,12 +98,61 @@ func (t *Target) Reconfigure(ctx context.Context, settings map[string]string) (b
 	return false, fmt.Errorf("target %q is the user's server: dbrig does not change its settings (a study's server settings cannot apply to it)", t.name)
 }
 
-// Stop closes what dbrig opened (each call opens and closes its own
-// session, so nothing is left); it stops nothing and drops nothing.
-func (t *Target) Stop(ctx context.Context) error { return nil }
+// CreateDatabase makes an empty database for the workload, replacing one
+// dbrig made before and refusing one it did not make. MariaDB has no
+// schemas inside a database: a login that may not create databases gets an
+// error that says which privileges it needs.
+func (t *Target) CreateDatabase(ctx context.Context, name string) error {
+	if err := t.server.CreateDatabase(ctx, name); err != nil {
+		return err
+	}
+	t.mu.Lock()
+	t.made[name] = true
+	t.mu.Unlock()
+	return nil
+}
 
-// Exited is never closed: dbrig does not watch the user's server process.
-func (t *Target) Exited() <-chan struct{} { return t.exited }
+// DropDatabase removes a database dbrig made on the target in this run;
+// any other name is left alone.
+func (t *Target) DropDatabase(ctx context.Context, name string) error {
+	t.mu.Lock()
+	made := t.made[name]
+	t.mu.Unlock()
+	if !made {
+		return nil
+	}
+	if err := t.server.DropDatabase(ctx, name); err != nil {
+		return err
+	}
+	t.mu.Lock()
+	delete(t.made, name)
+	t.mu.Unlock()
+	return nil
+}
+
+// Stop removes the databases dbrig made there in this run, unless kept.
+// Each call of the other methods opens and closes its own session, so
+// there is nothing else to close; the server is not dbrig's to stop.
+func (t *Target) Stop(ctx context.Context) error {
+	t.mu.Lock()
+	names := slices.Sorted(maps.Keys(t.made))
+	t.mu.Unlock()
+	if t.keep {
+		if len(names) > 0 {
+			t.log.Info("kept the databases dbrig made on the target", "databases", names)
+		}
+		return nil
+	}
+	var errs []error
+	for _, n := range names {
+		errs = append(errs, t.DropDatabase(ctx, n))
+	}
+	return errors.Join(errs...)
+}
+
+// Exited is never closed (a nil channel): dbrig does not watch the user's
+// server process.
+func (t *Target) Exited() <-chan struct{} { return nil }
 
 // PID is 0: the process is not dbrig's.
 func (t *Target) PID() int { return 0 }

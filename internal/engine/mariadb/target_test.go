@@ -67,14 +67,51 @@ func TestTargets(t *testing.T) {
 	if _, err := inst.Reconfigure(ctx, map[string]string{"max_connections": "10"}); err == nil {
 		t.Error("Reconfigure changed a target")
 	}
+	// SplitSettings: what this server lets a session set, and the rest.
+	session, serverOnly := e.SplitSettings(ctx, map[string]string{"sort_buffer_size": "1M", "sql_mode": "ANSI",
+		"innodb_buffer_pool_size": "1G", "max_connections": "10", "skip_log_bin": ""})
+	if len(session) != 2 || session["sql_mode"] != "ANSI" || session["sort_buffer_size"] != "1M" || len(serverOnly) != 3 {
+		t.Errorf("SplitSettings = %v, %v", session, serverOnly)
+	}
+	if s, _ := mariadb.New("").SplitSettings(ctx, map[string]string{"sql_mode": "ANSI"}); len(s) != 0 {
+		t.Errorf("an engine that attached nothing yet splits off %v for sessions", s)
+	}
+	// The environment records settings, none that may be a secret.
+	settings, err := inst.(interface {
+		NonDefaultSettings(context.Context) (map[string]string, error)
+	}).NonDefaultSettings(ctx)
+	if err != nil || settings["port"] != itoa(port) || settings["innodb_flush_log_at_trx_commit"] != "2" {
+		t.Errorf("NonDefaultSettings = %v, %v", settings, err)
+	}
+	for k := range settings {
+		if strings.Contains(k, "pass") || strings.Contains(k, "key") {
+			t.Errorf("NonDefaultSettings records %s", k)
+		}
+	}
+
+	// Stop removes what dbrig made there in this run, and nothing else.
 	if err := inst.Stop(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if err := server.Exec(ctx, "users_data", "SELECT 1"); err != nil {
 		t.Errorf("the user's server after the target's Stop: %v", err)
 	}
-	if err := inst.DropDatabase(ctx, "dbrig_study"); err != nil {
-		t.Error(err)
+	if err := server.Exec(ctx, "dbrig_study", "SELECT 1"); err == nil {
+		t.Error("the target's Stop left the database dbrig made")
+	}
+	// Unless kept.
+	kept, err := e.Attach(ctx, "db", login, engine.AttachOptions{Keep: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := kept.CreateDatabase(ctx, "dbrig_kept"); err != nil {
+		t.Fatal(err)
+	}
+	if err := kept.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := server.Exec(ctx, "dbrig_kept", "SELECT 1"); err != nil {
+		t.Errorf("a kept target's database is gone: %v", err)
 	}
 
 	// The same through the socket, marking databases with a table (as on
@@ -103,8 +140,8 @@ func TestTargets(t *testing.T) {
 	if err := tgt.CreateDatabase(ctx, "dbrig_users"); err == nil || !strings.Contains(err.Error(), "did not make") {
 		t.Errorf("CreateDatabase over an unmarked database = %v", err)
 	}
-	if err := tgt.DropDatabase(ctx, "dbrig_users"); err == nil || !strings.Contains(err.Error(), "not made by dbrig") {
-		t.Errorf("DropDatabase of an unmarked database = %v", err)
+	if err := tgt.DropDatabase(ctx, "dbrig_users"); err != nil {
+		t.Errorf("DropDatabase of a database dbrig did not make = %v, want nothing done", err)
 	}
 	if err := server.Exec(ctx, "dbrig_users", "SELECT 1"); err != nil {
 		t.Errorf("the user's dbrig_users is gone: %v", err)
