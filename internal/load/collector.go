@@ -53,7 +53,7 @@ func (a *typeAgg) stats(name string) IntervalStats {
 		Name: name, Ops: a.ok, Errors: a.errors, OverLimit: a.overLimit,
 		P50: micros(a.latency.ValueAtPercentile(50)),
 		P99: micros(a.latency.ValueAtPercentile(99)),
-		Max: micros(a.latency.Max()),
+		Max: micros(a.latency.ValueAtPercentile(100)),
 	}
 }
 
@@ -242,7 +242,7 @@ func (c *collector) closeInterval(end time.Duration) {
 	iv := Interval{
 		Start: c.intervalStart, Length: end - c.intervalStart, Phase: c.intervalPhase,
 		Users: int(c.r.usersStarted.Load()), InFlight: c.r.inFlight.Load(),
-		Late: a.late, LagMax: micros(a.lag.Max()), NotStarted: a.notStarted,
+		Late: a.late, LagMax: micros(a.lag.ValueAtPercentile(100)), NotStarted: a.notStarted,
 		Overall: a.overall.stats("all"),
 		Types:   make([]IntervalStats, len(a.types)),
 	}
