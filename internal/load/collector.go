@@ -159,7 +159,10 @@ func (c *collector) loop(stopAt <-chan time.Duration, finished <-chan struct{}) 
 	defer timer.Stop()
 	warmEnd := c.r.cfg.WarmUp
 	for {
-		next := c.intervalStart + tick
+		// Seconds stay on the run's grid; the warm-up's end and the stop
+		// also end an interval, so that every interval belongs to one phase
+		// and the measured ones merge exactly into the measured run.
+		next := (c.intervalStart/tick + 1) * tick
 		if c.phase == WarmUp && warmEnd < next {
 			next = warmEnd
 		}
@@ -170,8 +173,8 @@ func (c *collector) loop(stopAt <-chan time.Duration, finished <-chan struct{}) 
 			if c.phase == WarmUp && c.r.since() >= warmEnd {
 				c.phase = Measured
 			}
-			if c.r.since() >= c.intervalStart+tick {
-				c.closeInterval(c.intervalStart + tick)
+			if c.r.since() >= next {
+				c.closeInterval(next)
 			}
 		case at := <-stopAt:
 			c.stop(at)
@@ -196,6 +199,9 @@ func (c *collector) stop(at time.Duration) {
 	c.drain()
 	c.stopAt = at
 	c.phase = Stopping
+	if at > c.intervalStart {
+		c.closeInterval(at)
+	}
 }
 
 // drain takes every worker's buffer into the current phase.

@@ -28,12 +28,12 @@ func (a Arrival) String() string {
 // Think is the pause a closed-loop user takes after each operation.
 type Think struct {
 	// Mean is the think time; 0 means none.
-	Mean time.Duration
+	Mean time.Duration `json:"mean_ns"`
 	// Exponential draws each pause from a negative-exponential distribution
 	// with this mean (TPC-C's rule) instead of pausing exactly Mean.
-	Exponential bool
+	Exponential bool `json:"exponential,omitempty"`
 	// Max caps an exponential pause; 0 means 10 × Mean, as TPC-C caps it.
-	Max time.Duration
+	Max time.Duration `json:"max_ns,omitempty"`
 }
 
 // Config describes a run. Rate 0 is a closed loop, Rate > 0 an open loop.

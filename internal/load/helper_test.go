@@ -98,11 +98,23 @@ func (w *timedWorkload) checkClosed(t *testing.T) {
 // run runs cfg against wl and fails the test on a configuration error.
 func run(t *testing.T, cfg Config, wl Workload) (*Result, error) {
 	t.Helper()
+	r := newFakeClockRunner(t, cfg, wl)
+	return r.Run(t.Context())
+}
+
+// newFakeClockRunner makes a runner whose arrival process waits on Go timers,
+// the only ones testing/synctest's fake clock drives.
+func newFakeClockRunner(t testing.TB, cfg Config, wl Workload) *Runner {
+	t.Helper()
 	r, err := NewRunner(cfg, wl)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return r.Run(t.Context())
+	r.newWaiter = func(r *Runner, _ context.Context) waiter {
+		w, _ := newTimerWaiter(r)
+		return w
+	}
+	return r
 }
 
 // mustRun is run for runs that must succeed.

@@ -83,11 +83,15 @@ func (l *live) publish(c *collector, iv *Interval) {
 	defer l.mu.Unlock()
 	for i := range l.types {
 		dst, src := &l.types[i], &c.live[i]
+		prev50, prev99, prevMax := dst.p50, dst.p99, dst.max
 		b := dst.buckets
 		*dst = *src
 		dst.buckets = b
 		copy(dst.buckets, src.buckets)
-		dst.p50, dst.p99, dst.max = iv.Types[i].P50, iv.Types[i].P99, iv.Types[i].Max
+		dst.p50, dst.p99, dst.max = prev50, prev99, prevMax
+		if iv.Length == tick { // not a fraction of a second cut by a phase's end
+			dst.p50, dst.p99, dst.max = iv.Types[i].P50, iv.Types[i].P99, iv.Types[i].Max
+		}
 	}
 	l.phase = c.phase
 	l.late += iv.Late

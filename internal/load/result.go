@@ -37,8 +37,11 @@ func (p *Phase) UnmarshalText(b []byte) error {
 	return fmt.Errorf("unknown phase %q", b)
 }
 
-// Interval is one second of a run (the last may be shorter). Operations are
-// counted in the second in which they finished.
+// Interval is one second of a run. Operations are counted in the second in
+// which they finished. The end of the warm-up and the stop also end an
+// interval (when they fall within a second, it is split in two), so every
+// interval belongs to one phase, and the measured intervals' histograms merge
+// into exactly the measured run's.
 type Interval struct {
 	Start      time.Duration   `json:"start_ns"`    // from the start of the run
 	Length     time.Duration   `json:"length_ns"`   // one second, except perhaps the last

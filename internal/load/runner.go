@@ -24,8 +24,10 @@ type Runner struct {
 	// Set once Run has opened the workers and started the clock.
 	t0        time.Time
 	recorders []*recorder
-	stopDone  <-chan struct{} // closed when no operation may start any more
+	stopCtx   context.Context // done when no operation may start any more
+	stopDone  <-chan struct{} // stopCtx.Done()
 	opCtx     context.Context // cancelled at the hard deadline or on interrupt
+	newWaiter func(*Runner, context.Context) waiter
 
 	// Shared between the users, the dispatcher, the collector and the
 	// Prometheus collector; all atomic.
@@ -68,7 +70,7 @@ func NewRunner(cfg Config, wl Workload) (*Runner, error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("load configuration: %w", err)
 	}
-	r := &Runner{cfg: cfg.withDefaults(), wl: wl, mix: mix, cumw: cumw, classify: ClassifyError}
+	r := &Runner{cfg: cfg.withDefaults(), wl: wl, mix: mix, cumw: cumw, classify: ClassifyError, newWaiter: newArrivalWaiter}
 	if c, ok := wl.(ErrorClassifier); ok {
 		r.classify = c.ClassifyError
 	}
@@ -102,7 +104,7 @@ func (r *Runner) Run(ctx context.Context) (res *Result, err error) {
 	defer stop()
 	opCtx, cancelOps := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelOps()
-	r.stopDone, r.opCtx = stopCtx.Done(), opCtx
+	r.stopCtx, r.stopDone, r.opCtx = stopCtx, stopCtx.Done(), opCtx
 
 	r.recorders = make([]*recorder, len(workers))
 	for i := range r.recorders {
@@ -326,16 +328,13 @@ func (r *Runner) closedUser(u *user, quota int64) {
 func (r *Runner) dispatch() {
 	defer close(r.queue)
 	sched := newSchedule(r.cfg.Rate, r.cfg.Arrival, r.cfg.RampUp, r.cfg.Seed)
-	timer := time.NewTimer(time.Hour)
-	defer timer.Stop()
+	w := r.newWaiter(r, r.stopCtx)
+	defer w.close()
 	limit := int64(r.cfg.MaxInFlight)
 	for n := int64(0); r.cfg.Ops == 0 || n < r.cfg.Ops; n++ {
 		at := sched.next()
-		if wait := at - r.since(); wait > 0 {
-			timer.Reset(wait)
-			select {
-			case <-timer.C:
-			case <-r.stopDone:
+		if at > r.since() {
+			if !w.waitUntil(at) {
 				return
 			}
 		} else if r.stopped() {
