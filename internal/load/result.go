@@ -47,7 +47,7 @@ type Interval struct {
 	Length     time.Duration   `json:"length_ns"`   // one second, except perhaps the last
 	Phase      Phase           `json:"phase"`       // the phase at the interval's start
 	Users      int             `json:"users"`       // closed loop: users started; open loop: workers
-	InFlight   int64           `json:"in_flight"`   // operations running or waiting, at the interval's end
+	InFlight   int64           `json:"in_flight"`   // open loop: operations running or waiting at the interval's end
 	Late       int64           `json:"late"`        // operations started later than LateAfter behind schedule
 	LagMax     time.Duration   `json:"lag_max_ns"`  // the largest start lag
 	NotStarted int64           `json:"not_started"` // open-loop arrivals over the in-flight bound
@@ -126,9 +126,10 @@ type Result struct {
 	// loop. Late counts those later than LateAfter.
 	StartLag *Histogram `json:"start_lag"`
 	Late     int64      `json:"late"`
-	// NotStarted counts open-loop arrivals over the in-flight bound: the
-	// driver could not keep MaxInFlight operations going, so it did not start
-	// them. Overloaded is set when any were.
+	// NotStarted counts open-loop arrivals that came while MaxInFlight
+	// operations were already running or waiting: the workers and the server
+	// could not keep up with the rate, so these were not started.
+	// Overloaded is set when any were.
 	NotStarted int64 `json:"not_started"`
 	Overloaded bool  `json:"overloaded"`
 	// NotStartedAtEnd counts arrivals that were waiting for a worker when the
