@@ -15,7 +15,7 @@ import (
 // operation (cpu-ns/op: every goroutine of the layer, the collector's
 // included), and allocations.
 //
-//	go test -run '^$' -bench . -benchtime 2000000x ./internal/load/
+//	go test -run '^$' -bench 'ClosedLoop|OpenLoop|BareLoop' -benchtime 2000000x -count 3 ./internal/load/
 //
 // BenchmarkBareLoop is the peer in the same run: the least any driver that
 // measures each operation pays (two clock reads and one histogram record, on
