@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/dbrig/dbrig/internal/measure"
 )
 
 // The layer's own cost per operation, with a worker that does nothing: what
@@ -83,7 +83,7 @@ func BenchmarkOpenLoop(b *testing.B) {
 }
 
 func BenchmarkBareLoop(b *testing.B) {
-	h := hdrhistogram.New(histLowest, histHighest, histDigits)
+	h := measure.NewDense()
 	w := noopWorker{}
 	ctx := b.Context()
 	b.ReportAllocs()

@@ -4,6 +4,8 @@ import (
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/dbrig/dbrig/internal/measure"
 )
 
 // tick is the length of an interval of the per-second series.
@@ -20,9 +22,9 @@ type typeAgg struct {
 }
 
 func newTypeAgg(open bool) typeAgg {
-	a := typeAgg{latency: newDense()}
+	a := typeAgg{latency: measure.NewDense()}
 	if open {
-		a.service = newDense()
+		a.service = measure.NewDense()
 	}
 	return a
 }
@@ -59,12 +61,12 @@ func (a *typeAgg) stats(name string) IntervalStats {
 
 func (a *typeAgg) result(name string, weight int, measured time.Duration) TypeResult {
 	t := TypeResult{Name: name, Weight: weight, Ops: a.ok, Errors: a.errors, OverLimit: a.overLimit,
-		Latency: histogramFromDense(a.latency, a.clamped)}
+		Latency: measure.FromDense(a.latency, a.clamped)}
 	if measured > 0 {
 		t.TPS = float64(a.ok) / measured.Seconds()
 	}
 	if a.service != nil {
-		t.Service = histogramFromDense(a.service, 0)
+		t.Service = measure.FromDense(a.service, 0)
 	}
 	return t
 }
@@ -82,7 +84,7 @@ type aggregate struct {
 }
 
 func newAggregate(types int, open bool) *aggregate {
-	a := &aggregate{types: make([]typeAgg, types), overall: newTypeAgg(open), lag: newDense()}
+	a := &aggregate{types: make([]typeAgg, types), overall: newTypeAgg(open), lag: measure.NewDense()}
 	for i := range a.types {
 		a.types[i] = newTypeAgg(open)
 	}
@@ -133,7 +135,7 @@ func newCollector(r *Runner) *collector {
 	c := &collector{
 		r: r, open: open, stopAt: -1,
 		iv: newAggregate(len(r.mix), open), cum: newAggregate(len(r.mix), open),
-		afterEnd: newDense(),
+		afterEnd: measure.NewDense(),
 		series:   make([]Interval, 0, expectedIntervals(r.cfg)),
 		live:     newLiveTypes(len(r.mix)),
 	}
@@ -259,11 +261,11 @@ func (c *collector) closeInterval(end time.Duration) {
 		iv.Types[i] = a.types[i].stats(c.r.mix[i].Name)
 	}
 	if c.r.cfg.IntervalHistograms {
-		h := &IntervalHistograms{StartLag: histogramFromDense(a.lag, 0)}
+		h := &IntervalHistograms{StartLag: measure.FromDense(a.lag, 0)}
 		for i := range a.types {
-			h.Latency = append(h.Latency, histogramFromDense(a.types[i].latency, a.types[i].clamped))
+			h.Latency = append(h.Latency, measure.FromDense(a.types[i].latency, a.types[i].clamped))
 			if c.open {
-				h.Service = append(h.Service, histogramFromDense(a.types[i].service, 0))
+				h.Service = append(h.Service, measure.FromDense(a.types[i].service, 0))
 			}
 		}
 		iv.Histograms = h
@@ -284,9 +286,9 @@ func (c *collector) result() *Result {
 	res := &Result{
 		Mode: "closed", Users: cfg.Users, Think: cfg.Think, Keying: cfg.Keying, RampUp: cfg.RampUp,
 		WarmUp: cfg.WarmUp, TxLimit: cfg.TxLimit, LateAfter: cfg.LateAfter,
-		StartLag: histogramFromDense(c.cum.lag, 0), Late: c.cum.late,
+		StartLag: measure.FromDense(c.cum.lag, 0), Late: c.cum.late,
 		NotStarted: c.cum.notStarted, Overloaded: c.cum.notStarted > 0,
-		WarmUpOps: c.warmUpOps, AfterEnd: histogramFromDense(c.afterEnd, c.afterEndClamp),
+		WarmUpOps: c.warmUpOps, AfterEnd: measure.FromDense(c.afterEnd, c.afterEndClamp),
 		CancelledAtStop: c.cancelled, Series: c.series,
 	}
 	if c.open {

@@ -118,7 +118,7 @@
 // bytes plus 96 per transaction type per second, 2.4 MB for an hour of a
 // 5-type mix) and the
 // measured interval's full distributions ([Histogram]) per type and overall.
-// A Histogram merges without loss with another, also one decoded from another
+// A measure.Histogram merges without loss with another, also one decoded from another
 // process or machine (the HdrHistogram V2 encoding): percentiles of a merged
 // distribution are exact to the histograms' resolution, so percentiles are
 // always computed from merged distributions and never averaged. Set

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/dbrig/dbrig/internal/measure"
 )
 
 // Every test here runs on testing/synctest's fake clock: time advances only
@@ -504,7 +506,7 @@ func TestResultJSONRoundTrip(t *testing.T) {
 			t.Errorf("the result did not survive JSON:\n%s", b)
 		}
 		// The per-second histograms merge into the measured distribution.
-		merged := NewHistogram()
+		merged := measure.NewHistogram()
 		for _, iv := range back.Series {
 			if iv.Phase == Measured {
 				for _, h := range iv.Histograms.Latency {

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/dbrig/dbrig/internal/measure"
 )
 
 // How a worker records and the collector reads, without a lock on the hot
@@ -100,11 +102,11 @@ type buffer struct {
 }
 
 func newBuffer(types int, open bool) *buffer {
-	b := &buffer{types: make([]typeBuffer, types), lag: newPacked()}
+	b := &buffer{types: make([]typeBuffer, types), lag: measure.NewPacked()}
 	for i := range b.types {
-		b.types[i].latency = newPacked()
+		b.types[i].latency = measure.NewPacked()
 		if open {
-			b.types[i].service = newPacked()
+			b.types[i].service = measure.NewPacked()
 		}
 	}
 	return b
@@ -165,14 +167,14 @@ func (r *recorder) record(tx int, o outcome, class ErrorClass, latency, service,
 	switch o {
 	case succeeded:
 		t.ok++
-		v, clamped := toMicros(latency)
+		v, clamped := measure.ToMicros(latency)
 		if clamped {
 			t.clamped++
 		}
 		_ = t.latency.RecordValue(v) // in range by construction
 		t.latencySum += int64(latency)
 		if t.service != nil {
-			v, _ = toMicros(service)
+			v, _ = measure.ToMicros(service)
 			_ = t.service.RecordValue(v)
 		}
 	case failed:
@@ -184,7 +186,7 @@ func (r *recorder) record(tx int, o outcome, class ErrorClass, latency, service,
 		t.overLimit++
 	}
 	if lag >= 0 {
-		v, _ := toMicros(lag)
+		v, _ := measure.ToMicros(lag)
 		_ = b.lag.RecordValue(v)
 		if lag > r.lateAfter {
 			b.late++

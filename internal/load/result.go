@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/dbrig/dbrig/internal/units"
+
+	"github.com/dbrig/dbrig/internal/measure"
 )
 
 // Phase is the part of a run an interval belongs to.
@@ -79,9 +81,9 @@ func (s IntervalStats) TPS(length time.Duration) float64 {
 
 // IntervalHistograms are one interval's distributions.
 type IntervalHistograms struct {
-	Latency  []*Histogram `json:"latency"`           // per type, in the mix's order
-	Service  []*Histogram `json:"service,omitempty"` // per type, open loop only
-	StartLag *Histogram   `json:"start_lag"`
+	Latency  []*measure.Histogram `json:"latency"`           // per type, in the mix's order
+	Service  []*measure.Histogram `json:"service,omitempty"` // per type, open loop only
+	StartLag *measure.Histogram   `json:"start_lag"`
 }
 
 // String is the interval as one line, for a CLI that prints a line per
@@ -124,8 +126,8 @@ type Result struct {
 	// StartLag is how late operations started against their schedule:
 	// arrivals in an open loop, the end of think and keying time in a closed
 	// loop. Late counts those later than LateAfter.
-	StartLag *Histogram `json:"start_lag"`
-	Late     int64      `json:"late"`
+	StartLag *measure.Histogram `json:"start_lag"`
+	Late     int64              `json:"late"`
 	// NotStarted counts open-loop arrivals that came while MaxInFlight
 	// operations were already running or waiting: the workers and the server
 	// could not keep up with the rate, so these were not started.
@@ -141,9 +143,9 @@ type Result struct {
 	// the grace period, with their latency: an operation stuck across the end
 	// shows here rather than vanishing. CancelledAtStop counts those the hard
 	// deadline (or an interrupt) cut short.
-	AfterEnd        *Histogram `json:"after_end"`
-	CancelledAtStop int64      `json:"cancelled_at_stop"`
-	Interrupted     bool       `json:"interrupted"`
+	AfterEnd        *measure.Histogram `json:"after_end"`
+	CancelledAtStop int64              `json:"cancelled_at_stop"`
+	Interrupted     bool               `json:"interrupted"`
 
 	// Series is the run second by second, warm-up and stopping included.
 	Series []Interval `json:"series"`
@@ -159,8 +161,8 @@ type TypeResult struct {
 	OverLimit int64       `json:"over_limit"`
 	// Latency is measured from each operation's intended start; Service from
 	// its actual start (open loop only: in a closed loop they are the same).
-	Latency *Histogram `json:"latency"`
-	Service *Histogram `json:"service,omitempty"`
+	Latency *measure.Histogram `json:"latency"`
+	Service *measure.Histogram `json:"service,omitempty"`
 }
 
 // WriteText prints the result as a table a person reads: per type tps,

@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/dbrig/dbrig/internal/measure"
 )
 
 func TestArrivalWaitersNeverWakeEarlyAndStop(t *testing.T) {
@@ -64,7 +66,7 @@ func BenchmarkArrivalWaiter(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer w.close()
-			late := NewHistogram()
+			late := measure.NewHistogram()
 			for b.Loop() {
 				at := r.since() + 200*time.Microsecond
 				w.waitUntil(at)

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -75,6 +76,9 @@ func BuildReport(rd *RunData) *report.Doc {
 	}
 	if kind.Report != nil {
 		kind.Report(rd, d)
+	}
+	if sec, ok := distributionSection(rd); ok {
+		d.Sections = append(d.Sections, sec)
 	}
 	d.Points = pointsTable(rd)
 	d.Counts = report.Counts{Planned: len(rd.Plan.Points()), Combinations: len(rd.Plan.Combos), Runs: rd.Plan.Repeat.Runs}
@@ -341,4 +345,40 @@ func instanceRows(rd *RunData) [][2]string {
 		rows = append(rows, [2]string{"target " + t.Name, fmt.Sprintf("%s %s at %s; settings that differ from the defaults: %s", t.Engine, t.Version, t.Server, strings.Join(set, ", "))})
 	}
 	return rows
+}
+
+// distributionSection lists the percentiles of every distribution the
+// points recorded, each from the histogram merged over a combination's
+// kept runs.
+func distributionSection(rd *RunData) (report.Section, bool) {
+	dims := rd.Spec.SweepKeys
+	t := report.Table{Columns: append(slices.Clone(dims), "distribution", "samples", "p50", "p95", "p99", "p99.9", "max")}
+	for _, sm := range rd.Summaries {
+		for _, name := range slices.Sorted(maps.Keys(sm.Histograms)) {
+			h := sm.Histograms[name]
+			if h.Count() == 0 {
+				continue
+			}
+			row := make([]string, 0, len(t.Columns))
+			for _, k := range dims {
+				row = append(row, fmt.Sprint(sm.Values[k]))
+			}
+			f := func(d time.Duration) string { return units.FormatDuration(d) }
+			row = append(row, name, strconv.FormatInt(h.Count(), 10), f(h.Quantile(0.5)), f(h.Quantile(0.95)),
+				f(h.Quantile(0.99)), f(h.Quantile(0.999)), f(h.Max()))
+			t.Rows = append(t.Rows, row)
+		}
+	}
+	if len(t.Rows) == 0 {
+		return report.Section{}, false
+	}
+	kept := "every run"
+	if rd.Plan.Repeat.DiscardFirst {
+		kept = "every run but the first"
+	}
+	return report.Section{
+		Title:  "Distributions",
+		Text:   fmt.Sprintf("Percentiles of each recorded latency distribution, from the histogram merged over %s of the combination (HDR, 3 significant figures): never an average of the runs' percentiles.", kept),
+		Tables: []report.Table{t},
+	}, true
 }

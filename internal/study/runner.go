@@ -354,7 +354,7 @@ func (r *Runner) runPoint(ctx context.Context, topo *topology.Topology, kind Kin
 	if err != nil {
 		return res, err
 	}
-	res.Metrics, res.Series, res.Notes = m.Metrics, m.Series, m.Notes
+	res.Metrics, res.Series, res.SeriesInterval, res.Histograms, res.Notes = m.Metrics, m.Series, m.SeriesInterval, m.Histograms, m.Notes
 	if kind.Model != nil {
 		pred := kind.Model(res, all)
 		res.Model, res.Formula = pred.Metrics, pred.Formula

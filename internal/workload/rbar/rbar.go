@@ -75,11 +75,7 @@ var Metrics = []study.MetricSpec{
 	{Name: "rows_per_s", Unit: study.PerSecond, Better: study.Higher, Doc: "rows the client received per second"},
 	{Name: "wire_bytes", Unit: study.Bytes, Doc: "protocol bytes of the rows"},
 	{Name: "rows", Unit: study.Count, Doc: "rows processed"},
-	{Name: "row_mean_us", Unit: study.Microseconds, Better: study.Lower, Doc: "round trip per row, mean"},
-	{Name: "row_p50_us", Unit: study.Microseconds, Better: study.Lower, Doc: "round trip per row, median"},
-	{Name: "row_p99_us", Unit: study.Microseconds, Better: study.Lower, Doc: "round trip per row, 99th percentile"},
-	{Name: "row_p999_us", Unit: study.Microseconds, Better: study.Lower, Doc: "round trip per row, 99.9th percentile"},
-	{Name: "row_max_us", Unit: study.Microseconds, Better: study.Lower, Doc: "round trip per row, slowest"},
+	{Name: "row_mean_us", Unit: study.Microseconds, Better: study.Lower, Doc: "round trip per row, mean (the percentiles come from the merged histogram \"row\")"},
 }
 
 type workload struct {
@@ -291,7 +287,7 @@ func (w *workload) spend(t time.Time) {
 
 // rowByRowRun makes one round trip per row and records each round trip.
 func (w *workload) rowByRowRun(ctx context.Context, pc *pgconn.PgConn, env *study.Env) (study.Measurement, error) {
-	rt := measure.NewLatency()
+	rt := measure.NewHistogram()
 	var next func() (string, error)
 	switch w.rowByRow {
 	case "fetch":
@@ -359,9 +355,8 @@ func (w *workload) rowByRowRun(ctx context.Context, pc *pgconn.PgConn, env *stud
 		"us_per_row": secs * 1e6 / float64(measured),
 		"rows_per_s": float64(measured) / secs,
 	}}
-	for k, v := range rt.Metrics("row") {
-		m.Metrics[k] = v
-	}
+	m.Metrics["row_mean_us"] = float64(rt.Mean()) / 1e3
+	m.Histograms = map[string]*measure.Histogram{"row": rt}
 	return m, nil
 }
 

@@ -1,4 +1,4 @@
-package load
+package measure
 
 import (
 	"encoding/json"
@@ -39,7 +39,7 @@ func TestHistogramsMergeAcrossProcessesWithoutLoss(t *testing.T) {
 		for _, d := range samples {
 			h.Record(d)
 			all.Record(d)
-			v, _ := toMicros(d)
+			v, _ := ToMicros(d)
 			_ = dense.RecordValue(v)
 		}
 		p99s = append(p99s, h.Quantile(0.99))
@@ -62,7 +62,7 @@ func TestHistogramsMergeAcrossProcessesWithoutLoss(t *testing.T) {
 			t.Errorf("q%v: merged %v, single histogram %v", q, m, a)
 		}
 		// The sparse histogram agrees with the library's dense one.
-		if a, d := all.Quantile(q), micros(dense.ValueAtPercentile(q*100)); a != d {
+		if a, d := all.Quantile(q), time.Duration(dense.ValueAtPercentile(q*100))*time.Microsecond; a != d {
 			t.Errorf("q%v: sparse %v, dense %v", q, a, d)
 		}
 	}
@@ -134,4 +134,9 @@ func TestDecodeHistogramRefusesOtherGeometries(t *testing.T) {
 	if _, err := DecodeHistogram([]byte("not base64!")); err == nil {
 		t.Error("garbage was accepted")
 	}
+}
+
+// near reports whether got is within rel (a fraction) of want.
+func near(got, want time.Duration, rel float64) bool {
+	return math.Abs(float64(got-want)) <= rel*float64(want)
 }

@@ -1,4 +1,4 @@
-package load
+package measure
 
 import (
 	"encoding/json"
@@ -18,20 +18,20 @@ const (
 	histDigits  = 3                                   // 0.1 % resolution
 )
 
-// newDense returns an empty dense histogram with the layer's geometry (about
+// NewDense returns an empty dense histogram with the layer's geometry (about
 // 184 KB: only the collector keeps these, a fixed number per run).
-func newDense() *hdrhistogram.Histogram { return hdrhistogram.New(histLowest, histHighest, histDigits) }
+func NewDense() *hdrhistogram.Histogram { return hdrhistogram.New(histLowest, histHighest, histDigits) }
 
-// newPacked returns an empty sparse histogram with the layer's geometry: its
+// NewPacked returns an empty sparse histogram with the layer's geometry: its
 // storage grows with the populated buckets (a few hundred bytes for a typical
 // second of one worker), which is what lets every worker keep its own.
-func newPacked() *hdrhistogram.PackedHistogram {
+func NewPacked() *hdrhistogram.PackedHistogram {
 	return hdrhistogram.NewPacked(histLowest, histHighest, histDigits)
 }
 
-// toMicros converts a duration to the recorded value, clamping it into the
+// ToMicros converts a duration to the recorded value, clamping it into the
 // range; clamped reports whether it was above the range.
-func toMicros(d time.Duration) (v int64, clamped bool) {
+func ToMicros(d time.Duration) (v int64, clamped bool) {
 	v = int64(d / time.Microsecond)
 	switch {
 	case v < 0:
@@ -55,10 +55,10 @@ type Histogram struct {
 }
 
 // NewHistogram returns an empty histogram.
-func NewHistogram() *Histogram { return &Histogram{h: newPacked()} }
+func NewHistogram() *Histogram { return &Histogram{h: NewPacked()} }
 
-// histogramFromDense copies a collector's dense histogram into a compact one.
-func histogramFromDense(d *hdrhistogram.Histogram, clamped int64) *Histogram {
+// FromDense copies a collector's dense histogram into a compact one.
+func FromDense(d *hdrhistogram.Histogram, clamped int64) *Histogram {
 	h := NewHistogram()
 	h.h.MergeFrom(d)
 	h.clamped = clamped
@@ -67,7 +67,7 @@ func histogramFromDense(d *hdrhistogram.Histogram, clamped int64) *Histogram {
 
 // Record adds one observation, clamped into 0..1 h.
 func (h *Histogram) Record(d time.Duration) {
-	v, clamped := toMicros(d)
+	v, clamped := ToMicros(d)
 	if clamped {
 		h.clamped++
 	}
@@ -106,7 +106,7 @@ func (h *Histogram) Mean() time.Duration {
 // CountAbove is the number of observations larger than d (to resolution:
 // observations in d's own bucket are not counted).
 func (h *Histogram) CountAbove(d time.Duration) int64 {
-	limit, _ := toMicros(d)
+	limit, _ := ToMicros(d)
 	var n int64
 	for value, count := range h.h.ForEachBucket {
 		if value > limit {
