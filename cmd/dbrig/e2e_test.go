@@ -241,6 +241,7 @@ func TestRunRefusesBadInput(t *testing.T) {
 		t.Fatal(err)
 	}
 	const marker = "Zq9MarkerPw"
+	noRun := t.TempDir() // a target that refuses leaves no run directory
 	tests := []struct {
 		args []string
 		code int
@@ -260,7 +261,7 @@ func TestRunRefusesBadInput(t *testing.T) {
 		{[]string{"run", "rbar-latency", "--target", "db=postgres://repl:" + marker + "@host:notaport/db"}, 2, []string{"--target db:"}},
 		{[]string{"run", "rbar-latency", "--target", "nosuch=postgres://repl:" + marker + "@127.0.0.1/db"}, 2, []string{`--target: study rbar-latency has no instance "nosuch"`}},
 		{[]string{"run", "rbar-latency", "--target", "db=env:DBRIG_NO_SUCH_VAR"}, 2, []string{"the environment variable DBRIG_NO_SUCH_VAR is empty or unset"}},
-		{[]string{"run", "rbar-latency", "--scale", "smoke", "--target", "db=postgres://repl:" + marker + "@127.0.0.1:1/db"}, 1, []string{`target "db"`}},
+		{[]string{"run", "rbar-latency", "--scale", "smoke", "--out", filepath.Join(noRun, "run"), "--target", "db=postgres://repl:" + marker + "@127.0.0.1:1/db"}, 1, []string{`target "db"`}},
 	}
 	for _, tt := range tests {
 		var out, errb bytes.Buffer
@@ -279,6 +280,9 @@ func TestRunRefusesBadInput(t *testing.T) {
 		if strings.Contains(out.String()+errb.String(), marker) {
 			t.Errorf("dbrig %s printed the password:\n%s%s", strings.Join(tt.args, " "), out.String(), errb.String())
 		}
+	}
+	if left, _ := os.ReadDir(noRun); len(left) > 0 {
+		t.Errorf("a refused target left a run directory: %v", left)
 	}
 	assertNoInstanceDirs(t, base)
 }
