@@ -3,11 +3,13 @@ package study
 import (
 	"context"
 	"errors"
+	"maps"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/dbrig/dbrig/internal/engine"
+	"github.com/dbrig/dbrig/internal/engine/mariadb"
 	"github.com/dbrig/dbrig/internal/engine/postgres"
 	"github.com/dbrig/dbrig/internal/engine/postgres/pgtest"
 )
@@ -363,5 +365,45 @@ func TestMisspeltSettingIsRefusedBeforeAnythingStarts(t *testing.T) {
 	}
 	if strings.Count(err.Error(), "\n") != 1 {
 		t.Errorf("want two errors, each once:\n%v", err)
+	}
+}
+
+// TestEngineSettingsTables: each engine's settings in a table named after
+// it, with the engine swept, give each point its engine's settings; a
+// table named after no engine is refused.
+func TestEngineSettingsTables(t *testing.T) {
+	reg := NewRegistry(engine.NewRegistry(postgres.New(""), mariadb.New("")), testKind())
+	src := strings.Replace(goodSpec, `engine = "postgres"
+settings = { work_mem = "${mem}" }`, `engine = "${engine}"
+[instance.settings.postgres]
+work_mem = "${mem}"
+[instance.settings.mariadb]
+innodb_buffer_pool_size = "128M"`, 1)
+	src = strings.Replace(src, "[sweep]\n", "[sweep]\nengine = [\"postgres\", \"mariadb\"]\n", 1)
+	s, err := Parse("demo.toml", []byte(src), reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := s.Plan("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]map[string]string{"postgres": {"work_mem": "4MB"}, "mariadb": {"innodb_buffer_pool_size": "128M"}}
+	seen := map[string]bool{}
+	for _, c := range plan.Combos {
+		in := c.Instances[0]
+		seen[in.Engine] = true
+		if !maps.Equal(in.Settings, want[in.Engine]) {
+			t.Errorf("%s: instance on %s has settings %v, want %v", c.Key, in.Engine, in.Settings, want[in.Engine])
+		}
+	}
+	if !seen["postgres"] || !seen["mariadb"] {
+		t.Errorf("engines planned: %v, want both", seen)
+	}
+
+	bad := strings.Replace(src, "[instance.settings.mariadb]", "[instance.settings.maria]", 1)
+	_, err = Parse("demo.toml", []byte(bad), reg)
+	if err == nil || !strings.Contains(err.Error(), "instance.0.settings.maria: want a string, number or boolean, or a table of one engine's settings named after the engine") {
+		t.Errorf("a table named after no engine: %v", err)
 	}
 }

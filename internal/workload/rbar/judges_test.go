@@ -1,6 +1,8 @@
 package rbar
 
 import (
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/dbrig/dbrig/internal/engine"
@@ -177,5 +179,104 @@ func TestFacetsKeepAUserSweptDimension(t *testing.T) {
 	}
 	if len(tables) != 2 || tables[0] != "client-row-by-row, sc=on" || tables[1] != "client-row-by-row, sc=off" {
 		t.Errorf("tables %q: want one per value of sc", tables)
+	}
+}
+
+// onEngines makes run data of the same points on two engines, as a study
+// that sweeps engine = ["postgres", "mariadb"] has: pg's points, then
+// maria's.
+func onEngines(t *testing.T, pg, maria []point) *study.RunData {
+	t.Helper()
+	rd := runData(t, append(append([]point{}, pg...), maria...)...)
+	rd.Spec.SweepKeys = append([]string{"engine"}, rd.Spec.SweepKeys...)
+	for i := range rd.Results {
+		eng := "postgres"
+		if i >= 3*len(pg) {
+			eng = "mariadb"
+		}
+		rd.Results[i].Values["engine"] = eng
+		rd.Results[i].Combo = "engine=" + eng + " " + rd.Results[i].Combo
+		rd.Results[i].Key = "engine=" + eng + " " + rd.Results[i].Key
+		rd.Results[i].Instances = []engine.InstanceConfig{{Name: "db", Engine: eng}}
+	}
+	rd.Summaries = study.Summarize(rd.Results, rd.Plan.Repeat)
+	return rd
+}
+
+func TestJudgesReadEachEngine(t *testing.T) {
+	rbr := func(net string, rows, got, model float64) point {
+		return point{exp: "client-row-by-row", cost: fast, net: net, rows: rows,
+			metrics: map[string]float64{"us_per_row": got}, model: map[string]float64{"us_per_row": model}}
+	}
+	good := []point{rbr("unix", 2e4, 30, 30), rbr("rtt-77ms", 20, 77200, 77064)}
+	bad := []point{rbr("unix", 2e4, 40, 40), rbr("rtt-77ms", 20, 160000, 77074)}
+	tests := []struct {
+		name        string
+		pg, maria   []point
+		want        report.Verdict
+		wantInWhy   []string
+		wantMeasure []string
+	}{
+		{"both reproduce", good, good, report.Reproduced,
+			[]string{"engine=postgres: reproduced", "engine=mariadb: reproduced"}, []string{"engine=postgres: ", "engine=mariadb: "}},
+		{"one engine differs", good, bad, report.Differs,
+			[]string{"engine=postgres: reproduced", "engine=mariadb: differs"}, []string{"engine=postgres: ", "engine=mariadb: "}},
+		// MariaDB's point has no stored model: the judge cannot read it.
+		{"only one engine measured it", good, []point{{exp: "client-row-by-row", cost: fast, net: "unix", rows: 2e4, metrics: map[string]float64{"us_per_row": 40}}}, report.Reproduced,
+			[]string{"engine=postgres: "}, []string{"engine=postgres: "}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := judged(t, "round-trip-per-row", onEngines(t, tt.pg, tt.maria))
+			if f.Verdict != tt.want {
+				t.Errorf("verdict %q, want %q\nmeasured: %s\nwhy: %s", f.Verdict, tt.want, f.Measured, f.Why)
+			}
+			for _, w := range tt.wantInWhy {
+				if !strings.Contains(f.Why, w) {
+					t.Errorf("why lacks %q:\n%s", w, f.Why)
+				}
+			}
+			for _, w := range tt.wantMeasure {
+				if !strings.Contains(f.Measured, w) {
+					t.Errorf("measured lacks %q:\n%s", w, f.Measured)
+				}
+			}
+			if len(tt.wantMeasure) == 1 && strings.Contains(f.Measured, "engine=mariadb") {
+				t.Errorf("measured names an engine that did not measure it:\n%s", f.Measured)
+			}
+		})
+	}
+}
+
+// TestReportKeepsEachEngine: with two engines, every chart series and
+// table is drawn per engine.
+func TestReportKeepsEachEngine(t *testing.T) {
+	pts := []point{
+		{exp: "client-row-by-row", cost: fast, net: "unix", rows: 200, metrics: map[string]float64{"us_per_row": 30}},
+		{exp: "client-stream", cost: fast, net: "unix", rows: 2000, metrics: map[string]float64{"throughput_bps": 1e9}},
+	}
+	rd := onEngines(t, pts, pts)
+	d := &report.Doc{}
+	Report(rd, d)
+	var tables []string
+	for _, sec := range d.Sections {
+		for _, tb := range sec.Tables {
+			tables = append(tables, tb.Title)
+		}
+	}
+	want := []string{"client-stream, engine=postgres", "client-stream, engine=mariadb", "client-row-by-row, engine=postgres", "client-row-by-row, engine=mariadb"}
+	if !slices.Equal(tables, want) {
+		t.Errorf("tables %q, want %q", tables, want)
+	}
+	for _, c := range d.Charts {
+		for _, eng := range []string{"engine=postgres", "engine=mariadb"} {
+			found := false
+			for _, s := range c.Series {
+				found = found || strings.Contains(s.Name, eng)
+			}
+			if !found && !c.Empty() {
+				t.Errorf("chart %q has no series of %s", c.ID, eng)
+			}
+		}
 	}
 }

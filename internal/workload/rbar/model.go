@@ -15,7 +15,8 @@ import (
 //	                             t = bytes × 8 / throughput + RTT
 //
 // The per-row costs and the consumer rate are fitted on the fastest path
-// of the same transport, experiment and client, and predict every other
+// of the same engine, transport, experiment and client (a PostgreSQL point
+// never predicts a MariaDB one), and predict every other
 // link: points over TCP (direct or through a link) are predicted from
 // direct loopback TCP (else the smallest RTT), since the TCP stack's own
 // per-message cost is part of every network path; points on the unix
@@ -46,9 +47,21 @@ func speedRank(l study.LinkResult) float64 {
 	return l.RTTSeconds
 }
 
+// engineOf is the engine of the instance the point's client talked to
+// ("" in results without instances).
+func engineOf(r study.Result) string {
+	name := r.Params.String("instance")
+	for _, in := range r.Instances {
+		if in.Name == name {
+			return in.Engine
+		}
+	}
+	return ""
+}
+
 // groupKey is what a point shares with its reference on the fastest link:
-// the same experiment, client and transport (unix socket or TCP), whatever
-// the link and, but for server-side work, the row count.
+// the same engine, experiment, client and transport (unix socket or TCP),
+// whatever the link and, but for server-side work, the row count.
 func groupKey(r study.Result) string {
 	exp := r.Params.String("experiment")
 	rows := int64(0)
@@ -59,7 +72,7 @@ func groupKey(r study.Result) string {
 	if linkOf(r).Mode == "unix" {
 		transport = "unix"
 	}
-	return fmt.Sprintf("%s|%s|%s|%d|%s|%s|%d|%s", exp, r.Params.String("row_by_row"),
+	return fmt.Sprintf("%s|%s|%s|%s|%d|%s|%s|%d|%s", engineOf(r), exp, r.Params.String("row_by_row"),
 		r.Params.String("client_cost"), r.Client.GOMAXPROCS, r.Client.CPUs, r.Params.String("instance"), rows, transport)
 }
 

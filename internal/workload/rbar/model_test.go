@@ -4,6 +4,7 @@ import (
 	"math"
 	"testing"
 
+	"github.com/dbrig/dbrig/internal/engine"
 	"github.com/dbrig/dbrig/internal/study"
 )
 
@@ -62,5 +63,32 @@ func TestModelPredictsFromTheFastestLink(t *testing.T) {
 	only := result("rbr lan", "client-row-by-row", lan1g, map[string]float64{"us_per_row": 250, "rows": 100})
 	if p := Model(only, nil); math.Abs(p.Metrics["us_per_row"]-250) > 1e-6 {
 		t.Errorf("self-fitted prediction = %v, want the measurement 250", p.Metrics["us_per_row"])
+	}
+}
+
+// onEngine puts a hand-made result on an instance of an engine.
+func onEngine(r study.Result, eng string) study.Result {
+	r.Instances = []engine.InstanceConfig{{Name: "db", Engine: eng}}
+	return r
+}
+
+func TestModelFitsEachEngineApart(t *testing.T) {
+	history := []study.Result{
+		onEngine(result("pg direct", "client-row-by-row", direct, map[string]float64{"us_per_row": 20, "rows": 1000}), "postgres"),
+		onEngine(result("maria direct", "client-row-by-row", direct, map[string]float64{"us_per_row": 35, "rows": 1000}), "mariadb"),
+	}
+	tests := []struct {
+		engine string
+		want   float64
+	}{
+		{"postgres", 200 + 20 + roundTripBytes*8/1e9*1e6},
+		{"mariadb", 200 + 35 + roundTripBytes*8/1e9*1e6},
+	}
+	for _, tt := range tests {
+		r := onEngine(result(tt.engine+" lan", "client-row-by-row", lan1g, map[string]float64{"us_per_row": 250, "rows": 100}), tt.engine)
+		p := Model(r, history)
+		if got := p.Metrics["us_per_row"]; math.Abs(got-tt.want) > 1e-9 {
+			t.Errorf("%s over lan-1g: predicted %v µs/row, want %v (fitted on its own engine's direct TCP); formula %q", tt.engine, got, tt.want, p.Formula)
+		}
 	}
 }

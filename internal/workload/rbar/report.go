@@ -21,13 +21,23 @@ func Report(rd *study.RunData, d *report.Doc) {
 }
 
 // Judges decide the seed's findings, by the ids of studies/rbar-latency.toml.
+// A run that sweeps a dimension the findings do not group by (the engine,
+// when a study sweeps engine = ["postgres", "mariadb"]) is judged on each
+// of its values: the finding shows each, and says "reproduced" only when
+// every value reproduces it.
 func Judges() map[string]study.Judge {
 	judge := func(f func(*analysis, *report.Finding, study.Published)) study.Judge {
 		return func(rd *study.RunData, p study.Published) report.Finding {
-			out := report.Finding{Published: p.Finding, Verdict: report.NotMeasured, Measured: "-", Model: "-",
-				Why: "This run has no point that measures it."}
-			f(newAnalysis(rd), &out, p)
-			return out
+			a := newAnalysis(rd)
+			var each []report.Finding
+			for _, facet := range a.facets {
+				out := report.Finding{Published: p.Finding, Verdict: report.NotMeasured, Measured: "-", Model: "-",
+					Why: "This run has no point that measures it."}
+				a.facet = facet
+				f(a, &out, p)
+				each = append(each, out)
+			}
+			return mergeFacets(p, a.facets, each)
 		}
 	}
 	return map[string]study.Judge{
@@ -45,6 +55,62 @@ func Judges() map[string]study.Judge {
 	}
 }
 
+// mergeFacets makes one finding of a finding judged on each facet: each
+// facet's figures and reasons under its name; reproduced when every facet
+// that measured it reproduced it, differs when any differs.
+func mergeFacets(p study.Published, facets []string, each []report.Finding) report.Finding {
+	if len(each) == 0 {
+		return report.Finding{Published: p.Finding, Verdict: report.NotMeasured, Measured: "-", Model: "-",
+			Why: "This run has no point that measures it."}
+	}
+	if len(each) == 1 {
+		return each[0]
+	}
+	var measured []int
+	for i, f := range each {
+		if f.Verdict != report.NotMeasured {
+			measured = append(measured, i)
+		}
+	}
+	switch len(measured) {
+	case 0:
+		return each[0]
+	case 1:
+		// One facet measured it: say which.
+		f := each[measured[0]]
+		label := facets[measured[0]] + ": "
+		f.Measured, f.Why = label+f.Measured, label+f.Why
+		if f.Spread != "" {
+			f.Spread = label + f.Spread
+		}
+		return f
+	}
+	out := report.Finding{Published: p.Finding, Verdict: report.Reproduced}
+	var ms, models, spreads, whys []string
+	sameModel := true
+	for _, i := range measured {
+		f, label := each[i], facets[i]+": "
+		ms = append(ms, label+f.Measured)
+		models = append(models, label+f.Model)
+		sameModel = sameModel && f.Model == each[measured[0]].Model
+		if f.Spread != "" {
+			spreads = append(spreads, label+f.Spread)
+		}
+		whys = append(whys, label+string(f.Verdict)+". "+f.Why)
+		if f.Verdict != report.Reproduced {
+			out.Verdict = report.Differs
+		}
+	}
+	out.Measured = strings.Join(ms, "\n")
+	out.Model = strings.Join(models, "\n")
+	if sameModel {
+		out.Model = each[measured[0]].Model
+	}
+	out.Spread = strings.Join(spreads, "; ")
+	out.Why = strings.Join(whys, "\n")
+	return out
+}
+
 type analysis struct {
 	rd    *study.RunData
 	links []string // link profiles in speed order
@@ -54,6 +120,8 @@ type analysis struct {
 	// study's own grouping does not cover; facets lists them in order.
 	facetOf func(*study.Summary) string
 	facets  []string
+	// facet is the one the judges read now.
+	facet string
 }
 
 func key(exp, cost, net, facet string) string { return exp + "|" + cost + "|" + net + "|" + facet }
@@ -98,17 +166,8 @@ func (a *analysis) slowCost() string {
 	return ""
 }
 
-// first is the facet the findings read (the seed had one of each): the
-// first the run has.
-func (a *analysis) first() string {
-	if len(a.facets) == 0 {
-		return ""
-	}
-	return a.facets[0]
-}
-
 func (a *analysis) sum(exp, cost, net string) *study.Summary {
-	return a.sums[key(exp, cost, net, a.first())]
+	return a.sums[key(exp, cost, net, a.facet)]
 }
 
 func (a *analysis) mean(exp, cost, net, metric string) float64 {
@@ -140,13 +199,6 @@ func storedModel(s *study.Summary, metric string) float64 {
 	return math.NaN()
 }
 
-// facetNote says which facet the findings read, when there are several.
-func (a *analysis) facetNote(f *report.Finding) {
-	if len(a.facets) > 1 {
-		f.Measured += " (" + a.first() + "; the tables show every value)"
-	}
-}
-
 func (a *analysis) judgeServerSide(f *report.Finding, _ study.Published) {
 	const far, rtt = "rtt-77ms", 0.077
 	var parts []string
@@ -170,7 +222,6 @@ func (a *analysis) judgeServerSide(f *report.Finding, _ study.Published) {
 	f.Measured = strings.Join(parts, "; ")
 	f.Spread = a.rd.Spread("seconds", a.stat("server-loop", fast, "unix", "seconds"), a.stat("server-loop", fast, far, "seconds"),
 		a.stat("server-cursor", fast, "unix", "seconds"), a.stat("server-cursor", fast, far, "seconds"))
-	a.facetNote(f)
 	f.Model = "t = rows × s_server + one RTT"
 	if within {
 		f.Verdict = report.Reproduced
@@ -195,7 +246,6 @@ func (a *analysis) judgeInfiniband(f *report.Finding, exp, what string, publishe
 	if !study.Separated(s1, sib) {
 		f.Spread += " (the two links' runs overlap)"
 	}
-	a.facetNote(f)
 	f.Model = study.FormatPercent(model)
 	// The finding is that a 40x faster link gains little: a change within
 	// twice the seed's figure (at least 10 %) either way says the same.
@@ -245,7 +295,6 @@ func (a *analysis) judgeRoundTrip(f *report.Finding, _ study.Published) {
 	}
 	f.Measured = strings.Join(parts, ", ")
 	f.Spread = study.RelativeSpread(stats...)
-	a.facetNote(f)
 	f.Model = fmt.Sprintf("t/row = RTT + per-row cost fitted on the fastest path; worst error %.0f %% at RTTs of 1 ms and more, %.0f %% below", wanWorst, lanWorst)
 	if wanWorst <= 25 {
 		f.Verdict = report.Reproduced
@@ -290,7 +339,6 @@ func (a *analysis) judgeSlowClient(f *report.Finding, _ study.Published) {
 	}
 	f.Measured = strings.Join(parts, "; ")
 	f.Spread = a.rd.Spread("us_per_row", a.stat("cursor-messages", fast, "lan-1g", "us_per_row"), a.stat("cursor-messages", slow, "lan-1g", "us_per_row"))
-	a.facetNote(f)
 	f.Model = "t/row = RTT + s_server + s_client: the slow client adds " + slow + " per row"
 	switch {
 	case math.IsNaN(clientEffect):
@@ -322,7 +370,6 @@ func (a *analysis) judgeWide1G(f *report.Finding, _ study.Published) {
 	}
 	f.Measured = fmt.Sprintf("%s over lan-1g; the client alone absorbs %s on %s", units.Rate(got), units.Rate(consumer), where)
 	f.Spread = a.rd.Spread("throughput_bps", a.stat("wide-rows", fast, "lan-1g", "throughput_bps"))
-	a.facetNote(f)
 	f.Model = fmt.Sprintf("min(1 Gbit/s, window/RTT, consumer) = %s", units.Rate(a.predicted("wide-rows", fast, "lan-1g", "throughput_bps")))
 	if got > 0.85e9 && got < 1.05e9 && consumer > 1.2e9 {
 		f.Verdict = report.Reproduced
@@ -341,7 +388,6 @@ func (a *analysis) judgeWideConsumer(f *report.Finding, _ study.Published) {
 	}
 	f.Measured = fmt.Sprintf("%s over infiniband; the client absorbs %s on %s", units.Rate(ib), units.Rate(consumer), where)
 	f.Spread = a.rd.Spread("throughput_bps", a.stat("wide-rows", fast, "infiniband", "throughput_bps"))
-	a.facetNote(f)
 	f.Model = fmt.Sprintf("min(40 Gbit/s, consumer) = %s", units.Rate(a.predicted("wide-rows", fast, "infiniband", "throughput_bps")))
 	if ib >= 0.8*consumer {
 		f.Verdict = report.Reproduced

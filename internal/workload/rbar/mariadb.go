@@ -1,0 +1,477 @@
+package rbar
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+
+	"github.com/dbrig/dbrig/internal/engine"
+	"github.com/dbrig/dbrig/internal/engine/mariadb"
+	"github.com/dbrig/dbrig/internal/study"
+)
+
+// mariadbSchema makes the table of objects and the two cursor loops in
+// MariaDB's dialect. The values are listed rather than read from the
+// sequence engine so that a MySQL target takes them too.
+func mariadbSchema() []string {
+	values := make([]string, objects)
+	for i := range values {
+		values[i] = "(" + strconv.Itoa(i+1) + ")"
+	}
+	return []string{
+		`CREATE TABLE rbar_objects (id INT NOT NULL PRIMARY KEY) ENGINE=InnoDB`,
+		`INSERT INTO rbar_objects (id) VALUES ` + strings.Join(values, ","),
+		`ANALYZE TABLE rbar_objects`,
+		// The seed's empty cursor: FETCH each row into a variable, assign
+		// it; the count is the procedure's one result.
+		procedureLoop("rbar_cursor", "SET v = v;", "SELECT k;"),
+		// The seed's cursor that returns each row as a result set of its
+		// own: the server sends each as it comes, without a round trip.
+		procedureLoop("rbar_messages", "SELECT v;", ""),
+	}
+}
+
+// procedureLoop makes a stored procedure name(n) that FETCHes n rows of the
+// cross join one at a time from a cursor, runs perRow on each and then
+// after. (A MariaDB cursor materializes its rows in a temporary table when
+// it is opened: the study's max_heap_table_size keeps that in memory.)
+func procedureLoop(name, perRow, after string) string {
+	return `CREATE PROCEDURE ` + name + `(IN n BIGINT)
+  READS SQL DATA SQL SECURITY INVOKER
+BEGIN
+  DECLARE v INT;
+  DECLARE k BIGINT DEFAULT 0;
+  DECLARE done BOOL DEFAULT FALSE;
+  DECLARE c CURSOR FOR ` + crossJoin + ` LIMIT n;
+  DECLARE CONTINUE HANDLER FOR NOT FOUND SET done = TRUE;
+  OPEN c;
+  each_row: LOOP
+    FETCH c INTO v;
+    IF done THEN LEAVE each_row; END IF;
+    ` + perRow + `
+    SET k = k + 1;
+  END LOOP;
+  CLOSE c;
+  ` + after + `
+END`
+}
+
+// serverLoopSQL counts exactly the first n rows of the cross join on the
+// server: q whole blocks of 10^6 rows (c.id <= q), r rows of 1,000 of the
+// next block and s single rows. MariaDB would materialize a derived table
+// cut by LIMIT into a temporary table before counting it (22 s instead of
+// 0.3 s for 10^7 rows here); bounded ranges keep it a count over the join
+// as it runs, on one thread (MariaDB has no parallel query).
+func serverLoopSQL(n int64) string {
+	q, r, s := n/(objects*objects), n/objects%objects, n%objects
+	count := "(SELECT COUNT(*) FROM rbar_objects a, rbar_objects b, rbar_objects c WHERE "
+	return fmt.Sprintf("SELECT %sc.id <= %d) + %sc.id = %d AND b.id <= %d) + %sc.id = %d AND b.id = %d AND a.id <= %d)",
+		count, q, count, q+1, r, count, q+1, r+1, s)
+}
+
+// socket is the client's end of a MariaDB connection. It reads and writes
+// with blocking system calls, as a C client does, instead of Go's network
+// poller: one round trip is then a write and a read that waits, not a
+// write, a read that would block, a wait in epoll and the read again, and
+// the row-by-row client costs no more CPU per round trip than sysbench's
+// (BenchmarkRowByRowVsSysbench). It counts the bytes it reads: the wire
+// bytes of every packet the server sends.
+type socket struct {
+	net.Conn // owns the descriptor
+	fd       int
+	read     atomic.Int64
+	mu       sync.Mutex
+	closed   bool
+}
+
+func newSocket(c net.Conn) (*socket, error) {
+	sc, ok := c.(syscall.Conn)
+	if !ok {
+		return nil, fmt.Errorf("%T has no file descriptor", c)
+	}
+	raw, err := sc.SyscallConn()
+	if err != nil {
+		return nil, err
+	}
+	s := &socket{Conn: c, fd: -1}
+	var serr error
+	if err := raw.Control(func(fd uintptr) {
+		s.fd = int(fd)
+		serr = syscall.SetNonblock(s.fd, false)
+	}); err != nil {
+		return nil, err
+	}
+	if serr != nil {
+		return nil, fmt.Errorf("make the socket blocking: %w", serr)
+	}
+	return s, nil
+}
+
+func (s *socket) Read(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	for {
+		n, err := syscall.Read(s.fd, p)
+		switch {
+		case err == syscall.EINTR:
+			continue
+		case err != nil:
+			return 0, &net.OpError{Op: "read", Net: s.LocalAddr().Network(), Addr: s.RemoteAddr(), Err: err}
+		case n == 0:
+			return 0, io.EOF
+		}
+		s.read.Add(int64(n))
+		return n, nil
+	}
+}
+
+func (s *socket) Write(p []byte) (int, error) {
+	written := 0
+	for written < len(p) {
+		n, err := syscall.Write(s.fd, p[written:])
+		switch {
+		case err == syscall.EINTR:
+			continue
+		case err != nil:
+			return written, &net.OpError{Op: "write", Net: s.LocalAddr().Network(), Addr: s.RemoteAddr(), Err: err}
+		}
+		written += n
+	}
+	return written, nil
+}
+
+// shutdown ends the connection's traffic both ways, which wakes a read or
+// write blocked on it; the descriptor stays open until Close.
+func (s *socket) shutdown() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.closed {
+		_ = syscall.Shutdown(s.fd, syscall.SHUT_RDWR)
+	}
+}
+
+func (s *socket) Close() error {
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
+	return s.Conn.Close()
+}
+
+// session is one MariaDB connection on a socket of its own.
+type session struct {
+	db     *sql.DB
+	conn   *sql.Conn
+	socket atomic.Pointer[socket]
+	// stop ends the watch that shuts the socket down when the run's
+	// context is cancelled.
+	stop func() bool
+}
+
+// openSession connects through go-sql-driver/mysql. The per-row loops pass
+// the driver a context that is never cancelled, so that neither
+// database/sql nor the driver watches a context per statement; the session
+// instead shuts its socket down once, when ctx is cancelled, which ends a
+// statement in flight at once.
+func openSession(ctx context.Context, login engine.Conn) (*session, error) {
+	cfg, err := mariadb.Config(login)
+	if err != nil {
+		return nil, err
+	}
+	s := &session{}
+	var dialer net.Dialer
+	// The socket reads and writes with blocking calls, which no deadline
+	// interrupts: the driver's read and write timeouts stay off.
+	cfg.ReadTimeout, cfg.WriteTimeout = 0, 0
+	cfg.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := dialer.DialContext(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		sock, err := newSocket(c)
+		if err != nil {
+			c.Close()
+			return nil, err
+		}
+		s.socket.Store(sock)
+		return sock, nil
+	}
+	connector, err := mysql.NewConnector(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("connection to %s: %w", login, err)
+	}
+	s.db = sql.OpenDB(connector)
+	s.db.SetMaxOpenConns(1)
+	if s.conn, err = s.db.Conn(ctx); err != nil {
+		s.db.Close()
+		return nil, fmt.Errorf("connect to %s: %w", login, err)
+	}
+	s.stop = context.AfterFunc(ctx, func() {
+		if sock := s.socket.Load(); sock != nil {
+			sock.shutdown()
+		}
+	})
+	return s, nil
+}
+
+func (s *session) close() {
+	s.stop()
+	s.conn.Close()
+	s.db.Close()
+}
+
+// bytesRead is what the client has read from the server so far.
+func (s *session) bytesRead() int64 {
+	if sock := s.socket.Load(); sock != nil {
+		return sock.read.Load()
+	}
+	return 0
+}
+
+// runMariaDB measures one point on MariaDB through go-sql-driver/mysql.
+func (w *workload) runMariaDB(ctx context.Context, env *study.Env, login engine.Conn) (study.Measurement, error) {
+	s, err := openSession(ctx, login)
+	if err != nil {
+		return study.Measurement{}, err
+	}
+	defer s.close()
+	if _, err := s.conn.ExecContext(ctx, "DO 1"); err != nil { // warm the connection
+		return study.Measurement{}, err
+	}
+	n := strconv.FormatInt(w.rows, 10)
+	var m study.Measurement
+	switch w.experiment {
+	case "server-loop":
+		m, err = w.myServerSide(ctx, s, serverLoopSQL(w.rows))
+	case "server-cursor":
+		m, err = w.myServerSide(ctx, s, "CALL rbar_cursor("+n+")")
+	case "cursor-messages":
+		m, err = w.myMessages(ctx, s, env)
+	case "client-stream":
+		m, err = w.myStream(ctx, s, env, crossJoin+" LIMIT "+n, 0)
+	case "wide-rows":
+		m, err = w.myStream(ctx, s, env, "SELECT REPEAT('a', "+strconv.FormatInt(w.rowBytes, 10)+") AS x FROM rbar_objects a, rbar_objects b, rbar_objects c LIMIT "+n, w.rowBytes)
+	case "client-row-by-row":
+		m, err = w.myRowByRow(ctx, s, env)
+	default:
+		err = fmt.Errorf("unknown experiment %q", w.experiment)
+	}
+	if err != nil && ctx.Err() != nil {
+		err = fmt.Errorf("%w (%v)", ctx.Err(), err)
+	}
+	return m, err
+}
+
+// myServerSide times one statement that processes every row on the server
+// and returns the count: one round trip whatever the row count (a CALL's
+// closing status comes in the same answer).
+func (w *workload) myServerSide(ctx context.Context, s *session, query string) (study.Measurement, error) {
+	var k int64
+	start := time.Now()
+	err := s.conn.QueryRowContext(ctx, query).Scan(&k)
+	elapsed := time.Since(start)
+	if err != nil {
+		return study.Measurement{}, err
+	}
+	if k != w.rows {
+		return study.Measurement{}, fmt.Errorf("the server counted %d rows, want %d", k, w.rows)
+	}
+	return w.serverSideMetrics(elapsed), nil
+}
+
+// myStream reads one result set of rows and discards them as they arrive;
+// with width > 0 it checks that every value has that many bytes (the
+// server returns NULL for a value longer than max_allowed_packet).
+func (w *workload) myStream(ctx context.Context, s *session, env *study.Env, query string, width int64) (study.Measurement, error) {
+	var got int64
+	var value sql.RawBytes
+	before := s.bytesRead()
+	start := time.Now()
+	rows, err := s.conn.QueryContext(ctx, query)
+	if err != nil {
+		return study.Measurement{}, err
+	}
+	for rows.Next() {
+		if width > 0 {
+			if err := rows.Scan(&value); err != nil {
+				rows.Close()
+				return study.Measurement{}, err
+			}
+			if int64(len(value)) != width {
+				rows.Close()
+				return study.Measurement{}, fmt.Errorf("row %d has %d bytes, want %d", got+1, len(value), width)
+			}
+		}
+		got++
+		w.spend(time.Now())
+		if got&4095 == 0 && env.Progress != nil {
+			env.Progress(got, w.rows)
+		}
+	}
+	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+		return study.Measurement{}, err
+	}
+	elapsed := time.Since(start)
+	if got != w.rows {
+		return study.Measurement{}, fmt.Errorf("received %d rows, want %d", got, w.rows)
+	}
+	return streamMetrics(got, s.bytesRead()-before, elapsed), nil
+}
+
+// myMessages calls the procedure that SELECTs each row as a result set of
+// its own and walks them: the seed's "10^7 result sets".
+func (w *workload) myMessages(ctx context.Context, s *session, env *study.Env) (study.Measurement, error) {
+	var got, sets int64
+	before := s.bytesRead()
+	start := time.Now()
+	rows, err := s.conn.QueryContext(ctx, "CALL rbar_messages("+strconv.FormatInt(w.rows, 10)+")")
+	if err != nil {
+		return study.Measurement{}, err
+	}
+	for {
+		sets++
+		for rows.Next() {
+			got++
+			w.spend(time.Now())
+			if got&4095 == 0 && env.Progress != nil {
+				env.Progress(got, w.rows)
+			}
+		}
+		if !rows.NextResultSet() {
+			break
+		}
+	}
+	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+		return study.Measurement{}, err
+	}
+	elapsed := time.Since(start)
+	if got != w.rows || sets != w.rows {
+		return study.Measurement{}, fmt.Errorf("received %d rows in %d result sets, want %d of each", got, sets, w.rows)
+	}
+	m := w.serverSideMetrics(elapsed)
+	wire := s.bytesRead() - before
+	m.Metrics["wire_bytes"] = float64(wire)
+	m.Metrics["throughput_bps"] = float64(wire) * 8 / elapsed.Seconds()
+	m.Metrics["rows_per_s"] = float64(got) / elapsed.Seconds()
+	return m, nil
+}
+
+// handlerName is the HANDLER the fetch mode reads rbar_objects through.
+const handlerName = "rbar_h"
+
+// myRowByRow makes one round trip per row: a server-side prepared SELECT ?
+// (the binary protocol), or HANDLER ... READ NEXT, the next row of a
+// position the server keeps between round trips (a client cursor's FETCH
+// NEXT), from READ FIRST again every 1,000 rows. It talks to the driver's
+// connection itself: database/sql's own bookkeeping per statement (a dozen
+// allocations) is not part of a round trip.
+func (w *workload) myRowByRow(ctx context.Context, s *session, env *study.Env) (study.Measurement, error) {
+	// See openSession: ctx's cancellation shuts the socket down.
+	bg := context.WithoutCancel(ctx)
+	var m study.Measurement
+	err := s.conn.Raw(func(dc any) error {
+		var next func() error
+		var i int64
+		dest := make([]driver.Value, 1)
+		// one reads the one row of a result and checks its value.
+		one := func(rows driver.Rows, err error, what string, want int64) error {
+			if err != nil {
+				return err
+			}
+			err = rows.Next(dest)
+			if err == nil {
+				if v, ok := asInt64(dest[0]); !ok || v != want {
+					err = fmt.Errorf("%s returned %v, want %d", what, dest[0], want)
+				} else if rows.Next(dest) != io.EOF {
+					err = fmt.Errorf("%s returned more than one row", what)
+				}
+			} else if err == io.EOF {
+				err = fmt.Errorf("%s returned no row", what)
+			}
+			return errors.Join(err, rows.Close())
+		}
+		switch w.rowByRow {
+		case "select":
+			prep, ok := dc.(driver.ConnPrepareContext)
+			if !ok {
+				return fmt.Errorf("the driver's connection %T cannot prepare", dc)
+			}
+			stmt, err := prep.PrepareContext(ctx, "SELECT ?")
+			if err != nil {
+				return err
+			}
+			defer stmt.Close()
+			query, ok := stmt.(driver.StmtQueryContext)
+			if !ok {
+				return fmt.Errorf("the driver's statement %T cannot query", stmt)
+			}
+			args := []driver.NamedValue{{Ordinal: 1}}
+			next = func() error {
+				i++
+				want := i%objects + 1
+				args[0].Value = want
+				rows, err := query.QueryContext(bg, args)
+				return one(rows, err, "SELECT ?", want)
+			}
+		case "fetch":
+			q, ok := dc.(driver.QueryerContext)
+			if !ok {
+				return fmt.Errorf("the driver's connection %T cannot query", dc)
+			}
+			ex, ok := dc.(driver.ExecerContext)
+			if !ok {
+				return fmt.Errorf("the driver's connection %T cannot execute", dc)
+			}
+			if _, err := ex.ExecContext(ctx, "HANDLER rbar_objects OPEN AS "+handlerName, nil); err != nil {
+				return err
+			}
+			defer func() { _, _ = ex.ExecContext(bg, "HANDLER "+handlerName+" CLOSE", nil) }()
+			first, following := "HANDLER "+handlerName+" READ `PRIMARY` FIRST", "HANDLER "+handlerName+" READ `PRIMARY` NEXT"
+			next = func() error {
+				query, want := following, i%objects+1
+				if want == 1 {
+					query = first
+				}
+				i++
+				rows, err := q.QueryContext(bg, query, nil)
+				return one(rows, err, query, want)
+			}
+		default:
+			return fmt.Errorf("row_by_row = %q: want fetch or select", w.rowByRow)
+		}
+		var err error
+		m, err = w.roundTrips(env, func() error {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			return next()
+		})
+		return err
+	})
+	return m, err
+}
+
+// asInt64 reads an integer the driver returned: int64 from the binary
+// protocol, digits from the text protocol.
+func asInt64(v driver.Value) (int64, bool) {
+	switch x := v.(type) {
+	case int64:
+		return x, true
+	case []byte:
+		n, err := strconv.ParseInt(string(x), 10, 64)
+		return n, err == nil
+	}
+	return 0, false
+}

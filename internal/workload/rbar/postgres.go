@@ -1,0 +1,228 @@
+package rbar
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/dbrig/dbrig/internal/engine"
+	"github.com/dbrig/dbrig/internal/engine/postgres"
+	"github.com/dbrig/dbrig/internal/study"
+)
+
+// postgresSchema makes the table of objects and the two cursor loops.
+func postgresSchema() []string {
+	return []string{
+		`CREATE TABLE rbar_objects (id int PRIMARY KEY)`,
+		`INSERT INTO rbar_objects SELECT g FROM generate_series(1, ` + strconv.Itoa(objects) + `) g`,
+		`ANALYZE rbar_objects`,
+		// The seed's empty cursor: FETCH each row into a variable, assign it.
+		cursorLoop("rbar_cursor", "v := v;"),
+		// The seed's cursor that returns each row as a result set of its own:
+		// each row leaves the server as a message, without a round trip.
+		cursorLoop("rbar_messages", "RAISE NOTICE '%', v;"),
+	}
+}
+
+// cursorLoop makes a PL/pgSQL function name(n) that FETCHes n rows of
+// the cross join one at a time from a cursor and runs perRow on each.
+func cursorLoop(name, perRow string) string {
+	return `CREATE FUNCTION ` + name + `(n bigint) RETURNS bigint LANGUAGE plpgsql AS $$
+DECLARE
+  c NO SCROLL CURSOR FOR ` + crossJoin + ` LIMIT n;
+  v int;
+  k bigint := 0;
+BEGIN
+  OPEN c;
+  LOOP
+    FETCH c INTO v;
+    EXIT WHEN NOT FOUND;
+    ` + perRow + `
+    k := k + 1;
+  END LOOP;
+  CLOSE c;
+  RETURN k;
+END $$`
+}
+
+// runPostgres measures one point on PostgreSQL through pgx's connection.
+func (w *workload) runPostgres(ctx context.Context, env *study.Env, login engine.Conn) (study.Measurement, error) {
+	cfg, err := postgres.ConnInfoOf(login).ConnConfig()
+	if err != nil {
+		return study.Measurement{}, err
+	}
+	var notices, noticeBytes int64
+	if w.experiment == "cursor-messages" {
+		cfg.OnNotice = func(_ *pgconn.PgConn, n *pgconn.Notice) {
+			notices++
+			noticeBytes += noticeWireBytes(n)
+			w.spend(time.Now())
+			if notices&4095 == 0 && env.Progress != nil {
+				env.Progress(notices, w.rows)
+			}
+		}
+	}
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return study.Measurement{}, fmt.Errorf("connect to %s: %w", login, err)
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	// MAXDOP 1: the seed's loops run on one thread.
+	if _, err := conn.Exec(ctx, "SET max_parallel_workers_per_gather = 0"); err != nil {
+		return study.Measurement{}, err
+	}
+	pc := conn.PgConn()
+	switch w.experiment {
+	case "server-loop":
+		return w.pgServerSide(ctx, pc, `SELECT count(*) FROM (`+crossJoin+` LIMIT $1) s`)
+	case "server-cursor":
+		return w.pgServerSide(ctx, pc, `SELECT rbar_cursor($1)`)
+	case "cursor-messages":
+		m, err := w.pgServerSide(ctx, pc, `SELECT rbar_messages($1)`)
+		if err != nil {
+			return m, err
+		}
+		if notices != w.rows {
+			return m, fmt.Errorf("received %d row messages, want %d", notices, w.rows)
+		}
+		m.Metrics["wire_bytes"] = float64(noticeBytes)
+		m.Metrics["throughput_bps"] = float64(noticeBytes) * 8 / m.Metrics["seconds"]
+		m.Metrics["rows_per_s"] = float64(w.rows) / m.Metrics["seconds"]
+		return m, nil
+	case "client-stream":
+		return w.pgStream(ctx, pc, env, crossJoin+" LIMIT $1", w.rows)
+	case "wide-rows":
+		return w.pgStream(ctx, pc, env, `SELECT x FROM generate_series(1, $1) g, (SELECT rpad('a', `+strconv.FormatInt(w.rowBytes, 10)+`) AS x) c`, w.rows)
+	case "client-row-by-row":
+		return w.pgRowByRow(ctx, pc, env)
+	}
+	return study.Measurement{}, fmt.Errorf("unknown experiment %q", w.experiment)
+}
+
+// pgServerSide times one statement that processes every row on the server
+// and returns one value: one round trip whatever the row count.
+func (w *workload) pgServerSide(ctx context.Context, pc *pgconn.PgConn, sql string) (study.Measurement, error) {
+	if err := pc.Exec(ctx, "SELECT 1").Close(); err != nil { // warm the connection
+		return study.Measurement{}, err
+	}
+	n := []byte(strconv.FormatInt(w.rows, 10))
+	start := time.Now()
+	res := pc.ExecParams(ctx, sql, [][]byte{n}, nil, nil, nil).Read()
+	elapsed := time.Since(start)
+	if res.Err != nil {
+		return study.Measurement{}, res.Err
+	}
+	if len(res.Rows) != 1 || string(res.Rows[0][0]) != string(n) {
+		return study.Measurement{}, fmt.Errorf("the server counted %v rows, want %s", res.Rows, n)
+	}
+	return w.serverSideMetrics(elapsed), nil
+}
+
+// dataRowOverhead is the protocol's bytes per one-column DataRow besides
+// the value: type (1), length (4), column count (2), value length (4).
+const dataRowOverhead = 11
+
+// pgStream reads one result set of rows and discards them as they arrive.
+func (w *workload) pgStream(ctx context.Context, pc *pgconn.PgConn, env *study.Env, sql string, rows int64) (study.Measurement, error) {
+	if err := pc.Exec(ctx, "SELECT 1").Close(); err != nil {
+		return study.Measurement{}, err
+	}
+	n := []byte(strconv.FormatInt(rows, 10))
+	var got, wire int64
+	start := time.Now()
+	rr := pc.ExecParams(ctx, sql, [][]byte{n}, nil, nil, nil)
+	for rr.NextRow() {
+		for _, v := range rr.Values() {
+			wire += int64(len(v)) + dataRowOverhead
+		}
+		got++
+		w.spend(time.Now())
+		if got&4095 == 0 && env.Progress != nil {
+			env.Progress(got, rows)
+		}
+	}
+	if _, err := rr.Close(); err != nil {
+		return study.Measurement{}, err
+	}
+	elapsed := time.Since(start)
+	if got != rows {
+		return study.Measurement{}, fmt.Errorf("received %d rows, want %d", got, rows)
+	}
+	return streamMetrics(rows, wire, elapsed), nil
+}
+
+// pgRowByRow makes one round trip per row: FETCH NEXT from a cursor over
+// the cross join, or a prepared SELECT $1.
+func (w *workload) pgRowByRow(ctx context.Context, pc *pgconn.PgConn, env *study.Env) (study.Measurement, error) {
+	var next func() error
+	switch w.rowByRow {
+	case "fetch":
+		if err := pc.Exec(ctx, "BEGIN; DECLARE rbar_c NO SCROLL CURSOR FOR "+crossJoin+" LIMIT "+strconv.FormatInt(w.rows, 10)).Close(); err != nil {
+			return study.Measurement{}, err
+		}
+		defer func() { _ = pc.Exec(context.WithoutCancel(ctx), "ROLLBACK").Close() }()
+		next = func() error {
+			res, err := pc.Exec(ctx, "FETCH NEXT FROM rbar_c").ReadAll()
+			if err != nil {
+				return err
+			}
+			if len(res) != 1 || len(res[0].Rows) != 1 {
+				return errors.New("the cursor ran out of rows early")
+			}
+			return nil
+		}
+	case "select":
+		if _, err := pc.Prepare(ctx, "rbar_select", "SELECT $1::int", nil); err != nil {
+			return study.Measurement{}, err
+		}
+		var i int64
+		arg := [][]byte{nil}
+		formats := []int16{0}
+		next = func() error {
+			i++
+			arg[0] = strconv.AppendInt(arg[0][:0], i%objects+1, 10)
+			res := pc.ExecPrepared(ctx, "rbar_select", arg, formats, formats).Read()
+			if res.Err != nil {
+				return res.Err
+			}
+			if len(res.Rows) != 1 {
+				return fmt.Errorf("SELECT $1 returned %d rows", len(res.Rows))
+			}
+			return nil
+		}
+	default:
+		return study.Measurement{}, fmt.Errorf("row_by_row = %q: want fetch or select", w.rowByRow)
+	}
+	return w.roundTrips(env, next)
+}
+
+// noticeWireBytes is the size of a NoticeResponse message on the wire: type
+// and length (5), each field's code, text and terminator, and the final
+// terminator.
+func noticeWireBytes(n *pgconn.Notice) int64 {
+	size := int64(6)
+	for _, f := range []string{n.Severity, n.SeverityUnlocalized, n.Code, n.Message, n.Detail, n.Hint, n.Where,
+		n.SchemaName, n.TableName, n.ColumnName, n.DataTypeName, n.ConstraintName, n.File, n.Routine} {
+		if f != "" {
+			size += int64(len(f)) + 2
+		}
+	}
+	if n.Line != 0 {
+		size += int64(len(strconv.Itoa(int(n.Line)))) + 2
+	}
+	if n.Position != 0 {
+		size += int64(len(strconv.Itoa(int(n.Position)))) + 2
+	}
+	if n.InternalPosition != 0 {
+		size += int64(len(strconv.Itoa(int(n.InternalPosition)))) + 2
+	}
+	if n.InternalQuery != "" {
+		size += int64(len(n.InternalQuery)) + 2
+	}
+	return size
+}

@@ -1,0 +1,174 @@
+package rbar
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/dbrig/dbrig/internal/engine"
+	"github.com/dbrig/dbrig/internal/engine/mariadb/mariatest"
+	"github.com/dbrig/dbrig/internal/engine/postgres/pgtest"
+	"github.com/dbrig/dbrig/internal/study"
+)
+
+// mariadbStudySettings are rbar-latency's [instance.settings.mariadb].
+var mariadbStudySettings = map[string]string{
+	"innodb_buffer_pool_size": "128M",
+	"max_heap_table_size":     "1G",
+	"tmp_memory_table_size":   "1G",
+}
+
+// envOf is the study's view of one running instance, reached through its
+// unix socket or over loopback TCP.
+func envOf(inst engine.Instance, unix bool) *study.Env {
+	return &study.Env{
+		Database:   "dbrig_rbar_test",
+		ClientSite: "client",
+		Instance:   func(string) engine.Instance { return inst },
+		Conn: func(_, _, db string) (study.Endpoint, error) {
+			if unix {
+				login, _ := inst.UnixLogin(db)
+				return study.Endpoint{Conn: login, Transport: "unix"}, nil
+			}
+			return study.Endpoint{Conn: inst.Login(db), Transport: "tcp"}, nil
+		},
+	}
+}
+
+func runPoint(t *testing.T, env *study.Env, p study.Params) (study.Measurement, error) {
+	t.Helper()
+	full := study.Params{"row_bytes": int64(8000), "row_by_row": "select", "client_cost": "0s", "instance": "db"}
+	for k, v := range p {
+		full[k] = v
+	}
+	w, err := newWorkload(full)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	return w.Run(ctx, env)
+}
+
+// TestExperimentsOnEachEngine runs every experiment on a real PostgreSQL and
+// a real MariaDB, over the unix socket and TCP, and checks what each
+// measured: the rows the server counted or sent, the wire bytes, one
+// recorded round trip per measured row.
+func TestExperimentsOnEachEngine(t *testing.T) {
+	engines := []struct {
+		name  string
+		start func(t *testing.T) engine.Instance
+		// streamed bytes per row of ints (1 to 4 digits) and of 8,000
+		// characters, within the protocol's framing
+		intRow, wideRow [2]float64
+	}{
+		{"postgres", func(t *testing.T) engine.Instance { return pgtest.Start(t, "db", nil) },
+			[2]float64{12, 15}, [2]float64{8011, 8011}},
+		{"mariadb", func(t *testing.T) engine.Instance { return mariatest.Start(t, "db", mariadbStudySettings) },
+			// packet header (4), length (1 or 3), the value
+			[2]float64{6, 9}, [2]float64{8007, 8008}},
+	}
+	for _, e := range engines {
+		t.Run(e.name, func(t *testing.T) {
+			inst := e.start(t)
+			if err := (&workload{instance: "db"}).Prepare(t.Context(), envOf(inst, true)); err != nil {
+				t.Fatalf("prepare: %v", err)
+			}
+			for _, unix := range []bool{true, false} {
+				env := envOf(inst, unix)
+				transport := map[bool]string{true: "unix", false: "tcp"}[unix]
+				tests := []struct {
+					name string
+					p    study.Params
+					// wire bytes per row, when the experiment streams
+					perRow [2]float64
+				}{
+					{"server-loop", study.Params{"experiment": "server-loop", "rows": int64(1_234_567)}, [2]float64{}},
+					{"server-cursor", study.Params{"experiment": "server-cursor", "rows": int64(20_000)}, [2]float64{}},
+					{"client-stream", study.Params{"experiment": "client-stream", "rows": int64(50_000)}, e.intRow},
+					{"cursor-messages", study.Params{"experiment": "cursor-messages", "rows": int64(3_000)}, [2]float64{10, 200}},
+					{"wide-rows", study.Params{"experiment": "wide-rows", "rows": int64(300)}, e.wideRow},
+					// 2,500 rows cross the 1,000-row table's end twice.
+					{"row-by-row fetch", study.Params{"experiment": "client-row-by-row", "row_by_row": "fetch", "rows": int64(2_500)}, [2]float64{}},
+					{"row-by-row select", study.Params{"experiment": "client-row-by-row", "row_by_row": "select", "rows": int64(2_500)}, [2]float64{}},
+				}
+				for _, tt := range tests {
+					t.Run(transport+"/"+tt.name, func(t *testing.T) {
+						m, err := runPoint(t, env, tt.p)
+						if err != nil {
+							t.Fatal(err)
+						}
+						rows := float64(tt.p.Int("rows"))
+						if m.Metrics["rows"] != rows || !(m.Metrics["seconds"] > 0) || !(m.Metrics["us_per_row"] > 0) {
+							t.Errorf("metrics %v: want rows = %v and a positive time", m.Metrics, rows)
+						}
+						if tt.perRow[1] > 0 {
+							per := m.Metrics["wire_bytes"] / rows
+							// A result's description and closing status add
+							// a few hundred bytes at most.
+							if per < tt.perRow[0] || per > tt.perRow[1]+1000/rows {
+								t.Errorf("%.1f wire bytes per row, want %v to %v", per, tt.perRow[0], tt.perRow[1])
+							}
+							if want := m.Metrics["wire_bytes"] * 8 / m.Metrics["seconds"]; m.Metrics["throughput_bps"] != want {
+								t.Errorf("throughput %v, want %v", m.Metrics["throughput_bps"], want)
+							}
+						}
+						if tt.p.String("experiment") == "client-row-by-row" {
+							h := m.Histograms["row"]
+							if h == nil || h.Count() != int64(rows)-1 {
+								t.Errorf("histogram of round trips: %v, want %v samples", h, rows-1)
+							} else if mean := m.Metrics["row_mean_us"]; !(mean > 0) {
+								t.Errorf("row_mean_us = %v", mean)
+							}
+						}
+					})
+				}
+			}
+		})
+	}
+}
+
+// TestRowByRowStopsWhenCancelled: a cancelled run ends at once, with the
+// context's error, on each engine.
+func TestRowByRowStopsWhenCancelled(t *testing.T) {
+	for _, name := range []string{"postgres", "mariadb"} {
+		t.Run(name, func(t *testing.T) {
+			var inst engine.Instance
+			if name == "postgres" {
+				inst = pgtest.Start(t, "db", nil)
+			} else {
+				inst = mariatest.Start(t, "db", nil)
+			}
+			env := envOf(inst, true)
+			if err := (&workload{instance: "db"}).Prepare(t.Context(), env); err != nil {
+				t.Fatal(err)
+			}
+			for _, mode := range []string{"fetch", "select"} {
+				w, _ := newWorkload(study.Params{"experiment": "client-row-by-row", "rows": int64(1_000_000_000), "row_by_row": mode,
+					"row_bytes": int64(8000), "client_cost": "0s", "instance": "db"})
+				ctx, cancel := context.WithCancel(t.Context())
+				started := make(chan struct{})
+				var once bool
+				env.Progress = func(done, _ int64) {
+					if !once {
+						once = true
+						close(started)
+					}
+				}
+				errc := make(chan error, 1)
+				go func() { _, err := w.Run(ctx, env); errc <- err }()
+				<-started
+				cancel()
+				select {
+				case err := <-errc:
+					if !errors.Is(err, context.Canceled) {
+						t.Errorf("%s: cancelled run returned %v, want context.Canceled", mode, err)
+					}
+				case <-time.After(30 * time.Second):
+					t.Fatalf("%s: the run did not stop 30 s after its context was cancelled", mode)
+				}
+			}
+		})
+	}
+}
