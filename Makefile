@@ -53,7 +53,7 @@ bench: bench-link bench-rbar bench-replication ## run the speed benchmarks (rati
 bench-link: ## the link's forwarding speed and added RTT against direct loopback
 	$(GO) test -run '^$$' -bench . -benchtime 3s ./internal/link/
 
-bench-rbar: ## the row-by-row client's round trips per second against pgbench
+bench-rbar: ## the row-by-row client's round trips per second against pgbench (PostgreSQL) and sysbench oltp_point_select (MariaDB)
 	$(GO) test -run '^$$' -bench . -benchtime 5s ./internal/workload/rbar/
 
 bench-replication: ## the replication targets: pull across 77 ms vs loopback, pipelined push vs pull, agent vs native (about 10 minutes)

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/dbrig/dbrig/internal/engine"
+	"github.com/dbrig/dbrig/internal/engine/mariadb"
 	"github.com/dbrig/dbrig/internal/engine/postgres"
 	"github.com/dbrig/dbrig/internal/report"
 	"github.com/dbrig/dbrig/internal/study"
@@ -25,7 +26,7 @@ var rtts = map[string]float64{"unix": 0, "direct": 0, "lan-1g": 0.0002, "infinib
 func runData(t *testing.T, pts ...point) *study.RunData {
 	t.Helper()
 	b, _ := studies.Read("rbar-latency")
-	reg := study.NewRegistry(engine.NewRegistry(postgres.New("")), Kind())
+	reg := study.NewRegistry(engine.NewRegistry(postgres.New(""), mariadb.New("")), Kind())
 	spec, err := study.Parse("rbar-latency.toml", b, reg)
 	if err != nil {
 		t.Fatal(err)

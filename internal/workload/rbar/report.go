@@ -324,7 +324,11 @@ func (a *analysis) judgeSlowClient(f *report.Finding, _ study.Published) {
 		if math.IsNaN(tf) || math.IsNaN(ts) {
 			continue
 		}
-		part := fmt.Sprintf("%s over lan-1g: slow/fast = %.2fx (%s/row more)", exp, ts/tf, units.FormatDuration(usDur(ts-tf)))
+		diff, more := ts-tf, "more"
+		if diff < 0 { // the machine's noise outweighed the client's cost
+			diff, more = -diff, "less"
+		}
+		part := fmt.Sprintf("%s over lan-1g: slow/fast = %.2fx (%s/row %s)", exp, ts/tf, units.FormatDuration(usDur(diff)), more)
 		if exp == "cursor-messages" {
 			clientEffect = study.Change(ts, tf)
 			if tfi := a.mean(exp, fast, "infiniband", "us_per_row"); !math.IsNaN(tfi) {
