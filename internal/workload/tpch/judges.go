@@ -299,6 +299,11 @@ func judgeWhichQueries(rd *study.RunData, p study.Published) report.Finding {
 		Measured:  fmt.Sprintf("largest serial fractions here: %s; rank correlation with the seed's over %d queries: %.2f", worst(qs, ours, 7), len(qs), rho),
 		Model:     fmt.Sprintf("the seed's largest: %s", worst(qs, seeds, 7)),
 	}
+	if math.IsNaN(rho) {
+		f.Verdict = report.Differs
+		f.Why = "Every query has the same serial fraction here or in the seed, so there is no order to compare."
+		return f
+	}
 	if rho >= rankFloor {
 		f.Verdict = report.Reproduced
 		f.Why = fmt.Sprintf("The queries rank alike: Spearman's rank correlation %.2f is at least %.1f, so the queries that scale worst there scale worst here.", rho, rankFloor)
