@@ -118,6 +118,7 @@ Exit codes: 0 success, 1 a run or check failed, 2 bad usage or study file,
 	for _, newCmd := range []func(*app) *cobra.Command{
 		newDoctorCmd,
 		newLinkCmd,
+		newLoadCmd,
 		newReplicateCmd,
 		newRunCmd,
 		newReportCmd,
