@@ -212,3 +212,26 @@ func TestGeneratorStreamCutsTrailingBars(t *testing.T) {
 		t.Errorf("a failing generator reads as %v, want its error and the table", err)
 	}
 }
+
+// TestGoldenMatchesTheSpecification: at scale factor 1 the recorded
+// answers of the single-row queries are the specification's published
+// answers (its answer set for the validation parameters).
+func TestGoldenMatchesTheSpecification(t *testing.T) {
+	want, ok := golden(1)
+	if !ok {
+		t.Fatal("no golden answers at scale factor 1")
+	}
+	for q, value := range map[string]string{"Q6": "123141078.2283", "Q14": "16.3807786263955401", "Q17": "348406.0542857142857143", "Q19": "3083843.0578"} {
+		h := newAnswerHash()
+		h.add([][]byte{[]byte(value)})
+		if got := h.answer(); got != want[q] {
+			t.Errorf("%s: the specification's answer %s hashes to %v; the golden answer is %v", q, value, got, want[q])
+		}
+	}
+	// Row counts of the specification's answer set at scale factor 1.
+	for q, rows := range map[string]int{"Q2": 100, "Q11": 1048, "Q13": 42, "Q16": 18314, "Q18": 57, "Q20": 186, "Q21": 100} {
+		if want[q].Rows != rows {
+			t.Errorf("%s: %d rows at scale factor 1, the specification's answer has %d", q, want[q].Rows, rows)
+		}
+	}
+}
