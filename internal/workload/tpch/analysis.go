@@ -118,6 +118,24 @@ func (sw *sweep) fraction(metric string) float64 {
 	return math.NaN()
 }
 
+// busy says how much of the host's CPUs other processes took while the
+// streams ran (measured on a server dbrig started), or "".
+func (sw *sweep) busy() string {
+	var sum, cpus float64
+	n := 0
+	for _, l := range sw.levels {
+		if v := l.mean("other_cpus"); !math.IsNaN(v) {
+			sum += v
+			n++
+			cpus = l.mean("host_cpus")
+		}
+	}
+	if n == 0 || sum/float64(n) < 0.1 {
+		return ""
+	}
+	return fmt.Sprintf(" Other processes on this host kept %.1f of its %g CPUs busy on average while the streams ran, CPU time no degree could use.", sum/float64(n), cpus)
+}
+
 // queries lists the query numbers the sweep measured.
 func (sw *sweep) queries() []int {
 	var out []int

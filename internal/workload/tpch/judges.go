@@ -115,6 +115,7 @@ func judgeTotalSpeedup(rd *study.RunData, p study.Published) report.Finding {
 		f.Why = fmt.Sprintf("At n = %g the total ran %s faster, under %.0f %% of the %s the seed's scaling predicts: %s",
 			top.n, times(got), 100*speedupShare, times(want), serialQueries(sw, top))
 	}
+	f.Why += sw.busy()
 	return f
 }
 
@@ -187,6 +188,7 @@ func judgeQueriesScale(rd *study.RunData, p study.Published) report.Finding {
 		f.Verdict = report.Differs
 		f.Why = fmt.Sprintf("Only %d of %d queries gained at least %.0f %% (%d needed); not: %s.", faster, len(qs), 100*(gainFloor-1), need, strings.Join(slow, ", "))
 	}
+	f.Why += sw.busy()
 	return f
 }
 

@@ -251,6 +251,6 @@ func tableSection(sw *sweep, seed seedTable, haveSeed bool, suffix string) repor
 		notes = append(notes, "The seed: SQL Server 2005 on 16 cores at scale factor 10, all pages cached, the stream run 10 times with the same rule; MAXDOP 1 is serial. s is Amdahl's serial fraction fitted to each row's times.")
 	}
 	notes = append(notes, "Here, degree is max_parallel_workers_per_gather: degree 0 is serial, degree d lets d workers join the leader (n = d + 1 processes, at most the server's CPUs). Speedups are against degree 0; s is the fit stored with the sweep's last point. Workers planned is the most a plan node of the query asked for (EXPLAIN): 0 means PostgreSQL chose a serial plan.")
-	t.Note = strings.Join(notes, " ")
+	t.Note = strings.Join(notes, " ") + sw.busy()
 	return report.Section{Title: "Per-query times" + suffix, Tables: []report.Table{t}}
 }

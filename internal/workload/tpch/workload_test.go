@@ -129,7 +129,7 @@ func recordGolden(t *testing.T, inst engine.Instance) {
 	if err := json.Unmarshal(goldenJSON, &g); err != nil {
 		t.Fatal(err)
 	}
-	g.Note = "Each TPC-H query's answer (rows, and a checksum of the rows in order with decimals rounded to 2 places) at these scale factors, from tpchgen-cli's data and the specification's validation parameters. Recorded by: go test ./internal/workload/tpch -run TestGoldenAnswers -update -update-scales " + *updateScales
+	g.Note = "Each TPC-H query's answer (rows, and a checksum of the rows in order with decimals rounded to 2 places) at these scale factors, from tpchgen-cli's data and the specification's validation parameters. Recorded by: go test ./internal/workload/tpch -run TestGoldenAnswers -update -update-scales SF,SF... (each scale factor named is recorded anew, the others kept)."
 	if g.Scales == nil {
 		g.Scales = map[string]map[string]Answer{}
 	}
