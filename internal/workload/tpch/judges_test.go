@@ -185,3 +185,22 @@ func TestModelIsStoredAndReportShowsIt(t *testing.T) {
 		t.Errorf("%d charts, want the total, the speedups, each query's speedup and the fractions", len(d.Charts))
 	}
 }
+
+// TestJudgesSayWhatOtherProcessesTook: the CPU time other processes took
+// while the streams ran is in the verdict.
+func TestJudgesSayWhatOtherProcessesTook(t *testing.T) {
+	flat := serialOnly(t)
+	rd := runData(t, 2, []handMade{{0, 0, flat}, {1, 1, flat}})
+	for i := range rd.Results {
+		rd.Results[i].Metrics["other_cpus"] = 1.5
+	}
+	rd.Summaries = study.Summarize(rd.Results, rd.Plan.Repeat)
+	for _, id := range []string{"total-speedup", "queries-scale"} {
+		if f := judge(t, id, rd); !strings.Contains(f.Why, "kept 1.5 of its 2 CPUs busy") {
+			t.Errorf("%s: %s", id, f.Why)
+		}
+	}
+	if f := judge(t, "total-speedup", runData(t, 2, []handMade{{0, 0, flat}, {1, 1, flat}})); strings.Contains(f.Why, "CPUs busy") {
+		t.Errorf("without a measure of other processes: %s", f.Why)
+	}
+}
