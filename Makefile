@@ -25,20 +25,28 @@ demo: ## install what is missing, build, run the quick row-by-row study, print t
 
 # The tests run with TMPDIR set to a fresh directory, which must be empty when
 # they end: a test keeps its files in t.TempDir() or removes them, as dbrig
-# removes what it creates. Anything left there is listed and fails the target;
-# the directory is removed either way. It is sticky and world-writable like
-# /tmp, since the test servers run as an unprivileged account.
-test: ## install what the tests need, vet, run every test, and fail if a test left files in TMPDIR
+# removes what it creates. Anything left there, or any file the tests add to
+# the source tree (a run directory written beside a package, say), is listed
+# and fails the target; the directory is removed either way. It is sticky and
+# world-writable like /tmp, since the test servers run as an unprivileged
+# account.
+test: ## install what the tests need, vet, run every test, and fail if a test left files in TMPDIR or the tree
 	scripts/install-deps --test
 	$(GO) vet ./...
 	@tmp=$$(mktemp -d "$${TMPDIR:-/tmp}/dbrig-make-test.XXXXXX") && chmod 1777 "$$tmp" || exit 1; \
+	untracked=$$(mktemp); git status --porcelain --untracked-files=all 2>/dev/null | sort > "$$untracked"; \
 	echo "TMPDIR=$$tmp CI=$${CI:-} $(GO) test -race -timeout $(TEST_TIMEOUT) -count=1 $(TEST_PKGS)"; \
 	status=0; TMPDIR="$$tmp" CI=$${CI:-} $(GO) test -race -timeout $(TEST_TIMEOUT) -count=1 $(TEST_PKGS) || status=$$?; \
 	if [ -n "$$(ls -A "$$tmp")" ]; then \
 		echo "make test: the tests left these in their TMPDIR, $$tmp:"; ls -lA "$$tmp"; \
 		[ $$status -ne 0 ] || status=1; \
 	fi; \
-	rm -rf "$$tmp"; exit $$status
+	added=$$(git status --porcelain --untracked-files=all 2>/dev/null | sort | comm -13 "$$untracked" -); \
+	if [ -n "$$added" ]; then \
+		echo "make test: the tests added these to the source tree:"; echo "$$added"; \
+		[ $$status -ne 0 ] || status=1; \
+	fi; \
+	rm -rf "$$tmp" "$$untracked"; exit $$status
 
 bench: bench-link bench-rbar bench-replication ## run the speed benchmarks (ratios measured in one run)
 

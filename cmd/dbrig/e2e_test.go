@@ -17,6 +17,7 @@ import (
 
 	"github.com/dbrig/dbrig/internal/engine/postgres/pgtest"
 	"github.com/dbrig/dbrig/internal/report"
+	"github.com/dbrig/dbrig/internal/report/reporttest"
 	"github.com/dbrig/dbrig/internal/study"
 )
 
@@ -207,13 +208,13 @@ func TestReportRebuildsFromResultsAndRendersInBrowser(t *testing.T) {
 		}
 	}
 
-	if _, err := report.FindChromium(); err != nil && os.Getenv("CI") == "" {
+	if _, err := reporttest.FindChromium(); err != nil && os.Getenv("CI") == "" {
 		t.Skipf("skipped the browser check: %v", err)
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
 	defer cancel()
 	html := filepath.Join(dir, "report.html")
-	check, err := report.CheckInBrowser(ctx, html, filepath.Join(dir, "report.png"))
+	check, err := reporttest.CheckInBrowser(ctx, html, filepath.Join(dir, "report.png"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -240,6 +241,7 @@ func TestRunRefusesBadInput(t *testing.T) {
 		t.Fatal(err)
 	}
 	const marker = "Zq9MarkerPw"
+	noRun := t.TempDir() // a target that refuses leaves no run directory
 	tests := []struct {
 		args []string
 		code int
@@ -252,14 +254,14 @@ func TestRunRefusesBadInput(t *testing.T) {
 		{[]string{"run", "--resume", t.TempDir()}, 2, []string{"not a dbrig run directory"}},
 		{[]string{"report", t.TempDir()}, 2, []string{"not a dbrig run directory"}},
 		{[]string{"run", "rbar-latency", "--bogus"}, 2, []string{"unknown flag: --bogus"}},
-		{[]string{"run", misspelt}, 2, []string{`misspelt.toml:66: instance.0.settings.synchronus_commit: PostgreSQL has no setting "synchronus_commit" (did you mean "synchronous_commit"?)`}},
+		{[]string{"run", misspelt}, 2, []string{`misspelt.toml:67: instance.0.settings.synchronus_commit: PostgreSQL has no setting "synchronus_commit" (did you mean "synchronous_commit"?)`}},
 		{[]string{"run", "rbar-latency", "--engine", "oracle"}, 2, []string{"--engine oracle: want one of"}},
 		{[]string{"run", "rbar-latency", "--target", "db=postgres//repl:" + marker + "@host/db"}, 2, []string{"--target db: unknown connection scheme"}},
 		{[]string{"run", "rbar-latency", "--target", "db=repl:" + marker + "@host/db"}, 2, []string{"--target db:"}},
 		{[]string{"run", "rbar-latency", "--target", "db=postgres://repl:" + marker + "@host:notaport/db"}, 2, []string{"--target db:"}},
 		{[]string{"run", "rbar-latency", "--target", "nosuch=postgres://repl:" + marker + "@127.0.0.1/db"}, 2, []string{`--target: study rbar-latency has no instance "nosuch"`}},
 		{[]string{"run", "rbar-latency", "--target", "db=env:DBRIG_NO_SUCH_VAR"}, 2, []string{"the environment variable DBRIG_NO_SUCH_VAR is empty or unset"}},
-		{[]string{"run", "rbar-latency", "--scale", "smoke", "--target", "db=postgres://repl:" + marker + "@127.0.0.1:1/db"}, 1, []string{`target "db"`}},
+		{[]string{"run", "rbar-latency", "--scale", "smoke", "--out", filepath.Join(noRun, "run"), "--target", "db=postgres://repl:" + marker + "@127.0.0.1:1/db"}, 1, []string{`target "db"`}},
 	}
 	for _, tt := range tests {
 		var out, errb bytes.Buffer
@@ -278,6 +280,9 @@ func TestRunRefusesBadInput(t *testing.T) {
 		if strings.Contains(out.String()+errb.String(), marker) {
 			t.Errorf("dbrig %s printed the password:\n%s%s", strings.Join(tt.args, " "), out.String(), errb.String())
 		}
+	}
+	if left, _ := os.ReadDir(noRun); len(left) > 0 {
+		t.Errorf("a refused target left a run directory: %v", left)
 	}
 	assertNoInstanceDirs(t, base)
 }

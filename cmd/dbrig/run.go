@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/dbrig/dbrig/internal/engine"
+	"github.com/dbrig/dbrig/internal/engine/mariadb"
 	"github.com/dbrig/dbrig/internal/engine/postgres"
 	"github.com/dbrig/dbrig/internal/report"
 	"github.com/dbrig/dbrig/internal/study"
@@ -32,7 +33,7 @@ type binDirs struct{ pg, mariadb string }
 
 // newEngines lists the engines dbrig knows.
 func newEngines(dirs binDirs) *engine.Registry {
-	return engine.NewRegistry(postgres.New(dirs.pg))
+	return engine.NewRegistry(postgres.New(dirs.pg), mariadb.New(dirs.mariadb))
 }
 
 // newRegistry lists the engines and the workloads dbrig knows.

@@ -6,6 +6,7 @@ import (
 	"html/template"
 	"math"
 	"sort"
+	"strconv"
 
 	"github.com/go-echarts/go-echarts/v2/charts"
 	"github.com/go-echarts/go-echarts/v2/opts"
@@ -38,6 +39,9 @@ func buildCharts(cs []Chart) ([]chartData, error) {
 	out := make([]chartData, 0, len(cs))
 	seen := map[string]bool{}
 	for i, c := range cs {
+		if c.Empty() {
+			continue // nothing ran that it would draw: no blank axes
+		}
 		id := c.ID
 		if id == "" || seen[id] {
 			id = fmt.Sprintf("chart-%d", i+1)
@@ -79,26 +83,40 @@ func chartOption(c Chart) (template.JS, []string, error) {
 		trigger = "item"
 	}
 
+	// Every legend entry is shown (no paging): the grid moves down by the
+	// rows the legend takes, and the chart grows by as much.
+	legendRows := legendRows(c.Series)
+	top := 44 + 22*(legendRows-1)
+	// Every category label is shown; many or long ones are slanted.
+	labelRotate := 0.0
+	if n, longest := len(c.XCategories), longestLabel(c.XCategories); n > 6 || n*longest > 90 {
+		labelRotate = 30
+	}
+	bottom := 56
+	if labelRotate > 0 {
+		bottom += 6 * longestLabel(c.XCategories)
+	}
 	base := charts.NewLine()
 	base.Colors = palette
 	base.SetGlobalOptions(
-		charts.WithInitializationOpts(opts.Initialization{Width: "100%", Height: "420px", Theme: "white"}),
+		charts.WithInitializationOpts(opts.Initialization{Width: "100%", Height: fmt.Sprintf("%dpx", 420+top-44+bottom-56), Theme: "white"}),
 		charts.WithAnimation(true),
-		charts.WithLegendOpts(opts.Legend{Show: opts.Bool(true), Type: "scroll", Top: "0", Left: "center", Width: "80%"}),
+		charts.WithLegendOpts(opts.Legend{Show: opts.Bool(true), Type: "plain", Top: "0", Left: "center", Width: "88%"}),
 		charts.WithTooltipOpts(opts.Tooltip{Show: opts.Bool(true), Trigger: trigger, AxisPointer: &opts.AxisPointer{Type: "line"}}),
 		charts.WithToolboxOpts(opts.Toolbox{Show: opts.Bool(true), Right: "8", Top: "0", Feature: &opts.ToolBoxFeature{
 			SaveAsImage: &opts.ToolBoxFeatureSaveAsImage{Show: opts.Bool(true), Type: "png", Title: "Save as PNG", Name: c.ID},
 		}}),
 		charts.WithXAxisOpts(opts.XAxis{
-			Type: xType, Name: c.XLabel, NameLocation: "middle", NameGap: 32,
+			Type: xType, Name: c.XLabel, NameLocation: "middle", NameGap: bottom - 24,
 			SplitLine: &opts.SplitLine{Show: opts.Bool(xType != "category")},
+			AxisLabel: &opts.AxisLabel{Interval: "0", Rotate: labelRotate},
 		}),
 		charts.WithYAxisOpts(opts.YAxis{
 			Type: yType, Name: c.YLabel, NameLocation: "middle", NameGap: 56,
 			SplitLine: &opts.SplitLine{Show: opts.Bool(true)},
 		}),
 	)
-	base.GridList = []opts.Grid{{Left: "76", Right: "28", Top: "44", Bottom: "56"}}
+	base.GridList = []opts.Grid{{Left: "76", Right: "28", Top: strconv.Itoa(top), Bottom: strconv.Itoa(bottom)}}
 	if xType == "category" {
 		base.SetXAxis(c.XCategories)
 	}
@@ -186,6 +204,30 @@ func chartOption(c Chart) (template.JS, []string, error) {
 		return "", nil, fmt.Errorf("encode echarts option: %w", err)
 	}
 	return template.JS(b), dropped, nil
+}
+
+// legendRows estimates the rows a plain legend takes across a chart about
+// 900 px wide: each entry is its name (about 7 px a character) and a 40 px
+// icon and gap.
+func legendRows(series []Series) int {
+	rows, width := 1, 0
+	for _, s := range series {
+		w := 7*len([]rune(s.Name)) + 40
+		if width > 0 && width+w > 800 {
+			rows++
+			width = 0
+		}
+		width += w
+	}
+	return rows
+}
+
+func longestLabel(labels []string) int {
+	n := 0
+	for _, l := range labels {
+		n = max(n, len([]rune(l)))
+	}
+	return n
 }
 
 // drawable returns the points that can be drawn (finite, positive on a log

@@ -9,7 +9,10 @@
 // machine cannot show.
 package report
 
-import "time"
+import (
+	"fmt"
+	"time"
+)
 
 // Doc is one report.
 type Doc struct {
@@ -27,6 +30,11 @@ type Doc struct {
 	Points Table
 	// Failures lists points that failed, with why.
 	Failures []string
+	// Skipped lists points that were not measured for a reason that is not
+	// a failure (a target that cannot give the point's path), with why.
+	Skipped []string
+	// Counts are the plan's points and what became of them.
+	Counts Counts
 	// Environment is the machine and software, as ordered key/value pairs.
 	Environment [][2]string
 	// Limits says plainly what this machine cannot show.
@@ -34,6 +42,35 @@ type Doc struct {
 	// Command is the exact command line of the run.
 	Command   string
 	Generated time.Time
+}
+
+// Counts say what became of a plan's points. A point is one run of one
+// combination of the sweep's values; the plan has Combinations × runs.
+type Counts struct {
+	Planned      int // points in the plan
+	Combinations int // combinations of sweep values
+	Runs         int // runs of each combination
+	Measured     int // points with a measurement
+	Failed       int // points that failed
+	Skipped      int // points skipped for a reason (see Doc.Skipped)
+	Missing      int // points not run yet (an interrupted run)
+}
+
+// Line says it in one sentence: "207 points (69 combinations × 3 runs):
+// 205 measured, 1 failed, 1 not run yet".
+func (c Counts) Line() string {
+	s := fmt.Sprintf("%s (%s × %s): %d measured", plural(c.Planned, "point", "points"),
+		plural(c.Combinations, "combination", "combinations"), plural(c.Runs, "run", "runs"), c.Measured)
+	if c.Failed > 0 {
+		s += fmt.Sprintf(", %d failed", c.Failed)
+	}
+	if c.Skipped > 0 {
+		s += fmt.Sprintf(", %d skipped", c.Skipped)
+	}
+	if c.Missing > 0 {
+		s += fmt.Sprintf(", %d not run yet", c.Missing)
+	}
+	return s
 }
 
 // Verdict classifies a finding.
@@ -52,6 +89,9 @@ type Finding struct {
 	Model     string  // what the model predicts
 	Verdict   Verdict // reproduced / differs / not measured
 	Why       string  // the verdict in words: why it holds or differs
+	// Spread is the runs' own spread the verdict was judged against
+	// ("3 runs each: 309-953 Mbit/s"), so a reader can weigh it.
+	Spread string
 }
 
 // Chart is one chart: series of points or lines against an axis.
@@ -69,6 +109,17 @@ type Chart struct {
 	Series      []Series
 	// Note is a sentence under the chart saying how to read it.
 	Note string
+}
+
+// Empty reports whether no series of the chart has a point: a chart of
+// something that did not run, which the renderers leave out.
+func (c Chart) Empty() bool {
+	for _, s := range c.Series {
+		if len(s.Points) > 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // SeriesStyle is how a series is drawn.

@@ -43,7 +43,6 @@ func WriteHTML(w io.Writer, d *Doc) error {
 		Points:     newTableView(d.Points),
 		PointsOpen: len(d.Points.Rows) <= openRowsLimit,
 		Counts:     countVerdicts(d.Findings),
-		NPoints:    pointCount(d.Points),
 		Generated:  formatTime(d.Generated),
 	}
 	for i, s := range d.Sections {
@@ -73,7 +72,6 @@ type pageView struct {
 	Points     tableView
 	PointsOpen bool
 	Counts     verdictCounts
-	NPoints    int
 	Generated  string
 }
 

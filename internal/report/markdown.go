@@ -49,7 +49,11 @@ func (m *mdWriter) doc(d *Doc) {
 	} else {
 		t := Table{Columns: []string{"#", "Published", "Measured here", "Model", "Verdict", "Why"}}
 		for i, f := range d.Findings {
-			t.Rows = append(t.Rows, []string{fmt.Sprintf("F%d", i+1), f.Published, f.Measured, f.Model, verdictText(f.Verdict), f.Why})
+			measured := f.Measured
+			if f.Spread != "" {
+				measured += "\n(" + f.Spread + ")"
+			}
+			t.Rows = append(t.Rows, []string{fmt.Sprintf("F%d", i+1), f.Published, measured, f.Model, verdictText(f.Verdict), f.Why})
 		}
 		m.table(t, false)
 	}
@@ -57,7 +61,9 @@ func (m *mdWriter) doc(d *Doc) {
 	if len(d.Charts) > 0 {
 		m.p("## Charts\n\n")
 		for _, c := range d.Charts {
-			m.chart(c)
+			if !c.Empty() {
+				m.chart(c)
+			}
 		}
 	}
 
@@ -88,7 +94,14 @@ func (m *mdWriter) doc(d *Doc) {
 	}
 
 	m.p("## Failures\n\n")
-	m.list(d.Failures, "None: every point completed.")
+	m.list(d.Failures, "None: no point failed.")
+	if len(d.Skipped) > 0 {
+		m.p("### Skipped\n\n")
+		m.list(d.Skipped, "")
+	}
+	if d.Counts.Missing > 0 {
+		m.p("%s not run yet: the run was interrupted (resume it with `dbrig run --resume`).\n\n", plural(d.Counts.Missing, "planned point has", "planned points have"))
+	}
 
 	m.p("## Environment\n\n")
 	if len(d.Environment) == 0 {
@@ -239,18 +252,6 @@ func chartTable(c Chart) Table {
 	return t
 }
 
-// pointCount counts the points of a table of every point: a row whose
-// first cell is empty continues the point above (one row per metric).
-func pointCount(t Table) int {
-	n := 0
-	for _, r := range t.Rows {
-		if len(r) > 0 && strings.TrimSpace(r[0]) != "" {
-			n++
-		}
-	}
-	return n
-}
-
 // formatNum writes v with up to 6 significant digits, without an exponent
 // for ordinary magnitudes.
 func formatNum(v float64) string {
@@ -296,7 +297,7 @@ func statsLine(d *Doc) string {
 	if len(vs) > 0 {
 		parts[0] += " (" + strings.Join(vs, ", ") + ")"
 	}
-	parts = append(parts, plural(pointCount(d.Points), "point", "points"), plural(len(d.Failures), "failure", "failures"))
+	parts = append(parts, d.Counts.Line())
 	if g := formatTime(d.Generated); g != "" {
 		parts = append(parts, "generated "+g)
 	}

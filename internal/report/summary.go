@@ -76,11 +76,11 @@ func WriteSummary(w io.Writer, d *Doc, color bool) error {
 	}
 
 	p("\n")
-	failures := fmt.Sprintf("%d failed", len(d.Failures))
-	if len(d.Failures) > 0 {
-		failures = st.Red(failures)
+	line := d.Counts.Line()
+	if d.Counts.Failed > 0 {
+		line = st.Red(line)
 	}
-	p("%s %d measured, %s\n", st.Bold("Points:"), pointCount(d.Points), failures)
+	p("%s %s\n", st.Bold("Points:"), line)
 	for i, f := range d.Failures {
 		if i == summaryMaxFailures {
 			p("  ... and %d more (see the report)\n", len(d.Failures)-summaryMaxFailures)

@@ -2,8 +2,11 @@ package study
 
 import (
 	"math"
+
 	"slices"
 	"sort"
+
+	"github.com/dbrig/dbrig/internal/measure"
 )
 
 // Stat is one metric of one combination, over its runs.
@@ -22,6 +25,10 @@ type Summary struct {
 	Params  Params
 	Results []Result // successful runs, in run order
 	Stats   map[string]Stat
+	// Histograms merge the kept runs' distributions (the first run left
+	// out when the rule discards it): percentiles of a combination come
+	// from all its samples, never from an average of percentiles.
+	Histograms map[string]*measure.Histogram
 }
 
 // Trim applies a repeat rule to one metric's runs (in run order): drop the
@@ -69,6 +76,21 @@ func Summarize(results []Result, rule RepeatSpec) []*Summary {
 	}
 	for _, s := range out {
 		sort.SliceStable(s.Results, func(i, j int) bool { return s.Results[i].Run < s.Results[j].Run })
+		s.Histograms = map[string]*measure.Histogram{}
+		for i, r := range s.Results {
+			if rule.DiscardFirst && i == 0 && len(s.Results) > 1 {
+				continue
+			}
+			for name, h := range r.Histograms {
+				if h == nil {
+					continue
+				}
+				if s.Histograms[name] == nil {
+					s.Histograms[name] = measure.NewHistogram()
+				}
+				s.Histograms[name].Merge(h)
+			}
+		}
 		names := map[string]bool{}
 		for _, r := range s.Results {
 			for k := range r.Metrics {

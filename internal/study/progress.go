@@ -19,7 +19,8 @@ type Progress interface {
 	StartPoint(n, total int, key string)
 	Note(msg string)
 	Update(done, total int64)
-	EndPoint(r Result)
+	// EndPoint prints a finished point's line (see PointLine).
+	EndPoint(line string)
 	Close()
 }
 
@@ -29,12 +30,13 @@ func (nopProgress) Start(int, int)              {}
 func (nopProgress) StartPoint(int, int, string) {}
 func (nopProgress) Note(string)                 {}
 func (nopProgress) Update(int64, int64)         {}
-func (nopProgress) EndPoint(Result)             {}
+func (nopProgress) EndPoint(string)             {}
 func (nopProgress) Close()                      {}
 
 // PointLine describes a finished point in one line: its key, headline
-// metrics, the model's prediction and the error.
-func PointLine(r Result) string {
+// metrics (the workload's declared ones, else the modelled ones), the
+// model's prediction and the error.
+func PointLine(k Kind, r Result) string {
 	if !r.OK() {
 		// The whole error, once: the run's last message does not repeat it.
 		return fmt.Sprintf("%s: FAILED: %s", r.Key, strings.ReplaceAll(strings.TrimSpace(r.Error), "\n", "\n    "))
@@ -42,19 +44,31 @@ func PointLine(r Result) string {
 	if r.Skipped != "" {
 		return fmt.Sprintf("%s: skipped: %s", r.Key, r.Skipped)
 	}
-	var parts []string
-	names := make([]string, 0, len(r.Metrics))
-	for k := range r.Metrics {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	for _, k := range names {
-		if _, modelled := r.Model[k]; !modelled && len(r.Model) > 0 {
-			continue
+	format := func(name string, v float64) string {
+		if m, ok := k.Metric(name); ok {
+			return m.Format(v)
 		}
-		s := k + " " + FormatMetric(k, r.Metrics[k])
-		if m, ok := r.Model[k]; ok {
-			s += fmt.Sprintf(" (model %s, %+.0f%%)", FormatMetric(k, m), PercentError(r.Metrics[k], m))
+		return FormatMetric(name, v)
+	}
+	var names []string
+	for _, m := range k.Metrics {
+		if _, ok := r.Metrics[m.Name]; ok && m.Headline {
+			names = append(names, m.Name)
+		}
+	}
+	if len(names) == 0 {
+		for name := range r.Metrics {
+			if _, modelled := r.Model[name]; modelled || len(r.Model) == 0 {
+				names = append(names, name)
+			}
+		}
+		sort.Strings(names)
+	}
+	var parts []string
+	for _, name := range names {
+		s := name + " " + format(name, r.Metrics[name])
+		if m, ok := r.Model[name]; ok {
+			s += fmt.Sprintf(" (model %s, %+.0f%%)", format(name, m), PercentError(r.Metrics[name], m))
 		}
 		parts = append(parts, s)
 	}
@@ -98,10 +112,10 @@ func (p *LineProgress) Update(done, total int64) {
 	}
 }
 
-func (p *LineProgress) EndPoint(r Result) {
+func (p *LineProgress) EndPoint(line string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	fmt.Fprintf(p.W, "[%d/%d] %s\n", p.n, p.total, PointLine(r))
+	fmt.Fprintf(p.W, "[%d/%d] %s\n", p.n, p.total, line)
 }
 
 func (p *LineProgress) Close() {}
@@ -164,13 +178,13 @@ func (b *BarProgress) Update(done, total int64) {
 	}
 }
 
-func (b *BarProgress) EndPoint(r Result) {
+func (b *BarProgress) EndPoint(pointLine string) {
 	b.mu.Lock()
 	if b.point != nil {
 		b.point.Abort(true)
 		b.point = nil
 	}
-	line := fmt.Sprintf("[%d/%d] %s\n", b.n, b.total, PointLine(r))
+	line := fmt.Sprintf("[%d/%d] %s\n", b.n, b.total, pointLine)
 	b.mu.Unlock()
 	fmt.Fprint(b.p, line) // printed above the bars
 	b.overall.Increment()

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -64,36 +65,65 @@ func BuildReport(rd *RunData) *report.Doc {
 		Generated: time.Now().UTC(),
 	}
 	kind := s.Kind()
-	if kind.Judges != nil {
-		for _, p := range s.Published {
-			d.Findings = append(d.Findings, kind.Judges[p.ID](rd, p))
+	for _, p := range s.Published {
+		switch judge, ok := kind.Judges[p.ID]; {
+		case p.NotMeasured != "":
+			d.Findings = append(d.Findings, report.Finding{Published: p.Finding, Measured: "-", Model: "-", Verdict: report.NotMeasured,
+				Why: fmt.Sprintf("%s This run: %s, %s.", strings.TrimSpace(p.NotMeasured), rd.Environment.Virtualization, rd.Environment.CPUModel)})
+		case ok:
+			d.Findings = append(d.Findings, judge(rd, p))
 		}
 	}
 	if kind.Report != nil {
 		kind.Report(rd, d)
 	}
+	if sec, ok := distributionSection(rd); ok {
+		d.Sections = append(d.Sections, sec)
+	}
 	d.Points = pointsTable(rd)
-	for _, r := range rd.Results {
-		if !r.OK() {
+	d.Counts = report.Counts{Planned: len(rd.Plan.Points()), Combinations: len(rd.Plan.Combos), Runs: rd.Plan.Repeat.Runs}
+	for _, r := range rd.Latest() {
+		switch {
+		case r.Error != "":
+			d.Counts.Failed++
 			d.Failures = append(d.Failures, r.Key+": "+r.Error)
+		case r.Skipped != "":
+			d.Counts.Skipped++
+			d.Skipped = append(d.Skipped, r.Key+": "+r.Skipped)
+		default:
+			d.Counts.Measured++
 		}
 	}
-	if missing := len(rd.Plan.Points()) - countOK(rd.Results); missing > 0 {
-		d.Failures = append(d.Failures, fmt.Sprintf("%d of %d planned points have no result yet (resume with `dbrig run --resume %s`)",
-			missing, len(rd.Plan.Points()), rd.Dir))
-	}
+	d.Counts.Missing = max(0, d.Counts.Planned-d.Counts.Measured-d.Counts.Failed-d.Counts.Skipped)
 	d.Environment = environmentRows(rd)
 	return d
 }
 
-func countOK(rs []Result) int {
-	seen := map[string]bool{}
-	for _, r := range rs {
-		if r.OK() {
-			seen[r.Key] = true
+// Latest returns each point's last result, in the plan's order (points of
+// another plan last): a point that failed and then succeeded on --resume
+// counts as measured.
+func (rd *RunData) Latest() []Result {
+	last := map[string]Result{}
+	var order []string
+	for _, r := range rd.Results {
+		if _, seen := last[r.Key]; !seen {
+			order = append(order, r.Key)
+		}
+		last[r.Key] = r
+	}
+	var out []Result
+	for _, p := range rd.Plan.Points() {
+		if r, ok := last[p.Key()]; ok {
+			out = append(out, r)
+			delete(last, p.Key())
 		}
 	}
-	return len(seen)
+	for _, k := range order {
+		if r, ok := last[k]; ok {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 func sourceLine(src Source) string {
@@ -110,51 +140,70 @@ func sourceLine(src Source) string {
 	return strings.Join(parts, ", ")
 }
 
-// pointsTable lists every combination: parameters, each run, the trimmed
-// mean and spread of each modelled metric, the model and the error.
+// pointsTable lists every combination: its value of each swept variable
+// (a column each, so no dimension is hidden), each run, the value the
+// study's rule keeps, the runs' range, the stored model and the error.
 func pointsTable(rd *RunData) report.Table {
+	rule := "every run is averaged"
+	switch {
+	case rd.Plan.Repeat.DiscardFirst && rd.Plan.Repeat.Trim == "min-max":
+		rule = "the first run is dropped, then the lowest and highest (when three remain), and the rest averaged"
+	case rd.Plan.Repeat.Trim == "min-max":
+		rule = "the lowest and highest runs are dropped when three or more ran (the median of three), and the rest averaged"
+	case rd.Plan.Repeat.DiscardFirst:
+		rule = "the first run is dropped and the rest averaged"
+	}
 	t := report.Table{
 		Title: "Every point",
-		Note: fmt.Sprintf("Each combination ran %d time(s); 'kept' is the value the study's rule keeps (discard first: %v, trim: %s; min-max on three runs keeps the median), 'range' the lowest and highest run. Error = (kept - model) / model.",
-			rd.Plan.Repeat.Runs, rd.Plan.Repeat.DiscardFirst, orNone(rd.Plan.Repeat.Trim)),
-		Columns: []string{"point", "link", "metric", "runs", "kept", "range", "model", "error"},
+		Note: fmt.Sprintf("Each combination ran %s; 'kept' is the value the study's rule keeps (%s), 'range' the lowest and highest run. The model is the prediction stored when the point ran; error = (kept - model) / model.",
+			plural(rd.Plan.Repeat.Runs, "time", "times"), rule),
 	}
+	dims := rd.Spec.SweepKeys
+	t.Columns = append(append(t.Columns, dims...), "metric", "runs", "kept", "range", "model", "error")
 	for _, sm := range rd.Summaries {
 		last := sm.Results[len(sm.Results)-1]
-		linkDesc := ""
-		for _, l := range last.Links {
-			linkDesc = strings.TrimSpace(linkDesc + " " + l.Profile)
-		}
-		metrics := headlineMetrics(sm)
-		for i, name := range metrics {
+		for i, name := range rd.HeadlineMetrics(sm) {
 			st := sm.Stats[name]
 			var runs []string
 			for _, v := range st.Runs {
-				runs = append(runs, FormatMetric(name, v))
+				runs = append(runs, rd.FormatMetric(name, v))
 			}
 			model, errPct := "-", "-"
 			if mv, ok := last.Model[name]; ok {
-				model = FormatMetric(name, mv)
+				model = rd.FormatMetric(name, mv)
 				if e := PercentError(st.Mean, mv); !math.IsNaN(e) {
 					errPct = fmt.Sprintf("%+.1f%%", e)
 				}
 			}
-			point, ld := sm.Combo, linkDesc
-			if i > 0 {
-				point, ld = "", ""
+			row := make([]string, 0, len(t.Columns))
+			for _, k := range dims {
+				v := fmt.Sprint(sm.Values[k])
+				if i > 0 {
+					v = ""
+				}
+				row = append(row, v)
 			}
-			t.Rows = append(t.Rows, []string{point, ld, name, strings.Join(runs, ", "), FormatMetric(name, st.Mean),
-				FormatMetric(name, st.Min) + " - " + FormatMetric(name, st.Max), model, errPct})
+			row = append(row, name, strings.Join(runs, ", "), rd.FormatMetric(name, st.Mean),
+				rd.FormatMetric(name, st.Min)+" - "+rd.FormatMetric(name, st.Max), model, errPct)
+			t.Rows = append(t.Rows, row)
 		}
 	}
 	return t
 }
 
-// headlineMetrics picks a point's metrics for the table: the modelled ones
-// first, then "seconds".
-func headlineMetrics(sm *Summary) []string {
-	last := sm.Results[len(sm.Results)-1]
+// HeadlineMetrics picks a combination's metrics for tables: the workload's
+// declared headline metrics, else the modelled ones and "seconds".
+func (rd *RunData) HeadlineMetrics(sm *Summary) []string {
 	var out []string
+	for _, m := range rd.Spec.Kind().Metrics {
+		if _, ok := sm.Stats[m.Name]; ok && m.Headline {
+			out = append(out, m.Name)
+		}
+	}
+	if len(out) > 0 {
+		return out
+	}
+	last := sm.Results[len(sm.Results)-1]
 	for k := range last.Model {
 		if _, ok := sm.Stats[k]; ok {
 			out = append(out, k)
@@ -171,6 +220,22 @@ func headlineMetrics(sm *Summary) []string {
 		sort.Strings(out)
 	}
 	return out
+}
+
+// FormatMetric prints a metric's value in its declared unit (or, for a
+// metric the workload did not declare, the unit its name suggests).
+func (rd *RunData) FormatMetric(name string, v float64) string {
+	if m, ok := rd.Spec.Kind().Metric(name); ok {
+		return m.Format(v)
+	}
+	return FormatMetric(name, v)
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return fmt.Sprintf("%d %s", n, one)
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }
 
 func orNone(s string) string {
@@ -205,12 +270,115 @@ func environmentRows(rd *RunData) [][2]string {
 		[2]string{"scale", rd.Info.Scale},
 		[2]string{"started", rd.Info.Started.Format(time.RFC3339)},
 	)
-	for _, in := range rd.Spec.Instances {
-		var set []string
-		for _, k := range slices.Sorted(maps.Keys(in.Settings)) {
-			set = append(set, fmt.Sprintf("%s=%v", k, in.Settings[k]))
+	rows = append(rows, instanceRows(rd)...)
+	return rows
+}
+
+// instanceRows describe each instance as the points ran it: engine and
+// version, CPUs, memory, directories and settings, with every value a
+// swept attribute took (never a "${var}" unfilled).
+func instanceRows(rd *RunData) [][2]string {
+	type seen struct {
+		order  []string
+		values map[string][]string
+	}
+	by := map[string]*seen{}
+	var names []string
+	add := func(inst, key, val string) {
+		s, ok := by[inst]
+		if !ok {
+			s = &seen{values: map[string][]string{}}
+			by[inst] = s
+			names = append(names, inst)
 		}
-		rows = append(rows, [2]string{"instance " + in.Name + " settings", strings.Join(set, ", ")})
+		if _, ok := s.values[key]; !ok {
+			s.order = append(s.order, key)
+		}
+		if !slices.Contains(s.values[key], val) {
+			s.values[key] = append(s.values[key], val)
+		}
+	}
+	for _, r := range rd.Results {
+		for _, in := range r.Instances {
+			eng := in.Engine
+			if v := rd.Environment.Servers[in.Engine]; v != "" && in.Target == "" {
+				eng += " " + v
+			}
+			if in.Target != "" {
+				eng += " (your server, --target " + in.Target + ")"
+			}
+			add(in.Name, "engine", eng)
+			if in.CPUs != "" {
+				add(in.Name, "cpus", in.CPUs)
+			}
+			if in.Memory > 0 {
+				add(in.Name, "memory", units.Size(in.Memory).String())
+			}
+			if in.DataDir != "" {
+				add(in.Name, "data_dir", in.DataDir)
+			}
+			if in.WALDir != "" {
+				add(in.Name, "wal_dir", in.WALDir)
+			}
+			for _, k := range slices.Sorted(maps.Keys(in.Settings)) {
+				add(in.Name, k, in.Settings[k])
+			}
+		}
+	}
+	var rows [][2]string
+	for _, n := range names {
+		s := by[n]
+		var parts []string
+		for _, k := range s.order {
+			parts = append(parts, k+" = "+strings.Join(s.values[k], " | "))
+		}
+		rows = append(rows, [2]string{"instance " + n, strings.Join(parts, "; ")})
+	}
+	if len(rows) > 0 {
+		rows = append(rows, [2]string{"", "Values separated by | are the values a swept attribute took across the points."})
+	}
+	for _, t := range rd.Environment.Targets {
+		var set []string
+		for _, k := range slices.Sorted(maps.Keys(t.Settings)) {
+			set = append(set, k+"="+t.Settings[k])
+		}
+		rows = append(rows, [2]string{"target " + t.Name, fmt.Sprintf("%s %s at %s; settings that differ from the defaults: %s", t.Engine, t.Version, t.Server, strings.Join(set, ", "))})
 	}
 	return rows
+}
+
+// distributionSection lists the percentiles of every distribution the
+// points recorded, each from the histogram merged over a combination's
+// kept runs.
+func distributionSection(rd *RunData) (report.Section, bool) {
+	dims := rd.Spec.SweepKeys
+	t := report.Table{Columns: append(slices.Clone(dims), "distribution", "samples", "p50", "p95", "p99", "p99.9", "max")}
+	for _, sm := range rd.Summaries {
+		for _, name := range slices.Sorted(maps.Keys(sm.Histograms)) {
+			h := sm.Histograms[name]
+			if h.Count() == 0 {
+				continue
+			}
+			row := make([]string, 0, len(t.Columns))
+			for _, k := range dims {
+				row = append(row, fmt.Sprint(sm.Values[k]))
+			}
+			f := func(d time.Duration) string { return units.FormatDuration(d) }
+			row = append(row, name, strconv.FormatInt(h.Count(), 10), f(h.Quantile(0.5)), f(h.Quantile(0.95)),
+				f(h.Quantile(0.99)), f(h.Quantile(0.999)), f(h.Max()))
+			t.Rows = append(t.Rows, row)
+		}
+	}
+	if len(t.Rows) == 0 {
+		return report.Section{}, false
+	}
+	kept := "every run"
+	if rd.Plan.Repeat.DiscardFirst {
+		kept = "every run but the first"
+	}
+	return report.Section{
+		Title:  "Distributions",
+		Text:   fmt.Sprintf("Percentiles of each recorded latency distribution, from the histogram merged over %s of the combination (HDR, 3 significant figures): never an average of the runs' percentiles.", kept),
+		Tables: []report.Table{t},
+	}, true
 }

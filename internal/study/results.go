@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/dbrig/dbrig/internal/engine"
+	"github.com/dbrig/dbrig/internal/measure"
 )
 
 // Files of a run directory.
@@ -37,10 +38,14 @@ type Result struct {
 	Seconds   float64                 `json:"seconds"` // wall time of the workload's Run
 	Metrics   map[string]float64      `json:"metrics,omitempty"`
 	Series    map[string][]float64    `json:"series,omitempty"`
-	Notes     []string                `json:"notes,omitempty"`
-	Model     map[string]float64      `json:"model,omitempty"`
-	Formula   string                  `json:"formula,omitempty"`
-	Error     string                  `json:"error,omitempty"`
+	// SeriesInterval is the seconds between two values of Series.
+	SeriesInterval float64 `json:"series_interval_s,omitempty"`
+	// Histograms are the run's latency distributions, whole.
+	Histograms map[string]*measure.Histogram `json:"histograms,omitempty"`
+	Notes      []string                      `json:"notes,omitempty"`
+	Model      map[string]float64            `json:"model,omitempty"`
+	Formula    string                        `json:"formula,omitempty"`
+	Error      string                        `json:"error,omitempty"`
 	// Skipped says why a point was not measured although it did not fail
 	// (a target cannot give the path the point asks for).
 	Skipped string `json:"skipped,omitempty"`

@@ -43,8 +43,6 @@ type Runner struct {
 	CommandLine   []string
 	// SeriesInterval of the links' time series (0 = the link's default).
 	SeriesInterval time.Duration
-
-	env Environment
 }
 
 // Outcome is what a run did.
@@ -84,7 +82,29 @@ func (r *Runner) Run(ctx context.Context) (out Outcome, err error) {
 	if err := CheckSettings(ctx, r.Plan, r.Registry.Engines()); err != nil {
 		return out, err
 	}
-	if err := r.prepareDir(ctx); err != nil {
+	topo := topology.New(topology.Options{
+		Engines: r.Registry.Engines(), Targets: r.Targets, Log: r.Log, SeriesInterval: r.SeriesInterval,
+		Start: engine.StartOptions{BaseDir: r.BaseDir, Keep: r.Keep, Log: r.Log},
+	})
+	defer func() {
+		// Stop servers even when ctx is cancelled, and even after a panic.
+		if p := recover(); p != nil {
+			err = fmt.Errorf("panic: %v\n%s", p, debug.Stack())
+		}
+		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		defer cancel()
+		if cerr := topo.Close(stopCtx); cerr != nil {
+			err = errors.Join(err, cerr)
+		}
+		r.Progress.Close()
+	}()
+	// Targets first: one that refuses fails the run before it leaves a
+	// run directory behind.
+	targets, err := r.attachTargets(ctx, topo)
+	if err != nil {
+		return out, err
+	}
+	if err := r.prepareDir(ctx, targets); err != nil {
 		return out, err
 	}
 	existing, err := ReadResults(r.Dir)
@@ -104,23 +124,6 @@ func (r *Runner) Run(ctx context.Context) (out Outcome, err error) {
 	}
 	defer w.Close()
 
-	topo := topology.New(topology.Options{
-		Engines: r.Registry.Engines(), Targets: r.Targets, Log: r.Log, SeriesInterval: r.SeriesInterval,
-		Start: engine.StartOptions{BaseDir: r.BaseDir, Keep: r.Keep, Log: r.Log},
-	})
-	defer func() {
-		// Stop servers even when ctx is cancelled, and even after a panic.
-		if p := recover(); p != nil {
-			err = fmt.Errorf("panic: %v\n%s", p, debug.Stack())
-		}
-		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
-		defer cancel()
-		if cerr := topo.Close(stopCtx); cerr != nil {
-			err = errors.Join(err, cerr)
-		}
-		r.Progress.Close()
-	}()
-
 	points := r.Plan.Points()
 	var todo []Point
 	for _, p := range points {
@@ -129,9 +132,6 @@ func (r *Runner) Run(ctx context.Context) (out Outcome, err error) {
 		} else {
 			todo = append(todo, p)
 		}
-	}
-	if err := r.attachTargets(ctx, topo); err != nil {
-		return r.finish(out, all), err
 	}
 	r.Progress.Start(len(points), out.Done)
 	kind := spec.Kind()
@@ -159,7 +159,7 @@ func (r *Runner) Run(ctx context.Context) (out Outcome, err error) {
 		}
 		all = append(all, res)
 		out.Ran++
-		r.Progress.EndPoint(res)
+		r.Progress.EndPoint(PointLine(kind, res))
 		if perr != nil {
 			out.Failed++
 			if !r.KeepGoing {
@@ -178,7 +178,7 @@ func (r *Runner) finish(out Outcome, all []Result) Outcome {
 	return out
 }
 
-func (r *Runner) prepareDir(ctx context.Context) error {
+func (r *Runner) prepareDir(ctx context.Context, targets []TargetEnvironment) error {
 	if err := os.MkdirAll(r.Dir, 0o755); err != nil {
 		return fmt.Errorf("create run directory: %w", err)
 	}
@@ -204,6 +204,7 @@ func (r *Runner) prepareDir(ctx context.Context) error {
 		return fmt.Errorf("save run info: %w", err)
 	}
 	env := CaptureEnvironment(ctx, r.Version)
+	env.Targets = targets
 	for _, name := range r.Plan.Engines() {
 		e, ok := r.Registry.Engines().Lookup(name)
 		if !ok {
@@ -215,12 +216,7 @@ func (r *Runner) prepareDir(ctx context.Context) error {
 		}
 		env.Servers[name] = bin.Version
 	}
-	r.env = env
-	return r.saveEnvironment()
-}
-
-func (r *Runner) saveEnvironment() error {
-	if err := writeJSON(filepath.Join(r.Dir, EnvironmentFile), r.env); err != nil {
+	if err := writeJSON(filepath.Join(r.Dir, EnvironmentFile), env); err != nil {
 		return fmt.Errorf("save environment: %w", err)
 	}
 	return nil
@@ -230,9 +226,9 @@ func (r *Runner) saveEnvironment() error {
 // that it gives what the study needs (its settings, a database of dbrig's
 // own), and records its version and settings in the environment. A target
 // that refuses fails the run here, with what was missing.
-func (r *Runner) attachTargets(ctx context.Context, topo *topology.Topology) error {
+func (r *Runner) attachTargets(ctx context.Context, topo *topology.Topology) ([]TargetEnvironment, error) {
 	if len(r.Plan.Options.Targets) == 0 {
-		return nil
+		return nil, nil
 	}
 	var targets []engine.InstanceConfig
 	seen := map[string]bool{}
@@ -246,13 +242,14 @@ func (r *Runner) attachTargets(ctx context.Context, topo *topology.Topology) err
 	}
 	r.Progress.Note("attaching targets")
 	if _, err := topo.Apply(ctx, targets, nil); err != nil {
-		return fmt.Errorf("target: %w", err)
+		return nil, fmt.Errorf("target: %w", err)
 	}
 	db := DatabaseName(r.Plan.Spec.Name)
+	var envs []TargetEnvironment
 	for _, t := range targets {
 		inst := topo.Instance(t.Name)
 		if err := inst.CreateDatabase(ctx, db); err != nil {
-			return fmt.Errorf("target %q cannot hold the workload's database %s: %w", t.Name, db, err)
+			return nil, fmt.Errorf("target %q cannot hold the workload's database %s: %w", t.Name, db, err)
 		}
 		te := TargetEnvironment{Name: t.Name, Engine: inst.Engine(), Version: inst.Version(), Server: inst.Login("").String()}
 		if d, ok := inst.(interface {
@@ -260,9 +257,9 @@ func (r *Runner) attachTargets(ctx context.Context, topo *topology.Topology) err
 		}); ok {
 			te.Settings, _ = d.NonDefaultSettings(ctx)
 		}
-		r.env.Targets = append(r.env.Targets, te)
+		envs = append(envs, te)
 	}
-	return r.saveEnvironment()
+	return envs, nil
 }
 
 // DatabaseName is the database a study's workload makes on every instance:
@@ -354,7 +351,7 @@ func (r *Runner) runPoint(ctx context.Context, topo *topology.Topology, kind Kin
 	if err != nil {
 		return res, err
 	}
-	res.Metrics, res.Series, res.Notes = m.Metrics, m.Series, m.Notes
+	res.Metrics, res.Series, res.SeriesInterval, res.Histograms, res.Notes = m.Metrics, m.Series, m.SeriesInterval, m.Histograms, m.Notes
 	if kind.Model != nil {
 		pred := kind.Model(res, all)
 		res.Model, res.Formula = pred.Metrics, pred.Formula

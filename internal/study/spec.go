@@ -59,6 +59,10 @@ type Published struct {
 	// Figures are further published numbers a workload's report reads by
 	// name (e.g. the two sides of a comparison).
 	Figures map[string]float64 `toml:"figures"`
+	// NotMeasured, when set, says why no run of this study can measure the
+	// finding (it needs hardware this rig does not have); such a finding
+	// needs no judge and is reported as not measured, with the reason.
+	NotMeasured string `toml:"not_measured"`
 }
 
 // InstanceSpec is one database server of the topology, or a set of
@@ -385,7 +389,7 @@ func (v *validator) validate(reg *Registry) {
 		if p.Finding == "" {
 			v.add(key+".finding", "missing: what the source found, in its words")
 		}
-		if ok && kind.Judges != nil {
+		if ok && kind.Judges != nil && p.NotMeasured == "" {
 			if _, judged := kind.Judges[p.ID]; !judged {
 				v.add(key+".id", "workload %q has no judge for finding %q (it judges: %s)", kind.Name, p.ID, strings.Join(sortedKeys(kind.Judges), ", "))
 			}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/dbrig/dbrig/internal/engine"
+	"github.com/dbrig/dbrig/internal/measure"
 	"github.com/dbrig/dbrig/internal/report"
 	"github.com/dbrig/dbrig/internal/topology"
 	"github.com/dbrig/dbrig/internal/units"
@@ -132,9 +133,15 @@ type Endpoint = topology.Endpoint
 type Measurement struct {
 	// Metrics are named figures: "seconds", "rows_per_s", "us_per_row" ...
 	Metrics map[string]float64 `json:"metrics"`
-	// Series are named time series for charts (e.g. per-second progress).
-	Series map[string][]float64 `json:"series,omitempty"`
-	Notes  []string             `json:"notes,omitempty"`
+	// Series are named time series for charts (e.g. per-second progress),
+	// one value per SeriesInterval seconds.
+	Series         map[string][]float64 `json:"series,omitempty"`
+	SeriesInterval float64              `json:"series_interval_s,omitempty"`
+	// Histograms are named latency distributions ("row", "latency",
+	// "latency/new_order"): a combination's runs merge them, so its
+	// percentiles come from all its samples.
+	Histograms map[string]*measure.Histogram `json:"histograms,omitempty"`
+	Notes      []string                      `json:"notes,omitempty"`
 }
 
 // ParamKind is the type of a workload parameter.

@@ -57,12 +57,25 @@ func Kind() study.Kind {
 			{Name: "instance", Kind: study.StringParam, Default: "db", Doc: "the instance the client talks to"},
 		},
 		New:        newWorkload,
+		Metrics:    Metrics,
+		Judges:     Judges(),
 		Model:      Model,
 		PrepareKey: func(study.Params) string { return "rbar-v1" },
 		Report:     Report,
 		Engines:    []string{"postgres"},
 		EnginesWhy: "its experiments are written in PostgreSQL's dialect",
 	}
+}
+
+// Metrics are what the experiments measure.
+var Metrics = []study.MetricSpec{
+	{Name: "us_per_row", Unit: study.Microseconds, Better: study.Lower, Headline: true, Doc: "time per row: the run's time over its rows"},
+	{Name: "throughput_bps", Unit: study.BitsPerSecond, Better: study.Higher, Headline: true, Doc: "protocol bytes streamed to the client per second"},
+	{Name: "seconds", Unit: study.Seconds, Better: study.Lower, Doc: "the measured time of the run"},
+	{Name: "rows_per_s", Unit: study.PerSecond, Better: study.Higher, Doc: "rows the client received per second"},
+	{Name: "wire_bytes", Unit: study.Bytes, Doc: "protocol bytes of the rows"},
+	{Name: "rows", Unit: study.Count, Doc: "rows processed"},
+	{Name: "row_mean_us", Unit: study.Microseconds, Better: study.Lower, Doc: "round trip per row, mean (the percentiles come from the merged histogram \"row\")"},
 }
 
 type workload struct {
@@ -274,7 +287,7 @@ func (w *workload) spend(t time.Time) {
 
 // rowByRowRun makes one round trip per row and records each round trip.
 func (w *workload) rowByRowRun(ctx context.Context, pc *pgconn.PgConn, env *study.Env) (study.Measurement, error) {
-	rt := measure.NewLatency()
+	rt := measure.NewHistogram()
 	var next func() (string, error)
 	switch w.rowByRow {
 	case "fetch":
@@ -342,9 +355,8 @@ func (w *workload) rowByRowRun(ctx context.Context, pc *pgconn.PgConn, env *stud
 		"us_per_row": secs * 1e6 / float64(measured),
 		"rows_per_s": float64(measured) / secs,
 	}}
-	for k, v := range rt.Metrics("row") {
-		m.Metrics[k] = v
-	}
+	m.Metrics["row_mean_us"] = float64(rt.Mean()) / 1e3
+	m.Histograms = map[string]*measure.Histogram{"row": rt}
 	return m, nil
 }
 

@@ -12,42 +12,63 @@ import (
 	"github.com/dbrig/dbrig/internal/units"
 )
 
-// Report adds the study's findings, charts and per-experiment tables.
+// Report adds the study's charts and per-experiment tables; the findings
+// come from Judges.
 func Report(rd *study.RunData, d *report.Doc) {
 	a := newAnalysis(rd)
-	for _, p := range rd.Spec.Published {
-		f := report.Finding{Published: p.Finding, Verdict: report.NotMeasured, Measured: "-", Model: "-"}
-		if judge, ok := a.judges()[p.ID]; ok {
-			judge(&f)
-		} else {
-			f.Why = "dbrig has no measurement for this finding."
-		}
-		d.Findings = append(d.Findings, f)
-	}
 	d.Charts = append(d.Charts, a.perRowChart(), a.throughputChart(), a.experimentsChart())
 	d.Sections = append(d.Sections, a.experimentTables()...)
+}
+
+// Judges decide the seed's findings, by the ids of studies/rbar-latency.toml.
+func Judges() map[string]study.Judge {
+	judge := func(f func(*analysis, *report.Finding, study.Published)) study.Judge {
+		return func(rd *study.RunData, p study.Published) report.Finding {
+			out := report.Finding{Published: p.Finding, Verdict: report.NotMeasured, Measured: "-", Model: "-",
+				Why: "This run has no point that measures it."}
+			f(newAnalysis(rd), &out, p)
+			return out
+		}
+	}
+	return map[string]study.Judge{
+		"server-side-no-network": judge((*analysis).judgeServerSide),
+		"infiniband-stream": judge(func(a *analysis, f *report.Finding, p study.Published) {
+			a.judgeInfiniband(f, "client-stream", "rows streamed in one result set", p.Value)
+		}),
+		"infiniband-resultsets": judge(func(a *analysis, f *report.Finding, p study.Published) {
+			a.judgeInfiniband(f, "cursor-messages", "rows sent as one message each", p.Value)
+		}),
+		"round-trip-per-row": judge((*analysis).judgeRoundTrip),
+		"slow-client":        judge((*analysis).judgeSlowClient),
+		"wide-rows-1g":       judge((*analysis).judgeWide1G),
+		"wide-rows-consumer": judge((*analysis).judgeWideConsumer),
+	}
 }
 
 type analysis struct {
 	rd    *study.RunData
 	links []string // link profiles in speed order
-	// by experiment, client cost and link profile
+	// by experiment, client cost, link profile and facet
 	sums map[string]*study.Summary
-	// model predictions from the full history
-	model map[string]study.Prediction
+	// facetOf names a combination's values of swept variables the
+	// study's own grouping does not cover; facets lists them in order.
+	facetOf func(*study.Summary) string
+	facets  []string
 }
 
-func key(exp, cost, net string) string { return exp + "|" + cost + "|" + net }
+func key(exp, cost, net, facet string) string { return exp + "|" + cost + "|" + net + "|" + facet }
+
+func baseKey(s *study.Summary) string {
+	return key(s.Params.String("experiment"), s.Params.String("client_cost"), linkOf(s.Results[0]).Profile, "")
+}
 
 func newAnalysis(rd *study.RunData) *analysis {
-	a := &analysis{rd: rd, sums: map[string]*study.Summary{}, model: map[string]study.Prediction{}}
+	a := &analysis{rd: rd, sums: map[string]*study.Summary{}}
+	a.facetOf, a.facets = rd.Facets(baseKey)
 	rank := map[string]float64{}
 	for _, s := range rd.Summaries {
-		r := s.Results[len(s.Results)-1]
-		l := linkOf(r)
-		k := key(s.Params.String("experiment"), s.Params.String("client_cost"), l.Profile)
-		a.sums[k] = s
-		a.model[k] = Model(r, rd.Results)
+		l := linkOf(s.Results[len(s.Results)-1])
+		a.sums[key(s.Params.String("experiment"), s.Params.String("client_cost"), l.Profile, a.facetOf(s))] = s
 		if _, ok := rank[l.Profile]; !ok {
 			rank[l.Profile] = speedRank(l)
 			a.links = append(a.links, l.Profile)
@@ -77,48 +98,56 @@ func (a *analysis) slowCost() string {
 	return ""
 }
 
+// first is the facet the findings read (the seed had one of each): the
+// first the run has.
+func (a *analysis) first() string {
+	if len(a.facets) == 0 {
+		return ""
+	}
+	return a.facets[0]
+}
+
+func (a *analysis) sum(exp, cost, net string) *study.Summary {
+	return a.sums[key(exp, cost, net, a.first())]
+}
+
 func (a *analysis) mean(exp, cost, net, metric string) float64 {
-	if s, ok := a.sums[key(exp, cost, net)]; ok {
+	if s := a.sum(exp, cost, net); s != nil {
 		return s.Mean(metric)
 	}
 	return math.NaN()
 }
 
+func (a *analysis) stat(exp, cost, net, metric string) study.Stat {
+	if s := a.sum(exp, cost, net); s != nil {
+		return s.Stats[metric]
+	}
+	return study.Stat{}
+}
+
+// predicted is the model's value stored when the point ran (its last run).
 func (a *analysis) predicted(exp, cost, net, metric string) float64 {
-	if p, ok := a.model[key(exp, cost, net)]; ok {
-		if v, ok := p.Metrics[metric]; ok {
-			return v
-		}
+	return storedModel(a.sum(exp, cost, net), metric)
+}
+
+func storedModel(s *study.Summary, metric string) float64 {
+	if s == nil {
+		return math.NaN()
+	}
+	if v, ok := s.Results[len(s.Results)-1].Model[metric]; ok {
+		return v
 	}
 	return math.NaN()
 }
 
-func pct(newV, oldV float64) float64 { return (newV - oldV) / oldV * 100 }
-
-func fmtPct(v float64) string {
-	if math.IsNaN(v) {
-		return "-"
-	}
-	return fmt.Sprintf("%+.1f %%", v)
-}
-
-func (a *analysis) judges() map[string]func(*report.Finding) {
-	return map[string]func(*report.Finding){
-		"server-side-no-network": a.judgeServerSide,
-		"infiniband-stream":      func(f *report.Finding) { a.judgeInfiniband(f, "client-stream", "10^9 rows streamed", -10) },
-		"infiniband-resultsets":  func(f *report.Finding) { a.judgeInfiniband(f, "cursor-messages", "one message per row", -2) },
-		"round-trip-per-row":     a.judgeRoundTrip,
-		"slow-client":            a.judgeSlowClient,
-		"wide-rows-1g":           a.judgeWide1G,
-		"wide-rows-consumer":     a.judgeWideConsumer,
-		"vm-penalty": func(f *report.Finding) {
-			f.Why = "Needs a physical and a virtual machine, and CPUs of different frequencies; this run has one machine (" +
-				a.rd.Environment.Virtualization + ", " + a.rd.Environment.CPUModel + ")."
-		},
+// facetNote says which facet the findings read, when there are several.
+func (a *analysis) facetNote(f *report.Finding) {
+	if len(a.facets) > 1 {
+		f.Measured += " (" + a.first() + "; the tables show every value)"
 	}
 }
 
-func (a *analysis) judgeServerSide(f *report.Finding) {
+func (a *analysis) judgeServerSide(f *report.Finding, _ study.Published) {
 	const far, rtt = "rtt-77ms", 0.077
 	var parts []string
 	measured, within := false, true
@@ -139,6 +168,9 @@ func (a *analysis) judgeServerSide(f *report.Finding) {
 		return
 	}
 	f.Measured = strings.Join(parts, "; ")
+	f.Spread = a.rd.Spread("seconds", a.stat("server-loop", fast, "unix", "seconds"), a.stat("server-loop", fast, far, "seconds"),
+		a.stat("server-cursor", fast, "unix", "seconds"), a.stat("server-cursor", fast, far, "seconds"))
+	a.facetNote(f)
 	f.Model = "t = rows × s_server + one RTT"
 	if within {
 		f.Verdict = report.Reproduced
@@ -155,35 +187,43 @@ func (a *analysis) judgeInfiniband(f *report.Finding, exp, what string, publishe
 		return
 	}
 	m1, mib := a.predicted(exp, fast, "lan-1g", "seconds"), a.predicted(exp, fast, "infiniband", "seconds")
-	got, model := pct(tib, t1), pct(mib, m1)
-	f.Measured = fmt.Sprintf("%s (%s): %s over lan-1g, %s over infiniband: %s", exp, what, fmtSec(t1), fmtSec(tib), fmtPct(got))
-	f.Model = fmtPct(model)
+	got, model := study.Change(tib, t1), study.Change(mib, m1)
+	rows := a.mean(exp, fast, "lan-1g", "rows")
+	f.Measured = fmt.Sprintf("%s, %.0f %s: %s over lan-1g, %s over infiniband: %s", exp, rows, what, fmtSec(t1), fmtSec(tib), study.FormatPercent(got))
+	s1, sib := a.stat(exp, fast, "lan-1g", "seconds"), a.stat(exp, fast, "infiniband", "seconds")
+	f.Spread = a.rd.Spread("seconds", s1, sib)
+	if !study.Separated(s1, sib) {
+		f.Spread += " (the two links' runs overlap)"
+	}
+	a.facetNote(f)
+	f.Model = study.FormatPercent(model)
 	// The finding is that a 40x faster link gains little: a change within
 	// twice the seed's figure (at least 10 %) either way says the same.
 	tolerance := math.Max(2*math.Abs(published), 10)
 	switch {
 	case math.Abs(got) <= tolerance:
 		f.Verdict = report.Reproduced
-		f.Why = fmt.Sprintf("A 40x faster link changes the time by %s: the consumer's rate, not the link, decides how fast the rows arrive.", fmtPct(got))
+		f.Why = fmt.Sprintf("A 40x faster link changes the time by %s: the consumer's rate, not the link, decides how fast the rows arrive.", study.FormatPercent(got))
 	case got > 0:
 		f.Verdict = report.Differs
-		f.Why = fmt.Sprintf("The faster link came out %.0f %% slower, where the model expects %s: the emulated link's own CPU cost per segment, on a 2-core machine it shares with the server and the client, and this machine's noise decide here, not the link's rate or delay.", got, fmtPct(model))
+		f.Why = fmt.Sprintf("The faster link came out %.0f %% slower, where the model expects %s: the emulated link's own CPU cost per segment, on a 2-core machine it shares with the server and the client, and this machine's noise decide here, not the link's rate or delay.", got, study.FormatPercent(model))
 	default:
 		f.Verdict = report.Differs
-		f.Why = fmt.Sprintf("Here the faster link changed the time by %s, against the seed's %.0f %%: the link's rate, not the client, limits this stream on this machine.", fmtPct(got), published)
+		f.Why = fmt.Sprintf("Here the faster link changed the time by %s, against the seed's %.0f %%: the link's rate, not the client, limits this stream on this machine.", study.FormatPercent(got), published)
 	}
 }
 
 // wanLink reports whether a link's RTT is at least 1 ms: there the round
 // trip dominates a row; below it the proxy's own cost per round trip shows.
 func (a *analysis) wanLink(net string) bool {
-	s, ok := a.sums[key("client-row-by-row", fast, net)]
-	return ok && linkOf(s.Results[0]).RTTSeconds >= 1e-3
+	s := a.sum("client-row-by-row", fast, net)
+	return s != nil && linkOf(s.Results[0]).RTTSeconds >= 1e-3
 }
 
-func (a *analysis) judgeRoundTrip(f *report.Finding) {
+func (a *analysis) judgeRoundTrip(f *report.Finding, _ study.Published) {
 	var wanWorst, lanWorst float64
 	var parts []string
+	var stats []study.Stat
 	n := 0
 	for _, net := range a.links {
 		got, model := a.mean("client-row-by-row", fast, net, "us_per_row"), a.predicted("client-row-by-row", fast, net, "us_per_row")
@@ -191,6 +231,7 @@ func (a *analysis) judgeRoundTrip(f *report.Finding) {
 			continue
 		}
 		n++
+		stats = append(stats, a.stat("client-row-by-row", fast, net, "us_per_row"))
 		e := math.Abs(study.PercentError(got, model))
 		if a.wanLink(net) {
 			wanWorst = max(wanWorst, e)
@@ -203,6 +244,8 @@ func (a *analysis) judgeRoundTrip(f *report.Finding) {
 		return
 	}
 	f.Measured = strings.Join(parts, ", ")
+	f.Spread = study.RelativeSpread(stats...)
+	a.facetNote(f)
 	f.Model = fmt.Sprintf("t/row = RTT + per-row cost fitted on the fastest path; worst error %.0f %% at RTTs of 1 ms and more, %.0f %% below", wanWorst, lanWorst)
 	if wanWorst <= 25 {
 		f.Verdict = report.Reproduced
@@ -216,7 +259,7 @@ func (a *analysis) judgeRoundTrip(f *report.Finding) {
 	}
 }
 
-func (a *analysis) judgeSlowClient(f *report.Finding) {
+func (a *analysis) judgeSlowClient(f *report.Finding, _ study.Published) {
 	slow := a.slowCost()
 	if slow == "" {
 		f.Why = "This run has no slow client (client_cost)."
@@ -234,10 +277,10 @@ func (a *analysis) judgeSlowClient(f *report.Finding) {
 		}
 		part := fmt.Sprintf("%s over lan-1g: slow/fast = %.2fx (%s/row more)", exp, ts/tf, units.FormatDuration(usDur(ts-tf)))
 		if exp == "cursor-messages" {
-			clientEffect = pct(ts, tf)
+			clientEffect = study.Change(ts, tf)
 			if tfi := a.mean(exp, fast, "infiniband", "us_per_row"); !math.IsNaN(tfi) {
-				linkEffect = pct(tfi, tf)
-				part += fmt.Sprintf(", where infiniband instead of lan-1g changed it by %s", fmtPct(linkEffect))
+				linkEffect = study.Change(tfi, tf)
+				part += fmt.Sprintf(", where infiniband instead of lan-1g changed it by %s", study.FormatPercent(linkEffect))
 			}
 		}
 		parts = append(parts, part)
@@ -246,6 +289,8 @@ func (a *analysis) judgeSlowClient(f *report.Finding) {
 		return
 	}
 	f.Measured = strings.Join(parts, "; ")
+	f.Spread = a.rd.Spread("us_per_row", a.stat("cursor-messages", fast, "lan-1g", "us_per_row"), a.stat("cursor-messages", slow, "lan-1g", "us_per_row"))
+	a.facetNote(f)
 	f.Model = "t/row = RTT + s_server + s_client: the slow client adds " + slow + " per row"
 	switch {
 	case math.IsNaN(clientEffect):
@@ -269,13 +314,15 @@ func (a *analysis) consumerRate(exp string) (float64, string) {
 	return a.mean(exp, fast, "unix", "throughput_bps"), "the unix socket"
 }
 
-func (a *analysis) judgeWide1G(f *report.Finding) {
+func (a *analysis) judgeWide1G(f *report.Finding, _ study.Published) {
 	got := a.mean("wide-rows", fast, "lan-1g", "throughput_bps")
 	consumer, where := a.consumerRate("wide-rows")
 	if math.IsNaN(got) {
 		return
 	}
 	f.Measured = fmt.Sprintf("%s over lan-1g; the client alone absorbs %s on %s", units.Rate(got), units.Rate(consumer), where)
+	f.Spread = a.rd.Spread("throughput_bps", a.stat("wide-rows", fast, "lan-1g", "throughput_bps"))
+	a.facetNote(f)
 	f.Model = fmt.Sprintf("min(1 Gbit/s, window/RTT, consumer) = %s", units.Rate(a.predicted("wide-rows", fast, "lan-1g", "throughput_bps")))
 	if got > 0.85e9 && got < 1.05e9 && consumer > 1.2e9 {
 		f.Verdict = report.Reproduced
@@ -286,13 +333,15 @@ func (a *analysis) judgeWide1G(f *report.Finding) {
 	}
 }
 
-func (a *analysis) judgeWideConsumer(f *report.Finding) {
+func (a *analysis) judgeWideConsumer(f *report.Finding, _ study.Published) {
 	ib := a.mean("wide-rows", fast, "infiniband", "throughput_bps")
 	consumer, where := a.consumerRate("wide-rows")
 	if math.IsNaN(ib) || math.IsNaN(consumer) {
 		return
 	}
 	f.Measured = fmt.Sprintf("%s over infiniband; the client absorbs %s on %s", units.Rate(ib), units.Rate(consumer), where)
+	f.Spread = a.rd.Spread("throughput_bps", a.stat("wide-rows", fast, "infiniband", "throughput_bps"))
+	a.facetNote(f)
 	f.Model = fmt.Sprintf("min(40 Gbit/s, consumer) = %s", units.Rate(a.predicted("wide-rows", fast, "infiniband", "throughput_bps")))
 	if ib >= 0.8*consumer {
 		f.Verdict = report.Reproduced
@@ -333,34 +382,39 @@ func (a *analysis) categories() []string {
 	return out
 }
 
-// linkSeries draws a metric of one experiment and client across the links:
-// every run as a dot, the combined value as a line, the model dashed; values
-// are divided by unit.
+// linkSeries draws a metric of one experiment and client across the links,
+// for each facet: every run as a dot, the kept value as a line, the stored
+// model dashed; values are divided by unit.
 func (a *analysis) linkSeries(exp, cost, metric, name string, unit float64) []report.Series {
-	runs := report.Series{Name: name + ", runs", Style: report.Points}
-	line := report.Series{Name: name, Style: report.Line}
-	model := report.Series{Name: name + ", model", Style: report.Model}
-	for i, net := range a.links {
-		s, ok := a.sums[key(exp, cost, net)]
-		if !ok {
-			continue
+	var out []report.Series
+	for _, facet := range a.facets {
+		label := name
+		if facet != "" && len(a.facets) > 1 {
+			label += ", " + facet
 		}
-		x := float64(i)
-		for _, v := range s.Stats[metric].Runs {
-			runs.Points = append(runs.Points, report.XY{X: x, Y: v / unit, Label: net})
+		runs := report.Series{Name: label + ", runs", Style: report.Points}
+		line := report.Series{Name: label, Style: report.Line}
+		model := report.Series{Name: label + ", model", Style: report.Model}
+		for i, net := range a.links {
+			s, ok := a.sums[key(exp, cost, net, facet)]
+			if !ok {
+				continue
+			}
+			x := float64(i)
+			for _, v := range s.Stats[metric].Runs {
+				runs.Points = append(runs.Points, report.XY{X: x, Y: v / unit, Label: net})
+			}
+			line.Points = append(line.Points, report.XY{X: x, Y: s.Mean(metric) / unit, Label: net})
+			if m := storedModel(s, metric); !math.IsNaN(m) {
+				model.Points = append(model.Points, report.XY{X: x, Y: m / unit, Label: net})
+			}
 		}
-		line.Points = append(line.Points, report.XY{X: x, Y: s.Mean(metric) / unit, Label: net})
-		if m := a.predicted(exp, cost, net, metric); !math.IsNaN(m) {
-			model.Points = append(model.Points, report.XY{X: x, Y: m / unit, Label: net})
+		if len(line.Points) > 0 {
+			out = append(out, runs, line, model)
 		}
 	}
-	if len(line.Points) == 0 {
-		return nil
-	}
-	return []report.Series{runs, line, model}
+	return out
 }
-
-const chartNote = "Dots are single runs; the line is the value the study keeps (the median of three runs); the dashed line is the model"
 
 func (a *analysis) perRowChart() report.Chart {
 	c := report.Chart{
@@ -371,7 +425,7 @@ func (a *analysis) perRowChart() report.Chart {
 		YLabel:      "time per row (µs, log)",
 		YLog:        true,
 		XCategories: a.categories(),
-		Note:        chartNote + ", RTT + the per-row cost fitted on the fastest path.",
+		Note:        a.rd.RunsCaption() + "; the dashed line is the model, RTT + the per-row cost fitted on the fastest path.",
 	}
 	for _, cost := range []string{fast, a.slowCost()} {
 		if cost == "" {
@@ -395,7 +449,7 @@ func (a *analysis) throughputChart() report.Chart {
 		YLabel:      "throughput (Mbit/s of protocol bytes, log)",
 		YLog:        true,
 		XCategories: a.categories(),
-		Note:        chartNote + ", min(link rate, window / RTT, consumer rate) with the consumer rate measured on the fastest path.",
+		Note:        a.rd.RunsCaption() + "; the dashed line is the model, min(link rate, window / RTT, consumer rate) with the consumer rate measured on the fastest path.",
 	}
 	for _, exp := range []string{"client-stream", "wide-rows", "cursor-messages"} {
 		c.Series = append(c.Series, a.linkSeries(exp, fast, "throughput_bps", exp, 1e6)...)
@@ -411,17 +465,23 @@ func (a *analysis) experimentsChart() report.Chart {
 		YLabel:      "time per row (µs, log)",
 		YLog:        true,
 		XCategories: a.categories(),
-		Note:        "Set-based work on the server is flat; streaming barely moves; row by row follows the RTT.",
+		Note:        "The kept value of each experiment (fast client). Set-based work on the server is flat; streaming barely moves; row by row follows the RTT.",
 	}
 	for _, exp := range Experiments {
-		s := report.Series{Name: exp, Style: report.Line}
-		for i, net := range a.links {
-			if v := a.mean(exp, fast, net, "us_per_row"); !math.IsNaN(v) {
-				s.Points = append(s.Points, report.XY{X: float64(i), Y: v, Label: net})
+		for _, facet := range a.facets {
+			name := exp
+			if len(a.facets) > 1 {
+				name += ", " + facet
 			}
-		}
-		if len(s.Points) > 0 {
-			c.Series = append(c.Series, s)
+			s := report.Series{Name: name, Style: report.Line}
+			for i, net := range a.links {
+				if sm, ok := a.sums[key(exp, fast, net, facet)]; ok {
+					s.Points = append(s.Points, report.XY{X: float64(i), Y: sm.Mean("us_per_row"), Label: net})
+				}
+			}
+			if len(s.Points) > 0 {
+				c.Series = append(c.Series, s)
+			}
 		}
 	}
 	return c
@@ -430,26 +490,32 @@ func (a *analysis) experimentsChart() report.Chart {
 func (a *analysis) experimentTables() []report.Section {
 	sec := report.Section{
 		Title: "Each experiment by link",
-		Text:  "Means of the runs (fast client). Error = (measured - model) / model; the fitted link has the model's own fit.",
+		Text:  "Kept values (fast client). Error = (measured - model) / model, with the model stored when the point ran; the link a model was fitted on shows its own fit.",
 	}
 	for _, exp := range Experiments {
 		metric := "us_per_row"
 		if exp == "client-stream" || exp == "wide-rows" || exp == "cursor-messages" {
 			metric = "throughput_bps"
 		}
-		t := report.Table{Title: exp, Columns: []string{"link", "rows", "seconds", metric, "model", "error", "model formula"}}
-		for _, net := range a.links {
-			s, ok := a.sums[key(exp, fast, net)]
-			if !ok {
-				continue
+		for _, facet := range a.facets {
+			title := exp
+			if len(a.facets) > 1 {
+				title += ", " + facet
 			}
-			got, model := s.Mean(metric), a.predicted(exp, fast, net, metric)
-			t.Rows = append(t.Rows, []string{a.linkLabel(net), fmt.Sprintf("%.0f", s.Mean("rows")), fmtSec(s.Mean("seconds")),
-				study.FormatMetric(metric, got), study.FormatMetric(metric, model), fmtPct(study.PercentError(got, model)),
-				a.model[key(exp, fast, net)].Formula})
-		}
-		if len(t.Rows) > 0 {
-			sec.Tables = append(sec.Tables, t)
+			t := report.Table{Title: title, Columns: []string{"link", "rows", "seconds", metric, "model", "error", "model formula"}}
+			for _, net := range a.links {
+				s, ok := a.sums[key(exp, fast, net, facet)]
+				if !ok {
+					continue
+				}
+				got, model := s.Mean(metric), storedModel(s, metric)
+				t.Rows = append(t.Rows, []string{a.linkLabel(net), fmt.Sprintf("%.0f", s.Mean("rows")), fmtSec(s.Mean("seconds")),
+					a.rd.FormatMetric(metric, got), a.rd.FormatMetric(metric, model), study.FormatPercent(study.PercentError(got, model)),
+					s.Results[len(s.Results)-1].Formula})
+			}
+			if len(t.Rows) > 0 {
+				sec.Tables = append(sec.Tables, t)
+			}
 		}
 	}
 	return []report.Section{sec}

@@ -1,0 +1,75 @@
+package mariadb_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dbrig/dbrig/internal/engine"
+	"github.com/dbrig/dbrig/internal/engine/mariadb/mariatest"
+)
+
+func TestCheckSettingsWithTheServersCatalogue(t *testing.T) {
+	e := mariatest.Engine(t)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	type refusal struct{ key, says, closest string }
+	tests := []struct {
+		name     string
+		settings map[string]string
+		want     []refusal // nil: accepted
+	}{
+		{"good values in both spellings", map[string]string{
+			"innodb_buffer_pool_size": "64M", "innodb-flush-log-at-trx-commit": "2", "Max_Connections": "77",
+			"sql_mode": "ANSI", "skip_log_bin": "", "innodb_doublewrite": "OFF", "long_query_time": "0.5",
+		}, nil},
+		{"misspelt name", map[string]string{"innodb_bufer_pool_size": "64M"},
+			[]refusal{{"innodb_bufer_pool_size", "unknown MariaDB", "innodb_buffer_pool_size"}}},
+		{"name with no near neighbour", map[string]string{"no_such_setting_at_all": "1"},
+			[]refusal{{"no_such_setting_at_all", "unknown MariaDB", ""}}},
+		{"malformed size", map[string]string{"innodb_buffer_pool_size": "lots"},
+			[]refusal{{"innodb_buffer_pool_size", "Unknown suffix", ""}}},
+		{"unknown enumeration value", map[string]string{"sql_mode": "ANSI,BOGUS"},
+			[]refusal{{"sql_mode", "Error while setting value", ""}}},
+		{"out of range is clamped, so refused", map[string]string{"innodb_flush_log_at_trx_commit": "7"},
+			[]refusal{{"innodb_flush_log_at_trx_commit", "adjusted to 3", ""}}},
+		{"unrecognised boolean", map[string]string{"performance_schema": "maybe"},
+			[]refusal{{"performance_schema", "wasn't recognized", ""}}},
+		{"unknown character set", map[string]string{"character_set_server": "nope"},
+			[]refusal{{"character_set_server", "Character set 'nope'", ""}}},
+		{"owned", map[string]string{"port": "3306", "bind-address": "0.0.0.0", "loose_skip_networking": "OFF"},
+			[]refusal{{"bind_address", "managed by dbrig", ""}, {"loose_skip_networking", "managed by dbrig", ""}, {"port", "managed by dbrig", ""}}},
+		{"each bad setting is named, good ones pass", map[string]string{
+			"max_connections": "abc", "long_query_time": "x", "innodb_buffer_pool_size": "64M",
+		}, []refusal{{"long_query_time", "long_query_time", ""}, {"max_connections", "max_connections", ""}}},
+		{"one name twice", map[string]string{"max_connections": "10", "max-connections": "20"},
+			[]refusal{{"max_connections", "given twice", ""}}},
+		{"a plugin's options exist once it is loaded", map[string]string{
+			"plugin_load_add": "server_audit", "server_audit_logging": "ON",
+		}, nil},
+		{"not without it", map[string]string{"server_audit_logging": "ON"},
+			[]refusal{{"server_audit_logging", "unknown MariaDB", "*"}}},
+		{"a plugin that does not exist", map[string]string{"plugin_load_add": "no_such_plugin"},
+			[]refusal{{"plugin_load_add", "no_such_plugin", ""}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			errs := e.CheckSettings(ctx, tt.settings)
+			if len(errs) != len(tt.want) {
+				t.Fatalf("CheckSettings(%v) = %v, want %d refusals", tt.settings, errs, len(tt.want))
+			}
+			for n, err := range errs {
+				var se *engine.SettingError
+				if !errors.As(err, &se) {
+					t.Fatalf("error %v is not a *engine.SettingError", err)
+				}
+				w := tt.want[n]
+				if !strings.EqualFold(strings.ReplaceAll(se.Key, "-", "_"), w.key) || !strings.Contains(se.Error(), w.says) || (w.closest != "*" && se.Closest != w.closest) {
+					t.Errorf("refusal %d = key %q closest %q: %v; want key %q closest %q saying %q", n, se.Key, se.Closest, se, w.key, w.closest, w.says)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,167 @@
+package study
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/dbrig/dbrig/internal/units"
+)
+
+// What every workload's report needs, in one place: the seed's gain
+// formula, a change in percent, durations, the point's link, captions that
+// say what ran, and the spread a verdict is judged against.
+
+// Gain is the seeds' gain of B over A, (A - B) / B × 100: how much more
+// time A took than B, in percent of B.
+func Gain(a, b float64) float64 { return (a - b) / b * 100 }
+
+// Change is the change from old to new in percent of old.
+func Change(newV, oldV float64) float64 { return (newV - oldV) / oldV * 100 }
+
+// FormatPercent prints a percentage with its sign ("+12.5 %"), "-" when
+// it is not a number.
+func FormatPercent(v float64) string {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return "-"
+	}
+	return fmt.Sprintf("%+.1f %%", v)
+}
+
+// FormatSeconds prints seconds as a duration ("1.25 s", "310 µs").
+func FormatSeconds(s float64) string {
+	if math.IsNaN(s) {
+		return "-"
+	}
+	return units.FormatDuration(time.Duration(s * 1e9))
+}
+
+// LinkOf is a result's first link (a unix socket when it has none): the
+// link of a study with one.
+func LinkOf(r Result) LinkResult {
+	if len(r.Links) == 0 {
+		return LinkResult{Mode: "unix"}
+	}
+	return r.Links[0]
+}
+
+// RunsCaption says how a chart's runs and line were made, from what ran:
+// "Dots are single runs; the line is the median of 3 runs".
+func (rd *RunData) RunsCaption() string {
+	n := rd.Plan.Repeat.Runs
+	if n == 1 {
+		return "Each point is one run"
+	}
+	kept := "the mean of " + plural(n, "run", "runs")
+	switch {
+	case rd.Plan.Repeat.Trim == "min-max" && rd.Plan.Repeat.DiscardFirst && n >= 4:
+		kept = fmt.Sprintf("the mean of %d runs after the first is dropped and then the lowest and highest", n)
+	case rd.Plan.Repeat.Trim == "min-max" && n == 3:
+		kept = "the median of 3 runs"
+	case rd.Plan.Repeat.Trim == "min-max" && n > 3:
+		kept = fmt.Sprintf("the mean of %d runs without the lowest and highest", n)
+	case rd.Plan.Repeat.DiscardFirst:
+		kept = fmt.Sprintf("the mean of %d runs after the first is dropped", n)
+	}
+	return "Dots are single runs; the line is " + kept
+}
+
+// Spread says what the runs behind a verdict were: "3 runs each: 309-953
+// Mbit/s and 880-910 Mbit/s". Stats without runs are left out.
+func (rd *RunData) Spread(metric string, stats ...Stat) string {
+	var ranges []string
+	runs := 0
+	for _, st := range stats {
+		if len(st.Runs) == 0 {
+			continue
+		}
+		runs = max(runs, len(st.Runs))
+		if len(st.Runs) == 1 {
+			ranges = append(ranges, rd.FormatMetric(metric, st.Runs[0]))
+			continue
+		}
+		ranges = append(ranges, rd.FormatMetric(metric, st.Min)+" to "+rd.FormatMetric(metric, st.Max))
+	}
+	if len(ranges) == 0 {
+		return ""
+	}
+	head := plural(runs, "run", "runs")
+	if len(ranges) > 1 {
+		head += " each"
+	}
+	return head + ": " + strings.Join(ranges, "; ")
+}
+
+// Separated reports whether two combinations' runs do not overlap: a
+// difference between them is larger than their own spread.
+func Separated(a, b Stat) bool {
+	if len(a.Runs) == 0 || len(b.Runs) == 0 {
+		return false
+	}
+	return a.Max < b.Min || b.Max < a.Min
+}
+
+// Facets finds the swept dimensions a workload's own grouping leaves out:
+// the sweep variables whose value differs between combinations that the
+// workload's key puts together (a user's own `sc = ["on", "off"]` beside
+// the study's experiment and link). FacetOf names a combination's values
+// of those variables ("" when there are none), so a report can draw a
+// series or a table per facet instead of keeping one value and dropping
+// the others.
+func (rd *RunData) Facets(key func(*Summary) string) (facetOf func(*Summary) string, facets []string) {
+	seen := map[string]map[string]map[string]bool{} // key -> var -> values
+	for _, s := range rd.Summaries {
+		k := key(s)
+		if seen[k] == nil {
+			seen[k] = map[string]map[string]bool{}
+		}
+		for v, val := range s.Values {
+			if seen[k][v] == nil {
+				seen[k][v] = map[string]bool{}
+			}
+			seen[k][v][fmt.Sprint(val)] = true
+		}
+	}
+	var dims []string
+	for _, v := range rd.Spec.SweepKeys {
+		for _, byVar := range seen {
+			if len(byVar[v]) > 1 {
+				dims = append(dims, v)
+				break
+			}
+		}
+	}
+	facetOf = func(s *Summary) string {
+		var parts []string
+		for _, v := range dims {
+			parts = append(parts, fmt.Sprintf("%s=%v", v, s.Values[v]))
+		}
+		return strings.Join(parts, " ")
+	}
+	have := map[string]bool{}
+	for _, s := range rd.Summaries {
+		if f := facetOf(s); !have[f] {
+			have[f] = true
+			facets = append(facets, f)
+		}
+	}
+	return facetOf, facets
+}
+
+// RelativeSpread says how far the runs strayed from the values kept, for a
+// verdict over many combinations: "runs within ±4 % of the kept values".
+func RelativeSpread(stats ...Stat) string {
+	worst, runs := 0.0, 0
+	for _, st := range stats {
+		if len(st.Runs) < 2 || st.Mean == 0 {
+			continue
+		}
+		runs = max(runs, len(st.Runs))
+		worst = max(worst, (st.Max-st.Mean)/math.Abs(st.Mean), (st.Mean-st.Min)/math.Abs(st.Mean))
+	}
+	if runs == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%s each; runs within ±%.0f %% of the values kept", plural(runs, "run", "runs"), worst*100)
+}

@@ -1,0 +1,181 @@
+package rbar
+
+import (
+	"testing"
+
+	"github.com/dbrig/dbrig/internal/engine"
+	"github.com/dbrig/dbrig/internal/engine/postgres"
+	"github.com/dbrig/dbrig/internal/report"
+	"github.com/dbrig/dbrig/internal/study"
+	"github.com/dbrig/dbrig/studies"
+)
+
+// point is one hand-made combination: three runs of the same metrics
+// (spread ±1 %), with the model the runner would have stored.
+type point struct {
+	exp, cost, net string
+	rows           float64
+	metrics, model map[string]float64
+}
+
+var rtts = map[string]float64{"unix": 0, "direct": 0, "lan-1g": 0.0002, "infiniband": 0.00002, "rtt-1ms": 0.001, "rtt-77ms": 0.077}
+
+func runData(t *testing.T, pts ...point) *study.RunData {
+	t.Helper()
+	b, _ := studies.Read("rbar-latency")
+	reg := study.NewRegistry(engine.NewRegistry(postgres.New("")), Kind())
+	spec, err := study.Parse("rbar-latency.toml", b, reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := spec.Plan("quick")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var results []study.Result
+	for _, p := range pts {
+		mode := "link"
+		if p.net == "unix" || p.net == "direct" {
+			mode = p.net
+		}
+		combo := "experiment=" + p.exp + " net=" + p.net + " client_cost=" + p.cost
+		for run, f := range []float64{0.99, 1, 1.01} {
+			m := map[string]float64{"rows": p.rows}
+			for k, v := range p.metrics {
+				m[k] = v * f
+			}
+			results = append(results, study.Result{
+				Key: combo + " #" + string(rune('1'+run)), Combo: combo, Run: run + 1,
+				Values:  map[string]any{"experiment": p.exp, "net": p.net, "client_cost": p.cost},
+				Params:  study.Params{"experiment": p.exp, "client_cost": p.cost, "rows": int64(p.rows)},
+				Links:   []study.LinkResult{{Profile: p.net, Mode: mode, RTTSeconds: rtts[p.net]}},
+				Metrics: m, Model: p.model,
+			})
+		}
+	}
+	return &study.RunData{Spec: spec, Plan: plan, Results: results, Summaries: study.Summarize(results, plan.Repeat)}
+}
+
+func judged(t *testing.T, id string, rd *study.RunData) report.Finding {
+	t.Helper()
+	p, ok := rd.Spec.PublishedByID(id)
+	if !ok {
+		t.Fatalf("the study has no finding %q", id)
+	}
+	return Judges()[id](rd, p)
+}
+
+func sec(s float64) map[string]float64 { return map[string]float64{"seconds": s} }
+
+func TestJudgesSayBothVerdicts(t *testing.T) {
+	tests := []struct {
+		id     string
+		points []point
+		want   report.Verdict
+	}{
+		{"server-side-no-network", []point{
+			{exp: "server-loop", cost: fast, net: "unix", rows: 1e7, metrics: sec(0.50)},
+			{exp: "server-loop", cost: fast, net: "rtt-77ms", rows: 1e7, metrics: sec(0.58)},
+		}, report.Reproduced},
+		{"server-side-no-network", []point{ // a round trip per thousand rows: the network decides
+			{exp: "server-loop", cost: fast, net: "unix", rows: 1e7, metrics: sec(0.50)},
+			{exp: "server-loop", cost: fast, net: "rtt-77ms", rows: 1e7, metrics: sec(770)},
+		}, report.Differs},
+		{"infiniband-stream", []point{
+			{exp: "client-stream", cost: fast, net: "lan-1g", rows: 5e6, metrics: sec(4.0), model: sec(3.9)},
+			{exp: "client-stream", cost: fast, net: "infiniband", rows: 5e6, metrics: sec(3.7), model: sec(3.6)},
+		}, report.Reproduced},
+		{"infiniband-stream", []point{
+			{exp: "client-stream", cost: fast, net: "lan-1g", rows: 5e6, metrics: sec(4.0), model: sec(3.9)},
+			{exp: "client-stream", cost: fast, net: "infiniband", rows: 5e6, metrics: sec(1.0), model: sec(1.1)},
+		}, report.Differs},
+		{"infiniband-resultsets", []point{
+			{exp: "cursor-messages", cost: fast, net: "lan-1g", rows: 1e5, metrics: sec(2.0)},
+			{exp: "cursor-messages", cost: fast, net: "infiniband", rows: 1e5, metrics: sec(1.97)},
+		}, report.Reproduced},
+		{"infiniband-resultsets", []point{
+			{exp: "cursor-messages", cost: fast, net: "lan-1g", rows: 1e5, metrics: sec(2.0)},
+			{exp: "cursor-messages", cost: fast, net: "infiniband", rows: 1e5, metrics: sec(2.8)},
+		}, report.Differs},
+		{"round-trip-per-row", []point{
+			{exp: "client-row-by-row", cost: fast, net: "unix", rows: 2e4, metrics: map[string]float64{"us_per_row": 30}, model: map[string]float64{"us_per_row": 30}},
+			{exp: "client-row-by-row", cost: fast, net: "rtt-77ms", rows: 20, metrics: map[string]float64{"us_per_row": 77200}, model: map[string]float64{"us_per_row": 77064}},
+		}, report.Reproduced},
+		{"round-trip-per-row", []point{
+			{exp: "client-row-by-row", cost: fast, net: "unix", rows: 2e4, metrics: map[string]float64{"us_per_row": 30}, model: map[string]float64{"us_per_row": 30}},
+			{exp: "client-row-by-row", cost: fast, net: "rtt-77ms", rows: 20, metrics: map[string]float64{"us_per_row": 160000}, model: map[string]float64{"us_per_row": 77064}},
+		}, report.Differs},
+		{"slow-client", []point{
+			{exp: "cursor-messages", cost: fast, net: "lan-1g", rows: 1e5, metrics: map[string]float64{"us_per_row": 20}},
+			{exp: "cursor-messages", cost: "25us", net: "lan-1g", rows: 4e4, metrics: map[string]float64{"us_per_row": 46}},
+			{exp: "cursor-messages", cost: fast, net: "infiniband", rows: 1e5, metrics: map[string]float64{"us_per_row": 19.6}},
+		}, report.Reproduced},
+		{"slow-client", []point{ // the client's 25 µs hardly shows: something else decides
+			{exp: "cursor-messages", cost: fast, net: "lan-1g", rows: 1e5, metrics: map[string]float64{"us_per_row": 200}},
+			{exp: "cursor-messages", cost: "25us", net: "lan-1g", rows: 4e4, metrics: map[string]float64{"us_per_row": 210}},
+			{exp: "cursor-messages", cost: fast, net: "infiniband", rows: 1e5, metrics: map[string]float64{"us_per_row": 100}},
+		}, report.Differs},
+		{"wide-rows-1g", []point{
+			{exp: "wide-rows", cost: fast, net: "direct", rows: 2e4, metrics: map[string]float64{"throughput_bps": 7e9}},
+			{exp: "wide-rows", cost: fast, net: "lan-1g", rows: 2e4, metrics: map[string]float64{"throughput_bps": 0.98e9}, model: map[string]float64{"throughput_bps": 0.999e9}},
+		}, report.Reproduced},
+		{"wide-rows-1g", []point{
+			{exp: "wide-rows", cost: fast, net: "direct", rows: 2e4, metrics: map[string]float64{"throughput_bps": 7e9}},
+			{exp: "wide-rows", cost: fast, net: "lan-1g", rows: 2e4, metrics: map[string]float64{"throughput_bps": 0.4e9}, model: map[string]float64{"throughput_bps": 0.999e9}},
+		}, report.Differs},
+		{"wide-rows-consumer", []point{
+			{exp: "wide-rows", cost: fast, net: "direct", rows: 2e4, metrics: map[string]float64{"throughput_bps": 7e9}},
+			{exp: "wide-rows", cost: fast, net: "infiniband", rows: 2e4, metrics: map[string]float64{"throughput_bps": 6.5e9}},
+		}, report.Reproduced},
+		{"wide-rows-consumer", []point{
+			{exp: "wide-rows", cost: fast, net: "direct", rows: 2e4, metrics: map[string]float64{"throughput_bps": 7e9}},
+			{exp: "wide-rows", cost: fast, net: "infiniband", rows: 2e4, metrics: map[string]float64{"throughput_bps": 1.3e9}},
+		}, report.Differs},
+	}
+	for _, tt := range tests {
+		t.Run(tt.id+"/"+string(tt.want), func(t *testing.T) {
+			f := judged(t, tt.id, runData(t, tt.points...))
+			if f.Verdict != tt.want {
+				t.Errorf("verdict %q, want %q\nmeasured: %s\nwhy: %s", f.Verdict, tt.want, f.Measured, f.Why)
+			}
+			if f.Spread == "" {
+				t.Errorf("no spread shown beside the verdict: %+v", f)
+			}
+		})
+	}
+}
+
+func TestJudgesWithoutPointsSayNotMeasured(t *testing.T) {
+	rd := runData(t)
+	for id := range Judges() {
+		if f := judged(t, id, rd); f.Verdict != report.NotMeasured {
+			t.Errorf("%s with no points: verdict %q", id, f.Verdict)
+		}
+	}
+}
+
+func TestFacetsKeepAUserSweptDimension(t *testing.T) {
+	rd := runData(t,
+		point{exp: "client-row-by-row", cost: fast, net: "unix", rows: 200, metrics: map[string]float64{"us_per_row": 30}},
+		point{exp: "client-row-by-row", cost: fast, net: "unix", rows: 200, metrics: map[string]float64{"us_per_row": 60}},
+	)
+	// The second point is the same experiment and link with the user's
+	// own variable at another value.
+	rd.Spec.SweepKeys = append(rd.Spec.SweepKeys, "sc")
+	for i := range rd.Results {
+		rd.Results[i].Values["sc"] = []string{"on", "off"}[i/3]
+		rd.Results[i].Combo += " sc=" + rd.Results[i].Values["sc"].(string)
+	}
+	rd.Summaries = study.Summarize(rd.Results, rd.Plan.Repeat)
+	d := &report.Doc{}
+	Report(rd, d)
+	var tables []string
+	for _, sec := range d.Sections {
+		for _, tb := range sec.Tables {
+			tables = append(tables, tb.Title)
+		}
+	}
+	if len(tables) != 2 || tables[0] != "client-row-by-row, sc=on" || tables[1] != "client-row-by-row, sc=off" {
+		t.Errorf("tables %q: want one per value of sc", tables)
+	}
+}
