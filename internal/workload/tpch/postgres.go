@@ -28,6 +28,8 @@ type session interface {
 	// plannedWorkers is the largest number of parallel workers the plan of
 	// a query asks for (0: it runs serially).
 	plannedWorkers(ctx context.Context, sql string) (int, error)
+	// serial makes the session run every query without parallel workers.
+	serial(ctx context.Context) error
 	// load streams rows in the generator's format into a table.
 	load(ctx context.Context, table string, rows io.Reader) (int64, error)
 	close(ctx context.Context)
@@ -46,6 +48,8 @@ func openSession(ctx context.Context, c engine.Conn) (session, error) {
 			return nil, fmt.Errorf("connect to %s: %w", c, err)
 		}
 		return &pgSession{conn: conn}, nil
+	case "mariadb":
+		return openMaria(ctx, c)
 	}
 	return nil, fmt.Errorf("the tpch workload has no %s dialect yet", c.Engine)
 }
@@ -118,6 +122,10 @@ func (s *pgSession) load(ctx context.Context, table string, rows io.Reader) (int
 		return 0, err
 	}
 	return tag.RowsAffected(), nil
+}
+
+func (s *pgSession) serial(ctx context.Context) error {
+	return s.exec(ctx, "SET max_parallel_workers_per_gather = 0")
 }
 
 func (s *pgSession) close(ctx context.Context) { _ = s.conn.Close(context.WithoutCancel(ctx)) }

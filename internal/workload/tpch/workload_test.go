@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/dbrig/dbrig/internal/engine"
+	"github.com/dbrig/dbrig/internal/engine/mariadb/mariatest"
 	"github.com/dbrig/dbrig/internal/engine/postgres"
 	"github.com/dbrig/dbrig/internal/engine/postgres/pgtest"
 	"github.com/dbrig/dbrig/internal/study"
@@ -266,5 +267,31 @@ func TestDegreeIsNotCappedAtTheCPUs(t *testing.T) {
 		if _, err := newWorkload(p); err == nil {
 			t.Errorf("%v: accepted", p)
 		}
+	}
+}
+
+// TestMariaDB: the MariaDB dialect's answers at scale factor 0.01 are the
+// golden answers PostgreSQL's are checked against; the data loads through
+// LOAD DATA LOCAL INFILE from the generator's stream; a parallel degree is
+// skipped with the reason.
+func TestMariaDB(t *testing.T) {
+	requireGenerator(t)
+	inst := mariatest.Start(t, "tpch", map[string]string{"innodb_buffer_pool_size": "256M"})
+	ctx := context.Background()
+	env := envFor(inst, "dbrig_tpch_maria")
+	if err := newTestWorkload(t, goldenScale, 0, 2, "all").Prepare(ctx, env); err != nil {
+		t.Fatalf("prepare on MariaDB: %v", err)
+	}
+	m, err := newTestWorkload(t, goldenScale, 0, 2, "all").Run(ctx, env)
+	if err != nil {
+		t.Fatalf("run on MariaDB: %v", err)
+	}
+	if m.Metrics["total_s"] <= 0 || m.Metrics["processes"] != 1 || m.Metrics[workersName(1)] != 0 {
+		t.Errorf("metrics: %v", m.Metrics)
+	}
+	_, err = newTestWorkload(t, goldenScale, 1, 2, "all").Run(ctx, env)
+	var u *topology.Unreachable
+	if !errors.As(err, &u) || !strings.Contains(u.Reason, "MariaDB has no parallel query") {
+		t.Errorf("degree 1 on MariaDB: %v, want skipped", err)
 	}
 }
