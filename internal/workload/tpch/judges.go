@@ -103,6 +103,10 @@ func judgeTotalSpeedup(rd *study.RunData, p study.Published) report.Finding {
 			pct(seedS), times(want), top.n, pct(sw.fraction("total_s"))),
 	}
 	switch {
+	case got > top.n*1.1:
+		f.Verdict = report.Differs
+		f.Why = fmt.Sprintf("A speedup of %s on %g processes is more than the processes can give: the serial and the parallel points ran under different loads, so this run cannot tell how the stream scales.%s Rerun on a quieter machine.",
+			times(got), top.n, loads(sw))
 	case !monotone:
 		f.Verdict = report.Differs
 		f.Why = "The total did not fall as processes were added: a degree with more processes took more than 5 % longer than one with fewer (see the table)."
@@ -115,8 +119,25 @@ func judgeTotalSpeedup(rd *study.RunData, p study.Published) report.Finding {
 		f.Why = fmt.Sprintf("At n = %g the total ran %s faster, under %.0f %% of the %s the seed's scaling predicts: %s",
 			top.n, times(got), 100*speedupShare, times(want), serialQueries(sw, top))
 	}
-	f.Why += sw.busy()
+	if got <= top.n*1.1 {
+		f.Why += sw.busy()
+	}
 	return f
+}
+
+// loads says how much CPU other processes took during each degree, when
+// measured.
+func loads(sw *sweep) string {
+	var parts []string
+	for _, l := range sw.levels {
+		if v := l.mean("other_cpus"); !math.IsNaN(v) {
+			parts = append(parts, fmt.Sprintf("%.2f CPUs at degree %d", v, l.degree))
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return " Other processes on this host took " + strings.Join(parts, ", ") + "."
 }
 
 // serialQueries names the queries whose plans asked for no worker at a

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/dbrig/dbrig/internal/engine"
+	"github.com/dbrig/dbrig/internal/engine/mariadb"
 	"github.com/dbrig/dbrig/internal/engine/postgres"
 	"github.com/dbrig/dbrig/internal/report"
 	"github.com/dbrig/dbrig/internal/study"
@@ -22,7 +23,7 @@ func theStudy(t *testing.T) *study.Spec {
 	if !ok {
 		t.Fatal("no built-in study tpch-parallel")
 	}
-	reg := study.NewRegistry(engine.NewRegistry(postgres.New("")), Kind())
+	reg := study.NewRegistry(engine.NewRegistry(postgres.New(""), mariadb.New("")), Kind())
 	spec, err := study.Parse("studies/tpch-parallel.toml", b, reg)
 	if err != nil {
 		t.Fatal(err)
@@ -129,6 +130,7 @@ func TestJudges(t *testing.T) {
 		says   string
 	}{
 		{"scales as the seed", "total-speedup", 2, []handMade{{0, 0, scales}, {1, 1, scales}, {2, 2, scales}}, report.Reproduced, "at least 80 %"},
+		{"more than n", "total-speedup", 2, []handMade{{0, 0, flat}, {1, 1, func(q int, n float64) float64 { return flat(q, n) / 3 }}}, report.Differs, "more than the processes can give"},
 		{"no gain", "total-speedup", 2, []handMade{{0, 0, flat}, {1, 0, flat}}, report.Differs, "planned no parallel worker for Q1, Q2"},
 		{"every query faster", "queries-scale", 2, []handMade{{0, 0, scales}, {1, 1, scales}}, report.Reproduced, "22 of 22"},
 		{"no query faster", "queries-scale", 2, []handMade{{0, 0, flat}, {1, 0, flat}}, report.Differs, "Only 0 of 22"},
