@@ -209,9 +209,9 @@ func Parse(file string, data []byte, reg *Registry) (*Spec, error) {
 	}
 	v.md = md
 	for _, k := range md.Undecoded() {
-		// An engine's table of settings ([instance.settings.mariadb]) is
-		// decoded into a map the validator checks below; the TOML library
-		// counts the keys inside it as undecoded.
+		// An engine's table of settings ([instance.settings.postgres])
+		// decodes into a map that the TOML library does not mark as read;
+		// the engine checks its keys.
 		if len(k) == 4 && k[0] == "instance" && k[1] == "settings" {
 			continue
 		}

@@ -3,6 +3,7 @@ package study
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"strconv"
 	"strings"
@@ -405,5 +406,22 @@ innodb_buffer_pool_size = "128M"`, 1)
 	_, err = Parse("demo.toml", []byte(bad), reg)
 	if err == nil || !strings.Contains(err.Error(), "instance.0.settings.maria: want a string, number or boolean, or a table of one engine's settings named after the engine") {
 		t.Errorf("a table named after no engine: %v", err)
+	}
+}
+
+// TestEngineSettingsTableIsNotUnknown: settings in a table named after
+// the engine ([instance.settings.postgres]) parse; a misspelt key among
+// the study's own keys is still reported.
+func TestEngineSettingsTableIsNotUnknown(t *testing.T) {
+	src := strings.Replace(fmt.Sprintf(pingSpec, "0", "", "ok", ""), `settings = { fsync = "off" }`, "[instance.settings.postgres]\nfsync = \"off\"\nwork_mem = \"8MB\"", 1)
+	s, err := Parse("ping.toml", []byte(src), testRegistry())
+	if err != nil {
+		t.Fatalf("parse: %v", err)
+	}
+	if p, err := s.Plan(""); err != nil || p.Combos[0].Instances[0].Settings["work_mem"] != "8MB" {
+		t.Errorf("plan: %v; settings %v", err, p.Combos[0].Instances[0].Settings)
+	}
+	if _, err := Parse("ping.toml", []byte("colour = 1\n"+src), testRegistry()); err == nil || !strings.Contains(err.Error(), "unknown key") {
+		t.Errorf("a misspelt key: %v", err)
 	}
 }

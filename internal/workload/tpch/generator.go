@@ -1,0 +1,182 @@
+package tpch
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// GeneratorProgram is the TPC-H data generator dbrig runs: tpchgen-cli, a
+// Rust port of the TPC's dbgen checked against it (Apache-2.0, installed
+// from PyPI by scripts/install-deps).
+const GeneratorProgram = "tpchgen-cli"
+
+// Tables lists the TPC-H tables in load order (a table's foreign keys point
+// to tables before it).
+var Tables = []string{"region", "nation", "supplier", "customer", "part", "partsupp", "orders", "lineitem"}
+
+var (
+	generatorOnce sync.Once
+	generatorPath string
+	generatorErr  error
+)
+
+// FindGenerator locates tpchgen-cli: $DBRIG_TPCHGEN, then PATH, then the
+// directories pip installs scripts into for this user (~/.local/bin, the
+// user base's bin of python3 -m site, and the interpreter's own scripts
+// directory). The answer is kept for the process.
+func FindGenerator(ctx context.Context) (string, error) {
+	generatorOnce.Do(func() { generatorPath, generatorErr = findGenerator(ctx) })
+	return generatorPath, generatorErr
+}
+
+func findGenerator(ctx context.Context) (string, error) {
+	if p := os.Getenv("DBRIG_TPCHGEN"); p != "" {
+		if isExecutable(p) {
+			return p, nil
+		}
+		return "", fmt.Errorf("DBRIG_TPCHGEN=%s is not an executable file", p)
+	}
+	if p, err := exec.LookPath(GeneratorProgram); err == nil {
+		return p, nil
+	}
+	var dirs []string
+	if home, err := os.UserHomeDir(); err == nil {
+		dirs = append(dirs, filepath.Join(home, ".local", "bin"))
+	}
+	for _, probe := range [][]string{
+		{"python3", "-m", "site", "--user-base"},
+		{"python3", "-c", "import sysconfig; print(sysconfig.get_path('scripts'))"},
+	} {
+		out, err := exec.CommandContext(ctx, probe[0], probe[1:]...).Output()
+		if err != nil {
+			continue
+		}
+		dir := strings.TrimSpace(string(out))
+		if probe[1] == "-m" {
+			dir = filepath.Join(dir, "bin")
+		}
+		dirs = append(dirs, dir)
+	}
+	for _, d := range dirs {
+		if p := filepath.Join(d, GeneratorProgram); isExecutable(p) {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("the TPC-H data generator %s is not installed (looked on PATH and in %s): install it with scripts/install-deps, or `python3 -m pip install --user tpchgen-cli`, or name it with DBRIG_TPCHGEN",
+		GeneratorProgram, strings.Join(dirs, ", "))
+}
+
+func isExecutable(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && !st.IsDir() && st.Mode()&0o111 != 0
+}
+
+// FormatScale prints a scale factor the way the generator and the study
+// files take it: 0.01, 1, 10.
+func FormatScale(sf float64) string { return strconv.FormatFloat(sf, 'f', -1, 64) }
+
+// generate streams one table at scale factor sf in the generator's '|'
+// format, each line's trailing '|' removed so that PostgreSQL's COPY (and
+// MariaDB's LOAD DATA) read exactly the table's columns. The reader fails
+// with the generator's error when it exits badly; Close stops it.
+func generate(ctx context.Context, program string, sf float64, table string) (io.ReadCloser, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	// One thread: the server loading the rows needs the other core more
+	// than the generator does, and the pipe keeps both busy.
+	cmd := exec.CommandContext(ctx, program, "tbl", "--scale-factor", FormatScale(sf), "--tables", table, "--stdout", "--quiet", "--num-threads", "1")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		cancel()
+		return nil, fmt.Errorf("start %s: %w", program, err)
+	}
+	return &tableStream{cmd: cmd, cancel: cancel, stderr: &stderr, table: table, r: bufio.NewReaderSize(out, 1<<16)}, nil
+}
+
+// tableStream is a generator's output with each line's trailing '|' cut.
+type tableStream struct {
+	cmd    *exec.Cmd
+	cancel context.CancelFunc
+	stderr *bytes.Buffer
+	table  string
+	r      *bufio.Reader
+	line   []byte // the rest of the current line, not yet read
+	err    error
+	closed bool
+}
+
+func (s *tableStream) Read(p []byte) (int, error) {
+	n := 0
+	for n < len(p) {
+		if len(s.line) == 0 {
+			if s.err != nil {
+				break
+			}
+			line, err := s.r.ReadSlice('\n')
+			if errors.Is(err, bufio.ErrBufferFull) {
+				return n, fmt.Errorf("%s: a line of table %s is longer than %d bytes", GeneratorProgram, s.table, s.r.Size())
+			}
+			if err != nil {
+				s.err = s.finish(err)
+			}
+			if k := len(line); k >= 2 && line[k-2] == '|' && line[k-1] == '\n' {
+				line = append(line[:k-2], '\n')
+			}
+			s.line = line
+			continue
+		}
+		c := copy(p[n:], s.line)
+		s.line = s.line[c:]
+		n += c
+	}
+	if n > 0 {
+		return n, nil
+	}
+	return 0, s.err
+}
+
+// finish waits for the generator at the end of its output: io.EOF when it
+// exited well, else its error and the last of its messages.
+func (s *tableStream) finish(readErr error) error {
+	if !errors.Is(readErr, io.EOF) {
+		return readErr
+	}
+	s.closed = true
+	if err := s.cmd.Wait(); err != nil {
+		return fmt.Errorf("%s for table %s: %w: %s", GeneratorProgram, s.table, err, strings.TrimSpace(tail(s.stderr.String(), 400)))
+	}
+	s.cancel()
+	return io.EOF
+}
+
+// Close stops the generator if it is still running.
+func (s *tableStream) Close() error {
+	if !s.closed {
+		s.closed = true
+		s.cancel()
+		_ = s.cmd.Wait()
+	}
+	return nil
+}
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return "..." + s[len(s)-n:]
+	}
+	return s
+}

@@ -1,0 +1,208 @@
+package tpch
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dbrig/dbrig/internal/engine"
+	"github.com/dbrig/dbrig/internal/engine/mariadb"
+	"github.com/dbrig/dbrig/internal/engine/postgres"
+	"github.com/dbrig/dbrig/internal/report"
+	"github.com/dbrig/dbrig/internal/study"
+	"github.com/dbrig/dbrig/studies"
+)
+
+// theStudy parses the built-in study, whose published figures the judges
+// read.
+func theStudy(t *testing.T) *study.Spec {
+	t.Helper()
+	b, ok := studies.Read("tpch-parallel")
+	if !ok {
+		t.Fatal("no built-in study tpch-parallel")
+	}
+	reg := study.NewRegistry(engine.NewRegistry(postgres.New(""), mariadb.New("")), Kind())
+	spec, err := study.Parse("studies/tpch-parallel.toml", b, reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return spec
+}
+
+// handMade is one degree of a hand-made sweep: each query's time, given
+// its number and the degree's n.
+type handMade struct {
+	degree  int
+	workers float64
+	time    func(q int, n float64) float64
+}
+
+// runData builds a run's data from hand-made results, with each result's
+// model computed as the runner does (in order, from the results before it).
+func runData(t *testing.T, cpus float64, levels []handMade) *study.RunData {
+	t.Helper()
+	spec := theStudy(t)
+	plan, err := spec.Plan("quick")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var all []study.Result
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for i, l := range levels {
+		combo := fmt.Sprintf("degree=%d", l.degree)
+		r := study.Result{
+			Study: spec.Name, Key: combo + " #1", Combo: combo, Run: 1,
+			Values:    map[string]any{"degree": int64(l.degree)},
+			Params:    study.Params{"scale_factor": 0.5, "degree": int64(l.degree), "streams": int64(6), "queries": "all", "instance": "db"},
+			Instances: []engine.InstanceConfig{{Name: "db", Engine: "postgres", Site: "db"}},
+			Started:   start.Add(time.Duration(i) * time.Minute),
+			Metrics: map[string]float64{
+				"degree": float64(l.degree), "processes": float64(l.degree + 1), "host_cpus": cpus, "streams_kept": 3,
+			},
+		}
+		n := math.Min(float64(l.degree+1), cpus)
+		var total float64
+		for q := 1; q <= NumQueries; q++ {
+			v := l.time(q, n)
+			r.Metrics[metricName(q)] = v
+			r.Metrics[workersName(q)] = l.workers
+			total += v / 1000
+		}
+		r.Metrics["total_s"] = total
+		pred := Model(r, all)
+		r.Model, r.Formula = pred.Metrics, pred.Formula
+		all = append(all, r)
+	}
+	return &study.RunData{Spec: spec, Plan: plan, Results: all, Summaries: study.Summarize(all, plan.Repeat)}
+}
+
+// seedScaling times each query as the seed's own fit predicts: its MAXDOP 1
+// time (scaled down) on Amdahl's law with its fitted serial fraction.
+func seedScaling(t *testing.T) func(q int, n float64) float64 {
+	seed, ok := seedOf(theStudy(t))
+	if !ok {
+		t.Fatal("the study publishes no seed table")
+	}
+	return func(q int, n float64) float64 {
+		s, _ := seed.fit(q)
+		return Amdahl(seed.query[q][1]/100, s, n)
+	}
+}
+
+func serialOnly(t *testing.T) func(q int, n float64) float64 {
+	seed, _ := seedOf(theStudy(t))
+	return func(q int, n float64) float64 { return seed.query[q][1] / 100 }
+}
+
+func judge(t *testing.T, id string, rd *study.RunData) report.Finding {
+	t.Helper()
+	p, ok := rd.Spec.PublishedByID(id)
+	if !ok {
+		t.Fatalf("the study has no finding %q", id)
+	}
+	return judges()[id](rd, p)
+}
+
+func TestJudges(t *testing.T) {
+	scales := seedScaling(t)
+	flat := serialOnly(t)
+	seed, _ := seedOf(theStudy(t))
+	reversed := func(q int, n float64) float64 {
+		s, _ := seed.fit(q)
+		return Amdahl(seed.query[q][1]/100, 0.4-s, n)
+	}
+	// From 8 to 16 processes Q17 slows down, as in the seed.
+	slowQ17 := func(q int, n float64) float64 {
+		v := scales(q, n)
+		if q == 17 && n == 16 {
+			v = scales(q, 8) * 1.3
+		}
+		return v
+	}
+	for _, tc := range []struct {
+		name   string
+		id     string
+		cpus   float64
+		levels []handMade
+		want   report.Verdict
+		says   string
+	}{
+		{"scales as the seed", "total-speedup", 2, []handMade{{0, 0, scales}, {1, 1, scales}, {2, 2, scales}}, report.Reproduced, "at least 80 %"},
+		{"more than n", "total-speedup", 2, []handMade{{0, 0, flat}, {1, 1, func(q int, n float64) float64 { return flat(q, n) / 3 }}}, report.Differs, "more than the processes can give"},
+		{"no gain", "total-speedup", 2, []handMade{{0, 0, flat}, {1, 0, flat}}, report.Differs, "planned no parallel worker for Q1, Q2"},
+		{"every query faster", "queries-scale", 2, []handMade{{0, 0, scales}, {1, 1, scales}}, report.Reproduced, "22 of 22"},
+		{"no query faster", "queries-scale", 2, []handMade{{0, 0, flat}, {1, 0, flat}}, report.Differs, "Only 0 of 22"},
+		{"the seed's fractions", "amdahl-fraction", 2, []handMade{{0, 0, scales}, {1, 1, scales}}, report.Reproduced, "within 10 points"},
+		{"all serial", "amdahl-fraction", 2, []handMade{{0, 0, flat}, {1, 0, flat}}, report.Differs, "97 points"},
+		{"same order", "which-queries-scale", 2, []handMade{{0, 0, scales}, {1, 1, scales}}, report.Reproduced, "1.00"},
+		{"reversed order", "which-queries-scale", 2, []handMade{{0, 0, scales}, {1, 1, reversed}}, report.Differs, "-1.00"},
+		{"slower from 8 to 16", "slower-at-high-degree", 16, []handMade{{0, 0, slowQ17}, {7, 7, slowQ17}, {15, 15, slowQ17}}, report.Reproduced, "Q17"},
+		{"faster from 8 to 16", "slower-at-high-degree", 16, []handMade{{0, 0, scales}, {7, 7, scales}, {15, 15, scales}}, report.Differs, "No query got slower"},
+		{"two CPUs only", "slower-at-high-degree", 2, []handMade{{0, 0, scales}, {7, 7, scales}, {15, 15, scales}}, report.NotMeasured, "reached n = 2"},
+		{"no serial degree", "total-speedup", 2, []handMade{{1, 1, scales}, {2, 2, scales}}, report.NotMeasured, "degree 0"},
+		{"serial only", "queries-scale", 2, []handMade{{0, 0, scales}}, report.NotMeasured, "more than one process"},
+	} {
+		t.Run(tc.id+"/"+tc.name, func(t *testing.T) {
+			f := judge(t, tc.id, runData(t, tc.cpus, tc.levels))
+			if f.Verdict != tc.want || !strings.Contains(f.Why+" "+f.Measured, tc.says) {
+				t.Errorf("verdict %q, want %q with %q;\nmeasured: %s\nmodel: %s\nwhy: %s", f.Verdict, tc.want, tc.says, f.Measured, f.Model, f.Why)
+			}
+		})
+	}
+}
+
+// TestModelIsStoredAndReportShowsIt: each point stores the Amdahl fit of
+// the points so far; the report shows the last point's stored fraction,
+// never a fraction refitted from the times.
+func TestModelIsStoredAndReportShowsIt(t *testing.T) {
+	scales := seedScaling(t)
+	rd := runData(t, 16, []handMade{{0, 0, scales}, {3, 3, scales}, {7, 7, scales}})
+	first, last := rd.Results[0], rd.Results[2]
+	if len(first.Model) != 0 {
+		t.Errorf("the serial point alone has a model: %v", first.Model)
+	}
+	seed, _ := seedOf(rd.Spec)
+	for q := 1; q <= NumQueries; q++ {
+		want, _ := seed.fit(q)
+		if got := last.Model[fractionName(metricName(q))]; math.Abs(got-want) > 1e-9 {
+			t.Errorf("Q%d: stored s = %v, want %v", q, got, want)
+		}
+		if got, want := last.Model[metricName(q)], last.Metrics[metricName(q)]; math.Abs(got-want) > 1e-9*want {
+			t.Errorf("Q%d: model %v ms, measured %v ms on an exact Amdahl curve", q, got, want)
+		}
+	}
+	if last.Model["amdahl_points"] != 3 || !strings.Contains(last.Formula, "n = 1, 4, 8") {
+		t.Errorf("model of the last point: %v points, formula %q", last.Model["amdahl_points"], last.Formula)
+	}
+	// A stored value the times would not give shows as stored.
+	rd.Summaries[2].Results[0].Model[fractionName(metricName(1))] = 0.4242
+	d := &report.Doc{}
+	Report(rd, d)
+	if len(d.Sections) != 1 || !strings.Contains(fmt.Sprint(d.Sections[0].Tables[0].Rows[0]), "42.4 %") {
+		t.Errorf("the report does not show Q1's stored serial fraction (42.4 %%): %v", d.Sections[0].Tables[0].Rows[0])
+	}
+	if len(d.Charts) != 4 {
+		t.Errorf("%d charts, want the total, the speedups, each query's speedup and the fractions", len(d.Charts))
+	}
+}
+
+// TestJudgesSayWhatOtherProcessesTook: the CPU time other processes took
+// while the streams ran is in the verdict.
+func TestJudgesSayWhatOtherProcessesTook(t *testing.T) {
+	flat := serialOnly(t)
+	rd := runData(t, 2, []handMade{{0, 0, flat}, {1, 1, flat}})
+	for i := range rd.Results {
+		rd.Results[i].Metrics["other_cpus"] = 1.5
+	}
+	rd.Summaries = study.Summarize(rd.Results, rd.Plan.Repeat)
+	for _, id := range []string{"total-speedup", "queries-scale"} {
+		if f := judge(t, id, rd); !strings.Contains(f.Why, "kept 1.5 of its 2 CPUs busy") {
+			t.Errorf("%s: %s", id, f.Why)
+		}
+	}
+	if f := judge(t, "total-speedup", runData(t, 2, []handMade{{0, 0, flat}, {1, 1, flat}})); strings.Contains(f.Why, "CPUs busy") {
+		t.Errorf("without a measure of other processes: %s", f.Why)
+	}
+}
