@@ -70,6 +70,15 @@ func main() {
 
 // run executes one command line and returns the process exit code.
 func run(ctx context.Context, args []string, a *app) int {
+	if secrets := userSecrets(args, a.getenv); len(secrets) > 0 {
+		// Every message, log line and result printed from here on passes
+		// through this filter: a password the user gave, in whatever form,
+		// does not come back out.
+		copied := *a
+		copied.stdout = &redactingWriter{w: a.stdout, secrets: secrets}
+		copied.stderr = &redactingWriter{w: a.stderr, secrets: secrets}
+		a = &copied
+	}
 	root := newRootCmd(a)
 	root.SetArgs(args)
 	root.SetOut(a.stdout)

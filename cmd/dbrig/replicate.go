@@ -16,6 +16,7 @@ import (
 	"github.com/dbrig/dbrig/internal/engine"
 	"github.com/dbrig/dbrig/internal/engine/postgres"
 	"github.com/dbrig/dbrig/internal/link"
+	"github.com/dbrig/dbrig/internal/load"
 	"github.com/dbrig/dbrig/internal/replication"
 	"github.com/dbrig/dbrig/internal/units"
 )
@@ -25,16 +26,18 @@ type replicateFlags struct {
 	publisher, subscriber  string
 	publication, distDB    string
 	tables                 string
-	mode, init             string
+	mode, init, compress   string
 	bufferSize             string
 	buffers, commitBatch   int
 	pipeline               string
 	role                   string
 	untilCaughtUp, jsonOut bool
 	force, verbose, binary bool
-	progress               time.Duration
+	progress, agentRetry   time.Duration
 	linkProfile            string
+	metricsAddr            string
 	maxDiffs               int
+	compression            replication.Compression
 }
 
 func newReplicateCmd(a *app) *cobra.Command {
@@ -98,6 +101,7 @@ command failed or the sides differ, 2 bad flags, URIs or tables.`,
 	fl.StringVar(&f.tables, "tables", "", "setup, verify: comma-separated `tables` to publish (schema.table; default every table of the publisher database)")
 	fl.StringVar(&f.mode, "mode", "push", "where the agent runs: push (beside the distribution database) or pull (beside the subscriber); with --link it decides which connection crosses the emulated WAN")
 	fl.StringVar(&f.init, "init", "none", "setup: how the subscriber gets the existing rows: snapshot (COPY), backup (pg_dump/pg_restore) or none")
+	fl.StringVar(&f.compress, "compression", "zstd", "setup: how the distribution database stores commands: zstd (a fraction of the bytes to write and, in pull mode, to read across the WAN) or none (as the seed's)")
 	fl.BoolVar(&f.binary, "binary", false, "setup: carry column values in their binary form (bytea raw, not hex; PostgreSQL 14+, same major version on both sides)")
 	fl.StringVar(&f.bufferSize, "buffer-size", "40KB", "run: size of one command buffer, the most the writer sends per round trip (a `size` such as 40KB, 1MiB)")
 	fl.IntVar(&f.buffers, "buffers", replication.DefaultBuffers, "run: number of command buffers")
@@ -106,6 +110,8 @@ command failed or the sides differ, 2 bad flags, URIs or tables.`,
 	fl.StringVar(&f.role, "role", "all", "run: what to run here: all, log-reader or agent")
 	fl.BoolVar(&f.untilCaughtUp, "until-caught-up", false, "run: stop once everything committed on the publisher before the start is applied")
 	fl.DurationVar(&f.progress, "progress", 2*time.Second, "run: how often to print progress (0 = never)")
+	fl.DurationVar(&f.agentRetry, "agent-retry", 0, "run: restart an agent stopped by an apply error (a constraint, a full disk) after this `duration`; 0 leaves it stopped until restarted by hand")
+	fl.StringVar(&f.metricsAddr, "metrics-addr", "", "run: serve Prometheus metrics (lag, pending, rate, slot WAL retained, errors) at http://`HOST:PORT`/metrics")
 	fl.StringVar(&f.linkProfile, "link", "", "run: put an emulated WAN link `profile` (such as tukwila-blueridge+autotuned) in front of the connection --mode sends across, for experiments")
 	fl.StringVar(&f.publication, "publication", replication.DefaultPublication, "`name` of the publication, its replication slot and subscription")
 	fl.StringVar(&f.distDB, "distribution-db", replication.DefaultDistributionDB, "`name` of the distribution database on the publisher's server")
@@ -142,7 +148,7 @@ func (f *replicateFlags) config(a *app, action string) (replication.Config, erro
 		}
 		ci, err := postgres.ParseConnInfo(val)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("--%s %s: %v", flag, engine.RedactURI(val), replRedacted(err, val)))
+			errs = append(errs, fmt.Errorf("--%s: %v", flag, err))
 			return
 		}
 		if ci.Database == "" {
@@ -162,15 +168,6 @@ func (f *replicateFlags) config(a *app, action string) (replication.Config, erro
 	return cfg, errors.Join(errs...)
 }
 
-// redactedErr keeps a parse error's text free of the URI's password.
-func replRedacted(err error, uri string) string {
-	msg := err.Error()
-	if ci, perr := postgres.ParseConnInfo(uri); perr == nil && ci.Password() != "" {
-		msg = strings.ReplaceAll(msg, ci.Password(), "xxxxx")
-	}
-	return engine.RedactURI(msg)
-}
-
 func runReplicate(ctx context.Context, cmd *cobra.Command, a *app, f *replicateFlags, action string) error {
 	switch action {
 	case "setup", "run", "status", "verify", "teardown":
@@ -180,7 +177,9 @@ func runReplicate(ctx context.Context, cmd *cobra.Command, a *app, f *replicateF
 	cfg, err := f.config(a, action)
 	mode, merr := replication.ParseMode(f.mode)
 	init, ierr := replication.ParseInitMethod(f.init)
-	if err := errors.Join(err, replFlagErr("mode", merr), replFlagErr("init", ierr)); err != nil {
+	compression, cerr := replication.ParseCompression(f.compress)
+	f.compression = compression
+	if err := errors.Join(err, replFlagErr("mode", merr), replFlagErr("init", ierr), replFlagErr("compression", cerr)); err != nil {
 		return usageError(err)
 	}
 	if f.verbose {
@@ -196,11 +195,18 @@ func runReplicate(ctx context.Context, cmd *cobra.Command, a *app, f *replicateF
 	case "verify":
 		return replicateVerify(ctx, a, f, cfg)
 	default:
-		if err := replication.Teardown(ctx, cfg, replication.TeardownOptions{Force: f.force}); err != nil {
+		res, err := replication.Teardown(ctx, cfg, replication.TeardownOptions{Force: f.force})
+		if f.jsonOut && len(res.Removed) > 0 {
+			writeReplJSON(a.stdout, res)
+		}
+		if err != nil {
 			return replicateError(fmt.Errorf("teardown: %w", err))
 		}
 		if !f.jsonOut {
-			fmt.Fprintf(a.stdout, "replication %q removed (the replicated tables stay)\n", cfg.Publication)
+			fmt.Fprintf(a.stdout, "replication %q removed: %s (the replicated tables stay)\n", cfg.Publication, strings.Join(res.Removed, ", "))
+			for _, k := range res.Kept {
+				fmt.Fprintf(a.stdout, "kept: %s\n", k)
+			}
 		}
 		return nil
 	}
@@ -214,7 +220,7 @@ func replFlagErr(flag string, err error) error {
 }
 
 func replicateSetup(ctx context.Context, a *app, f *replicateFlags, cfg replication.Config, mode replication.Mode, init replication.InitMethod) error {
-	res, err := replication.Setup(ctx, cfg, replication.SetupOptions{Init: init, Mode: mode, Binary: f.binary})
+	res, err := replication.Setup(ctx, cfg, replication.SetupOptions{Init: init, Mode: mode, Binary: f.binary, Compression: f.compression})
 	if err != nil {
 		return replicateError(fmt.Errorf("setup: %w", err))
 	}
@@ -259,15 +265,6 @@ func (f *replicateFlags) agentOptions() (replication.AgentOptions, error) {
 	return opts, errors.Join(errs...)
 }
 
-// replProgress is one line of run's progress, also its JSON form.
-type replProgress struct {
-	Elapsed   time.Duration               `json:"elapsed_ns"`
-	LogReader *replication.LogReaderStats `json:"log_reader,omitempty"`
-	Agent     *replication.AgentStats     `json:"agent,omitempty"`
-	Link      *link.Stats                 `json:"link,omitempty"`
-	Final     bool                        `json:"final,omitempty"`
-}
-
 func replicateRun(ctx context.Context, a *app, f *replicateFlags, cfg replication.Config, mode replication.Mode) error {
 	opts, err := f.agentOptions()
 	role := strings.ToLower(f.role)
@@ -280,87 +277,62 @@ func replicateRun(ctx context.Context, a *app, f *replicateFlags, cfg replicatio
 		err = errors.Join(err, replFlagErr("link", lerr))
 		wan = c
 	}
+	if f.agentRetry < 0 {
+		err = errors.Join(err, fmt.Errorf("--agent-retry %s: want a duration of 0 (never) or more", f.agentRetry))
+	}
 	if err != nil {
 		return usageError(err)
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}
-	runLR, runAgent := role != "agent", role != "log-reader"
+	rc := replication.RunConfig{Config: cfg, LogReader: role != "agent", Agent: role != "log-reader", Mode: mode, Options: opts,
+		UntilCaughtUp: f.untilCaughtUp, AgentRetry: f.agentRetry}
 
 	// The agent's connections, one of them through the emulated WAN.
-	targets, err := mode.AgentTargets(cfg.Distribution(), cfg.Subscriber, "")
-	if err != nil {
-		return usageError(err)
-	}
 	var proxy *link.Proxy
-	if f.linkProfile != "" && runAgent {
+	if f.linkProfile != "" && rc.Agent {
 		up := mode.Crossing(cfg.Distribution(), cfg.Subscriber)
 		proxy, err = link.Listen(ctx, "127.0.0.1:0", up.Addr(), wan)
 		if err != nil {
 			return failure(fmt.Errorf("--link: %w", err))
 		}
 		defer proxy.Close()
-		if targets, err = mode.AgentTargets(cfg.Distribution(), cfg.Subscriber, proxy.Addr()); err != nil {
+		if rc.Targets, err = mode.AgentTargets(cfg.Distribution(), cfg.Subscriber, proxy.Addr()); err != nil {
 			return failure(err)
 		}
 		fmt.Fprintf(a.stderr, "emulated WAN %s (%s) in front of %s\n", f.linkProfile, wan, up)
 	}
-
-	var w *replication.Waiter
-	var target replication.LSN
-	if f.untilCaughtUp {
-		if w, err = replication.NewWaiter(ctx, cfg); err != nil {
-			return replicateError(fmt.Errorf("run: %w", err))
-		}
-		defer w.Close()
-		if target, err = w.CurrentLSN(ctx); err != nil {
-			return replicateError(fmt.Errorf("run: %w", err))
+	rc.OnEvent = func(e replication.Event) {
+		switch {
+		case e.Kind == "restarting":
+			fmt.Fprintf(a.stderr, "%s: restarting the distribution agent\n", e.At.Format(time.RFC3339))
+		case e.Role == "distribution agent" && rc.LogReader && !f.untilCaughtUp:
+			again := "remove the cause, then restart it (dbrig replicate run --role agent, or restart this run)"
+			if f.agentRetry > 0 {
+				again = fmt.Sprintf("it is retried every %s", f.agentRetry)
+			}
+			fmt.Fprintf(a.stderr, "%s: the distribution agent stopped; the log reader keeps capturing; %s\n  %v\n",
+				e.At.Format(time.RFC3339), again, e.Err)
 		}
 	}
 
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
-	type result struct {
-		who string
-		err error
+	sup, err := replication.Supervise(runCtx, rc)
+	if err != nil {
+		return replicateError(fmt.Errorf("run: %w", err))
 	}
-	done := make(chan result, 2)
-	var lr *replication.LogReader
-	var agent *replication.DistributionAgent
-	if runLR {
-		if lr, err = replication.NewLogReader(replication.LogReaderConfig{Publisher: cfg.Publisher, Distribution: cfg.Distribution(),
-			Publication: cfg.Publication, Logger: cfg.Logger}); err != nil {
-			return replicateError(err)
+	defer sup.Stop()
+	if f.metricsAddr != "" {
+		ms, err := load.ServeMetrics(runCtx, f.metricsAddr, replication.NewCollector(cfg, sup))
+		if err != nil {
+			return usageError(fmt.Errorf("--metrics-addr: %w", err))
 		}
+		fmt.Fprintf(a.stderr, "metrics at http://%s/metrics\n", ms.Addr())
 	}
-	if runAgent {
-		acfg := replication.AgentConfig{Targets: targets, Publication: cfg.Publication, Options: opts, Mode: mode, Logger: cfg.Logger,
-			UntilCaughtUp: f.untilCaughtUp && !runLR}
-		if agent, err = replication.NewDistributionAgent(acfg); err != nil {
-			return replicateError(err)
-		}
-	}
-	running := 0
-	if lr != nil {
-		running++
-		go func() { done <- result{"log reader", lr.Run(runCtx)} }() // owned here: waited for below
-	}
-	if agent != nil {
-		running++
-		go func() { done <- result{"distribution agent", agent.Run(runCtx)} }() // owned here: waited for below
-	}
-	start := time.Now()
 	report := func(final bool) {
-		line := replProgress{Elapsed: time.Since(start), Final: final}
-		if lr != nil {
-			s := lr.Stats()
-			line.LogReader = &s
-		}
-		if agent != nil {
-			s := agent.Stats()
-			line.Agent = &s
-		}
+		line := replProgress{Progress: sup.Progress(), Final: final}
 		if proxy != nil {
 			s := proxy.Stats()
 			line.Link = &s
@@ -373,50 +345,39 @@ func replicateRun(ctx context.Context, a *app, f *replicateFlags, cfg replicatio
 		defer t.Stop()
 		tick = t.C
 	}
-	poll := time.NewTicker(50 * time.Millisecond)
-	defer poll.Stop()
-	var firstErr error
-	caughtUp := false
-	for running > 0 {
+wait:
+	for {
 		select {
-		case r := <-done:
-			running--
-			if r.err != nil && !errors.Is(r.err, context.Canceled) && firstErr == nil {
-				firstErr = fmt.Errorf("%s: %w", r.who, r.err)
-			}
-			if r.err == nil && r.who == "distribution agent" && f.untilCaughtUp {
-				caughtUp = true
-			}
-			stop() // one stopped: stop the other
+		case <-sup.Done():
+			break wait
 		case <-tick:
 			report(false)
-		case <-poll.C:
-			if w == nil || caughtUp {
-				continue
-			}
-			var ok bool
-			if runAgent {
-				ok, err = w.CaughtUp(ctx, target)
-			} else {
-				ok, err = w.Stored(ctx, target)
-			}
-			if err == nil && ok {
-				caughtUp = true
-				stop()
-			}
 		}
 	}
 	report(true)
-	if firstErr != nil {
-		return replicateError(firstErr)
+	err = sup.Err()
+	if err == nil && f.untilCaughtUp && !f.jsonOut {
+		fmt.Fprintf(a.stdout, "caught up with %s in %s\n", sup.Target(), units.FormatDuration(sup.Progress().Elapsed))
 	}
-	if ctx.Err() != nil {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, context.Canceled) && ctx.Err() != nil:
 		return ctx.Err()
 	}
-	if caughtUp && !f.jsonOut {
-		fmt.Fprintf(a.stdout, "caught up with %s in %s\n", target, units.FormatDuration(time.Since(start)))
+	var ae *replication.ApplyError
+	if errors.As(err, &ae) && rc.LogReader && !f.untilCaughtUp {
+		// Printed when it happened: say only how the run ends.
+		return failure(errors.New("run ended with the distribution agent stopped (see above)"))
 	}
-	return nil
+	return replicateError(err)
+}
+
+// replProgress is one line of run's progress, also its JSON form.
+type replProgress struct {
+	replication.Progress
+	Link  *link.Stats `json:"link,omitempty"`
+	Final bool        `json:"final,omitempty"`
 }
 
 func printProgress(a *app, jsonOut bool, l replProgress) {
@@ -427,16 +388,16 @@ func printProgress(a *app, jsonOut bool, l replProgress) {
 	}
 	var parts []string
 	if s := l.LogReader; s != nil {
-		parts = append(parts, fmt.Sprintf("log reader: %d transactions, %d commands stored (%s), slot at %s",
-			s.Transactions, s.Commands, units.Size(s.Bytes), s.ConfirmedLSN))
+		parts = append(parts, fmt.Sprintf("log reader: %d transactions, %d commands stored (%s, %s compressed), slot at %s",
+			s.Transactions, s.Commands, units.Size(s.Bytes), units.Size(s.StoredBytes), s.ConfirmedLSN))
 	}
 	if s := l.Agent; s != nil {
-		rate := ""
-		if sec := l.Elapsed.Seconds(); sec > 0 {
-			rate = fmt.Sprintf(", %.0f commands/s", float64(s.Commands)/sec)
+		if l.AgentStopped != "" {
+			parts = append(parts, "agent: stopped")
+		} else {
+			parts = append(parts, fmt.Sprintf("agent (%s, pipeline %d): %d commands in %d transactions applied, %.0f commands/s, %d round trips, at command %d",
+				s.Mode, s.Pipeline, l.Applied, s.Transactions, l.CommandsPerSecond, s.RoundTrips, s.LastCmdID))
 		}
-		parts = append(parts, fmt.Sprintf("agent (%s, pipeline %d): %d commands in %d transactions applied%s, %d round trips, at command %d",
-			s.Mode, s.Pipeline, s.Commands, s.Transactions, rate, s.RoundTrips, s.LastCmdID))
 	}
 	prefix := units.FormatDuration(l.Elapsed.Round(time.Millisecond))
 	if l.Final {
@@ -454,24 +415,51 @@ func replicateStatus(ctx context.Context, a *app, f *replicateFlags, cfg replica
 		return writeReplJSON(a.stdout, st)
 	}
 	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-	active := "idle (no log reader running)"
+	when := func(t time.Time) string {
+		if t.IsZero() {
+			return "never"
+		}
+		return t.Local().Format(time.RFC3339)
+	}
+	active := "idle (no log reader streams from it)"
 	if st.Slot.Active {
 		active = "active"
 	}
 	fmt.Fprintf(tw, "publication\t%s\n", st.Publication)
-	fmt.Fprintf(tw, "slot\t%s, confirmed %s, %s of WAL behind %s\n", active, st.Slot.ConfirmedLSN, units.Size(st.Slot.LagBytes), st.Slot.CurrentLSN)
-	fmt.Fprintf(tw, "log reader\t%d transactions, %d commands stored; last command %d (source commit %s)\n",
-		st.LogReader.Transactions, st.LogReader.Commands, st.LogReader.LastCmdID, st.LogReader.LastCommitLSN)
-	fmt.Fprintf(tw, "distribution\t%s in the commands table\n", units.Size(st.DistributionBytes))
-	applied := "never"
-	if !st.Subscription.AppliedAt.IsZero() {
-		applied = st.Subscription.AppliedAt.Format(time.RFC3339)
-	}
-	fmt.Fprintf(tw, "subscription\t%s mode; at command %d (source %s), %d transactions applied, last at %s\n",
-		st.Subscription.Mode, st.Subscription.LastCmdID, st.Subscription.LastLSN, st.Subscription.Transactions, applied)
-	fmt.Fprintf(tw, "pending\t%d commands in %d transactions\n", st.Pending, st.PendingTransactions)
+	fmt.Fprintf(tw, "slot\t%s, confirmed %s, %s of WAL behind %s, %s of WAL retained\n", active, st.Slot.ConfirmedLSN,
+		units.Size(st.Slot.LagBytes), st.Slot.CurrentLSN, units.Size(st.Slot.WALRetainedBytes))
+	fmt.Fprintf(tw, "log reader\t%s\n", roleLine(st.LogReader.Role, "", when))
+	fmt.Fprintf(tw, "captured\t%d transactions, %d commands stored (%s; %s in the distribution database); last command %d (source commit %s)\n",
+		st.LogReader.Transactions, st.LogReader.Commands, units.Size(st.LogReader.Bytes), units.Size(st.DistributionBytes),
+		st.LogReader.LastCmdID, st.LogReader.LastCommitLSN)
+	fmt.Fprintf(tw, "agent\t%s\n", roleLine(st.Agent.Role, st.Agent.Mode, when))
+	fmt.Fprintf(tw, "subscription\tset up for %s mode; at command %d (source %s), %d transactions applied, last at %s\n",
+		st.Subscription.Mode, st.Subscription.LastCmdID, st.Subscription.LastLSN, st.Subscription.Transactions, when(st.Subscription.AppliedAt))
+	fmt.Fprintf(tw, "pending\t%d commands in %d transactions (%s)\n", st.Pending, st.PendingTransactions, units.Size(st.PendingBytes))
 	fmt.Fprintf(tw, "lag\t%s\n", units.FormatDuration(st.Lag.Round(time.Millisecond)))
 	return tw.Flush()
+}
+
+// roleLine says where a role runs, or why it does not.
+func roleLine(r replication.Role, mode string, when func(time.Time) string) string {
+	where := ""
+	if mode != "" {
+		where = mode + " mode, "
+	}
+	if r.Host != "" {
+		where += fmt.Sprintf("on %s (pid %d)", r.Host, r.PID)
+	}
+	switch {
+	case r.Running:
+		return fmt.Sprintf("running, %s since %s", where, when(r.Since))
+	case r.State == "":
+		return "not running: never started"
+	case r.State == "stopped" && r.Error != "":
+		return fmt.Sprintf("stopped at %s (%s) on an error: %s", when(r.StoppedAt), where, r.Error)
+	case r.State == "stopped":
+		return fmt.Sprintf("not running: stopped by its operator at %s (%s)", when(r.StoppedAt), where)
+	}
+	return fmt.Sprintf("not running: it ran %s since %s and stopped without saying why (killed, or its host or connection lost)", where, when(r.Since))
 }
 
 func replicateVerify(ctx context.Context, a *app, f *replicateFlags, cfg replication.Config) error {

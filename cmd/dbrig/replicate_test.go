@@ -123,7 +123,7 @@ func TestReplicateBadInput(t *testing.T) {
 			[]string{"does not exist on the subscriber"}},
 		{"unreachable subscriber", []string{"replicate", "setup", "--publisher", pubURI, "--subscriber", "postgres://u:" + secret + "@127.0.0.1:1/shop", "--tables", "fine", "--init", "snapshot"}, 1,
 			[]string{"subscriber"}},
-		{"status before setup", []string{"replicate", "status", "--publisher", pubURI, "--subscriber", subURI}, 1, []string{"not set up"}},
+		{"status before setup", []string{"replicate", "status", "--publisher", pubURI, "--subscriber", subURI}, 1, []string{`no replication "dbrig"`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, out, errs := replRun(t, nil, tc.args...)

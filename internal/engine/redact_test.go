@@ -24,3 +24,47 @@ func TestRedactURI(t *testing.T) {
 		}
 	}
 }
+
+// TestRedactMalformed: whatever a user typed as a connection string, well
+// formed or not, its password is gone from RedactURI's result and listed
+// by Passwords.
+func TestRedactMalformed(t *testing.T) {
+	const pw = "Zq7pMarker"
+	for _, in := range []string{
+		"postgres//repl:" + pw + "@host/db",
+		"postgres:/repl:" + pw + "@host/db",
+		"repl:" + pw + "@host/db",
+		"postgres://repl:" + pw + "@host:99999/db",
+		"postgres://repl:" + pw + "@[::1/db",
+		"postgresql://repl:" + pw + "@host/db?sslmode=bogus",
+		"postgres://repl:" + pw + "@host/",
+		"postgres://repl:p@" + pw + "@host/db",
+		"postgres://repl:" + pw + "/x@host/db",
+		"mysql://repl:" + pw + "@tcp(127.0.0.1:3306)/db",
+		"host=x password=" + pw + " port=abc",
+		"host=x password='" + pw,
+		"host=x password='a b " + pw + "' port=1",
+		"user=repl password=" + pw + " dbname",
+		"password = '" + pw + "' host=x port=",
+		"postgresql://h/db?user=u&password=" + pw,
+		"postgresql://h/db?user=u&password=" + pw + "&x=%zz",
+	} {
+		got := RedactURI(in)
+		if strings.Contains(got, pw) {
+			t.Errorf("RedactURI(%q) = %q: the password shows", in, got)
+		}
+		found := false
+		for _, p := range Passwords(in) {
+			found = found || strings.Contains(p, pw)
+		}
+		if !found {
+			t.Errorf("Passwords(%q) = %q: misses the password", in, Passwords(in))
+		}
+	}
+	// Nothing that is not a password is taken for one.
+	for _, in := range []string{"postgres://app@db/shop", "host=db user=app dbname=shop", "ops@example.com", "10.0.0.1:5432"} {
+		if p := Passwords(in); len(p) > 0 {
+			t.Errorf("Passwords(%q) = %q, want none", in, p)
+		}
+	}
+}

@@ -56,7 +56,7 @@ type AgentStats struct {
 	Transactions int64 `json:"transactions"` // source transactions applied
 	Commits      int64 `json:"commits"`      // subscriber transactions
 	RoundTrips   int64 `json:"round_trips"`  // buffers sent (one Sync group, one answer each)
-	ReadBytes    int64 `json:"read_bytes"`   // command bytes read from the distribution database
+	ReadBytes    int64 `json:"read_bytes"`   // bytes of commands read from the distribution database (compressed, as stored)
 	SentBytes    int64 `json:"sent_bytes"`   // SQL bytes sent to the subscriber
 	Missing      int64 `json:"missing"`      // updates and deletes that found no row
 	LastCmdID    int64 `json:"last_cmd_id"`  // the subscription's position
@@ -83,6 +83,7 @@ type AgentStats struct {
 type DistributionAgent struct {
 	cfg     AgentConfig
 	opts    AgentOptions
+	place   place
 	mu      sync.Mutex
 	stats   AgentStats
 	applied atomic.Int64
@@ -127,11 +128,18 @@ func (a *DistributionAgent) Stats() AgentStats {
 // does not cure (an *ApplyError when the subscriber refuses a command), or,
 // with UntilCaughtUp, until nothing is pending.
 func (a *DistributionAgent) Run(ctx context.Context) error {
-	return retryLoop(ctx, a.cfg.Logger, "distribution agent", a.cfg.NoRetry, a.runOnce, func() {
+	a.place = thisPlace(a.cfg.Mode.String())
+	err := retryLoop(ctx, a.cfg.Logger, "distribution agent", a.cfg.NoRetry, a.runOnce, func() {
 		a.mu.Lock()
 		a.stats.Restarts++
 		a.mu.Unlock()
 	})
+	cause := err
+	if ctx.Err() != nil {
+		cause = nil
+	}
+	markStopped(ctx, a.cfg.Distribution, roleAgent, a.cfg.Publication, cause)
+	return err
 }
 
 // agentRun is one connected run: its goroutines and channels.
@@ -157,9 +165,9 @@ func (a *DistributionAgent) runOnce(parent context.Context) (err error) {
 	defer cancel(nil)
 
 	// The subscriber: exclusive for this subscription, and its progress.
-	sub, err := connect(ctx, cfg.Subscriber, "dbrig distribution agent")
+	sub, err := connect(ctx, cfg.Subscriber, agentAppName(cfg.Publication))
 	if err != nil {
-		return fmt.Errorf("distribution agent: subscriber: %w", err)
+		return fmt.Errorf("subscriber: %w", err)
 	}
 	subOwned := true
 	defer func() {
@@ -169,17 +177,17 @@ func (a *DistributionAgent) runOnce(parent context.Context) (err error) {
 	}()
 	res, err := sub.Exec(ctx, "SELECT pg_try_advisory_lock(hashtext("+quoteLiteral(lockKey("agent", cfg.Publication))+"))").ReadAll()
 	if err != nil {
-		return fmt.Errorf("distribution agent: subscriber %s: %w", cfg.Subscriber, err)
+		return fmt.Errorf("subscriber %s: %w", cfg.Subscriber, err)
 	}
 	if string(res[0].Rows[0][0]) != "t" {
-		return &busyError{msg: fmt.Sprintf("distribution agent: another agent is applying subscription %q on %s", cfg.Publication, cfg.Subscriber)}
+		return &busyError{msg: fmt.Sprintf("another agent is applying subscription %q on %s", cfg.Publication, cfg.Subscriber)}
 	}
 	res, err = sub.Exec(ctx, "SELECT last_cmd_id, last_lsn FROM "+Schema+".subscription WHERE name = "+quoteLiteral(cfg.Publication)).ReadAll()
 	if err != nil {
-		return fmt.Errorf("distribution agent: read the subscription on %s: %w", cfg.Subscriber, err)
+		return fmt.Errorf("read the subscription on %s: %w", cfg.Subscriber, err)
 	}
 	if len(res[0].Rows) != 1 {
-		return fmt.Errorf("distribution agent: subscriber %s has no subscription %q (run setup)", cfg.Subscriber, cfg.Publication)
+		return fmt.Errorf("subscriber %s has no subscription %q (run setup)", cfg.Subscriber, cfg.Publication)
 	}
 	var applied int64
 	fmt.Sscan(string(res[0].Rows[0][0]), &applied)
@@ -193,7 +201,7 @@ func (a *DistributionAgent) runOnce(parent context.Context) (err error) {
 	if k == PipelineAuto {
 		rtt, rate, err := measurePath(ctx, sub)
 		if err != nil {
-			return fmt.Errorf("distribution agent: measure the path to the subscriber: %w", err)
+			return fmt.Errorf("measure the path to the subscriber: %w", err)
 		}
 		k = pipelineDepth(rtt, rate, opts.BufferSize)
 		a.mu.Lock()
@@ -207,18 +215,21 @@ func (a *DistributionAgent) runOnce(parent context.Context) (err error) {
 
 	// The distribution database: the reader's connection, and a control
 	// connection that listens for the log reader and records progress.
-	dist, err := connectStreaming(ctx, cfg.Distribution, "dbrig distribution agent reader")
+	dist, err := connectStreaming(ctx, cfg.Distribution, agentAppName(cfg.Publication))
 	if err != nil {
-		return fmt.Errorf("distribution agent: distribution database: %w", err)
+		return fmt.Errorf("distribution database: %w", err)
 	}
 	defer dist.Close(context.WithoutCancel(ctx))
-	ctl, err := connect(ctx, cfg.Distribution, "dbrig distribution agent control")
+	ctl, err := connect(ctx, cfg.Distribution, agentAppName(cfg.Publication))
 	if err != nil {
-		return fmt.Errorf("distribution agent: distribution database: %w", err)
+		return fmt.Errorf("distribution database: %w", err)
 	}
 	defer ctl.Close(context.WithoutCancel(ctx))
 	if _, err := ctl.Exec(ctx, "LISTEN "+quoteIdent(notifyChannel(cfg.Publication))).ReadAll(); err != nil {
-		return fmt.Errorf("distribution agent: listen on %s: %w", cfg.Distribution, err)
+		return fmt.Errorf("listen on %s: %w", cfg.Distribution, err)
+	}
+	if err := markRunning(ctx, ctl, roleAgent, cfg.Publication, a.place); err != nil {
+		return fmt.Errorf("record the agent's start in %s: %w", cfg.Distribution, err)
 	}
 	rnd, err := setupRenderer(ctx, ctl, cfg.Publication, applied, opts, k)
 	if err != nil {
@@ -227,11 +238,11 @@ func (a *DistributionAgent) runOnce(parent context.Context) (err error) {
 
 	// The writer owns the subscriber connection from here on.
 	if err := sub.SyncConn(ctx); err != nil {
-		return fmt.Errorf("distribution agent: subscriber: %w", err)
+		return fmt.Errorf("subscriber: %w", err)
 	}
 	hc, err := sub.Hijack()
 	if err != nil {
-		return fmt.Errorf("distribution agent: subscriber: %w", err)
+		return fmt.Errorf("subscriber: %w", err)
 	}
 	subOwned = false
 	defer hc.Conn.Close()
@@ -306,26 +317,27 @@ func setupRenderer(ctx context.Context, ctl *pgconn.PgConn, publication string, 
 		keys:         map[TableName][]string{},
 		applied:      applied,
 	}
-	res, err := ctl.Exec(ctx, "SELECT schema_name, table_name, key_columns FROM "+Schema+".tables").ReadAll()
-	if err != nil {
-		return nil, fmt.Errorf("distribution agent: read the published tables: %w", err)
+	res := ctl.ExecParams(ctx, "SELECT schema_name, table_name, key_columns FROM "+Schema+".tables WHERE publication = $1",
+		[][]byte{[]byte(publication)}, nil, nil, nil).Read()
+	if res.Err != nil {
+		return nil, fmt.Errorf("read the published tables: %w", res.Err)
 	}
-	for _, row := range res[0].Rows {
+	for _, row := range res.Rows {
 		t := TableName{Schema: string(row[0]), Name: string(row[1])}
 		r.keys[t] = parseTextArray(string(row[2]))
 	}
-	rr := ctl.ExecParams(ctx, "SELECT cmd_id, data FROM "+Schema+".commands WHERE kind = 'R' AND cmd_id <= $1 ORDER BY cmd_id",
+	rr := ctl.ExecParams(ctx, "SELECT cmd_id, data FROM "+relationsTable(publication)+" WHERE cmd_id <= $1 ORDER BY cmd_id",
 		[][]byte{[]byte(itoa(applied))}, nil, nil, []int16{1, 1})
 	for rr.NextRow() {
 		v := rr.Values()
 		data := append([]byte(nil), v[1]...)
 		if _, err := r.render(int64(binary.BigEndian.Uint64(v[0])), kindRelation, 0, data); err != nil {
 			rr.Close()
-			return nil, fmt.Errorf("distribution agent: %w", err)
+			return nil, err
 		}
 	}
 	if _, err := rr.Close(); err != nil {
-		return nil, fmt.Errorf("distribution agent: read the relations: %w", err)
+		return nil, fmt.Errorf("read the relations: %w", err)
 	}
 	return r, nil
 }
@@ -397,54 +409,89 @@ func (run *agentRun) read(dist *pgconn.PgConn, r *renderer) error {
 	lastRead := r.applied
 	poll := time.NewTimer(a.cfg.PollInterval)
 	defer poll.Stop()
+	cdc := getCodec()
+	defer putCodec(cdc)
+	var xactLSN LSN
 	for {
-		rr := dist.ExecParams(ctx, "SELECT cmd_id, kind, xact_lsn, data FROM "+Schema+".commands WHERE cmd_id > $1 ORDER BY cmd_id",
-			[][]byte{[]byte(itoa(lastRead))}, nil, nil, []int16{1, 1, 1, 1})
+		rr := dist.ExecParams(ctx, "SELECT first_cmd, data FROM "+commandsTable(a.cfg.Publication)+" WHERE last_cmd > $1 ORDER BY first_cmd",
+			[][]byte{[]byte(itoa(lastRead))}, nil, nil, []int16{1, 1})
 		n := 0
-		for rr.NextRow() {
-			v := rr.Values()
-			cmd := int64(binary.BigEndian.Uint64(v[0]))
+		from := lastRead
+		apply := func(cmd int64, msg []byte) error {
+			if cmd <= lastRead {
+				return nil // applied before: the chunk straddles the position
+			}
 			if cmd != lastRead+1 {
-				rr.Close()
-				return fmt.Errorf("distribution agent: the distribution database holds command %d after %d: commands %d to %d are gone (cleaned up before this subscriber applied them?)",
+				return fmt.Errorf("the distribution database holds command %d after %d: commands %d to %d are gone (cleaned up before this subscriber applied them?)",
 					cmd, lastRead, lastRead+1, cmd-1)
 			}
-			kind, xactLSN, data := v[1][0], LSN(binary.BigEndian.Uint64(v[2])), v[3]
-			if kind == kindRelation {
-				data = append([]byte(nil), data...) // kept beyond this row
-			}
-			for {
-				full, err := r.render(cmd, kind, xactLSN, data)
+			kind := msg[0]
+			switch kind {
+			case kindBegin:
+				b, err := parseBegin(msg)
 				if err != nil {
-					rr.Close()
-					return fmt.Errorf("distribution agent: %w", err)
+					return fmt.Errorf("command %d: %w", cmd, err)
 				}
-				if !full {
-					break
+				xactLSN = b.FinalLSN
+			case kindRelation:
+				msg = append([]byte(nil), msg...) // kept beyond this chunk
+				fallthrough
+			default:
+				for {
+					full, err := r.render(cmd, kind, xactLSN, msg)
+					if err != nil {
+						return err
+					}
+					if !full {
+						break
+					}
+					r.closeGroup()
+					hand()
+					b, err := next()
+					if err != nil {
+						return err
+					}
+					r.startBuffer(b)
 				}
-				r.closeGroup()
-				hand()
-				b, err := next()
-				if err != nil {
-					rr.Close()
-					return err
-				}
-				r.startBuffer(b)
 			}
 			lastRead = cmd
 			n++
+			return nil
+		}
+		for rr.NextRow() {
+			v := rr.Values()
+			first := int64(binary.BigEndian.Uint64(v[0]))
+			if first > lastRead+1 {
+				rr.Close()
+				return fmt.Errorf("the distribution database's next command after %d is %d: commands %d to %d are gone (cleaned up before this subscriber applied them?)",
+					lastRead, first, lastRead+1, first-1)
+			}
+			raw, err := cdc.decode(v[1])
+			if err == nil {
+				a.mu.Lock()
+				a.stats.ReadBytes += int64(len(v[1]))
+				a.mu.Unlock()
+				err = eachMessage(raw, first, apply)
+			}
+			if err != nil {
+				rr.Close()
+				if ctx.Err() != nil {
+					return context.Cause(ctx)
+				}
+				return err
+			}
 		}
 		if _, err := rr.Close(); err != nil {
 			if ctx.Err() != nil {
 				return context.Cause(ctx)
 			}
-			return fmt.Errorf("distribution agent: read commands after %d from %s: %w", lastRead-int64(n), a.cfg.Distribution, err)
+			return fmt.Errorf("read commands after %d from %s: %w", from, a.cfg.Distribution, err)
 		}
 		// Caught up with what was committed when the query began: commit
 		// and send what is buffered.
 		if r.inTxn {
 			if r.xacts == 0 {
-				return fmt.Errorf("distribution agent: the distribution database ends inside a source transaction (command %d)", lastRead)
+				return fmt.Errorf("the distribution database ends inside a source transaction (command %d)", lastRead)
 			}
 			r.commit()
 		}
@@ -516,7 +563,7 @@ func (run *agentRun) nextFilled() *buffer {
 func (run *agentRun) write(msg []byte) bool {
 	a := run.a
 	if _, err := run.conn.Write(msg); err != nil {
-		run.cancel(fmt.Errorf("distribution agent: send %d bytes to the subscriber %s: %w", len(msg), a.cfg.Subscriber, err))
+		run.cancel(fmt.Errorf("send %d bytes to the subscriber %s: %w", len(msg), a.cfg.Subscriber, err))
 		return false
 	}
 	a.mu.Lock()
@@ -594,7 +641,7 @@ func (run *agentRun) answer(b *buffer) error {
 			if run.ctx.Err() != nil {
 				return context.Cause(run.ctx)
 			}
-			return fmt.Errorf("distribution agent: receive from the subscriber %s: %w", a.cfg.Subscriber, err)
+			return fmt.Errorf("receive from the subscriber %s: %w", a.cfg.Subscriber, err)
 		}
 		switch m := msg.(type) {
 		case *pgproto3.CommandComplete:
@@ -613,7 +660,7 @@ func (run *agentRun) answer(b *buffer) error {
 					st = b.stmts[done]
 				}
 				if st.kind == stmtControl {
-					failed = fmt.Errorf("distribution agent: %s on the subscriber %s: %w", st.describe(), a.cfg.Subscriber, pgErr)
+					failed = fmt.Errorf("%s on the subscriber %s: %w", st.describe(), a.cfg.Subscriber, pgErr)
 				} else {
 					failed = &ApplyError{FirstCmd: st.first, LastCmd: st.last, Statement: st.describe(), XactLSN: st.xactLSN, Err: pgErr}
 				}
@@ -636,7 +683,6 @@ func (run *agentRun) committed(b *buffer, missing int64) {
 	a := run.a
 	a.mu.Lock()
 	s := &a.stats
-	s.ReadBytes += b.readBytes
 	s.Missing += missing
 	for _, c := range b.commits {
 		s.Commits++
@@ -677,7 +723,7 @@ func (run *agentRun) control(ctl *pgconn.PgConn) {
 			}
 		case pgconn.Timeout(err):
 		default:
-			run.cancel(fmt.Errorf("distribution agent: control connection to %s: %w", a.cfg.Distribution, err))
+			run.cancel(fmt.Errorf("control connection to %s: %w", a.cfg.Distribution, err))
 			return
 		}
 		st := a.Stats()
@@ -688,7 +734,7 @@ func (run *agentRun) control(ctl *pgconn.PgConn) {
 				if run.ctx.Err() != nil {
 					return
 				}
-				run.cancel(fmt.Errorf("distribution agent: record progress in %s: %w", a.cfg.Distribution, err))
+				run.cancel(fmt.Errorf("record progress in %s: %w", a.cfg.Distribution, err))
 				return
 			}
 			reported = st.LastCmdID

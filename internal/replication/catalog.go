@@ -211,37 +211,6 @@ func checkSubscriberTable(pub, sub *tableInfo) []error {
 	return errs
 }
 
-// createTableSQL is the DDL that creates a publisher table's shape on the
-// subscriber: columns, NOT NULL, primary key, storage.
-func createTableSQL(ti *tableInfo) []string {
-	var cols []string
-	for _, c := range ti.Columns {
-		if c.Generated {
-			continue
-		}
-		def := quoteIdent(c.Name) + " " + c.Type
-		if c.NotNull {
-			def += " NOT NULL"
-		}
-		cols = append(cols, def)
-	}
-	key := make([]string, len(ti.Key))
-	for i, k := range ti.Key {
-		key[i] = quoteIdent(k)
-	}
-	cols = append(cols, "PRIMARY KEY ("+strings.Join(key, ", ")+")")
-	stmts := []string{
-		"CREATE SCHEMA IF NOT EXISTS " + quoteIdent(ti.Name.Schema),
-		"CREATE TABLE " + ti.Name.Quoted() + " (" + strings.Join(cols, ", ") + ")",
-	}
-	for _, c := range ti.Columns {
-		if !c.Generated && c.Storage == 'e' {
-			stmts = append(stmts, "ALTER TABLE "+ti.Name.Quoted()+" ALTER COLUMN "+quoteIdent(c.Name)+" SET STORAGE EXTERNAL")
-		}
-	}
-	return stmts
-}
-
 // quoteList quotes identifiers and joins them with commas.
 func quoteList(names []string) string {
 	q := make([]string, len(names))

@@ -139,6 +139,38 @@ func ParseInitMethod(s string) (InitMethod, error) {
 	return 0, fmt.Errorf("init %q: want snapshot, backup or none", s)
 }
 
+// Compression is how the log reader stores commands in the distribution
+// database.
+type Compression int
+
+const (
+	// CompressZstd stores each chunk of commands compressed with zstd: less
+	// to write on the publisher's server and less to read, which in pull
+	// mode crosses the WAN.
+	CompressZstd Compression = iota
+	// CompressNone stores them as pgoutput sent them, as the seed's
+	// distribution database does: what a study of the seed's agents uses.
+	CompressNone
+)
+
+func (c Compression) String() string {
+	if c == CompressNone {
+		return "none"
+	}
+	return "zstd"
+}
+
+// ParseCompression reads "zstd" or "none".
+func ParseCompression(s string) (Compression, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "zstd", "":
+		return CompressZstd, nil
+	case "none", "off":
+		return CompressNone, nil
+	}
+	return 0, fmt.Errorf("compression %q: want zstd or none", s)
+}
+
 // ParsePipeline reads the writer's pipeline depth: a number of buffers in
 // flight, or "auto" (PipelineAuto).
 func ParsePipeline(s string) (int, error) {

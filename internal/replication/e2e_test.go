@@ -96,7 +96,7 @@ func testEndToEnd(t *testing.T, p *pair, mode Mode, via string, opts AgentOption
 	// Clean up what the agent reported applied; replication goes on.
 	var cleaned int64
 	if err := pollUntil(ctx, 50*time.Millisecond, func() (bool, error) {
-		n, err := CleanupDistribution(ctx, cfg.Distribution())
+		n, err := CleanupDistribution(ctx, cfg.Distribution(), cfg.Publication)
 		cleaned += n
 		return cleaned > 2000, err
 	}); err != nil {
@@ -129,7 +129,7 @@ func testEndToEnd(t *testing.T, p *pair, mode Mode, via string, opts AgentOption
 	if !strings.Contains(fmt.Sprint(status.Subscription.LastLSN), "/") {
 		t.Errorf("status: last LSN %v", status.Subscription.LastLSN)
 	}
-	if err := Teardown(ctx, cfg, TeardownOptions{}); err != nil {
+	if _, err := Teardown(ctx, cfg, TeardownOptions{}); err != nil {
 		t.Fatal(err)
 	}
 }

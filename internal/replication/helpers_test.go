@@ -220,3 +220,17 @@ func sessions(ci postgres.ConnInfo) string {
 	}
 	return b.String()
 }
+
+func pollUntil(ctx context.Context, poll time.Duration, cond func() (bool, error)) error {
+	for {
+		ok, err := cond()
+		if err != nil || ok {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(poll):
+		}
+	}
+}

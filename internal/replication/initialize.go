@@ -58,18 +58,29 @@ func initSnapshot(ctx context.Context, p *plan, opts SetupOptions, snapshot stri
 		return fmt.Errorf("snapshot: subscriber: %w", err)
 	}
 	defer dst.Close(context.WithoutCancel(ctx))
+	ddl, err := missingTablesDDL(ctx, p, dst)
+	if err != nil {
+		return fmt.Errorf("snapshot: %w", err)
+	}
 	err = pgx.BeginFunc(ctx, dst, func(tx pgx.Tx) error {
 		for _, t := range p.tables {
-			if _, ok := p.sub[t.Name]; !ok {
-				for _, s := range createTableSQL(t) {
-					if _, err := tx.Exec(ctx, s); err != nil {
-						return fmt.Errorf("snapshot: create table %s on the subscriber: %s: %w", t.Name, firstLine(s), err)
-					}
+			d := ddl[t.Name]
+			if d != nil {
+				if err := execAllTx(ctx, tx, d.before); err != nil {
+					return fmt.Errorf("snapshot: create table %s on the subscriber: %w", t.Name, err)
 				}
 			}
 			tc, err := copyTable(ctx, src, tx.Conn(), t)
 			if err != nil {
 				return err
+			}
+			if d != nil {
+				if err := execAllTx(ctx, tx, d.after); err != nil {
+					return fmt.Errorf("snapshot: index table %s on the subscriber: %w", t.Name, err)
+				}
+				if err := d.setSequences(ctx, tx); err != nil {
+					return fmt.Errorf("snapshot: %w", err)
+				}
 			}
 			res.Tables = append(res.Tables, tc)
 			res.InitBytes += tc.Bytes
@@ -82,6 +93,44 @@ func initSnapshot(ctx context.Context, p *plan, opts SetupOptions, snapshot stri
 	}
 	src.Exec(ctx, "COMMIT").ReadAll()
 	res.InitDuration = time.Since(start)
+	return nil
+}
+
+// missingTablesDDL reads, from the publisher's catalog, the DDL of every
+// published table the subscriber lacks.
+func missingTablesDDL(ctx context.Context, p *plan, sub *pgx.Conn) (map[TableName]*tableDDL, error) {
+	out := map[TableName]*tableDDL{}
+	var pub *pgx.Conn
+	for _, t := range p.tables {
+		if _, ok := p.sub[t.Name]; ok {
+			continue
+		}
+		if pub == nil {
+			var err error
+			if pub, err = pgxConnect(ctx, p.cfg.Publisher, "dbrig setup"); err != nil {
+				return nil, fmt.Errorf("publisher: %w", err)
+			}
+			defer pub.Close(context.WithoutCancel(ctx))
+		}
+		d, err := describeDDL(ctx, pub, t, func(seq string) (bool, error) {
+			var ok bool
+			err := sub.QueryRow(ctx, "SELECT to_regclass($1) IS NOT NULL", seq).Scan(&ok)
+			return ok, err
+		})
+		if err != nil {
+			return nil, fmt.Errorf("publisher: %w", err)
+		}
+		out[t.Name] = d
+	}
+	return out, nil
+}
+
+func execAllTx(ctx context.Context, tx pgx.Tx, stmts []string) error {
+	for _, s := range stmts {
+		if _, err := tx.Exec(ctx, s); err != nil {
+			return fmt.Errorf("%s: %w", firstLine(s), err)
+		}
+	}
 	return nil
 }
 
@@ -152,12 +201,18 @@ func initBackup(ctx context.Context, p *plan, opts SetupOptions, snapshot string
 	}
 	defer dst.Close(context.WithoutCancel(ctx))
 	dataOnly := len(p.sub) > 0
+	var ddl map[TableName]*tableDDL
+	if dataOnly {
+		if ddl, err = missingTablesDDL(ctx, p, dst); err != nil {
+			return fmt.Errorf("backup: %w", err)
+		}
+	}
 	for _, t := range p.tables {
 		if _, err := dst.Exec(ctx, "CREATE SCHEMA IF NOT EXISTS "+quoteIdent(t.Name.Schema)); err != nil {
 			return fmt.Errorf("backup: subscriber: create schema %s: %w", t.Name.Schema, err)
 		}
-		if _, ok := p.sub[t.Name]; !ok && dataOnly {
-			if err := execAll(ctx, dst, createTableSQL(t)[1:]); err != nil {
+		if d := ddl[t.Name]; d != nil {
+			if err := execAll(ctx, dst, append(d.before, d.after...)); err != nil {
 				return fmt.Errorf("backup: subscriber: create table %s: %w", t.Name, err)
 			}
 		}

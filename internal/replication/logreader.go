@@ -6,8 +6,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
+	"strconv"
 	"sync"
 	"time"
 
@@ -48,7 +48,8 @@ type LogReaderConfig struct {
 type LogReaderStats struct {
 	Transactions int64 `json:"transactions"` // source transactions stored
 	Commands     int64 `json:"commands"`     // changes stored (inserts, updates, deletes, truncates)
-	Bytes        int64 `json:"bytes"`        // bytes of commands stored
+	Bytes        int64 `json:"bytes"`        // bytes of pgoutput messages stored
+	StoredBytes  int64 `json:"stored_bytes"` // what they take in the distribution database, compressed
 	Commits      int64 `json:"commits"`      // distribution transactions
 	Skipped      int64 `json:"skipped"`      // transactions received again after a restart and skipped
 	CleanedUp    int64 `json:"cleaned_up"`   // applied commands deleted from the distribution database
@@ -66,6 +67,7 @@ type LogReaderStats struct {
 // source transaction is stored exactly once.
 type LogReader struct {
 	cfg   LogReaderConfig
+	place place
 	mu    sync.Mutex
 	stats LogReaderStats
 }
@@ -106,11 +108,18 @@ func (r *LogReader) Stats() LogReaderStats {
 // Run streams until ctx is cancelled (then it commits what it holds and
 // returns ctx's error) or an error that reconnecting does not cure.
 func (r *LogReader) Run(ctx context.Context) error {
-	return retryLoop(ctx, r.cfg.Logger, "log reader", r.cfg.NoRetry, r.runOnce, func() {
+	r.place = thisPlace("")
+	err := retryLoop(ctx, r.cfg.Logger, "log reader", r.cfg.NoRetry, r.runOnce, func() {
 		r.mu.Lock()
 		r.stats.Restarts++
 		r.mu.Unlock()
 	})
+	cause := err
+	if ctx.Err() != nil {
+		cause = nil
+	}
+	markStopped(ctx, r.cfg.Distribution, roleLogReader, r.cfg.Publication, cause)
+	return err
 }
 
 // cleanup deletes, every CleanupInterval, the commands every subscription
@@ -126,10 +135,10 @@ func (r *LogReader) cleanup(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		n, err := CleanupDistribution(ctx, cfg.Distribution)
+		n, err := CleanupDistribution(ctx, cfg.Distribution, cfg.Publication)
 		if err != nil {
 			if ctx.Err() == nil {
-				cfg.Logger.Warn("log reader: clean up the distribution database", "err", err)
+				cfg.Logger.Warn("clean up the distribution database", "err", err)
 			}
 			continue
 		}
@@ -139,19 +148,30 @@ func (r *LogReader) cleanup(ctx context.Context) {
 	}
 }
 
-// CleanupDistribution deletes the commands every subscription has applied
-// from the distribution database and returns how many it deleted.
-func CleanupDistribution(ctx context.Context, distribution postgres.ConnInfo) (int64, error) {
+// CleanupDistribution deletes the chunks of a publication's command stream
+// that its subscription has applied (as its agent reports in the
+// distribution database, which lags behind the subscriber's own record:
+// never ahead of it) and returns how many commands they held.
+func CleanupDistribution(ctx context.Context, distribution postgres.ConnInfo, publication string) (int64, error) {
+	if publication == "" {
+		publication = DefaultPublication
+	}
 	c, err := connect(ctx, distribution, "dbrig cleanup")
 	if err != nil {
 		return 0, err
 	}
 	defer c.Close(context.WithoutCancel(ctx))
-	tag, err := c.Exec(ctx, "DELETE FROM "+Schema+".commands WHERE kind <> 'R' AND cmd_id <= (SELECT coalesce(min(applied_cmd_id), 0) FROM "+Schema+".subscriptions)").ReadAll()
-	if err != nil {
-		return 0, fmt.Errorf("delete applied commands in %s: %w", distribution, err)
+	res := c.ExecParams(ctx, "WITH d AS (DELETE FROM "+commandsTable(publication)+" WHERE last_cmd <= (SELECT applied_cmd_id FROM "+Schema+
+		".subscriptions WHERE name = $1) RETURNING last_cmd - first_cmd + 1 AS n) SELECT coalesce(sum(n), 0)::bigint FROM d",
+		[][]byte{[]byte(publication)}, nil, nil, nil).Read()
+	if res.Err != nil {
+		return 0, fmt.Errorf("delete applied commands in %s: %w", distribution, res.Err)
 	}
-	return tag[0].CommandTag.RowsAffected(), nil
+	var n int64
+	if len(res.Rows) == 1 {
+		n, _ = strconv.ParseInt(string(res.Rows[0][0]), 10, 64)
+	}
+	return n, nil
 }
 
 // notifyChannel is the channel the log reader notifies after each commit.
@@ -177,7 +197,14 @@ type logReaderRun struct {
 	xactLSN    LSN
 
 	distOpen     bool // a distribution transaction is open
-	rows         bytes.Buffer
+	chunk        chunkBuilder
+	codec        *codec
+	compress     bool
+	stored       []byte
+	copyBuf      bytes.Buffer
+	relations    [][]byte // Relation messages of the chunk, with their command ids in relIDs
+	relIDs       []int64
+	storedBytes  int64
 	pendingXacts int64
 	pendingCmds  int64
 	pendingBytes int64
@@ -187,28 +214,32 @@ type logReaderRun struct {
 
 func (r *LogReader) runOnce(ctx context.Context) error {
 	cfg := r.cfg
-	dist, err := connect(ctx, cfg.Distribution, "dbrig log reader")
+	dist, err := connect(ctx, cfg.Distribution, logReaderAppName(cfg.Publication))
 	if err != nil {
-		return fmt.Errorf("log reader: distribution database: %w", err)
+		return fmt.Errorf("distribution database: %w", err)
 	}
 	defer dist.Close(context.WithoutCancel(ctx))
 	res, err := dist.Exec(ctx, "SELECT pg_try_advisory_lock(hashtext("+quoteLiteral(lockKey("log reader", cfg.Publication))+"))").ReadAll()
 	if err != nil {
-		return fmt.Errorf("log reader: distribution database %s: %w", cfg.Distribution, err)
+		return fmt.Errorf("distribution database %s: %w", cfg.Distribution, err)
 	}
 	if string(res[0].Rows[0][0]) != "t" {
-		return &busyError{msg: fmt.Sprintf("log reader: another log reader is running for publication %q", cfg.Publication)}
+		return &busyError{msg: fmt.Sprintf("another log reader is running for publication %q", cfg.Publication)}
 	}
-	res, err = dist.Exec(ctx, "SELECT r.last_cmd_id, r.last_commit_lsn, r.confirmed_lsn, p.binary_values FROM "+Schema+".log_reader r JOIN "+
+	res, err = dist.Exec(ctx, "SELECT r.last_cmd_id, r.last_commit_lsn, r.confirmed_lsn, p.binary_values, p.compression FROM "+Schema+".log_reader r JOIN "+
 		Schema+".publication p ON p.name = r.publication WHERE r.publication = "+quoteLiteral(cfg.Publication)).ReadAll()
 	if err != nil {
-		return fmt.Errorf("log reader: read its state in %s: %w", cfg.Distribution, err)
+		return fmt.Errorf("read its state in %s: %w", cfg.Distribution, err)
 	}
 	if len(res[0].Rows) != 1 {
-		return fmt.Errorf("log reader: publication %q is not set up in the distribution database %s (run setup)", cfg.Publication, cfg.Distribution)
+		return fmt.Errorf("publication %q is not set up in the distribution database %s (run setup)", cfg.Publication, cfg.Distribution)
 	}
-	run := &logReaderRun{r: r, dist: dist}
+	if err := markRunning(ctx, dist, roleLogReader, cfg.Publication, r.place); err != nil {
+		return fmt.Errorf("record the log reader's start in %s: %w", cfg.Distribution, err)
+	}
 	row := res[0].Rows[0]
+	run := &logReaderRun{r: r, dist: dist, codec: getCodec(), compress: string(row[4]) != CompressNone.String()}
+	defer putCodec(run.codec)
 	fmt.Sscan(string(row[0]), &run.nextCmd)
 	run.nextCmd++
 	if run.lastCommit, err = ParseLSN(string(row[1])); err != nil {
@@ -218,13 +249,13 @@ func (r *LogReader) runOnce(ctx context.Context) error {
 		return err
 	}
 
-	rc, err := connectReplication(ctx, cfg.Publisher, "dbrig log reader")
+	rc, err := connectReplication(ctx, cfg.Publisher, logReaderAppName(cfg.Publication))
 	if err != nil {
-		return fmt.Errorf("log reader: %w", err)
+		return err
 	}
 	stream, err := startReplication(ctx, rc, cfg.Publication, cfg.Publication, run.confirmed, string(row[3]) == "t")
 	if err != nil {
-		return fmt.Errorf("log reader: %w", err)
+		return err
 	}
 	defer stream.Close()
 	run.stream = stream
@@ -244,7 +275,7 @@ func (r *LogReader) runOnce(ctx context.Context) error {
 		// Stopping: store what is complete, so a restart re-reads less.
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		if cerr := run.commit(cctx); cerr != nil {
-			cfg.Logger.Warn("log reader: commit on stop", "err", cerr)
+			cfg.Logger.Warn("commit on stop", "err", cerr)
 		}
 		cancel()
 	}
@@ -264,7 +295,7 @@ func (run *logReaderRun) loop(ctx context.Context) error {
 			return ctx.Err()
 		case <-status.C:
 			if err := run.stream.sendStatus(run.confirmed, run.confirmed, false); err != nil {
-				return fmt.Errorf("log reader: %w", err)
+				return err
 			}
 		case <-timer.C:
 			if run.pendingXacts > 0 && !run.inXact {
@@ -275,9 +306,9 @@ func (run *logReaderRun) loop(ctx context.Context) error {
 		case msg, ok := <-run.stream.messages:
 			if !ok {
 				if err := run.stream.Err(); err != nil {
-					return fmt.Errorf("log reader: %w", err)
+					return err
 				}
-				return errors.New("log reader: the replication stream ended")
+				return errors.New("the replication stream ended")
 			}
 			if err := run.handle(ctx, msg, timer); err != nil {
 				return err
@@ -294,7 +325,7 @@ func (run *logReaderRun) handle(ctx context.Context, msg []byte, timer *time.Tim
 	case 'k':
 		ka, err := parseKeepalive(msg)
 		if err != nil {
-			return fmt.Errorf("log reader: %w", err)
+			return err
 		}
 		// Between transactions with nothing pending, everything before the
 		// server's position has been received and stored: confirm it, so
@@ -315,7 +346,7 @@ func (run *logReaderRun) handle(ctx context.Context, msg []byte, timer *time.Tim
 	}
 	xl, err := parseXLogData(msg)
 	if err != nil {
-		return fmt.Errorf("log reader: %w", err)
+		return err
 	}
 	data := xl.Data
 	if len(data) == 0 {
@@ -325,30 +356,33 @@ func (run *logReaderRun) handle(ctx context.Context, msg []byte, timer *time.Tim
 	case kindBegin:
 		b, err := parseBegin(data)
 		if err != nil {
-			return fmt.Errorf("log reader: %w", err)
+			return err
 		}
 		run.inXact = true
 		run.xactLSN = b.FinalLSN
 		// Received again after a restart: stored already.
 		run.skipping = b.FinalLSN <= run.lastCommit
+		if !run.skipping {
+			run.addMessage(data)
+		}
 	case kindRelation, kindInsert, kindUpdate, kindDelete, kindTruncate:
 		if run.skipping {
 			return nil
 		}
 		if !run.inXact {
-			return fmt.Errorf("log reader: %q message outside a transaction at %s", data[0], xl.WALStart)
+			return fmt.Errorf("%q message outside a transaction at %s", data[0], xl.WALStart)
 		}
-		run.addRow(data[0], data)
+		run.addMessage(data)
 		if data[0] != kindRelation {
 			run.pendingCmds++
 		}
-		if run.rows.Len() >= 1<<20 {
-			return run.flushRows(ctx)
+		if len(run.chunk.raw) >= maxChunkBytes {
+			return run.flushChunk(ctx)
 		}
 	case kindCommit:
 		c, err := parseCommit(data)
 		if err != nil {
-			return fmt.Errorf("log reader: %w", err)
+			return err
 		}
 		run.inXact = false
 		if run.skipping {
@@ -358,7 +392,7 @@ func (run *logReaderRun) handle(ctx context.Context, msg []byte, timer *time.Tim
 			run.r.mu.Unlock()
 			return nil
 		}
-		run.addRow(kindCommit, data)
+		run.addMessage(data)
 		run.lastCommit = c.CommitLSN
 		run.pendingEnd = c.EndLSN
 		if run.pendingXacts == 0 {
@@ -374,64 +408,96 @@ func (run *logReaderRun) handle(ctx context.Context, msg []byte, timer *time.Tim
 	return nil
 }
 
-// addRow appends one commands row in COPY's binary format.
-func (run *logReaderRun) addRow(kind byte, data []byte) {
-	var b [8]byte
-	w := &run.rows
-	binary.BigEndian.PutUint16(b[:2], 4)
-	w.Write(b[:2])
-	binary.BigEndian.PutUint32(b[:4], 8)
-	w.Write(b[:4])
-	binary.BigEndian.PutUint64(b[:], uint64(run.nextCmd))
-	w.Write(b[:])
-	binary.BigEndian.PutUint32(b[:4], 1)
-	w.Write(b[:4])
-	w.WriteByte(kind)
-	binary.BigEndian.PutUint32(b[:4], 8)
-	w.Write(b[:4])
-	binary.BigEndian.PutUint64(b[:], uint64(run.xactLSN))
-	w.Write(b[:])
-	binary.BigEndian.PutUint32(b[:4], uint32(len(data)))
-	w.Write(b[:4])
-	w.Write(data)
+// addMessage adds one pgoutput message to the chunk under way, as the
+// next command.
+func (run *logReaderRun) addMessage(data []byte) {
+	run.chunk.add(run.nextCmd, data)
+	if data[0] == kindRelation {
+		run.relations = append(run.relations, append([]byte(nil), data...))
+		run.relIDs = append(run.relIDs, run.nextCmd)
+	}
 	run.nextCmd++
 	run.pendingBytes += int64(len(data))
 }
 
-// flushRows copies the rows gathered so far into the open distribution
-// transaction.
-func (run *logReaderRun) flushRows(ctx context.Context) error {
-	if run.rows.Len() == 0 {
+// flushChunk stores the chunk under way (and the Relation messages it
+// carries) in the open distribution transaction.
+func (run *logReaderRun) flushChunk(ctx context.Context) error {
+	c := &run.chunk
+	if c.empty() {
 		return nil
 	}
 	if !run.distOpen {
 		if _, err := run.dist.Exec(ctx, "BEGIN").ReadAll(); err != nil {
-			return fmt.Errorf("log reader: distribution database: begin: %w", err)
+			return fmt.Errorf("distribution database: begin: %w", err)
 		}
 		run.distOpen = true
 	}
-	r := io.MultiReader(bytes.NewReader(copyHeader), &run.rows, bytes.NewReader([]byte{0xff, 0xff}))
-	if _, err := run.dist.CopyFrom(ctx, r, "COPY "+Schema+".commands (cmd_id, kind, xact_lsn, data) FROM STDIN (FORMAT binary)"); err != nil {
-		return fmt.Errorf("log reader: store commands in the distribution database: %w", err)
+	publication := run.r.cfg.Publication
+	for i, rel := range run.relations {
+		if _, err := run.dist.ExecParams(ctx, "INSERT INTO "+relationsTable(publication)+" (cmd_id, rel_id, data) VALUES ($1, $2, $3)",
+			[][]byte{[]byte(itoa(run.relIDs[i])), []byte(strconv.FormatUint(uint64(binary.BigEndian.Uint32(rel[1:5])), 10)), rel},
+			nil, []int16{0, 0, 1}, nil).Close(); err != nil {
+			return fmt.Errorf("store a table's description in the distribution database: %w", err)
+		}
 	}
-	run.rows.Reset()
+	run.relations, run.relIDs = run.relations[:0], run.relIDs[:0]
+	var stored []byte
+	if run.compress {
+		stored = run.codec.encode(run.stored[:0], c.raw)
+	} else {
+		stored = append(append(run.stored[:0], chunkRaw), c.raw...)
+	}
+	run.stored = stored
+	run.storedBytes += int64(len(stored))
+	w := &run.copyBuf
+	w.Reset()
+	w.Write(copyHeader)
+	var b [8]byte
+	field64 := func(v int64) {
+		binary.BigEndian.PutUint32(b[:4], 8)
+		w.Write(b[:4])
+		binary.BigEndian.PutUint64(b[:], uint64(v))
+		w.Write(b[:])
+	}
+	field32 := func(v int64) {
+		binary.BigEndian.PutUint32(b[:4], 4)
+		w.Write(b[:4])
+		binary.BigEndian.PutUint32(b[:4], uint32(v))
+		w.Write(b[:4])
+	}
+	binary.BigEndian.PutUint16(b[:2], 6)
+	w.Write(b[:2])
+	field64(c.first)
+	field64(c.last())
+	field32(c.changes)
+	field32(c.xacts)
+	field32(int64(len(c.raw)))
+	binary.BigEndian.PutUint32(b[:4], uint32(len(stored)))
+	w.Write(b[:4])
+	w.Write(stored)
+	w.Write([]byte{0xff, 0xff})
+	if _, err := run.dist.CopyFrom(ctx, w, "COPY "+commandsTable(publication)+" (first_cmd, last_cmd, changes, xacts, raw_bytes, data) FROM STDIN (FORMAT binary)"); err != nil {
+		return fmt.Errorf("store commands in the distribution database: %w", err)
+	}
+	c.reset()
 	return nil
 }
 
 // commit stores the pending transactions, then confirms their end to the
 // publisher: the slot moves only past what the distribution database holds.
 func (run *logReaderRun) commit(ctx context.Context) error {
-	if err := run.flushRows(ctx); err != nil {
+	if err := run.flushChunk(ctx); err != nil {
 		return err
 	}
 	cfg := run.r.cfg
 	last := run.nextCmd - 1
 	sql := fmt.Sprintf("UPDATE %s.log_reader SET last_cmd_id = %d, last_commit_lsn = '%s', confirmed_lsn = '%s', "+
-		"xacts = xacts + %d, commands = commands + %d, updated_at = now() WHERE publication = %s; NOTIFY %s; COMMIT",
-		Schema, last, run.lastCommit, run.pendingEnd, run.pendingXacts, run.pendingCmds,
+		"xacts = xacts + %d, commands = commands + %d, bytes = bytes + %d, stored_bytes = stored_bytes + %d, updated_at = now() WHERE publication = %s; NOTIFY %s; COMMIT",
+		Schema, last, run.lastCommit, run.pendingEnd, run.pendingXacts, run.pendingCmds, run.pendingBytes, run.storedBytes,
 		quoteLiteral(cfg.Publication), quoteIdent(notifyChannel(cfg.Publication)))
 	if _, err := run.dist.Exec(ctx, sql).ReadAll(); err != nil {
-		return fmt.Errorf("log reader: commit commands up to %d in the distribution database: %w", last, err)
+		return fmt.Errorf("commit commands up to %d in the distribution database: %w", last, err)
 	}
 	run.distOpen = false
 	run.confirmed = max(run.confirmed, run.pendingEnd)
@@ -440,10 +506,11 @@ func (run *logReaderRun) commit(ctx context.Context) error {
 	s.Transactions += run.pendingXacts
 	s.Commands += run.pendingCmds
 	s.Bytes += run.pendingBytes
+	s.StoredBytes += run.storedBytes
 	s.Commits++
 	s.LastCmdID = last
 	s.ConfirmedLSN = run.confirmed
 	run.r.mu.Unlock()
-	run.pendingXacts, run.pendingCmds, run.pendingBytes = 0, 0, 0
+	run.pendingXacts, run.pendingCmds, run.pendingBytes, run.storedBytes = 0, 0, 0, 0
 	return run.stream.sendStatus(run.confirmed, run.confirmed, false)
 }

@@ -40,6 +40,28 @@ func ParseLSN(s string) (LSN, error) {
 	return LSN(uint64(hi)<<32 | uint64(lo)), nil
 }
 
+// MarshalJSON writes the LSN in PostgreSQL's text form, as a string: the
+// form a DBA compares with pg_current_wal_lsn() (a 64-bit integer would
+// also lose precision in JSON readers that use doubles).
+func (l LSN) MarshalJSON() ([]byte, error) { return []byte(`"` + l.String() + `"`), nil }
+
+// UnmarshalJSON reads the text form, or an integer as results written
+// before the text form used.
+func (l *LSN) UnmarshalJSON(b []byte) error {
+	s := string(b)
+	if len(s) >= 2 && s[0] == '"' {
+		v, err := ParseLSN(s[1 : len(s)-1])
+		*l = v
+		return err
+	}
+	v, err := strconv.ParseUint(s, 10, 64)
+	if err != nil {
+		return fmt.Errorf("LSN %s: want \"X/Y\"", s)
+	}
+	*l = LSN(v)
+	return nil
+}
+
 // pgEpoch is the origin of PostgreSQL's timestamps.
 var pgEpoch = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
 

@@ -21,18 +21,16 @@ type buffer struct {
 	stmts []stmtInfo
 	// commits are the subscriber transactions this buffer commits.
 	commits []commitPoint
-	// cmds counts the data commands in the buffer; readBytes their size in
-	// the distribution table.
-	cmds      int64
-	readBytes int64
-	seq       int64
+	// cmds counts the data commands in the buffer.
+	cmds int64
+	seq  int64
 }
 
 func (b *buffer) reset(seq int64) {
 	b.msg = b.msg[:0]
 	b.stmts = b.stmts[:0]
 	b.commits = b.commits[:0]
-	b.cmds, b.readBytes, b.seq = 0, 0, seq
+	b.cmds, b.seq = 0, seq
 }
 
 // size is what the buffer sends so far.
@@ -487,7 +485,6 @@ func (r *renderer) render(cmd int64, kind byte, xactLSN LSN, data []byte) (full 
 		b.stmts = append(b.stmts, stmtInfo{kind: stmtTruncate, first: cmd, last: cmd, rows: 1, table: strings.Join(names, ", "), xactLSN: xactLSN})
 		b.cmds++
 		r.cmdsInTxn++
-		b.readBytes += int64(len(data))
 		return false, nil
 	case kindInsert, kindUpdate, kindDelete:
 	default:
@@ -556,7 +553,6 @@ func (r *renderer) render(cmd int64, kind byte, xactLSN LSN, data []byte) (full 
 	}
 	b.cmds++
 	r.cmdsInTxn++
-	b.readBytes += int64(len(data))
 	return false, nil
 }
 

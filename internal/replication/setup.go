@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/dbrig/dbrig/internal/engine"
 	"github.com/dbrig/dbrig/internal/engine/postgres"
@@ -97,6 +96,9 @@ type SetupOptions struct {
 	DumpDir string
 	// Mode is recorded with the subscription (push or pull).
 	Mode Mode
+	// Compression is how the distribution database stores the commands
+	// (default CompressZstd).
+	Compression Compression
 	// Binary makes the log reader ask pgoutput for the binary (send/receive)
 	// form of column values instead of their text form: bytea travels raw
 	// instead of as hex, at half the size. It needs PostgreSQL 14 or later
@@ -133,6 +135,9 @@ type plan struct {
 	tables  []*tableInfo             // publisher
 	sub     map[TableName]*tableInfo // subscriber tables that exist
 	subRows map[TableName]bool       // subscriber tables that hold rows
+	// distExists: the distribution database is dbrig's and serves other
+	// publications; subSchemaExists: the subscriber's bookkeeping exists.
+	distExists, subSchemaExists bool
 }
 
 // Check verifies, without changing anything, that the replication can be
@@ -197,20 +202,45 @@ func preflight(ctx context.Context, cfg Config, opts SetupOptions) (*plan, error
 	if sendersFree < 1 {
 		serr = append(serr, fmt.Errorf("publisher %s has no free WAL sender: raise max_wal_senders", cfg.Publisher))
 	}
+	// The names: a slot and a publication of this name must not exist yet,
+	// and a distribution database of this name must be dbrig's and not
+	// serve this publication already.
 	var exists []string
 	var n int
 	if err := pub.QueryRow(ctx, "SELECT count(*) FROM pg_replication_slots WHERE slot_name = $1", cfg.Publication).Scan(&n); err == nil && n > 0 {
-		exists = append(exists, fmt.Sprintf("replication slot %q", cfg.Publication))
+		exists = append(exists, fmt.Sprintf("a replication slot %q", cfg.Publication))
 	}
 	if err := pub.QueryRow(ctx, "SELECT count(*) FROM pg_publication WHERE pubname = $1", cfg.Publication).Scan(&n); err == nil && n > 0 {
-		exists = append(exists, fmt.Sprintf("publication %q", cfg.Publication))
+		exists = append(exists, fmt.Sprintf("a publication %q", cfg.Publication))
 	}
-	if err := pub.QueryRow(ctx, "SELECT count(*) FROM pg_database WHERE datname = $1", cfg.DistributionDB).Scan(&n); err == nil && n > 0 {
-		exists = append(exists, fmt.Sprintf("distribution database %q", cfg.DistributionDB))
+	state, comment, err := lookupDistribution(ctx, pub, cfg.DistributionDB)
+	switch {
+	case err != nil:
+		return nil, &ServerError{Err: fmt.Errorf("publisher %s: %w", cfg.Publisher, err)}
+	case state == distForeign && comment != "":
+		serr = append(serr, fmt.Errorf("database %q on the publisher's server is a distribution database of another dbrig version (%q): choose another --distribution-db",
+			cfg.DistributionDB, comment))
+	case state == distForeign:
+		serr = append(serr, fmt.Errorf("database %q on the publisher's server is not dbrig's distribution database: choose another --distribution-db", cfg.DistributionDB))
+	case state == distOurs:
+		p.distExists = true
+		dist, err := pgxConnect(ctx, cfg.Distribution(), "dbrig setup")
+		if err != nil {
+			return nil, &ServerError{Err: fmt.Errorf("distribution database: %w", err)}
+		}
+		_, ok, err := lookupPublication(ctx, dist, cfg.Publication)
+		dist.Close(context.WithoutCancel(ctx))
+		if err != nil {
+			return nil, &ServerError{Err: fmt.Errorf("distribution database %s: %w", cfg.Distribution(), err)}
+		}
+		if ok {
+			serr = append(serr, fmt.Errorf("replication %q is set up already in the distribution database %q (run teardown first)", cfg.Publication, cfg.DistributionDB))
+			exists = nil
+		}
 	}
 	if len(exists) > 0 {
-		serr = append(serr, fmt.Errorf("publisher %s already has %s: replication %q is set up already (run teardown first)",
-			cfg.Publisher, strings.Join(exists, ", "), cfg.Publication))
+		serr = append(serr, fmt.Errorf("publisher %s already has %s that dbrig's catalog does not record: choose another --publication",
+			cfg.Publisher, strings.Join(exists, " and ")))
 	}
 	if err := errors.Join(serr...); err != nil {
 		return nil, &ServerError{Err: err}
@@ -270,10 +300,21 @@ func preflight(ctx context.Context, cfg Config, opts SetupOptions) (*plan, error
 	}
 	defer sub.Close(context.WithoutCancel(ctx))
 	var has bool
-	err = sub.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, Schema+".subscription").Scan(&has)
+	var schemaComment *string
+	err = sub.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL, (SELECT obj_description(oid, 'pg_namespace') FROM pg_namespace WHERE nspname = $2)`,
+		Schema+".subscription", Schema).Scan(&has, &schemaComment)
 	if err != nil {
 		return nil, &ServerError{Err: fmt.Errorf("subscriber %s: %w", cfg.Subscriber, err)}
 	}
+	var schemaExists bool
+	if err := sub.QueryRow(ctx, "SELECT count(*) > 0 FROM pg_namespace WHERE nspname = $1", Schema).Scan(&schemaExists); err != nil {
+		return nil, &ServerError{Err: fmt.Errorf("subscriber %s: %w", cfg.Subscriber, err)}
+	}
+	if schemaExists && (schemaComment == nil || *schemaComment != subscriberMarker) {
+		return nil, &ServerError{Err: fmt.Errorf("subscriber %s has a schema %s that dbrig did not create: dbrig keeps its bookkeeping there and does not touch a schema of someone else's",
+			cfg.Subscriber, Schema)}
+	}
+	p.subSchemaExists = schemaExists
 	if has {
 		if err := sub.QueryRow(ctx, "SELECT count(*) FROM "+Schema+".subscription WHERE name = $1", cfg.Publication).Scan(&n); err != nil {
 			return nil, &ServerError{Err: fmt.Errorf("subscriber %s: %w", cfg.Subscriber, err)}
@@ -311,11 +352,12 @@ func preflight(ctx context.Context, cfg Config, opts SetupOptions) (*plan, error
 	return p, nil
 }
 
-// Setup creates the replication: the distribution database and its tables,
-// the publication, the subscriber's bookkeeping, the logical replication
-// slot, and initializes the subscriber as opts.Init says. It checks
-// everything first (see Check) and changes nothing when a check fails; when
-// a later step fails it removes what it created.
+// Setup creates the replication: the distribution database (or this
+// publication's part of one dbrig made before), the publication, the
+// subscriber's bookkeeping, the logical replication slot, and initializes
+// the subscriber as opts.Init says. It checks everything first (see Check)
+// and changes nothing when a check fails; when a later step fails it
+// removes what it created, and only that.
 func Setup(ctx context.Context, cfg Config, opts SetupOptions) (res SetupResult, err error) {
 	cfg = cfg.withDefaults()
 	p, err := preflight(ctx, cfg, opts)
@@ -324,12 +366,13 @@ func Setup(ctx context.Context, cfg Config, opts SetupOptions) (res SetupResult,
 	}
 	cfg = p.cfg
 	log := cfg.Logger
+	var made created
 	defer func() {
 		if err != nil {
 			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 			defer cancel()
-			if terr := Teardown(cctx, cfg, TeardownOptions{Force: true}); terr != nil {
-				log.Warn("clean up after the failed setup", "err", terr)
+			if uerr := made.undo(cctx, cfg); uerr != nil {
+				log.Warn("clean up after the failed setup", "err", uerr)
 			}
 		}
 	}()
@@ -341,24 +384,30 @@ func Setup(ctx context.Context, cfg Config, opts SetupOptions) (res SetupResult,
 	}
 	defer pub.Close(context.WithoutCancel(ctx))
 
-	// 1. The distribution database.
-	if _, err := pub.Exec(ctx, "CREATE DATABASE "+quoteIdent(cfg.DistributionDB)+" ENCODING 'UTF8' TEMPLATE template0"); err != nil {
-		return res, fmt.Errorf("create the distribution database %q on %s: %w", cfg.DistributionDB, cfg.Publisher, err)
+	// 1. The distribution database, and this publication's tables in it.
+	if !p.distExists {
+		if _, err := pub.Exec(ctx, "CREATE DATABASE "+quoteIdent(cfg.DistributionDB)+" ENCODING 'UTF8' TEMPLATE template0"); err != nil {
+			return res, fmt.Errorf("create the distribution database %q on %s: %w", cfg.DistributionDB, cfg.Publisher, err)
+		}
+		made.database = true
+		if _, err := pub.Exec(ctx, "COMMENT ON DATABASE "+quoteIdent(cfg.DistributionDB)+" IS "+quoteLiteral(distributionMarker)); err != nil {
+			return res, fmt.Errorf("mark the distribution database %q as dbrig's: %w", cfg.DistributionDB, err)
+		}
 	}
 	dist, err := pgxConnect(ctx, cfg.Distribution(), "dbrig setup")
 	if err != nil {
 		return res, err
 	}
 	defer dist.Close(context.WithoutCancel(ctx))
-	if err := execAll(ctx, dist, distributionDDL); err != nil {
-		return res, fmt.Errorf("distribution database %s: %w", cfg.Distribution(), err)
-	}
-	for _, t := range p.tables {
-		if _, err := dist.Exec(ctx, "INSERT INTO "+Schema+".tables (schema_name, table_name, key_columns) VALUES ($1, $2, $3)",
-			t.Name.Schema, t.Name.Name, t.Key); err != nil {
-			return res, fmt.Errorf("distribution database: record table %s: %w", t.Name, err)
+	if !p.distExists {
+		if err := execAll(ctx, dist, distributionDDL); err != nil {
+			return res, fmt.Errorf("distribution database %s: %w", cfg.Distribution(), err)
 		}
 	}
+	if err := execAll(ctx, dist, publicationDDL(cfg.Publication)); err != nil {
+		return res, fmt.Errorf("distribution database %s: %w", cfg.Distribution(), err)
+	}
+	made.streamTables = true
 
 	// 2. The publication.
 	names := make([]string, len(p.tables))
@@ -369,6 +418,7 @@ func Setup(ctx context.Context, cfg Config, opts SetupOptions) (res SetupResult,
 		" WITH (publish = 'insert, update, delete, truncate')"); err != nil {
 		return res, fmt.Errorf("create publication %q on %s: %w", cfg.Publication, cfg.Publisher, err)
 	}
+	made.publication = true
 
 	// 3. The subscriber's bookkeeping.
 	sub, err := pgxConnect(ctx, cfg.Subscriber, "dbrig setup")
@@ -379,6 +429,7 @@ func Setup(ctx context.Context, cfg Config, opts SetupOptions) (res SetupResult,
 	if err := execAll(ctx, sub, subscriberDDL); err != nil {
 		return res, fmt.Errorf("subscriber %s: %w", cfg.Subscriber, err)
 	}
+	made.subscriberSchema = !p.subSchemaExists
 
 	// 4. The slot, exporting its consistent point as a snapshot when the
 	// subscriber is initialized from it. The replication connection must
@@ -392,6 +443,7 @@ func Setup(ctx context.Context, cfg Config, opts SetupOptions) (res SetupResult,
 	if err != nil {
 		return res, err
 	}
+	made.slot = true
 	res.ConsistentPoint = slot.ConsistentPoint
 	log.Info("replication slot created", "slot", cfg.Publication, "consistent_point", slot.ConsistentPoint)
 
@@ -405,6 +457,11 @@ func Setup(ctx context.Context, cfg Config, opts SetupOptions) (res SetupResult,
 		}
 		return nil
 	}
+	for _, t := range p.tables {
+		if _, ok := p.sub[t.Name]; !ok {
+			made.subscriberTables = append(made.subscriberTables, t.Name)
+		}
+	}
 	switch opts.Init {
 	case InitSnapshot:
 		err = initSnapshot(ctx, p, opts, slot.Snapshot, subRow, &res)
@@ -413,29 +470,93 @@ func Setup(ctx context.Context, cfg Config, opts SetupOptions) (res SetupResult,
 	default:
 		err = pgx.BeginFunc(ctx, sub, func(tx pgx.Tx) error { return subRow(ctx, tx) })
 	}
+	made.subscription = true
 	if err != nil {
 		return res, err
 	}
 	rc.Close(ctx) // releases the exported snapshot
 
-	// 6. The distribution database's records.
-	_, err = dist.Exec(ctx, "INSERT INTO "+Schema+".publication (name, slot, publisher, init, binary_values, consistent_lsn) VALUES ($1, $1, $2, $3, $4, $5)",
-		cfg.Publication, engine.RedactURI(cfg.Publisher.String()), opts.Init.String(), opts.Binary, slot.ConsistentPoint.String())
-	if err == nil {
+	// 6. The catalog: the publication, its tables and both roles' records,
+	// in one transaction of the distribution database.
+	err = pgx.BeginFunc(ctx, dist, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, "INSERT INTO "+Schema+".publication (name, slot, publisher_database, publisher, init, binary_values, compression, consistent_lsn) VALUES ($1, $1, $2, $3, $4, $5, $6, $7)",
+			cfg.Publication, cfg.Publisher.Database, engine.RedactURI(cfg.Publisher.String()), opts.Init.String(), opts.Binary, opts.Compression.String(), slot.ConsistentPoint.String()); err != nil {
+			return err
+		}
+		for _, t := range p.tables {
+			if _, err := tx.Exec(ctx, "INSERT INTO "+Schema+".tables (publication, schema_name, table_name, key_columns) VALUES ($1, $2, $3, $4)",
+				cfg.Publication, t.Name.Schema, t.Name.Name, t.Key); err != nil {
+				return fmt.Errorf("record table %s: %w", t.Name, err)
+			}
+		}
 		// Nothing stored yet: the server decides which transactions the
 		// snapshot holds (it streams those committed from the consistent
 		// point on); the log reader skips only what it stored itself.
-		_, err = dist.Exec(ctx, "INSERT INTO "+Schema+".log_reader (publication, last_cmd_id, last_commit_lsn, confirmed_lsn) VALUES ($1, 0, '0/0', $2)",
-			cfg.Publication, slot.ConsistentPoint.String())
-	}
-	if err == nil {
-		_, err = dist.Exec(ctx, "INSERT INTO "+Schema+".subscriptions (name, subscriber, mode) VALUES ($1, $2, $3)",
+		if _, err := tx.Exec(ctx, "INSERT INTO "+Schema+".log_reader (publication, last_cmd_id, last_commit_lsn, confirmed_lsn) VALUES ($1, 0, '0/0', $2)",
+			cfg.Publication, slot.ConsistentPoint.String()); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, "INSERT INTO "+Schema+".subscriptions (name, subscriber, mode) VALUES ($1, $2, $3)",
 			cfg.Publication, engine.RedactURI(cfg.Subscriber.String()), opts.Mode.String())
-	}
+		return err
+	})
 	if err != nil {
 		return res, fmt.Errorf("distribution database: record publication %q: %w", cfg.Publication, err)
 	}
 	return res, nil
+}
+
+// created is what a setup has made so far, so that a failed setup removes
+// exactly that.
+type created struct {
+	database, streamTables, publication, slot bool
+	subscriberSchema, subscription            bool
+	subscriberTables                          []TableName
+}
+
+func (m *created) undo(ctx context.Context, cfg Config) error {
+	var errs []error
+	pub, err := pgxConnect(ctx, cfg.Publisher, "dbrig setup")
+	if err != nil {
+		return err
+	}
+	defer pub.Close(context.WithoutCancel(ctx))
+	if m.slot {
+		if err := dropSlot(ctx, pub, cfg.Publication, true); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if m.publication {
+		if _, err := pub.Exec(ctx, "DROP PUBLICATION IF EXISTS "+quoteIdent(cfg.Publication)); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	switch {
+	case m.database:
+		if _, err := pub.Exec(ctx, "DROP DATABASE IF EXISTS "+quoteIdent(cfg.DistributionDB)+" WITH (FORCE)"); err != nil {
+			errs = append(errs, err)
+		}
+	case m.streamTables:
+		if err := removeFromDistribution(ctx, cfg); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if m.subscription || m.subscriberSchema || len(m.subscriberTables) > 0 {
+		sub, err := pgxConnect(ctx, cfg.Subscriber, "dbrig setup")
+		if err != nil {
+			return errors.Join(append(errs, err)...)
+		}
+		defer sub.Close(context.WithoutCancel(ctx))
+		for _, t := range m.subscriberTables {
+			if _, err := sub.Exec(ctx, "DROP TABLE IF EXISTS "+t.Quoted()); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		if err := removeSubscription(ctx, sub, cfg.Publication, m.subscriberSchema); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
 }
 
 func execAll(ctx context.Context, c *pgx.Conn, stmts []string) error {
@@ -456,175 +577,4 @@ func firstLine(s string) string {
 		s = s[:77] + "..."
 	}
 	return s
-}
-
-// distributionDDL creates the distribution database's tables. commands is
-// the analogue of SQL Server's msrepl_commands: one row per pgoutput
-// message (Relation, Insert, Update, Delete, Truncate, Commit) in commit
-// order; every row of a source transaction carries its commit LSN, and the
-// Commit row closes it. The log reader writes only whole transactions.
-var distributionDDL = []string{
-	"CREATE SCHEMA " + Schema,
-	`CREATE TABLE ` + Schema + `.publication (
-		name text PRIMARY KEY,
-		slot text NOT NULL,
-		publisher text NOT NULL,
-		init text NOT NULL,
-		binary_values boolean NOT NULL DEFAULT false,
-		consistent_lsn pg_lsn NOT NULL,
-		created_at timestamptz NOT NULL DEFAULT now())`,
-	`CREATE TABLE ` + Schema + `.tables (
-		schema_name text NOT NULL,
-		table_name text NOT NULL,
-		key_columns text[] NOT NULL,
-		PRIMARY KEY (schema_name, table_name))`,
-	`CREATE TABLE ` + Schema + `.commands (
-		cmd_id bigint PRIMARY KEY,
-		kind "char" NOT NULL,
-		xact_lsn pg_lsn NOT NULL,
-		data bytea NOT NULL)`,
-	// Commands are read back once, whole: compressing them costs CPU twice
-	// and saves nothing on the wire.
-	`ALTER TABLE ` + Schema + `.commands ALTER COLUMN data SET STORAGE EXTERNAL`,
-	`CREATE TABLE ` + Schema + `.log_reader (
-		publication text PRIMARY KEY,
-		last_cmd_id bigint NOT NULL,
-		last_commit_lsn pg_lsn NOT NULL,
-		confirmed_lsn pg_lsn NOT NULL,
-		xacts bigint NOT NULL DEFAULT 0,
-		commands bigint NOT NULL DEFAULT 0,
-		updated_at timestamptz)`,
-	`CREATE TABLE ` + Schema + `.subscriptions (
-		name text PRIMARY KEY,
-		subscriber text NOT NULL,
-		mode text NOT NULL,
-		applied_cmd_id bigint NOT NULL DEFAULT 0,
-		applied_lsn pg_lsn,
-		updated_at timestamptz)`,
-}
-
-// subscriberDDL creates the subscriber's bookkeeping: the subscription row
-// holds the last command applied, written by advance() in the same
-// transaction as the changes it covers (exactly once); guard() makes a
-// pipelined message fail unless it runs inside the transaction the agent
-// opened for it.
-var subscriberDDL = []string{
-	"CREATE SCHEMA IF NOT EXISTS " + Schema,
-	`CREATE TABLE IF NOT EXISTS ` + Schema + `.subscription (
-		name text PRIMARY KEY,
-		publication text NOT NULL,
-		publisher text NOT NULL,
-		mode text NOT NULL,
-		last_cmd_id bigint NOT NULL,
-		last_lsn pg_lsn NOT NULL,
-		last_commit_time timestamptz,
-		xacts bigint NOT NULL DEFAULT 0,
-		applied_at timestamptz)`,
-	`CREATE OR REPLACE FUNCTION ` + Schema + `.advance(p_name text, p_from bigint, p_to bigint, p_lsn pg_lsn, p_time timestamptz, p_xacts bigint)
-	RETURNS void LANGUAGE plpgsql AS $$
-	BEGIN
-		UPDATE ` + Schema + `.subscription
-		   SET last_cmd_id = p_to, last_lsn = p_lsn, last_commit_time = p_time, xacts = xacts + p_xacts, applied_at = now()
-		 WHERE name = p_name AND last_cmd_id = p_from;
-		IF NOT FOUND THEN
-			RAISE EXCEPTION 'dbrig: subscription % is no longer at command %: another distribution agent applied commands', p_name, p_from
-				USING ERRCODE = 'DR001';
-		END IF;
-	END $$`,
-	`CREATE OR REPLACE FUNCTION ` + Schema + `.guard(p_token text)
-	RETURNS void LANGUAGE plpgsql AS $$
-	BEGIN
-		IF current_setting('dbrig.batch', true) IS DISTINCT FROM p_token THEN
-			RAISE EXCEPTION 'dbrig: a pipelined batch arrived outside its transaction (an earlier one failed)'
-				USING ERRCODE = 'DR002';
-		END IF;
-	END $$`,
-}
-
-// TeardownOptions tune Teardown.
-type TeardownOptions struct {
-	// Force terminates a log reader still streaming from the slot and the
-	// sessions connected to the distribution database.
-	Force bool
-}
-
-// Teardown removes what Setup created: the slot, the publication, the
-// distribution database and the subscription's row on the subscriber (and
-// dbrig's schema there when no other subscription uses it). Replicated
-// tables stay. Missing parts are skipped, so it also cleans up a partial
-// setup.
-func Teardown(ctx context.Context, cfg Config, opts TeardownOptions) error {
-	cfg = cfg.withDefaults()
-	if err := validateName("publication", cfg.Publication); err != nil {
-		return &UsageError{Err: err}
-	}
-	var errs []error
-	pub, err := pgxConnect(ctx, cfg.Publisher, "dbrig teardown")
-	if err != nil {
-		return &ServerError{Err: fmt.Errorf("publisher: %w", err)}
-	}
-	defer pub.Close(context.WithoutCancel(ctx))
-	var activePID *int32
-	err = pub.QueryRow(ctx, "SELECT active_pid FROM pg_replication_slots WHERE slot_name = $1", cfg.Publication).Scan(&activePID)
-	switch {
-	case errors.Is(err, pgx.ErrNoRows):
-	case err != nil:
-		errs = append(errs, fmt.Errorf("publisher: read slot %q: %w", cfg.Publication, err))
-	default:
-		if activePID != nil {
-			if !opts.Force {
-				return &ServerError{Err: fmt.Errorf("replication slot %q is in use by process %d (a running log reader): stop it first, or use --force", cfg.Publication, *activePID)}
-			}
-			pub.Exec(ctx, "SELECT pg_terminate_backend($1)", *activePID)
-		}
-		// A terminated walsender releases the slot as it exits.
-		deadline := time.Now().Add(10 * time.Second)
-		for {
-			_, err = pub.Exec(ctx, "SELECT pg_drop_replication_slot($1)", cfg.Publication)
-			var pgErr *pgconn.PgError
-			if err == nil || !errors.As(err, &pgErr) || pgErr.Code != "55006" || time.Now().After(deadline) {
-				break
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-		if err != nil {
-			errs = append(errs, fmt.Errorf("publisher: drop slot %q: %w", cfg.Publication, err))
-		}
-	}
-	if _, err := pub.Exec(ctx, "DROP PUBLICATION IF EXISTS "+quoteIdent(cfg.Publication)); err != nil {
-		errs = append(errs, fmt.Errorf("publisher: drop publication %q: %w", cfg.Publication, err))
-	}
-	if cfg.DistributionDB != cfg.Publisher.Database {
-		drop := "DROP DATABASE IF EXISTS " + quoteIdent(cfg.DistributionDB)
-		if opts.Force {
-			drop += " WITH (FORCE)"
-		}
-		if _, err := pub.Exec(ctx, drop); err != nil {
-			errs = append(errs, fmt.Errorf("publisher: drop the distribution database %q: %w", cfg.DistributionDB, err))
-		}
-	}
-
-	sub, err := pgxConnect(ctx, cfg.Subscriber, "dbrig teardown")
-	if err != nil {
-		errs = append(errs, &ServerError{Err: fmt.Errorf("subscriber: %w", err)})
-		return errors.Join(errs...)
-	}
-	defer sub.Close(context.WithoutCancel(ctx))
-	var has bool
-	if err := sub.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, Schema+".subscription").Scan(&has); err != nil {
-		errs = append(errs, fmt.Errorf("subscriber: %w", err))
-	} else if has {
-		var left int
-		err := sub.QueryRow(ctx, "WITH d AS (DELETE FROM "+Schema+".subscription WHERE name = $1) SELECT count(*) FROM "+Schema+".subscription WHERE name <> $1",
-			cfg.Publication).Scan(&left)
-		if err == nil && left == 0 {
-			_, err = sub.Exec(ctx, "DROP SCHEMA "+Schema+" CASCADE")
-		}
-		if err != nil {
-			errs = append(errs, fmt.Errorf("subscriber: remove subscription %q: %w", cfg.Publication, err))
-		}
-	} else {
-		sub.Exec(ctx, "DROP SCHEMA IF EXISTS "+Schema+" CASCADE")
-	}
-	return errors.Join(errs...)
 }

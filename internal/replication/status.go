@@ -14,92 +14,166 @@ type Status struct {
 	Publication string `json:"publication"`
 	// Slot is the publisher's replication slot.
 	Slot SlotStatus `json:"slot"`
-	// LogReader is what the log reader has stored.
+	// LogReader is the log reader: where it runs and what it has stored.
 	LogReader LogReaderState `json:"log_reader"`
+	// Agent is the distribution agent: where it runs, or why it stopped.
+	Agent AgentState `json:"agent"`
 	// Subscription is what the subscriber has applied.
 	Subscription SubscriptionState `json:"subscription"`
-	// Pending counts the commands stored and not yet applied;
-	// PendingTransactions the source transactions among them.
+	// Stored counts the commands (inserts, updates, deletes, truncates) the
+	// log reader has stored since setup; Pending those not yet applied,
+	// PendingTransactions the source transactions among them and
+	// PendingBytes their size as pgoutput messages.
+	Stored              int64 `json:"stored"`
 	Pending             int64 `json:"pending"`
 	PendingTransactions int64 `json:"pending_transactions"`
-	// DistributionBytes is the size of the commands table.
+	PendingBytes        int64 `json:"pending_bytes"`
+	// DistributionBytes is the size of the publication's command stream in
+	// the distribution database.
 	DistributionBytes int64 `json:"distribution_bytes"`
 	// Lag is how long ago the oldest pending transaction committed on the
 	// publisher (0 when nothing is pending).
-	Lag time.Duration `json:"lag_ns"`
+	Lag        time.Duration `json:"lag_ns"`
+	LagSeconds float64       `json:"lag_seconds"`
 }
 
 // SlotStatus is the publisher's replication slot.
 type SlotStatus struct {
-	Exists       bool  `json:"exists"`
-	Active       bool  `json:"active"`
-	ConfirmedLSN LSN   `json:"confirmed_lsn"`
-	CurrentLSN   LSN   `json:"current_lsn"`
-	LagBytes     int64 `json:"lag_bytes"` // WAL written since the confirmed position
+	Exists       bool `json:"exists"`
+	Active       bool `json:"active"`
+	ConfirmedLSN LSN  `json:"confirmed_lsn"`
+	CurrentLSN   LSN  `json:"current_lsn"`
+	RestartLSN   LSN  `json:"restart_lsn"`
+	// LagBytes is the WAL written since the position the log reader
+	// confirmed; WALRetainedBytes the WAL the slot keeps the server from
+	// removing (from its restart position), which grows while the log
+	// reader does not run.
+	LagBytes         int64 `json:"lag_bytes"`
+	WALRetainedBytes int64 `json:"wal_retained_bytes"`
+}
+
+// Role is where one role of a replication runs, or ran, as it recorded
+// itself in the distribution database.
+type Role struct {
+	// Running is true while the role holds its lock: it runs now.
+	Running bool `json:"running"`
+	// State is what the role last recorded: "running", "stopped", or ""
+	// when it never started. A role that is not Running but whose State
+	// is "running" stopped without saying why (killed, or it lost its
+	// connection for good).
+	State     string    `json:"state"`
+	Host      string    `json:"host,omitempty"`
+	PID       int       `json:"pid,omitempty"`
+	Since     time.Time `json:"since,omitzero"`
+	StoppedAt time.Time `json:"stopped_at,omitzero"`
+	// Error is why it stopped, when it stopped on an error.
+	Error string `json:"error,omitempty"`
 }
 
 // LogReaderState is the log reader's record in the distribution database.
 type LogReaderState struct {
+	Role
 	LastCmdID     int64     `json:"last_cmd_id"`
 	LastCommitLSN LSN       `json:"last_commit_lsn"`
 	Transactions  int64     `json:"transactions"`
 	Commands      int64     `json:"commands"`
-	UpdatedAt     time.Time `json:"updated_at"`
+	Bytes         int64     `json:"bytes"`
+	StoredBytes   int64     `json:"stored_bytes"`
+	UpdatedAt     time.Time `json:"updated_at,omitzero"`
+}
+
+// AgentState is the distribution agent's record in the distribution
+// database.
+type AgentState struct {
+	Role
+	// Mode is where the agent runs: push or pull (the one last started).
+	Mode string `json:"mode,omitempty"`
+	// ReportedCmdID is the position it last reported to the distribution
+	// database (cleanup deletes up to it).
+	ReportedCmdID int64 `json:"reported_cmd_id"`
 }
 
 // SubscriptionState is the subscription's record on the subscriber.
 type SubscriptionState struct {
+	// Mode is the mode the subscription was set up with.
 	Mode           string    `json:"mode"`
 	LastCmdID      int64     `json:"last_cmd_id"`
 	LastLSN        LSN       `json:"last_lsn"`
-	LastCommitTime time.Time `json:"last_commit_time"`
-	AppliedAt      time.Time `json:"applied_at"`
+	LastCommitTime time.Time `json:"last_commit_time,omitzero"`
+	AppliedAt      time.Time `json:"applied_at,omitzero"`
 	Transactions   int64     `json:"transactions"`
 }
+
+// holdsLock is the query that tells whether the advisory lock of a role
+// (lockKey) is held in the current database: the role runs.
+const holdsLock = `SELECT EXISTS (SELECT 1 FROM pg_locks l, (SELECT hashtext($1)::bigint AS k) h
+	WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1
+	  AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+	  AND l.classid::bigint = ((h.k >> 32) & 4294967295) AND l.objid::bigint = (h.k & 4294967295))`
 
 // GetStatus reads the state of a replication from all three databases.
 func GetStatus(ctx context.Context, cfg Config) (Status, error) {
 	cfg = cfg.withDefaults()
 	st := Status{Publication: cfg.Publication}
-	pub, err := pgxConnect(ctx, cfg.Publisher, "dbrig status")
+	pub, dist, _, err := openReplication(ctx, cfg, "dbrig status")
 	if err != nil {
-		return st, &ServerError{Err: fmt.Errorf("publisher: %w", err)}
+		return st, err
 	}
 	defer pub.Close(context.WithoutCancel(ctx))
-	var confirmed, current *string
-	err = pub.QueryRow(ctx, `SELECT active, confirmed_flush_lsn::text, pg_current_wal_lsn()::text,
-			coalesce(pg_current_wal_lsn() - confirmed_flush_lsn, 0)::bigint
-		FROM pg_replication_slots WHERE slot_name = $1`, cfg.Publication).Scan(&st.Slot.Active, &confirmed, &current, &st.Slot.LagBytes)
+	defer dist.Close(context.WithoutCancel(ctx))
+	var confirmed, current, restart *string
+	err = pub.QueryRow(ctx, `SELECT active, confirmed_flush_lsn::text, pg_current_wal_lsn()::text, restart_lsn::text,
+			coalesce(pg_current_wal_lsn() - confirmed_flush_lsn, 0)::bigint, coalesce(pg_current_wal_lsn() - restart_lsn, 0)::bigint
+		FROM pg_replication_slots WHERE slot_name = $1`, cfg.Publication).
+		Scan(&st.Slot.Active, &confirmed, &current, &restart, &st.Slot.LagBytes, &st.Slot.WALRetainedBytes)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
-		return st, &ServerError{Err: fmt.Errorf("publisher %s has no replication slot %q: replication %q is not set up", cfg.Publisher, cfg.Publication, cfg.Publication)}
+		return st, &ServerError{Err: fmt.Errorf("publisher %s has no replication slot %q, which replication %q needs: it was dropped outside dbrig (tear the replication down and set it up again)",
+			cfg.Publisher, cfg.Publication, cfg.Publication)}
 	case err != nil:
 		return st, &ServerError{Err: fmt.Errorf("publisher: read slot %q: %w", cfg.Publication, err)}
 	}
 	st.Slot.Exists = true
-	if confirmed != nil {
-		st.Slot.ConfirmedLSN, _ = ParseLSN(*confirmed)
-	}
-	if current != nil {
-		st.Slot.CurrentLSN, _ = ParseLSN(*current)
+	for _, p := range []struct {
+		s   *string
+		dst *LSN
+	}{{confirmed, &st.Slot.ConfirmedLSN}, {current, &st.Slot.CurrentLSN}, {restart, &st.Slot.RestartLSN}} {
+		if p.s != nil {
+			*p.dst, _ = ParseLSN(*p.s)
+		}
 	}
 
-	dist, err := pgxConnect(ctx, cfg.Distribution(), "dbrig status")
-	if err != nil {
-		return st, &ServerError{Err: fmt.Errorf("distribution database: %w", err)}
-	}
-	defer dist.Close(context.WithoutCancel(ctx))
+	lr := &st.LogReader
 	var lastCommit string
-	var updated *time.Time
-	err = dist.QueryRow(ctx, "SELECT last_cmd_id, last_commit_lsn::text, xacts, commands, updated_at FROM "+Schema+".log_reader WHERE publication = $1",
-		cfg.Publication).Scan(&st.LogReader.LastCmdID, &lastCommit, &st.LogReader.Transactions, &st.LogReader.Commands, &updated)
+	var updated, started, stopped *time.Time
+	var host, state, lrErr *string
+	var pid *int
+	err = dist.QueryRow(ctx, `SELECT last_cmd_id, last_commit_lsn::text, xacts, commands, bytes, stored_bytes, updated_at,
+			host, pid, started_at, state, error, stopped_at
+		FROM `+Schema+`.log_reader WHERE publication = $1`, cfg.Publication).
+		Scan(&lr.LastCmdID, &lastCommit, &lr.Transactions, &lr.Commands, &lr.Bytes, &lr.StoredBytes, &updated,
+			&host, &pid, &started, &state, &lrErr, &stopped)
 	if err != nil {
 		return st, &ServerError{Err: fmt.Errorf("distribution database %s: read the log reader's state: %w", cfg.Distribution(), err)}
 	}
-	st.LogReader.LastCommitLSN, _ = ParseLSN(lastCommit)
-	if updated != nil {
-		st.LogReader.UpdatedAt = *updated
+	lr.LastCommitLSN, _ = ParseLSN(lastCommit)
+	lr.UpdatedAt = deref(updated)
+	lr.Role = role(host, pid, started, state, lrErr, stopped)
+	st.Stored = lr.Commands
+	if err := dist.QueryRow(ctx, holdsLock, lockKey("log reader", cfg.Publication)).Scan(&lr.Running); err != nil {
+		return st, &ServerError{Err: fmt.Errorf("distribution database: %w", err)}
 	}
+
+	ag := &st.Agent
+	var mode *string
+	err = dist.QueryRow(ctx, `SELECT applied_cmd_id, agent_host, agent_pid, agent_started_at, agent_state, agent_error, agent_stopped_at, agent_mode
+		FROM `+Schema+`.subscriptions WHERE name = $1`, cfg.Publication).
+		Scan(&ag.ReportedCmdID, &host, &pid, &started, &state, &lrErr, &stopped, &mode)
+	if err != nil {
+		return st, &ServerError{Err: fmt.Errorf("distribution database %s: read the agent's state: %w", cfg.Distribution(), err)}
+	}
+	ag.Role = role(host, pid, started, state, lrErr, stopped)
+	ag.Mode = deref(mode)
 
 	sub, err := pgxConnect(ctx, cfg.Subscriber, "dbrig status")
 	if err != nil {
@@ -114,28 +188,104 @@ func GetStatus(ctx context.Context, cfg Config) (Status, error) {
 		return st, &ServerError{Err: fmt.Errorf("subscriber %s: read subscription %q: %w", cfg.Subscriber, cfg.Publication, err)}
 	}
 	st.Subscription.LastLSN, _ = ParseLSN(lastLSN)
-	if commitTime != nil {
-		st.Subscription.LastCommitTime = *commitTime
-	}
-	if appliedAt != nil {
-		st.Subscription.AppliedAt = *appliedAt
+	st.Subscription.LastCommitTime = deref(commitTime)
+	st.Subscription.AppliedAt = deref(appliedAt)
+	if err := sub.QueryRow(ctx, holdsLock, lockKey("agent", cfg.Publication)).Scan(&ag.Running); err != nil {
+		return st, &ServerError{Err: fmt.Errorf("subscriber: %w", err)}
 	}
 
-	err = dist.QueryRow(ctx, `SELECT count(*) FILTER (WHERE kind IN ('I', 'U', 'D', 'T')), count(*) FILTER (WHERE kind = 'C'),
-			pg_total_relation_size('`+Schema+`.commands')
-		FROM `+Schema+`.commands WHERE cmd_id > $1`, st.Subscription.LastCmdID).Scan(&st.Pending, &st.PendingTransactions, &st.DistributionBytes)
-	if err != nil {
+	if err := pendingCommands(ctx, dist, cfg.Publication, st.Subscription.LastCmdID, &st); err != nil {
 		return st, &ServerError{Err: fmt.Errorf("distribution database: count pending commands: %w", err)}
 	}
-	if st.PendingTransactions > 0 {
+	st.LagSeconds = st.Lag.Seconds()
+	return st, nil
+}
+
+// pendingCommands counts the commands after applied: whole chunks from
+// their counts, and the chunk the position falls inside by decoding it.
+// The lag is the age of the first pending Commit.
+func pendingCommands(ctx context.Context, dist *pgx.Conn, publication string, applied int64, st *Status) error {
+	err := dist.QueryRow(ctx, `SELECT coalesce(sum(changes), 0), coalesce(sum(xacts), 0), coalesce(sum(raw_bytes), 0),
+			pg_total_relation_size('`+commandsTable(publication)+`')
+		FROM `+commandsTable(publication)+` WHERE first_cmd > $1`, applied).
+		Scan(&st.Pending, &st.PendingTransactions, &st.PendingBytes, &st.DistributionBytes)
+	if err != nil {
+		return err
+	}
+	rows, err := dist.Query(ctx, "SELECT first_cmd, data FROM "+commandsTable(publication)+
+		" WHERE last_cmd > $1 ORDER BY first_cmd LIMIT 2", applied)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	cdc := getCodec()
+	defer putCodec(cdc)
+	var firstCommit time.Time
+	for rows.Next() {
+		var first int64
 		var data []byte
-		err := dist.QueryRow(ctx, "SELECT data FROM "+Schema+".commands WHERE cmd_id > $1 AND kind = 'C' ORDER BY cmd_id LIMIT 1",
-			st.Subscription.LastCmdID).Scan(&data)
-		if err == nil {
-			if c, err := parseCommit(data); err == nil {
-				st.Lag = max(time.Since(c.Time), 0)
+		if err := rows.Scan(&first, &data); err != nil {
+			return err
+		}
+		raw, err := cdc.decode(data)
+		if err != nil {
+			return err
+		}
+		straddles := first <= applied
+		err = eachMessage(raw, first, func(cmd int64, msg []byte) error {
+			if cmd <= applied {
+				return nil
 			}
+			switch msg[0] {
+			case kindInsert, kindUpdate, kindDelete, kindTruncate:
+				if straddles {
+					st.Pending++
+					st.PendingBytes += int64(len(msg))
+				}
+			case kindCommit:
+				if straddles {
+					st.PendingTransactions++
+				}
+				if firstCommit.IsZero() {
+					if c, err := parseCommit(msg); err == nil {
+						firstCommit = c.Time
+					}
+				}
+			default:
+				if straddles {
+					st.PendingBytes += int64(len(msg))
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		if !firstCommit.IsZero() && !straddles {
+			break
 		}
 	}
-	return st, nil
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	if !firstCommit.IsZero() {
+		st.Lag = max(time.Since(firstCommit), 0)
+	}
+	return nil
+}
+
+func role(host *string, pid *int, started *time.Time, state, err *string, stopped *time.Time) Role {
+	r := Role{Host: deref(host), Since: deref(started), State: deref(state), Error: deref(err), StoppedAt: deref(stopped)}
+	if pid != nil {
+		r.PID = *pid
+	}
+	return r
+}
+
+func deref[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
 }

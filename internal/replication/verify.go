@@ -84,12 +84,13 @@ func Verify(ctx context.Context, cfg Config, opts VerifyOptions) (VerifyResult, 
 // publishedTables reads the tables Setup recorded in the distribution
 // database.
 func publishedTables(ctx context.Context, cfg Config) ([]TableName, error) {
-	dist, err := pgxConnect(ctx, cfg.Distribution(), "dbrig")
+	pub, dist, _, err := openReplication(ctx, cfg, "dbrig verify")
 	if err != nil {
-		return nil, &UsageError{Err: fmt.Errorf("no tables given and the distribution database is not reachable (%v): pass --tables", err)}
+		return nil, err
 	}
+	pub.Close(context.WithoutCancel(ctx))
 	defer dist.Close(context.WithoutCancel(ctx))
-	rows, err := dist.Query(ctx, "SELECT schema_name, table_name FROM "+Schema+".tables ORDER BY 1, 2")
+	rows, err := dist.Query(ctx, "SELECT schema_name, table_name FROM "+Schema+".tables WHERE publication = $1 ORDER BY 1, 2", cfg.Publication)
 	if err != nil {
 		return nil, &ServerError{Err: fmt.Errorf("distribution database %s: read the published tables: %w", cfg.Distribution(), err)}
 	}

@@ -96,6 +96,18 @@ func (w *Waiter) CaughtUp(ctx context.Context, target LSN) (bool, error) {
 	return applied >= stored, nil
 }
 
+// Stored reports whether the log reader has stored every transaction
+// committed before target.
+func (w *Waiter) Stored(ctx context.Context, target LSN) (bool, error) {
+	var confirmed *string
+	err := w.pub.QueryRow(ctx, "SELECT confirmed_flush_lsn::text FROM pg_replication_slots WHERE slot_name = $1", w.cfg.Publication).Scan(&confirmed)
+	if err != nil || confirmed == nil {
+		return false, err
+	}
+	c, err := ParseLSN(*confirmed)
+	return err == nil && c >= target, err
+}
+
 // Wait polls CaughtUp every poll (default 5 ms) until it holds.
 func (w *Waiter) Wait(ctx context.Context, target LSN, poll time.Duration) error {
 	if poll <= 0 {

@@ -5,18 +5,23 @@ package term
 
 import (
 	"io"
-	"os"
 
 	"golang.org/x/sys/unix"
 )
 
 // IsTerminal reports whether w is a terminal.
+// A writer that wraps one (a filter) is a terminal when the one it wraps
+// is: it says so with an Fd method, as *os.File does.
 func IsTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
+	f, ok := w.(interface{ Fd() uintptr })
 	if !ok {
 		return false
 	}
-	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	fd := f.Fd()
+	if fd == ^uintptr(0) {
+		return false
+	}
+	_, err := unix.IoctlGetTermios(int(fd), unix.TCGETS)
 	return err == nil
 }
 

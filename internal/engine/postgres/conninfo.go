@@ -120,7 +120,13 @@ func (c ConnInfo) ConnConfig() (*pgx.ConnConfig, error) {
 func ParseConnInfo(uri string) (ConnInfo, error) {
 	cfg, err := pgx.ParseConfig(uri)
 	if err != nil {
-		return ConnInfo{}, fmt.Errorf("connection string %s: %s", engine.RedactURI(uri), redactedCause(err, uri))
+		return ConnInfo{}, fmt.Errorf("connection string %s: %s; want postgres://user:password@host:port/database or host=... user=... dbname=...",
+			engine.RedactURI(uri), redactedCause(err, uri))
+	}
+	if strings.Contains(cfg.Host, "@") {
+		// libpq and pgx end the password at the first '@': the rest of it
+		// would be taken for the host.
+		return ConnInfo{}, fmt.Errorf("connection string %s: the password holds '@': write it as %%40", engine.RedactURI(uri))
 	}
 	ci := ConnInfoOf(engine.NewConn(Name, cfg.Host, int(cfg.Port), cfg.User, cfg.Database, cfg.Password))
 	// search_path and other startup settings the user put in the URI
@@ -139,6 +145,15 @@ func ParseConnInfo(uri string) (ConnInfo, error) {
 // could be a password.
 func redactedCause(err error, uri string) string {
 	msg := err.Error()
+	// pgx quotes the string first ("cannot parse `...`: why"): keep why.
+	if strings.HasPrefix(msg, "cannot parse `") {
+		if i := strings.Index(msg, "`: "); i >= 0 {
+			msg = msg[i+3:]
+		}
+	}
+	for _, pw := range engine.Passwords(uri) {
+		msg = strings.ReplaceAll(msg, pw, "xxxxx")
+	}
 	if u, perr := url.Parse(uri); perr == nil && u.User != nil {
 		if pw, ok := u.User.Password(); ok && pw != "" {
 			msg = strings.ReplaceAll(msg, pw, "xxxxx")

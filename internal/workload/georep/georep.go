@@ -42,6 +42,7 @@ func Kind() study.Kind {
 			{Name: "buffers", Kind: study.IntParam, Default: int64(replication.DefaultBuffers), Doc: "the agent's command buffers"},
 			{Name: "commit_batch_size", Kind: study.IntParam, Default: int64(replication.DefaultCommitBatchSize), Doc: "source transactions per subscriber transaction"},
 			{Name: "pipeline", Kind: study.StringParam, Default: "auto", Doc: "buffers in flight of push-pipelined: a number or auto"},
+			{Name: "compression", Kind: study.StringParam, Default: "none", Choices: []string{"none", "zstd"}, Doc: "how the distribution database stores commands: none (the seed's) or zstd"},
 			{Name: "fdw_batch", Kind: study.IntParam, Default: int64(100), Doc: "postgres_fdw batch_size of fdw-batch (fdw-row uses 1)"},
 			{Name: "publisher", Kind: study.StringParam, Default: "pub", Doc: "the publisher's instance"},
 			{Name: "subscriber", Kind: study.StringParam, Default: "sub", Doc: "the subscriber's instance"},
@@ -65,21 +66,25 @@ func localBinaries(inst engine.Instance) postgres.Binaries {
 }
 
 type workload struct {
-	p        study.Params
-	scenario string
-	payload  replication.Payload
-	options  replication.AgentOptions
-	pub, sub string
+	p           study.Params
+	scenario    string
+	payload     Payload
+	compression replication.Compression
+	options     replication.AgentOptions
+	pub, sub    string
 }
 
 var _ study.Workload = (*workload)(nil)
 
 func newWorkload(p study.Params) (study.Workload, error) {
-	payload, err := replication.ParsePayload(p.String("payload"))
+	payload, err := ParsePayload(p.String("payload"))
 	if err != nil {
 		return nil, err
 	}
 	w := &workload{p: p, scenario: p.String("scenario"), payload: payload, pub: p.String("publisher"), sub: p.String("subscriber")}
+	if w.compression, err = replication.ParseCompression(p.String("compression")); err != nil {
+		return nil, err
+	}
 	w.options = replication.AgentOptions{
 		BufferSize:      int(p.Int("buffer_size")),
 		Buffers:         int(p.Int("buffers")),
@@ -166,9 +171,10 @@ func (w *workload) Run(ctx context.Context, env *study.Env) (study.Measurement, 
 			mode = replication.Pull
 			targets = replication.Targets{Distribution: s.distFromSub, Subscriber: s.subLocal}
 		}
-		res, err := replication.RunScenario(ctx, replication.ScenarioConfig{
+		res, err := RunScenario(ctx, ScenarioConfig{
 			Config: cfg, Agent: targets, Mode: mode, Options: w.options,
 			Payload: w.payload, Rows: rows, RowsPerTransaction: perXact,
+			Setup: replication.SetupOptions{Compression: w.compression},
 		})
 		if err != nil {
 			return m, fmt.Errorf("%s: %w", w.scenario, err)
@@ -185,7 +191,7 @@ func (w *workload) Run(ctx context.Context, env *study.Env) (study.Measurement, 
 		m.Metrics["commits"] = float64(a.Commits)
 		m.Notes = append(m.Notes, "verified: subscriber equals publisher")
 	case "native":
-		res, err := replication.RunNative(ctx, replication.NativeConfig{
+		res, err := RunNative(ctx, NativeConfig{
 			Publisher: s.pubLocal, Subscriber: s.subLocal, PublisherFromSubscriber: s.pubFromSub,
 			Payload: w.payload, Rows: rows, RowsPerTransaction: perXact,
 		})
@@ -202,7 +208,7 @@ func (w *workload) Run(ctx context.Context, env *study.Env) (study.Measurement, 
 		if w.scenario == "fdw-batch" {
 			batch = int(w.p.Int("fdw_batch"))
 		}
-		res, err := replication.RunFDW(ctx, replication.FDWConfig{
+		res, err := RunFDW(ctx, FDWConfig{
 			Local: s.pubLocal, Remote: s.subFromPub, RemoteDirect: s.subLocal,
 			Payload: w.payload, Rows: rows, BatchSize: batch,
 		})
@@ -216,7 +222,7 @@ func (w *workload) Run(ctx context.Context, env *study.Env) (study.Measurement, 
 		if w.scenario == "init-backup" {
 			method = replication.InitBackup
 		}
-		res, err := replication.RunScenario(ctx, replication.ScenarioConfig{
+		res, err := RunScenario(ctx, ScenarioConfig{
 			Config: cfg, Mode: replication.Pull, Options: w.options, Payload: w.payload,
 			InitialRows: rows, Rows: 0,
 			Agent: replication.Targets{Distribution: s.distFromSub, Subscriber: s.subLocal},

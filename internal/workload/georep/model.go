@@ -31,8 +31,8 @@ import (
 // direction (the others; for push-pipelined with auto the link also
 // carried the agent's bandwidth probe, which is not the rows).
 
-// link returns the point's link.
-func link(r study.Result) study.LinkResult {
+// pointLink returns the point's link.
+func pointLink(r study.Result) study.LinkResult {
 	if len(r.Links) == 0 {
 		return study.LinkResult{}
 	}
@@ -47,7 +47,7 @@ func volume(r study.Result) float64 {
 	case "pull":
 		return r.Metrics["read_bytes"]
 	}
-	l := link(r)
+	l := pointLink(r)
 	return float64(max(l.ForwardBytes, l.ReverseBytes))
 }
 
@@ -66,10 +66,10 @@ func streamRate(l study.LinkResult) float64 {
 
 // Model predicts a point's seconds from its volume and its link.
 func Model(r study.Result, _ []study.Result) study.Prediction {
-	if r.Metrics == nil || len(r.Links) == 0 || link(r).Mode != "link" {
+	if r.Metrics == nil || len(r.Links) == 0 || pointLink(r).Mode != "link" {
 		return study.Prediction{}
 	}
-	l := link(r)
+	l := pointLink(r)
 	v, rtt := volume(r), l.RTTSeconds
 	rate := l.RateBitsPerS
 	serial := 0.0

@@ -76,10 +76,10 @@ func newAnalysis(rd *study.RunData) *analysis {
 	rtt := map[string]float64{}
 	for _, s := range rd.Summaries {
 		r := s.Results[0]
-		wan, window := splitProfile(link(r).Profile)
+		wan, window := splitProfile(pointLink(r).Profile)
 		a.sums[key(s.Params.String("scenario"), s.Params.String("payload"), s.Params.Int("rows"), wan, window)] = s
 		if _, ok := rtt[wan]; !ok {
-			rtt[wan] = link(r).RTTSeconds
+			rtt[wan] = pointLink(r).RTTSeconds
 			a.wans = append(a.wans, wan)
 		}
 	}
@@ -95,7 +95,7 @@ func (a *analysis) largest(scenario, payload, wan string) int64 {
 		if s.Params.String("scenario") != scenario || s.Params.String("payload") != payload {
 			continue
 		}
-		w, _ := splitProfile(link(s.Results[0]).Profile)
+		w, _ := splitProfile(pointLink(s.Results[0]).Profile)
 		rows := s.Params.Int("rows")
 		if w == wan && rows > best && a.sums[key(scenario, payload, rows, wan, legacy)] != nil && a.sums[key(scenario, payload, rows, wan, autotuned)] != nil {
 			best = rows
@@ -359,7 +359,7 @@ func (a *analysis) scenarioSection() report.Section {
 		r := s.Results[len(s.Results)-1]
 		pred := Model(r, nil)
 		got, m := s.Mean("seconds"), pred.Metrics["seconds"]
-		t.Rows = append(t.Rows, []string{s.Params.String("scenario"), s.Params.String("payload"), fmt.Sprint(s.Params.Int("rows")), link(r).Profile,
+		t.Rows = append(t.Rows, []string{s.Params.String("scenario"), s.Params.String("payload"), fmt.Sprint(s.Params.Int("rows")), pointLink(r).Profile,
 			fmtSec(got), fmtSec(m), fmt.Sprintf("%+.0f %%", study.PercentError(got, m)),
 			fmt.Sprintf("%.0f", s.Mean("rows_per_s")), fmt.Sprintf("%.2f", s.Mean("mb_per_s")), fmt.Sprintf("%.2f", volume(r)/1e6), pred.Formula})
 	}
@@ -417,7 +417,7 @@ func (a *analysis) timeSeriesCharts() []report.Chart {
 			if s == nil {
 				continue
 			}
-			l := link(s.Results[0])
+			l := pointLink(s.Results[0])
 			if l.SeriesSeconds <= 0 {
 				continue
 			}

@@ -1,4 +1,4 @@
-package replication
+package georep
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/dbrig/dbrig/internal/engine/postgres"
+	"github.com/dbrig/dbrig/internal/replication"
 )
 
 // NativeConfig is one measurement of PostgreSQL's own logical replication
@@ -24,7 +25,7 @@ type NativeConfig struct {
 	// Name names the publication, the subscription and its slot (default
 	// "dbrig_native").
 	Name               string
-	Table              TableName // default public.dbrig_native_rows
+	Table              replication.TableName // default public.dbrig_native_rows
 	Payload            Payload
 	Rows               int
 	RowsPerTransaction int
@@ -49,8 +50,8 @@ type NativeResult struct {
 	Insert     InsertResult  `json:"insert"`
 	// InitialSync is the time from CREATE SUBSCRIPTION until every table
 	// was synchronized (the initial COPY of InitialRows).
-	InitialSync time.Duration `json:"initial_sync_ns"`
-	Verify      *VerifyResult `json:"verify,omitempty"`
+	InitialSync time.Duration             `json:"initial_sync_ns"`
+	Verify      *replication.VerifyResult `json:"verify,omitempty"`
 }
 
 // RunNative measures PostgreSQL's native logical replication of the same
@@ -64,10 +65,10 @@ func RunNative(ctx context.Context, nc NativeConfig) (res NativeResult, err erro
 		nc.Name = "dbrig_native"
 	}
 	if err := validateName("subscription", nc.Name); err != nil {
-		return res, &UsageError{Err: err}
+		return res, &replication.UsageError{Err: err}
 	}
 	if nc.Table.Name == "" {
-		nc.Table = TableName{Schema: "public", Name: "dbrig_native_rows"}
+		nc.Table = replication.TableName{Schema: "public", Name: "dbrig_native_rows"}
 	}
 	if nc.PublisherFromSubscriber.Host == "" {
 		nc.PublisherFromSubscriber = nc.Publisher
@@ -167,7 +168,7 @@ func RunNative(ctx context.Context, nc NativeConfig) (res NativeResult, err erro
 		}
 	}
 	if !nc.SkipVerify {
-		v, err := Verify(ctx, Config{Publisher: nc.Publisher, Subscriber: nc.Subscriber, Tables: []TableName{nc.Table}}, VerifyOptions{})
+		v, err := replication.Verify(ctx, replication.Config{Publisher: nc.Publisher, Subscriber: nc.Subscriber, Tables: []replication.TableName{nc.Table}}, replication.VerifyOptions{})
 		if err != nil {
 			return res, err
 		}
@@ -194,20 +195,6 @@ func nativeWorker(ctx context.Context, sub *pgx.Conn, name string) (bool, error)
 	return n > 0, err
 }
 
-func pollUntil(ctx context.Context, poll time.Duration, cond func() (bool, error)) error {
-	for {
-		ok, err := cond()
-		if err != nil || ok {
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(poll):
-		}
-	}
-}
-
 // redactErr keeps a server's error, dropping anything that could quote a
 // connection string.
 func redactErr(err error) error {
@@ -229,7 +216,7 @@ type FDWConfig struct {
 	// Remote is the remote database as the local server reaches it
 	// (through the link); RemoteDirect the rig's own login to it.
 	Remote, RemoteDirect postgres.ConnInfo
-	Table                TableName // on the remote side (default public.dbrig_fdw_rows)
+	Table                replication.TableName // on the remote side (default public.dbrig_fdw_rows)
 	Payload              Payload
 	Rows                 int
 	BatchSize            int // postgres_fdw batch_size (default 1)
@@ -248,7 +235,7 @@ type FDWResult struct {
 // RunFDW inserts the rows through postgres_fdw and times the INSERT.
 func RunFDW(ctx context.Context, fc FDWConfig) (res FDWResult, err error) {
 	if fc.Table.Name == "" {
-		fc.Table = TableName{Schema: "public", Name: "dbrig_fdw_rows"}
+		fc.Table = replication.TableName{Schema: "public", Name: "dbrig_fdw_rows"}
 	}
 	if fc.BatchSize <= 0 {
 		fc.BatchSize = 1
@@ -271,7 +258,7 @@ func RunFDW(ctx context.Context, fc FDWConfig) (res FDWResult, err error) {
 	}
 	defer local.Close(context.WithoutCancel(ctx))
 	const server = "dbrig_fdw_remote"
-	const foreign = Schema + "_fdw.rows"
+	const foreign = replication.Schema + "_fdw.rows"
 	local.Exec(ctx, "DROP SERVER IF EXISTS "+server+" CASCADE")
 	defer func() {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
@@ -290,7 +277,7 @@ func RunFDW(ctx context.Context, fc FDWConfig) (res FDWResult, err error) {
 			server, quoteLiteral(fc.Remote.Host), fc.Remote.Port, quoteLiteral(fc.Remote.Database), fc.BatchSize),
 		fmt.Sprintf("CREATE USER MAPPING FOR CURRENT_USER SERVER %s OPTIONS (user %s, password %s)",
 			server, quoteLiteral(fc.Remote.User), quoteLiteral(fc.Remote.Password())),
-		"CREATE SCHEMA IF NOT EXISTS " + Schema + "_fdw",
+		"CREATE SCHEMA IF NOT EXISTS " + replication.Schema + "_fdw",
 		fmt.Sprintf("CREATE FOREIGN TABLE %s (id bigint, payload %s) SERVER %s OPTIONS (schema_name %s, table_name %s)",
 			foreign, typ, server, quoteLiteral(fc.Table.Schema), quoteLiteral(fc.Table.Name)),
 	}

@@ -1,4 +1,4 @@
-package replication
+package georep
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/dbrig/dbrig/internal/engine/postgres"
+	"github.com/dbrig/dbrig/internal/replication"
 )
 
 // Payload is the shape of the rows a scenario replicates: the seed's 1 KB
@@ -62,7 +63,7 @@ func (p Payload) RowBytes() int {
 }
 
 // DDL creates the payload's table.
-func (p Payload) DDL(t TableName) []string {
+func (p Payload) DDL(t replication.TableName) []string {
 	typ := "char(1000)"
 	if p != PayloadChar1K {
 		typ = "bytea"
@@ -97,13 +98,13 @@ type InsertResult struct {
 	FirstCommit time.Time `json:"first_commit"`
 	End         time.Time `json:"end"`
 	// LastLSN is the publisher's WAL insert position after the last commit.
-	LastLSN LSN `json:"last_lsn"`
+	LastLSN replication.LSN `json:"last_lsn"`
 }
 
 // InsertRows inserts rows first .. first+n-1 of the payload into table on
 // the publisher, perXact rows per transaction (default 1,000), generated on
 // the server.
-func InsertRows(ctx context.Context, publisher postgres.ConnInfo, t TableName, p Payload, first int64, n, perXact int) (InsertResult, error) {
+func InsertRows(ctx context.Context, publisher postgres.ConnInfo, t replication.TableName, p Payload, first int64, n, perXact int) (InsertResult, error) {
 	if perXact <= 0 {
 		perXact = 1000
 	}
@@ -136,19 +137,19 @@ func InsertRows(ctx context.Context, publisher postgres.ConnInfo, t TableName, p
 // ScenarioConfig is one measurement of the replication system: replicate
 // Rows rows of Payload from the publisher to the subscriber and time it.
 type ScenarioConfig struct {
-	// Config holds the rig's own logins (setup, inserts, waiting, verify):
+	// replication.Config holds the rig's own logins (setup, inserts, waiting, verify):
 	// Publisher is the published database from the publisher's site,
 	// Subscriber the subscriber's database. Tables are set by the scenario.
-	Config
+	replication.Config
 	// Agent are the distribution agent's connections as its site sees them
-	// (see Mode.AgentTargets): the one that crosses the WAN goes through the
-	// link. Zero values mean Config.Distribution() and Config.Subscriber.
-	Agent   Targets
-	Mode    Mode
-	Options AgentOptions
+	// (see replication.Mode.AgentTargets): the one that crosses the WAN goes through the
+	// link. Zero values mean replication.Config.Distribution() and replication.Config.Subscriber.
+	Agent   replication.Targets
+	Mode    replication.Mode
+	Options replication.AgentOptions
 	// Table is the replicated table (default public.dbrig_rows); it is
 	// dropped and created on both sides.
-	Table   TableName
+	Table   replication.TableName
 	Payload Payload
 	// Rows are inserted after setup, RowsPerTransaction per transaction
 	// (default 1,000).
@@ -159,9 +160,9 @@ type ScenarioConfig struct {
 	// draining the backlog.
 	Preload bool
 	// InitialRows exist before setup and reach the subscriber by Init,
-	// through Setup.InitPublisher and InitSubscriber.
+	// through replication.Setup.InitPublisher and InitSubscriber.
 	InitialRows int
-	Setup       SetupOptions
+	Setup       replication.SetupOptions
 	// PollInterval is how often the rig checks whether the subscriber has
 	// caught up (default 2 ms).
 	PollInterval time.Duration
@@ -178,14 +179,14 @@ type ScenarioResult struct {
 	// Elapsed runs from the first insert's commit (with Preload: from the
 	// moment the connected agent may start reading) until the subscriber
 	// had applied the last row.
-	Elapsed    time.Duration  `json:"elapsed_ns"`
-	Insert     InsertResult   `json:"insert"`
-	RowsPerSec float64        `json:"rows_per_sec"`
-	MBPerSec   float64        `json:"mb_per_sec"` // 10^6 payload bytes per second
-	Setup      SetupResult    `json:"setup"`
-	Agent      AgentStats     `json:"agent"`
-	LogReader  LogReaderStats `json:"log_reader"`
-	Verify     *VerifyResult  `json:"verify,omitempty"`
+	Elapsed    time.Duration              `json:"elapsed_ns"`
+	Insert     InsertResult               `json:"insert"`
+	RowsPerSec float64                    `json:"rows_per_sec"`
+	MBPerSec   float64                    `json:"mb_per_sec"` // 10^6 payload bytes per second
+	Setup      replication.SetupResult    `json:"setup"`
+	Agent      replication.AgentStats     `json:"agent"`
+	LogReader  replication.LogReaderStats `json:"log_reader"`
+	Verify     *replication.VerifyResult  `json:"verify,omitempty"`
 }
 
 func (r *ScenarioResult) rates() {
@@ -197,7 +198,7 @@ func (r *ScenarioResult) rates() {
 
 // PrepareTable drops and creates the payload's table on the publisher, and
 // on the subscriber unless the initialization creates it.
-func PrepareTable(ctx context.Context, publisher, subscriber postgres.ConnInfo, t TableName, p Payload, onSubscriber bool) error {
+func PrepareTable(ctx context.Context, publisher, subscriber postgres.ConnInfo, t replication.TableName, p Payload, onSubscriber bool) error {
 	for i, ci := range []postgres.ConnInfo{publisher, subscriber} {
 		c, err := pgxConnect(ctx, ci, "dbrig prepare")
 		if err != nil {
@@ -217,29 +218,28 @@ func PrepareTable(ctx context.Context, publisher, subscriber postgres.ConnInfo, 
 }
 
 // RunScenario prepares the table, sets the replication up, runs the log
-// reader and the distribution agent, inserts the rows, waits until the
-// subscriber has them all, verifies both sides and tears the replication
-// down.
+// reader and the distribution agent under a replication.Supervisor (as
+// dbrig replicate run does), inserts the rows, waits until the subscriber
+// has them all, verifies both sides and tears the replication down.
 func RunScenario(ctx context.Context, sc ScenarioConfig) (res ScenarioResult, err error) {
-	sc.Config = sc.Config.withDefaults()
+	if sc.Publication == "" {
+		sc.Publication = replication.DefaultPublication
+	}
+	if sc.DistributionDB == "" {
+		sc.DistributionDB = replication.DefaultDistributionDB
+	}
 	if sc.Table.Name == "" {
-		sc.Table = TableName{Schema: "public", Name: "dbrig_rows"}
-	}
-	if sc.Agent.Distribution.Host == "" {
-		sc.Agent.Distribution = sc.Distribution()
-	}
-	if sc.Agent.Subscriber.Host == "" {
-		sc.Agent.Subscriber = sc.Subscriber
+		sc.Table = replication.TableName{Schema: "public", Name: "dbrig_rows"}
 	}
 	if sc.PollInterval <= 0 {
 		sc.PollInterval = 2 * time.Millisecond
 	}
-	sc.Tables = []TableName{sc.Table}
+	sc.Tables = []replication.TableName{sc.Table}
 	cfg := sc.Config
 	res.Rows = int64(sc.Rows)
 	res.Bytes = int64(sc.Rows) * int64(sc.Payload.RowBytes())
 
-	if err := PrepareTable(ctx, cfg.Publisher, cfg.Subscriber, sc.Table, sc.Payload, sc.Setup.Init == InitNone); err != nil {
+	if err := PrepareTable(ctx, cfg.Publisher, cfg.Subscriber, sc.Table, sc.Payload, sc.Setup.Init == replication.InitNone); err != nil {
 		return res, err
 	}
 	if sc.InitialRows > 0 {
@@ -248,64 +248,56 @@ func RunScenario(ctx context.Context, sc ScenarioConfig) (res ScenarioResult, er
 		}
 	}
 	sc.Setup.Mode = sc.Mode
-	if res.Setup, err = Setup(ctx, cfg, sc.Setup); err != nil {
+	if res.Setup, err = replication.Setup(ctx, cfg, sc.Setup); err != nil {
 		return res, err
 	}
 	if !sc.KeepSetup {
 		defer func() {
 			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 			defer cancel()
-			if terr := Teardown(cctx, cfg, TeardownOptions{Force: true}); terr != nil && err == nil {
+			if _, terr := replication.Teardown(cctx, cfg, replication.TeardownOptions{Force: true}); terr != nil && err == nil {
 				err = fmt.Errorf("tear down: %w", terr)
 			}
 		}()
 	}
-	w, err := NewWaiter(ctx, cfg)
-	if err != nil {
-		return res, err
-	}
-	defer w.Close()
 
-	runCtx, stop := context.WithCancel(ctx)
-	defer stop()
-	lr, err := NewLogReader(LogReaderConfig{Publisher: cfg.Publisher, Distribution: cfg.Distribution(), Publication: cfg.Publication, Logger: cfg.Logger})
-	if err != nil {
-		return res, err
-	}
 	// With Preload the agent connects while the log reader stores the
 	// rows, then waits at the gate: Elapsed times the drain alone.
 	// Without Preload the agent is connected and idle before the first
 	// insert, as in a running replication: Elapsed then leaves out its
 	// connection set-up (several round trips across the WAN).
 	ready, gate := make(chan struct{}), make(chan struct{})
-	acfg := AgentConfig{Targets: sc.Agent, Publication: cfg.Publication, Options: sc.Options, Mode: sc.Mode, Logger: cfg.Logger}
 	var once sync.Once
-	acfg.Ready = func() { once.Do(func() { close(ready) }) }
+	rc := replication.RunConfig{Config: cfg, LogReader: true, Agent: true, Targets: sc.Agent, Mode: sc.Mode, Options: sc.Options,
+		AgentReady: func() { once.Do(func() { close(ready) }) }}
 	if sc.Preload {
-		acfg.Gate = gate
+		rc.AgentGate = gate
 	}
-	agent, err := NewDistributionAgent(acfg)
+	sup, err := replication.Supervise(ctx, rc)
 	if err != nil {
 		return res, err
 	}
-	errs := make(chan error, 2)
-	running := 0
-	start := func(run func(context.Context) error) {
-		running++
-		go func() { errs <- run(runCtx) }() // owned by RunScenario, which waits below
-	}
 	defer func() {
-		stop()
-		for ; running > 0; running-- {
-			if rerr := <-errs; rerr != nil && !errors.Is(rerr, context.Canceled) && err == nil {
-				err = rerr
-			}
+		if serr := sup.Stop(); serr != nil && !errors.Is(serr, context.Canceled) && err == nil {
+			err = serr
 		}
-		res.Agent, res.LogReader = agent.Stats(), lr.Stats()
+		p := sup.Progress()
+		if p.Agent != nil {
+			res.Agent = *p.Agent
+		}
+		if p.LogReader != nil {
+			res.LogReader = *p.LogReader
+		}
 	}()
-	start(lr.Run)
-	if sc.Preload {
-		start(agent.Run)
+	agentReady := func() error {
+		select {
+		case <-ready:
+			return nil
+		case <-sup.Done():
+			return fmt.Errorf("the replication stopped: %w", sup.Err())
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
 
 	first := int64(sc.InitialRows) + 1
@@ -314,39 +306,28 @@ func RunScenario(ctx context.Context, sc ScenarioConfig) (res ScenarioResult, er
 		if res.Insert, err = InsertRows(ctx, cfg.Publisher, sc.Table, sc.Payload, first, sc.Rows, sc.RowsPerTransaction); err != nil {
 			return res, err
 		}
-		if err := waitFor(ctx, errs, sc.PollInterval, func() (bool, error) { return w.Stored(ctx, res.Insert.LastLSN) }); err != nil {
+		if err := sup.WaitStored(ctx, res.Insert.LastLSN, sc.PollInterval); err != nil {
 			return res, fmt.Errorf("wait for the log reader to store %d rows: %w", sc.Rows, err)
 		}
-		select {
-		case <-ready:
-		case err := <-errs:
-			errs <- err
-			return res, fmt.Errorf("the distribution agent stopped: %w", err)
-		case <-ctx.Done():
-			return res, ctx.Err()
+		if err := agentReady(); err != nil {
+			return res, err
 		}
 		t0 = time.Now()
 		close(gate)
 	} else {
-		start(agent.Run)
-		select {
-		case <-ready:
-		case err := <-errs:
-			errs <- err
-			return res, fmt.Errorf("the distribution agent stopped: %w", err)
-		case <-ctx.Done():
-			return res, ctx.Err()
+		if err := agentReady(); err != nil {
+			return res, err
 		}
 		if res.Insert, err = InsertRows(ctx, cfg.Publisher, sc.Table, sc.Payload, first, sc.Rows, sc.RowsPerTransaction); err != nil {
 			return res, err
 		}
 		t0 = res.Insert.FirstCommit
 	}
-	target, err := w.CurrentLSN(ctx)
+	target, err := replication.CurrentLSN(ctx, cfg.Publisher)
 	if err != nil {
 		return res, err
 	}
-	if err := waitFor(ctx, errs, sc.PollInterval, func() (bool, error) { return w.CaughtUp(ctx, target) }); err != nil {
+	if err := sup.WaitCaughtUp(ctx, target, sc.PollInterval); err != nil {
 		return res, fmt.Errorf("wait for the subscriber to catch up: %w", err)
 	}
 	res.Elapsed = time.Since(t0)
@@ -355,7 +336,7 @@ func RunScenario(ctx context.Context, sc ScenarioConfig) (res ScenarioResult, er
 	}
 	res.rates()
 	if !sc.SkipVerify {
-		v, err := Verify(ctx, cfg, VerifyOptions{})
+		v, err := replication.Verify(ctx, cfg, replication.VerifyOptions{})
 		if err != nil {
 			return res, err
 		}
@@ -367,38 +348,8 @@ func RunScenario(ctx context.Context, sc ScenarioConfig) (res ScenarioResult, er
 	return res, nil
 }
 
-// waitFor polls cond until it holds, ctx ends, or one of the agents fails.
-func waitFor(ctx context.Context, errs chan error, poll time.Duration, cond func() (bool, error)) error {
-	for {
-		ok, err := cond()
-		if err != nil || ok {
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case err := <-errs:
-			errs <- err // leave it for the owner
-			return fmt.Errorf("an agent stopped: %w", err)
-		case <-time.After(poll):
-		}
-	}
-}
-
-// Stored reports whether the log reader has stored every transaction
-// committed before target.
-func (w *Waiter) Stored(ctx context.Context, target LSN) (bool, error) {
-	var confirmed *string
-	err := w.pub.QueryRow(ctx, "SELECT confirmed_flush_lsn::text FROM pg_replication_slots WHERE slot_name = $1", w.cfg.Publication).Scan(&confirmed)
-	if err != nil || confirmed == nil {
-		return false, err
-	}
-	c, err := ParseLSN(*confirmed)
-	return err == nil && c >= target, err
-}
-
 // rowPresent reports whether the table holds the row with key id.
-func rowPresent(ctx context.Context, c *pgx.Conn, t TableName, id int64) (bool, error) {
+func rowPresent(ctx context.Context, c *pgx.Conn, t replication.TableName, id int64) (bool, error) {
 	var ok bool
 	err := c.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM "+t.Quoted()+" WHERE id = $1)", id).Scan(&ok)
 	return ok, err

@@ -1,4 +1,4 @@
-package replication
+package georep
 
 import (
 	"fmt"
@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/dbrig/dbrig/internal/link"
+	"github.com/dbrig/dbrig/internal/replication"
 )
 
 // benchEnv reads a positive integer from the environment.
@@ -132,22 +133,22 @@ func BenchmarkTargets(b *testing.B) {
 			f(l.Addr())
 		}
 		pipelined := base
-		pipelined.Options.Pipeline = PipelineAuto
+		pipelined.Options.Pipeline = replication.PipelineAuto
 		for r := 0; r < rounds; r++ {
 			b.Logf("round %d of %d, %d rows of 1 KB:", r+1, rounds, rows)
 			pre := base
 			pre.Preload = true
-			run(&direct, withMode(pre, Pull, ""))
+			run(&direct, withMode(pre, replication.Pull, ""))
 			preK := pipelined
 			preK.Preload = true
-			run(&directK, withMode(preK, Pull, ""))
+			run(&directK, withMode(preK, replication.Pull, ""))
 			runNative(&native, true)
-			withLink(p.pub.Conn("app").Addr(), func(via string) { run(&pull, withMode(pre, Pull, via)) })
-			withLink(p.sub.Conn("app").Addr(), func(via string) { run(&push, withMode(preK, Push, via)) })
-			run(&directE2E, withMode(base, Pull, ""))
+			withLink(p.pub.Conn("app").Addr(), func(via string) { run(&pull, withMode(pre, replication.Pull, via)) })
+			withLink(p.sub.Conn("app").Addr(), func(via string) { run(&push, withMode(preK, replication.Push, via)) })
+			run(&directE2E, withMode(base, replication.Pull, ""))
 			runNative(&nativeE2E, false)
-			withLink(p.pub.Conn("app").Addr(), func(via string) { run(&pullE2E, withMode(base, Pull, via)) })
-			withLink(p.sub.Conn("app").Addr(), func(via string) { run(&pushE2E, withMode(pipelined, Push, via)) })
+			withLink(p.pub.Conn("app").Addr(), func(via string) { run(&pullE2E, withMode(base, replication.Pull, via)) })
+			withLink(p.sub.Conn("app").Addr(), func(via string) { run(&pushE2E, withMode(pipelined, replication.Push, via)) })
 		}
 		b.Logf("medians over %d rounds of %d rows:", rounds, rows)
 		for _, s := range []*series{&direct, &directK, &native, &pull, &push, &directE2E, &nativeE2E, &pullE2E, &pushE2E} {
@@ -173,18 +174,6 @@ func BenchmarkTargets(b *testing.B) {
 	}
 }
 
-// withMode sets the agent's targets: via is the link proxy in front of the
-// connection the mode sends across the WAN ("" = direct).
-func withMode(sc ScenarioConfig, m Mode, via string) ScenarioConfig {
-	sc.Mode = m
-	t, err := m.AgentTargets(sc.Distribution(), sc.Subscriber, via)
-	if err != nil {
-		panic(err)
-	}
-	sc.Agent = t
-	return sc
-}
-
 // BenchmarkSeedModels sets the seed's agents beside the models of
 // ../shared/studies/geo-replication.md on DBRIG_BENCH_MODEL_ROWS rows
 // (default 10,000 rows of 1 KB) over the 77 ms link: a stop-and-wait push
@@ -201,15 +190,15 @@ func BenchmarkSeedModels(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		for _, tc := range []struct {
 			profile  string
-			mode     Mode
+			mode     replication.Mode
 			pipeline int
 		}{
-			{"tukwila-blueridge+legacy-window", Push, 1},
-			{"tukwila-blueridge+autotuned", Push, 1},
-			{"tukwila-blueridge+legacy-window", Pull, 1},
-			{"tukwila-blueridge+autotuned", Pull, 1},
-			{"tukwila-blueridge+legacy-window", Push, PipelineAuto},
-			{"tukwila-blueridge+autotuned", Push, PipelineAuto},
+			{"tukwila-blueridge+legacy-window", replication.Push, 1},
+			{"tukwila-blueridge+autotuned", replication.Push, 1},
+			{"tukwila-blueridge+legacy-window", replication.Pull, 1},
+			{"tukwila-blueridge+autotuned", replication.Pull, 1},
+			{"tukwila-blueridge+legacy-window", replication.Push, replication.PipelineAuto},
+			{"tukwila-blueridge+autotuned", replication.Push, replication.PipelineAuto},
 		} {
 			wan, err := link.ParseProfile(tc.profile)
 			if err != nil {
@@ -220,7 +209,7 @@ func BenchmarkSeedModels(b *testing.B) {
 				b.Fatal(err)
 			}
 			sc := withMode(ScenarioConfig{Config: p.cfg, Payload: PayloadChar1K, Rows: rows, RowsPerTransaction: 1000, Preload: true, SkipVerify: true,
-				Options: AgentOptions{Pipeline: tc.pipeline}}, tc.mode, l.Addr())
+				Options: replication.AgentOptions{Pipeline: tc.pipeline}}, tc.mode, l.Addr())
 			res, err := RunScenario(ctx, sc)
 			st := l.Stats()
 			l.Close()
@@ -231,19 +220,19 @@ func BenchmarkSeedModels(b *testing.B) {
 			// also carried the pipeline's probe) or the reader's result set
 			// (pull).
 			bytes := float64(res.Agent.SentBytes)
-			if tc.mode == Pull {
+			if tc.mode == replication.Pull {
 				bytes = float64(st.Reverse.Bytes)
 			}
 			rtt := wan.EffectiveRTT().Seconds()
 			rate := wan.Rate.BytesPerSecond()
 			var model float64
 			name := tc.mode.String()
-			if tc.mode == Push && tc.pipeline == 1 {
+			if tc.mode == replication.Push && tc.pipeline == 1 {
 				model = float64(res.Agent.RoundTrips)*rtt + bytes/rate
 			} else {
 				// A stream (pull), or a pipeline deep enough to be one.
 				model = bytes/min(rate, float64(wan.Window)/rtt) + 2*rtt
-				if tc.mode == Push {
+				if tc.mode == replication.Push {
 					name = fmt.Sprintf("push, pipeline %d", res.Agent.Pipeline)
 				}
 			}

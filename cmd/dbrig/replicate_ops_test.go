@@ -1,0 +1,384 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/dbrig/dbrig/internal/engine/postgres"
+)
+
+// syncBuffer is a bytes.Buffer that a running command and the test may
+// use at once.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// background is a dbrig command running while the test goes on.
+type background struct {
+	cancel   context.CancelFunc
+	done     chan int
+	out, err *syncBuffer
+}
+
+// replStart runs dbrig in a goroutine; stop cancels it (as Ctrl-C does)
+// and returns its exit code.
+func replStart(t *testing.T, env map[string]string, args ...string) *background {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	b := &background{cancel: cancel, done: make(chan int, 1), out: &syncBuffer{}, err: &syncBuffer{}}
+	go func() {
+		b.done <- run(ctx, args, &app{stdout: b.out, stderr: b.err, getenv: func(k string) string { return env[k] }, version: "test"})
+	}()
+	t.Cleanup(func() { b.stop() })
+	return b
+}
+
+func (b *background) stop() int {
+	b.cancel()
+	select {
+	case code := <-b.done:
+		b.done <- code
+		return code
+	case <-time.After(time.Minute):
+		return -1
+	}
+}
+
+// statusJSON is what the tests read of `replicate status --json`.
+type statusJSON struct {
+	Slot struct {
+		Active           bool   `json:"active"`
+		ConfirmedLSN     string `json:"confirmed_lsn"`
+		WALRetainedBytes *int64 `json:"wal_retained_bytes"`
+	} `json:"slot"`
+	LogReader struct {
+		Running  bool   `json:"running"`
+		Commands int64  `json:"commands"`
+		Host     string `json:"host"`
+		Since    string `json:"since"`
+	} `json:"log_reader"`
+	Agent struct {
+		Running bool   `json:"running"`
+		Mode    string `json:"mode"`
+		Host    string `json:"host"`
+		Since   string `json:"since"`
+		State   string `json:"state"`
+		Error   string `json:"error"`
+	} `json:"agent"`
+	Stored  int64 `json:"stored"`
+	Pending int64 `json:"pending"`
+}
+
+func replStatus(t *testing.T, env map[string]string, args ...string) (statusJSON, string) {
+	t.Helper()
+	code, out, errs := replRun(t, env, append([]string{"replicate", "status", "--json"}, args...)...)
+	var st statusJSON
+	if code != 0 {
+		t.Fatalf("status: exit %d: %s", code, errs)
+	}
+	if err := json.Unmarshal([]byte(out), &st); err != nil {
+		t.Fatalf("status --json: %v\n%s", err, out)
+	}
+	return st, out
+}
+
+// waitStatus polls status until cond holds.
+func waitStatus(t *testing.T, env map[string]string, what string, cond func(statusJSON) bool, args ...string) statusJSON {
+	t.Helper()
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		st, out := replStatus(t, env, args...)
+		if cond(st) {
+			return st
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("status never showed %s:\n%s", what, out)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func exists(t *testing.T, i *postgres.Instance, sql string) bool {
+	t.Helper()
+	return queryInt(t, i, "shop", sql) > 0
+}
+
+func TestReplicateTeardownRemovesOnlyItsOwn(t *testing.T) {
+	pub, sub := replServers(t, "logical")
+	mustExec(t, pub,
+		"CREATE TABLE a (id int PRIMARY KEY, v text)",
+		"CREATE TABLE b (id int PRIMARY KEY, v text)",
+		"CREATE PUBLICATION reporting_pub FOR TABLE b")
+	env := map[string]string{"DBRIG_PUBLISHER": pub.Conn("shop").URI(), "DBRIG_SUBSCRIBER": sub.Conn("shop").URI()}
+	ok := func(args ...string) string {
+		t.Helper()
+		code, out, errs := replRun(t, env, args...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d\n%s%s", args, code, out, errs)
+		}
+		return out
+	}
+	refused := func(want string, args ...string) {
+		t.Helper()
+		code, out, errs := replRun(t, env, args...)
+		t.Logf("%v: exit %d: %s", args, code, strings.TrimSpace(errs))
+		if code != 1 || !strings.Contains(errs, want) || strings.Contains(out, "removed") {
+			t.Errorf("%v: exit %d, want 1 with %q\nstdout: %s\nstderr: %s", args, code, want, out, errs)
+		}
+	}
+	ours := func(what string, want bool) {
+		t.Helper()
+		checks := map[string]string{
+			"distribution database": "SELECT count(*) FROM pg_database WHERE datname = 'dbrig_distribution'",
+			"slot dbrig":            "SELECT count(*) FROM pg_replication_slots WHERE slot_name = 'dbrig'",
+			"publication dbrig":     "SELECT count(*) FROM pg_publication WHERE pubname = 'dbrig'",
+			"slot second":           "SELECT count(*) FROM pg_replication_slots WHERE slot_name = 'second'",
+			"publication second":    "SELECT count(*) FROM pg_publication WHERE pubname = 'second'",
+			"reporting_pub":         "SELECT count(*) FROM pg_publication WHERE pubname = 'reporting_pub'",
+		}
+		if got := exists(t, pub, checks[what]); got != want {
+			t.Errorf("%s exists: %v, want %v", what, got, want)
+		}
+	}
+
+	ok("replicate", "setup", "--tables", "a", "--init", "snapshot")
+	refused(`no replication "nosuch"`, "replicate", "teardown", "--publication", "nosuch")
+	ours("distribution database", true)
+	ours("slot dbrig", true)
+	ours("publication dbrig", true)
+	refused(`no_such_db`, "replicate", "teardown", "--publication", "reporting_pub", "--distribution-db", "no_such_db")
+	refused(`not dbrig's`, "replicate", "teardown", "--publication", "reporting_pub")
+	ours("reporting_pub", true)
+
+	// A second replication shares the publisher and the distribution database.
+	ok("replicate", "setup", "--publication", "second", "--tables", "b", "--init", "snapshot")
+	mustExec(t, pub, "INSERT INTO a SELECT g, 'a' || g FROM generate_series(1, 100) g",
+		"INSERT INTO b SELECT g, 'b' || g FROM generate_series(1, 50) g")
+	ok("replicate", "run", "--publication", "second", "--until-caught-up", "--progress", "0")
+	if n := queryInt(t, sub, "shop", "SELECT count(*) FROM b"); n != 50 {
+		t.Errorf("subscriber b: %d rows, want 50", n)
+	}
+	ok("replicate", "teardown", "--publication", "second")
+	ours("slot second", false)
+	ours("publication second", false)
+	ours("distribution database", true)
+	ours("slot dbrig", true)
+	ours("reporting_pub", true)
+	ok("replicate", "run", "--until-caught-up", "--progress", "0")
+	if n := queryInt(t, sub, "shop", "SELECT count(*) FROM a"); n != 100 {
+		t.Errorf("subscriber a: %d rows, want 100", n)
+	}
+	ok("replicate", "teardown")
+	ours("distribution database", false)
+	ours("slot dbrig", false)
+	ours("reporting_pub", true)
+	refused(`no replication "dbrig"`, "replicate", "teardown")
+}
+
+func TestReplicateNeverPrintsAPassword(t *testing.T) {
+	const marker = "Zq7pMarker"
+	malformed := []string{
+		"postgres//repl:" + marker + "@host/db",
+		"postgres:/repl:" + marker + "@host/db",
+		"repl:" + marker + "@host/db",
+		"postgres://repl:" + marker + "@host:99999/db",
+		"postgres://repl:" + marker + "@[::1/db",
+		"postgresql://repl:" + marker + "@host/db?sslmode=bogus",
+		"postgres://repl:" + marker + "@host/",
+		"postgres://repl:p@" + marker + "@host/db",
+		"mysql://repl:" + marker + "@host/db",
+		"host=x password=" + marker + " port=abc",
+		"host=x password='" + marker,
+		"user=repl password=" + marker + " dbname",
+		"password = '" + marker + "' host=x port=",
+		"postgres://repl:" + marker + "@127.0.0.1:1/db",
+	}
+	for _, uri := range malformed {
+		for _, action := range []string{"setup", "run", "status", "verify", "teardown"} {
+			for _, via := range []string{"flag", "env"} {
+				env := map[string]string{"DBRIG_SUBSCRIBER": "postgres://u@127.0.0.1:1/sub"}
+				args := []string{"replicate", action, "--verbose"}
+				if via == "flag" {
+					args = append(args, "--publisher", uri)
+				} else {
+					env["DBRIG_PUBLISHER"] = uri
+				}
+				code, out, errs := replRun(t, env, args...)
+				if strings.Contains(out+errs, marker) {
+					t.Errorf("%s %s (%s): the password was printed:\n%s%s", action, uri, via, out, errs)
+				}
+				if code != 1 && code != 2 {
+					t.Errorf("%s %s: exit %d, want 1 or 2", action, uri, code)
+				}
+			}
+		}
+	}
+}
+
+func TestReplicateStatusShowsWhereEachRoleRuns(t *testing.T) {
+	pub, sub := replServers(t, "logical")
+	mustExec(t, pub, "CREATE TABLE a (id int PRIMARY KEY, v text)")
+	env := map[string]string{"DBRIG_PUBLISHER": pub.Conn("shop").URI(), "DBRIG_SUBSCRIBER": sub.Conn("shop").URI()}
+	if code, out, errs := replRun(t, env, "replicate", "setup", "--tables", "a", "--init", "snapshot", "--mode", "push"); code != 0 {
+		t.Fatalf("setup: %d\n%s%s", code, out, errs)
+	}
+	lr := replStart(t, env, "replicate", "run", "--role", "log-reader", "--progress", "0")
+	agent := replStart(t, env, "replicate", "run", "--role", "agent", "--mode", "pull", "--progress", "0")
+	host, _ := os.Hostname()
+	st := waitStatus(t, env, "both roles running", func(s statusJSON) bool { return s.Agent.Running && s.LogReader.Running })
+	if st.Agent.Mode != "pull" || st.Agent.Host != host || st.Agent.Since == "" || st.LogReader.Host != host || st.LogReader.Since == "" {
+		t.Errorf("status: %+v", st)
+	}
+	if !regexp.MustCompile(`^[0-9A-F]+/[0-9A-F]+$`).MatchString(st.Slot.ConfirmedLSN) {
+		t.Errorf("confirmed_lsn %q is not in PostgreSQL's X/Y form", st.Slot.ConfirmedLSN)
+	}
+	_, out, _ := replRun(t, env, "replicate", "status")
+	t.Logf("status:\n%s", out)
+	if !regexp.MustCompile(`agent\s+running, pull mode, on ` + regexp.QuoteMeta(host)).MatchString(out) {
+		t.Errorf("status text does not say the agent runs in pull mode on %s:\n%s", host, out)
+	}
+	if code := agent.stop(); code != 130 {
+		t.Errorf("agent run: exit %d after Ctrl-C, want 130; stderr: %s", code, agent.err.String())
+	}
+	st = waitStatus(t, env, "the agent stopped", func(s statusJSON) bool { return !s.Agent.Running })
+	if !st.LogReader.Running || st.Agent.Mode != "pull" {
+		t.Errorf("after the agent stopped: %+v", st)
+	}
+	lr.stop()
+	if strings.Contains(lr.err.String()+agent.err.String(), "log reader: log reader:") {
+		t.Errorf("doubled prefix:\n%s", lr.err.String())
+	}
+}
+
+func TestReplicateApplyErrorStopsOnlyTheAgent(t *testing.T) {
+	pub, sub := replServers(t, "logical")
+	mustExec(t, pub, "CREATE TABLE t (id int PRIMARY KEY, v int NOT NULL)")
+	env := map[string]string{"DBRIG_PUBLISHER": pub.Conn("shop").URI(), "DBRIG_SUBSCRIBER": sub.Conn("shop").URI()}
+	if code, out, errs := replRun(t, env, "replicate", "setup", "--tables", "t", "--init", "snapshot"); code != 0 {
+		t.Fatalf("setup: %d\n%s%s", code, out, errs)
+	}
+	mustExec(t, sub, "ALTER TABLE t ADD CONSTRAINT small_v CHECK (v < 100)")
+	r := replStart(t, env, "replicate", "run", "--progress", "200ms")
+	mustExec(t, pub, "INSERT INTO t VALUES (1, 1)", "INSERT INTO t VALUES (2, 500)")
+	st := waitStatus(t, env, "the agent stopped on the constraint", func(s statusJSON) bool { return s.Agent.State == "stopped" })
+	if !strings.Contains(st.Agent.Error, "small_v") {
+		t.Errorf("agent error %q does not name the constraint", st.Agent.Error)
+	}
+	// The log reader keeps capturing while the agent is stopped.
+	before := st.LogReader.Commands
+	mustExec(t, pub, "INSERT INTO t SELECT g, 1 FROM generate_series(3, 52) g")
+	st = waitStatus(t, env, "the log reader storing new commands", func(s statusJSON) bool { return s.LogReader.Commands >= before+50 })
+	if !st.LogReader.Running || st.Pending < 51 || st.Slot.WALRetainedBytes == nil {
+		t.Errorf("with the agent stopped: %+v", st)
+	}
+	_, out, _ := replRun(t, env, "replicate", "status")
+	t.Logf("status:\n%s", out)
+	for _, w := range []string{"stopped", "small_v", "WAL retained", "pending"} {
+		if !strings.Contains(out, w) {
+			t.Errorf("status lacks %q:\n%s", w, out)
+		}
+	}
+	code := r.stop()
+	errs := r.err.String()
+	if code != 1 || strings.Count(errs, `violates check constraint "small_v"`) != 1 {
+		t.Errorf("run: exit %d, want 1 with the error once:\n%s", code, errs)
+	}
+	mustExec(t, sub, "ALTER TABLE t DROP CONSTRAINT small_v")
+	if code, out, errs := replRun(t, env, "replicate", "run", "--until-caught-up", "--progress", "0"); code != 0 {
+		t.Fatalf("run after the fix: %d\n%s%s", code, out, errs)
+	}
+	if code, out, errs := replRun(t, env, "replicate", "verify"); code != 0 {
+		t.Errorf("verify: %d\n%s%s", code, out, errs)
+	}
+}
+
+// TestReplicateSnapshotCopiesTheSchema: a table created on the subscriber
+// by --init snapshot has what pg_dump --schema-only of it has (defaults,
+// sequences and their positions, identity, NOT NULL, CHECK, UNIQUE,
+// secondary indexes), so the subscriber can take over.
+func TestReplicateSnapshotCopiesTheSchema(t *testing.T) {
+	pub, sub := replServers(t, "logical")
+	mustExec(t, pub,
+		"CREATE SCHEMA sales",
+		"CREATE SEQUENCE sales.order_no START 1000 INCREMENT 5",
+		`CREATE TABLE sales.orders (
+			id bigserial PRIMARY KEY,
+			no int NOT NULL DEFAULT nextval('sales.order_no'),
+			code text NOT NULL UNIQUE,
+			qty int NOT NULL DEFAULT 1 CHECK (qty > 0),
+			price numeric(10,2) CHECK (price >= 0),
+			placed timestamptz NOT NULL DEFAULT now(),
+			ext int GENERATED BY DEFAULT AS IDENTITY (START 7),
+			CONSTRAINT qty_price CHECK (qty < 1000 OR price < 10))`,
+		"CREATE INDEX orders_placed ON sales.orders (placed DESC)",
+		"CREATE UNIQUE INDEX orders_lower_code ON sales.orders (lower(code))",
+		"INSERT INTO sales.orders (code, qty, price) SELECT 'c' || g, g % 10 + 1, g FROM generate_series(1, 100) g")
+	env := map[string]string{"DBRIG_PUBLISHER": pub.Conn("shop").URI(), "DBRIG_SUBSCRIBER": sub.Conn("shop").URI()}
+	if code, out, errs := replRun(t, env, "replicate", "setup", "--tables", "sales.orders", "--init", "snapshot"); code != 0 {
+		t.Fatalf("setup: %d\n%s%s", code, out, errs)
+	}
+	dump := func(i *postgres.Instance) string {
+		t.Helper()
+		out, err := pgDump(i, "--schema-only", "--no-owner", "--no-privileges", "--table=sales.orders", "--table=sales.order_no")
+		if err != nil {
+			t.Fatalf("pg_dump: %v", err)
+		}
+		return out
+	}
+	if p, s := dump(pub), dump(sub); p != s {
+		t.Errorf("the subscriber's schema differs from the publisher's:\n--- publisher\n%s\n--- subscriber\n%s", p, s)
+	}
+	for _, seq := range []string{"sales.order_no", "sales.orders_id_seq", "sales.orders_ext_seq"} {
+		q := "SELECT last_value * 2 + is_called::int FROM " + seq
+		if p, s := queryInt(t, pub, "shop", q), queryInt(t, sub, "shop", q); p != s {
+			t.Errorf("sequence %s stands at %d on the subscriber, %d on the publisher", seq, s, p)
+		}
+	}
+	// The subscriber can take over: its sequences go on from the publisher's.
+	mustExec(t, sub, "INSERT INTO sales.orders (code) VALUES ('taken over')")
+	if n := queryInt(t, sub, "shop", "SELECT count(*) FROM sales.orders"); n != 101 {
+		t.Errorf("subscriber holds %d rows, want 101", n)
+	}
+}
+
+// pgDump runs the instance's pg_dump on database shop with args.
+func pgDump(i *postgres.Instance, args ...string) (string, error) {
+	cmd := exec.Command(i.Binaries().Path("pg_dump"), append(args, "--dbname=shop")...)
+	cmd.Env = append(os.Environ(), i.Conn("shop").Env()...)
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("%w: %s", err, errb.String())
+	}
+	// \restrict and \unrestrict carry a key new with every dump.
+	var keep []string
+	for _, l := range strings.Split(string(out), "\n") {
+		if !strings.HasPrefix(l, `\restrict`) && !strings.HasPrefix(l, `\unrestrict`) {
+			keep = append(keep, l)
+		}
+	}
+	return strings.Join(keep, "\n"), nil
+}

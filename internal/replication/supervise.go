@@ -1,0 +1,439 @@
+package replication
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// RunConfig is one run of a replication's roles in this process: the log
+// reader, the distribution agent, or both. `dbrig replicate run` and the
+// geo-replication study both run a replication through it.
+type RunConfig struct {
+	// Config names the replication; its logins are the rig's own (the
+	// log reader reads the publisher through Config.Publisher, the
+	// supervisor watches through all three).
+	Config
+	// LogReader and Agent say which roles run here.
+	LogReader, Agent bool
+	// Targets are the agent's two connections, one of which may cross a
+	// link (see Mode.AgentTargets); zero values mean Config.Distribution()
+	// and Config.Subscriber.
+	Targets Targets
+	Mode    Mode
+	Options AgentOptions
+	// UntilCaughtUp ends the run, with a nil error, once every transaction
+	// committed on the publisher before the start is applied (or, with the
+	// log reader alone, stored).
+	UntilCaughtUp bool
+	// AgentRetry restarts an agent that stopped on an apply error (a
+	// constraint, a full disk) after this long, as often as it stops; zero
+	// leaves it stopped. The log reader keeps capturing either way.
+	AgentRetry time.Duration
+	// AgentReady and AgentGate time the agent without its connection
+	// set-up (see AgentConfig.Ready and Gate).
+	AgentReady func()
+	AgentGate  <-chan struct{}
+	// OnEvent, when set, hears of every role that stops or restarts, from
+	// the supervisor's goroutine: what an operator must be told.
+	OnEvent func(Event)
+	// Clock, for tests; nil is time.Now.
+	now func() time.Time
+}
+
+// Event is a role stopping or restarting.
+type Event struct {
+	Role string // "log reader" or "distribution agent"
+	// Kind is "stopped" (Err says why) or "restarting".
+	Kind string
+	Err  error
+	At   time.Time
+}
+
+func (e Event) String() string {
+	if e.Kind == "restarting" {
+		return e.Role + " restarting"
+	}
+	return fmt.Sprintf("%s stopped: %v", e.Role, e.Err)
+}
+
+// Progress is what a supervised run has done so far.
+type Progress struct {
+	Elapsed   time.Duration   `json:"elapsed_ns"`
+	LogReader *LogReaderStats `json:"log_reader,omitempty"`
+	Agent     *AgentStats     `json:"agent,omitempty"`
+	// AgentStopped says why the agent is not running while the log reader
+	// goes on ("" while it runs).
+	AgentStopped string `json:"agent_stopped,omitempty"`
+	// Applied counts the commands the agents of this run applied, across
+	// restarts; CommandsPerSecond is the rate over the last ten seconds or
+	// so (not since the start, which hides a stall).
+	Applied           int64   `json:"applied"`
+	CommandsPerSecond float64 `json:"commands_per_second"`
+	// Errors counts the failures the roles recovered from by reconnecting,
+	// and the ones that stopped them.
+	TransientErrors int64 `json:"transient_errors"`
+	PermanentErrors int64 `json:"permanent_errors"`
+	CaughtUp        bool  `json:"caught_up,omitempty"`
+}
+
+// Supervisor runs a replication's roles and watches them: a transient
+// failure is retried inside each role (with backoff); a permanent one of
+// the agent stops only the agent, while the log reader keeps capturing, so
+// the backlog is kept and measured; a permanent one of the log reader ends
+// the run.
+type Supervisor struct {
+	cfg    RunConfig
+	start  time.Time
+	cancel context.CancelFunc
+	done   chan struct{}
+	waiter *Waiter
+	wmu    sync.Mutex // the waiter's connections serve one caller at a time
+	target LSN
+
+	mu          sync.Mutex
+	lr          *LogReader
+	agent       *DistributionAgent
+	agentErr    error
+	agentBase   int64 // commands applied by earlier agents of this run
+	restarts    int64 // transient errors of earlier agents
+	permanent   int64
+	caughtUp    bool
+	err         error
+	rateSamples []rateSample
+}
+
+type rateSample struct {
+	at       time.Time
+	commands int64
+}
+
+// Supervise checks that the replication exists and its servers answer,
+// then starts the roles RunConfig asks for and returns at once. The run
+// ends when ctx is cancelled, with UntilCaughtUp once caught up, or when a
+// role stops for good and nothing is left to run (see Supervisor).
+func Supervise(ctx context.Context, cfg RunConfig) (*Supervisor, error) {
+	cfg.Config = cfg.Config.withDefaults()
+	if cfg.now == nil {
+		cfg.now = time.Now
+	}
+	if !cfg.LogReader && !cfg.Agent {
+		return nil, usageErr("nothing to run: neither the log reader nor the agent")
+	}
+	if cfg.Targets.Distribution.Host == "" {
+		cfg.Targets.Distribution = cfg.Distribution()
+	}
+	if cfg.Targets.Subscriber.Host == "" {
+		cfg.Targets.Subscriber = cfg.Subscriber
+	}
+	s := &Supervisor{cfg: cfg, done: make(chan struct{})}
+	if cfg.LogReader {
+		lr, err := NewLogReader(LogReaderConfig{Publisher: cfg.Publisher, Distribution: cfg.Distribution(), Publication: cfg.Publication, Logger: cfg.Logger})
+		if err != nil {
+			return nil, err
+		}
+		s.lr = lr
+	}
+	if cfg.Agent {
+		a, err := s.newAgent()
+		if err != nil {
+			return nil, err
+		}
+		s.agent = a
+	}
+	// Fail fast on what waiting cannot cure: a replication that does not
+	// exist, a server that does not answer at the start.
+	pub, dist, _, err := openReplication(ctx, cfg.Config, "dbrig run")
+	if err != nil {
+		return nil, err
+	}
+	pub.Close(context.WithoutCancel(ctx))
+	dist.Close(context.WithoutCancel(ctx))
+	if cfg.UntilCaughtUp || cfg.LogReader {
+		if s.waiter, err = NewWaiter(ctx, cfg.Config); err != nil {
+			return nil, &ServerError{Err: err}
+		}
+		if cfg.UntilCaughtUp {
+			if s.target, err = s.waiter.CurrentLSN(ctx); err != nil {
+				s.waiter.Close()
+				return nil, &ServerError{Err: err}
+			}
+		}
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	s.cancel = cancel
+	s.start = cfg.now()
+	go s.run(runCtx, ctx) // owned by the Supervisor: Stop waits for it
+	return s, nil
+}
+
+func (s *Supervisor) newAgent() (*DistributionAgent, error) {
+	cfg := s.cfg
+	acfg := AgentConfig{Targets: cfg.Targets, Publication: cfg.Publication, Options: cfg.Options, Mode: cfg.Mode, Logger: cfg.Logger,
+		UntilCaughtUp: cfg.UntilCaughtUp && !cfg.LogReader, Ready: cfg.AgentReady, Gate: cfg.AgentGate}
+	return NewDistributionAgent(acfg)
+}
+
+// Target is the publisher position UntilCaughtUp waits for.
+func (s *Supervisor) Target() LSN { return s.target }
+
+// Done is closed when the run has ended.
+func (s *Supervisor) Done() <-chan struct{} { return s.done }
+
+// Err is why the run ended: nil when it caught up (UntilCaughtUp) or was
+// stopped with no role failing for good; the first permanent error of a
+// role otherwise, or the context's error when it was cancelled.
+func (s *Supervisor) Err() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.err
+}
+
+// Stop ends the run, waits for both roles and returns Err.
+func (s *Supervisor) Stop() error {
+	s.cancel()
+	<-s.done
+	return s.Err()
+}
+
+// Progress is a snapshot of the run.
+func (s *Supervisor) Progress() Progress {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := Progress{Elapsed: s.cfg.now().Sub(s.start), CaughtUp: s.caughtUp, PermanentErrors: s.permanent, TransientErrors: s.restarts}
+	if s.lr != nil {
+		st := s.lr.Stats()
+		p.LogReader = &st
+		p.TransientErrors += int64(st.Restarts)
+	}
+	if s.agent != nil {
+		st := s.agent.Stats()
+		p.Agent = &st
+		p.Applied = s.agentBase + st.Commands
+		p.TransientErrors += int64(st.Restarts)
+	}
+	if s.agentErr != nil {
+		p.AgentStopped = s.agentErr.Error()
+	}
+	if n := len(s.rateSamples); n >= 2 {
+		a, b := s.rateSamples[0], s.rateSamples[n-1]
+		if d := b.at.Sub(a.at).Seconds(); d > 0 {
+			p.CommandsPerSecond = float64(b.commands-a.commands) / d
+		}
+	}
+	return p
+}
+
+// sample records the applied count for the recent rate: ten seconds of
+// one-second samples.
+func (s *Supervisor) sample() {
+	p := s.Progress()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.rateSamples = append(s.rateSamples, rateSample{at: s.cfg.now(), commands: p.Applied})
+	if len(s.rateSamples) > 11 {
+		s.rateSamples = s.rateSamples[len(s.rateSamples)-11:]
+	}
+}
+
+func (s *Supervisor) event(e Event) {
+	e.At = s.cfg.now()
+	if s.cfg.OnEvent != nil {
+		s.cfg.OnEvent(e)
+	}
+}
+
+// run owns the roles' goroutines.
+func (s *Supervisor) run(ctx, parent context.Context) {
+	defer close(s.done)
+	defer func() {
+		if s.waiter != nil {
+			s.wmu.Lock()
+			s.waiter.Close()
+			s.wmu.Unlock()
+		}
+	}()
+	type ended struct {
+		role string
+		err  error
+	}
+	ends := make(chan ended, 2)
+	var wg sync.WaitGroup
+	startRole := func(role string, f func(context.Context) error) {
+		wg.Add(1)
+		go func() { defer wg.Done(); ends <- ended{role, f(ctx)} }() // waited for below
+	}
+	running := 0
+	if s.lr != nil {
+		running++
+		startRole(roleLogReader, s.lr.Run)
+	}
+	if s.agent != nil {
+		running++
+		startRole(roleAgent, s.agent.Run)
+	}
+	var retry <-chan time.Time
+	var poll <-chan time.Time
+	if s.cfg.UntilCaughtUp && s.waiter != nil {
+		t := time.NewTicker(50 * time.Millisecond)
+		defer t.Stop()
+		poll = t.C
+	}
+	rate := time.NewTicker(time.Second)
+	defer rate.Stop()
+	s.sample()
+	stopping := ctx.Done()
+	finish := func(err error) {
+		s.mu.Lock()
+		if s.err == nil {
+			s.err = err
+		}
+		s.mu.Unlock()
+		s.cancel()
+	}
+	for running > 0 {
+		select {
+		case e := <-ends:
+			running--
+			if ctx.Err() != nil {
+				continue // stopping: every role returns the context's error
+			}
+			switch e.role {
+			case roleLogReader:
+				err := fmt.Errorf("log reader: %w", e.err)
+				if e.err == nil {
+					err = errors.New("log reader: stopped")
+				}
+				s.mu.Lock()
+				s.permanent++
+				s.mu.Unlock()
+				s.event(Event{Role: "log reader", Kind: "stopped", Err: e.err})
+				finish(err)
+			case roleAgent:
+				if e.err == nil { // caught up (agent alone, UntilCaughtUp)
+					s.mu.Lock()
+					s.caughtUp = true
+					s.mu.Unlock()
+					finish(nil)
+					continue
+				}
+				s.mu.Lock()
+				s.agentErr = e.err
+				s.permanent++
+				s.mu.Unlock()
+				s.event(Event{Role: "distribution agent", Kind: "stopped", Err: e.err})
+				switch {
+				case s.lr == nil || s.cfg.UntilCaughtUp:
+					finish(fmt.Errorf("distribution agent: %w", e.err))
+				case s.cfg.AgentRetry > 0:
+					retry = time.After(s.cfg.AgentRetry)
+				}
+			}
+		case <-retry:
+			retry = nil
+			a, err := s.newAgent()
+			if err != nil {
+				finish(fmt.Errorf("distribution agent: %w", err))
+				continue
+			}
+			s.mu.Lock()
+			st := s.agent.Stats()
+			s.agentBase += st.Commands
+			s.restarts += int64(st.Restarts)
+			s.agent, s.agentErr = a, nil
+			s.mu.Unlock()
+			s.event(Event{Role: "distribution agent", Kind: "restarting"})
+			running++
+			startRole(roleAgent, a.Run)
+		case <-poll:
+			var ok bool
+			var err error
+			s.wmu.Lock()
+			if s.agent != nil {
+				ok, err = s.waiter.CaughtUp(ctx, s.target)
+			} else {
+				ok, err = s.waiter.Stored(ctx, s.target)
+			}
+			s.wmu.Unlock()
+			if err == nil && ok {
+				s.mu.Lock()
+				s.caughtUp = true
+				s.mu.Unlock()
+				finish(nil)
+			}
+		case <-rate.C:
+			s.sample()
+		case <-stopping:
+			stopping = nil // the roles see it too, and return
+		}
+	}
+	wg.Wait()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.err == nil && !s.caughtUp {
+		switch {
+		case s.agentErr != nil:
+			s.err = fmt.Errorf("distribution agent: %w", s.agentErr)
+		case parent.Err() != nil:
+			s.err = parent.Err()
+		}
+	}
+}
+
+// WaitCaughtUp waits until every transaction committed on the publisher
+// before target is applied on the subscriber, polling every poll; it fails
+// when the run ends first.
+func (s *Supervisor) WaitCaughtUp(ctx context.Context, target LSN, poll time.Duration) error {
+	if s.waiter == nil {
+		return errors.New("wait for the subscriber: this run has no watcher (it runs the agent alone)")
+	}
+	for {
+		s.wmu.Lock()
+		ok, err := s.waiter.CaughtUp(ctx, target)
+		s.wmu.Unlock()
+		if err != nil || ok {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-s.done:
+			if err := s.Err(); err != nil {
+				return err
+			}
+			return errors.New("the replication stopped before the subscriber caught up")
+		case <-time.After(poll):
+		}
+		if p := s.Progress(); p.AgentStopped != "" {
+			return fmt.Errorf("distribution agent: %s", p.AgentStopped)
+		}
+	}
+}
+
+// WaitStored waits until the log reader has stored every transaction
+// committed on the publisher before target.
+func (s *Supervisor) WaitStored(ctx context.Context, target LSN, poll time.Duration) error {
+	if s.waiter == nil {
+		return errors.New("wait for the log reader: this run has no watcher")
+	}
+	for {
+		s.wmu.Lock()
+		ok, err := s.waiter.Stored(ctx, target)
+		s.wmu.Unlock()
+		if err != nil || ok {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-s.done:
+			if err := s.Err(); err != nil {
+				return err
+			}
+			return errors.New("the replication stopped before the log reader stored everything")
+		case <-time.After(poll):
+		}
+	}
+}

@@ -1,0 +1,161 @@
+package georep
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/dbrig/dbrig/internal/engine/postgres"
+	"github.com/dbrig/dbrig/internal/engine/postgres/pgtest"
+	"github.com/dbrig/dbrig/internal/link"
+	"github.com/dbrig/dbrig/internal/replication"
+)
+
+// pair is a publisher and a subscriber instance with a database "app" each.
+type pair struct {
+	pub, sub *postgres.Instance
+	cfg      replication.Config
+}
+
+func startPair(t testing.TB) *pair {
+	t.Helper()
+	var p pair
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		p.pub = pgtest.Start(t, "pub", map[string]string{"wal_level": "logical", "max_replication_slots": "10", "max_wal_senders": "10"})
+	}()
+	go func() { defer wg.Done(); p.sub = pgtest.Start(t, "sub", nil) }()
+	wg.Wait()
+	if p.pub == nil || p.sub == nil {
+		t.FailNow()
+	}
+	ctx := testCtx(t, time.Minute)
+	for _, i := range []*postgres.Instance{p.pub, p.sub} {
+		if err := i.CreateDatabase(ctx, "app"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	log := slog.New(slog.DiscardHandler)
+	if os.Getenv("DBRIG_TEST_LOG") != "" {
+		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	p.cfg = replication.Config{Publisher: p.pub.Conn("app"), Subscriber: p.sub.Conn("app"), Logger: log}
+	return &p
+}
+
+func testCtx(t testing.TB, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func startLink(t testing.TB, upstream string, cfg link.Config) *link.Proxy {
+	t.Helper()
+	p, err := link.Listen(context.Background(), "127.0.0.1:0", upstream, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	return p
+}
+
+// withMode sets the agent's targets: via is the link proxy in front of the
+// connection the mode sends across the WAN ("" = direct).
+func withMode(sc ScenarioConfig, m replication.Mode, via string) ScenarioConfig {
+	sc.Mode = m
+	t, err := m.AgentTargets(sc.Distribution(), sc.Subscriber, via)
+	if err != nil {
+		panic(err)
+	}
+	sc.Agent = t
+	return sc
+}
+
+func TestScenarioAndBaselines(t *testing.T) {
+	p := startPair(t)
+	ctx := testCtx(t, 5*time.Minute)
+	wan := link.Config{RTT: 20 * time.Millisecond, Rate: 100e6, Window: link.AutotunedWindow}
+	pubLink := startLink(t, p.pub.Conn("app").Addr(), wan)
+	subLink := startLink(t, p.sub.Conn("app").Addr(), wan)
+
+	for _, tc := range []struct {
+		mode    replication.Mode
+		payload Payload
+		via     string
+		opts    replication.AgentOptions
+	}{
+		{replication.Pull, PayloadChar1K, pubLink.Addr(), replication.AgentOptions{}},
+		{replication.Push, PayloadBytes1K, subLink.Addr(), replication.AgentOptions{Pipeline: replication.PipelineAuto}},
+		{replication.Pull, PayloadBytes15K, pubLink.Addr(), replication.AgentOptions{}},
+	} {
+		sc := ScenarioConfig{Config: p.cfg, Payload: tc.payload, Rows: 2000, RowsPerTransaction: 500, Options: tc.opts}
+		sc = withMode(sc, tc.mode, tc.via)
+		res, err := RunScenario(ctx, sc)
+		if err != nil {
+			t.Fatalf("%s %s: %v", tc.mode, tc.payload, err)
+		}
+		t.Logf("%s %s: %.3f s, %.0f rows/s, %.1f MB/s, %d round trips, pipeline %d", tc.mode, tc.payload,
+			res.Elapsed.Seconds(), res.RowsPerSec, res.MBPerSec, res.Agent.RoundTrips, res.Agent.Pipeline)
+		if res.Elapsed <= 0 || res.Verify == nil || !res.Verify.Equal || res.Agent.Commands != 2000 {
+			t.Errorf("%s %s: %+v", tc.mode, tc.payload, res)
+		}
+	}
+	// Preloaded: the agent alone.
+	sc := withMode(ScenarioConfig{Config: p.cfg, Payload: PayloadChar1K, Rows: 3000, Preload: true}, replication.Pull, pubLink.Addr())
+	res, err := RunScenario(ctx, sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("preloaded pull: %.3f s, %.0f rows/s", res.Elapsed.Seconds(), res.RowsPerSec)
+
+	// Initialization: snapshot against backup, through the link.
+	viaPub, _ := p.pub.Conn("app").Via(pubLink.Addr())
+	for _, init := range []replication.InitMethod{replication.InitSnapshot, replication.InitBackup} {
+		sc := ScenarioConfig{Config: p.cfg, Payload: PayloadChar1K, InitialRows: 5000,
+			Setup: replication.SetupOptions{Init: init, InitPublisher: viaPub}}
+		res, err := RunScenario(ctx, sc)
+		if err != nil {
+			t.Fatalf("init %s: %v", init, err)
+		}
+		t.Logf("init %s: %v, %d bytes", init, res.Setup.InitDuration, res.Setup.InitBytes)
+		if res.Setup.InitDuration <= 0 || res.Verify == nil || !res.Verify.Equal {
+			t.Errorf("init %s: %+v", init, res)
+		}
+	}
+
+	// Native logical replication: the subscriber's server connects to the
+	// publisher through the link.
+	nres, err := RunNative(ctx, NativeConfig{Publisher: p.pub.Conn("app"), Subscriber: p.sub.Conn("app"), PublisherFromSubscriber: viaPub,
+		Payload: PayloadChar1K, Rows: 2000, RowsPerTransaction: 500, InitialRows: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("native: %.3f s, %.0f rows/s, initial sync %v", nres.Elapsed.Seconds(), nres.RowsPerSec, nres.InitialSync)
+	if nres.Elapsed <= 0 || nres.InitialSync <= 0 || !nres.Verify.Equal {
+		t.Errorf("native: %+v", nres)
+	}
+
+	// Remote inserts: the publisher's server inserts into the subscriber
+	// through the link, one round trip per row or per batch.
+	viaSub, _ := p.sub.Conn("app").Via(subLink.Addr())
+	for _, bs := range []int{1, 50} {
+		fres, err := RunFDW(ctx, FDWConfig{Local: p.pub.Conn("app"), Remote: viaSub, RemoteDirect: p.sub.Conn("app"),
+			Payload: PayloadChar1K, Rows: 100, BatchSize: bs})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("fdw batch %d: %.3f s, %.0f rows/s", bs, fres.Elapsed.Seconds(), fres.RowsPerSec)
+		// One round trip per row (20 ms) or per batch.
+		if bs == 1 && fres.Elapsed < 100*wan.RTT {
+			t.Errorf("fdw batch 1: %v for 100 rows, want at least 100 round trips of %v", fres.Elapsed, wan.RTT)
+		}
+		if bs == 50 && fres.Elapsed > 20*wan.RTT {
+			t.Errorf("fdw batch 50: %v for 100 rows, want a few round trips", fres.Elapsed)
+		}
+	}
+}
