@@ -52,33 +52,46 @@ subscriber, the way the seed's SQL Server replication does:
 
 The log reader decodes the publisher's write-ahead log (logical decoding,
 pgoutput) and stores each committed change, in commit order, in the
-distribution database (dbrig_distribution on the publisher's server). The
-distribution agent reads every pending command as one streaming result set
-into command buffers (--buffers of --buffer-size) and applies one buffer per
-round trip to the subscriber (--pipeline buffers in flight), committing every
---commit-batch-size source transactions together with its position, so each
-change is applied exactly once across crashes and reconnects.
+distribution database (dbrig_distribution on the publisher's server, which
+several replications may share), compressed unless setup says
+--compression none. The distribution agent reads every pending command as
+one streaming result set into command buffers (--buffers of --buffer-size)
+and applies them to the subscriber (--pipeline buffers in flight),
+committing every --commit-batch-size source transactions together with its
+position, so each change is applied exactly once across crashes and
+reconnects.
 
 Where the agent runs is the mode: next to the distribution database (push:
 its writes cross the WAN) or next to the subscriber (pull: its reads cross
 the WAN). Run the agent where you want it with --role agent.
 
-  setup     check both servers, create the distribution database, the
-            publication, the slot and the subscriber's bookkeeping, and copy
-            the tables' rows (--init snapshot: COPY; backup: pg_dump/pg_restore)
+  setup     check both servers, create the distribution database (or add
+            to one dbrig made), the publication, the slot and the
+            subscriber's bookkeeping, and copy the tables' rows (--init
+            snapshot: COPY, creating missing tables as pg_dump would;
+            backup: pg_dump/pg_restore)
   run       run the log reader and the agent (--role) until Ctrl-C or
-            --until-caught-up, printing progress
-  status    pending commands, lag, last applied transaction
+            --until-caught-up, printing progress; a lost connection or a
+            restarted server is retried, a change the subscriber refuses
+            stops the agent only (--agent-retry restarts it), and
+            --metrics-addr serves Prometheus metrics
+  status    where each role runs and since when (or why it stopped), the
+            commands stored and pending, the lag, the WAL the slot retains
   verify    compare every table on both sides (row count and checksum);
             exit 1 on any difference, listing the first differing keys
-  teardown  remove the slot, the publication, the distribution database and
-            the subscription (the replicated tables stay)
+  teardown  remove what dbrig's catalog records for this replication: the
+            slot, the publication, its part of the distribution database
+            (the whole database when no other replication uses it) and the
+            subscription (the replicated tables stay); it refuses to touch
+            anything dbrig did not create
 
 The URIs may also come from DBRIG_PUBLISHER and DBRIG_SUBSCRIBER, which keeps
-passwords out of process listings. Passwords are never printed.
+passwords out of process listings. Passwords are never printed, whatever
+the form of the string.
 
-Exit codes: 0 success (verify: identical), 1 a server cannot be used, a
-command failed or the sides differ, 2 bad flags, URIs or tables.`,
+Exit codes: 0 success (verify: identical), 1 a server cannot be used, the
+replication does not exist, a command failed, the agent stopped, or the
+sides differ, 2 bad flags, URIs or tables, 130 interrupted.`,
 		Example: `  export DBRIG_PUBLISHER='postgres://repl:secret@tukwila:5432/shop'
   export DBRIG_SUBSCRIBER='postgres://repl:secret@blueridge:5432/shop'
   dbrig replicate setup --tables orders,order_lines --init snapshot

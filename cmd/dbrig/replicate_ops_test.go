@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"regexp"
@@ -280,7 +282,7 @@ func TestReplicateApplyErrorStopsOnlyTheAgent(t *testing.T) {
 		t.Fatalf("setup: %d\n%s%s", code, out, errs)
 	}
 	mustExec(t, sub, "ALTER TABLE t ADD CONSTRAINT small_v CHECK (v < 100)")
-	r := replStart(t, env, "replicate", "run", "--progress", "200ms")
+	r := replStart(t, env, "replicate", "run", "--progress", "200ms", "--metrics-addr", "127.0.0.1:0")
 	mustExec(t, pub, "INSERT INTO t VALUES (1, 1)", "INSERT INTO t VALUES (2, 500)")
 	st := waitStatus(t, env, "the agent stopped on the constraint", func(s statusJSON) bool { return s.Agent.State == "stopped" })
 	if !strings.Contains(st.Agent.Error, "small_v") {
@@ -292,6 +294,26 @@ func TestReplicateApplyErrorStopsOnlyTheAgent(t *testing.T) {
 	st = waitStatus(t, env, "the log reader storing new commands", func(s statusJSON) bool { return s.LogReader.Commands >= before+50 })
 	if !st.LogReader.Running || st.Pending < 51 || st.Slot.WALRetainedBytes == nil {
 		t.Errorf("with the agent stopped: %+v", st)
+	}
+	// The metrics an operator alerts on say the same.
+	metrics := scrape(t, r)
+	for _, w := range []string{
+		`dbrig_replication_role_up{publication="dbrig",role="agent"} 0`,
+		`dbrig_replication_role_up{publication="dbrig",role="log_reader"} 1`,
+		`dbrig_replication_errors_total{kind="permanent",publication="dbrig"} 1`,
+		`dbrig_replication_agent_running{publication="dbrig"} 0`,
+		`dbrig_replication_pending_commands{publication="dbrig"} 51`,
+		`dbrig_replication_lag_seconds{publication="dbrig"}`,
+		`dbrig_replication_lag_bytes{publication="dbrig"}`,
+		`dbrig_replication_slot_wal_retained_bytes{publication="dbrig"}`,
+		`dbrig_replication_commands_per_second{publication="dbrig"}`,
+	} {
+		if !strings.Contains(metrics, w) {
+			t.Errorf("metrics lack %s", w)
+		}
+	}
+	if t.Failed() {
+		t.Logf("metrics:\n%s", metrics)
 	}
 	_, out, _ := replRun(t, env, "replicate", "status")
 	t.Logf("status:\n%s", out)
@@ -381,4 +403,30 @@ func pgDump(i *postgres.Instance, args ...string) (string, error) {
 		}
 	}
 	return strings.Join(keep, "\n"), nil
+}
+
+// scrape reads the Prometheus text a running dbrig serves at the address
+// it printed.
+func scrape(t *testing.T, b *background) string {
+	t.Helper()
+	re := regexp.MustCompile(`metrics at (http://\S+/metrics)`)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if m := re.FindStringSubmatch(b.err.String()); m != nil {
+			resp, err := http.Get(m[1])
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			body, err := io.ReadAll(resp.Body)
+			if err != nil || resp.StatusCode != 200 {
+				t.Fatalf("GET %s: %d %v", m[1], resp.StatusCode, err)
+			}
+			return string(body)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no metrics address printed:\n%s", b.err.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }

@@ -102,12 +102,46 @@ type Supervisor struct {
 	permanent   int64
 	caughtUp    bool
 	err         error
-	rateSamples []rateSample
+	rate        rateWindow
+}
+
+// rateWindow is a rate over the last few samples of a growing count: what
+// an operator watching a replication wants to see (a stall shows within
+// seconds), unlike an average since the start.
+type rateWindow struct {
+	samples []rateSample
+	keep    int // samples kept (default 11: ten one-second steps)
 }
 
 type rateSample struct {
-	at       time.Time
-	commands int64
+	at    time.Time
+	count int64
+}
+
+func (w *rateWindow) add(at time.Time, count int64) {
+	keep := w.keep
+	if keep < 2 {
+		keep = 11
+	}
+	w.samples = append(w.samples, rateSample{at, count})
+	if len(w.samples) > keep {
+		w.samples = append(w.samples[:0], w.samples[len(w.samples)-keep:]...)
+	}
+}
+
+// perSecond is the growth per second between the oldest and the newest
+// sample kept (0 with fewer than two).
+func (w *rateWindow) perSecond() float64 {
+	n := len(w.samples)
+	if n < 2 {
+		return 0
+	}
+	a, b := w.samples[0], w.samples[n-1]
+	d := b.at.Sub(a.at).Seconds()
+	if d <= 0 {
+		return 0
+	}
+	return float64(b.count-a.count) / d
 }
 
 // Supervise checks that the replication exists and its servers answer,
@@ -217,12 +251,7 @@ func (s *Supervisor) Progress() Progress {
 	if s.agentErr != nil {
 		p.AgentStopped = s.agentErr.Error()
 	}
-	if n := len(s.rateSamples); n >= 2 {
-		a, b := s.rateSamples[0], s.rateSamples[n-1]
-		if d := b.at.Sub(a.at).Seconds(); d > 0 {
-			p.CommandsPerSecond = float64(b.commands-a.commands) / d
-		}
-	}
+	p.CommandsPerSecond = s.rate.perSecond()
 	return p
 }
 
@@ -232,10 +261,7 @@ func (s *Supervisor) sample() {
 	p := s.Progress()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.rateSamples = append(s.rateSamples, rateSample{at: s.cfg.now(), commands: p.Applied})
-	if len(s.rateSamples) > 11 {
-		s.rateSamples = s.rateSamples[len(s.rateSamples)-11:]
-	}
+	s.rate.add(s.cfg.now(), p.Applied)
 }
 
 func (s *Supervisor) event(e Event) {
