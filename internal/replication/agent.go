@@ -3,6 +3,8 @@ package replication
 import (
 	"context"
 	"crypto/rand"
+	"encoding/base64"
+	"errors"
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
@@ -164,74 +166,64 @@ func (a *DistributionAgent) runOnce(parent context.Context) (err error) {
 	ctx, cancel := context.WithCancelCause(parent)
 	defer cancel(nil)
 
-	// The subscriber: exclusive for this subscription, and its progress.
-	sub, err := connect(ctx, cfg.Subscriber, agentAppName(cfg.Publication))
-	if err != nil {
-		return fmt.Errorf("subscriber: %w", err)
-	}
+	// Three connections, opened at once: across a WAN each costs its
+	// round trips (TCP, then the authentication exchange), so an agent
+	// started cold pays them once, not three times.
+	var sub, dist, ctl *pgconn.PgConn
+	var subErr, distErr, ctlErr error
+	var applied int64
+	var lastLSN LSN
+	var rtt time.Duration
+	var rate units.Rate
+	var wg sync.WaitGroup
+	wg.Add(3)
+	go func() { // the subscriber: exclusive for this subscription, and its position
+		defer wg.Done()
+		sub, subErr = a.openSubscriber(ctx, &applied, &lastLSN)
+		if subErr == nil && opts.Pipeline == PipelineAuto {
+			if rtt, rate, subErr = measurePath(ctx, sub); subErr != nil {
+				subErr = fmt.Errorf("measure the path to the subscriber: %w", subErr)
+			}
+		}
+	}()
+	go func() { // the reader's
+		defer wg.Done()
+		if dist, distErr = connectStreaming(ctx, cfg.Distribution, agentAppName(cfg.Publication)); distErr != nil {
+			distErr = fmt.Errorf("distribution database: %w", distErr)
+		}
+	}()
+	go func() { // the control connection: the log reader's notifications, progress
+		defer wg.Done()
+		if ctl, ctlErr = connect(ctx, cfg.Distribution, agentAppName(cfg.Publication)); ctlErr != nil {
+			ctlErr = fmt.Errorf("distribution database: %w", ctlErr)
+		}
+	}()
+	wg.Wait()
 	subOwned := true
 	defer func() {
-		if subOwned {
+		for _, c := range []*pgconn.PgConn{dist, ctl} {
+			if c != nil {
+				c.Close(context.WithoutCancel(ctx))
+			}
+		}
+		if sub != nil && subOwned {
 			sub.Close(context.WithoutCancel(ctx))
 		}
 	}()
-	res, err := sub.Exec(ctx, "SELECT pg_try_advisory_lock(hashtext("+quoteLiteral(lockKey("agent", cfg.Publication))+"))").ReadAll()
-	if err != nil {
-		return fmt.Errorf("subscriber %s: %w", cfg.Subscriber, err)
+	if err := errors.Join(subErr, distErr, ctlErr); err != nil {
+		return err
 	}
-	if string(res[0].Rows[0][0]) != "t" {
-		return &busyError{msg: fmt.Sprintf("another agent is applying subscription %q on %s", cfg.Publication, cfg.Subscriber)}
-	}
-	res, err = sub.Exec(ctx, "SELECT last_cmd_id, last_lsn FROM "+Schema+".subscription WHERE name = "+quoteLiteral(cfg.Publication)).ReadAll()
-	if err != nil {
-		return fmt.Errorf("read the subscription on %s: %w", cfg.Subscriber, err)
-	}
-	if len(res[0].Rows) != 1 {
-		return fmt.Errorf("subscriber %s has no subscription %q (run setup)", cfg.Subscriber, cfg.Publication)
-	}
-	var applied int64
-	fmt.Sscan(string(res[0].Rows[0][0]), &applied)
-	lastLSN, _ := ParseLSN(string(res[0].Rows[0][1]))
 	a.applied.Store(applied)
-	a.mu.Lock()
-	a.stats.LastCmdID, a.stats.LastLSN = applied, lastLSN
-	a.mu.Unlock()
-
 	k := opts.Pipeline
 	if k == PipelineAuto {
-		rtt, rate, err := measurePath(ctx, sub)
-		if err != nil {
-			return fmt.Errorf("measure the path to the subscriber: %w", err)
-		}
 		k = pipelineDepth(rtt, rate, opts.BufferSize)
-		a.mu.Lock()
-		a.stats.RTT, a.stats.Rate = rtt, rate
-		a.mu.Unlock()
 		cfg.Logger.Info("pipeline sized from the bandwidth-delay product", "rtt", rtt, "rate", rate, "buffers_in_flight", k)
 	}
 	a.mu.Lock()
-	a.stats.Pipeline = k
+	a.stats.LastCmdID, a.stats.LastLSN = applied, lastLSN
+	a.stats.RTT, a.stats.Rate, a.stats.Pipeline = rtt, rate, k
 	a.mu.Unlock()
-
-	// The distribution database: the reader's connection, and a control
-	// connection that listens for the log reader and records progress.
-	dist, err := connectStreaming(ctx, cfg.Distribution, agentAppName(cfg.Publication))
-	if err != nil {
-		return fmt.Errorf("distribution database: %w", err)
-	}
-	defer dist.Close(context.WithoutCancel(ctx))
-	ctl, err := connect(ctx, cfg.Distribution, agentAppName(cfg.Publication))
-	if err != nil {
-		return fmt.Errorf("distribution database: %w", err)
-	}
-	defer ctl.Close(context.WithoutCancel(ctx))
-	if _, err := ctl.Exec(ctx, "LISTEN "+quoteIdent(notifyChannel(cfg.Publication))).ReadAll(); err != nil {
-		return fmt.Errorf("listen on %s: %w", cfg.Distribution, err)
-	}
-	if err := markRunning(ctx, ctl, roleAgent, cfg.Publication, a.place); err != nil {
-		return fmt.Errorf("record the agent's start in %s: %w", cfg.Distribution, err)
-	}
-	rnd, err := setupRenderer(ctx, ctl, cfg.Publication, applied, opts, k)
+	rnd, err := setupRenderer(ctx, ctl, cfg.Publication, applied, opts, k, a.place)
 	if err != nil {
 		return err
 	}
@@ -276,7 +268,6 @@ func (a *DistributionAgent) runOnce(parent context.Context) (err error) {
 			return ctx.Err()
 		}
 	}
-	var wg sync.WaitGroup
 	if k == 1 {
 		// Stop and wait: one goroutine sends a buffer and reads its answer.
 		wg.Add(1)
@@ -301,9 +292,38 @@ func (a *DistributionAgent) runOnce(parent context.Context) (err error) {
 	return context.Cause(ctx) // the first error of any goroutine
 }
 
-// setupRenderer loads what the reader needs to render commands: the tables'
-// keys and the relations described before the subscription's position.
-func setupRenderer(ctx context.Context, ctl *pgconn.PgConn, publication string, applied int64, opts AgentOptions, k int) (*renderer, error) {
+// openSubscriber connects to the subscriber, takes the subscription's
+// lock (one agent at a time) and reads its position, in one round trip.
+func (a *DistributionAgent) openSubscriber(ctx context.Context, applied *int64, lastLSN *LSN) (*pgconn.PgConn, error) {
+	cfg := a.cfg
+	sub, err := connect(ctx, cfg.Subscriber, agentAppName(cfg.Publication))
+	if err != nil {
+		return nil, fmt.Errorf("subscriber: %w", err)
+	}
+	res, err := sub.Exec(ctx, "SELECT pg_try_advisory_lock(hashtext("+quoteLiteral(lockKey("agent", cfg.Publication))+")); "+
+		"SELECT last_cmd_id, last_lsn FROM "+Schema+".subscription WHERE name = "+quoteLiteral(cfg.Publication)).ReadAll()
+	switch {
+	case err != nil:
+		err = fmt.Errorf("subscriber %s: %w", cfg.Subscriber, err)
+	case string(res[0].Rows[0][0]) != "t":
+		err = &busyError{msg: fmt.Sprintf("another agent is applying subscription %q on %s", cfg.Publication, cfg.Subscriber)}
+	case len(res[1].Rows) != 1:
+		err = fmt.Errorf("subscriber %s has no subscription %q (run setup)", cfg.Subscriber, cfg.Publication)
+	}
+	if err != nil {
+		sub.Close(context.WithoutCancel(ctx))
+		return nil, err
+	}
+	fmt.Sscan(string(res[1].Rows[0][0]), applied)
+	*lastLSN, _ = ParseLSN(string(res[1].Rows[0][1]))
+	return sub, nil
+}
+
+// setupRenderer prepares the control connection (it listens for the log
+// reader, and records the agent's start) and loads what the reader needs to
+// render commands: the tables' keys and the relations described before the
+// subscription's position. All in one round trip.
+func setupRenderer(ctx context.Context, ctl *pgconn.PgConn, publication string, applied int64, opts AgentOptions, k int, at place) (*renderer, error) {
 	var id [6]byte
 	rand.Read(id[:])
 	r := &renderer{
@@ -317,27 +337,30 @@ func setupRenderer(ctx context.Context, ctl *pgconn.PgConn, publication string, 
 		keys:         map[TableName][]string{},
 		applied:      applied,
 	}
-	res := ctl.ExecParams(ctx, "SELECT schema_name, table_name, key_columns FROM "+Schema+".tables WHERE publication = $1",
-		[][]byte{[]byte(publication)}, nil, nil, nil).Read()
-	if res.Err != nil {
-		return nil, fmt.Errorf("read the published tables: %w", res.Err)
+	pub := quoteLiteral(publication)
+	sql := "LISTEN " + quoteIdent(notifyChannel(publication)) + "; " +
+		fmt.Sprintf("UPDATE %s.subscriptions SET agent_host = %s, agent_pid = %d, agent_started_at = %s, agent_mode = %s, agent_state = 'running', agent_error = NULL, agent_stopped_at = NULL WHERE name = %s; ",
+			Schema, quoteLiteral(at.Host), at.PID, quoteLiteral(at.Started.UTC().Format(time.RFC3339Nano)), quoteLiteral(at.Mode), pub) +
+		"SELECT schema_name, table_name, key_columns FROM " + Schema + ".tables WHERE publication = " + pub + "; " +
+		"SELECT cmd_id, encode(data, 'base64') FROM " + relationsTable(publication) + " WHERE cmd_id <= " + itoa(applied) + " ORDER BY cmd_id"
+	res, err := ctl.Exec(ctx, sql).ReadAll()
+	if err != nil {
+		return nil, fmt.Errorf("prepare the control connection to the distribution database: %w", err)
 	}
-	for _, row := range res.Rows {
+	for _, row := range res[2].Rows {
 		t := TableName{Schema: string(row[0]), Name: string(row[1])}
 		r.keys[t] = parseTextArray(string(row[2]))
 	}
-	rr := ctl.ExecParams(ctx, "SELECT cmd_id, data FROM "+relationsTable(publication)+" WHERE cmd_id <= $1 ORDER BY cmd_id",
-		[][]byte{[]byte(itoa(applied))}, nil, nil, []int16{1, 1})
-	for rr.NextRow() {
-		v := rr.Values()
-		data := append([]byte(nil), v[1]...)
-		if _, err := r.render(int64(binary.BigEndian.Uint64(v[0])), kindRelation, 0, data); err != nil {
-			rr.Close()
+	for _, row := range res[3].Rows {
+		var cmd int64
+		fmt.Sscan(string(row[0]), &cmd)
+		data, err := base64.StdEncoding.DecodeString(strings.ReplaceAll(string(row[1]), "\n", ""))
+		if err != nil {
+			return nil, fmt.Errorf("read the relations: %w", err)
+		}
+		if _, err := r.render(cmd, kindRelation, 0, data); err != nil {
 			return nil, err
 		}
-	}
-	if _, err := rr.Close(); err != nil {
-		return nil, fmt.Errorf("read the relations: %w", err)
 	}
 	return r, nil
 }

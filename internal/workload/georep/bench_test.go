@@ -11,6 +11,7 @@ import (
 
 	"github.com/dbrig/dbrig/internal/link"
 	"github.com/dbrig/dbrig/internal/replication"
+	"github.com/dbrig/dbrig/internal/units"
 )
 
 // benchEnv reads a positive integer from the environment.
@@ -239,5 +240,84 @@ func BenchmarkSeedModels(b *testing.B) {
 			b.Logf("%-20s %-32s %8.3f s measured, %8.3f s model (%d round trips, %.1f MB crossed)",
 				name, tc.profile, res.Elapsed.Seconds(), model, res.Agent.RoundTrips, bytes/1e6)
 		}
+	}
+}
+
+// durable are the settings of servers a user runs: every commit on disk.
+var durable = map[string]string{"fsync": "on", "synchronous_commit": "on", "full_page_writes": "on"}
+
+// BenchmarkFasterThanNative measures the agent as a user meets it (fsync
+// on, a backlog of DBRIG_BENCH_ROWS rows of 1 KB, default 100,000, already
+// stored; the agent started cold with dbrig's defaults; timed until the last
+// row is visible on the subscriber) against PostgreSQL's native logical
+// replication draining the same backlog on the same servers, and the same
+// agent pulling across DBRIG_BENCH_LINK (default
+// tukwila-blueridge+autotuned). It prints the medians of DBRIG_BENCH_ROUNDS
+// interleaved rounds (default 5) and two ratios:
+//
+//   - native time / agent time on loopback (target: at least 1.5);
+//   - pull across the link / the same agent on loopback (target: at most 1.2).
+//
+//	go test -run '^$' -bench FasterThanNative -benchtime 1x -timeout 60m ./internal/workload/georep/
+func BenchmarkFasterThanNative(b *testing.B) {
+	rows := benchEnv("DBRIG_BENCH_ROWS", 100_000)
+	rounds := benchEnv("DBRIG_BENCH_ROUNDS", 5)
+	profile, wan := benchProfile(b)
+	p := startPairWith(b, durable)
+	ctx := testCtx(b, 60*time.Minute)
+	for i := 0; i < b.N; i++ {
+		native := series{name: "native logical replication, loopback"}
+		loop := series{name: "dbrig agent, loopback"}
+		pull := series{name: "dbrig agent, pull over " + profile}
+		drain := func(s *series, via string) {
+			b.Helper()
+			dc := DrainConfig{Config: p.cfg, Mode: replication.Pull, Payload: PayloadChar1K, Rows: rows, RowsPerTransaction: 1000}
+			if v := os.Getenv("ZZ_PIPE"); v != "" {
+				dc.Options.Pipeline, _ = replication.ParsePipeline(v)
+			}
+			if v := os.Getenv("ZZ_BUF"); v != "" {
+				n, _ := units.ParseSize(v)
+				dc.Options.BufferSize = int(n)
+			}
+			t, err := replication.Pull.AgentTargets(p.cfg.Distribution(), p.cfg.Subscriber, via)
+			if err != nil {
+				b.Fatal(err)
+			}
+			dc.Agent = t
+			res, err := Drain(ctx, dc)
+			if err != nil {
+				b.Fatalf("%s: %v", s.name, err)
+			}
+			s.add(res.Elapsed)
+			b.Logf("  %-40s %7.3f s  %8.0f rows/s  stored %s, pipeline %d, %d round trips, read %d bytes",
+				s.name, res.Elapsed.Seconds(), float64(rows)/res.Elapsed.Seconds(), units.Size(res.Stored), res.Agent.Pipeline, res.Agent.RoundTrips, res.Agent.ReadBytes)
+		}
+		for r := 0; r < rounds; r++ {
+			b.Logf("round %d of %d, %d rows of 1 KB:", r+1, rounds, rows)
+			res, err := RunNative(ctx, NativeConfig{Publisher: p.pub.Conn("app"), Subscriber: p.sub.Conn("app"),
+				Payload: PayloadChar1K, Rows: rows, RowsPerTransaction: 1000, Preload: true, SkipVerify: true})
+			if err != nil {
+				b.Fatalf("native: %v", err)
+			}
+			native.add(res.Elapsed)
+			b.Logf("  %-40s %7.3f s  %8.0f rows/s", native.name, res.Elapsed.Seconds(), res.RowsPerSec)
+			drain(&loop, "")
+			l, err := link.Listen(ctx, "127.0.0.1:0", p.pub.Conn("app").Addr(), wan)
+			if err != nil {
+				b.Fatal(err)
+			}
+			drain(&pull, l.Addr())
+			l.Close()
+		}
+		b.Logf("medians over %d rounds of %d rows:", rounds, rows)
+		for _, s := range []*series{&native, &loop, &pull} {
+			b.Logf("  %s", s)
+		}
+		speed := native.median() / loop.median()
+		wanRatio := pull.median() / loop.median()
+		b.Logf("agent apply rate on loopback / native's:  %.2f (want >= 1.5)", speed)
+		b.Logf("pull over %s / loopback, time:  %.2f (want <= 1.2)", profile, wanRatio)
+		b.ReportMetric(speed, "agent/native")
+		b.ReportMetric(wanRatio, "pull/loopback")
 	}
 }
