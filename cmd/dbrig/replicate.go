@@ -119,7 +119,7 @@ sides differ, 2 bad flags, URIs or tables, 130 interrupted.`,
 	fl.StringVar(&f.bufferSize, "buffer-size", "40KB", "run: size of one command buffer, the most the writer sends per round trip (a `size` such as 40KB, 1MiB)")
 	fl.IntVar(&f.buffers, "buffers", replication.DefaultBuffers, "run: number of command buffers")
 	fl.IntVar(&f.commitBatch, "commit-batch-size", replication.DefaultCommitBatchSize, "run: source transactions per subscriber transaction (never split)")
-	fl.StringVar(&f.pipeline, "pipeline", "1", "run: buffers the writer keeps in flight: 1 (stop and wait, as the seed), a `number`, or auto (from the measured bandwidth-delay product)")
+	fl.StringVar(&f.pipeline, "pipeline", "auto", "run: buffers the writer keeps in flight: auto (from the measured bandwidth-delay product), a `number`, or 1 (stop and wait, as the seed's agent)")
 	fl.StringVar(&f.role, "role", "all", "run: what to run here: all, log-reader or agent")
 	fl.BoolVar(&f.untilCaughtUp, "until-caught-up", false, "run: stop once everything committed on the publisher before the start is applied")
 	fl.DurationVar(&f.progress, "progress", 2*time.Second, "run: how often to print progress (0 = never)")

@@ -211,7 +211,8 @@ type AgentOptions struct {
 	CommitBatchSize int
 	// Pipeline is the number of buffers the writer keeps in flight (1 = the
 	// seed's stop-and-wait writer; PipelineAuto = from the measured
-	// bandwidth-delay product; 0 = the default, 1).
+	// bandwidth-delay product; 0 = the default, PipelineAuto: it keeps
+	// the order of every command and the subscriber busy).
 	Pipeline int
 }
 
@@ -226,7 +227,7 @@ func (o AgentOptions) withDefaults() AgentOptions {
 		o.CommitBatchSize = DefaultCommitBatchSize
 	}
 	if o.Pipeline == 0 {
-		o.Pipeline = 1
+		o.Pipeline = PipelineAuto
 	}
 	return o
 }

@@ -141,9 +141,9 @@ func TestEndToEndThroughLink(t *testing.T) {
 		mode Mode
 		opts AgentOptions
 	}{
-		{"push", Push, AgentOptions{}},
+		{"push", Push, AgentOptions{Pipeline: 1}},
 		{"push-pipelined", Push, AgentOptions{Pipeline: PipelineAuto, CommitBatchSize: 7}},
-		{"pull", Pull, AgentOptions{BufferSize: 8192}},
+		{"pull", Pull, AgentOptions{BufferSize: 8192, Pipeline: 1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := startPair(t)

@@ -307,7 +307,7 @@ func TestLinkResetMidBatch(t *testing.T) {
 		opts AgentOptions
 	}{
 		{"push-pipelined", Push, AgentOptions{Pipeline: 8, BufferSize: 8 << 10, CommitBatchSize: 5}},
-		{"pull", Pull, AgentOptions{BufferSize: 8 << 10, CommitBatchSize: 5}},
+		{"pull", Pull, AgentOptions{BufferSize: 8 << 10, CommitBatchSize: 5, Pipeline: 1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p, cfg := faultPair(t)

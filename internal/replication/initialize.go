@@ -1,6 +1,7 @@
 package replication
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -158,9 +159,16 @@ func copyTable(ctx context.Context, src *pgconn.PgConn, dst *pgx.Conn, t *tableI
 	return TableCopy{Table: t.Name.String(), Rows: tag.RowsAffected(), Bytes: cw.n.Load()}, nil
 }
 
-// initBackup dumps the published tables with pg_dump -Fc in the slot's
-// exported snapshot (through opts.InitPublisher) and restores the archive
-// with pg_restore in one transaction (through opts.InitSubscriber).
+// Carrier moves a backup archive from the publisher's site, where pg_dump
+// writes it, to the subscriber's, where pg_restore reads it: the seed's
+// fastest initialization shipped a compressed backup file across the WAN.
+// It returns the archive as read at the far end; closing that ends the
+// carrying. Nil is a pipe in this process.
+type Carrier func(ctx context.Context, archive io.Reader) (io.ReadCloser, error)
+
+// initBackup streams the published tables from pg_dump (custom format, in
+// the slot's exported snapshot, through opts.InitPublisher) through the
+// carrier into pg_restore in one transaction (through opts.InitSubscriber).
 func initBackup(ctx context.Context, p *plan, opts SetupOptions, snapshot string, subRow func(context.Context, pgx.Tx) error, res *SetupResult) error {
 	cfg := p.cfg
 	pubCI := orConn(opts.InitPublisher, cfg.Publisher)
@@ -172,27 +180,7 @@ func initBackup(ctx context.Context, p *plan, opts SetupOptions, snapshot string
 			return fmt.Errorf("backup: %w", err)
 		}
 	}
-	f, err := os.CreateTemp(opts.DumpDir, "dbrig-backup-*.dump")
-	if err != nil {
-		return fmt.Errorf("backup: create the archive file: %w", err)
-	}
-	archive := f.Name()
-	f.Close()
-	defer os.Remove(archive)
-
 	start := time.Now()
-	args := []string{"--format=custom", "--no-owner", "--no-privileges", "--snapshot=" + snapshot, "--file=" + archive}
-	for _, t := range p.tables {
-		args = append(args, "--table="+t.Name.Quoted())
-	}
-	if err := runTool(ctx, bin.Path("pg_dump"), args, pubCI); err != nil {
-		return fmt.Errorf("backup: dump the published tables from %s: %w", pubCI, err)
-	}
-	res.DumpDuration = time.Since(start)
-	if st, err := os.Stat(archive); err == nil {
-		res.InitBytes = st.Size()
-	}
-
 	// Schemas first (pg_dump --table leaves them out); tables that exist
 	// already (empty) take the data only.
 	dst, err := pgxConnect(ctx, subCI, "dbrig backup")
@@ -217,13 +205,18 @@ func initBackup(ctx context.Context, p *plan, opts SetupOptions, snapshot string
 			}
 		}
 	}
+	// The archive is not compressed by pg_dump: a carrier across a WAN
+	// compresses it as it ships it, faster than pg_dump's zlib.
+	args := []string{"--format=custom", "--compress=0", "--no-owner", "--no-privileges", "--snapshot=" + snapshot}
+	for _, t := range p.tables {
+		args = append(args, "--table="+t.Name.Quoted())
+	}
 	rargs := []string{"--single-transaction", "--exit-on-error", "--no-owner", "--no-privileges", "--dbname=" + subCI.Database}
 	if dataOnly {
 		rargs = append(rargs, "--data-only")
 	}
-	rargs = append(rargs, archive)
-	if err := runTool(ctx, bin.Path("pg_restore"), rargs, subCI); err != nil {
-		return fmt.Errorf("backup: restore into %s: %w", subCI, err)
+	if err := dumpRestore(ctx, bin, args, pubCI, rargs, subCI, opts.Carrier, res); err != nil {
+		return err
 	}
 	if err := pgx.BeginFunc(ctx, dst, func(tx pgx.Tx) error { return subRow(ctx, tx) }); err != nil {
 		return err
@@ -238,9 +231,81 @@ func initBackup(ctx context.Context, p *plan, opts SetupOptions, snapshot string
 	return nil
 }
 
-// runTool runs a PostgreSQL client program with a login in its environment
+// dumpRestore runs pg_dump and pg_restore at once, the archive streaming
+// from one through the carrier into the other.
+func dumpRestore(ctx context.Context, bin postgres.Binaries, dumpArgs []string, pubCI postgres.ConnInfo, restoreArgs []string, subCI postgres.ConnInfo,
+	carry Carrier, res *SetupResult) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	dump := toolCmd(ctx, bin.Path("pg_dump"), dumpArgs, pubCI)
+	var dumpErr bytes.Buffer
+	dump.Stderr = &dumpErr
+	out, err := dump.StdoutPipe()
+	if err != nil {
+		return fmt.Errorf("backup: pg_dump: %w", err)
+	}
+	start := time.Now()
+	if err := dump.Start(); err != nil {
+		return fmt.Errorf("backup: start pg_dump: %w", err)
+	}
+	dumped := make(chan error, 1)
+	counted := &countingReader{r: out}
+	var archive io.ReadCloser
+	if carry == nil {
+		archive = io.NopCloser(counted)
+	} else if archive, err = carry(ctx, counted); err != nil {
+		cancel()
+		dump.Wait()
+		return fmt.Errorf("backup: ship the archive: %w", err)
+	}
+	restore := toolCmd(ctx, bin.Path("pg_restore"), restoreArgs, subCI)
+	restore.Stdin = archive
+	var restoreOut bytes.Buffer
+	restore.Stdout, restore.Stderr = &restoreOut, &restoreOut
+	if err := restore.Start(); err != nil {
+		cancel()
+		dump.Wait()
+		archive.Close()
+		return fmt.Errorf("backup: start pg_restore: %w", err)
+	}
+	go func() { // owned here: received below
+		err := dump.Wait()
+		res.DumpDuration = time.Since(start)
+		dumped <- err
+	}()
+	rerr := restore.Wait()
+	if rerr != nil {
+		cancel() // pg_dump may be blocked writing to a reader that is gone
+	}
+	derr := <-dumped
+	archive.Close()
+	res.InitBytes = counted.n
+	switch {
+	case derr != nil && ctx.Err() == nil:
+		return fmt.Errorf("backup: dump the published tables from %s: %s: %w: %s", pubCI, bin.Path("pg_dump"), derr, strings.TrimSpace(lastLines(dumpErr.String(), 5)))
+	case rerr != nil:
+		return fmt.Errorf("backup: restore into %s: %s: %w: %s", subCI, bin.Path("pg_restore"), rerr, strings.TrimSpace(lastLines(restoreOut.String(), 5)))
+	case derr != nil:
+		return fmt.Errorf("backup: dump the published tables from %s: %w", pubCI, derr)
+	}
+	return nil
+}
+
+// countingReader counts what is read through it.
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// toolCmd is a PostgreSQL client program with a login in its environment
 // (never on its command line).
-func runTool(ctx context.Context, path string, args []string, ci postgres.ConnInfo) error {
+func toolCmd(ctx context.Context, path string, args []string, ci postgres.ConnInfo) *exec.Cmd {
 	cmd := exec.CommandContext(ctx, path, args...)
 	var env []string
 	for _, kv := range os.Environ() {
@@ -249,11 +314,7 @@ func runTool(ctx context.Context, path string, args []string, ci postgres.ConnIn
 		}
 	}
 	cmd.Env = append(env, ci.Env()...)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("%s: %w: %s", path, err, strings.TrimSpace(lastLines(string(out), 5)))
-	}
-	return nil
+	return cmd
 }
 
 func lastLines(s string, n int) string {

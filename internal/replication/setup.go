@@ -91,9 +91,9 @@ type SetupOptions struct {
 	// Binaries are the PostgreSQL programs for InitBackup (pg_dump,
 	// pg_restore); zero means postgres.FindBinaries.
 	Binaries postgres.Binaries
-	// DumpDir holds the backup archive (default os.TempDir()); it is removed
-	// after the restore.
-	DumpDir string
+	// Carrier moves the backup archive of InitBackup from the publisher's
+	// site to the subscriber's (nil: a pipe in this process).
+	Carrier Carrier
 	// Mode is recorded with the subscription (push or pull).
 	Mode Mode
 	// Compression is how the distribution database stores the commands

@@ -3,6 +3,7 @@ package georep
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/dbrig/dbrig/internal/replication"
@@ -28,8 +29,14 @@ type DrainConfig struct {
 
 // DrainResult is what a drain measured.
 type DrainResult struct {
-	Rows    int64         `json:"rows"`
+	Rows int64 `json:"rows"`
+	// Elapsed runs from the agent's start to the last row; Connect is the
+	// part before the agent had its connections and could read (across a
+	// WAN: the handshakes and authentication exchanges, a few round trips
+	// whatever the agent), Drain the rest.
 	Elapsed time.Duration `json:"elapsed_ns"`
+	Connect time.Duration `json:"connect_ns"`
+	Drain   time.Duration `json:"drain_ns"`
 	// Stored is the backlog's size in the distribution database.
 	Stored int64                  `json:"stored_bytes"`
 	Agent  replication.AgentStats `json:"agent"`
@@ -85,7 +92,10 @@ func Drain(ctx context.Context, dc DrainConfig) (res DrainResult, err error) {
 	}
 	defer sub.Close(context.WithoutCancel(ctx))
 	start := time.Now()
-	agent, err := replication.Supervise(ctx, replication.RunConfig{Config: cfg, Agent: true, Targets: dc.Agent, Mode: dc.Mode, Options: dc.Options})
+	var ready time.Time
+	var once sync.Once
+	agent, err := replication.Supervise(ctx, replication.RunConfig{Config: cfg, Agent: true, Targets: dc.Agent, Mode: dc.Mode, Options: dc.Options,
+		AgentReady: func() { once.Do(func() { ready = time.Now() }) }})
 	if err != nil {
 		return res, err
 	}
@@ -97,7 +107,8 @@ func Drain(ctx context.Context, dc DrainConfig) (res DrainResult, err error) {
 		}
 		return rowPresent(ctx, sub, dc.Table, int64(dc.Rows))
 	})
-	res.Elapsed = time.Since(start)
+	end := time.Now()
+	res.Elapsed = end.Sub(start)
 	if p := agent.Progress(); p.Agent != nil {
 		res.Agent = *p.Agent
 	}
@@ -107,6 +118,8 @@ func Drain(ctx context.Context, dc DrainConfig) (res DrainResult, err error) {
 	if err != nil {
 		return res, fmt.Errorf("drain: %w", err)
 	}
+	once.Do(func() {}) // the agent has stopped: ready is settled
+	res.Connect, res.Drain = ready.Sub(start), end.Sub(ready)
 	var n int64
 	if err := sub.QueryRow(ctx, "SELECT count(*) FROM "+dc.Table.Quoted()).Scan(&n); err != nil || n != int64(dc.Rows) {
 		return res, fmt.Errorf("drain: the subscriber holds %d rows, want %d (%v)", n, dc.Rows, err)
