@@ -24,6 +24,7 @@ func testKind() Kind {
 			{Name: "size", Kind: SizeParam, Default: int64(8000)},
 			{Name: "mode", Kind: StringParam, Default: "a", Choices: []string{"a", "b"}},
 			{Name: "pause", Kind: DurationParam, Default: "0s"},
+			{Name: "instance", Kind: InstanceParam, Default: "db"},
 		},
 		New: func(Params) (Workload, error) { return nopWorkload{}, nil },
 	}
@@ -137,7 +138,7 @@ func TestParseReportsEveryProblemWithLineAndKey(t *testing.T) {
 		},
 			[]string{"demo.toml:3: colour: unknown key"}},
 		{"unknown workload parameter", func(s string) string { return strings.Replace(s, "rows = 100", "rows = 100\nrowz = 5", 1) },
-			[]string{"demo.toml:19: workload.rowz: unknown parameter", "it has: rows, size, mode, pause"}},
+			[]string{"demo.toml:19: workload.rowz: unknown parameter", "it has: rows, size, mode, pause, instance"}},
 		{"wrong type", func(s string) string { return strings.Replace(s, "rows = 100", `rows = "many"`, 1) },
 			[]string{"demo.toml:18: workload.rows: want a positive integer, got the string \"many\""}},
 		{"zero size", func(s string) string { return strings.Replace(s, "rows = 100", "rows = 100\nsize = 0", 1) },
@@ -288,6 +289,12 @@ func TestSpecErrorsANewUserMet(t *testing.T) {
 		{"relative data_dir", func(s string) string {
 			return strings.Replace(s, `engine = "postgres"`, "engine = \"postgres\"\ndata_dir = \"data\"", 1)
 		}, []string{"instance.0.data_dir: want an absolute directory"}},
+		{"workload on an instance the study lacks", func(s string) string {
+			return strings.Replace(s, "rows = 100\n", "rows = 100\ninstance = \"dbb\"\n", 1)
+		}, []string{`demo.toml:19: workload.instance: the study has no instance "dbb" (it has: db)`}},
+		{"workload on a set's name", func(s string) string {
+			return strings.Replace(s, `engine = "postgres"`, "engine = \"postgres\"\ncount = 3", 1)
+		}, []string{`workload.instance: "db" is a set of 3 instances (count = 3): the workload runs on one of them; name it (db-1, db-2, db-3)`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -331,6 +338,7 @@ func TestEngineOverrideAndTargetsAreCheckedAgainstTheStudy(t *testing.T) {
 	}
 	// A target may not be counted, pinned, capped or placed.
 	src := strings.Replace(strings.Replace(goodSpec, `settings = { work_mem = "${mem}" }`, "count = 2\ncpus = \"0\"", 1), "mem = [\"4MB\"]\n", "", 1)
+	src = strings.Replace(src, "rows = 100\n", "rows = 100\ninstance = \"db-1\"\n", 1)
 	s, err = Parse("demo.toml", []byte(src), reg)
 	if err != nil {
 		t.Fatal(err)
@@ -423,5 +431,48 @@ func TestEngineSettingsTableIsNotUnknown(t *testing.T) {
 	}
 	if _, err := Parse("ping.toml", []byte("colour = 1\n"+src), testRegistry()); err == nil || !strings.Contains(err.Error(), "unknown key") {
 		t.Errorf("a misspelt key: %v", err)
+	}
+}
+
+// TestWorkloadThatNeedsOneEngine: a workload that declares the engines it
+// runs on is refused on another at the study file's engine key (once, not
+// once per point), through a swept engine, --engine and --target.
+func TestWorkloadThatNeedsOneEngine(t *testing.T) {
+	pgOnly := testKind()
+	pgOnly.Engines, pgOnly.EnginesWhy = []string{"postgres"}, "it reads PostgreSQL's logical decoding"
+	reg := NewRegistry(engine.NewRegistry(postgres.New(""), mariadb.New("")), pgOnly)
+	const want = `instance.0.engine: workload "demo" runs on postgres only (it reads PostgreSQL's logical decoding)`
+
+	_, err := Parse("demo.toml", []byte(strings.Replace(goodSpec, `engine = "postgres"`, `engine = "mariadb"`, 1)), reg)
+	if err == nil || !strings.Contains(err.Error(), "demo.toml:6: "+want+`, got "mariadb"`) || strings.Count(err.Error(), want) != 1 {
+		t.Errorf("engine = \"mariadb\": %v\nwant once: %s", err, want)
+	}
+
+	swept := strings.Replace(goodSpec, "engine = \"postgres\"\nsettings = { work_mem = \"${mem}\" }", "engine = \"${engine}\"", 1)
+	swept = strings.Replace(swept, "[sweep]\n", "[sweep]\nengine = [\"postgres\", \"mariadb\"]\n", 1)
+	_, err = Parse("demo.toml", []byte(swept), reg)
+	if err == nil || !strings.Contains(err.Error(), "demo.toml:6: "+want+`, got "mariadb" (for engine=mariadb`) {
+		t.Errorf("engine swept over postgres and mariadb: %v\nwant %s", err, want)
+	}
+
+	s, err := Parse("demo.toml", []byte(goodSpec), reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		opts PlanOptions
+		want string
+	}{
+		{PlanOptions{Engine: "mariadb"}, `--engine: workload "demo" runs on postgres only (it reads PostgreSQL's logical decoding), not mariadb`},
+		{PlanOptions{Targets: map[string]string{"db": "mariadb"}}, `demo.toml:6: instance.0.engine: --target db is a mariadb server, and workload "demo" runs on postgres only`},
+		{PlanOptions{Engine: "postgres"}, ""},
+	} {
+		_, err := s.PlanWith("", tt.opts)
+		switch {
+		case tt.want == "" && err != nil:
+			t.Errorf("PlanWith(%v) = %v, want no error", tt.opts, err)
+		case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+			t.Errorf("PlanWith(%v) = %v\nwant %s", tt.opts, err, tt.want)
+		}
 	}
 }
