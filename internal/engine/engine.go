@@ -160,6 +160,9 @@ type SettingError struct {
 	Msg string
 	// Closest is the nearest valid name when the name is unknown.
 	Closest string
+	// NameRefused says the name itself is refused (unknown, read-only,
+	// dbrig's own, given twice), whatever its value.
+	NameRefused bool
 }
 
 func (e *SettingError) Error() string {

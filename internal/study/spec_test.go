@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/dbrig/dbrig/internal/engine"
 	"github.com/dbrig/dbrig/internal/engine/mariadb"
+	"github.com/dbrig/dbrig/internal/engine/mariadb/mariatest"
 	"github.com/dbrig/dbrig/internal/engine/postgres"
 	"github.com/dbrig/dbrig/internal/engine/postgres/pgtest"
 )
@@ -354,7 +356,7 @@ func TestEngineOverrideAndTargetsAreCheckedAgainstTheStudy(t *testing.T) {
 func TestMisspeltSettingIsRefusedBeforeAnythingStarts(t *testing.T) {
 	pgtest.Binaries(t)
 	reg := NewRegistry(testEngines(), testKind())
-	src := strings.Replace(goodSpec, `settings = { work_mem = "${mem}" }`, "[instance.settings]\nwork_mem = \"${mem}\"\nsynchronus_commit = \"on\"\nshared_buffers = \"lots\"", 1)
+	src := strings.Replace(goodSpec, `settings = { work_mem = "${mem}" }`, "[instance.settings]\nwork_mem = \"${mem}\"\nsynchronus_commit = \"off\"\nshared_buffers = \"lots\"", 1)
 	s, err := Parse("demo.toml", []byte(src), reg)
 	if err != nil {
 		t.Fatal(err)
@@ -374,6 +376,38 @@ func TestMisspeltSettingIsRefusedBeforeAnythingStarts(t *testing.T) {
 	}
 	if strings.Count(err.Error(), "\n") != 1 {
 		t.Errorf("want two errors, each once:\n%v", err)
+	}
+}
+
+// TestMisspeltMariaDBSettingIsRefusedBeforeAnythingStarts: the same on
+// MariaDB, whose catalogue is what `mariadbd --verbose --help` lists, in
+// an engine's own settings table, with a swept value.
+func TestMisspeltMariaDBSettingIsRefusedBeforeAnythingStarts(t *testing.T) {
+	mariatest.Engine(t)
+	reg := NewRegistry(engine.NewRegistry(mariadb.New(os.Getenv("DBRIG_MARIADB_BIN"))), testKind())
+	src := strings.Replace(goodSpec, "engine = \"postgres\"\nsettings = { work_mem = \"${mem}\" }",
+		"engine = \"mariadb\"\n[instance.settings.mariadb]\ninnodb_bufer_pool_size = \"64M\"\ninnodb_flush_log_at_trx_commit = \"${mem}\"", 1)
+	src = strings.Replace(src, `mem = ["4MB"]`, `mem = ["1", "maybe"]`, 1)
+	s, err := Parse("demo.toml", []byte(src), reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := s.Plan("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = CheckSettings(t.Context(), p, reg.Engines())
+	for _, w := range []string{
+		"demo.toml:8: instance.0.settings.mariadb.innodb_bufer_pool_size: unknown MariaDB ",
+		`(did you mean "innodb_buffer_pool_size"?)`,
+		`demo.toml:9: instance.0.settings.mariadb.innodb_flush_log_at_trx_commit: setting innodb_flush_log_at_trx_commit = "maybe": want a number`,
+	} {
+		if err == nil || !strings.Contains(err.Error(), w) {
+			t.Errorf("CheckSettings = %v\nwant %q", err, w)
+		}
+	}
+	if err != nil && strings.Count(err.Error(), "innodb_bufer_pool_size:") != 1 {
+		t.Errorf("the misspelt name is reported more than once:\n%v", err)
 	}
 }
 

@@ -206,6 +206,7 @@ func (e *Engine) CheckSettings(ctx context.Context, settings map[string]string) 
 			valid = append(valid, k)
 			continue
 		}
+		se.NameRefused = true
 		errs = append(errs, se)
 	}
 	if len(valid) == 0 {
