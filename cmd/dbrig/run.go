@@ -232,8 +232,8 @@ func runStudy(ctx context.Context, a *app, args []string, f runFlags) error {
 		if !f.keep {
 			keep = "; --keep keeps the instances' directories and server logs for inspection"
 		}
-		return failure(fmt.Errorf("%s (the error is above and in %s)%s.\nResults so far are in %s; once the cause is fixed, dbrig run --resume %s runs the points that are missing",
-			what, filepath.Join(dir, study.ResultsFile), keep, dir, dir))
+		return failure(fmt.Errorf("%s (the error is above and in %s)%s.\nResults so far are in %s; once the cause is fixed, dbrig run --resume %s runs the points that are missing (with the study as saved in %s: after a change to the study file, run the file again)",
+			what, filepath.Join(dir, study.ResultsFile), keep, dir, dir, filepath.Join(dir, study.SpecFile)))
 	}
 	return failure(runErr)
 }
