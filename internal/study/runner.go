@@ -242,7 +242,7 @@ func (r *Runner) attachTargets(ctx context.Context, topo *topology.Topology) ([]
 	}
 	r.Progress.Note("attaching targets")
 	if _, err := topo.Apply(ctx, targets, nil); err != nil {
-		return nil, fmt.Errorf("target: %w", err)
+		return nil, err // it names the target
 	}
 	db := DatabaseName(r.Plan.Spec.Name)
 	var envs []TargetEnvironment
