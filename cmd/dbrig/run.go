@@ -175,8 +175,9 @@ func runStudy(ctx context.Context, a *app, args []string, f runFlags) error {
 	if err != nil {
 		return usageError(err)
 	}
-	// Every setting is checked by its engine before anything starts.
-	if err := study.CheckSettings(ctx, plan, reg.Engines()); err != nil {
+	// Every setting is checked by its engine, and what the instances ask of
+	// this machine, before anything starts.
+	if err := study.CheckBeforeStart(ctx, plan, reg.Engines()); err != nil {
 		var es study.SpecErrors
 		if errors.As(err, &es) {
 			return usageError(err)

@@ -79,7 +79,7 @@ func (r *Runner) Run(ctx context.Context) (out Outcome, err error) {
 		r.Progress = nopProgress{}
 	}
 	spec := r.Plan.Spec
-	if err := CheckSettings(ctx, r.Plan, r.Registry.Engines()); err != nil {
+	if err := CheckBeforeStart(ctx, r.Plan, r.Registry.Engines()); err != nil {
 		return out, err
 	}
 	topo := topology.New(topology.Options{

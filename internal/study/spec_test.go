@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -508,5 +510,53 @@ func TestWorkloadThatNeedsOneEngine(t *testing.T) {
 		case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
 			t.Errorf("PlanWith(%v) = %v\nwant %s", tt.opts, err, tt.want)
 		}
+	}
+}
+
+// TestHostIsCheckedBeforeAnythingStarts: an instance that asks this
+// machine for a CPU it lacks or a directory that is not one is refused at
+// the study's line and key, before any server starts; a target is not
+// checked (dbrig starts nothing for it).
+func TestHostIsCheckedBeforeAnythingStarts(t *testing.T) {
+	reg := NewRegistry(testEngines(), testKind())
+	file := filepath.Join(t.TempDir(), "a-file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	good := t.TempDir()
+	src := strings.Replace(goodSpec, `engine = "postgres"`, fmt.Sprintf("engine = \"postgres\"\ncpus = \"${cpu}\"\ndata_dir = %q\nwal_dir = %q", filepath.Join(good, "missing"), file), 1)
+	src = strings.Replace(src, "[sweep]\n", fmt.Sprintf("[sweep]\ncpu = [\"0\", \"%d\"]\n", runtime.NumCPU()), 1)
+	s, err := Parse("demo.toml", []byte(src), reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := s.Plan("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = CheckHost(p)
+	for _, w := range []string{
+		fmt.Sprintf("demo.toml:7: instance.0.cpus: CPU %d of list \"%d\" does not exist on this machine", runtime.NumCPU(), runtime.NumCPU()),
+		"demo.toml:8: instance.0.data_dir: " + filepath.Join(good, "missing") + ": no such file or directory",
+		"demo.toml:9: instance.0.wal_dir: " + file + " is not a directory",
+	} {
+		if err == nil || !strings.Contains(err.Error(), w) {
+			t.Errorf("CheckHost = %v\nwant %q", err, w)
+		}
+	}
+	if err != nil && strings.Count(err.Error(), "\n") != 2 {
+		t.Errorf("want three errors, each once:\n%v", err)
+	}
+
+	ok := strings.Replace(strings.Replace(src, filepath.Join(good, "missing"), good, 1), file, good, 1)
+	ok = strings.Replace(ok, fmt.Sprintf("cpu = [\"0\", \"%d\"]", runtime.NumCPU()), `cpu = ["0"]`, 1)
+	if s, err = Parse("demo.toml", []byte(ok), reg); err != nil {
+		t.Fatal(err)
+	}
+	if p, err = s.Plan(""); err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckHost(p); err != nil {
+		t.Errorf("CheckHost of a plan this machine can run = %v", err)
 	}
 }
