@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -72,6 +73,7 @@ func (w *probe) Run(ctx context.Context, env *Env) (Measurement, error) {
 			return m, err
 		}
 		m.Notes = append(m.Notes, fmt.Sprintf("%s %s=%s rows=%d cpus=%s pid=%d", name, w.setting, value, rows, cpusOf(env.Instance(name).PID()), env.Instance(name).PID()))
+		probeSecrets.Store(ep.Conn.Password(), true)
 	}
 	return m, nil
 }
@@ -102,6 +104,10 @@ func readBack(ctx context.Context, c engine.Conn, setting string) (value string,
 	}
 }
 
+// probeSecrets holds the passwords of the instances probes reached, for
+// the check that none is written into a run directory.
+var probeSecrets sync.Map
+
 func cpusOf(pid int) string {
 	b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
 	for _, line := range strings.Split(string(b), "\n") {
@@ -131,13 +137,22 @@ func probeRunOn(t *testing.T, src string, prepares *atomic.Int64, engines *engin
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
-	out, err := (&Runner{Plan: p, Registry: reg, Dir: t.TempDir(), BaseDir: base}).Run(ctx)
+	dir := t.TempDir()
+	out, err := (&Runner{Plan: p, Registry: reg, Dir: dir, BaseDir: base}).Run(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	pgtest.WaitNoServers(t, base, 10*time.Second)
 	mariatest.WaitNoServers(t, base, 10*time.Second)
 	assertEmpty(t, base)
+	// No instance's random password is in the run directory.
+	probeSecrets.Range(func(pw, _ any) bool {
+		if pw.(string) == "" {
+			t.Error("a probe reached an instance without a password")
+		}
+		assertNoSecret(t, dir, pw.(string))
+		return true
+	})
 	return out
 }
 
