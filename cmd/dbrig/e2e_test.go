@@ -289,8 +289,9 @@ func TestRunRefusesBadInput(t *testing.T) {
 
 func assertNoInstanceDirs(t *testing.T, base string) {
 	t.Helper()
-	left, _ := filepath.Glob(filepath.Join(base, "dbrig-pg-*"))
-	if len(left) > 0 {
+	pg, _ := filepath.Glob(filepath.Join(base, "dbrig-pg-*"))
+	maria, _ := filepath.Glob(filepath.Join(base, "dbrig-mariadb-*"))
+	if left := append(pg, maria...); len(left) > 0 {
 		t.Errorf("instance directories left behind: %v", left)
 	}
 }

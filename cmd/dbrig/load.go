@@ -87,7 +87,7 @@ func runLoad(ctx context.Context, a *app, l loadRun) (dir string, out study.Outc
 	if err != nil {
 		return "", out, nil, usageError(err)
 	}
-	if err := study.CheckSettings(ctx, plan, reg.Engines()); err != nil {
+	if err := study.CheckBeforeStart(ctx, plan, reg.Engines()); err != nil {
 		var es study.SpecErrors
 		if errors.As(err, &es) {
 			return "", out, nil, usageError(err)

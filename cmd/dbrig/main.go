@@ -109,10 +109,11 @@ func newRootCmd(a *app) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "dbrig",
 		Short: "A test rig for database performance on real servers and emulated networks",
-		Long: `dbrig starts real PostgreSQL servers, puts an emulated network link (delay,
-bandwidth, TCP window, loss, duplex) between them and their clients, runs a
-study's workload, and reports every figure beside the figure a physical model
-predicts and the figure the source study published.
+		Long: `dbrig starts real PostgreSQL and MariaDB servers (or attaches to yours with
+--target), puts an emulated network link (delay, bandwidth, TCP window, loss,
+duplex) between them and their clients, runs a study's workload, and reports
+every figure beside the figure a physical model predicts and the figure the
+source study published.
 
 Exit codes: 0 success, 1 a run or check failed, 2 bad usage or study file,
 130 interrupted.`,

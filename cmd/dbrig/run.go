@@ -175,8 +175,9 @@ func runStudy(ctx context.Context, a *app, args []string, f runFlags) error {
 	if err != nil {
 		return usageError(err)
 	}
-	// Every setting is checked by its engine before anything starts.
-	if err := study.CheckSettings(ctx, plan, reg.Engines()); err != nil {
+	// Every setting is checked by its engine, and what the instances ask of
+	// this machine, before anything starts.
+	if err := study.CheckBeforeStart(ctx, plan, reg.Engines()); err != nil {
 		var es study.SpecErrors
 		if errors.As(err, &es) {
 			return usageError(err)
@@ -232,8 +233,8 @@ func runStudy(ctx context.Context, a *app, args []string, f runFlags) error {
 		if !f.keep {
 			keep = "; --keep keeps the instances' directories and server logs for inspection"
 		}
-		return failure(fmt.Errorf("%s (the error is above and in %s)%s.\nResults so far are in %s; once the cause is fixed, dbrig run --resume %s runs the points that are missing",
-			what, filepath.Join(dir, study.ResultsFile), keep, dir, dir))
+		return failure(fmt.Errorf("%s (the error is above and in %s)%s.\nResults so far are in %s; once the cause is fixed, dbrig run --resume %s runs the points that are missing (with the study as saved in %s: after a change to the study file, run the file again)",
+			what, filepath.Join(dir, study.ResultsFile), keep, dir, dir, filepath.Join(dir, study.SpecFile)))
 	}
 	return failure(runErr)
 }

@@ -160,6 +160,9 @@ type SettingError struct {
 	Msg string
 	// Closest is the nearest valid name when the name is unknown.
 	Closest string
+	// NameRefused says the name itself is refused (unknown, read-only,
+	// dbrig's own, given twice), whatever its value.
+	NameRefused bool
 }
 
 func (e *SettingError) Error() string {
@@ -241,29 +244,66 @@ func (r *Registry) Names() []string {
 // ErrUnknownScheme is returned by ParseTarget for a URI no engine reads.
 var ErrUnknownScheme = errors.New("unknown connection scheme")
 
-// ParseTarget reads a user's URI with the engine its scheme names
-// (postgres://, postgresql://, mysql://, mariadb://).
+// KeywordReader is an optional ability of an Engine: its ParseURI also
+// reads a connection string without a scheme, such as PostgreSQL's
+// keyword/value form ("host=/var/run/postgresql user=app dbname=app"),
+// which people copy from their tools' configuration.
+type KeywordReader interface {
+	// ReadsKeywords reports whether s (which has no "scheme://") is in
+	// the engine's keyword form.
+	ReadsKeywords(s string) bool
+}
+
+// SocketHinter is an optional ability of an Engine: an example of a
+// connection string that reaches a server through its unix socket, for
+// the message that tells a user how to measure a target's socket.
+type SocketHinter interface {
+	SocketExample() string
+}
+
+// SocketExample is the engine's example of a login through a unix socket,
+// or a sentence saying to give one.
+func SocketExample(e Engine) string {
+	if h, ok := e.(SocketHinter); ok {
+		return h.SocketExample()
+	}
+	return "a connection string that names the server's unix socket"
+}
+
+// ParseTarget reads a user's connection string with the engine its scheme
+// names (postgres://, postgresql://, mysql://, mariadb://), or, without a
+// scheme, with the engine whose keyword form it is.
 func (r *Registry) ParseTarget(uri string) (Engine, Conn, error) {
-	scheme, _, ok := strings.Cut(uri, "://")
+	scheme, rest, ok := strings.Cut(uri, "://")
 	if ok {
-		for _, name := range r.Names() {
-			e := r.engines[name]
-			if slices.Contains(e.Schemes(), strings.ToLower(scheme)) {
-				c, err := e.ParseURI(uri)
-				return e, c, err
-			}
+		scheme = strings.ToLower(scheme)
+		uri = scheme + "://" + rest // drivers read schemes in lower case only
+	}
+	for _, name := range r.Names() {
+		e := r.engines[name]
+		kw, reads := e.(KeywordReader)
+		if (ok && slices.Contains(e.Schemes(), scheme)) || (!ok && reads && kw.ReadsKeywords(uri)) {
+			c, err := e.ParseURI(uri)
+			return e, c, err
 		}
 	}
-	var schemes []string
+	var schemes, keywords []string
 	for _, name := range r.Names() {
 		for _, s := range r.engines[name].Schemes() {
 			schemes = append(schemes, s+"://")
 		}
+		if _, reads := r.engines[name].(KeywordReader); reads {
+			keywords = append(keywords, r.engines[name].Title())
+		}
 	}
 	sort.Strings(schemes)
+	want := "a URI starting with one of " + strings.Join(schemes, ", ")
+	if len(keywords) > 0 {
+		want += ", or " + strings.Join(keywords, " or ") + "'s keyword/value form (host=... port=... user=... dbname=...)"
+	}
 	// The string is not echoed: it did not parse, so no part of it can be
 	// told safe from a password.
-	return nil, Conn{}, fmt.Errorf("%w: want a URI starting with one of %s", ErrUnknownScheme, strings.Join(schemes, ", "))
+	return nil, Conn{}, fmt.Errorf("%w: want %s", ErrUnknownScheme, want)
 }
 
 // ParseCPUList reads a Linux CPU list such as "0", "0-1" or "0,2-3".

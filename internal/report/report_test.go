@@ -242,3 +242,30 @@ func TestWriteFiles(t *testing.T) {
 		t.Error("report.md differs from WriteMarkdown's output")
 	}
 }
+
+// TestSummaryListsAFailureByItsFirstLine: a failure whose error carries a
+// server log's last lines (printed when the point failed, and in the
+// report) is listed by its first line only, not the log again.
+func TestSummaryListsAFailureByItsFirstLine(t *testing.T) {
+	d := reporttest.SampleDoc()
+	d.Failures = []string{"net=unix #1: start mariadb instance \"db\": mariadbd exited during start-up (exit status 1); its log ends:\n" +
+		"    2026-11-25 12:39:31 0 [Note] InnoDB: Completed initialization of buffer pool\n" +
+		"    2026-11-25 12:39:31 0 [ERROR] Unknown/unsupported storage engine: NoSuchEngine\n",
+		"net=lan-1g #1: context deadline exceeded"}
+	var b bytes.Buffer
+	if err := report.WriteSummary(&b, d, false); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{
+		"- net=unix #1: start mariadb instance \"db\": mariadbd exited during start-up (exit status 1); its log ends (the rest is in report.md)\n",
+		"- net=lan-1g #1: context deadline exceeded\n",
+	} {
+		if !strings.Contains(strings.ReplaceAll(out, "\n    ", " "), want) {
+			t.Errorf("summary lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "NoSuchEngine") || strings.Contains(out, "[Note]") {
+		t.Errorf("the summary repeats the server log:\n%s", out)
+	}
+}

@@ -86,7 +86,7 @@ func WriteSummary(w io.Writer, d *Doc, color bool) error {
 			p("  ... and %d more (see the report)\n", len(d.Failures)-summaryMaxFailures)
 			break
 		}
-		writeItem(bw, "  - ", oneLine(f), st.Red)
+		writeItem(bw, "  - ", firstLine(f), st.Red)
 	}
 	if len(d.Limits) > 0 {
 		p("\n%s\n", st.Bold("What this machine cannot show"))
@@ -251,6 +251,18 @@ func wrap(text string, width int) []string {
 		lines = append(lines, line)
 	}
 	return lines
+}
+
+// firstLine is a failure's first line: the rest (a server log's last
+// lines) was printed when the point failed and is in the report, and
+// folded into one paragraph it reads as noise.
+func firstLine(s string) string {
+	first, rest, more := strings.Cut(strings.TrimSpace(s), "\n")
+	first = oneLine(first)
+	if more && strings.TrimSpace(rest) != "" {
+		first = strings.TrimSuffix(first, ":") + " (the rest is in report.md)"
+	}
+	return first
 }
 
 // oneLine folds whitespace, newlines included, into single spaces.

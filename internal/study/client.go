@@ -169,7 +169,16 @@ func ClientMain(ctx context.Context, reg *Registry, stdin io.Reader, stdout, std
 			if !ok || from != job.ClientSite {
 				return Endpoint{}, fmt.Errorf("client process reaches only the client site's endpoints, not %s->%s", from, instance)
 			}
-			return Endpoint{Conn: e.Conn.Open().WithDatabase(db), Link: e.Link, Transport: e.Transport}, nil
+			c := e.Conn.Open()
+			if db != job.Database {
+				// The endpoints lead to the workload's database, which on
+				// a target whose login may not create databases is a
+				// schema in the login's own: only another database
+				// changes the login's.
+				c = c.WithDatabase(db)
+				c.Schema = ""
+			}
+			return Endpoint{Conn: c, Link: e.Link, Transport: e.Transport}, nil
 		},
 	}
 	var last time.Time

@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -15,20 +16,27 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/dbrig/dbrig/internal/engine"
+	"github.com/dbrig/dbrig/internal/engine/mariadb"
+	"github.com/dbrig/dbrig/internal/engine/mariadb/mariatest"
 	"github.com/dbrig/dbrig/internal/engine/postgres"
 	"github.com/dbrig/dbrig/internal/engine/postgres/pgtest"
 )
 
 // probeKind reads back, in every point, what the point's instances run
 // with: a setting, the rows Prepare left, the instance set and each
-// server's CPUs. It counts its Prepare calls.
+// server's CPUs. It counts its Prepare calls; its data key is its "data"
+// parameter.
 func probeKind(prepares *atomic.Int64) Kind {
 	return Kind{
-		Name:   "probe",
-		Params: []ParamSpec{{Name: "setting", Kind: StringParam, Default: "shared_buffers"}},
+		Name: "probe",
+		Params: []ParamSpec{
+			{Name: "setting", Kind: StringParam, Default: "shared_buffers"},
+			{Name: "data", Kind: StringParam, Default: "v1"},
+		},
 		New: func(p Params) (Workload, error) {
 			return &probe{setting: p.String("setting"), prepares: prepares}, nil
 		},
+		PrepareKey: func(p Params) string { return p.String("data") },
 	}
 }
 
@@ -58,25 +66,47 @@ func (w *probe) Run(ctx context.Context, env *Env) (Measurement, error) {
 		if err != nil {
 			return m, err
 		}
-		cfg, err := postgres.ConnInfoOf(ep.Conn).ConnConfig()
+		// The value is read in the client's own session, through the
+		// point's link: what the workload runs against.
+		value, rows, err := readBack(ctx, ep.Conn, w.setting)
 		if err != nil {
 			return m, err
 		}
-		conn, err := pgx.ConnectConfig(ctx, cfg)
-		if err != nil {
-			return m, err
-		}
-		var value string
-		var rows int
-		err = conn.QueryRow(ctx, "SELECT current_setting($1), (SELECT count(*) FROM prepared)", w.setting).Scan(&value, &rows)
-		conn.Close(ctx)
-		if err != nil {
-			return m, err
-		}
-		m.Notes = append(m.Notes, fmt.Sprintf("%s %s=%s rows=%d cpus=%s", name, w.setting, value, rows, cpusOf(env.Instance(name).PID())))
+		m.Notes = append(m.Notes, fmt.Sprintf("%s %s=%s rows=%d cpus=%s pid=%d", name, w.setting, value, rows, cpusOf(env.Instance(name).PID()), env.Instance(name).PID()))
+		probeSecrets.Store(ep.Conn.Password(), true)
 	}
 	return m, nil
 }
+
+// readBack reads a server setting and the prepared rows in one session.
+func readBack(ctx context.Context, c engine.Conn, setting string) (value string, rows int, err error) {
+	switch c.Engine {
+	case "mariadb":
+		db, err := mariadb.Open(ctx, c)
+		if err != nil {
+			return "", 0, err
+		}
+		defer db.Close()
+		err = db.QueryRowContext(ctx, "SELECT @@GLOBAL."+setting+", (SELECT count(*) FROM prepared)").Scan(&value, &rows)
+		return value, rows, err
+	default:
+		cfg, err := postgres.ConnInfoOf(c).ConnConfig()
+		if err != nil {
+			return "", 0, err
+		}
+		conn, err := pgx.ConnectConfig(ctx, cfg)
+		if err != nil {
+			return "", 0, err
+		}
+		defer conn.Close(context.WithoutCancel(ctx))
+		err = conn.QueryRow(ctx, "SELECT current_setting($1), (SELECT count(*) FROM prepared)", setting).Scan(&value, &rows)
+		return value, rows, err
+	}
+}
+
+// probeSecrets holds the passwords of the instances probes reached, for
+// the check that none is written into a run directory.
+var probeSecrets sync.Map
 
 func cpusOf(pid int) string {
 	b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
@@ -90,7 +120,13 @@ func cpusOf(pid int) string {
 
 func probeRun(t *testing.T, src string, prepares *atomic.Int64) Outcome {
 	t.Helper()
-	reg := NewRegistry(engine.NewRegistry(postgres.New(os.Getenv("DBRIG_PG_BIN"))), probeKind(prepares))
+	pgtest.Binaries(t)
+	return probeRunOn(t, src, prepares, engine.NewRegistry(postgres.New(os.Getenv("DBRIG_PG_BIN"))), pgtest.BaseDir(t))
+}
+
+func probeRunOn(t *testing.T, src string, prepares *atomic.Int64, engines *engine.Registry, base string) Outcome {
+	t.Helper()
+	reg := NewRegistry(engines, probeKind(prepares))
 	s, err := Parse("probe.toml", []byte(src), reg)
 	if err != nil {
 		t.Fatal(err)
@@ -99,17 +135,31 @@ func probeRun(t *testing.T, src string, prepares *atomic.Int64) Outcome {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pgtest.Binaries(t)
-	base := pgtest.BaseDir(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
-	out, err := (&Runner{Plan: p, Registry: reg, Dir: t.TempDir(), BaseDir: base}).Run(ctx)
+	dir := t.TempDir()
+	out, err := (&Runner{Plan: p, Registry: reg, Dir: dir, BaseDir: base}).Run(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	pgtest.WaitNoServers(t, base, 10*time.Second)
+	mariatest.WaitNoServers(t, base, 10*time.Second)
 	assertEmpty(t, base)
+	// No instance's random password is in the run directory.
+	probeSecrets.Range(func(pw, _ any) bool {
+		if pw.(string) == "" {
+			t.Error("a probe reached an instance without a password")
+		}
+		assertNoSecret(t, dir, pw.(string))
+		return true
+	})
 	return out
+}
+
+// pidOf is the server pid a probe's note records.
+func pidOf(note string) string {
+	_, pid, _ := strings.Cut(note, " pid=")
+	return pid
 }
 
 func TestSettingSweepRestartsInPlaceOverPreparedData(t *testing.T) {
@@ -136,6 +186,97 @@ runs = 1
 		want := fmt.Sprintf("db shared_buffers=%s rows=1", r.Values["sb"])
 		if len(r.Notes) != 1 || !strings.HasPrefix(r.Notes[0], want) {
 			t.Errorf("%s ran with %v, want %q (its own value, on the data prepared once)", r.Key, r.Notes, want)
+		}
+	}
+	// shared_buffers changes only at a restart: each point's server is a
+	// new process on the same data directory.
+	if len(out.Results) == 3 && (pidOf(out.Results[0].Notes[0]) == pidOf(out.Results[1].Notes[0]) || pidOf(out.Results[1].Notes[0]) == pidOf(out.Results[2].Notes[0])) {
+		t.Errorf("the server was not restarted between points: %v %v %v", out.Results[0].Notes, out.Results[1].Notes, out.Results[2].Notes)
+	}
+}
+
+// TestMariaDBSettingSweepRestartsInPlaceOverPreparedData is the same on
+// MariaDB, with a setting its server reads at start only
+// (innodb_log_buffer_size) and one it changes at run time
+// (max_connections, with SET GLOBAL: the same process).
+func TestMariaDBSettingSweepRestartsInPlaceOverPreparedData(t *testing.T) {
+	mariatest.Engine(t)
+	var prepares atomic.Int64
+	spec := `name = "restart"
+title = "restart in place"
+[[instance]]
+name = "db"
+engine = "mariadb"
+settings = { %s = "${v}", innodb_flush_log_at_trx_commit = 2, innodb_buffer_pool_size = "32M" }
+[[link]]
+between = ["client", "db"]
+profile = "lan-1g"
+[workload]
+kind = "probe"
+setting = %q
+[sweep]
+v = [%s]
+[repeat]
+runs = 1
+`
+	engines := engine.NewRegistry(mariadb.New(os.Getenv("DBRIG_MARIADB_BIN")))
+	out := probeRunOn(t, fmt.Sprintf(spec, "innodb_log_buffer_size", "innodb_log_buffer_size", `"16M", "24M", "32M"`), &prepares, engines, mariatest.BaseDir(t))
+	if n := prepares.Load(); n != 1 {
+		t.Errorf("Prepare ran %d times over three settings, want once", n)
+	}
+	var pids []string
+	for _, r := range out.Results {
+		mb, _ := strconv.Atoi(strings.TrimSuffix(r.Values["v"].(string), "M"))
+		want := fmt.Sprintf("db innodb_log_buffer_size=%d rows=1", mb<<20)
+		if len(r.Notes) != 1 || !strings.HasPrefix(r.Notes[0], want) {
+			t.Fatalf("%s ran with %v, want %q (its own value, on the data prepared once)", r.Key, r.Notes, want)
+		}
+		pids = append(pids, pidOf(r.Notes[0]))
+	}
+	if pids[0] == pids[1] || pids[1] == pids[2] {
+		t.Errorf("server pids %v: innodb_log_buffer_size changed without a restart", pids)
+	}
+
+	prepares.Store(0)
+	out = probeRunOn(t, fmt.Sprintf(spec, "max_connections", "max_connections", `60, 70`), &prepares, engines, mariatest.BaseDir(t))
+	if n := prepares.Load(); n != 1 || len(out.Results) != 2 {
+		t.Fatalf("Prepare ran %d times, %d results", n, len(out.Results))
+	}
+	if !strings.HasPrefix(out.Results[1].Notes[0], "db max_connections=70 rows=1") || pidOf(out.Results[0].Notes[0]) != pidOf(out.Results[1].Notes[0]) {
+		t.Errorf("max_connections 60 then 70: %v then %v; want the value set at run time, in the same server", out.Results[0].Notes, out.Results[1].Notes)
+	}
+}
+
+// TestPrepareRunsAgainForNewData: a point whose data key differs from the
+// previous point's prepares again on the same instance; one that differs
+// only in settings does not.
+func TestPrepareRunsAgainForNewData(t *testing.T) {
+	var prepares atomic.Int64
+	out := probeRun(t, `name = "data"
+title = "data keys"
+[[instance]]
+name = "db"
+settings = { work_mem = "${wm}", fsync = "off" }
+[[link]]
+between = ["client", "db"]
+profile = "unix"
+[workload]
+kind = "probe"
+setting = "work_mem"
+data = "${data}"
+[sweep]
+data = ["a", "b"]
+wm = ["4MB", "8MB"]
+[repeat]
+runs = 1
+`, &prepares)
+	if n := prepares.Load(); n != 2 || len(out.Results) != 4 {
+		t.Errorf("Prepare ran %d times for 2 data keys × 2 settings (%d results), want twice", n, len(out.Results))
+	}
+	for _, r := range out.Results {
+		want := fmt.Sprintf("db work_mem=%s rows=1", r.Values["wm"])
+		if len(r.Notes) != 1 || !strings.HasPrefix(r.Notes[0], want) {
+			t.Errorf("%s ran with %v, want %q", r.Key, r.Notes, want)
 		}
 	}
 }
@@ -210,7 +351,7 @@ func TestTargetRunsTheStudyOnTheUsersServer(t *testing.T) {
 	for _, res := range out.Results {
 		switch res.Values["net"] {
 		case "unix":
-			if !strings.Contains(res.Skipped, "no unix socket") {
+			if !strings.Contains(res.Skipped, "no unix socket") || !strings.Contains(res.Skipped, "host=/var/run/postgresql") {
 				t.Errorf("%s: skipped %q, want the reason", res.Key, res.Skipped)
 			}
 		default:
@@ -281,4 +422,58 @@ func assertNoSecret(t *testing.T, dir, secret string) {
 		}
 		return nil
 	})
+}
+
+// TestTargetWhoseLoginMayNotCreateDatabases: on a target whose login may
+// not create databases, the workload's objects live in a schema of
+// dbrig's own in the login's database, which the workload reaches from a
+// client process of its own as well, and which is removed at the end.
+func TestTargetWhoseLoginMayNotCreateDatabases(t *testing.T) {
+	server := pgtest.Start(t, "users-server", nil)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	const password = "Zq9AppPassword"
+	if err := server.Exec(ctx, "postgres", "CREATE ROLE app LOGIN NOCREATEDB PASSWORD '"+password+"'", "CREATE DATABASE appdb OWNER app"); err != nil {
+		t.Fatal(err)
+	}
+	login := server.Login("appdb")
+	login.User = "app"
+	login = login.WithPassword(password)
+
+	reg := testRegistry()
+	s, err := Parse("ping.toml", []byte(fmt.Sprintf(pingSpec, "1", "", "ok", "")), reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := s.PlanWith("", PlanOptions{Targets: map[string]string{"db": "postgres"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	r := &Runner{Plan: p, Registry: reg, Dir: dir, Targets: map[string]engine.Conn{"db": login}, ClientCommand: []string{os.Args[0]}}
+	out, err := r.Run(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Ran != 6 || out.Unreachable != 2 || out.Failed != 0 {
+		t.Errorf("ran %d, unreachable %d, failed %d; want 6, 2 (the unix points) and 0", out.Ran, out.Unreachable, out.Failed)
+	}
+	for _, res := range out.Results {
+		if res.Values["net"] != "unix" && !res.Measured() {
+			t.Errorf("%s: %s", res.Key, res.Error)
+		}
+	}
+	conn, err := server.Connect(ctx, "appdb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	var schemas int
+	if err := conn.QueryRow(ctx, "SELECT count(*) FROM pg_namespace WHERE nspname = 'dbrig_ping'").Scan(&schemas); err != nil || schemas != 0 {
+		t.Errorf("schema dbrig_ping left on the target (%d, %v)", schemas, err)
+	}
+	if dbs := targetDatabases(t, server); dbs["dbrig_ping"] {
+		t.Errorf("a database was made on a login that may not: %v", dbs)
+	}
+	assertNoSecret(t, dir, password)
 }

@@ -428,11 +428,36 @@ func (s *Spec) resolve(combo map[string]any, sc Scale, scale string, opts PlanOp
 			continue
 		}
 		c.Params[p.Name] = n
+		if p.Kind == InstanceParam {
+			if err := c.checkInstance(n.(string)); err != nil {
+				fail(origin[p.Name], err)
+			}
+		}
 	}
 	if len(errs) > 0 {
 		return nil, errs
 	}
 	return c, nil
+}
+
+// checkInstance refuses a workload parameter that names no single instance
+// of the combination: an unknown name, or a set's name (count = N makes
+// NAME-1 ... NAME-N, and a workload that talks to one instance must say
+// which).
+func (c *Combo) checkInstance(name string) error {
+	for _, in := range c.Instances {
+		if in.Name == name {
+			return nil
+		}
+	}
+	if set, ok := c.Sets[name]; ok {
+		return fmt.Errorf("%q is a set of %d instances (count = %d): the workload runs on one of them; name it (%s)", name, len(set), len(set), strings.Join(set, ", "))
+	}
+	var names []string
+	for _, in := range c.Instances {
+		names = append(names, in.Name)
+	}
+	return fmt.Errorf("the study has no instance %q (it has: %s)", name, strings.Join(names, ", "))
 }
 
 func describeCombo(combo map[string]any) string {

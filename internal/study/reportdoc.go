@@ -255,7 +255,7 @@ func environmentRows(rd *RunData) [][2]string {
 		rows = append(rows, [2]string{"CPU max frequency", fmt.Sprintf("%.0f MHz (governor %s)", e.CPUMaxMHz, orNone(e.Governor))})
 	}
 	rows = append(rows,
-		[2]string{"memory", units.Size(e.MemoryBytes).String()},
+		[2]string{"memory", fmt.Sprintf("%.1f GiB", float64(e.MemoryBytes)/float64(units.GiB))},
 		[2]string{"kernel", e.Kernel},
 		[2]string{"OS", e.OS},
 		[2]string{"virtualization", e.Virtualization},
@@ -267,11 +267,20 @@ func environmentRows(rd *RunData) [][2]string {
 	rows = append(rows,
 		[2]string{"dbrig", strings.TrimSpace(e.DbrigVersion + " " + e.DbrigCommit)},
 		[2]string{"Go", e.GoVersion},
-		[2]string{"scale", rd.Info.Scale},
+		[2]string{"scale", orDefaultScale(rd.Info.Scale)},
 		[2]string{"started", rd.Info.Started.Format(time.RFC3339)},
 	)
 	rows = append(rows, instanceRows(rd)...)
 	return rows
+}
+
+// orDefaultScale names the scale a run ran at ("" is the study's sweep as
+// the file writes it, when it has no default scale).
+func orDefaultScale(s string) string {
+	if s == "" {
+		return "none (the sweep as the study file writes it)"
+	}
+	return s
 }
 
 // instanceRows describe each instance as the points ran it: engine and

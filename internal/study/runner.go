@@ -79,7 +79,7 @@ func (r *Runner) Run(ctx context.Context) (out Outcome, err error) {
 		r.Progress = nopProgress{}
 	}
 	spec := r.Plan.Spec
-	if err := CheckSettings(ctx, r.Plan, r.Registry.Engines()); err != nil {
+	if err := CheckBeforeStart(ctx, r.Plan, r.Registry.Engines()); err != nil {
 		return out, err
 	}
 	topo := topology.New(topology.Options{
@@ -242,7 +242,7 @@ func (r *Runner) attachTargets(ctx context.Context, topo *topology.Topology) ([]
 	}
 	r.Progress.Note("attaching targets")
 	if _, err := topo.Apply(ctx, targets, nil); err != nil {
-		return nil, fmt.Errorf("target: %w", err)
+		return nil, err // it names the target
 	}
 	db := DatabaseName(r.Plan.Spec.Name)
 	var envs []TargetEnvironment

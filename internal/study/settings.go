@@ -58,7 +58,7 @@ func CheckSettings(ctx context.Context, plan *Plan, engines *engine.Registry) er
 			if !strings.Contains(msg, e.Title()) {
 				msg += " (" + e.Title() + ")"
 			}
-			if se.Value != "" && !strings.Contains(msg, se.Value) {
+			if se.Value != "" && !se.NameRefused && !strings.Contains(msg, se.Value) {
 				msg = fmt.Sprintf("%q: %s", se.Value, msg)
 			}
 			id := key + msg

@@ -456,7 +456,9 @@ func (v *validator) validate(reg *Registry) {
 		if _, err := s.plan(scale, PlanOptions{}); err != nil {
 			var es SpecErrors
 			if errors.As(err, &es) {
-				v.errs = append(v.errs, es...)
+				// An error the checks above found is not repeated for
+				// every point it is in.
+				v.errs = dedupe(append(v.errs, es...))
 			} else {
 				v.errs = append(v.errs, SpecError{File: s.File, Msg: err.Error()})
 			}

@@ -5,12 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"os"
+	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/dbrig/dbrig/internal/engine"
 	"github.com/dbrig/dbrig/internal/engine/mariadb"
+	"github.com/dbrig/dbrig/internal/engine/mariadb/mariatest"
 	"github.com/dbrig/dbrig/internal/engine/postgres"
 	"github.com/dbrig/dbrig/internal/engine/postgres/pgtest"
 )
@@ -24,6 +28,7 @@ func testKind() Kind {
 			{Name: "size", Kind: SizeParam, Default: int64(8000)},
 			{Name: "mode", Kind: StringParam, Default: "a", Choices: []string{"a", "b"}},
 			{Name: "pause", Kind: DurationParam, Default: "0s"},
+			{Name: "instance", Kind: InstanceParam, Default: "db"},
 		},
 		New: func(Params) (Workload, error) { return nopWorkload{}, nil },
 	}
@@ -137,7 +142,7 @@ func TestParseReportsEveryProblemWithLineAndKey(t *testing.T) {
 		},
 			[]string{"demo.toml:3: colour: unknown key"}},
 		{"unknown workload parameter", func(s string) string { return strings.Replace(s, "rows = 100", "rows = 100\nrowz = 5", 1) },
-			[]string{"demo.toml:19: workload.rowz: unknown parameter", "it has: rows, size, mode, pause"}},
+			[]string{"demo.toml:19: workload.rowz: unknown parameter", "it has: rows, size, mode, pause, instance"}},
 		{"wrong type", func(s string) string { return strings.Replace(s, "rows = 100", `rows = "many"`, 1) },
 			[]string{"demo.toml:18: workload.rows: want a positive integer, got the string \"many\""}},
 		{"zero size", func(s string) string { return strings.Replace(s, "rows = 100", "rows = 100\nsize = 0", 1) },
@@ -288,6 +293,12 @@ func TestSpecErrorsANewUserMet(t *testing.T) {
 		{"relative data_dir", func(s string) string {
 			return strings.Replace(s, `engine = "postgres"`, "engine = \"postgres\"\ndata_dir = \"data\"", 1)
 		}, []string{"instance.0.data_dir: want an absolute directory"}},
+		{"workload on an instance the study lacks", func(s string) string {
+			return strings.Replace(s, "rows = 100\n", "rows = 100\ninstance = \"dbb\"\n", 1)
+		}, []string{`demo.toml:19: workload.instance: the study has no instance "dbb" (it has: db)`}},
+		{"workload on a set's name", func(s string) string {
+			return strings.Replace(s, `engine = "postgres"`, "engine = \"postgres\"\ncount = 3", 1)
+		}, []string{`workload.instance: "db" is a set of 3 instances (count = 3): the workload runs on one of them; name it (db-1, db-2, db-3)`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -331,6 +342,7 @@ func TestEngineOverrideAndTargetsAreCheckedAgainstTheStudy(t *testing.T) {
 	}
 	// A target may not be counted, pinned, capped or placed.
 	src := strings.Replace(strings.Replace(goodSpec, `settings = { work_mem = "${mem}" }`, "count = 2\ncpus = \"0\"", 1), "mem = [\"4MB\"]\n", "", 1)
+	src = strings.Replace(src, "rows = 100\n", "rows = 100\ninstance = \"db-1\"\n", 1)
 	s, err = Parse("demo.toml", []byte(src), reg)
 	if err != nil {
 		t.Fatal(err)
@@ -346,7 +358,7 @@ func TestEngineOverrideAndTargetsAreCheckedAgainstTheStudy(t *testing.T) {
 func TestMisspeltSettingIsRefusedBeforeAnythingStarts(t *testing.T) {
 	pgtest.Binaries(t)
 	reg := NewRegistry(testEngines(), testKind())
-	src := strings.Replace(goodSpec, `settings = { work_mem = "${mem}" }`, "[instance.settings]\nwork_mem = \"${mem}\"\nsynchronus_commit = \"on\"\nshared_buffers = \"lots\"", 1)
+	src := strings.Replace(goodSpec, `settings = { work_mem = "${mem}" }`, "[instance.settings]\nwork_mem = \"${mem}\"\nsynchronus_commit = \"off\"\nshared_buffers = \"lots\"", 1)
 	s, err := Parse("demo.toml", []byte(src), reg)
 	if err != nil {
 		t.Fatal(err)
@@ -366,6 +378,38 @@ func TestMisspeltSettingIsRefusedBeforeAnythingStarts(t *testing.T) {
 	}
 	if strings.Count(err.Error(), "\n") != 1 {
 		t.Errorf("want two errors, each once:\n%v", err)
+	}
+}
+
+// TestMisspeltMariaDBSettingIsRefusedBeforeAnythingStarts: the same on
+// MariaDB, whose catalogue is what `mariadbd --verbose --help` lists, in
+// an engine's own settings table, with a swept value.
+func TestMisspeltMariaDBSettingIsRefusedBeforeAnythingStarts(t *testing.T) {
+	mariatest.Engine(t)
+	reg := NewRegistry(engine.NewRegistry(mariadb.New(os.Getenv("DBRIG_MARIADB_BIN"))), testKind())
+	src := strings.Replace(goodSpec, "engine = \"postgres\"\nsettings = { work_mem = \"${mem}\" }",
+		"engine = \"mariadb\"\n[instance.settings.mariadb]\ninnodb_bufer_pool_size = \"64M\"\ninnodb_flush_log_at_trx_commit = \"${mem}\"", 1)
+	src = strings.Replace(src, `mem = ["4MB"]`, `mem = ["1", "maybe"]`, 1)
+	s, err := Parse("demo.toml", []byte(src), reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := s.Plan("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = CheckSettings(t.Context(), p, reg.Engines())
+	for _, w := range []string{
+		"demo.toml:8: instance.0.settings.mariadb.innodb_bufer_pool_size: unknown MariaDB ",
+		`(did you mean "innodb_buffer_pool_size"?)`,
+		`demo.toml:9: instance.0.settings.mariadb.innodb_flush_log_at_trx_commit: setting innodb_flush_log_at_trx_commit = "maybe": want a number`,
+	} {
+		if err == nil || !strings.Contains(err.Error(), w) {
+			t.Errorf("CheckSettings = %v\nwant %q", err, w)
+		}
+	}
+	if err != nil && strings.Count(err.Error(), "innodb_bufer_pool_size:") != 1 {
+		t.Errorf("the misspelt name is reported more than once:\n%v", err)
 	}
 }
 
@@ -423,5 +467,96 @@ func TestEngineSettingsTableIsNotUnknown(t *testing.T) {
 	}
 	if _, err := Parse("ping.toml", []byte("colour = 1\n"+src), testRegistry()); err == nil || !strings.Contains(err.Error(), "unknown key") {
 		t.Errorf("a misspelt key: %v", err)
+	}
+}
+
+// TestWorkloadThatNeedsOneEngine: a workload that declares the engines it
+// runs on is refused on another at the study file's engine key (once, not
+// once per point), through a swept engine, --engine and --target.
+func TestWorkloadThatNeedsOneEngine(t *testing.T) {
+	pgOnly := testKind()
+	pgOnly.Engines, pgOnly.EnginesWhy = []string{"postgres"}, "it reads PostgreSQL's logical decoding"
+	reg := NewRegistry(engine.NewRegistry(postgres.New(""), mariadb.New("")), pgOnly)
+	const want = `instance.0.engine: workload "demo" runs on postgres only (it reads PostgreSQL's logical decoding)`
+
+	_, err := Parse("demo.toml", []byte(strings.Replace(goodSpec, `engine = "postgres"`, `engine = "mariadb"`, 1)), reg)
+	if err == nil || !strings.Contains(err.Error(), "demo.toml:6: "+want+`, got "mariadb"`) || strings.Count(err.Error(), want) != 1 {
+		t.Errorf("engine = \"mariadb\": %v\nwant once: %s", err, want)
+	}
+
+	swept := strings.Replace(goodSpec, "engine = \"postgres\"\nsettings = { work_mem = \"${mem}\" }", "engine = \"${engine}\"", 1)
+	swept = strings.Replace(swept, "[sweep]\n", "[sweep]\nengine = [\"postgres\", \"mariadb\"]\n", 1)
+	_, err = Parse("demo.toml", []byte(swept), reg)
+	if err == nil || !strings.Contains(err.Error(), "demo.toml:6: "+want+`, got "mariadb" (for engine=mariadb`) {
+		t.Errorf("engine swept over postgres and mariadb: %v\nwant %s", err, want)
+	}
+
+	s, err := Parse("demo.toml", []byte(goodSpec), reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		opts PlanOptions
+		want string
+	}{
+		{PlanOptions{Engine: "mariadb"}, `--engine: workload "demo" runs on postgres only (it reads PostgreSQL's logical decoding), not mariadb`},
+		{PlanOptions{Targets: map[string]string{"db": "mariadb"}}, `demo.toml:6: instance.0.engine: --target db is a mariadb server, and workload "demo" runs on postgres only`},
+		{PlanOptions{Engine: "postgres"}, ""},
+	} {
+		_, err := s.PlanWith("", tt.opts)
+		switch {
+		case tt.want == "" && err != nil:
+			t.Errorf("PlanWith(%v) = %v, want no error", tt.opts, err)
+		case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+			t.Errorf("PlanWith(%v) = %v\nwant %s", tt.opts, err, tt.want)
+		}
+	}
+}
+
+// TestHostIsCheckedBeforeAnythingStarts: an instance that asks this
+// machine for a CPU it lacks or a directory that is not one is refused at
+// the study's line and key, before any server starts; a target is not
+// checked (dbrig starts nothing for it).
+func TestHostIsCheckedBeforeAnythingStarts(t *testing.T) {
+	reg := NewRegistry(testEngines(), testKind())
+	file := filepath.Join(t.TempDir(), "a-file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	good := t.TempDir()
+	src := strings.Replace(goodSpec, `engine = "postgres"`, fmt.Sprintf("engine = \"postgres\"\ncpus = \"${cpu}\"\ndata_dir = %q\nwal_dir = %q", filepath.Join(good, "missing"), file), 1)
+	src = strings.Replace(src, "[sweep]\n", fmt.Sprintf("[sweep]\ncpu = [\"0\", \"%d\"]\n", runtime.NumCPU()), 1)
+	s, err := Parse("demo.toml", []byte(src), reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := s.Plan("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = CheckHost(p)
+	for _, w := range []string{
+		fmt.Sprintf("demo.toml:7: instance.0.cpus: CPU %d of list \"%d\" does not exist on this machine", runtime.NumCPU(), runtime.NumCPU()),
+		"demo.toml:8: instance.0.data_dir: " + filepath.Join(good, "missing") + ": no such file or directory",
+		"demo.toml:9: instance.0.wal_dir: " + file + " is not a directory",
+	} {
+		if err == nil || !strings.Contains(err.Error(), w) {
+			t.Errorf("CheckHost = %v\nwant %q", err, w)
+		}
+	}
+	if err != nil && strings.Count(err.Error(), "\n") != 2 {
+		t.Errorf("want three errors, each once:\n%v", err)
+	}
+
+	ok := strings.Replace(strings.Replace(src, filepath.Join(good, "missing"), good, 1), file, good, 1)
+	ok = strings.Replace(ok, fmt.Sprintf("cpu = [\"0\", \"%d\"]", runtime.NumCPU()), `cpu = ["0"]`, 1)
+	if s, err = Parse("demo.toml", []byte(ok), reg); err != nil {
+		t.Fatal(err)
+	}
+	if p, err = s.Plan(""); err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckHost(p); err != nil {
+		t.Errorf("CheckHost of a plan this machine can run = %v", err)
 	}
 }

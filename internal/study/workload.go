@@ -154,10 +154,13 @@ const (
 	StringParam                    // free text or one of Choices
 	FloatParam                     // a number
 	BoolParam                      // true/false
+	// InstanceParam names one instance of the study ("db", or "db-2" of a
+	// set made with count): the plan refuses a name that is not one.
+	InstanceParam
 )
 
 func (k ParamKind) String() string {
-	return [...]string{"a positive integer", "a size (bytes, e.g. 8000 or \"40KB\")", "a duration (e.g. \"77ms\")", "a string", "a number", "true or false"}[k]
+	return [...]string{"a positive integer", "a size (bytes, e.g. 8000 or \"40KB\")", "a duration (e.g. \"77ms\")", "a string", "a number", "true or false", "the name of one instance of the study"}[k]
 }
 
 // ParamSpec declares one workload parameter.
@@ -214,6 +217,12 @@ func (ps ParamSpec) Normalize(v any) (any, error) {
 			return nil, err
 		}
 		return d.String(), nil
+	case InstanceParam:
+		s, ok := v.(string)
+		if !ok || s == "" {
+			return nil, fmt.Errorf("want %s, got %s", ps.Kind, describe(v))
+		}
+		return s, nil
 	case StringParam:
 		s, ok := v.(string)
 		if !ok {

@@ -318,7 +318,11 @@ func (t *Topology) Conn(ctx context.Context, from, instance, db string) (Endpoin
 	unix := func(linkName string) (Endpoint, error) {
 		c, ok := r.inst.UnixLogin(db)
 		if !ok {
-			return Endpoint{}, &Unreachable{Reason: fmt.Sprintf("instance %q is the user's server reached over TCP: it has no unix socket dbrig can reach (give --target %s with a socket directory, e.g. host=/var/run/postgresql, to measure the socket)", instance, instance)}
+			example := "a connection string that names its unix socket"
+			if e, ok := t.opts.Engines.Lookup(r.inst.Engine()); ok {
+				example = engine.SocketExample(e)
+			}
+			return Endpoint{}, &Unreachable{Reason: fmt.Sprintf("instance %q is the user's server reached over TCP: it has no unix socket dbrig can reach (to measure the socket, give --target %s=URI naming it, e.g. %s)", instance, instance, example)}
 		}
 		return Endpoint{Conn: c.WithSession(r.session), Link: linkName, Transport: "unix"}, nil
 	}

@@ -33,8 +33,9 @@
 // mariadbd --no-defaults on 127.0.0.1 at a free port and on a socket in a
 // 0700 directory. The logins are made during the data directory's
 // bootstrap from the password's hash: dbrig@127.0.0.1 and dbrig@localhost
-// with a random password that is never printed, logged or written to disk;
-// root@localhost logs in through the socket for the system's root only; no
+// with a random password that is never printed, logged or written to disk,
+// are the only ones that log in: no root (mariadb-install-db makes one that
+// logs in through the socket without a password, and dbrig drops it), no
 // anonymous account. mariadbd is started through engine.StartWith, so it
 // inherits its CPU set and memory cgroup from its first instruction and is
 // killed by the kernel if dbrig dies; [RemoveStale] clears the directories

@@ -86,8 +86,7 @@ type Instance struct {
 // socket in a 0700 directory, and has exactly these logins: dbrig@127.0.0.1
 // and dbrig@localhost with a random 24-byte password (never printed,
 // logged or written to disk: the data directory is made with its hash),
-// root@localhost through the socket for the operating system's root only,
-// and the locked mariadb.sys. It returns once dbrig's login works. On error
+// and the locked mariadb.sys; no root, no anonymous login. It returns once dbrig's login works. On error
 // nothing is left running or on disk (unless opts.Keep), and the error ends
 // with the server log's last lines.
 func (e *Engine) StartInstance(ctx context.Context, cfg engine.InstanceConfig, opts engine.StartOptions) (inst *Instance, err error) {
@@ -284,10 +283,11 @@ func (i *Instance) installDB(ctx context.Context) error {
 		fmt.Fprintf(&sqlText, "CREATE USER '%s'@'%s' IDENTIFIED BY PASSWORD '%s';\n", SuperUser, host, hash)
 		fmt.Fprintf(&sqlText, "GRANT ALL PRIVILEGES ON *.* TO '%s'@'%s' WITH GRANT OPTION;\n", SuperUser, host)
 	}
-	// root logs in through the socket as the system's root only; no
-	// anonymous login; proxy grants for host names that
-	// skip-name-resolve ignores (and warns about at every start) go.
-	sqlText.WriteString("ALTER USER 'root'@'localhost' IDENTIFIED VIA unix_socket;\n")
+	// dbrig's login is the only one: no root (mariadb-install-db makes
+	// one that logs in through the socket without a password), no
+	// anonymous login; proxy grants for host names that skip-name-resolve
+	// ignores (and warns about at every start) go.
+	sqlText.WriteString("DROP USER IF EXISTS 'root'@'localhost';\n")
 	sqlText.WriteString("DROP USER IF EXISTS ''@'localhost';\n")
 	sqlText.WriteString("DELETE FROM mysql.proxies_priv WHERE Host <> 'localhost';\n")
 	initFile := filepath.Join(i.dir, "init.sql")

@@ -51,6 +51,11 @@ func (e *Engine) Title() string { return "MariaDB" }
 // Schemes are the URI schemes of MariaDB (and MySQL) servers.
 func (e *Engine) Schemes() []string { return []string{"mariadb", "mysql"} }
 
+// SocketExample is a login through a socket file, for messages.
+func (e *Engine) SocketExample() string {
+	return "mariadb://USER@/DB?socket=/run/mysqld/mysqld.sock"
+}
+
 // FindBinaries finds mariadbd and mariadb-install-db once; later calls
 // return the same installation.
 func (e *Engine) FindBinaries(ctx context.Context) (Binaries, error) {

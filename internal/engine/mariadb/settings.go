@@ -94,17 +94,24 @@ func ownedReason(name string) (string, bool) {
 // `--verbose --help` lists them.
 type catalogue struct {
 	names map[string]bool
+	// numeric are the options whose value is a number ("--name=#" in the
+	// listing).
+	numeric map[string]bool
 }
 
 var (
-	optionLineRE = regexp.MustCompile(`^  (?:-\w, )?--([A-Za-z0-9_-]+)`)
+	optionLineRE = regexp.MustCompile(`^  (?:-\w, )?--([A-Za-z0-9_-]+)(\[?=#)?`)
 	tableLineRE  = regexp.MustCompile(`^(\S+)\s`)
+	// optionNumberRE is a number as my_getopt reads one: digits, an optional
+	// fraction and exponent (for the options that are doubles), and an
+	// optional multiplier suffix K, M, G, T, P or E.
+	optionNumberRE = regexp.MustCompile(`^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?[kKmMgGtTpPeE]?$`)
 )
 
 // parseHelp reads `mariadbd --verbose --help`: the option descriptions
 // and the table of variables with their values.
 func parseHelp(out []byte) catalogue {
-	c := catalogue{names: map[string]bool{}}
+	c := catalogue{names: map[string]bool{}, numeric: map[string]bool{}}
 	sc := bufio.NewScanner(bytes.NewReader(out))
 	sc.Buffer(make([]byte, 0, 64*1024), 1024*1024)
 	inTable := false
@@ -122,6 +129,9 @@ func parseHelp(out []byte) catalogue {
 		default:
 			if m := optionLineRE.FindStringSubmatch(line); m != nil {
 				c.names[normalize(m[1])] = true
+				if m[2] != "" {
+					c.numeric[normalize(m[1])] = true
+				}
 			}
 		}
 	}
@@ -143,6 +153,18 @@ func (c catalogue) known(name string) bool {
 }
 
 func (c catalogue) list() []string { return slices.Sorted(maps.Keys(c.names)) }
+
+// badNumber reports whether value is not a number although the option
+// takes one. my_getopt reads a value that starts with a letter it takes
+// for a multiplier ("maybe", "ten") as 0 without a word, so the option
+// parser alone would let the server run with 0 where the study says
+// something else.
+func (c catalogue) badNumber(name, value string) bool {
+	for _, p := range []string{"loose_", "maximum_"} {
+		name = strings.TrimPrefix(name, p)
+	}
+	return c.numeric[name] && value != "" && !optionNumberRE.MatchString(strings.TrimSpace(value))
+}
 
 // isPluginLoad reports whether a setting loads plugins, whose own options
 // exist only once they are loaded.
@@ -183,7 +205,7 @@ func normalizeSettings(settings map[string]string) (map[string]string, []error) 
 		n := normalize(k)
 		if prev, dup := from[n]; dup {
 			errs = append(errs, &engine.SettingError{Engine: EngineName, Key: k, Value: settings[k],
-				Msg: fmt.Sprintf("setting %s is given twice (also as %s)", k, prev)})
+				Msg: fmt.Sprintf("setting %s is given twice (also as %s)", k, prev), NameRefused: true})
 			continue
 		}
 		from[n] = k
@@ -330,13 +352,18 @@ func (e *Engine) CheckSettings(ctx context.Context, settings map[string]string) 
 		v := norm[k]
 		if reason, owned := ownedReason(k); owned {
 			errs = append(errs, &engine.SettingError{Engine: EngineName, Key: k, Value: v,
-				Msg: fmt.Sprintf("setting %s is managed by dbrig (%s)", k, reason)})
+				Msg: fmt.Sprintf("setting %s is managed by dbrig (%s)", k, reason), NameRefused: true})
 			continue
 		}
 		if !cat.known(k) {
 			errs = append(errs, &engine.SettingError{Engine: EngineName, Key: k, Value: v,
 				Msg:     fmt.Sprintf("unknown MariaDB %s setting %s (not among the options `mariadbd --verbose --help` lists)", bin.Version, k),
-				Closest: engine.Closest(k, cat.list())})
+				Closest: engine.Closest(k, cat.list()), NameRefused: true})
+			continue
+		}
+		if cat.badNumber(k, v) {
+			errs = append(errs, &engine.SettingError{Engine: EngineName, Key: k, Value: v,
+				Msg: fmt.Sprintf("setting %s = %q: want a number (such as 2, 64M or 0.5)", k, v)})
 			continue
 		}
 		toCheck[k] = v

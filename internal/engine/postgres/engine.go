@@ -51,6 +51,19 @@ func (e *Engine) Title() string { return "PostgreSQL" }
 // Schemes are the URI schemes of PostgreSQL's connection strings.
 func (e *Engine) Schemes() []string { return []string{"postgres", "postgresql"} }
 
+// keywordRE matches the start of libpq's keyword/value form: a keyword,
+// optional spaces and "=".
+var keywordRE = regexp.MustCompile(`^\s*[A-Za-z_]+\s*=`)
+
+// ReadsKeywords reports whether s is a libpq keyword/value string
+// ("host=/var/run/postgresql dbname=app"), which ParseURI reads.
+func (e *Engine) ReadsKeywords(s string) bool { return keywordRE.MatchString(s) }
+
+// SocketExample is a login through a socket directory, for messages.
+func (e *Engine) SocketExample() string {
+	return "host=/var/run/postgresql (or postgres://USER@/DB?host=/var/run/postgresql)"
+}
+
 // PGBinaries finds the server programs once.
 func (e *Engine) PGBinaries(ctx context.Context) (Binaries, error) {
 	e.once.Do(func() { e.bin, e.err = FindBinaries(ctx, e.dir) })
@@ -193,6 +206,7 @@ func (e *Engine) CheckSettings(ctx context.Context, settings map[string]string) 
 			valid = append(valid, k)
 			continue
 		}
+		se.NameRefused = true
 		errs = append(errs, se)
 	}
 	if len(valid) == 0 {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -51,8 +52,33 @@ func (e *Engine) Attach(ctx context.Context, name string, c engine.Conn, opts en
 	if err != nil {
 		return nil, fmt.Errorf("target %q (%s): %w", name, ci, err)
 	}
+	num, err := settingOn(ctx, name, ci, "server_version_num")
+	if err != nil {
+		return nil, fmt.Errorf("target %q (%s): %w", name, ci, err)
+	}
+	if err := checkTargetVersion(v, num); err != nil {
+		return nil, fmt.Errorf("target %q (%s): %w", name, ci, err)
+	}
 	t.version = v
 	return t, nil
+}
+
+// minTargetVersion is the oldest PostgreSQL dbrig works with as a target:
+// it removes the database it made with DROP DATABASE ... WITH (FORCE),
+// which came with PostgreSQL 13.
+const minTargetVersion = 130000
+
+// checkTargetVersion refuses a server older than minTargetVersion, saying
+// what it lacks; num is server_version_num ("150018").
+func checkTargetVersion(version, num string) error {
+	n, err := strconv.Atoi(strings.TrimSpace(num))
+	if err != nil {
+		return fmt.Errorf("cannot read its version number %q", num)
+	}
+	if n < minTargetVersion {
+		return fmt.Errorf("it runs PostgreSQL %s, and dbrig needs 13 or later on a target (it removes the database it makes with DROP DATABASE ... WITH (FORCE), which came with 13)", version)
+	}
+	return nil
 }
 
 // Name is the instance's name in the study.

@@ -32,7 +32,7 @@ func Kind() study.Kind {
 				Doc: "client-row-by-row: the next row of a position the server keeps (PostgreSQL FETCH NEXT, MariaDB HANDLER READ NEXT), or a prepared SELECT of one parameter per row"},
 			{Name: "client_cost", Kind: study.DurationParam, Default: "0s",
 				Doc: "CPU time the client spends on each row it receives (a slower client's dead time)"},
-			{Name: "instance", Kind: study.StringParam, Default: "db", Doc: "the instance the client talks to"},
+			{Name: "instance", Kind: study.InstanceParam, Default: "db", Doc: "the instance the client talks to"},
 		},
 		New:        newWorkload,
 		Metrics:    Metrics,

@@ -33,7 +33,7 @@ func Kind() study.Kind {
 			{Name: "streams", Kind: study.IntParam, Default: int64(10),
 				Doc: "times the stream of queries runs in a point: the first is dropped, then each query's fastest and slowest, and the rest averaged (the seed ran 10)"},
 			{Name: "queries", Kind: study.StringParam, Default: "all", Doc: `the queries of the stream: "all", or e.g. "1,3,6" or "1-5,14"`},
-			{Name: "instance", Kind: study.StringParam, Default: "db", Doc: "the instance that holds the data"},
+			{Name: "instance", Kind: study.InstanceParam, Default: "db", Doc: "the instance that holds the data"},
 		},
 		New:        newWorkload,
 		PrepareKey: prepareKey,

@@ -1,0 +1,79 @@
+package study
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"sort"
+
+	"github.com/dbrig/dbrig/internal/engine"
+)
+
+// CheckBeforeStart is everything a plan must pass before dbrig starts
+// anything: its server settings (CheckSettings) and what its instances ask
+// of this machine (CheckHost).
+func CheckBeforeStart(ctx context.Context, plan *Plan, engines *engine.Registry) error {
+	if err := CheckSettings(ctx, plan, engines); err != nil {
+		return err
+	}
+	return CheckHost(plan)
+}
+
+// CheckHost refuses, at the study file's line and key, an instance that
+// asks this machine for what it does not have: a CPU it lacks, a data_dir
+// or wal_dir that is not a directory, a memory cap where no memory cgroup
+// is writable. Otherwise the first point would fail after the run started.
+// Targets are not checked: dbrig starts nothing for them.
+func CheckHost(plan *Plan) error {
+	spec := plan.Spec
+	var errs SpecErrors
+	seen := map[string]bool{}
+	add := func(key, msg string) {
+		if seen[key+msg] {
+			return
+		}
+		seen[key+msg] = true
+		errs = append(errs, SpecError{File: spec.File, Line: lineOf(spec.lines, key), Key: key, Msg: msg})
+	}
+	for _, c := range plan.Combos {
+		for name, members := range c.Sets {
+			i := slices.IndexFunc(spec.Instances, func(in InstanceSpec) bool { return in.Name == name })
+			if i < 0 {
+				continue
+			}
+			key := fmt.Sprintf("instance.%d", i)
+			for _, in := range c.Instances {
+				if !slices.Contains(members, in.Name) || in.Target != "" {
+					continue
+				}
+				if in.CPUs != "" {
+					if _, err := engine.CheckCPUs(in.CPUs); err != nil {
+						add(key+".cpus", err.Error())
+					}
+				}
+				for attr, dir := range map[string]string{"data_dir": in.DataDir, "wal_dir": in.WALDir} {
+					if dir == "" {
+						continue
+					}
+					if st, err := os.Stat(dir); err != nil {
+						add(key+"."+attr, fmt.Sprintf("%s: %v (dbrig makes a directory of its own inside an existing one)", dir, errors.Unwrap(err)))
+					} else if !st.IsDir() {
+						add(key+"."+attr, fmt.Sprintf("%s is not a directory", dir))
+					}
+				}
+				if in.Memory > 0 {
+					if _, err := engine.MemoryCgroupSupport(); err != nil {
+						add(key+".memory", err.Error())
+					}
+				}
+			}
+		}
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	sort.SliceStable(errs, func(i, j int) bool { return errs[i].Line < errs[j].Line })
+	return errs
+}
