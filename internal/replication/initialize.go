@@ -240,12 +240,18 @@ func dumpRestore(ctx context.Context, bin postgres.Binaries, dumpArgs []string, 
 	dump := toolCmd(ctx, bin.Path("pg_dump"), dumpArgs, pubCI)
 	var dumpErr bytes.Buffer
 	dump.Stderr = &dumpErr
-	out, err := dump.StdoutPipe()
+	// A pipe of our own, not StdoutPipe: Wait closes that one as soon as
+	// pg_dump exits, which may be before the archive's last bytes are read.
+	out, w, err := os.Pipe()
 	if err != nil {
 		return fmt.Errorf("backup: pg_dump: %w", err)
 	}
+	defer out.Close()
+	dump.Stdout = w
 	start := time.Now()
-	if err := dump.Start(); err != nil {
+	err = dump.Start()
+	w.Close()
+	if err != nil {
 		return fmt.Errorf("backup: start pg_dump: %w", err)
 	}
 	dumped := make(chan error, 1)

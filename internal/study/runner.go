@@ -315,6 +315,7 @@ func (r *Runner) runPoint(ctx context.Context, topo *topology.Topology, kind Kin
 			return topo.Conn(ctx, from, instance, db)
 		},
 		Instance: topo.Instance,
+		Via:      topo.Via,
 		Set:      func(name string) []string { return c.Sets[name] },
 		SiteOf: func(name string) string {
 			for _, in := range c.Instances {

@@ -124,6 +124,12 @@ type Env struct {
 	// Set lists the instances a study's [[instance]] NAME became for this
 	// point: NAME itself, or NAME-1 ... NAME-N with count = N.
 	Set func(name string) []string
+	// Via returns the address through which site from reaches a listener
+	// of the workload's own at site to (address upstream), across the link
+	// between the sites: for byte streams that are not a database's
+	// connections (a backup file shipped to a subscriber). Nil in a client
+	// process.
+	Via func(ctx context.Context, from, to, upstream string) (string, error)
 }
 
 // Endpoint is how a client reaches one database.

@@ -363,6 +363,42 @@ func (t *Topology) Conn(ctx context.Context, from, instance, db string) (Endpoin
 	return Endpoint{Conn: ci, Link: l.Name, Transport: "link"}, nil
 }
 
+// Via returns the address through which a process at site from reaches
+// upstream, a listener at site to, across the link that joins the sites
+// (upstream itself on the same site or over a direct link): for byte
+// streams of a workload's own between sites, such as a backup shipped to
+// a subscriber. The proxy is the link's: its statistics count the stream,
+// and it closes with the link.
+func (t *Topology) Via(ctx context.Context, from, to, upstream string) (string, error) {
+	if from == to {
+		return upstream, nil
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	l, ok := t.linkBetween(from, to)
+	if !ok {
+		return "", fmt.Errorf("no link joins site %q to site %q", from, to)
+	}
+	if l.Mode != "link" {
+		return upstream, nil
+	}
+	key := l.Name + "/" + upstream
+	ref, ok := t.proxies[key]
+	if !ok {
+		var opts []link.Option
+		if t.opts.SeriesInterval > 0 {
+			opts = append(opts, link.WithSeriesInterval(t.opts.SeriesInterval))
+		}
+		p, err := link.Listen(ctx, "127.0.0.1:0", upstream, l.Config, opts...)
+		if err != nil {
+			return "", fmt.Errorf("link %q to %s: %w", l.Name, upstream, err)
+		}
+		ref = &proxyRef{link: l, proxy: p}
+		t.proxies[key] = ref
+	}
+	return ref.proxy.Addr(), nil
+}
+
 func (t *Topology) linkBetween(a, b string) (Link, bool) {
 	for _, l := range t.links {
 		if (l.Between[0] == a && l.Between[1] == b) || (l.Between[0] == b && l.Between[1] == a) {

@@ -15,6 +15,7 @@ package georep
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -146,7 +147,7 @@ func (w *workload) endpoints(env *study.Env) (s sites, pubSite, subSite string, 
 // Run replicates the point's rows and measures until the subscriber has
 // caught up.
 func (w *workload) Run(ctx context.Context, env *study.Env) (study.Measurement, error) {
-	s, _, _, err := w.endpoints(env)
+	s, pubSite, subSite, err := w.endpoints(env)
 	if err != nil {
 		return study.Measurement{}, err
 	}
@@ -218,18 +219,25 @@ func (w *workload) Run(ctx context.Context, env *study.Env) (study.Measurement, 
 		record(res.Elapsed, res.Bytes)
 		m.Metrics["batch_size"] = float64(batch)
 	case "init-snapshot", "init-backup":
-		method := replication.InitSnapshot
+		// The snapshot's COPY crosses the link: read on the publisher's
+		// site, written to the subscriber from there. The backup is dumped
+		// at the publisher's site, shipped across the link compressed, and
+		// restored at the subscriber's site, as the seed's was.
+		setup := replication.SetupOptions{Init: replication.InitSnapshot, InitPublisher: s.pubLocal, InitSubscriber: s.subFromPub,
+			Binaries: localBinaries(env.Instance(w.pub))}
+		var ship *shipper
 		if w.scenario == "init-backup" {
-			method = replication.InitBackup
+			if env.Via == nil {
+				return m, errors.New("init-backup: the study gives no path between the sites for the archive")
+			}
+			ship = &shipper{via: env.Via, from: pubSite, to: subSite}
+			setup.Init, setup.InitSubscriber, setup.Carrier = replication.InitBackup, s.subLocal, ship.carry
 		}
 		res, err := RunScenario(ctx, ScenarioConfig{
 			Config: cfg, Mode: replication.Pull, Options: w.options, Payload: w.payload,
 			InitialRows: rows, Rows: 0,
 			Agent: replication.Targets{Distribution: s.distFromSub, Subscriber: s.subLocal},
-			// The copy crosses the link: read on the publisher's site,
-			// written to the subscriber from there.
-			Setup: replication.SetupOptions{Init: method, InitPublisher: s.pubLocal, InitSubscriber: s.subFromPub,
-				Binaries: localBinaries(env.Instance(w.pub))},
+			Setup: setup,
 		})
 		if err != nil {
 			return m, fmt.Errorf("%s: %w", w.scenario, err)
@@ -239,7 +247,11 @@ func (w *workload) Run(ctx context.Context, env *study.Env) (study.Measurement, 
 		}
 		record(res.Setup.InitDuration, int64(rows)*int64(w.payload.RowBytes()))
 		m.Metrics["init_bytes"] = float64(res.Setup.InitBytes)
-		m.Metrics["dump_seconds"] = res.Setup.DumpDuration.Seconds()
+		if ship != nil {
+			m.Metrics["dump_seconds"] = res.Setup.DumpDuration.Seconds()
+			m.Metrics["shipped_bytes"] = float64(ship.Shipped())
+			m.Notes = append(m.Notes, fmt.Sprintf("archive %d bytes, shipped compressed as %d bytes", res.Setup.InitBytes, ship.Shipped()))
+		}
 		m.Notes = append(m.Notes, "verified: subscriber equals publisher")
 	default:
 		return m, fmt.Errorf("unknown scenario %q", w.scenario)
