@@ -151,6 +151,14 @@ type Instance interface {
 	LogPath() string
 }
 
+// Restarter is an optional ability of an owned Instance: stop the server
+// and start it again in place, on the same data and with the same settings,
+// so that its caches start empty (a cold read needs it). A target never
+// has it: dbrig does not restart what it did not start.
+type Restarter interface {
+	Restart(ctx context.Context) error
+}
+
 // SettingError is one server setting the engine refuses.
 type SettingError struct {
 	Engine string

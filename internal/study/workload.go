@@ -124,6 +124,12 @@ type Env struct {
 	// Set lists the instances a study's [[instance]] NAME became for this
 	// point: NAME itself, or NAME-1 ... NAME-N with count = N.
 	Set func(name string) []string
+	// Cleanup registers f to run once when the run ends, after every
+	// server has stopped, on success, error, panic and interrupt alike
+	// (the last registered runs first): for what Prepare makes outside
+	// the servers that must outlive a point, such as a loop device under a
+	// tablespace. Nil in a client process.
+	Cleanup func(f func(ctx context.Context) error)
 }
 
 // Endpoint is how a client reaches one database.

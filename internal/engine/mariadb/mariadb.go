@@ -14,9 +14,10 @@ import (
 const EngineName = "mariadb"
 
 var (
-	_ engine.Engine   = (*Engine)(nil)
-	_ engine.Instance = (*Instance)(nil)
-	_ engine.Instance = (*Target)(nil)
+	_ engine.Engine    = (*Engine)(nil)
+	_ engine.Instance  = (*Instance)(nil)
+	_ engine.Restarter = (*Instance)(nil)
+	_ engine.Instance  = (*Target)(nil)
 )
 
 // Engine is MariaDB as dbrig runs it: instances of its own started from
