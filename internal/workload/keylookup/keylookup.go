@@ -35,12 +35,14 @@ func Kind() study.Kind {
 				Doc: "timed executions of the query in a point, after one to warm up and one whose pages are counted; the point's time is their median"},
 			{Name: "instance", Kind: study.StringParam, Default: "db", Doc: "the instance that holds the table"},
 		},
-		New:        newWorkload,
-		PrepareKey: func(p study.Params) string { return fmt.Sprintf("key-lookup rows=%d instance=%s", p.Int("rows"), p.String("instance")) },
-		Model:      Model,
-		Report:     Report,
-		Metrics:    metricSpecs(),
-		Judges:     judges(),
+		New: newWorkload,
+		PrepareKey: func(p study.Params) string {
+			return fmt.Sprintf("key-lookup rows=%d instance=%s", p.Int("rows"), p.String("instance"))
+		},
+		Model:   Model,
+		Report:  Report,
+		Metrics: metricSpecs(),
+		Judges:  judges(),
 	}
 }
 
