@@ -25,6 +25,7 @@ import (
 	"github.com/dbrig/dbrig/internal/workload/georep"
 	"github.com/dbrig/dbrig/internal/workload/keylookup"
 	"github.com/dbrig/dbrig/internal/workload/rbar"
+	"github.com/dbrig/dbrig/internal/workload/readahead"
 	"github.com/dbrig/dbrig/internal/workload/tpch"
 	"github.com/dbrig/dbrig/studies"
 )
@@ -39,7 +40,7 @@ func newEngines(dirs binDirs) *engine.Registry {
 
 // newRegistry lists the engines and the workloads dbrig knows.
 func newRegistry(dirs binDirs) *study.Registry {
-	return study.NewRegistry(newEngines(dirs), rbar.Kind(), georep.Kind(), tpch.Kind(), keylookup.Kind())
+	return study.NewRegistry(newEngines(dirs), rbar.Kind(), georep.Kind(), tpch.Kind(), keylookup.Kind(), readahead.Kind())
 }
 
 // loadStudy reads a study by built-in name or file path.

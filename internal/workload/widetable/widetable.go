@@ -48,6 +48,11 @@ type Options struct {
 	// DataDirectory, on MariaDB, is the directory of the table's file
 	// (CREATE TABLE ... DATA DIRECTORY; "" = the data directory).
 	DataDirectory string
+	// NoCluster leaves out the index on i and CLUSTER on PostgreSQL: the
+	// rows go in in i order, so the heap is in i order as CLUSTER leaves
+	// it, without CLUSTER's second copy of the table (a device sized for
+	// one copy holds it).
+	NoCluster bool
 	// Progress, when set, is told the rows loaded so far.
 	Progress func(done, total int64)
 }
@@ -99,11 +104,12 @@ func createPostgres(ctx context.Context, c *dbconn.Conn, o Options) error {
 			o.Progress(hi, o.Rows)
 		}
 	}
-	if err := c.Exec(ctx,
-		"CREATE INDEX "+IndexI+" ON "+Table+" (i)"+ts,
-		"CLUSTER "+Table+" USING "+IndexI,
-		"CREATE INDEX "+IndexJ+" ON "+Table+" (j)"+ts,
-		"COMMIT"); err != nil {
+	var stmts []string
+	if !o.NoCluster {
+		stmts = append(stmts, "CREATE INDEX "+IndexI+" ON "+Table+" (i)"+ts, "CLUSTER "+Table+" USING "+IndexI)
+	}
+	stmts = append(stmts, "CREATE INDEX "+IndexJ+" ON "+Table+" (j)"+ts, "COMMIT")
+	if err := c.Exec(ctx, stmts...); err != nil {
 		return rollback(ctx, c, err)
 	}
 	return c.Exec(ctx, "VACUUM (ANALYZE) "+Table)

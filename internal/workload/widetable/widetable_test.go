@@ -82,9 +82,21 @@ func TestTableOnEachEngine(t *testing.T) {
 				}
 			}
 			if tc.name == "postgres" {
-				// Clustered on i: the heap holds the rows in i order.
-				if v, err := c.Value(ctx, "SELECT count(*) FROM test WHERE (ctid::text::point)[0]::bigint <> i - 1"); err != nil || v != "0" {
-					t.Errorf("rows out of i order in the heap: %q, %v", v, err)
+				// Clustered on i: the heap holds the rows in i order, and
+				// so does a table loaded without CLUSTER.
+				if err := c.Exec(ctx, "CREATE SCHEMA plain", "SET search_path = plain"); err != nil {
+					t.Fatal(err)
+				}
+				if err := Create(ctx, c, Options{Rows: rows, NoCluster: true}); err != nil {
+					t.Fatal(err)
+				}
+				for _, schema := range []string{"public", "plain"} {
+					if v, err := c.Value(ctx, "SELECT count(*) FROM "+schema+".test WHERE (ctid::text::point)[0]::bigint <> i - 1"); err != nil || v != "0" {
+						t.Errorf("%s: rows out of i order in the heap: %q, %v", schema, v, err)
+					}
+				}
+				if v, err := c.Value(ctx, "SELECT count(*) FROM pg_indexes WHERE schemaname = 'plain'"); err != nil || v != "1" {
+					t.Errorf("without CLUSTER, %q indexes (%v), want the one on j", v, err)
 				}
 			}
 		})
