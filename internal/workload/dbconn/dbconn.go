@@ -134,6 +134,62 @@ func (c *Conn) Rows(ctx context.Context, q string) ([][]string, error) {
 	return out, nil
 }
 
+// Each runs a query and calls f with each row as it arrives, as text (NULL
+// as ""), without holding the answer in memory; f's row is reused for the
+// next. An error from f stops the query.
+func (c *Conn) Each(ctx context.Context, q string, f func(row []string) error) error {
+	var ferr error
+	if c.pg != nil {
+		rr := c.pg.PgConn().ExecParams(ctx, q, nil, nil, nil, nil)
+		var row []string
+		for rr.NextRow() && ferr == nil {
+			row = row[:0]
+			for _, v := range rr.Values() {
+				row = append(row, string(v))
+			}
+			ferr = f(row)
+		}
+		_, err := rr.Close()
+		if ferr != nil {
+			return ferr
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", FirstLine(q), err)
+		}
+		return nil
+	}
+	rows, err := c.my.QueryContext(ctx, q)
+	if err != nil {
+		return fmt.Errorf("%s: %w", FirstLine(q), err)
+	}
+	defer rows.Close()
+	cols, err := rows.Columns()
+	if err != nil {
+		return err
+	}
+	vals := make([]sql.NullString, len(cols))
+	dest := make([]any, len(cols))
+	for i := range vals {
+		dest[i] = &vals[i]
+	}
+	row := make([]string, len(cols))
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return fmt.Errorf("%s: %w", FirstLine(q), err)
+		}
+		for i, v := range vals {
+			row[i] = v.String
+		}
+		if err := f(row); err != nil {
+			return err
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("%s: %w", FirstLine(q), err)
+	}
+	return nil
+}
+
 // Value runs a query and returns the first column of its one row.
 func (c *Conn) Value(ctx context.Context, q string) (string, error) {
 	rows, err := c.Rows(ctx, q)

@@ -2,6 +2,7 @@ package dbconn
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -58,6 +59,17 @@ func TestSessionOnEachEngine(t *testing.T) {
 			}
 			if d, rows, err := c.Time(ctx, "SELECT count(*) FROM t"); err != nil || d <= 0 || rows[0][0] != "2" {
 				t.Errorf("Time = %v, %q, %v", d, rows, err)
+			}
+			var seen []string
+			if err := c.Each(ctx, "SELECT a, b FROM t ORDER BY a", func(r []string) error { seen = append(seen, r[0]+"|"+r[1]); return nil }); err != nil || strings.Join(seen, ",") != "1|x,2|" {
+				t.Errorf("Each saw %q, %v", seen, err)
+			}
+			stop := errors.New("enough")
+			if err := c.Each(ctx, "SELECT a FROM t ORDER BY a", func([]string) error { return stop }); err != stop {
+				t.Errorf("an error from the callback: %v", err)
+			}
+			if n, err := c.Int(ctx, "SELECT count(*) FROM t"); err != nil || n != 2 {
+				t.Errorf("the session after a stopped Each: %d, %v", n, err)
 			}
 			if _, err := c.Value(ctx, "SELECT a FROM t"); err == nil || !strings.Contains(err.Error(), "2 rows, want one") {
 				t.Errorf("Value of two rows: %v", err)
