@@ -48,6 +48,7 @@ func metricSpecs() []study.MetricSpec {
 		{Name: "ratio", Unit: study.Ratio, Better: study.Higher, Headline: true,
 			Doc: "the study's measure of compression: on PostgreSQL, each heap page compressed on its own with zstd; on MariaDB, the engine's own PAGE_COMPRESSED table against the same table uncompressed, in allocated disk blocks"},
 		{Name: "distinct_per_page", Unit: study.Count, Headline: true, Doc: "distinct filler values on a page, on average"},
+		{Name: "distinct_values", Unit: study.Count, Doc: "distinct filler values in the table"},
 		{Name: "zstd_ratio", Unit: study.Ratio, Better: study.Higher, Doc: "the table's pages over their sizes compressed one by one with zstd (default level)"},
 		{Name: "s2_ratio", Unit: study.Ratio, Better: study.Higher, Doc: "the same with S2, an LZ4-class codec"},
 		{Name: "deflate_ratio", Unit: study.Ratio, Better: study.Higher, Doc: "the same with zlib's deflate at MariaDB's innodb_compression_level (PostgreSQL: 6)"},
@@ -157,7 +158,13 @@ func (w *workload) Run(ctx context.Context, env *study.Env) (study.Measurement, 
 	if m.rows != w.rows {
 		return study.Measurement{}, fmt.Errorf("the pages hold %d rows, the table %d", m.rows, w.rows)
 	}
-	return m.measurement(c.Engine()), nil
+	all, err := c.Int(ctx, "SELECT count(DISTINCT filler) FROM "+table(w.order))
+	if err != nil {
+		return study.Measurement{}, err
+	}
+	out := m.measurement(c.Engine())
+	out.Metrics["distinct_values"] = float64(all)
+	return out, nil
 }
 
 // measured is what one order's pages gave.

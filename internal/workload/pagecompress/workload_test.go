@@ -87,6 +87,11 @@ func TestOrdersOnEachEngine(t *testing.T) {
 					t.Errorf("%s: %v pages by distinct values, %v pages", order, pages, x["pages"])
 				}
 			}
+			// The seed's expression gives 73 distinct strings for period 80
+			// (1 and 10 both give "1000000", and so on to 7 and 70).
+			if got[ByCID]["distinct_values"] != 73 || got[ByFiller]["distinct_values"] != 73 {
+				t.Errorf("distinct fillers: %v and %v, want 73", got[ByCID]["distinct_values"], got[ByFiller]["distinct_values"])
+			}
 			if d := got[ByCID]["distinct_per_page"]; d < got[ByCID]["rows_per_page"]/2 {
 				t.Errorf("clustered on cid %v distinct values on a page of %v rows", d, got[ByCID]["rows_per_page"])
 			}
