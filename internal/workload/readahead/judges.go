@@ -100,6 +100,8 @@ type comparison struct {
 	with, without *study.Summary
 	// others are further settings the run measured (a size of read-ahead).
 	others []*study.Summary
+	// discard: the study's rule drops each setting's first run.
+	discard bool
 }
 
 func (c comparison) incomplete() string {
@@ -156,7 +158,7 @@ func comparisons(rd *study.RunData) []comparison {
 		}
 		c, ok := by[label]
 		if !ok {
-			c = &comparison{label: label, engine: eng}
+			c = &comparison{label: label, engine: eng, discard: rd.Plan.Repeat.DiscardFirst}
 			by[label] = c
 			order = append(order, label)
 		}
@@ -246,7 +248,7 @@ func judgeScanTime(c comparison, p study.Published) report.Finding {
 		Measured: fmt.Sprintf("%s with read-ahead %s, %s with %s: %s as long",
 			secs(c.with.Mean("seconds")), setting(c.with), secs(c.without.Mean("seconds")), setting(c.without), times(got)),
 		Model: fmt.Sprintf("%s and %s: bytes over the device's throughput at each read size (%s)",
-			secs(modelSeconds(c.with)), secs(modelSeconds(c.without)), times(modelSeconds(c.without)/modelSeconds(c.with))),
+			secs(modelSeconds(c.with, c.discard)), secs(modelSeconds(c.without, c.discard)), times(modelSeconds(c.without, c.discard)/modelSeconds(c.with, c.discard))),
 	}
 	switch {
 	case within(got, want, ratioFactor):
@@ -327,18 +329,34 @@ func judgeThroughput(c comparison, p study.Published) report.Finding {
 	return f
 }
 
-func modelSeconds(s *study.Summary) float64 {
-	if s.Mean("device_mb_per_s") <= 0 {
+// modelSeconds is the model's time for a setting: the mean of the times
+// stored with its kept runs, each from the device's throughput measured
+// right after that run's scan (a busy disk's throughput changes from run
+// to run, and each scan is set beside its own).
+func modelSeconds(s *study.Summary, discardFirst bool) float64 {
+	runs := s.Results
+	if discardFirst && len(runs) > 1 {
+		runs = runs[1:]
+	}
+	var sum float64
+	n := 0
+	for _, r := range runs {
+		if v, ok := r.Model["seconds"]; ok && v > 0 {
+			sum += v
+			n++
+		}
+	}
+	if n == 0 {
 		return math.NaN()
 	}
-	return s.Mean("bytes_read") / 1e6 / s.Mean("device_mb_per_s")
+	return sum / float64(n)
 }
 
 func judgeModel(c comparison, p study.Published) report.Finding {
 	var ms, ps []string
 	worst, worstSetting := 0.0, ""
 	for _, s := range []*study.Summary{c.with, c.without} {
-		model := modelSeconds(s)
+		model := modelSeconds(s, c.discard)
 		off := (s.Mean("seconds") - model) / model
 		ms = append(ms, fmt.Sprintf("%s: %s for %.0f MB", setting(s), secs(s.Mean("seconds")), s.Mean("bytes_read")/1e6))
 		ps = append(ps, fmt.Sprintf("%.0f MB / %s = %s (%+.0f %%)", s.Mean("bytes_read")/1e6, mbs(s.Mean("device_mb_per_s")), secs(model), 100*off))
@@ -400,11 +418,11 @@ func Report(rd *study.RunData, d *report.Doc) {
 			}
 			t.Rows = append(t.Rows, []string{c.label, setting(s), secs(s.Mean("seconds")), fmt.Sprintf("%.0f", s.Mean("mb_per_s")),
 				kib(s.Mean("bytes_per_read")), fmt.Sprintf("%.1f", s.Mean("queue_depth")), rap,
-				fmt.Sprintf("%.0f", s.Mean("device_mb_per_s")), secs(modelSeconds(s)), cold})
+				fmt.Sprintf("%.0f", s.Mean("device_mb_per_s")), secs(modelSeconds(s, c.discard)), cold})
 			x := float64(len(chart.XCategories))
 			chart.XCategories = append(chart.XCategories, c.label+" "+s.Params.String("read_ahead"))
 			measured.Points = append(measured.Points, report.XY{X: x, Y: s.Mean("seconds"), Label: setting(s)})
-			if m := modelSeconds(s); !math.IsNaN(m) {
+			if m := modelSeconds(s, c.discard); !math.IsNaN(m) {
 				model.Points = append(model.Points, report.XY{X: x, Y: m, Label: "bytes / plain read's MB/s"})
 			}
 		}

@@ -190,3 +190,22 @@ func TestReport(t *testing.T) {
 		t.Errorf("chart %+v", d.Charts[0])
 	}
 }
+
+// TestModelSecondsKeepsTheRulesRuns: the model's time of a setting is the
+// mean of its kept runs' own models, the first left out when the rule
+// drops it.
+func TestModelSecondsKeepsTheRulesRuns(t *testing.T) {
+	sm := &study.Summary{}
+	for _, v := range []float64{100, 10, 20} {
+		sm.Results = append(sm.Results, study.Result{Model: map[string]float64{"seconds": v}})
+	}
+	if got := modelSeconds(sm, true); got != 15 {
+		t.Errorf("with the first dropped: %v, want 15", got)
+	}
+	if got := modelSeconds(sm, false); math.Abs(got-130.0/3) > 1e-9 {
+		t.Errorf("every run: %v", got)
+	}
+	if got := modelSeconds(&study.Summary{Results: []study.Result{{}}}, true); !math.IsNaN(got) {
+		t.Errorf("no model: %v", got)
+	}
+}
