@@ -151,6 +151,24 @@ type Instance interface {
 	LogPath() string
 }
 
+// Restarter is an optional ability of an owned Instance: stop the server
+// and start it again in place, on the same data and with the same settings,
+// so that its caches start empty (a cold read needs it). A target never
+// has it: dbrig does not restart what it did not start.
+type Restarter interface {
+	Restart(ctx context.Context) error
+}
+
+// InitFixer is an optional ability of an Engine: some of its settings are
+// fixed when an instance's data directory is made (MariaDB's
+// innodb_page_size), so a change of one needs a new instance, not a
+// restart in place.
+type InitFixer interface {
+	// FixedAtInitChanged reports whether a fixed setting differs between
+	// two sets of settings, and which.
+	FixedAtInitChanged(old, new map[string]string) (name string, changed bool)
+}
+
 // SettingError is one server setting the engine refuses.
 type SettingError struct {
 	Engine string

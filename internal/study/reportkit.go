@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dbrig/dbrig/internal/report"
 	"github.com/dbrig/dbrig/internal/units"
 )
 
@@ -164,4 +165,62 @@ func RelativeSpread(stats ...Stat) string {
 		return ""
 	}
 	return fmt.Sprintf("%s each; runs within ±%.0f %% of the values kept", plural(runs, "run", "runs"), worst*100)
+}
+
+// MergeFindings makes one finding of a finding judged on each of several
+// parts of a run (each engine of a sweep, say), labelled: each part's
+// figures and reasons under its label; reproduced when every part that
+// measured it reproduced it, differs when any differs, not measured when
+// none measured it.
+func MergeFindings(p Published, labels []string, each []report.Finding) report.Finding {
+	var measured []int
+	for i, f := range each {
+		if f.Verdict != report.NotMeasured {
+			measured = append(measured, i)
+		}
+	}
+	switch {
+	case len(each) == 0:
+		return report.Finding{Published: p.Finding, Verdict: report.NotMeasured, Measured: "-", Model: "-",
+			Why: "This run has no point that measures it."}
+	case len(each) == 1:
+		return each[0]
+	case len(measured) == 0:
+		out := each[0]
+		var whys []string
+		for i, f := range each {
+			whys = append(whys, labels[i]+": "+f.Why)
+		}
+		out.Why = strings.Join(whys, "\n")
+		return out
+	}
+	out := report.Finding{Published: p.Finding, Verdict: report.Reproduced}
+	var ms, models, spreads, whys []string
+	sameModel := true
+	for _, i := range measured {
+		f, label := each[i], labels[i]+": "
+		ms = append(ms, label+f.Measured)
+		models = append(models, label+f.Model)
+		sameModel = sameModel && f.Model == each[measured[0]].Model
+		if f.Spread != "" {
+			spreads = append(spreads, label+f.Spread)
+		}
+		whys = append(whys, label+string(f.Verdict)+". "+f.Why)
+		if f.Verdict != report.Reproduced {
+			out.Verdict = report.Differs
+		}
+	}
+	for i, f := range each {
+		if f.Verdict == report.NotMeasured {
+			whys = append(whys, labels[i]+": not measured. "+f.Why)
+		}
+	}
+	out.Measured = strings.Join(ms, "\n")
+	out.Model = strings.Join(models, "\n")
+	if sameModel {
+		out.Model = each[measured[0]].Model
+	}
+	out.Spread = strings.Join(spreads, "; ")
+	out.Why = strings.Join(whys, "\n")
+	return out
 }

@@ -86,6 +86,9 @@ func (r *Runner) Run(ctx context.Context) (out Outcome, err error) {
 		Engines: r.Registry.Engines(), Targets: r.Targets, Log: r.Log, SeriesInterval: r.SeriesInterval,
 		Start: engine.StartOptions{BaseDir: r.BaseDir, Keep: r.Keep, Log: r.Log},
 	})
+	// cleanups are what workloads made outside the servers (Env.Cleanup):
+	// removed once the servers that use them have stopped.
+	var cleanups []func(context.Context) error
 	defer func() {
 		// Stop servers even when ctx is cancelled, and even after a panic.
 		if p := recover(); p != nil {
@@ -95,6 +98,11 @@ func (r *Runner) Run(ctx context.Context) (out Outcome, err error) {
 		defer cancel()
 		if cerr := topo.Close(stopCtx); cerr != nil {
 			err = errors.Join(err, cerr)
+		}
+		for i := len(cleanups) - 1; i >= 0; i-- {
+			if cerr := cleanups[i](stopCtx); cerr != nil {
+				err = errors.Join(err, fmt.Errorf("clean up after the workload: %w", cerr))
+			}
 		}
 		r.Progress.Close()
 	}()
@@ -140,7 +148,7 @@ func (r *Runner) Run(ctx context.Context) (out Outcome, err error) {
 		if err := ctx.Err(); err != nil {
 			return r.finish(out, all), err
 		}
-		res, perr := r.runPoint(ctx, topo, kind, p, out.Done+i+1, len(points), &lastPrepare, all)
+		res, perr := r.runPoint(ctx, topo, kind, p, out.Done+i+1, len(points), &lastPrepare, all, &cleanups)
 		if perr != nil && ctx.Err() != nil {
 			// Interrupted: the point did not finish, so nothing is recorded.
 			return r.finish(out, all), ctx.Err()
@@ -273,7 +281,7 @@ func DatabaseName(study string) string {
 	}, strings.ToLower(study))
 }
 
-func (r *Runner) runPoint(ctx context.Context, topo *topology.Topology, kind Kind, p Point, n, total int, lastPrepare *string, all []Result) (res Result, err error) {
+func (r *Runner) runPoint(ctx context.Context, topo *topology.Topology, kind Kind, p Point, n, total int, lastPrepare *string, all []Result, cleanups *[]func(context.Context) error) (res Result, err error) {
 	c := p.Combo
 	res = Result{Study: r.Plan.Spec.Name, Key: p.Key(), Combo: c.Key, Run: p.Run, Values: c.Values, Params: c.Params, Client: c.Client, Started: time.Now().UTC()}
 	r.Progress.StartPoint(n, total, p.Key())
@@ -317,6 +325,7 @@ func (r *Runner) runPoint(ctx context.Context, topo *topology.Topology, kind Kin
 		Instance: topo.Instance,
 		Via:      topo.Via,
 		Set:      func(name string) []string { return c.Sets[name] },
+		Cleanup:  func(f func(context.Context) error) { *cleanups = append(*cleanups, f) },
 		SiteOf: func(name string) string {
 			for _, in := range c.Instances {
 				if in.Name == name {

@@ -41,6 +41,7 @@ func pingKind() Kind {
 		Params: []ParamSpec{
 			{Name: "behaviour", Kind: StringParam, Default: "ok", Choices: []string{"ok", "fail", "panic", "crash", "hang", "introspect"}},
 			{Name: "fail_on", Kind: StringParam, Default: ""},
+			{Name: "base", Kind: StringParam, Default: "", Doc: "where Prepare leaves a file for the runner to remove"},
 		},
 		New: func(p Params) (Workload, error) { return &ping{p: p}, nil },
 		Model: func(r Result, all []Result) Prediction {
@@ -51,10 +52,29 @@ func pingKind() Kind {
 
 type ping struct{ p Params }
 
+// Prepare also leaves a file beside the instances, as a workload that
+// makes something outside the servers does, and registers its removal:
+// the runner must remove it once the server has stopped, on every exit
+// path (the tests find the base directory empty).
 func (w *ping) Prepare(ctx context.Context, env *Env) error {
 	inst := env.Instance("db")
 	if err := inst.CreateDatabase(ctx, env.Database); err != nil {
 		return err
+	}
+	if base := w.p.String("base"); base != "" {
+		marker, err := os.CreateTemp(base, "workload-made-")
+		if err != nil {
+			return err
+		}
+		marker.Close()
+		env.Cleanup(func(context.Context) error {
+			select {
+			case <-inst.Exited():
+				return os.Remove(marker.Name())
+			default:
+				return errors.New("cleanup ran while the server was running")
+			}
+		})
 	}
 	return inst.Exec(ctx, env.Database, "CREATE TABLE pinged (at timestamptz)")
 }
@@ -234,7 +254,11 @@ func TestRunnerStopsServersOnFailurePanicAndCancel(t *testing.T) {
 			if tt.cancelAt > 0 {
 				time.AfterFunc(tt.cancelAt, cancel)
 			}
-			r := newRunner(t, pingPlan(t, tt.behaviour, tt.failOn, 0, ""), base, t.TempDir())
+			plan := pingPlan(t, tt.behaviour, tt.failOn, 0, "")
+			for _, c := range plan.Combos {
+				c.Params["base"] = base
+			}
+			r := newRunner(t, plan, base, t.TempDir())
 			r.KeepGoing = tt.keepGoing
 			out, err := r.Run(ctx)
 			if err == nil || !strings.Contains(err.Error(), tt.want) {

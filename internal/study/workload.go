@@ -130,6 +130,12 @@ type Env struct {
 	// connections (a backup file shipped to a subscriber). Nil in a client
 	// process.
 	Via func(ctx context.Context, from, to, upstream string) (string, error)
+	// Cleanup registers f to run once when the run ends, after every
+	// server has stopped, on success, error, panic and interrupt alike
+	// (the last registered runs first): for what Prepare makes outside
+	// the servers that must outlive a point, such as a loop device under a
+	// tablespace. Nil in a client process.
+	Cleanup func(f func(ctx context.Context) error)
 }
 
 // Endpoint is how a client reaches one database.

@@ -144,7 +144,7 @@ func (t *Topology) Apply(ctx context.Context, instances []engine.InstanceConfig,
 			if w.Target != "" {
 				changes[name] = KeptAttached
 			}
-		case ok && r.cfg.SameServer(w) && r.inst.Owned():
+		case ok && r.cfg.SameServer(w) && r.inst.Owned() && !t.fixedAtInitChanged(r.cfg, w):
 			reconfigure = append(reconfigure, r)
 		default:
 			stop = append(stop, r)
@@ -204,6 +204,24 @@ func (t *Topology) Apply(ctx context.Context, instances []engine.InstanceConfig,
 		}
 	}
 	return changes, errors.Join(append(errs, err)...)
+}
+
+// fixedAtInitChanged reports whether a setting the engine fixes when the
+// data directory is made changes: the instance must be made anew.
+func (t *Topology) fixedAtInitChanged(have, want engine.InstanceConfig) bool {
+	e, ok := t.opts.Engines.Lookup(have.Engine)
+	if !ok {
+		return false
+	}
+	f, ok := e.(engine.InitFixer)
+	if !ok {
+		return false
+	}
+	name, changed := f.FixedAtInitChanged(have.Settings, want.Settings)
+	if changed {
+		t.opts.Log.Info("a setting fixed when the data directory is made changes: a new instance", "instance", have.Name, "setting", name)
+	}
+	return changed
 }
 
 // each runs f(0..n-1) concurrently and joins their errors.

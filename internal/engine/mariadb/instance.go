@@ -700,6 +700,22 @@ func (i *Instance) Reconfigure(ctx context.Context, settings map[string]string) 
 	return true, nil
 }
 
+// Restart stops the server and starts it again on the same data directory
+// with the same settings: its buffer pool starts empty unless the settings
+// load a dump of it at start-up (innodb_buffer_pool_load_at_startup).
+func (i *Instance) Restart(ctx context.Context) error {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if i.stopped {
+		return fmt.Errorf("restart mariadb instance %q: it was stopped", i.name)
+	}
+	if err := i.restart(ctx, i.settings); err != nil {
+		return fmt.Errorf("restart mariadb instance %q: %w", i.name, err)
+	}
+	i.log.Info("mariadb restarted in place")
+	return nil
+}
+
 // dynamicVariables returns the type of each named variable the server can
 // change with SET GLOBAL.
 func (i *Instance) dynamicVariables(ctx context.Context, names []string) (map[string]string, error) {

@@ -474,3 +474,57 @@ func TestCPUsMemoryAndPlacement(t *testing.T) {
 		}
 	}
 }
+
+// TestRestartEmptiesTheBufferPool restarts an instance in place: a new
+// server on the same data with the same settings, whose buffer pool holds
+// none of the table a query read just before (its dump is not reloaded).
+func TestRestartEmptiesTheBufferPool(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	inst := mariatest.Start(t, "restart", map[string]string{
+		"innodb_buffer_pool_load_at_startup": "OFF", "innodb_buffer_pool_dump_at_shutdown": "OFF", "max_connections": "90"})
+	if err := inst.CreateDatabase(ctx, "keep"); err != nil {
+		t.Fatal(err)
+	}
+	if err := inst.Exec(ctx, "keep", "CREATE TABLE t (id int PRIMARY KEY, pad char(200)) ENGINE=InnoDB",
+		"INSERT INTO t SELECT seq, 'x' FROM seq_1_to_20000"); err != nil {
+		t.Fatal(err)
+	}
+	// physicalReads counts the pages a full scan read from disk.
+	physicalReads := func() int64 {
+		t.Helper()
+		db := open(t, inst.Login("keep"))
+		defer db.Close()
+		status := func() int64 {
+			var name string
+			var v int64
+			if err := db.QueryRowContext(ctx, "SHOW GLOBAL STATUS LIKE 'Innodb_buffer_pool_reads'").Scan(&name, &v); err != nil {
+				t.Fatal(err)
+			}
+			return v
+		}
+		before := status()
+		var n int64
+		if err := db.QueryRowContext(ctx, "SELECT count(pad) FROM t").Scan(&n); err != nil || n != 20000 {
+			t.Fatalf("count = %d, %v; want 20000", n, err)
+		}
+		return status() - before
+	}
+	physicalReads()
+	if warm := physicalReads(); warm != 0 {
+		t.Fatalf("a second scan read %d pages from disk, want 0", warm)
+	}
+	pid := inst.PID()
+	if err := inst.Restart(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if inst.PID() == pid {
+		t.Errorf("the server's pid did not change across a restart")
+	}
+	if cold := physicalReads(); cold == 0 {
+		t.Errorf("after the restart the scan read nothing from disk: the buffer pool was not empty")
+	}
+	if v, err := inst.Setting(ctx, "max_connections"); err != nil || v != "90" {
+		t.Errorf("max_connections after the restart = %q, %v; want the instance's 90", v, err)
+	}
+}

@@ -14,9 +14,11 @@ import (
 const EngineName = "mariadb"
 
 var (
-	_ engine.Engine   = (*Engine)(nil)
-	_ engine.Instance = (*Instance)(nil)
-	_ engine.Instance = (*Target)(nil)
+	_ engine.Engine    = (*Engine)(nil)
+	_ engine.InitFixer = (*Engine)(nil)
+	_ engine.Instance  = (*Instance)(nil)
+	_ engine.Restarter = (*Instance)(nil)
+	_ engine.Instance  = (*Target)(nil)
 )
 
 // Engine is MariaDB as dbrig runs it: instances of its own started from
@@ -129,6 +131,20 @@ func (e *Engine) SplitSettings(ctx context.Context, settings map[string]string) 
 		}
 	}
 	return session, server
+}
+
+// FixedAtInitChanged reports whether a setting fixed when the data
+// directory is made (innodb_page_size ...) differs between two sets of
+// settings, in any spelling of its name.
+func (e *Engine) FixedAtInitChanged(old, new map[string]string) (string, bool) {
+	o, _ := normalizeSettings(old)
+	n, _ := normalizeSettings(new)
+	for _, k := range fixedAtInit {
+		if o[k] != n[k] {
+			return k, true
+		}
+	}
+	return "", false
 }
 
 // ParseURI reads a mysql:// or mariadb:// URI; see [ParseURI].

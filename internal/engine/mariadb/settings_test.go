@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/dbrig/dbrig/internal/engine"
+	"github.com/dbrig/dbrig/internal/engine/mariadb"
 	"github.com/dbrig/dbrig/internal/engine/mariadb/mariatest"
 )
 
@@ -76,5 +77,28 @@ func TestCheckSettingsWithTheServersCatalogue(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestFixedAtInitChanged: a change of a setting fixed when the data
+// directory is made, in any spelling, needs a new instance; other changes
+// do not.
+func TestFixedAtInitChanged(t *testing.T) {
+	e := mariadb.New("")
+	for _, tc := range []struct {
+		name     string
+		old, new map[string]string
+		want     string
+	}{
+		{"page size", map[string]string{"innodb_page_size": "16k"}, map[string]string{"innodb_page_size": "64k"}, "innodb_page_size"},
+		{"page size in another spelling", map[string]string{"innodb_page_size": "16k"}, map[string]string{"Innodb-Page-Size": "16k"}, ""},
+		{"page size given first", nil, map[string]string{"innodb_page_size": "64k"}, "innodb_page_size"},
+		{"case of table names", map[string]string{"lower_case_table_names": "0"}, map[string]string{"lower_case_table_names": "1"}, "lower_case_table_names"},
+		{"a run-time setting", map[string]string{"max_connections": "10", "innodb_page_size": "64k"}, map[string]string{"max_connections": "20", "innodb_page_size": "64k"}, ""},
+	} {
+		name, changed := e.FixedAtInitChanged(tc.old, tc.new)
+		if name != tc.want || changed != (tc.want != "") {
+			t.Errorf("%s: %q, %v; want %q", tc.name, name, changed, tc.want)
+		}
 	}
 }

@@ -123,6 +123,61 @@ func TestReconfigureReloadsOrRestartsInPlace(t *testing.T) {
 	}
 }
 
+// TestRestartEmptiesTheCache restarts an instance in place: a new
+// postmaster on the same data with the same settings, whose shared buffers
+// hold none of the table a query read just before.
+func TestRestartEmptiesTheCache(t *testing.T) {
+	inst := pgtest.Start(t, "restart", map[string]string{"work_mem": "5MB"})
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	if err := inst.CreateDatabase(ctx, "keep"); err != nil {
+		t.Fatal(err)
+	}
+	if err := inst.Exec(ctx, "keep", "CREATE TABLE t AS SELECT g AS id FROM generate_series(1, 10000) g", "CHECKPOINT"); err != nil {
+		t.Fatal(err)
+	}
+	// blocksRead counts the table's blocks a count(*) found outside the
+	// shared buffers, in the session's own transaction statistics.
+	blocksRead := func() int64 {
+		t.Helper()
+		conn, err := inst.Connect(ctx, "keep")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close(ctx)
+		tx, err := conn.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tx.Rollback(ctx)
+		var n, read int64
+		if err := tx.QueryRow(ctx, "SELECT count(*) FROM t").Scan(&n); err != nil || n != 10000 {
+			t.Fatalf("count = %d, %v; want 10000", n, err)
+		}
+		if err := tx.QueryRow(ctx, "SELECT pg_stat_get_xact_blocks_fetched('t'::regclass) - pg_stat_get_xact_blocks_hit('t'::regclass)").Scan(&read); err != nil {
+			t.Fatal(err)
+		}
+		return read
+	}
+	blocksRead()
+	if warm := blocksRead(); warm != 0 {
+		t.Fatalf("a second read found %d blocks outside the cache, want 0", warm)
+	}
+	pid := inst.PID()
+	if err := inst.Restart(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if inst.PID() == pid {
+		t.Errorf("the postmaster's pid did not change across a restart")
+	}
+	if cold := blocksRead(); cold == 0 {
+		t.Errorf("after the restart every block was still in the shared buffers")
+	}
+	if v, err := inst.Setting(ctx, "work_mem"); err != nil || v != "5MB" {
+		t.Errorf("work_mem after the restart = %q, %v; want the instance's 5MB", v, err)
+	}
+}
+
 func TestPlacementAffinityAndMemory(t *testing.T) {
 	bin := pgtest.Binaries(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)

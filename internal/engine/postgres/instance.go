@@ -63,7 +63,10 @@ type Instance struct {
 	stopErr  error
 }
 
-var _ engine.Instance = (*Instance)(nil)
+var (
+	_ engine.Instance  = (*Instance)(nil)
+	_ engine.Restarter = (*Instance)(nil)
+)
 
 // Start creates and starts an instance: initdb in a fresh temporary
 // directory, a free loopback port, a private unix socket directory (mode
@@ -533,6 +536,19 @@ func (i *Instance) Reconfigure(ctx context.Context, settings map[string]string) 
 	}
 	i.log.Info("postgres restarted in place", "changed", changed)
 	return true, nil
+}
+
+// Restart stops the server (fast shutdown) and starts it again on the same
+// data directory with the same settings: its shared buffers start empty.
+func (i *Instance) Restart(ctx context.Context) error {
+	if err := i.shutdown(ctx); err != nil {
+		return fmt.Errorf("restart postgres instance %q: %w", i.name, err)
+	}
+	if err := i.start(ctx); err != nil {
+		return fmt.Errorf("restart postgres instance %q: %w", i.name, err)
+	}
+	i.log.Info("postgres restarted in place")
+	return nil
 }
 
 // Exited is closed when the server process has exited for any reason.

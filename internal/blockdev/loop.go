@@ -1,0 +1,271 @@
+package blockdev
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// loopPrefix starts the name of every directory a Loop lives in, followed
+// by the pid of the dbrig that made it: RemoveStale finds a dead one's.
+const loopPrefix = "dbrig-loop-"
+
+// Loop is a loop device dbrig made: a backing file in a directory of its
+// own, an ext4 file system on the device, mounted in that directory.
+// Close removes all of it.
+type Loop struct {
+	// Dir holds the backing file and the mount point.
+	Dir string
+	// Backing is the backing file, Dir/disk.img.
+	Backing string
+	// Mount is where the file system is mounted, Dir/mnt.
+	Mount string
+	// Device is the loop device ("/dev/loop3").
+	Device Device
+	// DirectIO says the device reads its backing file with O_DIRECT: the
+	// read sizes the file system asks for reach the disk unchanged, and
+	// the backing file's pages are not cached beneath the device's.
+	DirectIO bool
+
+	mounted  bool
+	attached bool
+	closed   bool
+}
+
+// LoopOptions say how big a Loop is and who owns its file system's root.
+type LoopOptions struct {
+	Size int64
+	// UID and GID own the mounted file system's root (-1: root's).
+	UID, GID int
+}
+
+// Permitted says whether this process may make loop devices: nil, or why
+// not, in words for a report.
+func Permitted() error {
+	if os.Geteuid() != 0 {
+		return errors.New("dbrig is not running as root: making a loop device, mounting it and setting its read-ahead need root")
+	}
+	if _, err := os.Stat("/dev/loop-control"); err != nil {
+		return fmt.Errorf("this system has no loop devices (/dev/loop-control: %v)", err)
+	}
+	for _, p := range []string{"losetup", "mkfs.ext4"} {
+		if _, err := exec.LookPath(p); err != nil {
+			return fmt.Errorf("%s is not installed (Debian: util-linux and e2fsprogs)", p)
+		}
+	}
+	return nil
+}
+
+// NewLoop makes a loop device of o.Size bytes under base: a preallocated
+// backing file (so that the device's blocks lie in order on the disk
+// beneath), attached with direct I/O where the kernel allows it, an ext4
+// file system initialised in full (no lazy initialisation writing in the
+// background while a point measures), mounted noatime. On error it removes
+// what it made.
+func NewLoop(ctx context.Context, base string, o LoopOptions) (*Loop, error) {
+	return newLoop(ctx, base, o, os.Getpid())
+}
+
+func newLoop(ctx context.Context, base string, o LoopOptions, pid int) (l *Loop, err error) {
+	if err := Permitted(); err != nil {
+		return nil, err
+	}
+	if o.Size < 64<<20 {
+		return nil, fmt.Errorf("a loop device of %d bytes is too small (at least 64 MiB)", o.Size)
+	}
+	dir, err := os.MkdirTemp(base, loopPrefix+strconv.Itoa(pid)+"-")
+	if err != nil {
+		return nil, fmt.Errorf("make the loop device's directory: %w", err)
+	}
+	l = &Loop{Dir: dir, Backing: filepath.Join(dir, "disk.img"), Mount: filepath.Join(dir, "mnt")}
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, l.Close(context.WithoutCancel(ctx)))
+		}
+	}()
+	// The server's account must reach the mount point.
+	if err := os.Chmod(dir, 0o755); err != nil {
+		return l, err
+	}
+	f, err := os.OpenFile(l.Backing, os.O_CREATE|os.O_EXCL|os.O_RDWR, 0o600)
+	if err != nil {
+		return l, err
+	}
+	err = unix.Fallocate(int(f.Fd()), 0, 0, o.Size)
+	if errors.Is(err, unix.EOPNOTSUPP) {
+		err = f.Truncate(o.Size) // a file system without fallocate: sparse
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return l, fmt.Errorf("make the backing file %s of %d bytes: %w", l.Backing, o.Size, err)
+	}
+	out, err := run(ctx, "losetup", "--find", "--show", "--direct-io=on", l.Backing)
+	if err != nil {
+		return l, fmt.Errorf("attach %s to a loop device: %w", l.Backing, err)
+	}
+	l.Device = Device{Name: filepath.Base(strings.TrimSpace(out))}
+	l.attached = true
+	if b, err := os.ReadFile(filepath.Join("/sys/block", l.Device.Name, "loop/dio")); err == nil {
+		l.DirectIO = strings.TrimSpace(string(b)) == "1"
+	}
+	if _, err := run(ctx, "mkfs.ext4", "-q", "-F", "-m", "0", "-E", "lazy_itable_init=0,lazy_journal_init=0,nodiscard", l.Device.Path()); err != nil {
+		return l, fmt.Errorf("make a file system on %s: %w", l.Device.Path(), err)
+	}
+	if err := os.Mkdir(l.Mount, 0o755); err != nil {
+		return l, err
+	}
+	if err := unix.Mount(l.Device.Path(), l.Mount, "ext4", unix.MS_NOATIME, ""); err != nil {
+		return l, fmt.Errorf("mount %s on %s: %w", l.Device.Path(), l.Mount, err)
+	}
+	l.mounted = true
+	if o.UID >= 0 || o.GID >= 0 {
+		if err := os.Chown(l.Mount, o.UID, o.GID); err != nil {
+			return l, err
+		}
+	}
+	return l, nil
+}
+
+// Close unmounts the file system (lazily when a process still holds it
+// after a few seconds: the device is then freed when it lets go), detaches
+// the device and removes the directory. Safe to call more than once.
+func (l *Loop) Close(ctx context.Context) error {
+	if l == nil || l.closed {
+		return nil
+	}
+	l.closed = true
+	var errs []error
+	if l.mounted {
+		if err := unmount(l.Mount); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if l.attached {
+		if _, err := run(ctx, "losetup", "--detach", l.Device.Path()); err != nil {
+			errs = append(errs, fmt.Errorf("detach %s: %w", l.Device.Path(), err))
+		}
+	}
+	if l.Dir != "" {
+		if err := os.RemoveAll(l.Dir); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// unmount unmounts a file system, retrying while it is busy (a server that
+// has just exited), then detaching it lazily.
+func unmount(path string) error {
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		err := unix.Unmount(path, 0)
+		if err == nil || errors.Is(err, unix.EINVAL) { // EINVAL: not mounted
+			return nil
+		}
+		if !errors.Is(err, unix.EBUSY) || time.Now().After(deadline) {
+			if lerr := unix.Unmount(path, unix.MNT_DETACH); lerr != nil {
+				return fmt.Errorf("unmount %s: %w (lazily: %v)", path, err, lerr)
+			}
+			return nil
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// RemoveStale removes the loop devices, mounts and directories under base
+// that a dbrig killed before its Close left (their directory names a pid
+// no longer running).
+func RemoveStale(ctx context.Context, base string) error {
+	dirs, _ := filepath.Glob(filepath.Join(base, loopPrefix+"*"))
+	var errs []error
+	for _, dir := range dirs {
+		pid, ok := pidOf(filepath.Base(dir))
+		if !ok || alive(pid) {
+			continue
+		}
+		l := &Loop{Dir: dir, Backing: filepath.Join(dir, "disk.img"), Mount: filepath.Join(dir, "mnt")}
+		l.mounted = isMounted(l.Mount)
+		if out, err := run(ctx, "losetup", "--associated", l.Backing, "--noheadings", "--output", "NAME"); err == nil {
+			for _, dev := range strings.Fields(out) {
+				if l.mounted {
+					if err := unmount(l.Mount); err != nil {
+						errs = append(errs, err)
+					}
+					l.mounted = false
+				}
+				if _, err := run(ctx, "losetup", "--detach", dev); err != nil {
+					errs = append(errs, fmt.Errorf("detach %s: %w", dev, err))
+				}
+			}
+		}
+		if err := l.Close(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// pidOf reads the pid from a directory name "dbrig-loop-<pid>-<random>".
+func pidOf(name string) (int, bool) {
+	rest, ok := strings.CutPrefix(name, loopPrefix)
+	if !ok {
+		return 0, false
+	}
+	p, _, ok := strings.Cut(rest, "-")
+	if !ok {
+		return 0, false
+	}
+	pid, err := strconv.Atoi(p)
+	return pid, err == nil && pid > 0
+}
+
+func alive(pid int) bool {
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
+}
+
+func isMounted(path string) bool {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return false
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) > 4 && f[4] == path {
+			return true
+		}
+	}
+	return false
+}
+
+// MadeByThisProcess reports whether a loop device's backing file is one a
+// Loop of this process made: only such a device's settings are dbrig's to
+// change.
+func MadeByThisProcess(d Device) bool {
+	backing, ok := d.LoopBacking()
+	if !ok {
+		return false
+	}
+	return strings.HasPrefix(filepath.Base(filepath.Dir(backing)), loopPrefix+strconv.Itoa(os.Getpid())+"-")
+}
+
+func run(ctx context.Context, name string, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Env = append(os.Environ(), "LC_ALL=C")
+	var out, errOut strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if err := cmd.Run(); err != nil {
+		return out.String(), fmt.Errorf("%s %s: %w: %s", name, strings.Join(args, " "), err, strings.TrimSpace(errOut.String()))
+	}
+	return out.String(), nil
+}

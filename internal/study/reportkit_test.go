@@ -1,0 +1,46 @@
+package study
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/dbrig/dbrig/internal/report"
+)
+
+func TestMergeFindings(t *testing.T) {
+	p := Published{Finding: "lookups cost more"}
+	ok := report.Finding{Verdict: report.Reproduced, Measured: "3x", Model: "4x", Why: "as the seed"}
+	no := report.Finding{Verdict: report.Differs, Measured: "1x", Model: "1x", Why: "one page a lookup"}
+	none := report.Finding{Verdict: report.NotMeasured, Measured: "-", Model: "-", Why: "no lookup ran"}
+	for _, tc := range []struct {
+		name    string
+		labels  []string
+		each    []report.Finding
+		verdict report.Verdict
+		says    []string
+	}{
+		{"every part reproduces", []string{"PostgreSQL", "MariaDB"}, []report.Finding{ok, ok}, report.Reproduced,
+			[]string{"PostgreSQL: 3x\nMariaDB: 3x", "PostgreSQL: reproduced. as the seed"}},
+		{"one part differs", []string{"PostgreSQL", "MariaDB"}, []report.Finding{no, ok}, report.Differs,
+			[]string{"PostgreSQL: 1x\nMariaDB: 3x", "PostgreSQL: differs. one page a lookup"}},
+		{"one part did not measure", []string{"PostgreSQL", "MariaDB"}, []report.Finding{ok, none}, report.Reproduced,
+			[]string{"PostgreSQL: 3x", "MariaDB: not measured. no lookup ran"}},
+		{"no part measured", []string{"PostgreSQL", "MariaDB"}, []report.Finding{none, none}, report.NotMeasured,
+			[]string{"PostgreSQL: no lookup ran\nMariaDB: no lookup ran"}},
+		{"one part", []string{"PostgreSQL"}, []report.Finding{no}, report.Differs, []string{"one page a lookup"}},
+		{"nothing", nil, nil, report.NotMeasured, []string{"no point that measures it"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := MergeFindings(p, tc.labels, tc.each)
+			if f.Verdict != tc.verdict {
+				t.Errorf("verdict %q, want %q", f.Verdict, tc.verdict)
+			}
+			text := f.Measured + "\n" + f.Why
+			for _, s := range tc.says {
+				if !strings.Contains(text, s) {
+					t.Errorf("finding %+v does not say %q", f, s)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,82 @@
+package keylookup
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+
+	"github.com/dbrig/dbrig/internal/study"
+)
+
+// The model counts page visits. A scan visits each page of the table once:
+//
+//	pages(scan) = table pages
+//
+// A lookup path reads the index on j in order and, for each of its
+// entries, looks the row up by what the entry holds, which costs d page
+// visits (d = lookup_depth, measured: PostgreSQL's index holds the row's
+// address, so d = 1 heap page; InnoDB's holds the primary key, so d is the
+// clustered index's height; the seed's SQL Server, 4):
+//
+//	pages(lookup) = rows × d + index pages
+//
+// so the lookup path touches rows × d / table pages = d × rows per page
+// times the scan's pages. The time model: with every page cached, a page
+// visit costs the same on both paths, so each path's time is the other
+// path's measured time scaled by their measured pages.
+
+// PredictPages is the model's page visits for a path.
+func PredictPages(path string, rows, tablePages, indexPages, depth float64) float64 {
+	if path == Scan {
+		return tablePages
+	}
+	return rows*depth + indexPages
+}
+
+// sweepKey is what the two paths of one comparison share: every parameter
+// but the path, and the server.
+func sweepKey(r study.Result) string {
+	p := maps.Clone(r.Params)
+	delete(p, "path")
+	b, _ := json.Marshal(p)
+	in := instanceOf(r)
+	return string(b) + "|" + in.Engine + "|" + in.Target
+}
+
+// Model predicts a point's pages from the table's layout, and its time
+// from the other path's measured time and pages when the sweep has
+// measured it.
+func Model(r study.Result, all []study.Result) study.Prediction {
+	m := r.Metrics
+	if m == nil || m["table_pages"] == 0 {
+		return study.Prediction{}
+	}
+	path := r.Params.String("path")
+	pred := study.Prediction{Metrics: map[string]float64{}}
+	pred.Metrics["pages"] = PredictPages(path, m["rows"], m["table_pages"], m["index_pages"], m["lookup_depth"])
+	if path == Scan {
+		pred.Formula = fmt.Sprintf("pages = the table's pages (%.0f)", m["table_pages"])
+	} else {
+		pred.Formula = fmt.Sprintf("pages = rows × pages per lookup + index pages = %.0f × %.0f + %.0f",
+			m["rows"], m["lookup_depth"], m["index_pages"])
+	}
+	other := Scan
+	if path == Scan {
+		other = Lookup
+	}
+	key := sweepKey(r)
+	var t, p float64
+	n := 0
+	for _, o := range all {
+		if o.Measured() && o.Params.String("path") == other && sweepKey(o) == key && o.Metrics["pages"] > 0 {
+			t += o.Metrics["time_ms"]
+			p += o.Metrics["pages"]
+			n++
+		}
+	}
+	if n > 0 && m["pages"] > 0 {
+		pred.Metrics["time_ms"] = t / p * m["pages"]
+		pred.Formula += fmt.Sprintf("; time = the %s path's time × pages / its pages (%.3g ms per 1,000 pages)", other, 1000*t/p)
+	}
+	return pred
+}

@@ -1,0 +1,470 @@
+package pagecompress
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/dbrig/dbrig/internal/report"
+	"github.com/dbrig/dbrig/internal/study"
+)
+
+// The judges' tolerances, chosen before any measurement and said in each
+// verdict.
+const (
+	// nearOne: "slightly greater than 1" is at most 1.5x.
+	nearOne = 1.5
+	// tenFactor: "~10x" is within a factor 2 of the seed's 10.
+	tenFactor = 2.0
+	// gainFactor: the order's gain (filler over cid) reproduces the seed's
+	// ~9 when within a factor 3 of it: "several times better".
+	gainFactor = 3.0
+	// sameWithin: with every value distinct, the orders' ratios within
+	// 15 % of each other.
+	sameWithin = 0.15
+	// betterBy: pages "compressed better" by at least 5 %.
+	betterBy = 0.05
+	// fewDistinct: clustered on filler, a page holds at most this many
+	// distinct values on average (the seed's: one, or two at a boundary).
+	fewDistinct = 2.0
+)
+
+// seedPeriod is the seed's period when the study does not give one.
+const seedPeriod = 80
+
+func judges() map[string]study.Judge {
+	each := func(f func(s side, p study.Published) report.Finding) study.Judge {
+		return func(rd *study.RunData, p study.Published) report.Finding {
+			ss := sides(rd)
+			if len(ss) == 0 {
+				return report.Finding{Published: p.Finding, Measured: "-", Model: "-", Verdict: report.NotMeasured, Why: "No point was measured."}
+			}
+			var labels []string
+			var out []report.Finding
+			for _, s := range ss {
+				labels = append(labels, s.label)
+				out = append(out, f(s, p))
+			}
+			return study.MergeFindings(p, labels, out)
+		}
+	}
+	return map[string]study.Judge{
+		"cid-order":       each(judgeCIDOrder),
+		"filler-order":    each(judgeFillerOrder),
+		"order-decides":   each(judgeOrderDecides),
+		"distinct-values": each(judgeDistinctValues),
+		"all-distinct":    each(judgeAllDistinct),
+	}
+}
+
+func notMeasured(p study.Published, why string) report.Finding {
+	return report.Finding{Published: p.Finding, Measured: "-", Model: "-", Verdict: report.NotMeasured, Why: why}
+}
+
+// side is one engine (and page size) of a run: its points by order and
+// period.
+type side struct {
+	label  string
+	engine string
+	points map[string]*study.Summary // "cid/80"
+}
+
+func at(order string, period int64) string { return order + "/" + strconv.FormatInt(period, 10) }
+
+func (s side) get(order string, period int64) *study.Summary { return s.points[at(order, period)] }
+
+// measure is the side's measure of compression: zstd per page on
+// PostgreSQL, the engine's own on MariaDB.
+func (s side) measure() string {
+	if s.engine == "mariadb" {
+		return "MariaDB's PAGE_COMPRESSED (allocated blocks)"
+	}
+	return "zstd, each page on its own"
+}
+
+func (s side) describe(sm *study.Summary) string {
+	d := fmt.Sprintf("%s (%.1f distinct values on a page of %.0f rows", times(sm.Mean("ratio")), sm.Mean("distinct_per_page"), sm.Mean("rows_per_page"))
+	if s.engine == "mariadb" {
+		d += fmt.Sprintf("; zstd on its pages %s", times(sm.Mean("zstd_ratio")))
+	} else {
+		d += fmt.Sprintf("; S2 %s, deflate %s", times(sm.Mean("s2_ratio")), times(sm.Mean("deflate_ratio")))
+	}
+	return d + ")"
+}
+
+// model says what the models give for a point: the page dictionary, and
+// for MariaDB its pages in whole blocks.
+func (s side) model(sm *study.Summary) string {
+	last := sm.Results[len(sm.Results)-1]
+	out := fmt.Sprintf("page dictionary %s", times(last.Model["dictionary_ratio"]))
+	if s.engine == "mariadb" {
+		out += fmt.Sprintf("; deflate in whole %s blocks %s", kib(sm.Mean("fs_block_bytes")), times(sm.Mean("blocks_ratio")))
+	} else if v, ok := last.Model["ratio"]; ok {
+		out += fmt.Sprintf("; zstd's line in distinct values %s", times(v))
+	}
+	return out
+}
+
+func kib(b float64) string { return fmt.Sprintf("%.0f KiB", b/1024) }
+
+func times(v float64) string {
+	if math.IsNaN(v) {
+		return "-"
+	}
+	if v >= 10 {
+		return fmt.Sprintf("%.1fx", v)
+	}
+	return fmt.Sprintf("%.2fx", v)
+}
+
+func sides(rd *study.RunData) []side {
+	by := map[string]*side{}
+	var order []string
+	sizes := map[int64]bool{}
+	for _, s := range rd.Summaries {
+		sizes[s.Params.Int("rows")] = true
+	}
+	for _, sm := range rd.Summaries {
+		in := instanceOf(sm.Results[0])
+		label := "PostgreSQL"
+		if in.Engine == "mariadb" {
+			label = "MariaDB"
+			if ps := in.Settings["innodb_page_size"]; ps != "" {
+				label += ", " + ps + " pages"
+			} else {
+				label += fmt.Sprintf(", %.0fk pages", sm.Mean("page_bytes")/1024)
+			}
+		}
+		if len(sizes) > 1 {
+			label += fmt.Sprintf(", %d rows", sm.Params.Int("rows"))
+		}
+		s, ok := by[label]
+		if !ok {
+			s = &side{label: label, engine: in.Engine, points: map[string]*study.Summary{}}
+			by[label] = s
+			order = append(order, label)
+		}
+		s.points[at(sm.Params.String("order"), sm.Params.Int("period"))] = sm
+	}
+	out := make([]side, 0, len(order))
+	for _, l := range order {
+		out = append(out, *by[l])
+	}
+	return out
+}
+
+func period(p study.Published) int64 {
+	if v, ok := p.Figures["period"]; ok {
+		return int64(v)
+	}
+	return seedPeriod
+}
+
+func judgeCIDOrder(s side, p study.Published) report.Finding {
+	sm := s.get(ByCID, period(p))
+	if sm == nil {
+		return notMeasured(p, fmt.Sprintf("The table clustered on cid with period %d was not measured.", period(p)))
+	}
+	got := sm.Mean("ratio")
+	f := report.Finding{Published: p.Finding, Measured: s.measure() + ": " + s.describe(sm), Model: s.model(sm)}
+	if got <= nearOne {
+		f.Verdict = report.Reproduced
+		f.Why = fmt.Sprintf("Clustered on cid the pages compressed %s, at most %.1fx: a page of distinct values has little to remove.", times(got), nearOne)
+	} else {
+		f.Verdict = report.Differs
+		f.Why = fmt.Sprintf("Clustered on cid the pages compressed %s, more than %.1fx: %s", times(got), nearOne, codecWhy(s, sm))
+	}
+	return f
+}
+
+// codecWhy explains a ratio above the page dictionary's.
+func codecWhy(s side, sm *study.Summary) string {
+	last := sm.Results[len(sm.Results)-1]
+	if s.engine == "mariadb" {
+		return fmt.Sprintf("zlib, like zstd, finds what repeats inside each value (92 'a's) and in the rows' headers, which a page dictionary of whole values (the seed's, %s here) does not.",
+			times(last.Model["dictionary_ratio"]))
+	}
+	return fmt.Sprintf("zstd finds what repeats inside each value (92 'a's) and in the rows' headers, which a page dictionary of whole values, the seed's engine's way, does not: on these pages it would give %s.",
+		times(last.Model["dictionary_ratio"]))
+}
+
+func judgeFillerOrder(s side, p study.Published) report.Finding {
+	sm := s.get(ByFiller, period(p))
+	if sm == nil {
+		return notMeasured(p, fmt.Sprintf("The table clustered on filler with period %d was not measured.", period(p)))
+	}
+	got := sm.Mean("ratio")
+	f := report.Finding{Published: p.Finding, Measured: s.measure() + ": " + s.describe(sm), Model: s.model(sm)}
+	want := p.Value
+	if want <= 0 {
+		return notMeasured(p, "The study gives no published ratio (value) to compare with.")
+	}
+	switch {
+	case got >= want/tenFactor && got <= want*tenFactor:
+		f.Verdict = report.Reproduced
+		f.Why = fmt.Sprintf("Clustered on filler the pages compressed %s, within a factor %g of the seed's ~%s.", times(got), tenFactor, times(want))
+		if cid := s.get(ByCID, period(p)); cid != nil && cid.Mean("ratio") >= got/(1+sameWithin) {
+			f.Why += fmt.Sprintf(" But clustered on cid they compressed %s: here the ratio does not come from the order.", times(cid.Mean("ratio")))
+		} else {
+			f.Why += " Duplicates share pages."
+		}
+	case got > want*tenFactor:
+		f.Verdict = report.Differs
+		f.Why = fmt.Sprintf("Clustered on filler the pages compressed %s, more than %g times the seed's ~%s: %s", times(got), tenFactor, times(want), codecWhy(s, sm))
+	default:
+		f.Verdict = report.Differs
+		f.Why = fmt.Sprintf("Clustered on filler the pages compressed %s, less than 1/%g of the seed's ~%s.", times(got), tenFactor, times(want))
+		if s.engine == "mariadb" {
+			f.Why += fmt.Sprintf(" MariaDB stores a compressed page in whole %s blocks of the file system, so a %s page saves at most %s.",
+				kib(sm.Mean("fs_block_bytes")), kib(sm.Mean("page_bytes")), times(sm.Mean("page_bytes")/sm.Mean("fs_block_bytes")))
+		}
+	}
+	return f
+}
+
+func judgeOrderDecides(s side, p study.Published) report.Finding {
+	cid, filler := s.get(ByCID, period(p)), s.get(ByFiller, period(p))
+	if cid == nil || filler == nil {
+		return notMeasured(p, fmt.Sprintf("Both orders with period %d are needed.", period(p)))
+	}
+	got := filler.Mean("ratio") / cid.Mean("ratio")
+	want := p.Value
+	dcid, dfil := cid.Results[len(cid.Results)-1].Model["dictionary_ratio"], filler.Results[len(filler.Results)-1].Model["dictionary_ratio"]
+	f := report.Finding{
+		Published: p.Finding,
+		Measured:  fmt.Sprintf("%s: %s on filler, %s on cid: %s", s.measure(), times(filler.Mean("ratio")), times(cid.Mean("ratio")), times(got)),
+		Model:     fmt.Sprintf("page dictionary: %s and %s: %s", times(dfil), times(dcid), times(dfil/dcid)),
+	}
+	if s.engine == "mariadb" {
+		f.Model += fmt.Sprintf("; deflate in whole blocks: %s and %s", times(filler.Mean("blocks_ratio")), times(cid.Mean("blocks_ratio")))
+	}
+	if want <= 0 {
+		return notMeasured(p, "The study gives no published gain (value) to compare with.")
+	}
+	if got >= want/gainFactor {
+		f.Verdict = report.Reproduced
+		f.Why = fmt.Sprintf("The same rows compressed %s better clustered on filler, within a factor %g of the seed's ~%s: the order decides.", times(got), gainFactor, times(want))
+	} else {
+		f.Verdict = report.Differs
+		f.Why = fmt.Sprintf("The same rows compressed only %s better clustered on filler, less than 1/%g of the seed's ~%s: ", times(got), gainFactor, times(want))
+		if s.engine == "mariadb" && filler.Mean("blocks_ratio") < filler.Mean("deflate_ratio")*0.8 {
+			f.Why += fmt.Sprintf("a compressed page takes whole %s blocks of the file system, and deflate's %.1f KiB and %.1f KiB a page both fill the same blocks: %s and %s, whatever the order (deflate alone: %s and %s).",
+				kib(filler.Mean("fs_block_bytes")), filler.Mean("page_bytes")/filler.Mean("deflate_ratio")/1024, cid.Mean("page_bytes")/cid.Mean("deflate_ratio")/1024,
+				times(filler.Mean("blocks_ratio")), times(cid.Mean("blocks_ratio")), times(filler.Mean("deflate_ratio")), times(cid.Mean("deflate_ratio")))
+		} else {
+			f.Why += "a codec that finds repeats inside each value compresses both orders well, so the order matters less than to a page dictionary."
+		}
+	}
+	return f
+}
+
+func judgeDistinctValues(s side, p study.Published) report.Finding {
+	cid, filler := s.get(ByCID, period(p)), s.get(ByFiller, period(p))
+	if cid == nil || filler == nil {
+		return notMeasured(p, fmt.Sprintf("Both orders with period %d are needed.", period(p)))
+	}
+	dc, df, rc := cid.Mean("distinct_per_page"), filler.Mean("distinct_per_page"), cid.Mean("rows_per_page")
+	// A page can hold at most its rows' worth of distinct values, and at
+	// most the table's.
+	most := rc
+	if all := cid.Mean("distinct_values"); all > 0 && all < most {
+		most = all
+	}
+	// Every point of the side: the measure against distinct values a page.
+	var xs, ys []float64
+	for _, sm := range s.points {
+		xs = append(xs, sm.Mean("distinct_per_page"))
+		ys = append(ys, sm.Mean("ratio"))
+	}
+	rho := spearman(xs, ys)
+	f := report.Finding{
+		Published: p.Finding,
+		Measured: fmt.Sprintf("clustered on cid %.1f distinct values on a page of %.0f rows, on filler %.1f; %s %s and %s; over %d points the ratio's rank correlation with distinct values a page %.2f",
+			dc, rc, df, s.measure(), times(cid.Mean("ratio")), times(filler.Mean("ratio")), len(xs), rho),
+		Model: fmt.Sprintf("page dictionary: %s and %s", times(cid.Results[len(cid.Results)-1].Model["dictionary_ratio"]), times(filler.Results[len(filler.Results)-1].Model["dictionary_ratio"])),
+	}
+	switch {
+	case dc < most/2:
+		f.Verdict = report.Differs
+		f.Why = fmt.Sprintf("Clustered on cid a page held %.1f distinct values, fewer than half the %.0f it could: the data does not repeat as the seed's did.", dc, most)
+	case df > fewDistinct:
+		f.Verdict = report.Differs
+		f.Why = fmt.Sprintf("Clustered on filler a page held %.1f distinct values, more than %g: duplicates did not share pages.", df, fewDistinct)
+	case filler.Mean("ratio") < cid.Mean("ratio")*(1+betterBy):
+		f.Verdict = report.Differs
+		f.Why = fmt.Sprintf("Clustered on cid a page held %.1f distinct values and on filler %.1f, as in the seed, but the pages with fewer distinct values did not compress at least %.0f %% better (%s against %s).",
+			dc, df, 100*betterBy, times(filler.Mean("ratio")), times(cid.Mean("ratio")))
+	default:
+		f.Verdict = report.Reproduced
+		f.Why = fmt.Sprintf("Clustered on cid a page holds most of the table's %.0f distinct values; clustered on filler one or two; and the pages with fewer distinct values compressed better.", cid.Mean("distinct_values"))
+	}
+	return f
+}
+
+func judgeAllDistinct(s side, p study.Published) report.Finding {
+	cid, filler := s.get(ByCID, 0), s.get(ByFiller, 0)
+	if cid == nil || filler == nil {
+		return notMeasured(p, "Both orders with every value distinct (period 0) are needed.")
+	}
+	g := filler.Mean("ratio") / cid.Mean("ratio")
+	f := report.Finding{
+		Published: p.Finding,
+		Measured:  fmt.Sprintf("%s: %s on filler, %s on cid (%.1f and %.1f distinct values a page): %s", s.measure(), times(filler.Mean("ratio")), times(cid.Mean("ratio")), filler.Mean("distinct_per_page"), cid.Mean("distinct_per_page"), times(g)),
+		Model:     fmt.Sprintf("page dictionary: %s and %s", times(filler.Results[len(filler.Results)-1].Model["dictionary_ratio"]), times(cid.Results[len(cid.Results)-1].Model["dictionary_ratio"])),
+	}
+	if math.Abs(g-1) <= sameWithin {
+		f.Verdict = report.Reproduced
+		f.Why = fmt.Sprintf("With every value distinct the two orders compressed within %.0f %% of each other: no order puts duplicates together when there are none.", 100*sameWithin)
+	} else {
+		f.Verdict = report.Differs
+		f.Why = fmt.Sprintf("With every value distinct the orders' ratios differ by %.0f %% (more than %.0f %%).", 100*math.Abs(g-1), 100*sameWithin)
+	}
+	return f
+}
+
+// spearman is the rank correlation of two samples (NaN under 3 points).
+func spearman(xs, ys []float64) float64 {
+	if len(xs) < 3 {
+		return math.NaN()
+	}
+	rank := func(v []float64) []float64 {
+		idx := make([]int, len(v))
+		for i := range idx {
+			idx[i] = i
+		}
+		slices.SortFunc(idx, func(a, b int) int {
+			switch {
+			case v[a] < v[b]:
+				return -1
+			case v[a] > v[b]:
+				return 1
+			}
+			return 0
+		})
+		r := make([]float64, len(v))
+		for i := 0; i < len(idx); {
+			j := i
+			for j+1 < len(idx) && v[idx[j+1]] == v[idx[i]] {
+				j++
+			}
+			for k := i; k <= j; k++ {
+				r[idx[k]] = float64(i+j)/2 + 1
+			}
+			i = j + 1
+		}
+		return r
+	}
+	rx, ry := rank(xs), rank(ys)
+	var mx, my float64
+	for i := range rx {
+		mx += rx[i]
+		my += ry[i]
+	}
+	mx /= float64(len(rx))
+	my /= float64(len(ry))
+	var sxy, sxx, syy float64
+	for i := range rx {
+		sxy += (rx[i] - mx) * (ry[i] - my)
+		sxx += (rx[i] - mx) * (rx[i] - mx)
+		syy += (ry[i] - my) * (ry[i] - my)
+	}
+	if sxx == 0 || syy == 0 {
+		return math.NaN()
+	}
+	return sxy / math.Sqrt(sxx*syy)
+}
+
+// Report sets the seed's ratios beside every point's, with the models,
+// and charts each page's compression against its distinct values.
+func Report(rd *study.RunData, d *report.Doc) {
+	t := report.Table{
+		Title: "The seed beside ours",
+		Columns: []string{"", "clustered on", "period", "rows a page", "distinct a page", "measure", "zstd", "S2", "deflate",
+			"MariaDB's own", "model: blocks", "model: dictionary"},
+		Note: "The measure is zstd over each page on PostgreSQL and MariaDB's PAGE_COMPRESSED table (its allocated blocks against the same table uncompressed) on MariaDB. zstd, S2 and deflate compress each page of the table on its own. Model: blocks is each leaf page's deflate size plus 40 bytes in whole file system blocks (MariaDB); dictionary is a page dictionary of whole values, the seed's engine's way: R × w / (R × (w − v + 1) + D × v).",
+	}
+	t.Rows = append(t.Rows,
+		[]string{"seed (SQL Server 2008 PAGE)", "cid", "80", "~80", "80 (73 unique strings)", "slightly > 1x", "-", "-", "-", "-", "-", "-"},
+		[]string{"seed (SQL Server 2008 PAGE)", "filler", "80", "~80", "1", "~10x", "-", "-", "-", "-", "-", "-"})
+	chart := report.Chart{ID: "by-distinct", Title: "Each page's zstd ratio by its distinct values", XLabel: "distinct filler values on the page", YLabel: "page / zstd size",
+		XLog: true, YLog: true,
+		Note: "One dot per number of distinct values a page held, in each point: the mean zstd ratio of those pages. Fewer distinct values, better compression; the line is a page dictionary's ratio on the same pages (the seed's mechanism)."}
+	for _, s := range sides(rd) {
+		keys := make([]string, 0, len(s.points))
+		for k := range s.points {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		dots := report.Series{Name: s.label, Style: report.Points}
+		model := report.Series{Name: s.label + ": page dictionary", Style: report.Model}
+		for _, k := range keys {
+			sm := s.points[k]
+			last := sm.Results[len(sm.Results)-1]
+			engineRatio, blocks := "-", "-"
+			if s.engine == "mariadb" {
+				engineRatio, blocks = times(sm.Mean("engine_ratio")), times(sm.Mean("blocks_ratio"))
+			}
+			per := strconv.FormatInt(sm.Params.Int("period"), 10)
+			if per == "0" {
+				per = "none (all distinct)"
+			}
+			t.Rows = append(t.Rows, []string{s.label, sm.Params.String("order"), per, fmt.Sprintf("%.1f", sm.Mean("rows_per_page")),
+				fmt.Sprintf("%.1f", sm.Mean("distinct_per_page")), times(sm.Mean("ratio")), times(sm.Mean("zstd_ratio")), times(sm.Mean("s2_ratio")),
+				times(sm.Mean("deflate_ratio")), engineRatio, blocks, times(last.Model["dictionary_ratio"])})
+			pages, zb := last.Series["pages_by_distinct"], last.Series["zstd_bytes_by_distinct"]
+			for dv := range pages {
+				if pages[dv] > 0 && dv < len(zb) && zb[dv] > 0 {
+					dots.Points = append(dots.Points, report.XY{X: float64(dv), Y: sm.Mean("page_bytes") / zb[dv],
+						Label: fmt.Sprintf("%s, %.0f pages", k, pages[dv])})
+				}
+			}
+		}
+		if sm := firstOf(s); sm != nil {
+			r, w, v := sm.Mean("rows_per_page"), sm.Mean("row_bytes"), sm.Mean("value_bytes")
+			for _, dv := range []float64{1, 2, 5, 10, 20, 50, 100, 200, 500} {
+				if dv <= r {
+					model.Points = append(model.Points, report.XY{X: dv, Y: DictionaryRatio(r, dv, w, v)})
+				}
+			}
+		}
+		chart.Series = append(chart.Series, dots, model)
+	}
+	d.Charts = append(d.Charts, chart)
+	d.Sections = append(d.Sections, report.Section{Title: "Page compression by data order", Tables: []report.Table{t}, Text: strings.TrimSpace(fitText(rd))})
+}
+
+func firstOf(s side) *study.Summary {
+	for _, k := range []string{at(ByCID, seedPeriod), at(ByFiller, seedPeriod)} {
+		if sm, ok := s.points[k]; ok {
+			return sm
+		}
+	}
+	for _, sm := range s.points {
+		return sm
+	}
+	return nil
+}
+
+// fitText states the line zstd's bytes per page follow, from the last
+// point of each sweep.
+func fitText(rd *study.RunData) string {
+	var parts []string
+	for _, s := range sides(rd) {
+		var last *study.Result
+		for _, sm := range s.points {
+			r := sm.Results[len(sm.Results)-1]
+			if last == nil || r.Started.After(last.Started) {
+				last = &r
+			}
+		}
+		if last != nil && strings.Contains(last.Formula, "zstd bytes per page") {
+			parts = append(parts, s.label+": "+last.Formula[strings.Index(last.Formula, "zstd bytes per page"):]+".")
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "The line in distinct values per page, fitted over every point: " + strings.Join(parts, " ")
+}

@@ -1,0 +1,107 @@
+package pagecompress
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"math"
+
+	"gonum.org/v1/gonum/stat"
+
+	"github.com/dbrig/dbrig/internal/study"
+)
+
+// The model is distinct values per page. A page compressor sees one page
+// at a time, so what it can remove is what repeats within the page. A
+// page dictionary (the seed's SQL Server PAGE compression) stores each of
+// a page's D distinct values once and leaves each of its R rows its other
+// bytes and a one-byte reference:
+//
+//	rows' bytes after = R × (w − v + 1) + D × v,   ratio = R × w / that
+//
+// with w the bytes a row takes and v a value's (both measured). Clustered
+// on cid, D is about R (the seed: 80 distinct values on a page of ~80
+// rows): no gain. Clustered on filler, D is 1 or 2: the values' bytes go.
+//
+// A byte-level codec (zstd) also finds what repeats inside a value and in
+// the rows' headers, so its ratio is not the dictionary's; the model for
+// the measured ratio is then a line in D fitted over the study's points
+// (each order and period): compressed bytes per page = a + b × D, b being
+// what each distinct value on a page costs. On MariaDB the engine's own
+// ratio is modelled from the pages themselves: each leaf page's deflate
+// size plus its 40-byte header, in whole file system blocks (blocks_ratio,
+// computed with the measurement).
+
+// DictionaryRatio is the page dictionary's ratio for rows of w bytes
+// holding values of v bytes, R rows and D distinct values a page.
+func DictionaryRatio(r, d, w, v float64) float64 {
+	return r * w / (r*(w-v+1) + d*v)
+}
+
+// sweepKey is what the points of one line share: the table's size and the
+// server (its engine and page size).
+func sweepKey(r study.Result) string {
+	p := maps.Clone(r.Params)
+	delete(p, "order")
+	delete(p, "period")
+	b, _ := json.Marshal(p)
+	in := instanceOf(r)
+	return string(b) + "|" + in.Engine + "|" + in.Target + "|" + in.Settings["innodb_page_size"]
+}
+
+// Model predicts a point's ratio: on MariaDB from its pages in whole
+// blocks; on PostgreSQL from the line in distinct values per page fitted
+// over the points measured so far (two distinct D at least). It stores the
+// page dictionary's ratio beside.
+func Model(r study.Result, all []study.Result) study.Prediction {
+	m := r.Metrics
+	if m == nil || m["pages"] == 0 {
+		return study.Prediction{}
+	}
+	pred := study.Prediction{Metrics: map[string]float64{}}
+	dict := DictionaryRatio(m["rows_per_page"], m["distinct_per_page"], m["row_bytes"], m["value_bytes"])
+	pred.Metrics["dictionary_ratio"] = dict
+	pred.Formula = fmt.Sprintf("page dictionary: R × w / (R × (w − v + 1) + D × v) = %.1f × %.0f / (%.1f × %.0f + %.1f × %.0f) = %.2fx",
+		m["rows_per_page"], m["row_bytes"], m["rows_per_page"], m["row_bytes"]-m["value_bytes"]+1, m["distinct_per_page"], m["value_bytes"], dict)
+	if _, ok := m["engine_ratio"]; ok {
+		pred.Metrics["ratio"] = m["blocks_ratio"]
+		pred.Formula += fmt.Sprintf("; the engine: each leaf page's deflate size + 40 bytes in whole %.0f-byte blocks = %.2fx", m["fs_block_bytes"], m["blocks_ratio"])
+		return pred
+	}
+	a, b, n, ok := fitLine(r, all)
+	if ok {
+		pred.Metrics["ratio"] = m["page_bytes"] / (a + b*m["distinct_per_page"])
+		pred.Formula += fmt.Sprintf("; zstd bytes per page = %.0f + %.1f × D over %d points: %.2fx", a, b, n, pred.Metrics["ratio"])
+	}
+	return pred
+}
+
+// fitLine fits zstd's bytes per page against distinct values per page
+// over the sweep's points so far, this one included.
+func fitLine(r study.Result, all []study.Result) (a, b float64, n int, ok bool) {
+	key := sweepKey(r)
+	var xs, ys []float64
+	distinct := map[float64]bool{}
+	add := func(o study.Result) {
+		if o.Metrics["zstd_ratio"] > 0 {
+			xs = append(xs, o.Metrics["distinct_per_page"])
+			ys = append(ys, o.Metrics["page_bytes"]/o.Metrics["zstd_ratio"])
+			distinct[math.Round(o.Metrics["distinct_per_page"]*10)] = true
+		}
+	}
+	self := false
+	for _, o := range all {
+		if o.Measured() && sweepKey(o) == key {
+			add(o)
+			self = self || (o.Key == r.Key && o.Started.Equal(r.Started))
+		}
+	}
+	if !self {
+		add(r)
+	}
+	if len(distinct) < 2 {
+		return 0, 0, 0, false
+	}
+	a, b = stat.LinearRegression(xs, ys, nil, false)
+	return a, b, len(xs), true
+}
