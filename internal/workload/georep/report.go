@@ -237,19 +237,39 @@ func (a *analysis) initTimes(wan, window string) (snap, backup *study.Summary, r
 
 func (a *analysis) judgeBackup(f *report.Finding, _ study.Published) {
 	wan := "tukwila-dublin"
-	snap, backup, rows := a.initTimes(wan, autotuned)
-	if snap == nil || backup == nil {
+	var parts []string
+	wins, total := 0, 0
+	for _, window := range []string{legacy, autotuned} {
+		snap, backup, rows := a.initTimes(wan, window)
+		if snap == nil || backup == nil {
+			continue
+		}
+		total++
+		ts, tb := snap.Mean("seconds"), backup.Mean("seconds")
+		if tb < ts {
+			wins++
+		}
+		what := "64 KiB window"
+		if window == autotuned {
+			what = "16 MiB window"
+		}
+		shipped := ""
+		if v := backup.Mean("shipped_bytes"); v > 0 {
+			shipped = fmt.Sprintf(" (%s shipped for %s of archive)", study.FormatMetric("shipped_bytes", v), study.FormatMetric("init_bytes", backup.Mean("init_bytes")))
+		}
+		parts = append(parts, fmt.Sprintf("%d rows, %s: snapshot (COPY across the WAN) %s, backup %s%s", rows, what, fmtSec(ts), fmtSec(tb), shipped))
+		f.Model = fmt.Sprintf("both stream what crosses at min(rate, window/RTT): snapshot %s, backup %s", fmtSec(model(snap, "seconds")), fmtSec(model(backup, "seconds")))
+	}
+	if total == 0 {
 		return
 	}
-	ts, tb := snap.Mean("seconds"), backup.Mean("seconds")
-	f.Measured = fmt.Sprintf("%d rows to Dublin (150 ms, 16 MiB window): snapshot (COPY) %s, backup (pg_dump | pg_restore) %s", rows, fmtSec(ts), fmtSec(tb))
-	f.Model = fmt.Sprintf("both stream V / min(rate, window/RTT): snapshot %s, backup %s", fmtSec(model(snap, "seconds")), fmtSec(model(backup, "seconds")))
-	if tb < ts {
+	f.Measured = "to Dublin (150 ms): " + strings.Join(parts, "; ")
+	if wins == total {
 		f.Verdict = report.Reproduced
-		f.Why = "The backup crossed the WAN faster than the snapshot."
+		f.Why = "The backup is dumped at the publisher's site, shipped across the WAN compressed (zstd) and restored at the subscriber's site: a fraction of the bytes the snapshot's COPY sends cross the link, and pg_dump and pg_restore pay their catalog round trips locally."
 	} else {
 		f.Verdict = report.Differs
-		f.Why = "Here the snapshot is faster: COPY streams the rows in one round trip per table, while pg_restore pays round trips for every catalog object it creates; and dbrig sends the archive uncompressed. The seed's backup won by shipping a compressed backup file, which is not done here."
+		f.Why = fmt.Sprintf("The backup was faster in %d of %d cases: where the link is fast enough, compressing, dumping and restoring cost more than the bytes they save.", wins, total)
 	}
 }
 

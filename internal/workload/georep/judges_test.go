@@ -1,0 +1,131 @@
+package georep
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/dbrig/dbrig/internal/engine"
+	"github.com/dbrig/dbrig/internal/engine/postgres"
+	"github.com/dbrig/dbrig/internal/report"
+	"github.com/dbrig/dbrig/internal/study"
+	"github.com/dbrig/dbrig/studies"
+)
+
+// measured is one hand-made point: a scenario's seconds on a link.
+type measured struct {
+	scenario, payload, wan, window string
+	rows                           int64
+	seconds                        float64
+	extra                          map[string]float64
+}
+
+var wanRTT = map[string]float64{"tukwila-blueridge": 0.077, "tukwila-dublin": 0.150}
+
+// runData makes the RunData a run with these points would have, three runs
+// each within ±1 %.
+func runData(t *testing.T, pts []measured) *study.RunData {
+	t.Helper()
+	b, ok := studies.Read("geo-replication")
+	if !ok {
+		t.Fatal("no built-in study geo-replication")
+	}
+	reg := study.NewRegistry(engine.NewRegistry(postgres.New("")), Kind())
+	spec, err := study.Parse("geo-replication.toml", b, reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := spec.Plan("quick")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var results []study.Result
+	for _, p := range pts {
+		window := int64(64 << 10)
+		if p.window == autotuned {
+			window = 16 << 20
+		}
+		combo := fmt.Sprintf("scenario=%s wan=%s window=%s payload=%s rows=%d", p.scenario, p.wan, p.window, p.payload, p.rows)
+		for run, f := range []float64{0.99, 1, 1.01} {
+			m := map[string]float64{"seconds": p.seconds * f, "rows": float64(p.rows), "payload_bytes": float64(p.rows) * 1000,
+				"mb_per_s": float64(p.rows) * 1000 / 1e6 / (p.seconds * f)}
+			for k, v := range p.extra {
+				m[k] = v
+			}
+			results = append(results, study.Result{
+				Key: fmt.Sprintf("%s #%d", combo, run+1), Combo: combo, Run: run + 1,
+				Values: map[string]any{"scenario": p.scenario, "wan": p.wan, "window": p.window, "payload": p.payload, "rows": p.rows},
+				Params: study.Params{"scenario": p.scenario, "payload": p.payload, "rows": p.rows, "buffer_size": int64(40000)},
+				Links: []study.LinkResult{{Profile: p.wan + "+" + p.window, Mode: "link", RTTSeconds: wanRTT[p.wan], RateBitsPerS: 1e9,
+					WindowBytes: window, ReverseBytes: p.rows * 1100, ForwardBytes: p.rows * 1100}},
+				Metrics: m,
+			})
+		}
+	}
+	return &study.RunData{Spec: spec, Plan: plan, Results: results, Summaries: study.Summarize(results, plan.Repeat)}
+}
+
+func verdictOf(t *testing.T, rd *study.RunData, id string) report.Finding {
+	t.Helper()
+	p, ok := rd.Spec.PublishedByID(id)
+	if !ok {
+		t.Fatalf("no finding %q", id)
+	}
+	d := &report.Doc{}
+	Report(rd, d)
+	for _, f := range d.Findings {
+		if f.Published == p.Finding {
+			return f
+		}
+	}
+	t.Fatalf("the report judged no finding %q", id)
+	return report.Finding{}
+}
+
+// TestJudgesSayBothVerdicts: every judge of the study says "reproduced" on
+// hand-made results that reproduce its finding and "differs" on results
+// that do not.
+func TestJudgesSayBothVerdicts(t *testing.T) {
+	pair := func(scenario, payload, wan string, rows int64, legacySec, autoSec float64) []measured {
+		return []measured{{scenario, payload, wan, legacy, rows, legacySec, nil}, {scenario, payload, wan, autotuned, rows, autoSec, nil}}
+	}
+	init := func(scenario, wan, window string, sec float64) measured {
+		return measured{scenario, "char-1k", wan, window, 20000, sec, map[string]float64{"shipped_bytes": 5e5, "init_bytes": 2e7}}
+	}
+	cat := func(parts ...[]measured) []measured {
+		var out []measured
+		for _, p := range parts {
+			out = append(out, p...)
+		}
+		return out
+	}
+	tests := []struct {
+		id     string
+		points []measured
+		want   report.Verdict
+	}{
+		// Gains: the seed's class (a speed-up of 1.25x to 5x for push-char at 104.78 %).
+		{"push-char", pair("push", "char-1k", "tukwila-blueridge", 1000, 20, 10), report.Reproduced},
+		{"push-char", pair("push", "char-1k", "tukwila-blueridge", 1000, 20, 19.5), report.Differs},
+		{"pull-char", pair("pull", "char-1k", "tukwila-blueridge", 1000, 13, 0.24), report.Reproduced},
+		{"pull-char", pair("pull", "char-1k", "tukwila-blueridge", 1000, 13, 12), report.Differs},
+		{"linked-server", pair("fdw-row", "char-1k", "tukwila-blueridge", 50, 4.1, 4.2), report.Reproduced},
+		{"linked-server", pair("fdw-row", "char-1k", "tukwila-blueridge", 50, 8, 1), report.Differs},
+		{"pull-beats-push", cat(pair("push", "char-1k", "tukwila-blueridge", 1000, 20, 20), pair("pull", "char-1k", "tukwila-blueridge", 1000, 13, 0.3)), report.Reproduced},
+		{"pull-beats-push", cat(pair("push", "char-1k", "tukwila-blueridge", 1000, 20, 0.2), pair("pull", "char-1k", "tukwila-blueridge", 1000, 13, 0.3)), report.Differs},
+		{"backup-fastest", []measured{init("init-snapshot", "tukwila-dublin", legacy, 48), init("init-backup", "tukwila-dublin", legacy, 1.3),
+			init("init-snapshot", "tukwila-dublin", autotuned, 2.1), init("init-backup", "tukwila-dublin", autotuned, 0.4)}, report.Reproduced},
+		{"backup-fastest", []measured{init("init-snapshot", "tukwila-dublin", legacy, 48), init("init-backup", "tukwila-dublin", legacy, 1.3),
+			init("init-snapshot", "tukwila-dublin", autotuned, 0.3), init("init-backup", "tukwila-dublin", autotuned, 0.4)}, report.Differs},
+		// 20,000 rows of 1 KB in 1 s is 20 MB/s: the seed's 11.3 GB in 9.4 min.
+		{"snapshot", []measured{init("init-snapshot", "tukwila-blueridge", legacy, 9), init("init-snapshot", "tukwila-blueridge", autotuned, 1)}, report.Reproduced},
+		{"snapshot", []measured{init("init-snapshot", "tukwila-blueridge", legacy, 90), init("init-snapshot", "tukwila-blueridge", autotuned, 20)}, report.Differs},
+	}
+	for _, tc := range tests {
+		t.Run(fmt.Sprintf("%s/%s", tc.id, tc.want), func(t *testing.T) {
+			f := verdictOf(t, runData(t, tc.points), tc.id)
+			if f.Verdict != tc.want {
+				t.Errorf("verdict %s, want %s: measured %q; why %q", f.Verdict, tc.want, f.Measured, f.Why)
+			}
+		})
+	}
+}
