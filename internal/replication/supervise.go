@@ -93,16 +93,16 @@ type Supervisor struct {
 	wmu    sync.Mutex // the waiter's connections serve one caller at a time
 	target LSN
 
-	mu          sync.Mutex
-	lr          *LogReader
-	agent       *DistributionAgent
-	agentErr    error
-	agentBase   int64 // commands applied by earlier agents of this run
-	restarts    int64 // transient errors of earlier agents
-	permanent   int64
-	caughtUp    bool
-	err         error
-	rate        rateWindow
+	mu        sync.Mutex
+	lr        *LogReader
+	agent     *DistributionAgent
+	agentErr  error
+	agentBase int64 // commands applied by earlier agents of this run
+	restarts  int64 // transient errors of earlier agents
+	permanent int64
+	caughtUp  bool
+	err       error
+	rate      rateWindow
 }
 
 // rateWindow is a rate over the last few samples of a growing count: what

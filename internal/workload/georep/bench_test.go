@@ -256,9 +256,10 @@ var durable = map[string]string{"fsync": "on", "synchronous_commit": "on", "full
 // interleaved rounds (default 5) and two ratios:
 //
 //   - native time / agent time on loopback (target: at least 1.5);
+//
 //   - pull across the link / the same agent on loopback (target: at most 1.2).
 //
-//	go test -run '^$' -bench FasterThanNative -benchtime 1x -timeout 60m ./internal/workload/georep/
+//     go test -run '^$' -bench FasterThanNative -benchtime 1x -timeout 60m ./internal/workload/georep/
 func BenchmarkFasterThanNative(b *testing.B) {
 	rows := benchEnv("DBRIG_BENCH_ROWS", 100_000)
 	rounds := benchEnv("DBRIG_BENCH_ROUNDS", 5)
