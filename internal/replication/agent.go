@@ -610,10 +610,13 @@ func (run *agentRun) send() {
 		case <-run.ctx.Done():
 			return
 		}
-		run.inflight <- b // never blocks: inflight holds the whole pool
+		// In flight once written: the receiver then releases the buffer
+		// after the write has read it (its answer cannot come sooner, but
+		// only the channel tells the memory model so).
 		if !run.write(b.finish()) {
 			return
 		}
+		run.inflight <- b // never blocks: inflight holds the whole pool
 	}
 }
 
