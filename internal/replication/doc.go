@@ -8,26 +8,29 @@
 //
 // The [LogReader] streams the publisher's logical replication slot with the
 // pgoutput plugin over the streaming replication protocol and stores every
-// message of a committed transaction (Relation, Insert, Update, Delete,
-// Truncate, Commit), in commit order, as one row each in the commands table
-// of the distribution database on the publisher's server: the analogue of
-// msrepl_commands. It commits whole source transactions only, and confirms a
-// position to the slot only after the distribution database has committed
-// everything before it; after a restart it skips transactions it stored
-// already. So every committed source transaction is stored exactly once.
+// message of a committed transaction (Begin, Relation, Insert, Update,
+// Delete, Truncate, Commit), in commit order, as consecutive commands of the
+// publication's command stream in the distribution database on the
+// publisher's server: the analogue of msrepl_commands. Commands are stored
+// together in chunks (chunk.go), compressed with zstd unless the
+// publication says [CompressNone]. It commits whole source transactions
+// only, and confirms a position to the slot only after the distribution
+// database has committed everything before it; after a restart it skips
+// transactions it stored already. So every committed source transaction is
+// stored exactly once.
 //
 // The [DistributionAgent] has a reader, command buffers and a writer. The
-// reader reads every pending command as one streaming result set and renders
-// commands into a buffer (default 40 KB); the writer applies one buffer per
-// round trip to the subscriber (one Sync group of the extended protocol:
-// prepared statements with the values as pgoutput sent them as parameters,
-// in text form or, with SetupOptions.Binary, binary; a run of inserts into
-// one table as one multi-row INSERT) and releases the buffer
-// when the subscriber has answered. With AgentOptions.Pipeline above 1 (or
-// [PipelineAuto], sized from the measured bandwidth-delay product) the
-// writer keeps that many buffers in flight. Every CommitBatchSize source
-// transactions (default 100, never splitting one) the writer commits, and
-// the same subscriber transaction records the last command applied
+// reader reads every pending chunk as one streaming result set and renders
+// commands into a buffer (default 40 KB); the writer applies buffers to the
+// subscriber (one Sync group of the extended protocol each: prepared
+// statements with the values as pgoutput sent them as parameters, in text
+// form or, with SetupOptions.Binary, binary; a run of inserts into one table
+// as one multi-row INSERT) and releases a buffer when the subscriber has
+// answered. AgentOptions.Pipeline buffers are in flight: [PipelineAuto], the
+// default, sizes it from the measured bandwidth-delay product; 1 is the
+// seed's stop-and-wait writer. Every CommitBatchSize source transactions
+// (default 100, never splitting one) the writer commits, and the same
+// subscriber transaction records the last command applied
 // (dbrig_repl.advance on the subscriber), so a restarted agent continues
 // exactly after it: no command is lost or applied twice, whatever crashes
 // or reconnects. Pipelined buffers that continue a transaction start with a
@@ -42,52 +45,31 @@
 // [Setup] checks both servers first (wal_level, privileges, primary keys,
 // column types, the subscriber's tables; it changes nothing when a check
 // fails and returns a [UsageError] or a [ServerError]), then creates the
-// distribution database, the publication, the subscriber's bookkeeping and
-// the slot, and initializes the subscriber from the slot's exported
-// snapshot: by COPY ([InitSnapshot]) or pg_dump/pg_restore ([InitBackup]),
-// through connections that may cross the link. [Verify] compares both sides
-// per table (row count and an order-independent checksum) and lists the
-// first differing keys; [GetStatus] reports pending commands and lag;
-// [Teardown] removes everything but the replicated tables.
+// publication, the slot, the publication's part of the distribution
+// database (the database itself the first time, marked as dbrig's; several
+// replications share one) and the subscriber's bookkeeping, and initializes
+// the subscriber from the slot's exported snapshot: by COPY
+// ([InitSnapshot], creating missing tables as pg_dump --schema-only would)
+// or by pg_dump streamed into pg_restore through a [Carrier]
+// ([InitBackup]). [Verify] compares both sides per table (row count and an
+// order-independent checksum) and lists the first differing keys;
+// [GetStatus] reports where each role runs, pending commands and lag;
+// [Teardown] removes what the catalog records for one replication and
+// nothing else.
 //
-// # What a study calls
+// # Running it
 //
-// One measurement of the replication system is [RunScenario]: it prepares a
-// table of a [Payload] (1 KB char rows, bytea rows of 1.1 KB or 15.5 KB) on
-// both servers, sets the replication up, runs the log reader and the agent,
-// inserts ScenarioConfig.Rows rows (RowsPerTransaction per transaction),
-// waits until the subscriber has caught up, verifies, and tears down. Its
-// [ScenarioResult] holds the elapsed time from the first insert's commit
-// (with Preload: from the moment the connected agent may read a stored
-// backlog), rows/s and MB/s, and both agents' statistics. The caller
-// decides where the WAN is by the connections it passes:
+// [Supervise] runs a replication's roles (the log reader, the agent, or
+// both) the way `dbrig replicate run` and the geo-replication study both
+// do: a transient failure is retried inside the role, a change the
+// subscriber refuses stops the agent only while the log reader keeps
+// capturing, and [Progress] and [Event]s tell what happens. Each role
+// records in the distribution database where it runs and why it stopped;
+// status tells a running role by the advisory lock it holds. [Collector]
+// publishes a run in Prometheus form.
 //
-//	proxy, _ := link.Listen(ctx, "127.0.0.1:0", mode.Crossing(cfg.Distribution(), cfg.Subscriber).Addr(), wan)
-//	targets, _ := mode.AgentTargets(cfg.Distribution(), cfg.Subscriber, proxy.Addr())
-//	res, err := replication.RunScenario(ctx, replication.ScenarioConfig{
-//		Config: replication.Config{Publisher: pub, Subscriber: sub},
-//		Agent:  targets, Mode: mode, Payload: replication.PayloadChar1K,
-//		Rows:   100_000, RowsPerTransaction: 1000,
-//		Options: replication.AgentOptions{Pipeline: replication.PipelineAuto},
-//	})
-//
-// In a study's topology the endpoints come from the sites: the agent's
-// Distribution target is the publisher instance's distribution database as
-// seen from the agent's site, its Subscriber target the subscriber's
-// database as seen from there.
-//
-// The baselines are [RunNative] (PostgreSQL's own publication and
-// subscription; NativeConfig.PublisherFromSubscriber is how the
-// subscriber's server reaches the publisher, through the link, and
-// InitialRows measures its initial COPY) and [RunFDW] (rows inserted
-// through a postgres_fdw foreign table with batch_size 1, the linked-server
-// analogue, or larger). Initialization is measured by RunScenario with
-// InitialRows and SetupOptions.Init ([SetupResult.InitDuration]).
-//
-// The building blocks are public too: [PrepareTable], [InsertRows],
-// [Setup], [NewLogReader], [NewDistributionAgent] (AgentConfig.Ready and
-// Gate let a caller time the agent without its connection set-up),
-// [NewWaiter] and [Waiter.CaughtUp], [Verify], [Teardown].
+// The study's own measurements (payloads, scenarios, baselines) live beside
+// its workload in internal/workload/georep.
 //
 // # Types
 //

@@ -252,8 +252,10 @@ var durable = map[string]string{"fsync": "on", "synchronous_commit": "on", "full
 // row is visible on the subscriber) against PostgreSQL's native logical
 // replication draining the same backlog on the same servers, and the same
 // agent pulling across DBRIG_BENCH_LINK (default
-// tukwila-blueridge+autotuned). It prints the medians of DBRIG_BENCH_ROUNDS
-// interleaved rounds (default 5) and two ratios:
+// tukwila-blueridge+autotuned), beside the floor under any apply: the
+// subscriber inserting the same rows itself by the fastest client path. It
+// prints the medians of DBRIG_BENCH_ROUNDS interleaved rounds (default 5)
+// and the ratios:
 //
 //   - native time / agent time on loopback (target: at least 1.5);
 //
@@ -267,6 +269,7 @@ func BenchmarkFasterThanNative(b *testing.B) {
 	p := startPairWith(b, durable)
 	ctx := testCtx(b, 60*time.Minute)
 	for i := 0; i < b.N; i++ {
+		floor := series{name: "the subscriber inserting the rows itself"}
 		native := series{name: "native logical replication, loopback"}
 		loop := series{name: "dbrig agent cold, loopback"}
 		pull := series{name: "dbrig agent cold, pull over " + profile}
@@ -275,11 +278,11 @@ func BenchmarkFasterThanNative(b *testing.B) {
 		drain := func(s, d *series, via string) {
 			b.Helper()
 			dc := DrainConfig{Config: p.cfg, Mode: replication.Pull, Payload: PayloadChar1K, Rows: rows, RowsPerTransaction: 1000}
-			if v := os.Getenv("ZZ_PIPE"); v != "" {
-				dc.Options.Pipeline, _ = replication.ParsePipeline(v)
-			}
-			if v := os.Getenv("ZZ_BUF"); v != "" {
-				n, _ := units.ParseSize(v)
+			if v := os.Getenv("DBRIG_BENCH_BUFFER"); v != "" {
+				n, err := units.ParseSize(v)
+				if err != nil {
+					b.Fatalf("DBRIG_BENCH_BUFFER: %v", err)
+				}
 				dc.Options.BufferSize = int(n)
 			}
 			t, err := replication.Pull.AgentTargets(p.cfg.Distribution(), p.cfg.Subscriber, via)
@@ -299,6 +302,12 @@ func BenchmarkFasterThanNative(b *testing.B) {
 		}
 		for r := 0; r < rounds; r++ {
 			b.Logf("round %d of %d, %d rows of 1 KB:", r+1, rounds, rows)
+			fl, err := InsertFloor(ctx, p.sub.Conn("app"), PayloadChar1K, rows)
+			if err != nil {
+				b.Fatalf("floor: %v", err)
+			}
+			floor.add(fl.Best())
+			b.Logf("  %-40s %7.3f s  (one COPY %.3f s, 256-row INSERTs pipelined %.3f s)", floor.name, fl.Best().Seconds(), fl.Copy.Seconds(), fl.Insert.Seconds())
 			res, err := RunNative(ctx, NativeConfig{Publisher: p.pub.Conn("app"), Subscriber: p.sub.Conn("app"),
 				Payload: PayloadChar1K, Rows: rows, RowsPerTransaction: 1000, Preload: true, SkipVerify: true})
 			if err != nil {
@@ -315,7 +324,7 @@ func BenchmarkFasterThanNative(b *testing.B) {
 			l.Close()
 		}
 		b.Logf("medians over %d rounds of %d rows:", rounds, rows)
-		for _, s := range []*series{&native, &loop, &pull, &loopD, &pullD} {
+		for _, s := range []*series{&floor, &native, &loop, &pull, &loopD, &pullD} {
 			b.Logf("  %s", s)
 		}
 		speed := native.median() / loop.median()
@@ -324,6 +333,9 @@ func BenchmarkFasterThanNative(b *testing.B) {
 		b.Logf("agent apply rate on loopback / native's (agent cold):  %.2f (want >= 1.5)", speed)
 		b.Logf("pull over %s / loopback, time of a connected agent:  %.2f (want <= 1.2)", profile, wanRatio)
 		b.Logf("the same, agent cold (its connections' handshakes cross the WAN):  %.2f", coldRatio)
+		b.Logf("the subscriber's own insert of the rows / native's time: %.2f; / the agent's: %.2f (no apply can be faster than the insert it makes)",
+			floor.median()/native.median(), floor.median()/loop.median())
+		b.ReportMetric(native.median()/floor.median(), "native/floor")
 		b.ReportMetric(speed, "agent/native")
 		b.ReportMetric(wanRatio, "pull/loopback")
 		b.ReportMetric(coldRatio, "cold-pull/loopback")

@@ -2,10 +2,17 @@ package georep
 
 import (
 	"context"
+	"crypto/md5"
+	"encoding/hex"
 	"fmt"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
+	"github.com/dbrig/dbrig/internal/engine/postgres"
 	"github.com/dbrig/dbrig/internal/replication"
 )
 
@@ -125,4 +132,103 @@ func Drain(ctx context.Context, dc DrainConfig) (res DrainResult, err error) {
 		return res, fmt.Errorf("drain: the subscriber holds %d rows, want %d (%v)", n, dc.Rows, err)
 	}
 	return res, nil
+}
+
+// FloorResult is how fast the subscriber itself inserts a backlog's rows.
+type FloorResult struct {
+	Copy, Insert time.Duration
+}
+
+// Best is the faster of the two.
+func (f FloorResult) Best() time.Duration { return min(f.Copy, f.Insert) }
+
+// InsertFloor measures the floor under any replication's apply on this
+// subscriber: the same rows, their text already in the client's memory,
+// inserted in one transaction by the fastest paths a client has (one
+// binary COPY of every row; prepared multi-row INSERTs of 256 rows
+// pipelined), each into a fresh table. A replication that applies these
+// rows does this work plus its own.
+func InsertFloor(ctx context.Context, sub postgres.ConnInfo, p Payload, rows int) (res FloorResult, err error) {
+	c, err := pgxConnect(ctx, sub, "dbrig floor")
+	if err != nil {
+		return res, err
+	}
+	defer c.Close(context.WithoutCancel(ctx))
+	t := replication.TableName{Schema: "public", Name: "dbrig_floor_rows"}
+	defer c.Exec(context.WithoutCancel(ctx), "DROP TABLE IF EXISTS "+t.Quoted())
+	vals := make([][]any, rows)
+	for i := range vals {
+		var v any = payloadText(p, int64(i+1))
+		if p != PayloadChar1K {
+			v = []byte(payloadText(p, int64(i+1)))
+		}
+		vals[i] = []any{int64(i + 1), v}
+	}
+	fresh := func() error {
+		if err := execAll(ctx, c, p.DDL(t)); err != nil {
+			return err
+		}
+		_, err := c.Exec(ctx, "CHECKPOINT")
+		return err
+	}
+	if err := fresh(); err != nil {
+		return res, err
+	}
+	start := time.Now()
+	if _, err := c.CopyFrom(ctx, pgx.Identifier{t.Schema, t.Name}, []string{"id", "payload"}, pgx.CopyFromRows(vals)); err != nil {
+		return res, fmt.Errorf("floor: copy: %w", err)
+	}
+	res.Copy = time.Since(start)
+	if err := fresh(); err != nil {
+		return res, err
+	}
+	const per = 256
+	var sql strings.Builder
+	sql.WriteString("INSERT INTO " + t.Quoted() + " (id, payload) VALUES ")
+	for r := 0; r < per; r++ {
+		if r > 0 {
+			sql.WriteByte(',')
+		}
+		fmt.Fprintf(&sql, "($%d,$%d)", 2*r+1, 2*r+2)
+	}
+	start = time.Now()
+	err = pgx.BeginFunc(ctx, c, func(tx pgx.Tx) error {
+		b := &pgx.Batch{}
+		for i := 0; i+per <= rows; i += per {
+			args := make([]any, 0, 2*per)
+			for _, v := range vals[i : i+per] {
+				args = append(args, v...)
+			}
+			b.Queue(sql.String(), args...)
+		}
+		if rest := rows % per; rest > 0 {
+			for _, v := range vals[rows-rest:] {
+				b.Queue("INSERT INTO "+t.Quoted()+" (id, payload) VALUES ($1, $2)", v...)
+			}
+		}
+		return tx.SendBatch(ctx, b).Close()
+	})
+	if err != nil {
+		return res, fmt.Errorf("floor: insert: %w", err)
+	}
+	res.Insert = time.Since(start)
+	return res, nil
+}
+
+// payloadText is row g's payload as the SQL of Payload.expr makes it: the
+// text of a char-1k row, the bytes of a bytea one.
+func payloadText(p Payload, g int64) string {
+	sum := md5.Sum([]byte(strconv.FormatInt(g, 10)))
+	hexSum := hex.EncodeToString(sum[:])
+	switch p {
+	case PayloadBytes1K:
+		return strings.Repeat(string(sum[:]), 70)
+	case PayloadBytes15K:
+		return strings.Repeat(string(sum[:]), 969)
+	}
+	s := strconv.FormatInt(g, 10) + ":"
+	for len(s) < 1000 {
+		s += hexSum
+	}
+	return s[:1000]
 }

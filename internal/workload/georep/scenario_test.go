@@ -205,3 +205,26 @@ func TestPullDrainPaysOneRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// TestPayloadTextMatchesTheServers: the rows the floor measurement inserts
+// from the client are the rows the scenarios generate on the server.
+func TestPayloadTextMatchesTheServers(t *testing.T) {
+	p := startPair(t)
+	ctx := testCtx(t, time.Minute)
+	c, err := pgxConnect(ctx, p.pub.Conn("app"), "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(ctx)
+	for _, pl := range []Payload{PayloadChar1K, PayloadBytes1K, PayloadBytes15K} {
+		for _, g := range []int64{1, 42, 99999} {
+			var got []byte
+			if err := c.QueryRow(ctx, "SELECT ("+pl.expr()+")::bytea FROM (SELECT $1::bigint AS g) s", g).Scan(&got); err != nil {
+				t.Fatal(err)
+			}
+			if want := payloadText(pl, g); string(got) != want {
+				t.Errorf("%s row %d: the server makes %d bytes, payloadText %d (or they differ)", pl, g, len(got), len(want))
+			}
+		}
+	}
+}
