@@ -49,9 +49,8 @@ func openMaria(ctx context.Context, login engine.Conn) (session, error) {
 		return nil, err
 	}
 	s := &mariaSession{}
-	var dialer net.Dialer
 	cfg.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
-		c, err := dialer.DialContext(ctx, network, addr)
+		c, err := dial(ctx, network, addr)
 		s.netc = c
 		return c, err
 	}

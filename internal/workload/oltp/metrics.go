@@ -130,8 +130,8 @@ func measurement(res *load.Result, mix Mix) study.Measurement {
 	}
 
 	for _, iv := range res.Series {
-		if iv.Phase != load.Measured {
-			continue
+		if iv.Phase != load.Measured || iv.Length < time.Second/10 {
+			continue // a sliver between the last tick and the stop: its transactions are in the totals
 		}
 		m.Series["tps"] = append(m.Series["tps"], iv.Overall.TPS(iv.Length))
 		m.Series["p50_ms"] = append(m.Series["p50_ms"], ms(iv.Overall.P50))

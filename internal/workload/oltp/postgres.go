@@ -8,7 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/dbrig/dbrig/internal/engine"
+		"github.com/dbrig/dbrig/internal/engine"
 	"github.com/dbrig/dbrig/internal/engine/postgres"
 )
 
@@ -35,6 +35,7 @@ func openPostgres(ctx context.Context, login engine.Conn) (session, error) {
 	if err != nil {
 		return nil, err
 	}
+	cfg.DialFunc = dial
 	pc, err := pgconn.ConnectConfig(ctx, &cfg.Config)
 	if err != nil {
 		return nil, fmt.Errorf("connect to %s: %w", login, err)
@@ -64,7 +65,7 @@ func (s *pgSession) watch(ctx context.Context) {
 		s.stop()
 	}
 	s.watched = ctx
-	s.stop = context.AfterFunc(ctx, func() { _ = s.pc.Conn().SetDeadline(time.Now()) })
+	s.stop = context.AfterFunc(ctx, func() { _ = s.pc.Conn().SetDeadline(time.Now()) }) // shuts a blocking socket down
 }
 
 func (s *pgSession) bind(a *args) [][]byte {
