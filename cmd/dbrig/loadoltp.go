@@ -360,16 +360,16 @@ func (s *swappableCollector) Collect(ch chan<- prometheus.Metric) {
 
 // oltpSummary is what `dbrig load oltp --json` prints.
 type oltpSummary struct {
-	Dir         string           `json:"dir"`
-	HTML        string           `json:"report_html,omitempty"`
-	Markdown    string           `json:"report_md,omitempty"`
-	Engine      string           `json:"engine"`
-	Server      string           `json:"server_version,omitempty"`
-	Target      bool             `json:"target"`
-	Mix         string           `json:"mix"`
-	ScaleFactor float64          `json:"scale_factor"`
-	Points      []oltpPointJSON  `json:"points"`
-	Error       string           `json:"error,omitempty"`
+	Dir         string          `json:"dir"`
+	HTML        string          `json:"report_html,omitempty"`
+	Markdown    string          `json:"report_md,omitempty"`
+	Engine      string          `json:"engine"`
+	Server      string          `json:"server_version,omitempty"`
+	Target      bool            `json:"target"`
+	Mix         string          `json:"mix"`
+	ScaleFactor float64         `json:"scale_factor"`
+	Points      []oltpPointJSON `json:"points"`
+	Error       string          `json:"error,omitempty"`
 }
 
 type oltpPointJSON struct {
