@@ -143,6 +143,7 @@ func TestPostgresSamplingSurvivesExhaustedConnections(t *testing.T) {
 		t.Errorf("summary %+v", sum)
 	}
 }
+
 // TestMariaDBSamplingSurvivesExhaustedConnections fills a MariaDB server's
 // max_connections and shows that sampling goes on through the extra port,
 // also after the monitoring connection is killed.
