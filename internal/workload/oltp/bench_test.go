@@ -227,17 +227,12 @@ func BenchmarkPointSelectVsPgbench(b *testing.B) {
 		runDbrig(b, env, 1, 0, time.Second)
 		var rows [][]string
 		for _, n := range benchClients {
-			var ours, theirs, np samples
+			var ours, theirs samples
 			for range benchRounds {
 				theirs = append(theirs, runPgbench(b, inst, ci, n, d))
 				s, _ := runDbrig(b, env, n, 0, d)
 				ours = append(ours, s)
-				os.Setenv("DBRIG_NETPOLL", "1")
-				s, _ = runDbrig(b, env, n, 0, d)
-				os.Unsetenv("DBRIG_NETPOLL")
-				np = append(np, s)
 			}
-			fmt.Printf("netpoll %d: %.0f tps %.1f us\n", n, np.tps(), np.cpuUs())
 			rows = append(rows, []string{strconv.Itoa(n), fmt.Sprintf("%.0f", ours.tps()), fmt.Sprintf("%.0f", theirs.tps()),
 				fmt.Sprintf("%.2f", ours.tps()/theirs.tps()), fmt.Sprintf("%.1f", ours.cpuUs()), fmt.Sprintf("%.1f", theirs.cpuUs())})
 			b.ReportMetric(ours.tps()/theirs.tps(), fmt.Sprintf("ratio-%d-clients", n))
@@ -354,15 +349,107 @@ func BenchmarkPointSelectVsSysbench(b *testing.B) {
 	}
 }
 
-func BenchmarkTmpDbrigOnly(b *testing.B) {
-	inst := pgtest.Start(b, "bench", nil)
+// stall holds an exclusive lock on table for length, after wait: every
+// lookup of the table waits for it, as behind a stalled server.
+func stall(tb testing.TB, inst *postgres.Instance, db, table string, wait, length time.Duration) <-chan error {
+	done := make(chan error, 1)
+	go func() {
+		time.Sleep(wait)
+		done <- inst.Exec(context.Background(), db, "BEGIN", "LOCK TABLE "+table+" IN ACCESS EXCLUSIVE MODE",
+			fmt.Sprintf("SELECT pg_sleep(%g)", length.Seconds()), "COMMIT")
+	}()
+	return done
+}
+
+// pgbenchLog runs pgbench -S -M prepared with a per-transaction log and
+// returns the logged latencies and the transactions per second.
+func pgbenchLog(tb testing.TB, inst *postgres.Instance, ci postgres.ConnInfo, clients int, d time.Duration, rate float64) (*measure.Histogram, float64) {
+	tb.Helper()
+	dir := tb.TempDir()
+	args := []string{"-n", "-S", "-M", "prepared", "-c", strconv.Itoa(clients), "-j", strconv.Itoa(clients),
+		"-T", strconv.Itoa(int(d.Seconds())), "-l", "--log-prefix=" + filepath.Join(dir, "log")}
+	if rate > 0 {
+		args = append(args, "-R", strconv.FormatFloat(rate, 'f', 0, 64))
+	}
+	pgbench(tb, inst, ci, dir, args...)
+	logs, _ := filepath.Glob(filepath.Join(dir, "log.*"))
+	h := measure.NewHistogram()
+	for _, name := range logs {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+			// client_id transaction_no time script_no time_epoch time_us [schedule_lag]
+			fields := strings.Fields(line)
+			if len(fields) < 6 {
+				continue
+			}
+			us, _ := strconv.ParseInt(fields[2], 10, 64)
+			h.Record(time.Duration(us) * time.Microsecond)
+		}
+	}
+	return h, float64(h.Count()) / d.Seconds()
+}
+
+// BenchmarkStalledServer shows coordinated omission on a real server: in
+// the middle of a 10 s run of one primary-key lookup per transaction with 4
+// clients, the table is locked for one second, as if the server stalled.
+// A closed loop (pgbench -S, dbrig without a rate) records one slow
+// transaction per client; an open loop at 2,000 transactions a second
+// (pgbench -R, dbrig --rate) records every transaction that arrived during
+// the second, each with the time it waited. docs/load.md shows a run.
+//
+//	go test -run '^$' -bench StalledServer -benchtime 1x ./internal/workload/oltp/
+func BenchmarkStalledServer(b *testing.B) {
+	inst := pgtest.Start(b, "stall", nil)
+	ctx := context.Background()
 	env := envFor(inst, "dbrig_oltp_bench")
-	if err := pointSelectWorkload(b, 1, 0, time.Second).Prepare(context.Background(), env); err != nil {
+	if err := pointSelectWorkload(b, 1, 0, time.Second).Prepare(ctx, env); err != nil {
 		b.Fatal(err)
 	}
-	n, _ := strconv.Atoi(os.Getenv("USERS"))
+	if err := inst.CreateDatabase(ctx, "pgbench"); err != nil {
+		b.Fatal(err)
+	}
+	ci := inst.UnixConn("pgbench")
+	pgbench(b, inst, ci, b.TempDir(), "-i", "-q", "-s", "1")
+	const clients, rate = 4, 2000.0
+	d, at, length := 10*time.Second, 5*time.Second, time.Second
 	for b.Loop() {
-		s, _ := runDbrig(b, env, n, 0, 10*time.Second)
-		fmt.Println("dbrig", s.tps, s.cpuPerTx)
+		var rows [][]string
+		row := func(name string, h *measure.Histogram, tps float64) {
+			over := h.CountAbove(100 * time.Millisecond)
+			rows = append(rows, []string{name, fmt.Sprintf("%.0f", tps), h.Quantile(0.5).String(), h.Quantile(0.99).String(),
+				h.Quantile(0.999).String(), h.Max().String(), strconv.FormatInt(over, 10), fmt.Sprintf("%.2f %%", 100*float64(over)/float64(h.Count()))})
+		}
+		for _, loop := range []struct {
+			name string
+			rate float64
+		}{{"closed loop", 0}, {fmt.Sprintf("open loop, %.0f/s", rate), rate}} {
+			done := stall(b, inst, "pgbench", "pgbench_accounts", at, length)
+			h, tps := pgbenchLog(b, inst, ci, clients, d, loop.rate)
+			if err := <-done; err != nil {
+				b.Fatal(err)
+			}
+			tool := "pgbench -S"
+			if loop.rate > 0 {
+				tool += " -R"
+			}
+			row(tool+", "+loop.name, h, tps)
+
+			w := pointSelectWorkload(b, clients, loop.rate, d)
+			var res *load.Result
+			w.live = &Live{Result: func(r *load.Result) { res = r }}
+			done = stall(b, inst, env.Database, "customers", w.cfg.WarmUp+at, length)
+			m, err := w.Run(ctx, env)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := <-done; err != nil {
+				b.Fatal(err)
+			}
+			row("dbrig, "+loop.name, res.Overall.Latency, m.Metrics["tps"])
+		}
+		printRows(b, fmt.Sprintf("%d clients, %s with the table locked for %s after %s\ttps\tp50\tp99\tp99.9\tmax\tover 100ms\tshare\t", clients, d, length, at), rows)
 	}
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
+	"github.com/dbrig/dbrig/internal/blockconn"
 	"github.com/dbrig/dbrig/internal/engine"
 	"github.com/dbrig/dbrig/internal/engine/mariadb"
 )
@@ -50,7 +51,7 @@ func openMaria(ctx context.Context, login engine.Conn) (session, error) {
 	}
 	s := &mariaSession{}
 	cfg.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
-		c, err := dial(ctx, network, addr)
+		c, err := blockconn.Dial(ctx, network, addr)
 		s.netc = c
 		return c, err
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/dbrig/dbrig/internal/blockconn"
 	"github.com/dbrig/dbrig/internal/engine"
 	"github.com/dbrig/dbrig/internal/engine/postgres"
 )
@@ -35,7 +36,7 @@ func openPostgres(ctx context.Context, login engine.Conn) (session, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg.DialFunc = dial
+	cfg.DialFunc = blockconn.Dial // see blockconn: the poller cost a third more CPU per transaction
 	pc, err := pgconn.ConnectConfig(ctx, &cfg.Config)
 	if err != nil {
 		return nil, fmt.Errorf("connect to %s: %w", login, err)
