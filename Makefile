@@ -56,8 +56,8 @@ bench-link: ## the link's forwarding speed and added RTT against direct loopback
 bench-rbar: ## the row-by-row client's round trips per second against pgbench (PostgreSQL) and sysbench oltp_point_select (MariaDB)
 	$(GO) test -run '^$$' -bench . -benchtime 5s ./internal/workload/rbar/
 
-bench-oltp: ## dbrig's point-select against pgbench -S -M prepared and sysbench oltp_point_select at 1, 2, 4, 8 clients on one socket; open loop against pgbench -R (about 8 minutes)
-	$(GO) test -run '^$$' -bench 'PointSelectVs' -benchtime 1x -timeout 30m ./internal/workload/oltp/
+bench-oltp: ## dbrig's point-select against pgbench -S -M prepared and sysbench oltp_point_select at 1, 2, 4, 8 clients on one socket; open loop against pgbench -R, also with the server stalled (about 9 minutes)
+	$(GO) test -run '^$$' -bench 'PointSelectVs|StalledServer' -benchtime 1x -timeout 30m ./internal/workload/oltp/
 
 bench-replication: ## the replication targets: pull across 77 ms vs loopback, pipelined push vs pull, agent vs native (about 10 minutes)
 	$(GO) test -run '^$$' -bench Targets -benchtime 1x -timeout 60m -v ./internal/replication/
