@@ -6,12 +6,13 @@
 // the goroutine and the runtime's network poller (epoll) wakes it, which on
 // a connection that carries one small request at a time costs an epoll
 // wait, a futex wake-up and a trip through the scheduler per round trip.
-// Measured against pgbench -S on one unix socket (make bench-oltp), that
-// overhead made dbrig's client spend about twice pgbench's CPU per
-// transaction, enough to become what a single-connection benchmark
-// measures. A blocking socket costs one thread per connection that is
-// waiting, which a load driver with one connection per virtual user can
-// afford.
+// On one connection doing pgbench -S's lookup over a unix socket, the
+// client spent 19.6 µs of CPU per round trip through Go's poller and 11.3
+// µs on a blocking socket (medians of five rounds in one run, with pgbench
+// at 6.9 µs), and perf counted 3.4 against 1.7 context switches per round
+// trip; with 2 to 8 connections the two were within 10 % of each other. A
+// blocking socket costs one thread per connection that is waiting, which a
+// load driver with one connection per virtual user can afford.
 //
 // Deadlines are kept as the socket's SO_RCVTIMEO and SO_SNDTIMEO, applied
 // from the next call on; a deadline in the past shuts the socket down, which
