@@ -113,7 +113,8 @@ func usersChart(rd *study.RunData) (report.Chart, bool) {
 	if len(users) < 2 {
 		return report.Chart{}, false
 	}
-	facetOf, facets := rd.Facets(func(*study.Summary) string { return "" })
+	// A line per value of the other swept dimensions (net, mix ...).
+	facetOf, facets := rd.Facets(func(s *study.Summary) string { return fmt.Sprint(s.Params.Int("users")) })
 	c := report.Chart{ID: "oltp-users", Title: "Throughput against virtual users", XLabel: "virtual users", YLabel: "transactions per second",
 		Note: rd.RunsCaption() + "."}
 	for _, f := range facets {
@@ -143,7 +144,7 @@ func usersChart(rd *study.RunData) (report.Chart, bool) {
 // run): throughput, and the median and 99th percentile, where a stall or
 // a slow second shows.
 func secondsCharts(rd *study.RunData) []report.Chart {
-	if len(rd.Summaries) > 8 {
+	if len(rd.Summaries) > 4 {
 		return nil // a chart per point would bury the report: the series stay in results.jsonl
 	}
 	var out []report.Chart
