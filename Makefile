@@ -10,7 +10,7 @@ TEST_TIMEOUT ?= 14m
 # The packages make test runs (make test TEST_PKGS=./internal/link/ for one).
 TEST_PKGS ?= ./...
 
-.PHONY: help demo build test vet bench bench-link bench-rbar bench-replication clean
+.PHONY: help demo build test vet bench bench-link bench-rbar bench-oltp bench-replication clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -48,13 +48,16 @@ test: ## install what the tests need, vet, run every test, and fail if a test le
 	fi; \
 	rm -rf "$$tmp" "$$untracked"; exit $$status
 
-bench: bench-link bench-rbar bench-replication ## run the speed benchmarks (ratios measured in one run)
+bench: bench-link bench-rbar bench-oltp bench-replication ## run the speed benchmarks (ratios measured in one run)
 
 bench-link: ## the link's forwarding speed and added RTT against direct loopback
 	$(GO) test -run '^$$' -bench . -benchtime 3s ./internal/link/
 
 bench-rbar: ## the row-by-row client's round trips per second against pgbench (PostgreSQL) and sysbench oltp_point_select (MariaDB)
 	$(GO) test -run '^$$' -bench . -benchtime 5s ./internal/workload/rbar/
+
+bench-oltp: ## dbrig's point-select against pgbench -S -M prepared and sysbench oltp_point_select at 1, 2, 4, 8 clients on one socket; open loop against pgbench -R, also with the server stalled (about 9 minutes)
+	$(GO) test -run '^$$' -bench 'PointSelectVs|StalledServer' -benchtime 1x -timeout 30m ./internal/workload/oltp/
 
 bench-replication: ## the replication targets: pull across 77 ms vs loopback, pipelined push vs pull, agent vs native (about 10 minutes)
 	$(GO) test -run '^$$' -bench Targets -benchtime 1x -timeout 60m -v ./internal/replication/

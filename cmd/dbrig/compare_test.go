@@ -118,3 +118,29 @@ func mustRead(t *testing.T, path string) string {
 	}
 	return string(b)
 }
+
+// TestCompareSingleRunsClaimNoSpread: with one run on a side there is no
+// spread to judge a difference against, and the verdict says so.
+func TestCompareSingleRunsClaimNoSpread(t *testing.T) {
+	a := runWith(t, "a", "15.18", map[string][3]float64{"unix": {30, 31, 32}})
+	b := emptyRun(t, "b")
+	w, err := study.OpenResults(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	combo := "experiment=client-row-by-row net=unix client_cost=0s"
+	if err := w.Write(study.Result{Study: "rbar-latency", Key: combo + " #1", Combo: combo, Run: 1,
+		Values:  map[string]any{"experiment": "client-row-by-row", "net": "unix", "client_cost": "0s"},
+		Params:  study.Params{"experiment": "client-row-by-row", "client_cost": "0s"},
+		Metrics: map[string]float64{"us_per_row": 20, "seconds": 0.02}}); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	var out, errb bytes.Buffer
+	if code := run(t.Context(), []string{"compare", a, b}, &app{stdout: &out, stderr: &errb, getenv: func(string) string { return "" }, version: "test"}); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	if !strings.Contains(out.String(), "B better by a single run: no spread to judge against") || strings.Contains(out.String(), "beyond") {
+		t.Errorf("compare output:\n%s", out.String())
+	}
+}

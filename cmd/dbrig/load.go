@@ -43,6 +43,7 @@ Exit codes: 0 success, 1 the load failed, 2 bad flags, 130 interrupted.`,
 	}
 	// The registry of loads.
 	for _, newSub := range []func(*app) *cobra.Command{
+		newLoadOLTPCmd,
 		newLoadTPCHCmd,
 	} {
 		cmd.AddCommand(newSub(a))
@@ -68,12 +69,19 @@ type loadRun struct {
 	keep   bool
 	bins   binDirs
 	log    bool
+	// reg, when set, is the registry to run with (a workload's kind with a
+	// live view of the run); progress, when set, replaces the bars.
+	reg      *study.Registry
+	progress study.Progress
 }
 
 // runLoad runs a load like a study: the same checks, runner, results and
 // report. It returns the run's directory, its outcome and results.
 func runLoad(ctx context.Context, a *app, l loadRun) (dir string, out study.Outcome, runErr error, err error) {
-	reg := newRegistry(l.bins)
+	reg := l.reg
+	if reg == nil {
+		reg = newRegistry(l.bins)
+	}
 	logins, engines, err := parseTargets(nonEmpty("db=", l.target), reg.Engines(), a.getenv)
 	if err != nil {
 		return "", out, nil, usageError(err)
@@ -99,7 +107,9 @@ func runLoad(ctx context.Context, a *app, l loadRun) (dir string, out study.Outc
 		dir = filepath.Join("runs", fmt.Sprintf("load-%s-%s", l.name, time.Now().Format("20060102-150405")))
 	}
 	var progress study.Progress = &study.LineProgress{W: a.stderr}
-	if term.IsTerminal(a.stderr) && a.getenv("TERM") != "dumb" {
+	if l.progress != nil {
+		progress = l.progress
+	} else if term.IsTerminal(a.stderr) && a.getenv("TERM") != "dumb" {
 		progress = &study.BarProgress{W: a.stderr}
 	}
 	level := slog.LevelWarn
@@ -110,7 +120,11 @@ func runLoad(ctx context.Context, a *app, l loadRun) (dir string, out study.Outc
 	if l.target != "" {
 		where = "the target server"
 	}
-	fmt.Fprintf(a.stderr, "dbrig: load %s on %s (%d points) into %s\n", l.name, where, len(plan.Points()), dir)
+	points := fmt.Sprintf("%d points", len(plan.Points()))
+	if len(plan.Points()) == 1 {
+		points = "1 point"
+	}
+	fmt.Fprintf(a.stderr, "dbrig: load %s on %s (%s) into %s\n", l.name, where, points, dir)
 	r := &study.Runner{
 		Plan: plan, Registry: reg, Dir: dir, Targets: logins, Keep: l.keep,
 		Progress: progress, Log: slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: level})),

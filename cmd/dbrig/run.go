@@ -24,6 +24,7 @@ import (
 	"github.com/dbrig/dbrig/internal/term"
 	"github.com/dbrig/dbrig/internal/workload/georep"
 	"github.com/dbrig/dbrig/internal/workload/keylookup"
+	"github.com/dbrig/dbrig/internal/workload/oltp"
 	"github.com/dbrig/dbrig/internal/workload/pagecompress"
 	"github.com/dbrig/dbrig/internal/workload/rbar"
 	"github.com/dbrig/dbrig/internal/workload/readahead"
@@ -41,7 +42,7 @@ func newEngines(dirs binDirs) *engine.Registry {
 
 // newRegistry lists the engines and the workloads dbrig knows.
 func newRegistry(dirs binDirs) *study.Registry {
-	return study.NewRegistry(newEngines(dirs), rbar.Kind(), georep.Kind(), tpch.Kind(), keylookup.Kind(), readahead.Kind(), pagecompress.Kind())
+	return study.NewRegistry(newEngines(dirs), rbar.Kind(), georep.Kind(), tpch.Kind(), keylookup.Kind(), readahead.Kind(), pagecompress.Kind(), oltp.Kind())
 }
 
 // loadStudy reads a study by built-in name or file path.

@@ -169,6 +169,14 @@ type InitFixer interface {
 	FixedAtInitChanged(old, new map[string]string) (name string, changed bool)
 }
 
+// Monitored is an Instance with a login for monitoring that a workload
+// cannot crowd out: one that still connects when the workload has taken
+// every ordinary connection slot (PostgreSQL's reserved superuser slots,
+// MariaDB's extra_port). ok is false when the instance has none.
+type Monitored interface {
+	MonitorLogin(db string) (c Conn, ok bool)
+}
+
 // SettingError is one server setting the engine refuses.
 type SettingError struct {
 	Engine string

@@ -88,7 +88,19 @@ func Compare(a, b *RunData) (*Comparison, error) {
 			if declared {
 				row.Unit = string(spec.Unit)
 			}
+			single := len(stA.Runs) < 2 || len(stB.Runs) < 2
+			if single {
+				row.Beyond = false // one run has no spread to judge a difference against
+			}
 			switch {
+			case single && stA.Mean == stB.Mean:
+				row.Verdict = "the same (a single run: no spread to judge against)"
+			case single && (!declared || spec.Better == Neither):
+				row.Verdict = "different (a single run: no spread to judge against)"
+			case single && (spec.Better == Higher) == (stB.Mean > stA.Mean):
+				row.Verdict = "B better by a single run: no spread to judge against"
+			case single:
+				row.Verdict = "B worse by a single run: no spread to judge against"
 			case !row.Beyond:
 				row.Verdict = "no difference beyond the runs' spread"
 			case !declared || spec.Better == Neither:

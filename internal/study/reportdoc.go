@@ -80,6 +80,9 @@ func BuildReport(rd *RunData) *report.Doc {
 	if sec, ok := distributionSection(rd); ok {
 		d.Sections = append(d.Sections, sec)
 	}
+	if sec, ok := monitorSection(rd); ok {
+		d.Sections = append(d.Sections, sec)
+	}
 	d.Points = pointsTable(rd)
 	d.Counts = report.Counts{Planned: len(rd.Plan.Points()), Combinations: len(rd.Plan.Combos), Runs: rd.Plan.Repeat.Runs}
 	for _, r := range rd.Latest() {
@@ -390,4 +393,54 @@ func distributionSection(rd *RunData) (report.Section, bool) {
 		Text:   fmt.Sprintf("Percentiles of each recorded latency distribution, from the histogram merged over %s of the combination (HDR, 3 significant figures): never an average of the runs' percentiles.", kept),
 		Tables: []report.Table{t},
 	}, true
+}
+
+// monitorSection says what dbrig saw of each server while each point ran:
+// sessions, how many were running and waiting, on what, the server's CPU,
+// and every sample that could not be taken.
+func monitorSection(rd *RunData) (report.Section, bool) {
+	dims := rd.Spec.SweepKeys
+	t := report.Table{Columns: append(slices.Clone(dims), "run", "server", "samples", "missed", "sessions", "running", "waiting", "most waited on", "server CPUs")}
+	var missed []string
+	via := map[string]string{}
+	for _, r := range rd.Latest() {
+		for _, ser := range r.Monitor {
+			via[ser.Instance] = ser.Via
+			sum := ser.Summarize()
+			row := make([]string, 0, len(t.Columns))
+			for _, k := range dims {
+				row = append(row, fmt.Sprint(r.Values[k]))
+			}
+			cpu := "-"
+			if sum.MeanCPU >= 0 {
+				cpu = fmt.Sprintf("%.2f", sum.MeanCPU)
+			}
+			sessions, running, waiting := "-", "-", "-"
+			if sum.Taken > 0 {
+				sessions = fmt.Sprintf("%.1f (max %.0f)", sum.MeanSessions, sum.MaxSessions)
+				running, waiting = fmt.Sprintf("%.1f", sum.MeanActive), fmt.Sprintf("%.1f", sum.MeanWaiting)
+			}
+			row = append(row, strconv.Itoa(r.Run), ser.Instance, strconv.Itoa(len(ser.Samples)), strconv.Itoa(sum.Missed),
+				sessions, running, waiting, orNone(strings.Join(sum.TopWaits, ", ")), cpu)
+			t.Rows = append(t.Rows, row)
+			if line := ser.MissedLine(); line != "" {
+				missed = append(missed, r.Key+": "+line)
+			}
+		}
+	}
+	if len(t.Rows) == 0 {
+		return report.Section{}, false
+	}
+	var ways []string
+	for _, name := range slices.Sorted(maps.Keys(via)) {
+		ways = append(ways, name+" through "+via[name])
+	}
+	text := "dbrig sampled each server about once a second while the workload ran, over a connection of its own (" + strings.Join(ways, "; ") +
+		"). Means are over the samples taken; 'waiting' counts running sessions that waited (on a lock, I/O, the network); 'server CPUs' is the CPU time of the server's processes per second (for a server dbrig started on this machine)."
+	if len(missed) == 0 {
+		text += " Every sample was taken."
+	} else {
+		text += " Samples that could not be taken: " + strings.Join(missed, "; ") + "."
+	}
+	return report.Section{Title: "Servers while the points ran", Text: text, Tables: []report.Table{t}}, true
 }

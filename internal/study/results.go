@@ -12,6 +12,7 @@ import (
 
 	"github.com/dbrig/dbrig/internal/engine"
 	"github.com/dbrig/dbrig/internal/measure"
+	"github.com/dbrig/dbrig/internal/monitor"
 )
 
 // Files of a run directory.
@@ -43,9 +44,12 @@ type Result struct {
 	// Histograms are the run's latency distributions, whole.
 	Histograms map[string]*measure.Histogram `json:"histograms,omitempty"`
 	Notes      []string                      `json:"notes,omitempty"`
-	Model      map[string]float64            `json:"model,omitempty"`
-	Formula    string                        `json:"formula,omitempty"`
-	Error      string                        `json:"error,omitempty"`
+	// Monitor is what dbrig saw of each server while the point ran, over a
+	// connection of its own (see package monitor).
+	Monitor []monitor.Series   `json:"monitor,omitempty"`
+	Model   map[string]float64 `json:"model,omitempty"`
+	Formula string             `json:"formula,omitempty"`
+	Error   string             `json:"error,omitempty"`
 	// Skipped says why a point was not measured although it did not fail
 	// (a target cannot give the path the point asks for).
 	Skipped string `json:"skipped,omitempty"`

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/dbrig/dbrig/internal/engine"
+	"github.com/dbrig/dbrig/internal/monitor"
 	"github.com/dbrig/dbrig/internal/topology"
 	"github.com/dbrig/dbrig/internal/units"
 )
@@ -43,6 +44,9 @@ type Runner struct {
 	CommandLine   []string
 	// SeriesInterval of the links' time series (0 = the link's default).
 	SeriesInterval time.Duration
+	// MonitorInterval is how often each server is sampled while a point
+	// runs (0 = monitor.DefaultInterval).
+	MonitorInterval time.Duration
 }
 
 // Outcome is what a run did.
@@ -349,6 +353,19 @@ func (r *Runner) runPoint(ctx context.Context, topo *topology.Topology, kind Kin
 		topo.ResetLinks() // the point's link statistics start now
 	}
 
+	// Each server is watched while the workload runs, over a connection
+	// opened before the workload's own.
+	var samplers []*monitor.Sampler
+	for _, in := range c.Instances {
+		if inst := topo.Instance(in.Name); inst != nil {
+			samplers = append(samplers, monitor.Start(ctx, inst, env.Database, r.MonitorInterval))
+		}
+	}
+	defer func() { // on a panic too; Stop again is harmless
+		for _, s := range samplers {
+			s.Stop()
+		}
+	}()
 	start := time.Now()
 	var m Measurement
 	if c.Client.Constrained() {
@@ -357,6 +374,9 @@ func (r *Runner) runPoint(ctx context.Context, topo *topology.Topology, kind Kin
 		m, err = safeRun(ctx, w, env)
 	}
 	res.Seconds = time.Since(start).Seconds()
+	for _, s := range samplers {
+		res.Monitor = append(res.Monitor, s.Stop())
+	}
 	res.Links = linkResults(topo.Stats())
 	if err != nil {
 		return res, err

@@ -560,3 +560,21 @@ func TestHostIsCheckedBeforeAnythingStarts(t *testing.T) {
 		t.Errorf("CheckHost of a plan this machine can run = %v", err)
 	}
 }
+
+// TestAFindingNoJudgeDecidesIsRefused: a study may cite only the findings
+// its workload judges, and is told at parse which ones those are.
+func TestAFindingNoJudgeDecidesIsRefused(t *testing.T) {
+	kind := testKind()
+	kind.Judges = map[string]Judge{"fast": nil, "slow": nil}
+	reg := NewRegistry(testEngines(), kind)
+	cite := func(id string) []byte {
+		return []byte(strings.Replace(goodSpec, `title = "A demo study"`, "title = \"x\"\n\n[[published]]\nid = \""+id+"\"\nfinding = \"It was fast.\"\n", 1))
+	}
+	if _, err := Parse("demo.toml", cite("fast"), reg); err != nil {
+		t.Fatalf("a judged finding: %v", err)
+	}
+	_, err := Parse("demo.toml", cite("fastest"), reg)
+	if err == nil || !strings.Contains(err.Error(), `demo.toml:5: published.0.id: workload "demo" has no judge for finding "fastest" (it judges: fast, slow)`) {
+		t.Errorf("an unjudged finding: %v", err)
+	}
+}

@@ -58,6 +58,7 @@ type Instance struct {
 	logPath   string
 	pidPath   string
 	port      int
+	extraPort int // the administrative port: see MonitorLogin
 	password  string
 	keep      bool
 	user      engine.ServerUser
@@ -185,6 +186,9 @@ func (e *Engine) StartInstance(ctx context.Context, cfg engine.InstanceConfig, o
 	// A port found free may be taken before the server binds it: retry.
 	for attempt := 0; ; attempt++ {
 		if i.port, err = engine.FreePort(); err != nil {
+			return nil, err
+		}
+		if i.extraPort, err = engine.FreePort(); err != nil {
 			return nil, err
 		}
 		i.admin = i.Login("")
@@ -392,6 +396,10 @@ func (i *Instance) serverArgs() []string {
 		"--datadir="+i.dataDir,
 		"--bind-address=127.0.0.1",
 		"--port="+strconv.Itoa(i.port),
+		// A second port with connections of its own, beside
+		// max_connections, for dbrig's monitoring (MonitorLogin).
+		"--extra-port="+strconv.Itoa(i.extraPort),
+		"--extra-max-connections="+strconv.Itoa(extraMaxConnections),
 		"--socket="+i.socket,
 		"--skip-name-resolve",
 		"--log-error="+i.logPath,
@@ -606,6 +614,18 @@ func (i *Instance) Exited() <-chan struct{} { return i.exited }
 // Login is dbrig's login over 127.0.0.1 to database db.
 func (i *Instance) Login(db string) engine.Conn {
 	return engine.NewConn(EngineName, "127.0.0.1", i.port, SuperUser, db, i.password)
+}
+
+// extraMaxConnections are the connections the extra port takes beside
+// max_connections: the monitoring connection and one to replace it.
+const extraMaxConnections = 2
+
+// MonitorLogin is dbrig's login to database db through the server's extra
+// port (extra_port, on 127.0.0.1), whose extra_max_connections slots are
+// counted apart from max_connections: a workload that takes every
+// connection slot does not lock dbrig's monitoring out.
+func (i *Instance) MonitorLogin(db string) (engine.Conn, bool) {
+	return engine.NewConn(EngineName, "127.0.0.1", i.extraPort, SuperUser, db, i.password), i.extraPort != 0
 }
 
 // UnixLogin is dbrig's login through the private socket.

@@ -29,7 +29,8 @@ func normalize(name string) string {
 var ownedSettings = map[string]string{
 	"port":                      "instances listen on 127.0.0.1 at a free port",
 	"bind_address":              "instances listen on 127.0.0.1 only",
-	"extra_port":                "instances listen on 127.0.0.1 at one port only",
+	"extra_port":                "dbrig keeps the extra port for its monitoring connection",
+	"extra_max_connections":     "dbrig keeps the extra port for its monitoring connection",
 	"skip_networking":           "instances listen on 127.0.0.1 and a private socket",
 	"socket":                    "the socket lives in a private 0700 directory",
 	"skip_name_resolve":         "dbrig's logins are defined by address",

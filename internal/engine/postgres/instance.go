@@ -401,6 +401,13 @@ func (i *Instance) Login(db string) engine.Conn { return i.Conn(db).Conn }
 // UnixLogin is UnixConn as the engine-neutral login.
 func (i *Instance) UnixLogin(db string) (engine.Conn, bool) { return i.UnixConn(db).Conn, true }
 
+// MonitorLogin is the login of dbrig's monitoring connection: the
+// superuser's, through the unix socket. PostgreSQL keeps
+// superuser_reserved_connections (3 unless a study changes it) of its
+// max_connections for superusers, so a workload that connects as another
+// role and takes every other slot does not lock monitoring out.
+func (i *Instance) MonitorLogin(db string) (engine.Conn, bool) { return i.UnixLogin(db) }
+
 // Connect opens a pgx connection to database db over loopback TCP.
 func (i *Instance) Connect(ctx context.Context, db string) (*pgx.Conn, error) {
 	cfg, err := i.Conn(db).ConnConfig()

@@ -1,0 +1,177 @@
+package oltp
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/dbrig/dbrig/internal/report"
+	"github.com/dbrig/dbrig/internal/study"
+	"github.com/dbrig/dbrig/internal/units"
+)
+
+// Report adds the workload's tables and charts: every transaction type's
+// throughput and response-time distribution at every combination, the
+// throughput against the users when they were swept, and each
+// combination's seconds.
+func Report(rd *study.RunData, d *report.Doc) {
+	if len(rd.Summaries) == 0 {
+		return
+	}
+	d.Sections = append(d.Sections, transactionsSection(rd))
+	if c, ok := usersChart(rd); ok {
+		d.Charts = append(d.Charts, c)
+	}
+	d.Charts = append(d.Charts, secondsCharts(rd)...)
+}
+
+// label names a combination by its swept values ("users=40 net=lan-1g"),
+// or "the run" when nothing was swept.
+func label(rd *study.RunData, s *study.Summary) string {
+	var parts []string
+	for _, k := range rd.Spec.SweepKeys {
+		parts = append(parts, fmt.Sprintf("%s=%v", k, s.Values[k]))
+	}
+	if len(parts) == 0 {
+		return "the run"
+	}
+	return strings.Join(parts, " ")
+}
+
+// transactionsSection is a row per combination and transaction type: tps,
+// the percentiles from the distribution merged over the combination's runs,
+// and the errors.
+func transactionsSection(rd *study.RunData) report.Section {
+	dims := rd.Spec.SweepKeys
+	t := report.Table{Columns: append(slices.Clone(dims), "transaction", "tps", "mean", "p50", "p95", "p99", "p99.9", "max", "errors", "over limit")}
+	open := false
+	for _, s := range rd.Summaries {
+		mix, err := ParseMix(s.Params.String("mix"))
+		if err != nil {
+			continue
+		}
+		open = open || s.Params.Float("rate") > 0
+		names := []string{""}
+		for _, tx := range mix.types() {
+			if len(mix.weights) > 1 {
+				names = append(names, tx.String())
+			}
+		}
+		for _, name := range names {
+			row := make([]string, 0, len(t.Columns))
+			for _, k := range dims {
+				row = append(row, fmt.Sprint(s.Values[k]))
+			}
+			hist, prefix, shown := "latency", "", "all"
+			if name != "" {
+				hist, shown = "latency/"+name, name
+				tx, _ := txTypeNamed(name)
+				prefix = tx.metricName() + "_"
+			}
+			row = append(row, shown, formatTPS(s.Stats[prefix+"tps"].Mean))
+			h := s.Histograms[hist]
+			if h == nil || h.Count() == 0 {
+				row = append(row, "-", "-", "-", "-", "-", "-")
+			} else {
+				f := units.FormatDuration
+				row = append(row, f(h.Mean()), f(h.Quantile(0.5)), f(h.Quantile(0.95)), f(h.Quantile(0.99)), f(h.Quantile(0.999)), f(h.Max()))
+			}
+			errs := s.Stats[prefix+"errors"].Mean
+			if name == "" {
+				errs = s.Stats["errors"].Mean
+			}
+			over := "-"
+			if name == "" {
+				over = strconv.FormatFloat(s.Stats["over_limit"].Mean, 'f', -1, 64)
+			}
+			row = append(row, strconv.FormatFloat(errs, 'f', -1, 64), over)
+			t.Rows = append(t.Rows, row)
+		}
+	}
+	text := "Each transaction type's throughput and response time at each combination; percentiles come from the distribution merged over the combination's runs (HDR, 3 significant figures), never from an average of percentiles."
+	if open {
+		text += " In an open loop a response time runs from the transaction's intended start, so time spent waiting behind a slow server counts."
+	}
+	return report.Section{Title: "Transactions", Text: text, Tables: []report.Table{t}}
+}
+
+func formatTPS(v float64) string {
+	if v >= 100 {
+		return strconv.FormatFloat(v, 'f', 0, 64)
+	}
+	return strconv.FormatFloat(v, 'f', 1, 64)
+}
+
+// usersChart draws throughput against virtual users, a line per value of
+// the other swept dimensions, when users were swept.
+func usersChart(rd *study.RunData) (report.Chart, bool) {
+	users := map[float64]bool{}
+	for _, s := range rd.Summaries {
+		users[s.Params.Float("users")] = true
+	}
+	if len(users) < 2 {
+		return report.Chart{}, false
+	}
+	// A line per value of the other swept dimensions (net, mix ...).
+	facetOf, facets := rd.Facets(func(s *study.Summary) string { return fmt.Sprint(s.Params.Int("users")) })
+	c := report.Chart{ID: "oltp-users", Title: "Throughput against virtual users", XLabel: "virtual users", YLabel: "transactions per second",
+		Note: rd.RunsCaption() + "."}
+	for _, f := range facets {
+		name := f
+		if name == "" {
+			name = "tps"
+		}
+		points := report.Series{Name: name + " (runs)", Style: report.Points}
+		line := report.Series{Name: name, Style: report.Line}
+		for _, s := range rd.Summaries {
+			if facetOf(s) != f {
+				continue
+			}
+			u := s.Params.Float("users")
+			for _, v := range s.Stats["tps"].Runs {
+				points.Points = append(points.Points, report.XY{X: u, Y: v, Label: label(rd, s)})
+			}
+			line.Points = append(line.Points, report.XY{X: u, Y: s.Stats["tps"].Mean, Label: label(rd, s)})
+		}
+		slices.SortFunc(line.Points, func(a, b report.XY) int { return int(a.X - b.X) })
+		c.Series = append(c.Series, points, line)
+	}
+	return c, true
+}
+
+// secondsCharts draw each combination's measured seconds (of its first
+// run): throughput, and the median and 99th percentile, where a stall or
+// a slow second shows.
+func secondsCharts(rd *study.RunData) []report.Chart {
+	if len(rd.Summaries) > 4 {
+		return nil // a chart per point would bury the report: the series stay in results.jsonl
+	}
+	var out []report.Chart
+	for i, s := range rd.Summaries {
+		r := s.Results[0]
+		tps := r.Series["tps"]
+		if len(tps) == 0 {
+			continue
+		}
+		step := r.SeriesInterval
+		if step == 0 {
+			step = 1
+		}
+		c := report.Chart{ID: fmt.Sprintf("oltp-seconds-%d", i), Title: "Each second, " + label(rd, s), XLabel: "seconds into the measured interval",
+			YLabel: "transactions per second; milliseconds",
+			Note:   "Throughput and the median, 99th percentile and maximum response time of each second, from the run's per-second series (first run)."}
+		for _, name := range []string{"tps", "p50_ms", "p99_ms", "max_ms"} {
+			sr := report.Series{Name: name, Style: report.Line}
+			if name == "tps" {
+				sr.Style = report.Area
+			}
+			for j, v := range r.Series[name] {
+				sr.Points = append(sr.Points, report.XY{X: float64(j+1) * step, Y: v})
+			}
+			c.Series = append(c.Series, sr)
+		}
+		out = append(out, c)
+	}
+	return out
+}

@@ -1,0 +1,101 @@
+package oltp
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dbrig/dbrig/internal/engine"
+	"github.com/dbrig/dbrig/internal/engine/mariadb"
+	"github.com/dbrig/dbrig/internal/engine/postgres"
+	"github.com/dbrig/dbrig/internal/measure"
+	"github.com/dbrig/dbrig/internal/report"
+	"github.com/dbrig/dbrig/internal/study"
+)
+
+// sweptRun is hand-made run data of `dbrig load oltp --users 10,20` with a
+// second swept dimension, net, as a study over transports has: each point
+// one run of the shop, with its distributions.
+func sweptRun(t *testing.T) *study.RunData {
+	t.Helper()
+	s := Standalone{Engine: "postgres", Users: []int{10, 20}, Scale: 0.01, Mix: "shop", Duration: time.Second, TxLimit: 30 * time.Second, Seed: 1}
+	reg := study.NewRegistry(engine.NewRegistry(postgres.New(""), mariadb.New("")), Kind())
+	spec, err := study.Parse("load-oltp.toml", s.Spec(), reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := spec.Plan("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec.SweepKeys = append(spec.SweepKeys, "net")
+	var results []study.Result
+	for _, net := range []string{"unix", "lan-1g"} {
+		for _, users := range []int{10, 20} {
+			tps := float64(users) * 100
+			if net == "lan-1g" {
+				tps /= 2
+			}
+			m := map[string]float64{"tps": tps, "errors": 1, "over_limit": 0}
+			hist := map[string]*measure.Histogram{"latency": measure.NewHistogram()}
+			for _, tx := range Mixes[0].types() {
+				m[tx.metricName()+"_tps"] = tps / 5
+				m[tx.metricName()+"_errors"] = 0
+				h := measure.NewHistogram()
+				h.Record(time.Duration(users) * time.Millisecond)
+				hist["latency/"+tx.String()] = h
+				hist["latency"].Merge(h)
+			}
+			combo := fmt.Sprintf("users=%d net=%s", users, net)
+			results = append(results, study.Result{Key: combo + " #1", Combo: combo, Run: 1,
+				Values: map[string]any{"users": int64(users), "net": net},
+				Params: study.Params{"users": int64(users), "mix": "shop"}, Metrics: m, Histograms: hist,
+				Series: map[string][]float64{"tps": {tps, tps}, "p50_ms": {1, 1}, "p99_ms": {2, 2}, "max_ms": {3, 3}}, SeriesInterval: 1})
+		}
+	}
+	return &study.RunData{Spec: spec, Plan: plan, Results: results, Summaries: study.Summarize(results, plan.Repeat)}
+}
+
+func TestReportKeepsEverySweptDimension(t *testing.T) {
+	rd := sweptRun(t)
+	d := &report.Doc{}
+	Report(rd, d)
+	var users *report.Chart
+	for i := range d.Charts {
+		if d.Charts[i].ID == "oltp-users" {
+			users = &d.Charts[i]
+		}
+	}
+	if users == nil {
+		t.Fatalf("no throughput-against-users chart: %+v", d.Charts)
+	}
+	var lines []string
+	for _, s := range users.Series {
+		if s.Style == report.Line {
+			lines = append(lines, s.Name)
+			if len(s.Points) != 2 {
+				t.Errorf("line %s has %d points, want one per users value", s.Name, len(s.Points))
+			}
+		}
+	}
+	if strings.Join(lines, ";") != "net=unix;net=lan-1g" {
+		t.Errorf("lines %q: want one per net", lines)
+	}
+	if len(d.Sections) != 1 || d.Sections[0].Title != "Transactions" {
+		t.Fatalf("sections %+v", d.Sections)
+	}
+	rows := d.Sections[0].Tables[0].Rows
+	if len(rows) != 4*6 { // 4 combinations, all and 5 types each
+		t.Fatalf("%d rows in the transactions table, want 24", len(rows))
+	}
+	for _, r := range rows {
+		if r[2] == "place-order" && r[0] == "20" && r[1] == "lan-1g" && (r[3] != "200" || !strings.HasPrefix(r[7], "20.0")) {
+			t.Errorf("place-order at users=20 net=lan-1g: %q", r)
+		}
+	}
+	// Four combinations: each one's seconds charted.
+	if n := len(d.Charts) - 1; n != 4 {
+		t.Errorf("%d per-second charts, want 4", n)
+	}
+}

@@ -1,0 +1,356 @@
+package oltp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/dbrig/dbrig/internal/engine"
+	"github.com/dbrig/dbrig/internal/engine/mariadb"
+	"github.com/dbrig/dbrig/internal/engine/postgres"
+	"github.com/dbrig/dbrig/internal/load"
+	"github.com/dbrig/dbrig/internal/study"
+)
+
+// Live lets a command watch a run as it goes: `dbrig load oltp` prints each
+// second and serves the run's metrics to Prometheus. Every field may be nil.
+type Live struct {
+	// Runner receives the point's load runner before it runs (register its
+	// Metrics with Prometheus).
+	Runner func(*load.Runner)
+	// OnInterval receives each second as it ends (see load.Config).
+	OnInterval func(load.Interval)
+	// Result receives the run's whole result, also an interrupted run's.
+	Result func(*load.Result)
+	// Note receives what the workload says before the run (the login it
+	// uses, the data it found).
+	Note func(string)
+}
+
+// Kind registers the workload.
+func Kind() study.Kind { return KindWith(nil) }
+
+// KindWith registers the workload with a live view of its runs.
+func KindWith(live *Live) study.Kind {
+	return study.Kind{
+		Name:   "oltp",
+		Doc:    "an online shop's transactions under virtual users, closed or open loop (seeds 001 and 002)",
+		Params: params(),
+		New: func(p study.Params) (study.Workload, error) {
+			w, err := newWorkload(p)
+			if err != nil {
+				return nil, err
+			}
+			w.live = live
+			return w, nil
+		},
+		PrepareKey: func(p study.Params) string {
+			return fmt.Sprintf("oltp-v%d sf=%s instance=%s", dataVersion, formatScale(p.Float("scale_factor")), p.String("instance"))
+		},
+		Metrics: metricSpecs(),
+		Report:  Report,
+	}
+}
+
+func params() []study.ParamSpec {
+	return []study.ParamSpec{
+		{Name: "mix", Kind: study.StringParam, Default: "shop",
+			Doc: "the transactions: shop, point-select, browse-only, orders, or weights such as \"view-product=9,place-order=1\""},
+		{Name: "users", Kind: study.IntParam, Default: int64(10),
+			Doc: "virtual users, each with its own connection (in an open loop, the workers that serve arrivals)"},
+		{Name: "scale_factor", Kind: study.FloatParam, Default: 1.0,
+			Doc: "data size: 100,000 customers and 10,000 items per unit (as pgbench's scale)"},
+		{Name: "duration", Kind: study.DurationParam, Default: "30s", Doc: "the measured interval"},
+		{Name: "warm_up", Kind: study.DurationParam, Default: "5s", Doc: "run before the measured interval, and discarded"},
+		{Name: "ramp_up", Kind: study.DurationParam, Default: "0s",
+			Doc: "users start evenly over this time (an open loop's rate rises over it); within warm_up"},
+		{Name: "rate", Kind: study.FloatParam, Default: 0.0,
+			Doc: "open loop: transactions arriving per second, latency measured from each one's intended start (0: closed loop)"},
+		{Name: "arrival", Kind: study.StringParam, Default: "poisson", Choices: []string{"poisson", "fixed"},
+			Doc: "open loop: Poisson arrivals (as pgbench -R) or evenly spaced"},
+		{Name: "max_in_flight", Kind: study.IntParam, Default: int64(0), AllowZero: true,
+			Doc: "open loop: transactions arrived and not finished beyond which arrivals are counted and not started (0: users plus 10 s of arrivals)"},
+		{Name: "think", Kind: study.DurationParam, Default: "0s", Doc: "closed loop: each user's pause after a transaction"},
+		{Name: "think_distribution", Kind: study.StringParam, Default: "exponential", Choices: []string{"exponential", "fixed"},
+			Doc: "closed loop: pauses drawn from a negative exponential with mean think, capped at 10 × (TPC-C's rule), or exactly think"},
+		{Name: "keying", Kind: study.DurationParam, Default: "0s", Doc: "closed loop: each user's pause before a transaction"},
+		{Name: "tx_limit", Kind: study.DurationParam, Default: "30s",
+			Doc: "transactions slower than this are counted (seed 001 counted those over 30 s)"},
+		{Name: "seed", Kind: study.IntParam, Default: int64(1), AllowZero: true, Doc: "seeds every random choice"},
+		{Name: "instance", Kind: study.StringParam, Default: "db", Doc: "the instance that holds the shop"},
+	}
+}
+
+type workload struct {
+	mix      Mix
+	sf       float64
+	cfg      load.Config
+	instance string
+	live     *Live
+}
+
+var _ study.Workload = (*workload)(nil)
+
+func newWorkload(p study.Params) (*workload, error) {
+	mix, err := ParseMix(p.String("mix"))
+	if err != nil {
+		return nil, err
+	}
+	sf := p.Float("scale_factor")
+	if !(sf > 0) || sf > MaxScale {
+		return nil, fmt.Errorf("scale_factor = %v: want a number above 0 and at most %d (0.01, 1, 10 ...)", sf, MaxScale)
+	}
+	arrival := load.Poisson
+	if p.String("arrival") == "fixed" {
+		arrival = load.Fixed
+	}
+	cfg := load.Config{
+		Users:    int(p.Int("users")),
+		RampUp:   p.Duration("ramp_up"),
+		WarmUp:   p.Duration("warm_up"),
+		Duration: p.Duration("duration"),
+		TxLimit:  p.Duration("tx_limit"),
+		Seed:     uint64(p.Int("seed")),
+	}
+	if rate := p.Float("rate"); rate != 0 {
+		cfg.Rate, cfg.Arrival, cfg.MaxInFlight = rate, arrival, int(p.Int("max_in_flight"))
+	} else {
+		cfg.Think = load.Think{Mean: p.Duration("think"), Exponential: p.String("think_distribution") == "exponential"}
+		cfg.Keying = p.Duration("keying")
+		if cfg.Think.Mean == 0 {
+			cfg.Think = load.Think{}
+		}
+		if n := p.Int("max_in_flight"); n != 0 {
+			return nil, fmt.Errorf("max_in_flight = %d: an open-loop setting; set a rate", n)
+		}
+	}
+	if cfg.Duration == 0 {
+		return nil, errors.New("duration = 0s: the measured interval needs a length")
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return &workload{mix: mix, sf: sf, cfg: cfg, instance: p.String("instance")}, nil
+}
+
+// Prepare makes the database, the tables and their data at the scale
+// factor, and on a PostgreSQL server dbrig runs, the login the users take.
+func (w *workload) Prepare(ctx context.Context, env *study.Env) error {
+	inst := env.Instance(w.instance)
+	if inst == nil {
+		return fmt.Errorf("no instance %q", w.instance)
+	}
+	if _, err := dialectOf(inst.Engine()); err != nil {
+		return err
+	}
+	if err := inst.CreateDatabase(ctx, env.Database); err != nil {
+		return err
+	}
+	login, ok := inst.UnixLogin(env.Database)
+	if !ok {
+		login = inst.Login(env.Database)
+	}
+	a, err := openAdmin(ctx, login)
+	if err != nil {
+		return err
+	}
+	defer a.close()
+	start := time.Now()
+	if err := createSchema(ctx, a, inst.Engine(), w.sf, env.Progress); err != nil {
+		return err
+	}
+	sizes := SizesAt(w.sf)
+	env.Log.Info("oltp data loaded", "scale_factor", w.sf, "customers", sizes.Customers, "items", sizes.Items, "seconds", time.Since(start).Seconds())
+	if inst.Owned() && inst.Engine() == postgres.Name && login.Schema == "" {
+		if err := makeLoadRole(ctx, a, login.Password()); err != nil {
+			return fmt.Errorf("make the users' login %s: %w", LoadRole, err)
+		}
+	}
+	return nil
+}
+
+// Run measures one point: the mix under the point's users, closed or open
+// loop, on the point's link.
+func (w *workload) Run(ctx context.Context, env *study.Env) (study.Measurement, error) {
+	ep, err := env.Conn(env.ClientSite, w.instance, env.Database)
+	if err != nil {
+		return study.Measurement{}, err
+	}
+	login, notes, err := w.usersLogin(ctx, ep.Conn)
+	if err != nil {
+		return study.Measurement{}, err
+	}
+	for _, n := range notes {
+		w.note(n)
+	}
+	cfg := w.cfg
+	total := cfg.WarmUp + cfg.Duration
+	cfg.OnInterval = func(iv load.Interval) {
+		if env.Progress != nil {
+			env.Progress(int64((iv.Start+iv.Length)/time.Second), int64(total/time.Second))
+		}
+		if w.live != nil && w.live.OnInterval != nil {
+			w.live.OnInterval(iv)
+		}
+	}
+	lw := &loadWorkload{mix: w.mix, sizes: SizesAt(w.sf), login: login, seed: cfg.Seed}
+	r, err := load.NewRunner(cfg, lw)
+	if err != nil {
+		return study.Measurement{}, err
+	}
+	if w.live != nil && w.live.Runner != nil {
+		w.live.Runner(r)
+	}
+	res, err := r.Run(ctx)
+	if res != nil && w.live != nil && w.live.Result != nil {
+		w.live.Result(res)
+	}
+	if err != nil {
+		return study.Measurement{}, err
+	}
+	m := measurement(res, w.mix)
+	m.Notes = append(notes, m.Notes...)
+	if n := lw.lazy.Load(); n > 0 {
+		m.Notes = append(m.Notes, fmt.Sprintf("%d of %d users found every connection slot taken when the run started and connected later, or never (their failed attempts are counted as connection errors)", n, cfg.Users))
+	}
+	return m, nil
+}
+
+func (w *workload) note(s string) {
+	if w.live != nil && w.live.Note != nil {
+		w.live.Note(s)
+	}
+}
+
+// usersLogin checks the data the point needs and chooses the users'
+// login: on PostgreSQL, the workload's own login without superuser rights
+// when Prepare made one, so the reserved slots stay free for monitoring.
+func (w *workload) usersLogin(ctx context.Context, login engine.Conn) (engine.Conn, []string, error) {
+	a, err := openAdmin(ctx, login)
+	if err != nil {
+		return login, nil, err
+	}
+	defer a.close()
+	have, err := dataScale(ctx, a)
+	if err != nil {
+		return login, nil, err
+	}
+	if have != formatScale(w.sf) {
+		return login, nil, fmt.Errorf("the database holds the shop at scale factor %s, not %s: prepare it again", have, formatScale(w.sf))
+	}
+	var notes []string
+	switch login.Engine {
+	case postgres.Name:
+		n, err := a.queryInt(ctx, "SELECT count(*) FROM pg_roles WHERE rolname = '"+LoadRole+"'")
+		if err != nil {
+			return login, nil, err
+		}
+		super, err := isSuperuser(ctx, a)
+		if err != nil {
+			return login, nil, err
+		}
+		switch {
+		case n > 0 && super:
+			login.User = LoadRole
+		case super:
+			notes = append(notes, fmt.Sprintf("the users connect as %s, a superuser: they may take the connection slots PostgreSQL reserves for superusers, which monitoring needs when the users take every other slot", login.User))
+		}
+	case mariadb.EngineName:
+	}
+	return login, notes, nil
+}
+
+// loadWorkload is the workload as the load layer sees it: a connection per
+// user, with every statement prepared.
+type loadWorkload struct {
+	mix   Mix
+	sizes Sizes
+	login engine.Conn
+	seed  uint64
+	// lazy counts users that could not connect at the start because the
+	// server had no connection slot left.
+	lazy atomic.Int64
+}
+
+func (l *loadWorkload) Mix() []load.TxType { return l.mix.TxTypes() }
+
+func (l *loadWorkload) open(ctx context.Context) (session, error) {
+	if l.login.Engine == mariadb.EngineName {
+		return openMaria(ctx, l.login)
+	}
+	return openPostgres(ctx, l.login)
+}
+
+// NewWorker connects one user. A server with no connection slot left does
+// not fail the run: the user tries again in its transactions, each failed
+// attempt counted as a connection error, as an application would meet it.
+func (l *loadWorkload) NewWorker(ctx context.Context, id int) (load.Worker, error) {
+	w := &worker{l: l, types: l.mix.types(), shop: newShopper(l.sizes, l.seed, id)}
+	s, err := l.open(ctx)
+	switch {
+	case err == nil:
+		w.s = s
+	case tooManyConnections(err):
+		l.lazy.Add(1)
+		w.retryAt = time.Now().Add(reconnectBackoff)
+	default:
+		return nil, err
+	}
+	return w, nil
+}
+
+// reconnectBackoff is how long a user waits before it connects again after
+// a failed attempt, as a connection pool would.
+const reconnectBackoff = 100 * time.Millisecond
+
+type worker struct {
+	l       *loadWorkload
+	types   []txType
+	shop    *shopper
+	s       session
+	retryAt time.Time
+}
+
+func (w *worker) Do(ctx context.Context, tx int) error {
+	if w.s == nil {
+		if err := w.reconnect(ctx); err != nil {
+			return err
+		}
+	}
+	err := w.shop.run(ctx, w.s, w.types[tx])
+	if err != nil && load.ClassifyError(err) == load.ConnectionLost {
+		_ = w.s.close()
+		w.s = nil
+		w.retryAt = time.Now().Add(reconnectBackoff)
+	}
+	return err
+}
+
+// reconnect connects again, no sooner than the backoff allows.
+func (w *worker) reconnect(ctx context.Context) error {
+	if wait := time.Until(w.retryAt); wait > 0 {
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		}
+	}
+	s, err := w.l.open(ctx)
+	if err != nil {
+		w.retryAt = time.Now().Add(reconnectBackoff)
+		return err
+	}
+	w.s = s
+	return nil
+}
+
+func (w *worker) Close() error {
+	if w.s == nil {
+		return nil
+	}
+	return w.s.close()
+}
