@@ -51,6 +51,8 @@ func Kind() study.Kind {
 		New:        newWorkload,
 		Model:      Model,
 		Report:     Report,
+		Metrics:    Metrics,
+		Judges:     Judges(),
 		PrepareKey: func(study.Params) string { return "georep-v1" },
 		Engines:    []string{"postgres"},
 		EnginesWhy: "the replication system reads PostgreSQL's logical decoding, and its baselines are PostgreSQL's own replication and postgres_fdw",
