@@ -434,3 +434,40 @@ func scrape(t *testing.T, b *background) string {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// TestReplicateLogReaderFailureIsSaidOnce: a log reader that fails for good
+// (its slot dropped behind its back) ends the run with exit 1 and says so
+// once, prefixed once.
+func TestReplicateLogReaderFailureIsSaidOnce(t *testing.T) {
+	pub, sub := replServers(t, "logical")
+	mustExec(t, pub, "CREATE TABLE a (id int PRIMARY KEY, v text)")
+	env := map[string]string{"DBRIG_PUBLISHER": pub.Conn("shop").URI(), "DBRIG_SUBSCRIBER": sub.Conn("shop").URI()}
+	if code, out, errs := replRun(t, env, "replicate", "setup", "--tables", "a", "--init", "snapshot"); code != 0 {
+		t.Fatalf("setup: %d\n%s%s", code, out, errs)
+	}
+	r := replStart(t, env, "replicate", "run", "--role", "log-reader", "--progress", "0")
+	waitStatus(t, env, "the log reader running", func(s statusJSON) bool { return s.LogReader.Running })
+	deadline := time.Now().Add(30 * time.Second)
+	for queryInt(t, pub, "shop", "SELECT count(*) FROM pg_replication_slots WHERE slot_name = 'dbrig'") > 0 {
+		// Between the walsender's exit and the log reader's reconnect the
+		// slot is free to drop.
+		mustExec(t, pub, "SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots WHERE slot_name = 'dbrig' AND active_pid IS NOT NULL")
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		pub.Exec(ctx, "shop", "SELECT pg_drop_replication_slot('dbrig')")
+		cancel()
+		if time.Now().After(deadline) {
+			t.Fatal("could not drop the slot")
+		}
+	}
+	select {
+	case code := <-r.done:
+		r.done <- code
+		errs := r.err.String()
+		t.Logf("run ended: exit %d\n%s", code, errs)
+		if code != 1 || strings.Count(errs, "log reader:") != 1 || strings.Contains(errs, "log reader: log reader:") {
+			t.Errorf("run: exit %d, want 1 with one \"log reader:\" error:\n%s", code, errs)
+		}
+	case <-time.After(time.Minute):
+		t.Fatalf("the run went on without its slot:\n%s", r.err.String())
+	}
+}
