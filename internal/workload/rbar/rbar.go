@@ -123,6 +123,11 @@ func (w *workload) Run(ctx context.Context, env *study.Env) (study.Measurement, 
 		err = fmt.Errorf("the rbar workload speaks PostgreSQL's and MariaDB's dialects only, not %q", ep.Conn.Engine)
 	}
 	if err != nil {
+		if ctx.Err() != nil {
+			// A cancelled run's connection was shut down under it: what
+			// the driver saw (an unexpected EOF) is not the cause.
+			err = ctx.Err()
+		}
 		return m, fmt.Errorf("%s over %s: %w", w.experiment, ep.Conn, err)
 	}
 	m.Metrics["rows"] = float64(w.rows)
