@@ -259,7 +259,7 @@ func (c *channel) traffic() Traffic {
 
 // VersionError is a coordinator and an agent of different builds.
 type VersionError struct {
-	Host              string
+	Host               string
 	Agent, Coordinator Hello
 }
 
