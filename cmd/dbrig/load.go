@@ -18,8 +18,8 @@ import (
 
 	"github.com/dbrig/dbrig/internal/agent"
 	"github.com/dbrig/dbrig/internal/study"
-	"github.com/dbrig/dbrig/internal/topology"
 	"github.com/dbrig/dbrig/internal/term"
+	"github.com/dbrig/dbrig/internal/topology"
 	"github.com/dbrig/dbrig/internal/workload/tpch"
 )
 
