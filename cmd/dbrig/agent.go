@@ -117,6 +117,9 @@ type fleetFlags struct {
 	install   bool
 	sshConfig string
 	agentBin  string
+	// listen and count: agents that dial this coordinator (a cluster's).
+	listen string
+	count  int
 }
 
 func (f *fleetFlags) register(cmd *cobra.Command, withAgents bool) {
@@ -128,6 +131,29 @@ func (f *fleetFlags) register(cmd *cobra.Command, withAgents bool) {
 	fl.BoolVar(&f.install, "install", false, "copy this dbrig to each host first (~/.cache/dbrig/dbrig-HASH; skipped where it is already)")
 	fl.StringVar(&f.sshConfig, "ssh-config", "", "ssh client config `FILE` for the hosts (ssh -F)")
 	fl.StringVar(&f.agentBin, "agent-bin", "", "dbrig's `PATH` on the hosts (default: dbrig on their PATH)")
+	if withAgents {
+		fl.StringVar(&f.listen, "listen-agents", "", "wait for --agent-count agents that dial this coordinator at `ADDR` (a cluster's: see dbrig k8s render), with DBRIG_AGENT_TOKEN")
+		fl.IntVar(&f.count, "agent-count", 0, "agents to wait for with --listen-agents")
+	}
+}
+
+// acceptAgents waits for the agents of a cluster to dial in.
+func acceptAgents(ctx context.Context, a *app, f fleetFlags) ([]*agent.Agent, error) {
+	token := a.getenv("DBRIG_AGENT_TOKEN")
+	if token == "" {
+		return nil, usageError(errors.New("--listen-agents: DBRIG_AGENT_TOKEN is empty: agents prove they belong to the run with it"))
+	}
+	if f.count < 1 {
+		return nil, usageError(errors.New("--listen-agents: give --agent-count N"))
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
+	defer cancel()
+	fmt.Fprintf(a.stderr, "dbrig: waiting for %d agents on %s\n", f.count, f.listen)
+	agents, err := agent.Accept(ctx, f.listen, f.count, agent.HandshakeOptions{Version: a.version, Token: token})
+	if err != nil {
+		return nil, failure(err)
+	}
+	return agents, nil
 }
 
 func (f fleetFlags) ssh() agent.SSH {

@@ -186,7 +186,10 @@ func checkOLTPFlags(f loadOLTPFlags, engineSet bool) ([]int, error) {
 	if f.fleet.agents != "" && f.target == "" && !slices.ContainsFunc(f.fleet.hosts, func(h string) bool { return strings.HasPrefix(h, "db=") }) {
 		errs = append(errs, errors.New("--agents: agents on other hosts cannot reach a server on this machine's loopback: give --target URI (at an address they reach) or --host db=ssh://[user@]host (dbrig starts the server there)"))
 	}
-	if f.samples != "" && f.fleet.agents == "" {
+	if f.fleet.agents != "" && f.fleet.listen != "" {
+		errs = append(errs, errors.New("--agents and --listen-agents: agents are started by ssh, or dial in; not both"))
+	}
+	if f.samples != "" && f.fleet.agents == "" && f.fleet.listen == "" {
 		errs = append(errs, errors.New("--samples: goes with --agents"))
 	}
 	return users, errors.Join(errs...)
@@ -220,20 +223,26 @@ func loadOLTP(ctx context.Context, a *app, f loadOLTPFlags, engineSet bool) erro
 	}
 	w := &oltpWatcher{out: lines, style: term.Style{Enabled: term.ColorEnabled(lines, a.getenv)}, notes: a.stderr}
 	live := w.live()
-	if f.fleet.agents != "" {
-		targets, err := doctor.ReadHostsFile(f.fleet.agents)
-		if err != nil {
-			return usageError(fmt.Errorf("--agents: %w", err))
-		}
-		for _, u := range users {
-			if _, err := agent.Shares(load.Config{Users: u}, len(targets)); err != nil {
-				return usageError(fmt.Errorf("--users %d, --agents %s: %w", u, f.fleet.agents, err))
+	if f.fleet.agents != "" || f.fleet.listen != "" {
+		var agents []*agent.Agent
+		if f.fleet.listen != "" {
+			if agents, err = acceptAgents(ctx, a, f.fleet); err != nil {
+				return err
 			}
-		}
-		fmt.Fprintf(a.stderr, "dbrig: starting %d load agents\n", len(targets))
-		agents, err := startAgents(ctx, a, f.fleet, targets)
-		if err != nil {
-			return failure(err)
+		} else {
+			targets, err := doctor.ReadHostsFile(f.fleet.agents)
+			if err != nil {
+				return usageError(fmt.Errorf("--agents: %w", err))
+			}
+			for _, u := range users {
+				if _, err := agent.Shares(load.Config{Users: u}, len(targets)); err != nil {
+					return usageError(fmt.Errorf("--users %d, --agents %s: %w", u, f.fleet.agents, err))
+				}
+			}
+			fmt.Fprintf(a.stderr, "dbrig: starting %d load agents\n", len(targets))
+			if agents, err = startAgents(ctx, a, f.fleet, targets); err != nil {
+				return failure(err)
+			}
 		}
 		defer func() { _ = agent.CloseAll(context.WithoutCancel(ctx), agents) }()
 		for _, ag := range agents {

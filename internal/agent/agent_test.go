@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -235,5 +236,38 @@ func TestShares(t *testing.T) {
 	}
 	if _, err := Shares(load.Config{Users: 2}, 3); err == nil || !strings.Contains(err.Error(), "at least one user") {
 		t.Errorf("2 users over 3 agents: %v", err)
+	}
+}
+
+// TestAgentsDialInByIndex: a cluster's agents dial the coordinator; it
+// takes those with the run's token, in the order of their indexes.
+func TestAgentsDialInByIndex(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+	for _, d := range []struct {
+		index int
+		token string
+	}{{1, "secret"}, {0, "wrong"}, {0, "secret"}} {
+		wg.Go(func() {
+			_ = Dial(ctx, addr, ServeOptions{Version: "v1", Index: d.index, Token: d.token})
+		})
+		time.Sleep(50 * time.Millisecond)
+	}
+	agents, err := Accept(ctx, addr, 2, HandshakeOptions{Version: "v1", Token: "secret"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer CloseAll(context.Background(), agents)
+	if len(agents) != 2 || agents[0].Hello.Index != 0 || agents[1].Hello.Index != 1 || agents[0].Hello.Address != "127.0.0.1" {
+		t.Fatalf("agents %+v", agents)
 	}
 }

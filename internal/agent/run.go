@@ -295,6 +295,17 @@ func (r *loadRun) loop(ctx context.Context) error {
 				}
 			case TypeResult:
 				r.results[ev.i] = ev.m.Result
+				if ev.m.Result != nil && ev.m.Result.Interrupted && !stopped {
+					// Not stopped by us: the agent lost its side of the
+					// channel (its input ended) and stopped on its own.
+					err := fmt.Errorf("agent %s (%s): %w: it stopped its load%s; its share of the load is missing, so the run failed", a.Name, a.Hello.Host, ErrLost, r.when())
+					r.out.Agents[ev.i].Error = err.Error()
+					failure = errors.Join(failure, err)
+					stopAll()
+					if afterStop == nil {
+						afterStop = time.After(15 * time.Second)
+					}
+				}
 			case TypeError:
 				r.out.Agents[ev.i].Error = ev.m.Error
 				failure = errors.Join(failure, fmt.Errorf("agent %s: %s", a.Name, ev.m.Error))
