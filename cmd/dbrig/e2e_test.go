@@ -39,7 +39,7 @@ func TestMain(m *testing.M) {
 
 // dbrigBinary builds the dbrig command once per test binary, so that tests
 // use it the way a user does: as a process that gets signals.
-func dbrigBinary(t *testing.T) string {
+func dbrigBinary(t testing.TB) string {
 	t.Helper()
 	buildOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "dbrig-bin-")

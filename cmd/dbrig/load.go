@@ -16,8 +16,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/dbrig/dbrig/internal/agent"
 	"github.com/dbrig/dbrig/internal/study"
 	"github.com/dbrig/dbrig/internal/term"
+	"github.com/dbrig/dbrig/internal/topology"
 	"github.com/dbrig/dbrig/internal/workload/tpch"
 )
 
@@ -73,6 +75,8 @@ type loadRun struct {
 	// live view of the run); progress, when set, replaces the bars.
 	reg      *study.Registry
 	progress study.Progress
+	// fleet, when set, places sites on hosts (--host).
+	fleet *fleetFlags
 }
 
 // runLoad runs a load like a study: the same checks, runner, results and
@@ -90,6 +94,15 @@ func runLoad(ctx context.Context, a *app, l loadRun) (dir string, out study.Outc
 	spec, err := study.Parse("load-"+l.name+".toml", l.spec, reg)
 	if err != nil {
 		return "", out, nil, usageError(err)
+	}
+	var sites map[string]topology.Starter
+	if l.fleet != nil {
+		var siteAgents []*agent.Agent
+		sites, siteAgents, err = placeSites(ctx, a, *l.fleet, spec)
+		if err != nil {
+			return "", out, nil, err
+		}
+		defer func() { _ = agent.CloseAll(context.WithoutCancel(ctx), siteAgents) }()
 	}
 	plan, err := spec.PlanWith("", opts)
 	if err != nil {
@@ -128,7 +141,7 @@ func runLoad(ctx context.Context, a *app, l loadRun) (dir string, out study.Outc
 	r := &study.Runner{
 		Plan: plan, Registry: reg, Dir: dir, Targets: logins, Keep: l.keep,
 		Progress: progress, Log: slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: level})),
-		Version: a.version, CommandLine: redactedArgs(),
+		Version: a.version, CommandLine: redactedArgs(), Sites: sites,
 	}
 	out, runErr = r.Run(ctx)
 	return dir, out, runErr, nil

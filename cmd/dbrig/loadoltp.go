@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -15,6 +17,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 
+	"github.com/dbrig/dbrig/internal/agent"
+	"github.com/dbrig/dbrig/internal/doctor"
+	"github.com/dbrig/dbrig/internal/engine"
 	"github.com/dbrig/dbrig/internal/load"
 	"github.com/dbrig/dbrig/internal/measure"
 	"github.com/dbrig/dbrig/internal/study"
@@ -46,6 +51,8 @@ type loadOLTPFlags struct {
 	keep        bool
 	bins        binDirs
 	verbose     bool
+	fleet       fleetFlags
+	samples     string
 }
 
 func newLoadOLTPCmd(a *app) *cobra.Command {
@@ -114,6 +121,9 @@ Exit codes: 0 success, 1 the load failed, 2 bad flags, 130 interrupted.`,
 	fl.StringVar(&f.bins.pg, "pg-bin", "", "PostgreSQL server binaries `DIR` (default: newest found)")
 	fl.StringVar(&f.bins.mariadb, "mariadb-bin", "", "MariaDB installation `DIR` (default: found on PATH)")
 	fl.BoolVar(&f.verbose, "verbose", false, "log what dbrig does to stderr")
+	f.fleet.register(cmd, true)
+	fl.StringVar(&f.samples, "samples", "", "with --agents: write every measured transaction's latency in µs to `FILE`, one per line (to check a merge; costs 8 bytes per transaction on the wire)")
+	_ = fl.MarkHidden("samples")
 	return cmd
 }
 
@@ -173,6 +183,15 @@ func checkOLTPFlags(f loadOLTPFlags, engineSet bool) ([]int, error) {
 	if f.target != "" && engineSet {
 		errs = append(errs, errors.New("--target and --engine both choose the server: a target's engine is its URI's"))
 	}
+	if f.fleet.agents != "" && f.target == "" && !slices.ContainsFunc(f.fleet.hosts, func(h string) bool { return strings.HasPrefix(h, "db=") }) {
+		errs = append(errs, errors.New("--agents: agents on other hosts cannot reach a server on this machine's loopback: give --target URI (at an address they reach) or --host db=ssh://[user@]host (dbrig starts the server there)"))
+	}
+	if f.fleet.agents != "" && f.fleet.listen != "" {
+		errs = append(errs, errors.New("--agents and --listen-agents: agents are started by ssh, or dial in; not both"))
+	}
+	if f.samples != "" && f.fleet.agents == "" && f.fleet.listen == "" {
+		errs = append(errs, errors.New("--samples: goes with --agents"))
+	}
 	return users, errors.Join(errs...)
 }
 
@@ -203,7 +222,52 @@ func loadOLTP(ctx context.Context, a *app, f loadOLTPFlags, engineSet bool) erro
 		lines = a.stderr
 	}
 	w := &oltpWatcher{out: lines, style: term.Style{Enabled: term.ColorEnabled(lines, a.getenv)}, notes: a.stderr}
-	reg := study.NewRegistry(engines, oltp.KindWith(w.live()))
+	live := w.live()
+	if f.fleet.agents != "" || f.fleet.listen != "" {
+		var agents []*agent.Agent
+		if f.fleet.listen != "" {
+			if agents, err = acceptAgents(ctx, a, f.fleet); err != nil {
+				return err
+			}
+		} else {
+			targets, err := doctor.ReadHostsFile(f.fleet.agents)
+			if err != nil {
+				return usageError(fmt.Errorf("--agents: %w", err))
+			}
+			for _, u := range users {
+				if _, err := agent.Shares(load.Config{Users: u}, len(targets)); err != nil {
+					return usageError(fmt.Errorf("--users %d, --agents %s: %w", u, f.fleet.agents, err))
+				}
+			}
+			fmt.Fprintf(a.stderr, "dbrig: starting %d load agents\n", len(targets))
+			if agents, err = startAgents(ctx, a, f.fleet, targets); err != nil {
+				return failure(err)
+			}
+		}
+		defer func() { _ = agent.CloseAll(context.WithoutCancel(ctx), agents) }()
+		for _, ag := range agents {
+			fmt.Fprintf(a.stderr, "dbrig: agent %s (%s, %d CPUs): clock offset %s, rtt %s\n", ag.Name, ag.Hello.Host, ag.Hello.CPUs,
+				ag.Offset.Round(time.Microsecond), ag.RTT.Round(time.Microsecond))
+		}
+		live.Spread = func(ctx context.Context, cfg load.Config, login engine.Conn, p oltp.AgentParams) (*load.Result, error) {
+			cfg.KeepSamples = f.samples != ""
+			out, err := agent.RunLoad(ctx, agents, agent.LoadSpec{Workload: "oltp", Params: p, Login: login, Config: cfg, OnInterval: live.OnInterval})
+			if out != nil {
+				w.mu.Lock()
+				w.agents = append(w.agents, out.Agents)
+				w.mu.Unlock()
+				printAgents(w.out, out.Agents)
+				if f.samples != "" && out.Result != nil {
+					if werr := writeSamples(f.samples, out.Samples); werr != nil {
+						err = errors.Join(err, werr)
+					}
+				}
+				return out.Result, err
+			}
+			return nil, err
+		}
+	}
+	reg := study.NewRegistry(engines, oltp.KindWith(live))
 
 	runCtx, stopMetrics := context.WithCancel(ctx)
 	defer stopMetrics()
@@ -221,7 +285,7 @@ func loadOLTP(ctx context.Context, a *app, f loadOLTPFlags, engineSet bool) erro
 		Keying: f.keying, TxLimit: f.txLimit, Seed: f.seed, Target: f.target != ""}
 	w.describe(spec, eng.Title())
 	dir, out, runErr, err := runLoad(ctx, a, loadRun{name: "oltp", spec: spec.Spec(), target: f.target, engine: engineName,
-		out: f.out, keep: f.keep, bins: f.bins, log: f.verbose, reg: reg, progress: &noteProgress{w: a.stderr}})
+		out: f.out, keep: f.keep, bins: f.bins, log: f.verbose, reg: reg, progress: &noteProgress{w: a.stderr}, fleet: &f.fleet})
 	stopMetrics()
 	if metricsSrv != nil {
 		if err := metricsSrv.Wait(); err != nil {
@@ -275,6 +339,7 @@ type oltpWatcher struct {
 	metrics swappableCollector
 	mu      sync.Mutex
 	results []*load.Result
+	agents  [][]agent.AgentReport // per point run on agents
 }
 
 func (w *oltpWatcher) live() *oltp.Live {
@@ -370,6 +435,8 @@ type oltpSummary struct {
 	ScaleFactor float64         `json:"scale_factor"`
 	Points      []oltpPointJSON `json:"points"`
 	Error       string          `json:"error,omitempty"`
+	// Agents are each point's agents, when the load was spread over them.
+	Agents [][]agent.AgentReport `json:"agents,omitempty"`
 }
 
 type oltpPointJSON struct {
@@ -442,6 +509,7 @@ func (w *oltpWatcher) summary(s oltp.Standalone, dir, html, md string, results [
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	sum.Agents = w.agents
 	byUsers := map[int]*load.Result{}
 	for _, r := range w.results {
 		byUsers[r.Users] = r
@@ -483,4 +551,17 @@ func (p *oltpPointJSON) fill(res *load.Result) {
 			TPS: iv.Overall.TPS(iv.Length), P50Ms: msOf(iv.Overall.P50), P99Ms: msOf(iv.Overall.P99), MaxMs: msOf(iv.Overall.Max),
 			Errors: iv.Overall.Errors, Late: iv.Late, NotSt: iv.NotStarted})
 	}
+}
+
+// writeSamples writes latencies in µs, one per line.
+func writeSamples(path string, samples []int64) error {
+	b := make([]byte, 0, len(samples)*8)
+	for _, v := range samples {
+		b = strconv.AppendInt(b, v, 10)
+		b = append(b, '\n')
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		return fmt.Errorf("--samples: %w", err)
+	}
+	return nil
 }

@@ -126,8 +126,10 @@ Exit codes: 0 success, 1 a run or check failed, 2 bad usage or study file,
 	})
 	// The registry of commands: explicit, sorted by cobra for --help.
 	for _, newCmd := range []func(*app) *cobra.Command{
+		newAgentCmd,
 		newCompareCmd,
 		newDoctorCmd,
+		newK8sCmd,
 		newLinkCmd,
 		newLoadCmd,
 		newReplicateCmd,

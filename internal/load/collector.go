@@ -128,6 +128,7 @@ type collector struct {
 	notStartedWas int64
 	series        []Interval
 	live          []liveType // the collector's copy, published each second
+	samples       []int64    // the interval's, with Config.KeepSamples
 }
 
 func newCollector(r *Runner) *collector {
@@ -224,6 +225,7 @@ func (c *collector) drain() {
 
 func (c *collector) absorb(b *buffer) {
 	c.iv.add(b)
+	c.samples = append(c.samples, b.samples...)
 	switch c.phase {
 	case WarmUp:
 		for i := range b.types {
@@ -269,6 +271,10 @@ func (c *collector) closeInterval(end time.Duration) {
 			}
 		}
 		iv.Histograms = h
+	}
+	if c.r.cfg.KeepSamples {
+		iv.Samples = c.samples
+		c.samples = nil
 	}
 	c.series = append(c.series, iv)
 	c.r.live.publish(c, &iv)

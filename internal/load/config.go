@@ -1,6 +1,7 @@
 package load
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -90,6 +91,22 @@ type Config struct {
 	// IntervalHistograms attaches each second's distributions to the
 	// Interval, for a coordinator that merges the intervals of load agents.
 	IntervalHistograms bool
+
+	// Ready, if set, is called once every worker is open, just before the
+	// run's clock starts; the clock starts when it returns, and an error
+	// ends the run before any operation. A load agent waits in it for its
+	// coordinator's common start instant, so that every agent's seconds
+	// cover the same seconds of the wall clock.
+	Ready func(ctx context.Context) error
+	// ArrivalOffset delays every arrival of an open loop's schedule: agents
+	// that share a fixed rate stagger their arrivals with it, so that
+	// together they are evenly spaced rather than simultaneous.
+	ArrivalOffset time.Duration
+	// KeepSamples attaches every successful operation's latency (in
+	// microseconds, as recorded) to the Interval in which it finished, so
+	// that a merge of distributions can be checked against all the samples.
+	// Memory grows with the operations: for short runs and checks only.
+	KeepSamples bool
 }
 
 // Defaults the layer applies to zero fields.
@@ -146,7 +163,7 @@ func (c Config) Validate() error {
 	}{
 		{"think", c.Think.Mean}, {"think cap", c.Think.Max}, {"keying", c.Keying}, {"ramp-up", c.RampUp},
 		{"warm-up", c.WarmUp}, {"duration", c.Duration}, {"grace", c.Grace}, {"late-after", c.LateAfter},
-		{"transaction limit", c.TxLimit},
+		{"transaction limit", c.TxLimit}, {"arrival offset", c.ArrivalOffset},
 	} {
 		if d.value < 0 {
 			bad("%s %v: must not be negative", d.name, d.value)

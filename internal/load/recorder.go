@@ -99,6 +99,9 @@ type buffer struct {
 	types []typeBuffer
 	lag   *hdrhistogram.PackedHistogram // start lag of operations that had a schedule
 	late  int64                         // of which later than LateAfter
+	// samples are the recorded latencies of successful operations (µs),
+	// kept only with Config.KeepSamples.
+	samples []int64
 }
 
 func newBuffer(types int, open bool) *buffer {
@@ -124,6 +127,7 @@ func (b *buffer) reset() {
 	}
 	b.lag.Reset()
 	b.late = 0
+	b.samples = b.samples[:0]
 }
 
 // outcome is how an operation ended.
@@ -147,6 +151,8 @@ type recorder struct {
 	spare     *buffer // the collector's
 	lateAfter time.Duration
 	txLimit   time.Duration
+	// keepSamples is set before the run starts, never during it.
+	keepSamples bool
 }
 
 func newRecorder(types int, open bool, lateAfter, txLimit time.Duration) *recorder {
@@ -172,6 +178,9 @@ func (r *recorder) record(tx int, o outcome, class ErrorClass, latency, service,
 			t.clamped++
 		}
 		_ = t.latency.RecordValue(v) // in range by construction
+		if r.keepSamples {
+			b.samples = append(b.samples, v)
+		}
 		t.latencySum += int64(latency)
 		if t.service != nil {
 			v, _ = measure.ToMicros(service)

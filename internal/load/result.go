@@ -58,6 +58,10 @@ type Interval struct {
 	// Histograms is set when Config.IntervalHistograms is: the interval's
 	// distributions, for a coordinator to merge.
 	Histograms *IntervalHistograms `json:"histograms,omitempty"`
+	// Samples is set when Config.KeepSamples is: the recorded latency of
+	// every successful operation that finished in the interval, in
+	// microseconds, in no particular order.
+	Samples []int64 `json:"samples_us,omitempty"`
 }
 
 // IntervalStats is one transaction type's (or all types') second.

@@ -99,6 +99,11 @@ func (r *Runner) Run(ctx context.Context) (res *Result, err error) {
 	if err != nil {
 		return nil, err
 	}
+	if r.cfg.Ready != nil {
+		if err := r.cfg.Ready(ctx); err != nil {
+			return nil, fmt.Errorf("before the start: %w", err)
+		}
+	}
 
 	stopCtx, stop := context.WithCancel(ctx)
 	defer stop()
@@ -109,6 +114,7 @@ func (r *Runner) Run(ctx context.Context) (res *Result, err error) {
 	r.recorders = make([]*recorder, len(workers))
 	for i := range r.recorders {
 		r.recorders[i] = newRecorder(len(r.mix), r.cfg.Open(), r.cfg.LateAfter, r.cfg.TxLimit)
+		r.recorders[i].keepSamples = r.cfg.KeepSamples
 	}
 	if r.cfg.Open() {
 		r.queue = make(chan time.Duration, r.cfg.MaxInFlight)
@@ -340,7 +346,7 @@ func (r *Runner) dispatch() {
 	limit := int64(r.cfg.MaxInFlight)
 	lastWake := -minWakeInterval
 	for n := int64(0); r.cfg.Ops == 0 || n < r.cfg.Ops; n++ {
-		at := sched.next()
+		at := sched.next() + r.cfg.ArrivalOffset
 		if at > r.since() {
 			if !w.waitUntil(max(at, lastWake+minWakeInterval)) {
 				return

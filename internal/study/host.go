@@ -7,7 +7,9 @@ import (
 	"os"
 	"slices"
 	"sort"
+	"strings"
 
+	"github.com/dbrig/dbrig/internal/doctor"
 	"github.com/dbrig/dbrig/internal/engine"
 )
 
@@ -48,6 +50,9 @@ func CheckHost(plan *Plan) error {
 				if !slices.Contains(members, in.Name) || in.Target != "" {
 					continue
 				}
+				if _, remote := spec.Sites[in.Site]; remote {
+					continue // checked by the engine on its host, when it starts
+				}
 				if in.CPUs != "" {
 					if _, err := engine.CheckCPUs(in.CPUs); err != nil {
 						add(key+".cpus", err.Error())
@@ -76,4 +81,41 @@ func CheckHost(plan *Plan) error {
 	}
 	sort.SliceStable(errs, func(i, j int) bool { return errs[i].Line < errs[j].Line })
 	return errs
+}
+
+// ParseHost reads a site's host: ssh://[user@]host[:port] or
+// [user@]host[:port].
+func ParseHost(s string) (doctor.Target, error) {
+	if s == "" {
+		return doctor.Target{}, errors.New("missing: ssh://[user@]host[:port]")
+	}
+	rest, _ := strings.CutPrefix(s, "ssh://")
+	if strings.Contains(rest, "://") {
+		return doctor.Target{}, fmt.Errorf("%q: want ssh://[user@]host[:port]", s)
+	}
+	t, err := doctor.ParseTarget(strings.TrimSuffix(rest, "/"))
+	if err != nil {
+		return t, fmt.Errorf("%q: %w", s, err)
+	}
+	return t, nil
+}
+
+// PlaceSite places a site on a host, as [site.NAME] host = "..." does (the
+// command line's --host SITE=ssh://user@host): the spec's own placement of
+// that site, if any, is replaced.
+func (s *Spec) PlaceSite(site, host string) error {
+	if !slices.ContainsFunc(s.Instances, func(in InstanceSpec) bool { return in.Site == site }) {
+		if site == s.Client.Site {
+			return fmt.Errorf("--host %s=%s: %q holds only the client, which runs in dbrig's process (spread a load over hosts with --agents)", site, host, site)
+		}
+		return fmt.Errorf("--host %s=%s: the study has no site %q with instances", site, host, site)
+	}
+	if _, err := ParseHost(host); err != nil {
+		return fmt.Errorf("--host %s=%s: %w", site, host, err)
+	}
+	if s.Sites == nil {
+		s.Sites = map[string]SiteSpec{}
+	}
+	s.Sites[site] = SiteSpec{Host: host}
+	return nil
 }

@@ -47,6 +47,9 @@ type Runner struct {
 	// MonitorInterval is how often each server is sampled while a point
 	// runs (0 = monitor.DefaultInterval).
 	MonitorInterval time.Duration
+	// Sites start the instances of sites placed on other hosts (the
+	// spec's [site.NAME] host, or --host), by site name.
+	Sites map[string]topology.Starter
 }
 
 // Outcome is what a run did.
@@ -87,7 +90,7 @@ func (r *Runner) Run(ctx context.Context) (out Outcome, err error) {
 		return out, err
 	}
 	topo := topology.New(topology.Options{
-		Engines: r.Registry.Engines(), Targets: r.Targets, Log: r.Log, SeriesInterval: r.SeriesInterval,
+		Engines: r.Registry.Engines(), Targets: r.Targets, Log: r.Log, SeriesInterval: r.SeriesInterval, Sites: r.Sites,
 		Start: engine.StartOptions{BaseDir: r.BaseDir, Keep: r.Keep, Log: r.Log},
 	})
 	// cleanups are what workloads made outside the servers (Env.Cleanup):

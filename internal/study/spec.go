@@ -20,20 +20,21 @@ import (
 // Spec is a study file: what is measured, on what, how often, and which
 // published figures it reproduces.
 type Spec struct {
-	Name         string           `toml:"name"`
-	Title        string           `toml:"title"`
-	Question     string           `toml:"question"`
-	DefaultScale string           `toml:"default_scale"`
-	Source       Source           `toml:"source"`
-	Published    []Published      `toml:"published"`
-	Instances    []InstanceSpec   `toml:"instance"`
-	Client       ClientSpec       `toml:"client"`
-	Links        []LinkSpec       `toml:"link"`
-	Workload     map[string]any   `toml:"workload"`
-	Sweep        map[string]any   `toml:"sweep"`
-	Repeat       RepeatSpec       `toml:"repeat"`
-	Scales       map[string]Scale `toml:"scale"`
-	Limits       []string         `toml:"limits"`
+	Name         string              `toml:"name"`
+	Title        string              `toml:"title"`
+	Question     string              `toml:"question"`
+	DefaultScale string              `toml:"default_scale"`
+	Source       Source              `toml:"source"`
+	Published    []Published         `toml:"published"`
+	Instances    []InstanceSpec      `toml:"instance"`
+	Client       ClientSpec          `toml:"client"`
+	Links        []LinkSpec          `toml:"link"`
+	Sites        map[string]SiteSpec `toml:"site"`
+	Workload     map[string]any      `toml:"workload"`
+	Sweep        map[string]any      `toml:"sweep"`
+	Repeat       RepeatSpec          `toml:"repeat"`
+	Scales       map[string]Scale    `toml:"scale"`
+	Limits       []string            `toml:"limits"`
 
 	// Filled by Parse.
 	File      string   `toml:"-"`
@@ -94,6 +95,16 @@ type ClientSpec struct {
 	GOMAXPROCS any `toml:"gomaxprocs"`
 	// CPUs pins the client process to a CPU list ("0", "0-1"); "" = any.
 	CPUs any `toml:"cpus"`
+}
+
+// SiteSpec places a site on a host: its instances run there, started by a
+// dbrig agent over ssh, and the network between it and the other sites is
+// the real one (a [[link]] with an emulation profile still puts the
+// emulated link in front).
+type SiteSpec struct {
+	// Host is ssh://[user@]host[:port] or [user@]host[:port], as `dbrig
+	// doctor --hosts` reads it.
+	Host string `toml:"host"`
 }
 
 // LinkSpec joins two sites with an emulated link, a direct loopback
@@ -344,6 +355,20 @@ func (v *validator) validate(reg *Registry) {
 		}
 		if l.Profile == "" {
 			v.add(key+".profile", "missing: a link profile (e.g. \"lan-1g\", \"tukwila-blueridge\", \"unix\", \"direct\")")
+		}
+	}
+
+	// Sites placed on hosts.
+	for _, name := range sortedKeys(s.Sites) {
+		key := "site." + name
+		switch {
+		case !sites[name]:
+			v.add(key, "unknown site %q: sites are the client's (%q) and the instances' (%s)", name, s.Client.Site, strings.Join(sortedKeys(sites), ", "))
+		case !slices.ContainsFunc(s.Instances, func(in InstanceSpec) bool { return in.Site == name }):
+			v.add(key+".host", "site %q holds only the client, which runs in dbrig's process (spread a load over hosts with load agents: dbrig load oltp --agents FILE)", name)
+		}
+		if _, err := ParseHost(s.Sites[name].Host); err != nil {
+			v.add(key+".host", "%v", err)
 		}
 	}
 

@@ -578,3 +578,47 @@ func TestAFindingNoJudgeDecidesIsRefused(t *testing.T) {
 		t.Errorf("an unjudged finding: %v", err)
 	}
 }
+
+func TestSitesOnHosts(t *testing.T) {
+	reg := testRegistry()
+	base := "name = \"s\"\ntitle = \"t\"\n[[instance]]\nname = \"db\"\n[workload]\nkind = \"ping\"\n"
+	tests := []struct {
+		name, extra, wantErr string
+	}{
+		{"placed", "[site.db]\nhost = \"ssh://pg@db1:2222\"\n", ""},
+		{"without scheme", "[site.db]\nhost = \"pg@db1\"\n", ""},
+		{"unknown site", "[site.dc2]\nhost = \"db1\"\n", "site.dc2: unknown site \"dc2\""},
+		{"client only", "[site.client]\nhost = \"db1\"\n", "site.client.host: site \"client\" holds only the client"},
+		{"bad host", "[site.db]\nhost = \"http://db1\"\n", "site.db.host: \"http://db1\": want ssh://"},
+		{"no host", "[site.db]\n", "site.db.host: missing"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, err := Parse("x.toml", []byte(base+tt.extra), reg)
+			if tt.wantErr == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if h, _ := ParseHost(s.Sites["db"].Host); h.Host != "db1" {
+					t.Errorf("host %+v", h)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Errorf("error %v, want %q", err, tt.wantErr)
+			}
+		})
+	}
+	s, err := Parse("x.toml", []byte(base), reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PlaceSite("db", "ssh://root@198.18.0.2"); err != nil || s.Sites["db"].Host != "ssh://root@198.18.0.2" {
+		t.Errorf("place db: %v, %+v", err, s.Sites)
+	}
+	for _, bad := range []string{"client", "nowhere"} {
+		if err := s.PlaceSite(bad, "h"); err == nil {
+			t.Errorf("placed site %q", bad)
+		}
+	}
+}

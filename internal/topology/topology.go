@@ -64,6 +64,17 @@ type Options struct {
 	Log     *slog.Logger
 	// SeriesInterval is the links' time-series bucket (0 = link default).
 	SeriesInterval time.Duration
+	// Sites start the instances of sites placed on other hosts, by site
+	// name (a study's [site.NAME] host); instances of other sites start
+	// here.
+	Sites map[string]Starter
+}
+
+// Starter starts owned instances somewhere other than this process's
+// machine: a load agent on a site's host. The instance it returns reaches
+// its server across the real network.
+type Starter interface {
+	Start(ctx context.Context, cfg engine.InstanceConfig, opts engine.StartOptions) (engine.Instance, error)
 }
 
 // Change says what Apply did to one instance.
@@ -240,6 +251,13 @@ func (t *Topology) bringUp(ctx context.Context, cfg engine.InstanceConfig) (*run
 	eng, ok := t.opts.Engines.Lookup(cfg.Engine)
 	if !ok {
 		return nil, fmt.Errorf("instance %q: unknown engine %q (dbrig has: %s)", cfg.Name, cfg.Engine, strings.Join(t.opts.Engines.Names(), ", "))
+	}
+	if st, ok := t.opts.Sites[cfg.Site]; ok && cfg.Target == "" {
+		inst, err := st.Start(ctx, cfg, t.opts.Start)
+		if err != nil {
+			return nil, err
+		}
+		return &running{cfg: cfg, inst: inst}, nil
 	}
 	if cfg.Target == "" {
 		inst, err := eng.Start(ctx, cfg, t.opts.Start)

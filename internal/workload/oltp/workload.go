@@ -27,6 +27,11 @@ type Live struct {
 	// Note receives what the workload says before the run (the login it
 	// uses, the data it found).
 	Note func(string)
+	// Spread, when set, runs the point's load on load agents instead of in
+	// this process (`dbrig load oltp --agents`): it gets the whole load,
+	// the users' login and what an agent needs to make its share
+	// (AgentWorkload), and returns the agents' merged result.
+	Spread func(ctx context.Context, cfg load.Config, login engine.Conn, p AgentParams) (*load.Result, error)
 }
 
 // Kind registers the workload.
@@ -85,6 +90,7 @@ func params() []study.ParamSpec {
 
 type workload struct {
 	mix      Mix
+	mixName  string
 	sf       float64
 	cfg      load.Config
 	instance string
@@ -132,7 +138,7 @@ func newWorkload(p study.Params) (*workload, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &workload{mix: mix, sf: sf, cfg: cfg, instance: p.String("instance")}, nil
+	return &workload{mix: mix, mixName: p.String("mix"), sf: sf, cfg: cfg, instance: p.String("instance")}, nil
 }
 
 // Prepare makes the database, the tables and their data at the scale
@@ -196,14 +202,19 @@ func (w *workload) Run(ctx context.Context, env *study.Env) (study.Measurement, 
 		}
 	}
 	lw := &loadWorkload{mix: w.mix, sizes: SizesAt(w.sf), login: login, seed: cfg.Seed}
-	r, err := load.NewRunner(cfg, lw)
-	if err != nil {
-		return study.Measurement{}, err
+	var res *load.Result
+	if w.live != nil && w.live.Spread != nil {
+		res, err = w.live.Spread(ctx, cfg, login, AgentParams{Mix: w.mixName, Scale: w.sf})
+	} else {
+		r, err := load.NewRunner(cfg, lw)
+		if err != nil {
+			return study.Measurement{}, err
+		}
+		if w.live != nil && w.live.Runner != nil {
+			w.live.Runner(r)
+		}
+		res, err = r.Run(ctx)
 	}
-	if w.live != nil && w.live.Runner != nil {
-		w.live.Runner(r)
-	}
-	res, err := r.Run(ctx)
 	if res != nil && w.live != nil && w.live.Result != nil {
 		w.live.Result(res)
 	}
