@@ -101,7 +101,7 @@ func (l *tenantLoad) markStarted() { l.startOnce.Do(func() { close(l.started) })
 type caller struct {
 	invoices int // seeded invoices
 	rng      *rand.Rand
-	next []int
+	next     []int
 	// texts[family][k] is the statement that calls function k.
 	texts [][]string
 }
