@@ -1,15 +1,112 @@
 package tenants
 
 import (
-	"github.com/dbrig/dbrig/internal/report"
+	"fmt"
+	"math"
+
 	"github.com/dbrig/dbrig/internal/study"
 )
 
-// Model is filled in later.
-func Model(r study.Result, all []study.Result) study.Prediction { return study.Prediction{} }
+// The model is the closed loop's: N connections, each thinking Z between
+// transactions that take R, run N / (R + Z) transactions a second, until a
+// resource saturates; then the resource's capacity over each transaction's
+// demand on it is the ceiling (the utilization law). Here the resource is
+// the CPU: the servers and dbrig's client share the host's CPUs, less what
+// other processes took during the point.
+//
+//	TPM = min(N × 60 / (R0 + Z), 60 × C / D)
+//
+// R0 is the response time without queueing: the lowest mean response any
+// point of the run had so far on the same engine (the fewest connections
+// come closest to it). D is the point's CPU time per transaction (servers
+// and client), C the CPUs left to them: the host's, less other processes'
+// measured load.
 
-// Judges are filled in later.
-func Judges() map[string]study.Judge { return map[string]study.Judge{} }
+// minCPUs keeps the ceiling finite when other processes took (nearly) the
+// whole host.
+const minCPUs = 0.1
 
-// Report is filled in later.
-func Report(rd *study.RunData, d *report.Doc) {}
+// closedLoop is the model's two bounds for a point.
+type closedLoop struct {
+	n, r0, z  float64 // connections, seconds, seconds
+	d, c      float64 // CPU seconds per transaction, CPUs
+	thinkTPM  float64 // N × 60 / (R0 + Z)
+	cpuTPM    float64 // 60 × C / D (NaN when D is unknown)
+	tpm       float64 // the smaller
+	saturated bool    // the CPU bound is the smaller
+}
+
+func (m closedLoop) resource() string {
+	if m.saturated {
+		return "CPU"
+	}
+	return "none (think time)"
+}
+
+// loopOf is the model of a result, with R0 from the results before it.
+func loopOf(r study.Result, all []study.Result) (closedLoop, bool) {
+	n := r.Metrics["databases"]
+	z := r.Metrics["think_ms"] / 1000
+	r0 := r.Metrics["response_ms"] / 1000
+	if n <= 0 || r0 <= 0 {
+		return closedLoop{}, false
+	}
+	eng := engineOf(r)
+	for _, o := range all {
+		if !o.Measured() || engineOf(o) != eng {
+			continue
+		}
+		if v := o.Metrics["response_ms"] / 1000; v > 0 && v < r0 {
+			r0 = v
+		}
+	}
+	m := closedLoop{n: n, r0: r0, z: z, cpuTPM: math.NaN()}
+	m.thinkTPM = n * 60 / (r0 + z)
+	m.tpm = m.thinkTPM
+	if d := r.Metrics["cpu_ms_per_tx"] / 1000; d > 0 {
+		m.d = d
+		m.c = max(minCPUs, r.Metrics["host_cpus"]-r.Metrics["other_cpus"])
+		m.cpuTPM = 60 * m.c / d
+		if m.cpuTPM < m.thinkTPM {
+			m.tpm, m.saturated = m.cpuTPM, true
+		}
+	}
+	return m, true
+}
+
+func engineOf(r study.Result) string {
+	if len(r.Instances) > 0 {
+		return r.Instances[0].Engine
+	}
+	return ""
+}
+
+// Model predicts a point's TPM from the closed loop and the CPU's ceiling.
+func Model(r study.Result, all []study.Result) study.Prediction {
+	m, ok := loopOf(r, all)
+	if !ok {
+		return study.Prediction{}
+	}
+	p := study.Prediction{Metrics: map[string]float64{"tpm": m.tpm, "tpm_per_db": m.tpm / m.n}}
+	p.Formula = fmt.Sprintf("closed loop: TPM = N × 60 / (R0 + Z) = %.0f × 60 / (%s + %s) = %.0f", m.n, ms(m.r0), ms(m.z), m.thinkTPM)
+	if !math.IsNaN(m.cpuTPM) {
+		p.Formula += fmt.Sprintf(" until the CPU saturates at 60 × C / D = 60 × %.2f CPUs / %s = %.0f", m.c, ms(m.d), m.cpuTPM)
+		if m.saturated {
+			p.Formula += ": the CPU is the resource that limits"
+		} else {
+			p.Formula += ": no resource saturates"
+		}
+	}
+	return p
+}
+
+// ms prints seconds as milliseconds.
+func ms(s float64) string {
+	switch {
+	case s >= 0.01:
+		return fmt.Sprintf("%.1f ms", s*1000)
+	case s >= 0.001:
+		return fmt.Sprintf("%.2f ms", s*1000)
+	}
+	return fmt.Sprintf("%.0f µs", s*1e6)
+}
