@@ -24,6 +24,7 @@ import (
 	"github.com/dbrig/dbrig/internal/term"
 	"github.com/dbrig/dbrig/internal/workload/georep"
 	"github.com/dbrig/dbrig/internal/workload/rbar"
+	"github.com/dbrig/dbrig/internal/workload/tenants"
 	"github.com/dbrig/dbrig/internal/workload/tpch"
 	"github.com/dbrig/dbrig/studies"
 )
@@ -38,7 +39,7 @@ func newEngines(dirs binDirs) *engine.Registry {
 
 // newRegistry lists the engines and the workloads dbrig knows.
 func newRegistry(dirs binDirs) *study.Registry {
-	return study.NewRegistry(newEngines(dirs), rbar.Kind(), georep.Kind(), tpch.Kind())
+	return study.NewRegistry(newEngines(dirs), rbar.Kind(), georep.Kind(), tpch.Kind(), tenants.Kind())
 }
 
 // loadStudy reads a study by built-in name or file path.

@@ -16,7 +16,8 @@ import (
 //
 //	TPM = min(N × 60 / (R0 + Z), 60 × C / D)
 //
-// R0 is the response time without queueing: the lowest mean response any
+// Z is the think time plus how late the client's timers ended it. R0 is
+// the response time without queueing: the lowest mean response any
 // point of the run had so far on the same engine (the fewest connections
 // come closest to it). D is the point's CPU time per transaction (servers
 // and client), C the CPUs left to them: the host's, less other processes'
@@ -46,7 +47,9 @@ func (m closedLoop) resource() string {
 // loopOf is the model of a result, with R0 from the results before it.
 func loopOf(r study.Result, all []study.Result) (closedLoop, bool) {
 	n := r.Metrics["databases"]
-	z := r.Metrics["think_ms"] / 1000
+	// The think time as the client kept it: its timers wake late on a
+	// busy host, and that lateness is part of each connection's cycle.
+	z := (r.Metrics["think_ms"] + r.Metrics["think_lag_ms"]) / 1000
 	r0 := r.Metrics["response_ms"] / 1000
 	if n <= 0 || r0 <= 0 {
 		return closedLoop{}, false

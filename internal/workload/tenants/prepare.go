@@ -215,6 +215,24 @@ func (b *pgBuilder) existing(ctx context.Context) (map[string]bool, error) {
 		return nil, err
 	}
 	out := map[string]bool{}
+	if b.templated() {
+		// A copy carries the template's signature as its comment: one
+		// query tells what every database holds.
+		rows, err := conn.Query(ctx, `SELECT datname, coalesce(shobj_description(oid, 'pg_database'), '') FROM pg_database WHERE datname = ANY($1)`, names)
+		if err != nil {
+			return nil, err
+		}
+		for rows.Next() {
+			var n, comment string
+			if err := rows.Scan(&n, &comment); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			out[n] = comment == b.sig
+		}
+		rows.Close()
+		return out, rows.Err()
+	}
 	for _, n := range names {
 		out[n] = b.holds(ctx, n)
 	}
@@ -285,7 +303,8 @@ func (b *pgBuilder) create(ctx context.Context, name string) error {
 	id := pgx.Identifier{name}.Sanitize()
 	return b.inst.Exec(ctx, "postgres",
 		"DROP DATABASE IF EXISTS "+id+" WITH (FORCE)",
-		"CREATE DATABASE "+id+" TEMPLATE "+pgx.Identifier{b.db}.Sanitize()+strategy)
+		"CREATE DATABASE "+id+" TEMPLATE "+pgx.Identifier{b.db}.Sanitize()+strategy,
+		"COMMENT ON DATABASE "+id+" IS "+quotePG(b.sig))
 }
 
 func (b *pgBuilder) drop(ctx context.Context, name string) error {

@@ -225,6 +225,7 @@ var Metrics = []study.MetricSpec{
 	{Name: "databases_per_instance", Unit: study.Count, Doc: "databases per instance"},
 	{Name: "functions", Unit: study.Count, Doc: "server-side functions per database"},
 	{Name: "think_ms", Unit: study.Milliseconds, Doc: "think time"},
+	{Name: "think_lag_ms", Unit: study.Milliseconds, Doc: "how late the client's timers ended each think time, on average (a busy host wakes them late): part of each connection's cycle"},
 	{Name: "primed_share", Unit: study.Percent, Doc: "connections that had called every function before the measured interval"},
 	{Name: "cpu_ms_per_tx", Unit: study.Milliseconds, Better: study.Lower, Doc: "CPU time of the servers and of dbrig's client per transaction: the demand on the CPUs"},
 	{Name: "server_cpus", Unit: study.Count, Doc: "CPUs' worth of work the servers did"},
@@ -266,6 +267,9 @@ func (w *workload) measurement(env *study.Env, res *load.Result, lw *tenantLoad,
 	mm["databases_per_instance"] = float64(n) / float64(len(members))
 	mm["functions"] = float64(w.functions)
 	mm["think_ms"] = float64(w.think) / 1e6
+	if res.StartLag != nil && res.StartLag.Count() > 0 {
+		mm["think_lag_ms"] = float64(res.StartLag.Mean()) / 1e6
+	}
 	m.Histograms["response"] = res.Overall.Latency
 	for _, t := range res.Types {
 		m.Histograms["response/"+t.Name] = t.Latency
