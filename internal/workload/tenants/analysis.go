@@ -7,7 +7,6 @@ import (
 	"sort"
 
 	"github.com/dbrig/dbrig/internal/study"
-	"github.com/dbrig/dbrig/internal/units"
 )
 
 // The consolidation study names each of its comparisons with the sweep
@@ -105,9 +104,12 @@ func (p point) label() string {
 		}
 		return "unpinned"
 	case expMemory:
-		s := "buffers " + units.Size(int64(p.mean("buffer_bytes"))).String()
+		s := "buffers " + size(p.mean("buffer_bytes"))
+		if math.IsNaN(p.mean("buffer_bytes")) {
+			s = "buffers unknown"
+		}
 		if c := p.memoryCap(); c > 0 {
-			s += ", capped at " + units.Size(c).String()
+			s += ", capped at " + size(float64(c))
 		}
 		return s
 	case expWAL:

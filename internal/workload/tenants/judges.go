@@ -7,7 +7,6 @@ import (
 
 	"github.com/dbrig/dbrig/internal/report"
 	"github.com/dbrig/dbrig/internal/study"
-	"github.com/dbrig/dbrig/internal/units"
 )
 
 // The tolerances of the judges, chosen before any measurement and said in
@@ -121,7 +120,7 @@ func modelText(ps ...point) string {
 	if len(parts) == 0 {
 		return "-"
 	}
-	return "closed loop capped by the CPU: " + strings.Join(parts, ", ")
+	return "closed loop capped by the host's CPUs: " + strings.Join(parts, ", ")
 }
 
 func limitedBy(p point) string {
@@ -139,7 +138,11 @@ func cpuBusy(p point) string {
 	if math.IsNaN(host) || math.IsNaN(used) {
 		return ""
 	}
-	return fmt.Sprintf(" At %s the servers and the client used %.2f of the %.0f CPUs and other processes %.2f.", p.label(), used, host, other)
+	s := fmt.Sprintf(" At %s the servers and the client used %.2f of the %.0f CPUs and other processes %.2f", p.label(), used, host, other)
+	if used+other >= 0.95*host {
+		s += ": the host's CPUs were full, and other engineers' work competed with the transactions"
+	}
+	return s + "."
 }
 
 func judgeInstances(a *analysis, engine string, p study.Published) report.Finding {
@@ -231,8 +234,8 @@ func judgeMemoryFloor(a *analysis, engine string, p study.Published) report.Find
 	f := report.Finding{
 		Published: p.Finding,
 		Measured: fmt.Sprintf("floor (%s) %s TPM, default (%s) %s, static (%s) %s: the floor %s over the default, %s against the static size",
-			units.Size(int64(floor.mean("buffer_bytes"))), tpmText(floor.tpm()), units.Size(int64(def.mean("buffer_bytes"))), tpmText(def.tpm()),
-			units.Size(int64(static.mean("buffer_bytes"))), tpmText(static.tpm()), pct(gf), pct(gs)),
+			size(floor.mean("buffer_bytes")), tpmText(floor.tpm()), size(def.mean("buffer_bytes")), tpmText(def.tpm()),
+			size(static.mean("buffer_bytes")), tpmText(static.tpm()), pct(gf), pct(gs)),
 		Model:  modelText(floor, def, static),
 		Spread: spread(floor, def, static),
 	}
@@ -321,9 +324,9 @@ func judgeLogApart(a *analysis, engine string, p study.Published) report.Finding
 		return f
 	}
 	g, beyond, _ := gain(*together, *device)
-	what := "another device"
+	what, caveat := "another device", ""
 	if device.mean("wal_tmpfs") == 1 {
-		what = "tmpfs, which is memory and not a disk: an upper bound of what a separate log device could give, not a second disk"
+		what, caveat = "tmpfs", " tmpfs is memory, not a second disk: the figure bounds from above what a separate log device could give."
 	}
 	if g >= logGain && beyond {
 		f.Verdict = report.Reproduced
@@ -331,6 +334,10 @@ func judgeLogApart(a *analysis, engine string, p study.Published) report.Finding
 	} else {
 		f.Verdict = report.Differs
 		f.Why = fmt.Sprintf("With the WAL on %s, TPM changed by %s (at least %s needed, beyond the noise): the log's flushes were not what limited the transactions here.", what, pct(g), pct(logGain))
+	}
+	f.Why += caveat
+	if sameDisk != nil {
+		f.Why += " The WAL in another directory of the same disk changes nothing the disk sees: one virtual disk cannot show the seed's separate spindles."
 	}
 	return f
 }

@@ -11,8 +11,7 @@ import (
 // transactions that take R, run N / (R + Z) transactions a second, until a
 // resource saturates; then the resource's capacity over each transaction's
 // demand on it is the ceiling (the utilization law). Here the resource is
-// the CPU: the servers and dbrig's client share the host's CPUs, less what
-// other processes took during the point.
+// the CPU: the servers and dbrig's client share the host's CPUs.
 //
 //	TPM = min(N × 60 / (R0 + Z), 60 × C / D)
 //
@@ -20,12 +19,12 @@ import (
 // the response time without queueing: the lowest mean response any
 // point of the run had so far on the same engine (the fewest connections
 // come closest to it). D is the point's CPU time per transaction (servers
-// and client), C the CPUs left to them: the host's, less other processes'
-// measured load.
-
-// minCPUs keeps the ceiling finite when other processes took (nearly) the
-// whole host.
-const minCPUs = 0.1
+// and client), C the host's CPUs. Other processes' work on the same host
+// is not in the model: each point records it (other_cpus), and it is what
+// a measurement below the model on a shared machine is first read against.
+// (Taking C as the CPUs other processes left would make the ceiling equal
+// the measurement whenever they filled every idle moment, as a busy shared
+// machine's do.)
 
 // closedLoop is the model's two bounds for a point.
 type closedLoop struct {
@@ -66,9 +65,9 @@ func loopOf(r study.Result, all []study.Result) (closedLoop, bool) {
 	m := closedLoop{n: n, r0: r0, z: z, cpuTPM: math.NaN()}
 	m.thinkTPM = n * 60 / (r0 + z)
 	m.tpm = m.thinkTPM
-	if d := r.Metrics["cpu_ms_per_tx"] / 1000; d > 0 {
+	if d := r.Metrics["cpu_ms_per_tx"] / 1000; d > 0 && r.Metrics["host_cpus"] > 0 {
 		m.d = d
-		m.c = max(minCPUs, r.Metrics["host_cpus"]-r.Metrics["other_cpus"])
+		m.c = r.Metrics["host_cpus"]
 		m.cpuTPM = 60 * m.c / d
 		if m.cpuTPM < m.thinkTPM {
 			m.tpm, m.saturated = m.cpuTPM, true

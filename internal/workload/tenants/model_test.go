@@ -26,8 +26,9 @@ func TestModelIsTheClosedLoopUntilTheCPUSaturates(t *testing.T) {
 		// 10 × 60 / 20 ms = 30,000; the CPUs allow 60 × 2 / 1 ms = 120,000.
 		{"light", light, nil, 30000, "no resource saturates"},
 		// R0 = 2 ms from the light point: 100 × 60 / 20 ms = 300,000; the
-		// CPUs left (1.5) allow 60 × 1.5 / 1.2 ms = 75,000.
-		{"heavy", heavy, []study.Result{light}, 75000, "the CPU is the resource that limits"},
+		// 2 CPUs allow 60 × 2 / 1.2 ms = 100,000 (other processes' load
+		// is not the model's).
+		{"heavy", heavy, []study.Result{light}, 100000, "the CPU is the resource that limits"},
 	} {
 		p := Model(tc.r, tc.all)
 		if math.Abs(p.Metrics["tpm"]-tc.tpm) > 1 || math.Abs(p.Metrics["tpm_per_db"]-tc.tpm/tc.r.Metrics["databases"]) > 0.01 {
@@ -41,7 +42,7 @@ func TestModelIsTheClosedLoopUntilTheCPUSaturates(t *testing.T) {
 	maria := light
 	maria.Instances = []engine.InstanceConfig{{Engine: "mariadb"}}
 	maria.Metrics = map[string]float64{"databases": 10, "think_ms": 18, "response_ms": 0.1}
-	if p := Model(heavy, []study.Result{maria}); math.Abs(p.Metrics["tpm"]-75000) > 1 {
+	if p := Model(heavy, []study.Result{maria}); math.Abs(p.Metrics["tpm"]-100000) > 1 {
 		t.Errorf("with a MariaDB point before it: %v", p.Metrics)
 	}
 	// Without the CPU's figures (a target) the loop alone.

@@ -49,7 +49,7 @@ func Report(rd *study.RunData, d *report.Doc) {
 func caption(ps []point) string {
 	p := ps[0]
 	return fmt.Sprintf("%s; each database %s of ledger data with %.0f functions, one connection with %s of think time; TPM over %s measured after %s of warm-up",
-		engineTitle(p.engine), units.Size(p.s.Params.Int("size")), p.mean("functions"), units.FormatDuration(time.Duration(p.mean("think_ms")*1e6)),
+		engineTitle(p.engine), decimal(p.s.Params.Int("size")), p.mean("functions"), units.FormatDuration(time.Duration(p.mean("think_ms")*1e6)),
 		p.s.Params.String("duration"), p.s.Params.String("warm_up"))
 }
 
@@ -58,32 +58,28 @@ func caption(ps []point) string {
 // the sweep's mean CPU per transaction and CPUs left.
 func loopCurve(ps []point, perDB bool) (report.Series, string) {
 	s := report.Series{Name: "model: N × 60 / (R0 + Z), capped by the CPU", Style: report.Model}
-	var r0, z, d, c float64
-	n := 0
+	var r0, z float64
 	r0 = math.Inf(1)
 	for _, p := range ps {
-		if !p.modeled {
-			continue
-		}
-		r0 = min(r0, p.model.r0)
-		z += p.model.z
-		if p.model.d > 0 {
-			d += p.model.d
-			c += p.model.c
-			n++
+		if p.modeled {
+			r0 = min(r0, p.model.r0)
+			z += p.model.z
 		}
 	}
 	if math.IsInf(r0, 1) {
 		return s, ""
 	}
 	z /= float64(len(ps))
-	top := ps[len(ps)-1].mean("databases")
+	// The CPU per transaction falls as the load grows (the servers'
+	// background work is shared by more transactions): the ceiling is the
+	// busiest point's.
+	last := ps[len(ps)-1]
+	top := last.mean("databases")
 	ceiling := math.Inf(1)
 	why := fmt.Sprintf("R0 = %s (the lowest response), Z = %s (think time as kept)", ms(r0), ms(z))
-	if n > 0 {
-		d, c = d/float64(n), c/float64(n)
+	if d, c := last.model.d, last.model.c; d > 0 {
 		ceiling = 60 * c / d
-		why += fmt.Sprintf(", the CPU's ceiling 60 × %.2f CPUs / %s per transaction = %s TPM (the sweep's means)", c, ms(d), tpmText(ceiling))
+		why += fmt.Sprintf(", the CPU's ceiling 60 × %.0f CPUs / %s per transaction (at %s) = %s TPM", c, ms(d), last.label(), tpmText(ceiling))
 	}
 	knee := ceiling * (r0 + z) / 60
 	xs := []float64{ps[0].mean("databases"), top}
@@ -189,7 +185,7 @@ func barsChart(ps []point, exp, title string) report.Chart {
 	}
 	c := report.Chart{
 		ID:          "tpm-" + exp + "-" + ps[0].engine,
-		Title:       "TPM: " + strings.ToLower(title[:1]) + title[1:],
+		Title:       "TPM: " + title,
 		XLabel:      exp,
 		YLabel:      "transactions per minute",
 		XCategories: cats,
@@ -212,7 +208,7 @@ func pointTables(a *analysis, eng, suffix string) report.Section {
 	}
 	res := report.Table{
 		Title: "Resources",
-		Columns: []string{"experiment", "configuration", "CPU per tx", "CPUs: servers / client / others", "backend private", "plans per backend",
+		Columns: []string{"experiment", "configuration", "CPU per tx", "CPUs: servers / client / others", "host busy", "backend private", "plans per backend",
 			"instance memory (PSS)", "capped instance (cgroup)", "log flushes per tx", "buffer hits", "disk read per tx", "disk written per tx"},
 	}
 	for _, ex := range experiments {
@@ -232,7 +228,7 @@ func pointTables(a *analysis, eng, suffix string) report.Section {
 				tpmText(p.mean("tpm_db_min")) + " - " + tpmText(p.mean("tpm_db_max")),
 				ms(p.mean("response_ms") / 1000), pc(0.95), pc(0.99), fmt.Sprintf("%.0f", p.mean("errors")), fmt.Sprintf("±%.1f %%", p.noise())})
 			res.Rows = append(res.Rows, []string{ex.name, p.label(), msOrDash(p.mean("cpu_ms_per_tx")),
-				fmt.Sprintf("%s / %s / %s", num(p.mean("server_cpus")), num(p.mean("client_cpus")), num(p.mean("other_cpus"))),
+				fmt.Sprintf("%s / %s / %s", num(p.mean("server_cpus")), num(p.mean("client_cpus")), num(p.mean("other_cpus"))), pctOrDash(hostBusy(p)),
 				size(p.mean("backend_private_bytes")), size(p.mean("plan_cache_bytes")), size(p.mean("instance_memory_bytes")),
 				size(p.mean("instance_cgroup_bytes")), num(p.mean("log_syncs_per_tx")), pctOrDash(p.mean("buffer_hit_pct")),
 				kb(p.mean("disk_read_kb_per_tx")), kb(p.mean("disk_write_kb_per_tx"))})
@@ -241,7 +237,7 @@ func pointTables(a *analysis, eng, suffix string) report.Section {
 	return report.Section{
 		Title: "Every point" + suffix,
 		Text: "Each experiment's points, its configuration as the server reported it back. The model is the closed loop, TPM = N × 60 / (R0 + Z), " +
-			"capped by the CPU's ceiling 60 × C / D (C: the host's CPUs less what other processes took; D: the servers' and the client's CPU per transaction). " +
+			"capped by the CPU's ceiling 60 × C / D (C: the host's CPUs; D: the servers' and the client's CPU per transaction); 'host busy' adds what other processes took, which the model leaves out. " +
 			"Noise is the 95 % half-width of the TPM's 5-second batches (or the runs' range). CPU, memory and I/O are dbrig's own servers' (from /proc): a target has none.",
 		Tables: []report.Table{tp, res},
 	}
@@ -268,11 +264,26 @@ func pctOrDash(v float64) string {
 	return fmt.Sprintf("%.1f %%", v)
 }
 
+// size prints bytes of memory in binary units, as the servers' settings
+// count them ("128.0 MiB").
 func size(v float64) string {
-	if math.IsNaN(v) || v <= 0 {
+	switch {
+	case math.IsNaN(v) || v <= 0:
 		return "-"
+	case v < 1<<20:
+		return fmt.Sprintf("%.0f KiB", v/(1<<10))
+	case v < 1<<30:
+		return fmt.Sprintf("%.1f MiB", v/(1<<20))
 	}
-	return units.Size(int64(v)).String()
+	return fmt.Sprintf("%.2f GiB", v/(1<<30))
+}
+
+// decimal prints a size a study wrote in decimal units ("2MB") as such.
+func decimal(v int64) string {
+	if v >= 1e6 {
+		return strings.TrimSuffix(fmt.Sprintf("%.1f", float64(v)/1e6), ".0") + " MB"
+	}
+	return strings.TrimSuffix(fmt.Sprintf("%.1f", float64(v)/1e3), ".0") + " kB"
 }
 
 func kb(v float64) string {
@@ -295,9 +306,9 @@ func memorySection(a *analysis, eng, suffix string) (report.Section, bool) {
 	fns := last.mean("functions")
 	if eng == "postgres" && !math.IsNaN(plans) {
 		fmt.Fprintf(&b, "Each PostgreSQL backend compiles and keeps its own copy of every function it calls: with %.0f functions a backend's compiled functions and plans took %s (%s per function) of its %s of memory contexts",
-			fns, units.Size(int64(plans)), units.Size(int64(plans/fns)), units.Size(int64(ctxs)))
+			fns, size(plans), size(plans/fns), size(ctxs))
 		if !math.IsNaN(private) {
-			fmt.Fprintf(&b, "; the process's private memory was %s", units.Size(int64(private)))
+			fmt.Fprintf(&b, "; the process's private memory was %s", size(private))
 		}
 		fmt.Fprintf(&b, ". There is no shared plan cache to overflow, as SQL Server 2000's was, and nothing is recompiled; instead memory grows with the connections: at %.0f databases the instance's processes held %s in all (PSS, shared buffers counted once). ",
 			last.mean("databases_per_instance"), size(last.mean("instance_memory_bytes")))
@@ -306,10 +317,10 @@ func memorySection(a *analysis, eng, suffix string) (report.Section, bool) {
 			per = private
 		}
 		fmt.Fprintf(&b, "At the same cost per backend, the seed's 500 databases per instance would take %s and its 4,000 on one instance %s, before the shared buffers.",
-			units.Size(int64(500*per)), units.Size(int64(4000*per)))
+			size(500*per), size(4000*per))
 	} else if !math.IsNaN(ctxs) {
 		fmt.Fprintf(&b, "Each MariaDB connection keeps its own cache of the stored procedures it calls (stored_program_cache, 256 by default): with %.0f procedures a connection counted %s (MEMORY_USED). The shared caches are the table caches: %s table definitions opened anew per transaction at %.0f databases (table_definition_cache holds 400 by default; each database has 3 tables).",
-			fns, units.Size(int64(ctxs)), num(last.mean("table_cache_misses_per_tx")), last.mean("databases_per_instance"))
+			fns, size(ctxs), num(last.mean("table_cache_misses_per_tx")), last.mean("databases_per_instance"))
 	}
 	return report.Section{Title: "What the functions cost in memory" + suffix, Text: b.String()}, b.Len() > 0
 }
@@ -404,7 +415,13 @@ func twoCoresSection(a *analysis) report.Section {
 	}
 	b.WriteString("So: CPU affinity cannot give 8 instances a CPU and a cache each (two instances pinned to one CPU each is the most this machine can pin, and the client still moves between them); 16 instances cannot contend for 32 GB as the seed's did; and once the CPU saturates, more instances or more memory cannot raise the TPM, which is what the seed saw at 16 instances. ")
 	if priv > 0 {
-		fmt.Fprintf(&b, "Memory is not the limit at these sizes: a backend's %s times the seed's 4,000 connections would be %s, within this machine's 24 GB only at the cost of everything else.", units.Size(int64(priv)), units.Size(int64(4000*priv)))
+		fmt.Fprintf(&b, "Memory is not the limit at these sizes: a backend's %s times the seed's 4,000 connections would be %s, within this machine's 24 GB only at the cost of everything else.", size(priv), size(4000*priv))
 	}
 	return report.Section{Title: "What two cores cannot show", Text: b.String()}
+}
+
+// hostBusy is the share of the host's CPUs the servers, the client and
+// other processes kept busy, in %.
+func hostBusy(p point) float64 {
+	return 100 * (p.mean("server_cpus") + p.mean("client_cpus") + p.mean("other_cpus")) / p.mean("host_cpus")
 }

@@ -140,6 +140,13 @@ func (w *workload) run(ctx context.Context, env *study.Env) (study.Measurement, 
 		return study.Measurement{}, runErr
 	}
 	m := w.measurement(env, res, lw, members, samples, memories)
+	for _, mb := range members {
+		if cg, ok := mb.inst.(interface{ Cgroup() *engine.Cgroup }); ok && mb.local() && cg.Cgroup() != nil {
+			how, _ := engine.MemoryCgroupSupport()
+			m.Notes = append(m.Notes, fmt.Sprintf("each instance's memory is capped by %s (%s)", how, cg.Cgroup().Path()))
+			break
+		}
+	}
 	if sampleErr != nil {
 		m.Notes = append(m.Notes, "the engine's counters could not be read: "+sampleErr.Error())
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -35,41 +36,64 @@ type serverSettings struct {
 }
 
 // statsConn is dbrig's own session on an instance for its counters and
-// settings, on the first tenant database.
+// settings, on the first tenant database. It reconnects once when a query
+// fails, since a server that restarted (after the kernel killed one of its
+// processes under a memory cap) has closed it.
 type statsConn struct {
+	login engine.Conn
 	pg    *pgx.Conn
 	maria *sql.DB
-	db    string
 }
 
 func openStats(ctx context.Context, c engine.Conn) (*statsConn, error) {
-	s := &statsConn{db: c.Database}
+	s := &statsConn{login: c}
+	return s, s.open(ctx)
+}
+
+// retry runs f, and again on a new session when it fails.
+func (s *statsConn) retry(ctx context.Context, f func() error) error {
+	err := f()
+	if err == nil || ctx.Err() != nil {
+		return err
+	}
+	s.close()
+	if s.open(ctx) != nil {
+		return err
+	}
+	return f()
+}
+
+func (s *statsConn) open(ctx context.Context) error {
+	c := s.login
+	s.pg, s.maria = nil, nil
 	switch c.Engine {
 	case postgres.Name:
 		cfg, err := postgres.ConnInfoOf(c).ConnConfig()
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if s.pg, err = pgx.ConnectConfig(ctx, cfg); err != nil {
-			return nil, fmt.Errorf("connect to %s: %w", c, err)
+			return fmt.Errorf("connect to %s: %w", c, err)
 		}
 	case mariadb.EngineName:
 		cfg, err := mariadb.Config(c)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if s.maria, err = openMaria(ctx, cfg); err != nil {
-			return nil, fmt.Errorf("connect to %s: %w", c, err)
+			return fmt.Errorf("connect to %s: %w", c, err)
 		}
 	default:
-		return nil, fmt.Errorf("the tenants workload speaks PostgreSQL's and MariaDB's dialects only, not %q", c.Engine)
+		return fmt.Errorf("the tenants workload speaks PostgreSQL's and MariaDB's dialects only, not %q", c.Engine)
 	}
-	return s, nil
+	return nil
 }
 
 func (s *statsConn) close() {
 	if s.pg != nil {
-		s.pg.Close(context.Background())
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		s.pg.Close(ctx)
+		cancel()
 	}
 	if s.maria != nil {
 		s.maria.Close()
@@ -80,15 +104,21 @@ func (s *statsConn) close() {
 func (s *statsConn) read(ctx context.Context) (counters, error) {
 	var c counters
 	if s.pg != nil {
-		err := s.pg.QueryRow(ctx, `SELECT (SELECT wal_sync FROM pg_stat_wal)::float8,
+		err := s.retry(ctx, func() error {
+			return s.pg.QueryRow(ctx, `SELECT (SELECT wal_sync FROM pg_stat_wal)::float8,
   coalesce(sum(blks_read), 0)::float8, coalesce(sum(blks_hit), 0)::float8 FROM pg_stat_database`).Scan(&c.logSyncs, &c.bufferReads, &c.bufferHits)
+		})
 		if err != nil {
 			return c, fmt.Errorf("read pg_stat_wal and pg_stat_database: %w", err)
 		}
 		c.known = true
 		return c, nil
 	}
-	st, err := s.mariaStatus(ctx, "Innodb_os_log_fsyncs", "Innodb_buffer_pool_reads", "Innodb_buffer_pool_read_requests", "Opened_table_definitions")
+	var st map[string]float64
+	err := s.retry(ctx, func() (err error) {
+		st, err = s.mariaStatus(ctx, "Innodb_os_log_fsyncs", "Innodb_buffer_pool_reads", "Innodb_buffer_pool_read_requests", "Opened_table_definitions")
+		return err
+	})
 	if err != nil {
 		return c, err
 	}
@@ -148,8 +178,10 @@ func (s *statsConn) settings(ctx context.Context) (serverSettings, error) {
 	var st serverSettings
 	if s.pg != nil {
 		var level, sync string
-		err := s.pg.QueryRow(ctx, `SELECT (SELECT setting::bigint * 8192 FROM pg_settings WHERE name = 'shared_buffers'),
+		err := s.retry(ctx, func() error {
+			return s.pg.QueryRow(ctx, `SELECT (SELECT setting::bigint * 8192 FROM pg_settings WHERE name = 'shared_buffers'),
   current_setting('wal_level'), current_setting('synchronous_commit'), pg_database_size(current_database())`).Scan(&st.bufferBytes, &level, &sync, &st.databaseBytes)
+		})
 		if err != nil {
 			return st, fmt.Errorf("read PostgreSQL's settings: %w", err)
 		}
@@ -159,7 +191,9 @@ func (s *statsConn) settings(ctx context.Context) (serverSettings, error) {
 		return st, nil
 	}
 	var logBin, flush, syncBinlog int64
-	err := s.maria.QueryRowContext(ctx, `SELECT @@innodb_buffer_pool_size, @@log_bin, @@innodb_flush_log_at_trx_commit, @@sync_binlog`).Scan(&st.bufferBytes, &logBin, &flush, &syncBinlog)
+	err := s.retry(ctx, func() error {
+		return s.maria.QueryRowContext(ctx, `SELECT @@innodb_buffer_pool_size, @@log_bin, @@innodb_flush_log_at_trx_commit, @@sync_binlog`).Scan(&st.bufferBytes, &logBin, &flush, &syncBinlog)
+	})
 	if err != nil {
 		return st, fmt.Errorf("read MariaDB's settings: %w", err)
 	}
