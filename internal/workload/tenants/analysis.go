@@ -184,12 +184,51 @@ func sortedBy(ps []point, metric string) []point {
 	return out
 }
 
-// gain is how much more TPM b had than a, and whether the difference is
-// larger than the two points' noise together.
-func gain(a, b point) (g float64, beyond bool, noise float64) {
-	g = b.tpm()/a.tpm() - 1
-	noise = math.Hypot(a.noise(), b.noise()) / 100
-	return g, math.Abs(g) > noise, noise
+// comparison is how a metric of point b differs from point a's, and what
+// besides the configuration could explain the difference.
+type comparison struct {
+	a, b point
+	// g is b's value over a's, less 1.
+	g float64
+	// noise is the two points' own noise together, as a fraction.
+	noise float64
+	// interference is how much other processes' different load during
+	// the two points could move the TPM, as a fraction: the difference of
+	// their CPUs over the CPUs this workload used, when the host's CPUs
+	// were full in either point (with CPUs to spare, others' work takes
+	// nothing from the transactions).
+	interference float64
+}
+
+func compare(a, b point, metric string) comparison {
+	c := comparison{a: a, b: b, g: b.mean(metric)/a.mean(metric) - 1, noise: math.Hypot(a.noise(), b.noise()) / 100}
+	if hostBusy(a) >= 95 || hostBusy(b) >= 95 {
+		used := max(a.mean("server_cpus")+a.mean("client_cpus"), b.mean("server_cpus")+b.mean("client_cpus"), 0.1)
+		if d := math.Abs(a.mean("other_cpus") - b.mean("other_cpus")); !math.IsNaN(d) && !math.IsNaN(used) {
+			c.interference = d / used
+		}
+	}
+	return c
+}
+
+// beyond reports whether the difference is larger than the noise and the
+// interference together.
+func (c comparison) beyond() bool { return math.Abs(c.g) > c.noise+c.interference }
+
+// confounded reports whether other processes' load alone could hide or
+// fake a change of the size a finding needs.
+func (c comparison) confounded(need float64) bool { return c.interference >= need }
+
+// busy says why a confounded comparison cannot decide a finding.
+func (c comparison) busy(need float64) string {
+	return fmt.Sprintf("Other processes took %.2f CPUs during %s and %.2f during %s, with the host's CPUs full: a difference that could move this workload's TPM by up to %.0f %%, as much as the %.0f %% the finding turns on. This run cannot tell; rerun on a quieter machine.",
+		c.a.mean("other_cpus"), c.a.label(), c.b.mean("other_cpus"), c.b.label(), 100*c.interference, 100*need)
+}
+
+// hostBusy is the share of the host's CPUs the servers, the client and
+// other processes kept busy, in %.
+func hostBusy(p point) float64 {
+	return 100 * (p.mean("server_cpus") + p.mean("client_cpus") + p.mean("other_cpus")) / p.mean("host_cpus")
 }
 
 func pct(v float64) string { return study.FormatPercent(100 * v) }

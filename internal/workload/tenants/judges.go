@@ -155,7 +155,8 @@ func judgeInstances(a *analysis, engine string, p study.Published) report.Findin
 	for _, q := range ps {
 		parts = append(parts, fmt.Sprintf("%s %s TPM (%.2fx)", q.label(), tpmText(q.tpm()), q.tpm()/one.tpm()))
 	}
-	g, beyond, _ := gain(one, most)
+	c := compare(one, most, "tpm")
+	g := c.g
 	f := report.Finding{
 		Published: p.Finding,
 		Measured:  fmt.Sprintf("%.0f databases in all: %s", one.mean("databases"), strings.Join(parts, ", ")),
@@ -163,7 +164,9 @@ func judgeInstances(a *analysis, engine string, p study.Published) report.Findin
 		Spread:    spread(ps...),
 	}
 	k := most.mean("instances")
-	if g >= instancesGain && beyond {
+	if c.confounded(instancesGain) {
+		f.Verdict, f.Why = report.NotMeasured, c.busy(instancesGain)
+	} else if g >= instancesGain && c.beyond() {
 		f.Verdict = report.Reproduced
 		f.Why = fmt.Sprintf("%.0f instances ran %s more transactions than one instance holding the same databases (at least %s needed, beyond the noise): spreading databases over instances raised throughput, as the seed found.", k, pct(g), pct(instancesGain))
 	} else {
@@ -187,17 +190,19 @@ func judgePerDatabase(a *analysis, engine string, p study.Published) report.Find
 	for _, q := range ps {
 		parts = append(parts, fmt.Sprintf("%s: %s TPM per database (%s in all)", q.label(), tpmText(q.mean("tpm_per_db")), tpmText(q.tpm())))
 	}
-	fall := 1 - many.mean("tpm_per_db")/few.mean("tpm_per_db")
 	// Per-database TPM falls when total TPM grows less than the count:
 	// the noise is the total's.
-	noise := math.Hypot(few.noise(), many.noise()) / 100
+	c := compare(few, many, "tpm_per_db")
+	fall := -c.g
 	f := report.Finding{
 		Published: p.Finding,
 		Measured:  strings.Join(parts, "; "),
 		Model:     modelText(ps...),
 		Spread:    spread(ps...),
 	}
-	if fall >= perDBFall && fall > noise {
+	if c.confounded(perDBFall) {
+		f.Verdict, f.Why = report.NotMeasured, c.busy(perDBFall)
+	} else if fall >= perDBFall && c.beyond() {
 		f.Verdict = report.Reproduced
 		f.Why = fmt.Sprintf("From %s to %s each database's TPM fell by %.0f %% (at least %.0f %% needed, beyond the noise).", few.label(), many.label(), 100*fall, 100*perDBFall)
 		if many.model.saturated {
@@ -229,7 +234,8 @@ func judgeMemoryFloor(a *analysis, engine string, p study.Published) report.Find
 			def = q
 		}
 	}
-	gf, beyond, _ := gain(def, floor)
+	c := compare(def, floor, "tpm")
+	gf := c.g
 	gs := floor.tpm()/static.tpm() - 1
 	f := report.Finding{
 		Published: p.Finding,
@@ -241,7 +247,14 @@ func judgeMemoryFloor(a *analysis, engine string, p study.Published) report.Find
 	}
 	hits := fmt.Sprintf(" The server's own buffers served %.1f %%, %.1f %% and %.1f %% of the reads; the rest came from the OS's page cache, which holds the data here.",
 		floor.mean("buffer_hit_pct"), def.mean("buffer_hit_pct"), static.mean("buffer_hit_pct"))
-	if gf >= floorGain && beyond && math.Abs(gs) <= floorMatch {
+	if cs := compare(static, floor, "tpm"); c.confounded(floorGain) || cs.confounded(floorMatch) {
+		f.Verdict = report.NotMeasured
+		if c.confounded(floorGain) {
+			f.Why = c.busy(floorGain)
+		} else {
+			f.Why = cs.busy(floorMatch)
+		}
+	} else if gf >= floorGain && c.beyond() && math.Abs(gs) <= floorMatch {
 		f.Verdict = report.Reproduced
 		f.Why = fmt.Sprintf("A small floor with the OS's cache free beat the default by %s (at least %s needed, beyond the noise) and came within %.0f %% of the static size, as the seed's 1 GB floor did.", pct(gf), pct(floorGain), 100*floorMatch) + hits
 	} else {
@@ -264,7 +277,8 @@ func judgeAffinity(a *analysis, engine string, p study.Published) report.Finding
 	if pinned == nil || free == nil {
 		return notMeasured(p, "Needs the experiment \"affinity\" with the instances pinned and unpinned.")
 	}
-	g, beyond, _ := gain(*free, *pinned)
+	c := compare(*free, *pinned, "tpm")
+	g := c.g
 	f := report.Finding{
 		Published: p.Finding,
 		Measured: fmt.Sprintf("%.0f instances × %.0f databases: unpinned %s TPM, pinned %s TPM (%s); context switches are not counted, the CPU per transaction was %s unpinned and %s pinned",
@@ -273,7 +287,9 @@ func judgeAffinity(a *analysis, engine string, p study.Published) report.Finding
 		Model:  modelText(*free, *pinned),
 		Spread: spread(*free, *pinned),
 	}
-	if g >= affinityGain && beyond {
+	if c.confounded(affinityGain) {
+		f.Verdict, f.Why = report.NotMeasured, c.busy(affinityGain)
+	} else if g >= affinityGain && c.beyond() {
 		f.Verdict = report.Reproduced
 		f.Why = fmt.Sprintf("Pinning each instance to its own CPUs raised TPM by %s (at least %s needed, beyond the noise).", pct(g), pct(affinityGain))
 	} else {
@@ -306,12 +322,12 @@ func judgeLogApart(a *analysis, engine string, p study.Published) report.Finding
 	parts = append(parts, fmt.Sprintf("together %s TPM", tpmText(together.tpm())))
 	shown := []point{*together}
 	if sameDisk != nil {
-		g, _, _ := gain(*together, *sameDisk)
+		g := compare(*together, *sameDisk, "tpm").g
 		parts = append(parts, fmt.Sprintf("apart on the same disk %s (%s)", tpmText(sameDisk.tpm()), pct(g)))
 		shown = append(shown, *sameDisk)
 	}
 	if device != nil {
-		g, _, _ := gain(*together, *device)
+		g := compare(*together, *device, "tpm").g
 		parts = append(parts, fmt.Sprintf("%s %s (%s)", device.label(), tpmText(device.tpm()), pct(g)))
 		shown = append(shown, *device)
 	}
@@ -323,12 +339,17 @@ func judgeLogApart(a *analysis, engine string, p study.Published) report.Finding
 		f.Why = "The WAL was only moved to another directory of the same disk: the seed compared separate physical disks, which this machine does not have (one virtual disk). Moving the directory alone changes nothing the disk sees."
 		return f
 	}
-	g, beyond, _ := gain(*together, *device)
+	c := compare(*together, *device, "tpm")
+	g := c.g
 	what, caveat := "another device", ""
 	if device.mean("wal_tmpfs") == 1 {
 		what, caveat = "tmpfs", " tmpfs is memory, not a second disk: the figure bounds from above what a separate log device could give."
 	}
-	if g >= logGain && beyond {
+	if c.confounded(logGain) {
+		f.Verdict, f.Why = report.NotMeasured, c.busy(logGain)
+		return f
+	}
+	if g >= logGain && c.beyond() {
 		f.Verdict = report.Reproduced
 		f.Why = fmt.Sprintf("With the WAL on %s, TPM rose by %s (at least %s needed, beyond the noise): the log's writes and flushes are on the transactions' path, so taking them off the data's device pays.", what, pct(g), pct(logGain))
 	} else {
@@ -361,7 +382,8 @@ func judgeRecoveryModel(a *analysis, engine string, p study.Published) report.Fi
 		return notMeasured(p, "Needs the experiment \"durability\" with the full recovery model's analogue (the log kept for point-in-time recovery, commits waiting for the disk) and the bulk-logged one (minimal log, commits waiting).")
 	}
 	ratio := full.tpm() / bulk.tpm()
-	_, beyond, _ := gain(*bulk, *full)
+	c := compare(*bulk, *full, "tpm")
+	need := 1 - 0.9 // the seed's cost of full logging
 	parts := []string{fmt.Sprintf("full %s TPM, bulk-logged %s TPM: full runs at %.0f %% of bulk-logged", tpmText(full.tpm()), tpmText(bulk.tpm()), 100*ratio)}
 	for _, o := range others {
 		parts = append(parts, fmt.Sprintf("%s %s TPM", o.label(), tpmText(o.tpm())))
@@ -369,19 +391,23 @@ func judgeRecoveryModel(a *analysis, engine string, p study.Published) report.Fi
 	parts = append(parts, fmt.Sprintf("log flushes per transaction %.2f (full) and %.2f (bulk-logged)", full.mean("log_syncs_per_tx"), bulk.mean("log_syncs_per_tx")))
 	f := report.Finding{Published: p.Finding, Measured: strings.Join(parts, "; "),
 		Model: modelText(append([]point{*full, *bulk}, others...)...), Spread: spread(*full, *bulk)}
-	if ratio >= fullLow && ratio <= fullHigh && beyond {
+	if c.confounded(need) {
+		f.Verdict, f.Why = report.NotMeasured, c.busy(need)
+	} else if ratio >= fullLow && ratio <= fullHigh && c.beyond() {
 		f.Verdict = report.Reproduced
 		f.Why = fmt.Sprintf("Full logging ran at %.0f %% of minimal logging (between %.0f %% and %.0f %% needed, beyond the noise), as the seed's full recovery model did at 90 %% of bulk-logged.", 100*ratio, 100*fullLow, 100*fullHigh)
 	} else {
 		f.Verdict = report.Differs
 		f.Why = fmt.Sprintf("Full logging ran at %.0f %% of minimal logging (between %.0f %% and %.0f %% needed, beyond the noise).", 100*ratio, 100*fullLow, 100*fullHigh)
 		switch {
-		case engine == "mariadb" && ratio < fullLow:
+		case engine == "mariadb" && ratio < fullLow && c.beyond():
 			f.Why += " With the binary log on, every commit writes it and (sync_binlog = 1) flushes it beside the redo log: more than the seed's full recovery cost."
 		case engine == "mariadb":
 			f.Why += " The binary log's extra write and flush per commit cost little here: group commit shares the flushes among the connections, and the redo log, the same at both levels, is the larger part."
-		case ratio < fullLow:
+		case ratio < fullLow && c.beyond():
 			f.Why += " wal_level = replica adds to every transaction's WAL what a standby or an archive needs; here that cost more than the seed's 10 %."
+		case ratio < fullLow:
+			f.Why += " The difference is within the points' noise."
 		default:
 			f.Why += " The ledger's transactions are small inserts and updates, which PostgreSQL logs in full at every wal_level; wal_level = minimal only skips the WAL for bulk loads into tables made or truncated in the same transaction, which these transactions never do. The seed's 10 % came from its procedures' bulk operations, which SQL Server's bulk-logged model logs minimally."
 		}

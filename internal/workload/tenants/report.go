@@ -419,9 +419,3 @@ func twoCoresSection(a *analysis) report.Section {
 	}
 	return report.Section{Title: "What two cores cannot show", Text: b.String()}
 }
-
-// hostBusy is the share of the host's CPUs the servers, the client and
-// other processes kept busy, in %.
-func hostBusy(p point) float64 {
-	return 100 * (p.mean("server_cpus") + p.mean("client_cpus") + p.mean("other_cpus")) / p.mean("host_cpus")
-}
