@@ -59,6 +59,15 @@ func Judges() map[string]study.Judge {
 	}
 }
 
+// noiseNote says when a change large enough for a finding is within the
+// points' noise and other processes' reach, so it does not count.
+func (c comparison) noiseNote(meets bool) string {
+	if !meets || c.beyond() {
+		return ""
+	}
+	return fmt.Sprintf(" The change is within the points' noise and other processes' reach (±%.0f %%), so it does not count.", 100*(c.noise+c.interference))
+}
+
 func notMeasured(p study.Published, why string) report.Finding {
 	return report.Finding{Published: p.Finding, Measured: "-", Model: "-", Verdict: report.NotMeasured, Why: why}
 }
@@ -171,7 +180,7 @@ func judgeInstances(a *analysis, engine string, p study.Published) report.Findin
 		f.Why = fmt.Sprintf("%.0f instances ran %s more transactions than one instance holding the same databases (at least %s needed, beyond the noise): spreading databases over instances raised throughput, as the seed found.", k, pct(g), pct(instancesGain))
 	} else {
 		f.Verdict = report.Differs
-		f.Why = fmt.Sprintf("%.0f instances ran %s against one instance holding the same databases (%s needed for the seed's gain).", k, pct(g), pct(instancesGain))
+		f.Why = fmt.Sprintf("%.0f instances ran %s against one instance holding the same databases (%s needed for the seed's gain).", k, pct(g), pct(instancesGain)) + c.noiseNote(g >= instancesGain)
 		if most.model.saturated || one.model.saturated {
 			f.Why += " The CPU limits here, and every instance shares the same CPUs: more instances cannot raise that ceiling (the seed's 16 instances added nothing for the same reason)."
 		}
@@ -210,7 +219,10 @@ func judgePerDatabase(a *analysis, engine string, p study.Published) report.Find
 		}
 	} else {
 		f.Verdict = report.Differs
-		f.Why = fmt.Sprintf("From %s to %s each database's TPM changed by %s (a fall of %.0f %% needed): no resource saturated between them, so each connection kept its pace.", few.label(), many.label(), pct(-fall), 100*perDBFall)
+		f.Why = fmt.Sprintf("From %s to %s each database's TPM changed by %s (a fall of %.0f %% needed).", few.label(), many.label(), pct(-fall), 100*perDBFall) + c.noiseNote(fall >= perDBFall)
+		if !many.model.saturated {
+			f.Why += fmt.Sprintf(" The model puts the knee, where the CPU saturates, beyond %s: below it each connection keeps its pace, 60 / (R + Z) transactions a minute, whatever the others do.", many.label())
+		}
 	}
 	f.Why += cpuBusy(many)
 	return f
@@ -259,7 +271,7 @@ func judgeMemoryFloor(a *analysis, engine string, p study.Published) report.Find
 		f.Why = fmt.Sprintf("A small floor with the OS's cache free beat the default by %s (at least %s needed, beyond the noise) and came within %.0f %% of the static size, as the seed's 1 GB floor did.", pct(gf), pct(floorGain), 100*floorMatch) + hits
 	} else {
 		f.Verdict = report.Differs
-		f.Why = fmt.Sprintf("The floor ran %s against the default (at least %s needed, beyond the noise, and within %.0f %% of the static size). SQL Server's gain came from instances settling their dynamic memory; PostgreSQL and MariaDB size their buffers once at start, and what they do not hold the OS caches, so the size of the buffers matters little while the data fits in memory.", pct(gf), pct(floorGain), 100*floorMatch) + hits
+		f.Why = fmt.Sprintf("The floor ran %s against the default (at least %s needed, beyond the noise, and within %.0f %% of the static size).", pct(gf), pct(floorGain), 100*floorMatch) + c.noiseNote(gf >= floorGain) + fmt.Sprint(" SQL Server's gain came from instances settling their dynamic memory; PostgreSQL and MariaDB size their buffers once at start, and what they do not hold the OS caches, so the size of the buffers matters little while the data fits in memory.") + hits
 	}
 	return f
 }
@@ -294,7 +306,7 @@ func judgeAffinity(a *analysis, engine string, p study.Published) report.Finding
 		f.Why = fmt.Sprintf("Pinning each instance to its own CPUs raised TPM by %s (at least %s needed, beyond the noise).", pct(g), pct(affinityGain))
 	} else {
 		f.Verdict = report.Differs
-		f.Why = fmt.Sprintf("Pinning changed TPM by %s (at least %s needed, beyond the noise). With two CPUs shared by the instances and by dbrig's client (which stays unpinned), pinning cannot give each instance a processor and its cache of its own as the seed's eight did; it only stops the scheduler from moving work to a CPU that is free.", pct(g), pct(affinityGain))
+		f.Why = fmt.Sprintf("Pinning changed TPM by %s (at least %s needed, beyond the noise).", pct(g), pct(affinityGain)) + c.noiseNote(g >= affinityGain) + fmt.Sprint(" With two CPUs shared by the instances and by dbrig's client (which stays unpinned), pinning cannot give each instance a processor and its cache of its own as the seed's eight did; it only stops the scheduler from moving work to a CPU that is free.")
 	}
 	f.Why += cpuBusy(*pinned)
 	return f
@@ -354,7 +366,10 @@ func judgeLogApart(a *analysis, engine string, p study.Published) report.Finding
 		f.Why = fmt.Sprintf("With the WAL on %s, TPM rose by %s (at least %s needed, beyond the noise): the log's writes and flushes are on the transactions' path, so taking them off the data's device pays.", what, pct(g), pct(logGain))
 	} else {
 		f.Verdict = report.Differs
-		f.Why = fmt.Sprintf("With the WAL on %s, TPM changed by %s (at least %s needed, beyond the noise): the log's flushes were not what limited the transactions here.", what, pct(g), pct(logGain))
+		f.Why = fmt.Sprintf("With the WAL on %s, TPM changed by %s (at least %s needed, beyond the noise).", what, pct(g), pct(logGain)) + c.noiseNote(g >= logGain)
+		if g < logGain {
+			f.Why += " The log's writes and flushes were not what limited the transactions here."
+		}
 	}
 	f.Why += caveat
 	if sameDisk != nil {
@@ -398,7 +413,7 @@ func judgeRecoveryModel(a *analysis, engine string, p study.Published) report.Fi
 		f.Why = fmt.Sprintf("Full logging ran at %.0f %% of minimal logging (between %.0f %% and %.0f %% needed, beyond the noise), as the seed's full recovery model did at 90 %% of bulk-logged.", 100*ratio, 100*fullLow, 100*fullHigh)
 	} else {
 		f.Verdict = report.Differs
-		f.Why = fmt.Sprintf("Full logging ran at %.0f %% of minimal logging (between %.0f %% and %.0f %% needed, beyond the noise).", 100*ratio, 100*fullLow, 100*fullHigh)
+		f.Why = fmt.Sprintf("Full logging ran at %.0f %% of minimal logging (between %.0f %% and %.0f %% needed, beyond the noise).", 100*ratio, 100*fullLow, 100*fullHigh) + c.noiseNote(ratio >= fullLow && ratio <= fullHigh)
 		switch {
 		case engine == "mariadb" && ratio < fullLow && c.beyond():
 			f.Why += " With the binary log on, every commit writes it and (sync_binlog = 1) flushes it beside the redo log: more than the seed's full recovery cost."
@@ -407,7 +422,7 @@ func judgeRecoveryModel(a *analysis, engine string, p study.Published) report.Fi
 		case ratio < fullLow && c.beyond():
 			f.Why += " wal_level = replica adds to every transaction's WAL what a standby or an archive needs; here that cost more than the seed's 10 %."
 		case ratio < fullLow:
-			f.Why += " The difference is within the points' noise."
+			f.Why += c.noiseNote(true)
 		default:
 			f.Why += " The ledger's transactions are small inserts and updates, which PostgreSQL logs in full at every wal_level; wal_level = minimal only skips the WAL for bulk loads into tables made or truncated in the same transaction, which these transactions never do. The seed's 10 % came from its procedures' bulk operations, which SQL Server's bulk-logged model logs minimally."
 		}

@@ -57,6 +57,7 @@ func (w *workload) Prepare(ctx context.Context, env *study.Env) error {
 	}
 	start := time.Now()
 	for i, name := range members {
+		began := time.Now()
 		inst := env.Instance(name)
 		if inst == nil {
 			return fmt.Errorf("no running instance %q", name)
@@ -76,9 +77,9 @@ func (w *workload) Prepare(ctx context.Context, env *study.Env) error {
 			return fmt.Errorf("instance %q: %w", name, err)
 		}
 		env.Log.Info("tenant databases ready", "instance", name, "databases", want, "created", made, "kept", kept, "dropped", dropped,
-			"seconds", time.Since(start).Seconds())
+			"seconds", time.Since(began).Seconds())
 	}
-	if env.Log != nil && total > 0 {
+	if total > 0 {
 		env.Log.Info("prepared", "databases", total, "instances", len(members), "seconds", time.Since(start).Seconds())
 	}
 	return nil

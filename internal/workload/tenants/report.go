@@ -329,20 +329,24 @@ func memorySection(a *analysis, eng, suffix string) (report.Section, bool) {
 // each time it was measured: how far one configuration strays in one run.
 func baselineSection(a *analysis, eng, suffix string) (report.Section, bool) {
 	t := report.Table{Columns: []string{"experiment", "databases", "TPM", "response mean", "other processes' CPUs"}}
-	var tpms []float64
+	// The baseline's database count is the one most experiments start
+	// from.
+	count := map[float64]int{}
 	var dbs float64
 	for _, ex := range experiments {
 		for _, p := range a.points(eng, ex.name) {
-			if !isBaseline(p) {
-				continue
+			if isBaseline(p) {
+				n := p.mean("databases")
+				if count[n]++; count[n] > count[dbs] {
+					dbs = n
+				}
 			}
-			if dbs == 0 {
-				dbs = p.mean("databases")
-			}
-			if p.mean("databases") != dbs && ex.name != expDatabases {
-				continue
-			}
-			if p.mean("databases") != dbs {
+		}
+	}
+	var tpms []float64
+	for _, ex := range experiments {
+		for _, p := range a.points(eng, ex.name) {
+			if !isBaseline(p) || p.mean("databases") != dbs {
 				continue
 			}
 			tpms = append(tpms, p.tpm())
@@ -377,8 +381,9 @@ func durabilitySection() report.Section {
 		Title: "Durability: the recovery models mapped",
 		Text: "SQL Server's recovery model decides what the log keeps; PostgreSQL's wal_level and MariaDB's binary log decide what can be rebuilt from the log, " +
 			"synchronous_commit and innodb_flush_log_at_trx_commit whether a commit waits for its log to reach the disk. No setting of either engine is the " +
-			"bulk-logged model exactly: minimal logging there covers bulk loads into tables made (PostgreSQL) in the same transaction, not the ordinary " +
-			"inserts and updates every level logs in full.",
+			"bulk-logged model exactly. SQL Server's bulk-logged model logs bulk operations minimally (SELECT INTO, BULK INSERT, index builds), not ordinary " +
+			"inserts and updates; PostgreSQL's wal_level = minimal skips the WAL only for bulk loads into a table created or truncated in the same transaction; " +
+			"MariaDB's redo log has no minimal level, so leaving the binary log out is what comes closest.",
 		Tables: []report.Table{{
 			Columns: []string{"level", "SQL Server 2000", "PostgreSQL", "MariaDB", "lost in a crash", "point-in-time recovery"},
 			Rows: [][]string{
@@ -394,28 +399,32 @@ func durabilitySection() report.Section {
 // run's own figures.
 func twoCoresSection(a *analysis) report.Section {
 	var b strings.Builder
-	b.WriteString("The seed ran SQL Server on 8 CPUs with up to 16 instances of 500 databases, their clients on other machines. This machine has two cores, which the servers share with dbrig's client and with other engineers' work. ")
-	var d, c, r0, z, priv float64
+	// The figures of the point with the most connections: its CPU per
+	// transaction is the least diluted by the servers' background work.
+	var top point
+	found := false
 	for _, eng := range a.engines {
 		for _, ex := range experiments {
 			for _, p := range a.points(eng, ex.name) {
-				if p.modeled && p.model.saturated && d == 0 {
-					d, c, r0, z = p.model.d, p.model.c, p.model.r0, p.model.z
-				}
-				if v := p.mean("backend_private_bytes"); !math.IsNaN(v) && priv == 0 {
-					priv = v
+				if p.modeled && p.model.d > 0 && (!found || p.mean("databases") > top.mean("databases")) {
+					top, found = p, true
 				}
 			}
 		}
 	}
-	if d > 0 {
-		fmt.Fprintf(&b, "Here a transaction cost %s of CPU (servers and client), so two cores' ceiling is about %s TPM, reached by %.0f connections with 18 ms of think time; the seed's 8 × 500 = 4,000 connections would ask for %s TPM, and 8 dedicated CPUs would raise the ceiling to %s at most. ",
-			ms(d), tpmText(60*2/d), math.Ceil(2/d*(r0+z)), tpmText(4000*60/(r0+z)), tpmText(60*8/d))
-		_ = c
+	cpus := 2.0
+	if found {
+		cpus = top.mean("host_cpus")
 	}
-	b.WriteString("So: CPU affinity cannot give 8 instances a CPU and a cache each (two instances pinned to one CPU each is the most this machine can pin, and the client still moves between them); 16 instances cannot contend for 32 GB as the seed's did; and once the CPU saturates, more instances or more memory cannot raise the TPM, which is what the seed saw at 16 instances. ")
-	if priv > 0 {
-		fmt.Fprintf(&b, "Memory is not the limit at these sizes: a backend's %s times the seed's 4,000 connections would be %s, within this machine's 24 GB only at the cost of everything else.", size(priv), size(4000*priv))
+	fmt.Fprintf(&b, "The seed ran SQL Server on 8 CPUs with up to 16 instances of 500 databases, their clients on other machines. This machine has %.0f CPUs, which the servers share with dbrig's client and with other engineers' work. ", cpus)
+	if found {
+		d, r0, z := top.model.d, top.model.r0, top.model.z
+		fmt.Fprintf(&b, "Here a transaction cost %s of CPU, servers and client together (at %s), so %.0f CPUs' ceiling is about %s TPM, which %.0f connections with 18 ms of think time would reach; the seed's 8 × 500 = 4,000 connections would ask for %s TPM, and 8 CPUs of the same speed would raise the ceiling to %s. ",
+			ms(d), top.label(), cpus, tpmText(60*cpus/d), math.Ceil(cpus/d*(r0+z)), tpmText(4000*60/(r0+z)), tpmText(60*8/d))
+	}
+	b.WriteString("So: CPU affinity cannot give 8 instances a CPU and a cache each (two instances pinned to a CPU each is the most this machine can pin, and the client still moves between them); 16 instances cannot contend for 32 GB as the seed's did; and once the CPU saturates, more instances or more memory cannot raise the TPM, which is what the seed saw at 16 instances. ")
+	if priv := top.mean("backend_private_bytes"); found && !math.IsNaN(priv) && priv > 0 {
+		fmt.Fprintf(&b, "Memory would stop a single PostgreSQL instance before that: a backend's %s of private memory times the seed's 4,000 connections is %s, more than this machine's 24 GiB; about %.0f backends of that size fill it.", size(priv), size(4000*priv), math.Floor(24*(1<<30)/priv))
 	}
 	return report.Section{Title: "What two cores cannot show", Text: b.String()}
 }

@@ -249,7 +249,7 @@ var Metrics = []study.MetricSpec{
 	{Name: "server_processes", Unit: study.Count, Doc: "processes of an instance, on average"},
 	{Name: "disk_read_kb_per_tx", Unit: study.Count, Better: study.Lower, Doc: "kB the servers read from storage (not the page cache) per transaction"},
 	{Name: "disk_write_kb_per_tx", Unit: study.Count, Doc: "kB the servers wrote to storage per transaction"},
-	{Name: "log_syncs_per_tx", Unit: study.Count, Doc: "log flushes to disk per transaction (PostgreSQL pg_stat_wal.wal_sync; MariaDB Innodb_os_log_fsyncs)"},
+	{Name: "log_syncs_per_tx", Unit: study.Count, Doc: "log flushes to disk per transaction (PostgreSQL pg_stat_wal.wal_sync; MariaDB: Innodb_data_fsyncs, every InnoDB fsync, its redo log's included)"},
 	{Name: "buffer_hit_pct", Unit: study.Percent, Better: study.Higher, Doc: "reads served by the server's own buffers (shared_buffers, the buffer pool) rather than the OS"},
 	{Name: "table_cache_misses_per_tx", Unit: study.Count, Better: study.Lower, Doc: "MariaDB: table definitions opened anew per transaction (its shared caches thrashing)"},
 	{Name: "buffer_bytes", Unit: study.Bytes, Doc: "shared_buffers or innodb_buffer_pool_size, read back from the server"},

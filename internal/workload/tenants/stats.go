@@ -116,13 +116,13 @@ func (s *statsConn) read(ctx context.Context) (counters, error) {
 	}
 	var st map[string]float64
 	err := s.retry(ctx, func() (err error) {
-		st, err = s.mariaStatus(ctx, "Innodb_os_log_fsyncs", "Innodb_buffer_pool_reads", "Innodb_buffer_pool_read_requests", "Opened_table_definitions")
+		st, err = s.mariaStatus(ctx, "Innodb_data_fsyncs", "Innodb_buffer_pool_reads", "Innodb_buffer_pool_read_requests", "Opened_table_definitions")
 		return err
 	})
 	if err != nil {
 		return c, err
 	}
-	c.logSyncs, c.bufferReads = st["Innodb_os_log_fsyncs"], st["Innodb_buffer_pool_reads"]
+	c.logSyncs, c.bufferReads = st["Innodb_data_fsyncs"], st["Innodb_buffer_pool_reads"]
 	c.bufferHits = st["Innodb_buffer_pool_read_requests"] - c.bufferReads
 	c.tableOpens, c.tableOpensKnown = st["Opened_table_definitions"], true
 	c.known = true
@@ -144,7 +144,15 @@ func (s *statsConn) mariaStatus(ctx context.Context, names ...string) (map[strin
 		}
 		out[k], _ = strconv.ParseFloat(v, 64)
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	for _, n := range names {
+		if _, ok := out[n]; !ok {
+			return nil, fmt.Errorf("MariaDB has no status variable %s", n)
+		}
+	}
+	return out, nil
 }
 
 // engineMetrics are the counters' differences per transaction.

@@ -152,8 +152,11 @@ func TestMariaDBTenants(t *testing.T) {
 			t.Errorf("%s = %v; metrics %v", k, mm[k], mm)
 		}
 	}
-	if mm["errors"] != 0 {
-		t.Errorf("errors: %v", m.Notes)
+	if mm["errors"] != 0 || len(m.Notes) != 1 {
+		t.Errorf("errors %v, notes %v", mm["errors"], m.Notes)
+	}
+	if _, ok := mm["log_syncs_per_tx"]; !ok {
+		t.Errorf("no log flushes counted: %v", mm)
 	}
 	t.Logf("metrics: %v\nnotes: %v", mm, m.Notes)
 }
