@@ -104,12 +104,12 @@ func (p point) label() string {
 		}
 		return "unpinned"
 	case expMemory:
-		s := "buffers " + size(p.mean("buffer_bytes"))
+		s := "buffers " + compact(p.mean("buffer_bytes"))
 		if math.IsNaN(p.mean("buffer_bytes")) {
 			s = "buffers unknown"
 		}
 		if c := p.memoryCap(); c > 0 {
-			s += ", capped at " + size(float64(c))
+			s += ", cap " + decimal(c)
 		}
 		return s
 	case expWAL:
@@ -195,14 +195,18 @@ type comparison struct {
 	// interference is how much other processes' different load during
 	// the two points could move the TPM, as a fraction: the difference of
 	// their CPUs over the CPUs this workload used, when the host's CPUs
-	// were full in either point (with CPUs to spare, others' work takes
-	// nothing from the transactions).
+	// were (nearly) full in either point: with CPUs to spare, others' work
+	// takes nothing from the transactions; short bursts queue before the
+	// average reaches 100 %.
 	interference float64
 }
 
+// fullHost is how busy, in %, a host's CPUs count as full.
+const fullHost = 85
+
 func compare(a, b point, metric string) comparison {
 	c := comparison{a: a, b: b, g: b.mean(metric)/a.mean(metric) - 1, noise: math.Hypot(a.noise(), b.noise()) / 100}
-	if hostBusy(a) >= 95 || hostBusy(b) >= 95 {
+	if hostBusy(a) >= fullHost || hostBusy(b) >= fullHost {
 		used := max(a.mean("server_cpus")+a.mean("client_cpus"), b.mean("server_cpus")+b.mean("client_cpus"), 0.1)
 		if d := math.Abs(a.mean("other_cpus") - b.mean("other_cpus")); !math.IsNaN(d) && !math.IsNaN(used) {
 			c.interference = d / used
@@ -221,7 +225,7 @@ func (c comparison) confounded(need float64) bool { return c.interference >= nee
 
 // busy says why a confounded comparison cannot decide a finding.
 func (c comparison) busy(need float64) string {
-	return fmt.Sprintf("Other processes took %.2f CPUs during %s and %.2f during %s, with the host's CPUs full: a difference that could move this workload's TPM by up to %.0f %%, as much as the %.0f %% the finding turns on. This run cannot tell; rerun on a quieter machine.",
+	return fmt.Sprintf("Other processes took %.2f CPUs during %s and %.2f during %s, with the host's CPUs (nearly) full: a difference that could move this workload's TPM by up to %.0f %%, as much as the %.0f %% the finding turns on. This run cannot tell; rerun on a quieter machine.",
 		c.a.mean("other_cpus"), c.a.label(), c.b.mean("other_cpus"), c.b.label(), 100*c.interference, 100*need)
 }
 
@@ -254,4 +258,18 @@ func engineTitle(name string) string {
 		return "MariaDB"
 	}
 	return name
+}
+
+// compact prints a power-of-two size without decimals when it has none
+// ("128 MiB", "2 GiB").
+func compact(v float64) string {
+	switch {
+	case math.IsNaN(v) || v <= 0:
+		return "-"
+	case v >= 1<<30 && math.Mod(v, 1<<30) == 0:
+		return fmt.Sprintf("%.0f GiB", v/(1<<30))
+	case v >= 1<<20 && math.Mod(v, 1<<20) == 0:
+		return fmt.Sprintf("%.0f MiB", v/(1<<20))
+	}
+	return size(v)
 }

@@ -148,8 +148,8 @@ func cpuBusy(p point) string {
 		return ""
 	}
 	s := fmt.Sprintf(" At %s the servers and the client used %.2f of the %.0f CPUs and other processes %.2f", p.label(), used, host, other)
-	if used+other >= 0.95*host {
-		s += ": the host's CPUs were full, and other engineers' work competed with the transactions"
+	if 100*(used+other) >= fullHost*host {
+		s += ": the host's CPUs were (nearly) full, and other engineers' work competed with the transactions"
 	}
 	return s + "."
 }
@@ -252,8 +252,8 @@ func judgeMemoryFloor(a *analysis, engine string, p study.Published) report.Find
 	f := report.Finding{
 		Published: p.Finding,
 		Measured: fmt.Sprintf("floor (%s) %s TPM, default (%s) %s, static (%s) %s: the floor %s over the default, %s against the static size",
-			size(floor.mean("buffer_bytes")), tpmText(floor.tpm()), size(def.mean("buffer_bytes")), tpmText(def.tpm()),
-			size(static.mean("buffer_bytes")), tpmText(static.tpm()), pct(gf), pct(gs)),
+			compact(floor.mean("buffer_bytes")), tpmText(floor.tpm()), compact(def.mean("buffer_bytes")), tpmText(def.tpm()),
+			compact(static.mean("buffer_bytes")), tpmText(static.tpm()), pct(gf), pct(gs)),
 		Model:  modelText(floor, def, static),
 		Spread: spread(floor, def, static),
 	}

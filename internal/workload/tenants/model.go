@@ -40,7 +40,7 @@ func (m closedLoop) resource() string {
 	if m.saturated {
 		return "CPU"
 	}
-	return "none (think time)"
+	return "think time"
 }
 
 // loopOf is the model of a result, with R0 from the results before it.

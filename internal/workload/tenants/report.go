@@ -81,10 +81,15 @@ func loopCurve(ps []point, perDB bool) (report.Series, string) {
 		ceiling = 60 * c / d
 		why += fmt.Sprintf(", the CPU's ceiling 60 × %.0f CPUs / %s per transaction (at %s) = %s TPM", c, ms(d), last.label(), tpmText(ceiling))
 	}
+	// The curve runs past the last point to the knee, where the CPU
+	// saturates, so the chart shows how far the run was from it.
 	knee := ceiling * (r0 + z) / 60
 	xs := []float64{ps[0].mean("databases"), top}
-	if knee > xs[0] && knee < top {
+	switch {
+	case knee > xs[0] && knee < top:
 		xs = []float64{xs[0], knee, top}
+	case knee >= top && knee < 20*top:
+		xs = []float64{xs[0], knee, math.Ceil(knee * 1.25)}
 	}
 	for _, x := range xs {
 		y := min(x*60/(r0+z), ceiling)
@@ -190,7 +195,7 @@ func barsChart(ps []point, exp, title string) report.Chart {
 		YLabel:      "transactions per minute",
 		XCategories: cats,
 		Series:      []report.Series{measured},
-		Note: caption(ps) + fmt.Sprintf(", %.0f databases in all. The model (dashed) is the closed loop capped by the CPU's ceiling at each point's own CPU per transaction and the CPUs left by other processes.",
+		Note: caption(ps) + fmt.Sprintf(", %.0f databases in all. The model (dashed) is the closed loop capped by the CPU's ceiling at each point's own CPU per transaction on the host's CPUs; what other processes took is in the table of every point.",
 			ps[0].mean("databases")),
 	}
 	if len(model.Points) > 0 {
@@ -204,7 +209,7 @@ func barsChart(ps []point, exp, title string) report.Chart {
 func pointTables(a *analysis, eng, suffix string) report.Section {
 	tp := report.Table{
 		Title:   "Throughput",
-		Columns: []string{"experiment", "configuration", "TPM", "model", "limited by", "TPM per database", "least-busiest database", "response mean", "p95", "p99", "errors", "noise"},
+		Columns: []string{"experiment", "configuration", "TPM", "model", "limited by", "TPM per database", "least - most busy database", "response mean", "p95", "p99", "errors", "noise"},
 	}
 	res := report.Table{
 		Title: "Resources",
