@@ -219,9 +219,10 @@ func compare(a, b point, metric string) comparison {
 // interference together.
 func (c comparison) beyond() bool { return math.Abs(c.g) > c.noise+c.interference }
 
-// confounded reports whether other processes' load alone could hide or
-// fake a change of the size a finding needs.
-func (c comparison) confounded(need float64) bool { return c.interference >= need }
+// confounded reports whether other processes' load could hide or fake a
+// change of the size a finding needs, and the change measured is not
+// larger than that load and the noise could make it.
+func (c comparison) confounded(need float64) bool { return c.interference >= need && !c.beyond() }
 
 // busy says why a confounded comparison cannot decide a finding.
 func (c comparison) busy(need float64) string {

@@ -214,8 +214,11 @@ func judgePerDatabase(a *analysis, engine string, p study.Published) report.Find
 	} else if fall >= perDBFall && c.beyond() {
 		f.Verdict = report.Reproduced
 		f.Why = fmt.Sprintf("From %s to %s each database's TPM fell by %.0f %% (at least %.0f %% needed, beyond the noise).", few.label(), many.label(), 100*fall, 100*perDBFall)
-		if many.model.saturated {
+		switch {
+		case many.model.saturated:
 			f.Why += fmt.Sprintf(" The model says why: with %s the CPU saturates (%s per transaction), so every database added shares the same ceiling.", many.label(), ms(many.model.d))
+		case hostBusy(many) >= fullHost:
+			f.Why += fmt.Sprintf(" The model, which leaves other processes out, puts the knee where the CPU saturates beyond %s; here other processes' work (%.2f CPUs) filled the host's CPUs, so the ceiling came sooner.", many.label(), many.mean("other_cpus"))
 		}
 	} else {
 		f.Verdict = report.Differs
