@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -49,10 +48,16 @@ func (w *workload) Prepare(ctx context.Context, env *study.Env) error {
 	for i := range members {
 		total += int64(share(w.databases, len(members), i))
 	}
-	var done atomic.Int64
+	// Databases are made by several sessions at once; the progress
+	// callback hears from one at a time.
+	var mu sync.Mutex
+	var done int64
 	progress := func() {
+		mu.Lock()
+		defer mu.Unlock()
+		done++
 		if env.Progress != nil {
-			env.Progress(done.Add(1), total)
+			env.Progress(done, total)
 		}
 	}
 	// The instances are prepared at once, each with its own sessions:
