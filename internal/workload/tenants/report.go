@@ -285,6 +285,9 @@ func size(v float64) string {
 
 // decimal prints a size a study wrote in decimal units ("2MB") as such.
 func decimal(v int64) string {
+	if v >= 1e9 {
+		return strings.TrimSuffix(fmt.Sprintf("%.1f", float64(v)/1e9), ".0") + " GB"
+	}
 	if v >= 1e6 {
 		return strings.TrimSuffix(fmt.Sprintf("%.1f", float64(v)/1e6), ".0") + " MB"
 	}
@@ -295,7 +298,7 @@ func kb(v float64) string {
 	if math.IsNaN(v) {
 		return "-"
 	}
-	return fmt.Sprintf("%.1f kB", v)
+	return fmt.Sprintf("%.2f kB", v)
 }
 
 // memorySection says what the plans cost: per backend, per function, and
