@@ -28,6 +28,7 @@ import (
 	"github.com/dbrig/dbrig/internal/workload/pagecompress"
 	"github.com/dbrig/dbrig/internal/workload/rbar"
 	"github.com/dbrig/dbrig/internal/workload/readahead"
+	"github.com/dbrig/dbrig/internal/workload/tenants"
 	"github.com/dbrig/dbrig/internal/workload/tpch"
 	"github.com/dbrig/dbrig/studies"
 )
@@ -42,7 +43,7 @@ func newEngines(dirs binDirs) *engine.Registry {
 
 // newRegistry lists the engines and the workloads dbrig knows.
 func newRegistry(dirs binDirs) *study.Registry {
-	return study.NewRegistry(newEngines(dirs), rbar.Kind(), georep.Kind(), tpch.Kind(), keylookup.Kind(), readahead.Kind(), pagecompress.Kind(), oltp.Kind())
+	return study.NewRegistry(newEngines(dirs), rbar.Kind(), georep.Kind(), tpch.Kind(), keylookup.Kind(), readahead.Kind(), pagecompress.Kind(), oltp.Kind(), tenants.Kind())
 }
 
 // loadStudy reads a study by built-in name or file path.

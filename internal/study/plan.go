@@ -629,9 +629,10 @@ func (s *Spec) resolveInstance(i int, in InstanceSpec, subst func(string, any) a
 	var memory int64
 	if in.Memory != nil {
 		v := subst(key+".memory", in.Memory)
-		n, err := (ParamSpec{Kind: SizeParam}).Normalize(v)
-		if err != nil {
-			fail(key+".memory", fmt.Errorf("want a size such as \"2GB\", got %s", describe(v)))
+		if str, ok := v.(string); ok && (str == "" || str == "none") {
+			// no cap: a sweep may compare capped and uncapped instances
+		} else if n, err := (ParamSpec{Kind: SizeParam}).Normalize(v); err != nil {
+			fail(key+".memory", fmt.Errorf("want a size such as \"2GB\", or \"none\" for no cap, got %s", describe(v)))
 		} else {
 			memory = n.(int64)
 		}

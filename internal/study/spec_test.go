@@ -622,3 +622,30 @@ func TestSitesOnHosts(t *testing.T) {
 		}
 	}
 }
+
+// TestSweptMemoryCapMayBeNone compares capped and uncapped instances in one
+// sweep: "none" (or "") is no cap, a size is a cap, anything else is refused.
+func TestSweptMemoryCapMayBeNone(t *testing.T) {
+	reg := NewRegistry(testEngines(), testKind())
+	spec := strings.Replace(goodSpec, `engine = "postgres"`, "engine = \"postgres\"\nmemory = \"${cap}\"", 1)
+	spec = strings.Replace(spec, "procs = [1]", "procs = [1]\ncap = [\"none\", \"512MB\", \"\"]", 1)
+	s, err := Parse("demo.toml", []byte(spec), reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := s.Plan("quick")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var caps []int64
+	for _, c := range p.Combos[:3] {
+		caps = append(caps, c.Instances[0].Memory)
+	}
+	if fmt.Sprint(caps) != "[0 512000000 0]" {
+		t.Errorf("caps = %v, want none, 512MB, none", caps)
+	}
+	bad := strings.Replace(spec, `cap = ["none", "512MB", ""]`, `cap = ["lots"]`, 1)
+	if _, err := Parse("demo.toml", []byte(bad), reg); err == nil || !strings.Contains(err.Error(), `or "none" for no cap`) {
+		t.Errorf("memory = lots: %v", err)
+	}
+}

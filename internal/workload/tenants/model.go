@@ -1,0 +1,114 @@
+package tenants
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/dbrig/dbrig/internal/study"
+)
+
+// The model is the closed loop's: N connections, each thinking Z between
+// transactions that take R, run N / (R + Z) transactions a second, until a
+// resource saturates; then the resource's capacity over each transaction's
+// demand on it is the ceiling (the utilization law). Here the resource is
+// the CPU: the servers and dbrig's client share the host's CPUs.
+//
+//	TPM = min(N × 60 / (R0 + Z), 60 × C / D)
+//
+// Z is the think time plus how late the client's timers ended it. R0 is
+// the response time without queueing: the lowest mean response any
+// point of the run had so far on the same engine (the fewest connections
+// come closest to it). D is the point's CPU time per transaction (servers
+// and client), C the host's CPUs. Other processes' work on the same host
+// is not in the model: each point records it (other_cpus), and it is what
+// a measurement below the model on a shared machine is first read against.
+// (Taking C as the CPUs other processes left would make the ceiling equal
+// the measurement whenever they filled every idle moment, as a busy shared
+// machine's do.)
+
+// closedLoop is the model's two bounds for a point.
+type closedLoop struct {
+	n, r0, z  float64 // connections, seconds, seconds
+	d, c      float64 // CPU seconds per transaction, CPUs
+	thinkTPM  float64 // N × 60 / (R0 + Z)
+	cpuTPM    float64 // 60 × C / D (NaN when D is unknown)
+	tpm       float64 // the smaller
+	saturated bool    // the CPU bound is the smaller
+}
+
+func (m closedLoop) resource() string {
+	if m.saturated {
+		return "CPU"
+	}
+	return "think time"
+}
+
+// loopOf is the model of a result, with R0 from the results before it.
+func loopOf(r study.Result, all []study.Result) (closedLoop, bool) {
+	n := r.Metrics["databases"]
+	// The think time as the client kept it: its timers wake late on a
+	// busy host, and that lateness is part of each connection's cycle.
+	z := (r.Metrics["think_ms"] + r.Metrics["think_lag_ms"]) / 1000
+	r0 := r.Metrics["response_ms"] / 1000
+	if n <= 0 || r0 <= 0 {
+		return closedLoop{}, false
+	}
+	eng := engineOf(r)
+	for _, o := range all {
+		if !o.Measured() || engineOf(o) != eng {
+			continue
+		}
+		if v := o.Metrics["response_ms"] / 1000; v > 0 && v < r0 {
+			r0 = v
+		}
+	}
+	m := closedLoop{n: n, r0: r0, z: z, cpuTPM: math.NaN()}
+	m.thinkTPM = n * 60 / (r0 + z)
+	m.tpm = m.thinkTPM
+	if d := r.Metrics["cpu_ms_per_tx"] / 1000; d > 0 && r.Metrics["host_cpus"] > 0 {
+		m.d = d
+		m.c = r.Metrics["host_cpus"]
+		m.cpuTPM = 60 * m.c / d
+		if m.cpuTPM < m.thinkTPM {
+			m.tpm, m.saturated = m.cpuTPM, true
+		}
+	}
+	return m, true
+}
+
+func engineOf(r study.Result) string {
+	if len(r.Instances) > 0 {
+		return r.Instances[0].Engine
+	}
+	return ""
+}
+
+// Model predicts a point's TPM from the closed loop and the CPU's ceiling.
+func Model(r study.Result, all []study.Result) study.Prediction {
+	m, ok := loopOf(r, all)
+	if !ok {
+		return study.Prediction{}
+	}
+	p := study.Prediction{Metrics: map[string]float64{"tpm": m.tpm, "tpm_per_db": m.tpm / m.n}}
+	p.Formula = fmt.Sprintf("closed loop: TPM = N × 60 / (R0 + Z) = %.0f × 60 / (%s + %s) = %.0f", m.n, ms(m.r0), ms(m.z), m.thinkTPM)
+	if !math.IsNaN(m.cpuTPM) {
+		p.Formula += fmt.Sprintf(" until the CPU saturates at 60 × C / D = 60 × %.2f CPUs / %s = %.0f", m.c, ms(m.d), m.cpuTPM)
+		if m.saturated {
+			p.Formula += ": the CPU is the resource that limits"
+		} else {
+			p.Formula += ": no resource saturates"
+		}
+	}
+	return p
+}
+
+// ms prints seconds as milliseconds.
+func ms(s float64) string {
+	switch {
+	case s >= 0.01:
+		return fmt.Sprintf("%.1f ms", s*1000)
+	case s >= 0.001:
+		return fmt.Sprintf("%.2f ms", s*1000)
+	}
+	return fmt.Sprintf("%.0f µs", s*1e6)
+}

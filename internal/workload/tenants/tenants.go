@@ -1,0 +1,117 @@
+package tenants
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/dbrig/dbrig/internal/study"
+)
+
+// DefaultThink is the seed's think time between one connection's
+// transactions.
+const DefaultThink = 18 * time.Millisecond
+
+// Kind registers the workload.
+func Kind() study.Kind {
+	var prepared atomic.Int64
+	return study.Kind{
+		Name: "tenants",
+		Doc:  "many small databases per instance, one connection each, server-side functions (seed 003)",
+		Params: []study.ParamSpec{
+			{Name: "databases", Kind: study.IntParam,
+				Doc: "tenant databases in all, spread evenly over the instances of the set (each with one connection)"},
+			{Name: "functions", Kind: study.IntParam, Default: int64(200),
+				Doc: "server-side functions (PostgreSQL) or stored procedures (MariaDB) per database, at least 6; the transactions call them"},
+			{Name: "size", Kind: study.SizeParam, Default: int64(30_000_000),
+				Doc: "seeded ledger data per database (tables and indexes; the seed's databases were 30 MB)"},
+			{Name: "think", Kind: study.DurationParam, Default: DefaultThink.String(),
+				Doc: "each connection's pause after a transaction (the seed's 18 ms)"},
+			{Name: "warm_up", Kind: study.DurationParam, Default: "10s", Doc: "run, then left out of the results"},
+			{Name: "duration", Kind: study.DurationParam, Default: "60s", Doc: "the measured interval"},
+			{Name: "set", Kind: study.StringParam, Default: "db",
+				Doc: "the [[instance]] whose instances hold the databases (every member of a set made with count)"},
+			{Name: "parallel", Kind: study.IntParam, Default: int64(4),
+				Doc: "databases created at once while preparing"},
+			{Name: "prime", Kind: study.BoolParam, Default: true,
+				Doc: "each connection calls every function once before the clock starts, so every backend holds every plan, as after hours of service"},
+		},
+		New: newWorkload,
+		// Prepare runs before every point: a set that shrank (count = 2
+		// after count = 4) leaves its first instances running with their
+		// share of the databases of the larger set, which no key made of
+		// the parameters would tell. When every instance holds its share
+		// already, Prepare costs one query per instance.
+		PrepareKey: func(p study.Params) string { return fmt.Sprintf("%s #%d", prepareKey(p), prepared.Add(1)) },
+		Metrics:    Metrics,
+		Model:      Model,
+		Judges:     Judges(),
+		Report:     Report,
+	}
+}
+
+func prepareKey(p study.Params) string {
+	return fmt.Sprintf("tenants-v1 databases=%d functions=%d size=%d set=%s", p.Int("databases"), p.Int("functions"), p.Int("size"), p.String("set"))
+}
+
+type workload struct {
+	databases int
+	functions int
+	size      int64
+	think     time.Duration
+	warmUp    time.Duration
+	duration  time.Duration
+	set       string
+	parallel  int
+	prime     bool
+}
+
+var _ study.Workload = (*workload)(nil)
+
+func newWorkload(p study.Params) (study.Workload, error) {
+	w := &workload{
+		databases: int(p.Int("databases")),
+		functions: int(p.Int("functions")),
+		size:      p.Int("size"),
+		think:     p.Duration("think"),
+		warmUp:    p.Duration("warm_up"),
+		duration:  p.Duration("duration"),
+		set:       p.String("set"),
+		parallel:  int(p.Int("parallel")),
+		prime:     p.Bool("prime"),
+	}
+	switch {
+	case w.functions < len(families):
+		return nil, fmt.Errorf("functions = %d: at least %d, one for each kind of transaction", w.functions, len(families))
+	case w.functions > 9999:
+		return nil, fmt.Errorf("functions = %d: at most 9999", w.functions)
+	case w.databases > 9999:
+		return nil, fmt.Errorf("databases = %d: at most 9999", w.databases)
+	case w.duration <= 0:
+		return nil, fmt.Errorf("duration = %v: want a positive duration", w.duration)
+	}
+	return w, nil
+}
+
+// members are the instances of the set that hold the databases.
+func (w *workload) members(env *study.Env) ([]string, error) {
+	var names []string
+	if env.Set != nil {
+		names = env.Set(w.set)
+	}
+	if len(names) == 0 {
+		return nil, fmt.Errorf("set = %q names no [[instance]] of this study", w.set)
+	}
+	if w.databases < len(names) {
+		return nil, fmt.Errorf("databases = %d over %d instances: every instance needs at least one", w.databases, len(names))
+	}
+	return names, nil
+}
+
+// Run measures one point: a connection per database, each calling the
+// database's functions with think time between, for the warm-up and the
+// measured interval; see run.go.
+func (w *workload) Run(ctx context.Context, env *study.Env) (study.Measurement, error) {
+	return w.run(ctx, env)
+}

@@ -1,0 +1,162 @@
+package tenants
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dbrig/dbrig/internal/engine"
+	"github.com/dbrig/dbrig/internal/engine/mariadb/mariatest"
+	"github.com/dbrig/dbrig/internal/engine/postgres/pgtest"
+	"github.com/dbrig/dbrig/internal/study"
+)
+
+// envFor is what the runner gives the workload: a set of instances, each
+// reached through its unix socket.
+func envFor(db string, insts ...engine.Instance) *study.Env {
+	by := map[string]engine.Instance{}
+	var names []string
+	for _, in := range insts {
+		by[in.Name()] = in
+		names = append(names, in.Name())
+	}
+	return &study.Env{
+		Database:   db,
+		ClientSite: "client",
+		Log:        slog.New(slog.DiscardHandler),
+		Instance:   func(name string) engine.Instance { return by[name] },
+		Set:        func(string) []string { return names },
+		Conn: func(from, instance, db string) (study.Endpoint, error) {
+			c, _ := by[instance].UnixLogin(db)
+			return study.Endpoint{Conn: c, Transport: "unix"}, nil
+		},
+	}
+}
+
+func params(databases int, extra map[string]any) study.Params {
+	p := study.Params{"databases": int64(databases), "functions": int64(12), "size": int64(200_000),
+		"think": "5ms", "warm_up": "1s", "duration": "3s", "set": "db", "parallel": int64(3), "prime": true}
+	for k, v := range extra {
+		p[k] = v
+	}
+	return p
+}
+
+func newTest(t *testing.T, p study.Params) *workload {
+	t.Helper()
+	w, err := newWorkload(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w.(*workload)
+}
+
+func ctxFor(t *testing.T, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// TestPostgresTenants prepares databases from a template on a server dbrig
+// owns, keeps them for a smaller count, runs the mix through the
+// functions, and records throughput, memory per backend and per instance.
+func TestPostgresTenants(t *testing.T) {
+	inst := pgtest.Start(t, "db", map[string]string{"shared_buffers": "32MB"})
+	ctx := ctxFor(t, 3*time.Minute)
+	env := envFor("dbrig_tenants_test", inst)
+	var progress []int64
+	env.Progress = func(done, total int64) { progress = append(progress, done) }
+	w := newTest(t, params(5, nil))
+	if err := w.Prepare(ctx, env); err != nil {
+		t.Fatal(err)
+	}
+	if len(progress) != 5 || progress[4] != 5 {
+		t.Errorf("progress while preparing 5 databases: %v", progress)
+	}
+	// Fewer databases: the extra ones are dropped, the rest kept.
+	w3 := newTest(t, params(3, nil))
+	if err := w3.Prepare(ctx, env); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	conn, err := inst.Connect(ctx, "postgres")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, _ := conn.Query(ctx, "SELECT datname FROM pg_database WHERE datname LIKE 'dbrig_tenants_test_t%' ORDER BY 1")
+	for rows.Next() {
+		var n string
+		rows.Scan(&n)
+		names = append(names, n)
+	}
+	var fns int
+	conn.Close(ctx)
+	tc, err := inst.Connect(ctx, "dbrig_tenants_test_t0002")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc.QueryRow(ctx, "SELECT count(*) FROM pg_proc WHERE pronamespace = 'public'::regnamespace").Scan(&fns)
+	tc.Close(ctx)
+	if strings.Join(names, ",") != "dbrig_tenants_test_t0001,dbrig_tenants_test_t0002,dbrig_tenants_test_t0003" || fns != 12 {
+		t.Fatalf("after preparing 3: databases %v, %d functions in one", names, fns)
+	}
+
+	m, err := w3.Run(ctx, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mm := m.Metrics
+	for _, k := range []string{"tpm", "tpm_per_db", "response_ms", "cpu_ms_per_tx", "backend_private_bytes", "backend_context_bytes",
+		"plan_cache_bytes", "instance_memory_bytes", "buffer_hit_pct", "buffer_bytes", "tpm_db_min"} {
+		if mm[k] <= 0 {
+			t.Errorf("%s = %v; metrics %v", k, mm[k], mm)
+		}
+	}
+	// pgtest's servers do not fsync: there is a count, and it is zero.
+	if v, ok := mm["log_syncs_per_tx"]; !ok || v != 0 {
+		t.Errorf("log_syncs_per_tx = %v, %v", v, ok)
+	}
+	// A closed loop of 3 connections with 5 ms think time: at most
+	// 3 × 60 / 5 ms = 36,000 per minute.
+	if mm["tpm"] > 36000 || mm["databases"] != 3 || mm["primed_share"] != 100 {
+		t.Errorf("tpm %v, databases %v, primed %v", mm["tpm"], mm["databases"], mm["primed_share"])
+	}
+	if mm["buffer_bytes"] != 32<<20 || mm["log_for_pitr"] != 1 || mm["commit_waits_flush"] != 0 {
+		t.Errorf("settings read back: buffers %v, pitr %v, commit waits %v", mm["buffer_bytes"], mm["log_for_pitr"], mm["commit_waits_flush"])
+	}
+	if m.Histograms["response"].Count() == 0 || m.Histograms["response/post"].Count() == 0 {
+		t.Errorf("histograms: %v", m.Histograms)
+	}
+	t.Logf("metrics: %v\nnotes: %v", mm, m.Notes)
+}
+
+// TestMariaDBTenants builds each database in its own session and runs the
+// mix through stored procedures.
+func TestMariaDBTenants(t *testing.T) {
+	inst := mariatest.Start(t, "db", nil)
+	ctx := ctxFor(t, 3*time.Minute)
+	env := envFor("dbrig_tenants_test", inst)
+	w := newTest(t, params(3, nil))
+	if err := w.Prepare(ctx, env); err != nil {
+		t.Fatal(err)
+	}
+	m, err := w.Run(ctx, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mm := m.Metrics
+	for _, k := range []string{"tpm", "response_ms", "cpu_ms_per_tx", "backend_context_bytes", "instance_memory_bytes", "buffer_bytes"} {
+		if mm[k] <= 0 {
+			t.Errorf("%s = %v; metrics %v", k, mm[k], mm)
+		}
+	}
+	if mm["errors"] != 0 || len(m.Notes) != 1 {
+		t.Errorf("errors %v, notes %v", mm["errors"], m.Notes)
+	}
+	if _, ok := mm["log_syncs_per_tx"]; !ok {
+		t.Errorf("no log flushes counted: %v", mm)
+	}
+	t.Logf("metrics: %v\nnotes: %v", mm, m.Notes)
+}
