@@ -127,6 +127,7 @@ Exit codes: 0 success, 1 a run or check failed, 2 bad usage or study file,
 	// The registry of commands: explicit, sorted by cobra for --help.
 	for _, newCmd := range []func(*app) *cobra.Command{
 		newCompareCmd,
+		newDiagnoseCmd,
 		newDoctorCmd,
 		newLinkCmd,
 		newLoadCmd,
