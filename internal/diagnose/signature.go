@@ -3,6 +3,7 @@ package diagnose
 import (
 	"fmt"
 	"math"
+	"sort"
 	"strconv"
 	"time"
 
@@ -78,11 +79,37 @@ type Signature struct {
 	Why string `json:"why"`
 }
 
-// countIn is the number of observations in (lo, hi], to the histogram's
-// resolution.
-func countIn(h *measure.Histogram, lo, hi time.Duration) int64 {
-	return h.CountAbove(lo) - h.CountAbove(hi)
+// cdf is a distribution's recorded values with the observations at or
+// below each, for the many counts the scan takes.
+type cdf struct {
+	values    []time.Duration
+	atOrBelow []int64
+	total     int64
 }
+
+func cdfOf(h *measure.Histogram) cdf {
+	var c cdf
+	h.ForEach(func(v time.Duration, n int64) {
+		c.total += n
+		c.values = append(c.values, v)
+		c.atOrBelow = append(c.atOrBelow, c.total)
+	})
+	return c
+}
+
+// above is the number of observations above d (to resolution, as
+// measure.Histogram.CountAbove).
+func (c cdf) above(d time.Duration) int64 {
+	limit := d.Truncate(time.Microsecond)
+	i := sort.Search(len(c.values), func(i int) bool { return c.values[i] > limit })
+	if i == 0 {
+		return c.total
+	}
+	return c.total - c.atOrBelow[i-1]
+}
+
+// in is the number of observations in (lo, hi].
+func (c cdf) in(lo, hi time.Duration) int64 { return c.above(lo) - c.above(hi) }
 
 // windowAt is the width of the window a cluster from edge is counted in.
 func windowAt(edge time.Duration) time.Duration { return max(minWindow, edge/5) }
@@ -123,8 +150,9 @@ func DetectWith(h *measure.Histogram, ev Evidence) Signature {
 	}
 	s.Samples = h.Count()
 	s.Median = h.Quantile(0.5)
-	s.Over200ms = h.CountAbove(200 * time.Millisecond)
-	s.Over1s = h.CountAbove(time.Second)
+	c := cdfOf(h)
+	s.Over200ms = c.above(200 * time.Millisecond)
+	s.Over1s = c.above(time.Second)
 	if s.Samples < minSamples {
 		s.Why = fmt.Sprintf("%d transactions: too few to tell a cluster from strays (at least %d)", s.Samples, minSamples)
 		return s
@@ -134,11 +162,11 @@ func DetectWith(h *measure.Histogram, ev Evidence) Signature {
 	var best time.Duration
 	for b := firstEdgeLo; b <= firstEdgeHi; b += edgeStep {
 		w := windowAt(b)
-		above := countIn(h, b, b+w)
+		above := c.in(b, b+w)
 		if above < need {
 			continue
 		}
-		score := float64(above) / float64(countIn(h, b-w, b)+1)
+		score := float64(above) / float64(c.in(b-w, b)+1)
 		if score > bestScore {
 			bestScore, best = score, b
 		}
@@ -149,16 +177,16 @@ func DetectWith(h *measure.Histogram, ev Evidence) Signature {
 		return s
 	}
 	w := windowAt(best)
-	s.First, s.Below = countIn(h, best, best+w), countIn(h, best-w, best)
-	s.Edge = lowestAbove(h, best)
+	s.First, s.Below = c.in(best, best+w), c.in(best-w, best)
+	s.Edge = c.lowestAbove(best)
 	s.Spacing = s.Edge - h.Min()
-	s.Beyond = h.CountAbove(s.Edge - w/2)
+	s.Beyond = c.above(s.Edge - w/2)
 	for k := 1; ; k++ {
 		at := time.Duration(k)*s.Spacing + h.Min()
 		if at-w/2 > h.Max() || k > 64 {
 			break
 		}
-		if n := countIn(h, at-w/2, at+w); n > 0 {
+		if n := c.in(at-w/2, at+w); n > 0 {
 			s.Hit += n
 			s.Clusters = append(s.Clusters, k)
 		}
@@ -212,10 +240,14 @@ func stallSeconds(ev Evidence, from time.Duration) int {
 	return n
 }
 
-// lowestAbove is the lowest observation above b (to resolution).
-func lowestAbove(h *measure.Histogram, b time.Duration) time.Duration {
-	n := h.Count() - h.CountAbove(b) // observations at or below b
-	return h.Quantile(math.Min(1, (float64(n)+1)/float64(h.Count())))
+// lowestAbove is the lowest recorded value above b.
+func (c cdf) lowestAbove(b time.Duration) time.Duration {
+	limit := b.Truncate(time.Microsecond)
+	i := sort.Search(len(c.values), func(i int) bool { return c.values[i] > limit })
+	if i == len(c.values) {
+		return b
+	}
+	return c.values[i]
 }
 
 // count writes a count with thousands separators: 12,345.

@@ -50,7 +50,9 @@ func KindWith(live *Live) study.Kind {
 			return fmt.Sprintf("oltp-v%d sf=%s instance=%s", dataVersion, formatScale(p.Float("scale_factor")), p.String("instance"))
 		},
 		Metrics: metricSpecs(),
+		Model:   Model,
 		Report:  Report,
+		Judges:  judges(),
 	}
 }
 
