@@ -175,13 +175,27 @@ func Result(r study.Result) (Point, bool) {
 		p.EdgeMS, p.SpacingMS = ms(p.Edge), ms(p.Spacing)
 	}
 	if p.Histogram == "latency" {
+		var slow []string
+		var slowBeyond int64
 		for _, name := range slices.Sorted(maps.Keys(r.Histograms)) {
 			t, ok := strings.CutPrefix(name, "latency/")
-			if !ok || r.Histograms[name] == nil {
+			h := r.Histograms[name]
+			if !ok || h == nil {
 				continue
 			}
-			ts := DetectWith(r.Histograms[name], Evidence{Users: ev.Users})
+			ts := DetectWith(h, Evidence{Users: ev.Users})
 			p.Types = append(p.Types, TypeShare{Type: t, Samples: ts.Samples, Found: ts.Found, HitShare: ts.HitShare, Over200ms: ts.Over200ms})
+			// A type that is slow by itself (its own median near the
+			// cluster) fills the cluster with its ordinary time.
+			if p.Found && ts.Samples > 0 && float64(ts.Median) > medianShare*float64(p.Edge) {
+				slow = append(slow, fmt.Sprintf("%s (median %s)", t, units.FormatDuration(ts.Median)))
+				slowBeyond += h.CountAbove(p.Edge - windowAt(p.Edge, 0)/2)
+			}
+		}
+		if p.Found && 2*slowBeyond >= p.Hit {
+			p.Found = false
+			p.Why = fmt.Sprintf("a cluster from %s, but it is mostly the ordinary time of transactions that are slow by themselves: %s",
+				units.FormatDuration(p.Edge), strings.Join(slow, ", "))
 		}
 	}
 	for _, l := range r.Links {

@@ -114,6 +114,38 @@ func TestRunNamesTheStalledPoints(t *testing.T) {
 	}
 }
 
+// TestSlowTypeIsNotAStall: a report that takes 210 to 240 ms by itself
+// beside fast lookups makes a cluster from 200 ms on, and more of them
+// than users; its own median says it is its ordinary time.
+func TestSlowTypeIsNotAStall(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	all, fast, slow := measure.NewHistogram(), measure.NewHistogram(), measure.NewHistogram()
+	for range 10_000 {
+		d := time.Duration(300+rng.IntN(4000)) * time.Microsecond
+		fast.Record(d)
+		all.Record(d)
+	}
+	for range 400 {
+		d := 210*time.Millisecond + time.Duration(rng.IntN(30_000))*time.Microsecond
+		slow.Record(d)
+		all.Record(d)
+	}
+	for range 30 { // and its slowest, twice as long
+		d := 420*time.Millisecond + time.Duration(rng.IntN(30_000))*time.Microsecond
+		slow.Record(d)
+		all.Record(d)
+	}
+	r := study.Result{Key: "mixed #1", Metrics: map[string]float64{"users": 16},
+		Histograms: map[string]*measure.Histogram{"latency": all, "latency/lookup": fast, "latency/report": slow}}
+	if s := Detect(all); !s.Found {
+		t.Fatalf("the whole distribution alone should look stalled: %s", s.Why)
+	}
+	p, ok := Result(r)
+	if !ok || p.Found || !strings.Contains(p.Why, "slow by themselves: report (median 2") {
+		t.Errorf("found %v: %s", p.Found, p.Why)
+	}
+}
+
 func TestRunRefusesWhatIsNotARun(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "f")
 	if err := os.WriteFile(file, []byte("x"), 0o644); err != nil {

@@ -108,11 +108,32 @@ func (c cdf) above(d time.Duration) int64 {
 	return c.total - c.atOrBelow[i-1]
 }
 
+// quantileBelow is the q-quantile of the observations at or below limit
+// (the healthy transactions, when limit is below any timeout).
+func (c cdf) quantileBelow(q float64, limit time.Duration) time.Duration {
+	n := c.total - c.above(limit)
+	if n == 0 {
+		return 0
+	}
+	rank := int64(math.Ceil(q * float64(n)))
+	i := sort.Search(len(c.atOrBelow), func(i int) bool { return c.atOrBelow[i] >= rank })
+	if i == len(c.values) {
+		return limit
+	}
+	return c.values[i]
+}
+
 // in is the number of observations in (lo, hi].
 func (c cdf) in(lo, hi time.Duration) int64 { return c.above(lo) - c.above(hi) }
 
-// windowAt is the width of the window a cluster from edge is counted in.
-func windowAt(edge time.Duration) time.Duration { return max(minWindow, edge/5) }
+// windowAt is the width of the window a cluster from edge is counted in:
+// a stalled transaction takes the timeout plus its own time, so the
+// cluster is as wide as the healthy transactions' spread (their 99th
+// percentile, body99), at least minWindow or a fifth of the edge, at most
+// half the edge (so that the clusters at its multiples stay apart).
+func windowAt(edge, body99 time.Duration) time.Duration {
+	return min(max(minWindow, edge/5, body99), edge/2)
+}
 
 // Evidence is what a point recorded beside its distribution that tells
 // repeated timeouts from one pause of the whole machine. A pause of D
@@ -158,10 +179,11 @@ func DetectWith(h *measure.Histogram, ev Evidence) Signature {
 		return s
 	}
 	need := max(minCluster, int64(math.Ceil(minClusterShare*float64(s.Samples))))
+	body99 := c.quantileBelow(0.99, firstEdgeLo)
 	bestScore := 0.0
 	var best time.Duration
 	for b := firstEdgeLo; b <= firstEdgeHi; b += edgeStep {
-		w := windowAt(b)
+		w := windowAt(b, body99)
 		above := c.in(b, b+w)
 		if above < need {
 			continue
@@ -173,10 +195,10 @@ func DetectWith(h *measure.Histogram, ev Evidence) Signature {
 	}
 	if best == 0 {
 		s.Why = fmt.Sprintf("no window of %s or more from 180 ms on holds %d transactions: %s over 200 ms, no cluster",
-			units.FormatDuration(minWindow), need, count(s.Over200ms))
+			units.FormatDuration(windowAt(firstEdgeLo, body99)), need, count(s.Over200ms))
 		return s
 	}
-	w := windowAt(best)
+	w := windowAt(best, body99)
 	s.First, s.Below = c.in(best, best+w), c.in(best-w, best)
 	s.Edge = c.lowestAbove(best)
 	s.Spacing = s.Edge - h.Min()
