@@ -383,10 +383,11 @@ func judgeThinStackFailures(rd *study.RunData, p study.Published) report.Finding
 	return f
 }
 
-// oltpPairs are the duplex pairs of the small transactions' mixes, by mix.
-func oltpPairs(cs []*curve) (mixes []string, by map[string][]duplexPair) {
+// oltpPairs are the duplex pairs of the small transactions' mixes, by
+// mix: the closed loops by users, then the open loops by rate.
+func oltpPairs(rd *study.RunData) (mixes []string, by map[string][]duplexPair) {
 	by = map[string][]duplexPair{}
-	for _, p := range duplexPairs(cs) {
+	for _, p := range duplexPairs(rd) {
 		if p.reportQuery {
 			continue
 		}
@@ -396,14 +397,46 @@ func oltpPairs(cs []*curve) (mixes []string, by map[string][]duplexPair) {
 		by[p.mix] = append(by[p.mix], p)
 	}
 	for _, m := range mixes {
-		slices.SortFunc(by[m], func(a, b duplexPair) int { return int(a.users - b.users) })
+		slices.SortStableFunc(by[m], func(a, b duplexPair) int {
+			switch {
+			case a.open() != b.open():
+				if a.open() {
+					return 1
+				}
+				return -1
+			case a.rate != b.rate:
+				return cmpFloat(a.rate, b.rate)
+			}
+			return cmpFloat(a.users, b.users)
+		})
 	}
 	return mixes, by
 }
 
+func cmpFloat(a, b float64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// closedLoops keeps the pairs that ran a closed loop.
+func closedLoops(ps []duplexPair) []duplexPair {
+	var out []duplexPair
+	for _, x := range ps {
+		if !x.open() {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
 // perMix judges each OLTP mix with judge and merges the findings.
 func perMix(rd *study.RunData, p study.Published, judge func([]duplexPair) report.Finding) report.Finding {
-	mixes, by := oltpPairs(curvesOf(rd))
+	mixes, by := oltpPairs(rd)
 	if len(mixes) == 0 {
 		return notMeasured(p, "Needs an OLTP mix on "+gbe+" and on "+gbe+"+duplex-mismatch at the same users.")
 	}
@@ -424,6 +457,10 @@ func judgeCollapse(rd *study.RunData, p study.Published) report.Finding {
 		seed = m / e
 	}
 	return perMix(rd, p, func(ps []duplexPair) report.Finding {
+		ps = closedLoops(ps)
+		if len(ps) == 0 {
+			return notMeasured(p, "Needs a closed loop (the server driven as hard as its users can) at both duplex settings.")
+		}
 		bestF, bestM := ps[0], ps[0]
 		for _, x := range ps {
 			if x.full.Mean("tps") > bestF.full.Mean("tps") {
@@ -464,12 +501,17 @@ func stallModelLine(x duplexPair) string {
 
 func judgeMeanMildlyWorse(rd *study.RunData, p study.Published) report.Finding {
 	return perMix(rd, p, func(ps []duplexPair) report.Finding {
-		x := ps[0] // the lightest load
+		// The seed's "given load": an open loop's fixed rate when the run
+		// has one, else the lightest closed loop.
+		x, which := ps[0], "the lightest load"
+		if last := ps[len(ps)-1]; last.open() {
+			x, which = last, "a given load"
+		}
 		r := x.mm.Mean("mean_ms") / x.full.Mean("mean_ms")
 		hf, hm := x.full.Histograms["latency"], x.mm.Histograms["latency"]
 		f := report.Finding{
-			Measured: fmt.Sprintf("at %g users (the lightest load): mean %s at full duplex, %s at a mismatch (%.2fx); median %s and %s, p99 %s and %s; throughput %.2fx",
-				x.users, fmtMS(x.full.Mean("mean_ms")), fmtMS(x.mm.Mean("mean_ms")), r, quantile(hf, 0.5), quantile(hm, 0.5), quantile(hf, 0.99), quantile(hm, 0.99),
+			Measured: fmt.Sprintf("at %s (%s): mean %s at full duplex, %s at a mismatch (%.2fx); median %s and %s, p99 %s and %s; throughput %.2fx",
+				x.load(), which, fmtMS(x.full.Mean("mean_ms")), fmtMS(x.mm.Mean("mean_ms")), r, quantile(hf, 0.5), quantile(hm, 0.5), quantile(hf, 0.99), quantile(hm, 0.99),
 				x.mm.Mean("tps")/x.full.Mean("tps")),
 			Model:  "the mean is the median's few milliseconds plus h × RTO: a few stalled transactions in a hundred add a few milliseconds to the mean and nothing to the median, all to the tail",
 			Spread: rd.Spread("mean_ms", x.full.Stats["mean_ms"], x.mm.Stats["mean_ms"]),
@@ -499,15 +541,15 @@ func judgeOutliers(rd *study.RunData, p study.Published) report.Finding {
 				over1s += d.Over1s
 				over200 += d.Over200ms
 				if d.Found {
-					flagged = append(flagged, fmt.Sprintf("%g", x.users))
-					share = append(share, fmt.Sprintf("%.1f %% at %g users (clusters at %s × %s)", 100*d.HitShare, x.users, joinInts(d.Clusters), fmtMS(ms(d.Spacing))))
+					flagged = append(flagged, x.load())
+					share = append(share, fmt.Sprintf("%.1f %% at %s (clusters at %s × %s)", 100*d.HitShare, x.load(), joinInts(d.Clusters), fmtMS(ms(d.Spacing))))
 				} else {
-					missed = append(missed, fmt.Sprintf("%g users: %s", x.users, d.Why))
+					missed = append(missed, fmt.Sprintf("%s: %s", x.load(), d.Why))
 				}
 			}
 			for _, d := range stalls(x.full) {
 				if d.Found {
-					cleanFlagged = append(cleanFlagged, fmt.Sprintf("%g", x.users))
+					cleanFlagged = append(cleanFlagged, x.load())
 				}
 			}
 		}
@@ -516,7 +558,7 @@ func judgeOutliers(rd *study.RunData, p study.Published) report.Finding {
 		if len(cleanFlagged) == 0 {
 			f.Measured += "; at full duplex: no cluster"
 		} else {
-			f.Measured += "; at full duplex a cluster at " + strings.Join(cleanFlagged, ", ") + " users"
+			f.Measured += "; at full duplex a cluster at " + strings.Join(cleanFlagged, ", ")
 		}
 		switch {
 		case len(missed) > 0:
@@ -545,6 +587,10 @@ func orNone(s string) string {
 
 func judgeServerIdle(rd *study.RunData, p study.Published) report.Finding {
 	return perMix(rd, p, func(ps []duplexPair) report.Finding {
+		ps = closedLoops(ps)
+		if len(ps) == 0 {
+			return notMeasured(p, "Needs a closed loop at both duplex settings.")
+		}
 		x := ps[len(ps)-1] // the heaviest load
 		cf, cm := serverCPU(x.full), serverCPU(x.mm)
 		lo := ps[0]
@@ -569,9 +615,8 @@ func judgeServerIdle(rd *study.RunData, p study.Published) report.Finding {
 }
 
 func judgeReportingUnaffected(rd *study.RunData, p study.Published) report.Finding {
-	cs := curvesOf(rd)
 	var rep []duplexPair
-	for _, x := range duplexPairs(cs) {
+	for _, x := range duplexPairs(rd) {
 		if x.reportQuery {
 			rep = append(rep, x)
 		}
@@ -591,11 +636,11 @@ func judgeReportingUnaffected(rd *study.RunData, p study.Published) report.Findi
 		lost += study.LinkOf(res).LostSegments
 	}
 	measured += fmt.Sprintf(", %d segments lost", lost)
-	_, by := oltpPairs(cs)
+	_, by := oltpPairs(rd)
 	var contrast []string
 	for _, ps := range by {
 		for _, o := range ps {
-			if o.users == x.users {
+			if o.users == x.users && !o.open() {
 				contrast = append(contrast, fmt.Sprintf("%s at the same users %.2fx", o.mix, o.mm.Mean("mean_ms")/o.full.Mean("mean_ms")))
 			}
 		}

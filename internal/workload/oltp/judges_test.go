@@ -38,6 +38,7 @@ func builtIn(t *testing.T, name string) *study.Spec {
 type handPoint struct {
 	mix, net string
 	users    int
+	rate     float64 // an open loop's arrivals per second (0: closed)
 	tps      float64
 	meanMS   float64
 	errors   float64
@@ -72,10 +73,10 @@ func handRun(t *testing.T, name string, think string, pts []handPoint) *study.Ru
 	var all []study.Result
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	for i, p := range pts {
-		combo := fmt.Sprintf("mix=%s net=%s users=%d", p.mix, p.net, p.users)
+		combo := fmt.Sprintf("mix=%s net=%s users=%d rate=%g", p.mix, p.net, p.users, p.rate)
 		r := study.Result{Study: spec.Name, Key: combo + " #1", Combo: combo, Run: 1,
-			Values:    map[string]any{"mix": p.mix, "net": p.net, "users": int64(p.users)},
-			Params:    study.Params{"mix": p.mix, "users": int64(p.users), "think": think, "keying": "0s", "rate": 0.0, "tx_limit": "30s", "scale_factor": 0.2},
+			Values:    map[string]any{"mix": p.mix, "net": p.net, "users": int64(p.users), "rate": p.rate},
+			Params:    study.Params{"mix": p.mix, "users": int64(p.users), "think": think, "keying": "0s", "rate": p.rate, "tx_limit": "30s", "scale_factor": 0.2},
 			Instances: []engine.InstanceConfig{{Name: "db", Engine: "postgres", Site: "db"}},
 			Links:     []study.LinkResult{linkFor(p.net)},
 			Started:   start.Add(time.Duration(i) * time.Minute),
@@ -236,6 +237,7 @@ type duplexOpts struct {
 	cleanHit  int     // stalls in the full-duplex points too
 	cpuMM     float64 // the mismatched server's CPUs (full: 1.6); -1 not sampled
 	reportMM  float64 // mismatch / full mean of the reporting query
+	givenLoad float64 // mismatch / full mean of an open loop at 500/s (0: none)
 }
 
 func duplexRun(t *testing.T, o duplexOpts) *study.RunData {
@@ -269,6 +271,14 @@ func duplexRun(t *testing.T, o duplexOpts) *study.RunData {
 				}
 				pts = append(pts, handPoint{mix: mix, net: net, users: n, tps: tps, meanMS: mean, cpu: cpu, hist: hist, maxMS: maxMS})
 			}
+			if o.givenLoad > 0 {
+				mean, hist := 2.0, latency(30, 1000, 2*time.Millisecond, 0, 0)
+				if net != "lan-1g" {
+					mean *= o.givenLoad
+					hist = latency(31, 1000, 2*time.Millisecond, 20, 0)
+				}
+				pts = append(pts, handPoint{mix: mix, net: net, users: 32, rate: 500, tps: 500, meanMS: mean, cpu: 0.3, hist: hist, maxMS: []float64{5, 205, 204}})
+			}
 		}
 	}
 	for _, net := range []string{"lan-1g", "lan-1g+duplex-mismatch"} {
@@ -297,6 +307,9 @@ func TestDuplexJudges(t *testing.T) {
 		{"mildly worse", "mean-mildly-worse", seedLike, report.Reproduced, "The mean rose 1.60x"},
 		{"much worse", "mean-mildly-worse", with(func(o *duplexOpts) { o.meanRatio = 5 }), report.Differs, "as bad as the throughput"},
 		{"no worse", "mean-mildly-worse", with(func(o *duplexOpts) { o.meanRatio = 1 }), report.Differs, "barely shows"},
+		{"mildly worse at a given load", "mean-mildly-worse", with(func(o *duplexOpts) { o.meanRatio, o.givenLoad = 5, 1.4 }), report.Reproduced, "at 500/s (open loop, 32 users) (a given load)"},
+		{"much worse at a given load", "mean-mildly-worse", with(func(o *duplexOpts) { o.meanRatio, o.givenLoad = 1.4, 4 }), report.Differs, "4.00x"},
+		{"the open loop is no collapse", "collapse", with(func(o *duplexOpts) { o.givenLoad = 1.4 }), report.Reproduced, "0.30x"},
 		{"outliers", "outliers", seedLike, report.Reproduced, "and 6 took over 1 s"},
 		{"none over a second", "outliers", with(func(o *duplexOpts) { o.over1s = 0 }), report.Differs, "none took over 1 s"},
 		{"no stalls", "outliers", with(func(o *duplexOpts) { o.stalled, o.over1s = false, 0 }), report.Differs, "No stall signature"},

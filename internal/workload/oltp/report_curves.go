@@ -160,34 +160,43 @@ func peaksSection(rd *study.RunData, cs []*curve) (report.Section, bool) {
 	return report.Section{Title: "Peak throughput and the knee", Text: text, Tables: []report.Table{t}}, true
 }
 
-// pairs matches each mismatched combination with its full-duplex twin at
-// the same users.
+// duplexPair is a mismatched combination and its full-duplex twin: the
+// same parameters (users, or an open loop's rate) on the same link at full
+// duplex.
 type duplexPair struct {
 	mix         string
-	users       float64
+	users, rate float64
 	full, mm    *study.Summary
-	fullC, mmC  *curve
 	reportQuery bool
 }
 
-func duplexPairs(cs []*curve) []duplexPair {
+// open reports whether the pair ran an open loop (a given load).
+func (x duplexPair) open() bool { return x.rate > 0 }
+
+// load names the pair's load: "32 users", "500/s (open loop, 32 users)".
+func (x duplexPair) load() string {
+	if x.open() {
+		return fmt.Sprintf("%s/s (open loop, %g users)", formatTPS(x.rate), x.users)
+	}
+	return fmt.Sprintf("%g users", x.users)
+}
+
+// duplexPairs matches each mismatched combination with its full-duplex
+// twin, in the run's order.
+func duplexPairs(rd *study.RunData) []duplexPair {
 	var out []duplexPair
-	for _, mc := range cs {
-		if !mc.mismatch {
+	for _, ms := range rd.Summaries {
+		if len(ms.Results) == 0 || !mismatched(ms.Results[0]) {
 			continue
 		}
-		base := strings.ReplaceAll(mc.transport, "+duplex-mismatch", "")
-		fc := transportCurve(cs, mc.mix, base)
-		if fc == nil {
-			continue
-		}
-		for _, ms := range mc.points {
-			for _, fs := range fc.points {
-				if fs.Params.Int("users") == ms.Params.Int("users") {
-					out = append(out, duplexPair{mix: mc.mix, users: ms.Params.Float("users"), full: fs, mm: ms, fullC: fc, mmC: mc,
-						reportQuery: isReporting(mc.mix)})
-				}
+		key := curveKey(ms.Results[0], true)
+		for _, fs := range rd.Summaries {
+			if len(fs.Results) == 0 || mismatched(fs.Results[0]) || fs.Params.Int("users") != ms.Params.Int("users") || curveKey(fs.Results[0], true) != key {
+				continue
 			}
+			mix := ms.Params.String("mix")
+			out = append(out, duplexPair{mix: mix, users: ms.Params.Float("users"), rate: ms.Params.Float("rate"), full: fs, mm: ms, reportQuery: isReporting(mix)})
+			break
 		}
 	}
 	return out
@@ -203,15 +212,15 @@ func isReporting(mix string) bool {
 // throughput, mean, median, tail and the outliers, the link's losses and
 // the stall model; and a chart of both distributions per mix.
 func duplexSection(rd *study.RunData, cs []*curve) (report.Section, []report.Chart, bool) {
-	pairs := duplexPairs(cs)
+	pairs := duplexPairs(rd)
 	if len(pairs) == 0 {
 		return report.Section{}, nil, false
 	}
-	t := report.Table{Columns: []string{"mix", "users", "tps full", "tps mismatch", "ratio", "mean full", "mean mismatch", "ratio",
+	t := report.Table{Columns: []string{"mix", "load", "tps full", "tps mismatch", "ratio", "mean full", "mean mismatch", "ratio",
 		"p50 full", "p50 mismatch", "p99 full", "p99 mismatch", "≥ 200 ms full", "≥ 200 ms mismatch", "> 1 s mismatch", "segments lost", "stall model"}}
 	for _, p := range pairs {
 		hf, hm := p.full.Histograms["latency"], p.mm.Histograms["latency"]
-		row := []string{p.mix, fmt.Sprint(p.users), formatTPS(p.full.Mean("tps")), formatTPS(p.mm.Mean("tps")), ratio(p.mm.Mean("tps"), p.full.Mean("tps")),
+		row := []string{p.mix, p.load(), formatTPS(p.full.Mean("tps")), formatTPS(p.mm.Mean("tps")), ratio(p.mm.Mean("tps"), p.full.Mean("tps")),
 			fmtMS(p.full.Mean("mean_ms")), fmtMS(p.mm.Mean("mean_ms")), ratio(p.mm.Mean("mean_ms"), p.full.Mean("mean_ms"))}
 		row = append(row, quantile(hf, 0.5), quantile(hm, 0.5), quantile(hf, 0.99), quantile(hm, 0.99),
 			over(hf, 200*time.Millisecond), over(hm, 200*time.Millisecond), strconv.FormatInt(countOver(hm, time.Second), 10))
@@ -228,12 +237,12 @@ func duplexSection(rd *study.RunData, cs []*curve) (report.Section, []report.Cha
 		}
 		t.Rows = append(t.Rows, append(row, model))
 	}
-	text := "Each point on the mismatched link beside the same point at full duplex (seed 002: the server's NIC at half duplex, the client's at full). Ratios are mismatch / full. '≥ 200 ms' counts the transactions that took at least 200 ms, with their share; 'segments lost' is what the link lost to late collisions against what the client sent (the whole point, warm-up included). The stall model charges each transaction in the RTO-spaced clusters one retransmission timeout on top of the full-duplex response: tps = users / (R_full + Z + h × RTO)."
+	text := "Each point on the mismatched link beside the same point at full duplex (seed 002: the server's NIC at half duplex, the client's at full). A closed loop drives the server as hard as its users can; an open loop offers a given load (transactions arriving at a fixed rate, each response time from its intended start). Ratios are mismatch / full. '≥ 200 ms' counts the transactions that took at least 200 ms, with their share; 'segments lost' is what the link lost to late collisions against what the client sent (the whole point, warm-up included). The stall model charges each transaction in the RTO-spaced clusters one retransmission timeout on top of the full-duplex response: tps = users / (R_full + Z + h × RTO)."
 	var charts []report.Chart
 	for i, mix := range mixesOf(cs) {
 		var top *duplexPair
 		for j := range pairs {
-			if pairs[j].mix == mix && (top == nil || pairs[j].users > top.users) {
+			if pairs[j].mix == mix && !pairs[j].open() && (top == nil || pairs[j].users > top.users) {
 				top = &pairs[j]
 			}
 		}
