@@ -242,7 +242,7 @@ func (d *Diagnosis) WriteText(w io.Writer) error {
 			}
 			fmt.Fprintf(&b, "  %s\n", p.Key)
 			fmt.Fprintf(&b, "      %s of %s transactions stalled (%s): clusters at %s × %s, the first from %s; %s over 200 ms, %s over 1 s; median %s\n",
-				count(p.Hit), count(p.Samples), percent(p.HitShare), multiples(p.Clusters), units.FormatDuration(p.Spacing),
+				count(p.Hit), count(p.Samples), percent(p.HitShare), Multiples(p.Clusters), units.FormatDuration(p.Spacing),
 				units.FormatDuration(p.Edge), count(p.Over200ms), count(p.Over1s), units.FormatDuration(p.Median))
 			if p.Histogram != "latency" {
 				fmt.Fprintf(&b, "      distribution: %s\n", p.Histogram)

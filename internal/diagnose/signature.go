@@ -5,6 +5,7 @@ import (
 	"math"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/dbrig/dbrig/internal/measure"
@@ -237,7 +238,7 @@ func DetectWith(h *measure.Histogram, ev Evidence) Signature {
 	default:
 		s.Found = true
 		s.Why = fmt.Sprintf("%s of %s transactions (%s) stalled in clusters at %s × %s, the first from %s with %s where the %s below it hold %s; median %s",
-			count(s.Hit), count(s.Samples), percent(s.HitShare), multiples(s.Clusters), units.FormatDuration(s.Spacing),
+			count(s.Hit), count(s.Samples), percent(s.HitShare), Multiples(s.Clusters), units.FormatDuration(s.Spacing),
 			units.FormatDuration(s.Edge), count(s.First), units.FormatDuration(w), count(s.Below), units.FormatDuration(s.Median))
 	}
 	return s
@@ -294,13 +295,16 @@ func percent(v float64) string {
 	return fmt.Sprintf("%.2g %%", 100*v)
 }
 
-func multiples(ks []int) string {
-	out := ""
+// Multiples writes the multiples of a signature's clusters: "1, 2, 3",
+// or "1, 2, 3, 4, 5, 6 ... 34 (24 in all)" when there are many.
+func Multiples(ks []int) string {
+	var parts []string
 	for i, k := range ks {
-		if i > 0 {
-			out += ", "
+		if len(ks) > 8 && i == 6 {
+			parts = append(parts, fmt.Sprintf("... %d (%d in all)", ks[len(ks)-1], len(ks)))
+			break
 		}
-		out += fmt.Sprint(k)
+		parts = append(parts, strconv.Itoa(k))
 	}
-	return out
+	return strings.Join(parts, ", ")
 }

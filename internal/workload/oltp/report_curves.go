@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dbrig/dbrig/internal/diagnose"
 	"github.com/dbrig/dbrig/internal/measure"
 	"github.com/dbrig/dbrig/internal/report"
 	"github.com/dbrig/dbrig/internal/study"
@@ -327,7 +328,7 @@ func stallsSection(rd *study.RunData) (report.Section, bool) {
 				}
 			}
 			t.Rows = append(t.Rows, []string{p.Key, fmt.Sprintf("%d of %d (%.2f %%)", p.Hit, p.Samples, 100*p.HitShare),
-				fmt.Sprintf("%s × %s", joinInts(p.Clusters), units.FormatDuration(p.Spacing)), strconv.FormatInt(p.Over200ms, 10),
+				fmt.Sprintf("%s × %s", diagnose.Multiples(p.Clusters), units.FormatDuration(p.Spacing)), strconv.FormatInt(p.Over200ms, 10),
 				strconv.FormatInt(p.Over1s, 10), units.FormatDuration(p.Median), strings.Join(types, ", ")})
 		}
 	}
@@ -342,12 +343,4 @@ func stallsSection(rd *study.RunData) (report.Section, bool) {
 	sec.Text = fmt.Sprintf("%d of the %d points show the signature of retransmission stalls: a cluster of transactions from 200 ms on (TCP's minimum retransmission timeout), clusters at its multiples (hit twice; a retransmission lost too), a median of a few milliseconds. `dbrig diagnose` on the run directory prints the same, with why for the others.", len(t.Rows), checked)
 	sec.Tables = []report.Table{t}
 	return sec, true
-}
-
-func joinInts(ks []int) string {
-	var out []string
-	for _, k := range ks {
-		out = append(out, strconv.Itoa(k))
-	}
-	return strings.Join(out, ", ")
 }
