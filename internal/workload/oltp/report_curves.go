@@ -218,7 +218,7 @@ func duplexSection(rd *study.RunData, cs []*curve) (report.Section, []report.Cha
 		return report.Section{}, nil, false
 	}
 	t := report.Table{Columns: []string{"mix", "load", "tps full", "tps mismatch", "ratio", "mean full", "mean mismatch", "ratio",
-		"p50 full", "p50 mismatch", "p99 full", "p99 mismatch", "≥ 200 ms full", "≥ 200 ms mismatch", "> 1 s mismatch", "segments lost", "stall model"}}
+		"p50 full", "p50 mismatch", "p99 full", "p99 mismatch", "≥ 200 ms full", "≥ 200 ms mismatch", "> 1 s mismatch", "segments lost", "users' time stalled", "stall model"}}
 	for _, p := range pairs {
 		hf, hm := p.full.Histograms["latency"], p.mm.Histograms["latency"]
 		row := []string{p.mix, p.load(), formatTPS(p.full.Mean("tps")), formatTPS(p.mm.Mean("tps")), ratio(p.mm.Mean("tps"), p.full.Mean("tps")),
@@ -231,14 +231,15 @@ func duplexSection(rd *study.RunData, cs []*curve) (report.Section, []report.Cha
 			lost += l.LostSegments
 			fwd += l.ForwardSegments
 		}
-		row = append(row, fmt.Sprintf("%d of %d", lost, fwd))
+		share, _ := stalledShare(p.mm)
+		row = append(row, fmt.Sprintf("%d of %d", lost, fwd), fmt.Sprintf("%.1f %%", 100*share))
 		model := "-"
 		if v, ok := p.mm.Results[len(p.mm.Results)-1].Model[modelStall]; ok {
 			model = formatTPS(v) + "/s"
 		}
 		t.Rows = append(t.Rows, append(row, model))
 	}
-	text := "Each point on the mismatched link beside the same point at full duplex (seed 002: the server's NIC at half duplex, the client's at full). A closed loop drives the server as hard as its users can; an open loop offers a given load (transactions arriving at a fixed rate, each response time from its intended start). Ratios are mismatch / full. '≥ 200 ms' counts the transactions that took at least 200 ms, with their share; 'segments lost' is what the link lost to late collisions against what the client sent (the whole point, warm-up included). The stall model charges each transaction in the RTO-spaced clusters one retransmission timeout on top of the full-duplex response: tps = users / (R_full + Z + h × RTO)."
+	text := "Each point on the mismatched link beside the same point at full duplex (seed 002: the server's NIC at half duplex, the client's at full). A closed loop drives the server as hard as its users can; an open loop offers a given load (transactions arriving at a fixed rate, each response time from its intended start). Ratios are mismatch / full. '≥ 200 ms' counts the transactions that took at least 200 ms, with their share; 'segments lost' is what the link lost to late collisions against what the client sent (the whole point, warm-up included); each stalls one user one retransmission timeout, and 'users' time stalled' is lost × RTO over the users' time. The stall model charges each transaction in the RTO-spaced clusters one retransmission timeout on top of the full-duplex response: tps = users / (R_full + Z + h × RTO)."
 	var charts []report.Chart
 	for i, mix := range mixesOf(cs) {
 		var top *duplexPair
