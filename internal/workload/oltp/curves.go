@@ -91,8 +91,11 @@ func storedModel(c *curve) ClosedLoop {
 	last := c.last()
 	m := last.Results[len(last.Results)-1].Model
 	if v, ok := m[modelKnee]; ok {
-		return ClosedLoop{Knee: v, Peak: m[modelPeak], BaseMS: m[modelBase], BaseUsers: m[modelBaseN], ThinkMS: m[modelThink],
-			PeakPoints: min(peakPoints, len(c.points))}
+		n := peakPoints
+		if len(c.points) < peakPoints {
+			n = 1
+		}
+		return ClosedLoop{Knee: v, Peak: m[modelPeak], BaseMS: m[modelBase], BaseUsers: m[modelBaseN], ThinkMS: m[modelThink], PeakPoints: n}
 	}
 	var cp []curvePoint
 	for _, s := range c.points {

@@ -22,7 +22,8 @@ import (
 // The two asymptotes meet at the knee, N* = X_peak × (R0 + Z): below it,
 // more users bring more throughput; beyond it, only longer waits.
 // R0 is the mean response at the curve's lightest load measured, X_peak
-// the mean of the curve's top 4 points (seed 001's rule for the peak).
+// the mean of the curve's top 4 points (seed 001's rule for the peak; the
+// highest point while the curve has fewer than 4).
 //
 // Duplex mismatch (seed 002): a transaction one of whose segments
 // collides waits one retransmission timeout (RTO = RTT + 200 ms) for it.
@@ -36,8 +37,9 @@ import (
 // seed 001 reported "an average of the top 4 scores".
 const peakPoints = 4
 
-// Peak is seed 001's peak throughput: the mean of the top 4 values (of
-// all of them when there are fewer), and the indices of those kept.
+// Peak is seed 001's peak throughput: the mean of the top 4 values, and
+// the indices of those kept. With fewer than 4 values the rule cannot
+// apply, and the highest is the best estimate of what the server gives.
 func Peak(tps []float64) (float64, []int) {
 	idx := make([]int, len(tps))
 	for i := range idx {
@@ -52,9 +54,13 @@ func Peak(tps []float64) (float64, []int) {
 		}
 		return 0
 	})
-	idx = idx[:min(peakPoints, len(idx))]
-	if len(idx) == 0 {
+	switch {
+	case len(idx) == 0:
 		return math.NaN(), nil
+	case len(idx) < peakPoints:
+		idx = idx[:1]
+	default:
+		idx = idx[:peakPoints]
 	}
 	sum := 0.0
 	for _, i := range idx {
@@ -199,7 +205,7 @@ func Model(r study.Result, all []study.Result) study.Prediction {
 	pred := study.Prediction{Metrics: map[string]float64{
 		"tps": m.TPS(n), modelKnee: m.Knee, modelPeak: m.Peak, modelBase: m.BaseMS, modelBaseN: m.BaseUsers, modelThink: m.ThinkMS,
 	}}
-	pred.Formula = fmt.Sprintf("closed loop: tps = min(N / (R0 + Z), X_peak) = min(%g / (%s + %s), %s/s) = %s/s; R0 = the mean response at %g users (the lightest load so far), X_peak = the mean of the top %d points so far (seed 001's rule); knee N* = X_peak × (R0 + Z) = %.0f users",
+	pred.Formula = fmt.Sprintf("closed loop: tps = min(N / (R0 + Z), X_peak) = min(%g / (%s + %s), %s/s) = %s/s; R0 = the mean response at %g users (the lightest load so far), X_peak = the mean of the top %d points so far (seed 001's rule; the highest while there are fewer than 4); knee N* = X_peak × (R0 + Z) = %.0f users",
 		n, fmtMS(m.BaseMS), fmtMS(m.ThinkMS), formatTPS(m.Peak), formatTPS(m.TPS(n)), m.BaseUsers, m.PeakPoints, m.Knee)
 	if mismatched(r) {
 		if s, ok := stallModel(r, all); ok {

@@ -16,7 +16,7 @@ func TestPeakIsTheMeanOfTheTopFour(t *testing.T) {
 		idx  []int
 	}{
 		{[]float64{1, 5, 3, 4, 2}, 3.5, []int{1, 2, 3, 4}},
-		{[]float64{10, 20}, 15, []int{0, 1}},
+		{[]float64{10, 20}, 20, []int{1}},
 		{[]float64{7, 9, 9, 9, 9, 1}, 9, []int{1, 2, 3, 4}},
 	} {
 		got, idx := Peak(tc.tps)

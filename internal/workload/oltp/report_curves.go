@@ -149,7 +149,7 @@ func peaksSection(rd *study.RunData, cs []*curve) (report.Section, bool) {
 	if len(t.Rows) == 0 {
 		return report.Section{}, false
 	}
-	text := "Each curve's peak is the mean of its top 4 points (seed 001: \"an average of the top 4 scores\"; of all its points when it has fewer). "
+	text := "Each curve's peak is the mean of its top 4 points (seed 001: \"an average of the top 4 scores\"; its highest point when it has fewer than 4). "
 	if haveGbE {
 		text += "The gain over " + gbe + " is seed 001's: (peak - peak on " + gbe + ") / peak on " + gbe + ", in the same mix. "
 	}
