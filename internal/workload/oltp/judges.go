@@ -385,17 +385,19 @@ func judgeThinStackFailures(rd *study.RunData, p study.Published) report.Finding
 }
 
 // oltpPairs are the duplex pairs of the small transactions' mixes, by
-// mix: the closed loops by users, then the open loops by rate.
+// mix and link ("shop on 1Gbit/s"): the closed loops by users, then the
+// open loops by rate.
 func oltpPairs(rd *study.RunData) (mixes []string, by map[string][]duplexPair) {
 	by = map[string][]duplexPair{}
 	for _, p := range duplexPairs(rd) {
 		if p.reportQuery {
 			continue
 		}
-		if _, ok := by[p.mix]; !ok {
-			mixes = append(mixes, p.mix)
+		key := p.mix + " on " + p.wire
+		if _, ok := by[key]; !ok {
+			mixes = append(mixes, key)
 		}
-		by[p.mix] = append(by[p.mix], p)
+		by[key] = append(by[key], p)
 	}
 	for _, m := range mixes {
 		slices.SortStableFunc(by[m], func(a, b duplexPair) int {
@@ -634,16 +636,22 @@ func stalledShare(s *study.Summary) (share float64, lost int64) {
 }
 
 func judgeReportingUnaffected(rd *study.RunData, p study.Published) report.Finding {
-	var rep []duplexPair
+	var labels []string
+	var each []report.Finding
 	for _, x := range duplexPairs(rd) {
 		if x.reportQuery {
-			rep = append(rep, x)
+			labels = append(labels, "on "+x.wire)
+			each = append(each, judgeReport(rd, p, x))
 		}
 	}
-	if len(rep) == 0 {
+	if len(each) == 0 {
 		return notMeasured(p, "Needs the reporting mix on "+gbe+" and on "+gbe+"+duplex-mismatch at the same users.")
 	}
-	x := rep[0]
+	return study.MergeFindings(p, labels, each)
+}
+
+// judgeReport judges one reporting pair.
+func judgeReport(rd *study.RunData, p study.Published, x duplexPair) report.Finding {
 	r := x.mm.Mean("mean_ms") / x.full.Mean("mean_ms")
 	share, lost := stalledShare(x.mm)
 	measured := fmt.Sprintf("the reporting query at %g users: %d segments lost, its users waited out timeouts %.1f %% of their time; mean %s at full duplex, %s at a mismatch (%.2fx)",
@@ -652,7 +660,7 @@ func judgeReportingUnaffected(rd *study.RunData, p study.Published) report.Findi
 	var contrast []string
 	for _, ps := range by {
 		for _, o := range ps {
-			if o.users == x.users && !o.open() {
+			if o.users == x.users && !o.open() && o.wire == x.wire {
 				sh, _ := stalledShare(o.mm)
 				contrast = append(contrast, fmt.Sprintf("%s %.1f %% (mean %.2fx)", o.mix, 100*sh, o.mm.Mean("mean_ms")/o.full.Mean("mean_ms")))
 			}

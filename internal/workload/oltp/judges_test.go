@@ -55,7 +55,7 @@ func linkFor(net string) study.LinkResult {
 	case "unix", "direct":
 		return study.LinkResult{Name: "client-db", Mode: net, Profile: net}
 	}
-	l := study.LinkResult{Name: "client-db", Mode: "link", Profile: net, RTTSeconds: 0.0002, RTOSeconds: 0.2002}
+	l := study.LinkResult{Name: "client-db", Mode: "link", Profile: net, RTTSeconds: 0.0002, RTOSeconds: 0.2002, RateBitsPerS: 1e9}
 	if strings.Contains(net, "+duplex-mismatch") {
 		l.Duplex, l.LostSegments, l.ForwardSegments = "mismatch", 500, 100_000
 	}

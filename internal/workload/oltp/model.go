@@ -97,7 +97,7 @@ func curveKey(r study.Result, noDuplex bool) string {
 		if noDuplex {
 			profile = strings.ReplaceAll(profile, "+duplex-mismatch", "")
 		}
-		links = append(links, l.Name+"="+l.Mode+":"+profile)
+		links = append(links, fmt.Sprintf("%s=%s:%s:%g:%g:%d", l.Name, l.Mode, profile, l.RTTSeconds, l.RateBitsPerS, l.WindowBytes))
 	}
 	inst, _ := json.Marshal(r.Instances)
 	client, _ := json.Marshal(r.Client)

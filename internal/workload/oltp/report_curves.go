@@ -166,6 +166,7 @@ func peaksSection(rd *study.RunData, cs []*curve) (report.Section, bool) {
 // duplex.
 type duplexPair struct {
 	mix         string
+	wire        string // the link's rate: "1Gbit/s"
 	users, rate float64
 	full, mm    *study.Summary
 	reportQuery bool
@@ -182,6 +183,15 @@ func (x duplexPair) load() string {
 	return fmt.Sprintf("%g users", x.users)
 }
 
+// wireOf names a point's link by its rate: "1gbit", "100mbit".
+func wireOf(r study.Result) string {
+	l := study.LinkOf(r)
+	if l.RateBitsPerS == 0 {
+		return l.Profile
+	}
+	return units.Rate(l.RateBitsPerS).String()
+}
+
 // duplexPairs matches each mismatched combination with its full-duplex
 // twin, in the run's order.
 func duplexPairs(rd *study.RunData) []duplexPair {
@@ -196,7 +206,8 @@ func duplexPairs(rd *study.RunData) []duplexPair {
 				continue
 			}
 			mix := ms.Params.String("mix")
-			out = append(out, duplexPair{mix: mix, users: ms.Params.Float("users"), rate: ms.Params.Float("rate"), full: fs, mm: ms, reportQuery: isReporting(mix)})
+			out = append(out, duplexPair{mix: mix, wire: wireOf(ms.Results[0]), users: ms.Params.Float("users"), rate: ms.Params.Float("rate"),
+				full: fs, mm: ms, reportQuery: isReporting(mix)})
 			break
 		}
 	}
@@ -217,11 +228,11 @@ func duplexSection(rd *study.RunData, cs []*curve) (report.Section, []report.Cha
 	if len(pairs) == 0 {
 		return report.Section{}, nil, false
 	}
-	t := report.Table{Columns: []string{"mix", "load", "tps full", "tps mismatch", "ratio", "mean full", "mean mismatch", "ratio",
+	t := report.Table{Columns: []string{"mix", "link", "load", "tps full", "tps mismatch", "ratio", "mean full", "mean mismatch", "ratio",
 		"p50 full", "p50 mismatch", "p99 full", "p99 mismatch", "≥ 200 ms full", "≥ 200 ms mismatch", "> 1 s mismatch", "segments lost", "users' time stalled", "stall model"}}
 	for _, p := range pairs {
 		hf, hm := p.full.Histograms["latency"], p.mm.Histograms["latency"]
-		row := []string{p.mix, p.load(), formatTPS(p.full.Mean("tps")), formatTPS(p.mm.Mean("tps")), ratio(p.mm.Mean("tps"), p.full.Mean("tps")),
+		row := []string{p.mix, p.wire, p.load(), formatTPS(p.full.Mean("tps")), formatTPS(p.mm.Mean("tps")), ratio(p.mm.Mean("tps"), p.full.Mean("tps")),
 			fmtMS(p.full.Mean("mean_ms")), fmtMS(p.mm.Mean("mean_ms")), ratio(p.mm.Mean("mean_ms"), p.full.Mean("mean_ms"))}
 		row = append(row, quantile(hf, 0.5), quantile(hm, 0.5), quantile(hf, 0.99), quantile(hm, 0.99),
 			over(hf, 200*time.Millisecond), over(hm, 200*time.Millisecond), strconv.FormatInt(countOver(hm, time.Second), 10))
@@ -241,17 +252,23 @@ func duplexSection(rd *study.RunData, cs []*curve) (report.Section, []report.Cha
 	}
 	text := "Each point on the mismatched link beside the same point at full duplex (seed 002: the server's NIC at half duplex, the client's at full). A closed loop drives the server as hard as its users can; an open loop offers a given load (transactions arriving at a fixed rate, each response time from its intended start). Ratios are mismatch / full. '≥ 200 ms' counts the transactions that took at least 200 ms, with their share; 'segments lost' is what the link lost to late collisions against what the client sent (the whole point, warm-up included); each stalls one user one retransmission timeout, and 'users' time stalled' is lost × RTO over the users' time. The stall model charges each transaction in the RTO-spaced clusters one retransmission timeout on top of the full-duplex response: tps = users / (R_full + Z + h × RTO)."
 	var charts []report.Chart
-	for i, mix := range mixesOf(cs) {
+	var groups []string
+	for _, p := range pairs {
+		if g := p.mix + " " + p.wire; !slices.Contains(groups, g) {
+			groups = append(groups, g)
+		}
+	}
+	for i, g := range groups {
 		var top *duplexPair
 		for j := range pairs {
-			if pairs[j].mix == mix && !pairs[j].open() && (top == nil || pairs[j].users > top.users) {
+			if pairs[j].mix+" "+pairs[j].wire == g && !pairs[j].open() && (top == nil || pairs[j].users > top.users) {
 				top = &pairs[j]
 			}
 		}
 		if top == nil {
 			continue
 		}
-		c := report.Chart{ID: fmt.Sprintf("oltp-duplex-%d", i+1), Title: fmt.Sprintf("Response times at full duplex and at a duplex mismatch, mix %s, %g users", mix, top.users),
+		c := report.Chart{ID: fmt.Sprintf("oltp-duplex-%d", i+1), Title: fmt.Sprintf("Response times at full duplex and at a duplex mismatch, mix %s, %s, %g users", top.mix, top.wire, top.users),
 			XLabel: "response time (ms)", YLabel: "transactions", XLog: true, YLog: true,
 			Note: "How many transactions took each time (bins of a fifth of a decade; empty bins left out), from the distributions merged over the combination's runs. A retransmission stall shows as a cluster from 200 ms on, and at its multiples."}
 		c.Series = append(c.Series, binSeries("full duplex", top.full.Histograms["latency"]), binSeries("duplex mismatch", top.mm.Histograms["latency"]))
