@@ -185,9 +185,12 @@ func Result(r study.Result) (Point, bool) {
 			}
 			ts := DetectWith(h, Evidence{Users: ev.Users})
 			p.Types = append(p.Types, TypeShare{Type: t, Samples: ts.Samples, Found: ts.Found, HitShare: ts.HitShare, Over200ms: ts.Over200ms})
-			// A type that is slow by itself (its own median near the
-			// cluster) fills the cluster with its ordinary time.
-			if p.Found && ts.Samples > 0 && float64(ts.Median) > medianShare*float64(p.Edge) {
+			// A type that is slow by itself fills the cluster with its
+			// ordinary time: hardly any of its transactions are fast. A
+			// type that timeouts hit often (many round trips each) keeps
+			// a fast part, the transactions no timeout hit.
+			fast := ts.Samples - h.CountAbove(time.Duration(medianShare*float64(p.Edge)))
+			if p.Found && ts.Samples > 0 && float64(fast) < slowTypeFast*float64(ts.Samples) {
 				slow = append(slow, fmt.Sprintf("%s (median %s)", t, units.FormatDuration(ts.Median)))
 				slowBeyond += h.CountAbove(p.Edge - windowAt(p.Edge, 0)/2)
 			}

@@ -41,6 +41,10 @@ const (
 	// medianShare: the median is at most this share of the first cluster's
 	// edge: "a few milliseconds" beside a timeout of hundreds.
 	medianShare = 0.1
+	// slowTypeFast: a transaction type with fewer than this share of its
+	// transactions faster than a tenth of the cluster's edge is slow by
+	// itself, and its transactions in the cluster are its ordinary time.
+	slowTypeFast = 0.1
 	// minSamples: fewer transactions than this say nothing about a tail.
 	minSamples = 200
 	// minCluster and minClusterShare: the first cluster holds at least

@@ -235,15 +235,16 @@ func latency(seed uint64, n int, median time.Duration, hit, over1s int) *measure
 
 // duplexOpts shape a hand-made duplex run.
 type duplexOpts struct {
-	tpsRatio   float64 // mismatch / full throughput at every users
-	meanRatio  float64 // mismatch / full mean at the lightest load
-	stalled    bool    // the mismatch's distributions carry the stalls
-	over1s     int     // transactions over 1 s at each mismatched point
-	cleanHit   int     // stalls in the full-duplex points too
-	cpuMM      float64 // the mismatched server's CPUs (full: 1.6); -1 not sampled
-	reportMM   float64 // mismatch / full mean of the reporting query
-	reportLost int64   // segments the reporting query's mismatched link lost
-	givenLoad  float64 // mismatch / full mean of an open loop at 500/s (0: none)
+	tpsRatio    float64 // mismatch / full throughput at every users
+	meanRatio   float64 // mismatch / full mean at the lightest load
+	stalled     bool    // the mismatch's distributions carry the stalls
+	stalledFrom int     // ... from this many users on (0: at every load)
+	over1s      int     // transactions over 1 s at each mismatched point
+	cleanHit    int     // stalls in the full-duplex points too
+	cpuMM       float64 // the mismatched server's CPUs (full: 1.6); -1 not sampled
+	reportMM    float64 // mismatch / full mean of the reporting query
+	reportLost  int64   // segments the reporting query's mismatched link lost
+	givenLoad   float64 // mismatch / full mean of an open loop at 500/s (0: none)
 }
 
 func duplexRun(t *testing.T, o duplexOpts) *study.RunData {
@@ -269,7 +270,7 @@ func duplexRun(t *testing.T, o duplexOpts) *study.RunData {
 					}
 					cpu = o.cpuMM
 					hit := 0
-					if o.stalled {
+					if o.stalled && n >= o.stalledFrom {
 						hit = int(tps * 2 * 0.04)
 					}
 					hist = latency(uint64(i+10), int(tps*2), time.Duration(0.6*float64(time.Millisecond)), hit, o.over1s)
@@ -322,7 +323,9 @@ func TestDuplexJudges(t *testing.T) {
 		{"the open loop is no collapse", "collapse", with(func(o *duplexOpts) { o.givenLoad = 1.4 }), report.Reproduced, "0.30x"},
 		{"outliers", "outliers", seedLike, report.Reproduced, "and 6 took over 1 s"},
 		{"none over a second", "outliers", with(func(o *duplexOpts) { o.over1s = 0 }), report.Differs, "none took over 1 s"},
-		{"no stalls", "outliers", with(func(o *duplexOpts) { o.stalled, o.over1s = false, 0 }), report.Differs, "No stall signature"},
+		{"no stalls", "outliers", with(func(o *duplexOpts) { o.stalled, o.over1s = false, 0 }), report.Differs, "shows at 0 of the 3 mismatched loads"},
+		{"stalls at some loads", "outliers", with(func(o *duplexOpts) { o.stalledFrom = 32 }), report.Reproduced, "2 of the 3 mismatched loads"},
+		{"stalls at one load", "outliers", with(func(o *duplexOpts) { o.stalledFrom = 128 }), report.Differs, "shows at 1 of the 3"},
 		{"stalls at full duplex too", "outliers", with(func(o *duplexOpts) { o.cleanHit = 500 }), report.Differs, "full-duplex link shows the same"},
 		{"idle server", "server-idle", seedLike, report.Reproduced, "0.31x the CPU"},
 		{"busy server", "server-idle", with(func(o *duplexOpts) { o.cpuMM = 1.5 }), report.Differs, "more than 0.6x"},
