@@ -541,9 +541,9 @@ func judgeOutliers(rd *study.RunData, p study.Published) report.Finding {
 		var share []string
 		for _, x := range ps {
 			for _, d := range stalls(x.mm) {
-				over1s += d.Over1s
 				over200 += d.Over200ms
 				if d.Found {
+					over1s += d.Over1s // a saturated server's own tail is not a stall
 					flagged = append(flagged, x.load())
 					share = append(share, fmt.Sprintf("%.1f %% at %s (clusters at %s × %s)", 100*d.HitShare, x.load(), diagnose.Multiples(d.Clusters), fmtMS(ms(d.Spacing))))
 				} else {
@@ -557,7 +557,7 @@ func judgeOutliers(rd *study.RunData, p study.Published) report.Finding {
 			}
 		}
 		f := report.Finding{Model: "a late collision costs its segment one retransmission timeout (RTT + 200 ms), doubling when the retransmission collides too: clusters at whole multiples of the RTO"}
-		f.Measured = fmt.Sprintf("at a duplex mismatch: %d transactions of 200 ms or more, %d over 1 s; stalled: %s", over200, over1s, orNone(strings.Join(share, "; ")))
+		f.Measured = fmt.Sprintf("at a duplex mismatch: %d transactions of 200 ms or more; stalled: %s; %d over 1 s where stalled", over200, orNone(strings.Join(share, "; ")), over1s)
 		if len(cleanFlagged) == 0 {
 			f.Measured += "; at full duplex: no cluster"
 		} else {
