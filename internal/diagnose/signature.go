@@ -128,6 +128,20 @@ func (c cdf) quantileBelow(q float64, limit time.Duration) time.Duration {
 	return c.values[i]
 }
 
+// quantileIn is the q-quantile of the observations in (lo, hi].
+func (c cdf) quantileIn(lo, hi time.Duration, q float64) time.Duration {
+	n := c.in(lo, hi)
+	if n == 0 {
+		return lo
+	}
+	rank := c.total - c.above(lo) + int64(math.Ceil(q*float64(n)))
+	i := sort.Search(len(c.atOrBelow), func(i int) bool { return c.atOrBelow[i] >= rank })
+	if i == len(c.values) {
+		return hi
+	}
+	return c.values[i]
+}
+
 // in is the number of observations in (lo, hi].
 func (c cdf) in(lo, hi time.Duration) int64 { return c.above(lo) - c.above(hi) }
 
@@ -206,7 +220,11 @@ func DetectWith(h *measure.Histogram, ev Evidence) Signature {
 	w := windowAt(best, body99)
 	s.First, s.Below = c.in(best, best+w), c.in(best-w, best)
 	s.Edge = c.lowestAbove(best)
-	s.Spacing = s.Edge - h.Min()
+	// A stalled transaction takes the timeout plus its own time, so the
+	// first cluster's median less the median of all is the timeout; its
+	// lowest value is not, when a busy server's own tail reaches into
+	// the window.
+	s.Spacing = max(c.quantileIn(best, best+w, 0.5)-s.Median, s.Edge-h.Min())
 	s.Beyond = c.above(s.Edge - w/2)
 	for k := 1; ; k++ {
 		at := time.Duration(k)*s.Spacing + h.Min()
