@@ -12,7 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/dbrig/dbrig/internal/measure"
 	"github.com/dbrig/dbrig/internal/study"
 	"github.com/dbrig/dbrig/internal/units"
 )
@@ -212,18 +211,6 @@ func Result(r study.Result) (Point, bool) {
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
-
-// DetectMerged is Detect on the merge of several distributions (a
-// combination's runs).
-func DetectMerged(hs ...*measure.Histogram) Signature {
-	m := measure.NewHistogram()
-	for _, h := range hs {
-		if h != nil {
-			m.Merge(h)
-		}
-	}
-	return Detect(m)
-}
 
 // WriteText writes the diagnosis for a person: the points with the
 // signature first, each with its share of transactions hit, then the
