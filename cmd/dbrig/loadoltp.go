@@ -71,7 +71,8 @@ Mixes: shop (browse 30, search 20, view-product 35, add-to-cart 10,
 place-order 5; place-order is one write transaction that takes stock from
 popular items, where concurrent orders wait for each other), point-select
 (one primary-key lookup per transaction: pgbench -S's work), browse-only,
-orders, or weights such as "view-product=9,place-order=1".
+orders, reporting (a sales report over every order line), or weights such as
+"view-product=9,place-order=1".
 
 Closed loop (the default): each user runs a transaction, thinks (--think,
 negative-exponential unless --think-fixed), and runs the next. Open loop

@@ -150,6 +150,9 @@ func TestLoadOLTP(t *testing.T) {
 		if code, out, errOut := runDbrig(t, base, nil, "compare", dir, dir); code != 0 || !strings.Contains(out, "users=3") {
 			t.Errorf("dbrig compare: exit %d\n%s\n%s", code, out, errOut)
 		}
+		if code, out, errOut := runDbrig(t, base, nil, "diagnose", dir); code != 0 || !strings.Contains(out, "1 point diagnosed") {
+			t.Errorf("dbrig diagnose: exit %d\n%s\n%s", code, out, errOut)
+		}
 	})
 
 	t.Run("mariadb open loop", func(t *testing.T) {
@@ -203,6 +206,9 @@ func TestLoadOLTP(t *testing.T) {
 			t.Error("the workload's database is still on the user's server")
 		}
 		assertNoPassword(t, dir, stdout+stderr, login.Password())
+		if code, out, errOut := runDbrig(t, base, nil, "diagnose", dir); code != 0 || !strings.Contains(out, "No retransmission-stall signature") {
+			t.Errorf("dbrig diagnose on a run against a target: exit %d\n%s\n%s", code, out, errOut)
+		}
 	})
 }
 

@@ -128,6 +128,7 @@ Exit codes: 0 success, 1 a run or check failed, 2 bad usage or study file,
 	for _, newCmd := range []func(*app) *cobra.Command{
 		newAgentCmd,
 		newCompareCmd,
+		newDiagnoseCmd,
 		newDoctorCmd,
 		newK8sCmd,
 		newLinkCmd,

@@ -55,11 +55,16 @@ type medium struct {
 	free      [2]time.Time // when each serializer is next idle (half duplex uses free[0])
 	rng       *rand.Rand
 
-	// Duplex mismatch: the reverse (half-duplex end's) frames that are not
-	// over yet, and its recent airtime, decayed with time constant tau.
+	// Duplex mismatch: the reverse (half-duplex end's) frames that may
+	// still overlap a frame admitted late, in order of start, and its
+	// recent airtime, decayed with time constant tau; freeAt is the arrival
+	// of the frame that set each serializer's free time; maxAir is the
+	// airtime of the largest segment.
 	onAir        []interval
 	revBusy, tau float64 // in nanoseconds
 	revBusyAt    time.Time
+	freeAt       [2]time.Time
+	maxAir       time.Duration
 }
 
 type interval struct{ start, end time.Time }
@@ -74,8 +79,15 @@ func newMedium(cfg Config) *medium {
 		m.nsPerByte = 8e9 / float64(cfg.Rate)
 	}
 	m.tau = float64(cfg.RetransmitTimeout())
+	m.maxAir = m.airtime(time.Time{}, cfg.SegmentSize()).Sub(time.Time{})
 	return m
 }
+
+// admitSlack is how late the proxy's schedulers may admit a frame after
+// it arrived (a busy machine wakes them milliseconds late): the mismatch
+// keeps the half-duplex end's frames that long, so a client frame admitted
+// late still meets the frames it overlapped.
+const admitSlack = 50 * time.Millisecond
 
 // transmit puts a frame of n payload bytes that is ready at t on the wire of
 // direction d and returns when it starts and when its last bit leaves. It
@@ -87,25 +99,51 @@ func newMedium(cfg Config) *medium {
 // the full-duplex client end sends whenever it likes; see collides.
 // m.mu must be held.
 func (m *medium) transmit(d direction, t time.Time, n int) (start, end time.Time) {
+	if m.cfg.Duplex == Mismatch {
+		return m.transmitMismatched(d, t, n)
+	}
 	i := d
 	if m.cfg.Duplex == HalfDuplex {
 		i = forward
 	}
 	start = later(t, m.free[i])
-	if m.cfg.Duplex == Mismatch && d == reverse {
+	end = m.airtime(start, n)
+	m.free[i] = end
+	return start, end
+}
+
+// transmitMismatched is transmit at a duplex mismatch. The proxy's
+// schedulers (one per direction of each connection) admit frames as they
+// run, which on a busy machine is not the order the frames arrived in.
+// A frame therefore queues behind the frame on its serializer, and the
+// half-duplex end defers to a client frame on the air, only when that
+// frame arrived first: otherwise two frames would be made to start at the
+// same instant (both "waiting" for a frame that physically came after
+// them) and collide, which no real wire does. m.mu must be held.
+func (m *medium) transmitMismatched(d direction, t time.Time, n int) (start, end time.Time) {
+	start = t
+	if !m.freeAt[d].After(t) {
+		start = later(start, m.free[d])
+	}
+	if d == reverse && !m.freeAt[forward].After(t) {
 		start = later(start, m.free[forward])
 	}
 	end = m.airtime(start, n)
-	m.free[i] = end
-	if m.cfg.Duplex == Mismatch {
-		// Frames that ended before t cannot overlap anything sent from now on.
-		k := sort.Search(len(m.onAir), func(k int) bool { return m.onAir[k].end.After(t) })
-		m.onAir = m.onAir[k:]
-		if d == reverse {
-			m.onAir = append(m.onAir, interval{start, end})
-			m.revBusy = m.revBusy*math.Exp(-float64(start.Sub(m.revBusyAt))/m.tau) + float64(end.Sub(start))
-			m.revBusyAt = start
-		}
+	if !m.free[d].After(end) {
+		m.free[d], m.freeAt[d] = end, t
+	}
+	// Frames that started long enough before t (the slack, and the
+	// longest airtime) cannot overlap anything admitted from now on.
+	cut := t.Add(-admitSlack - m.maxAir)
+	k := sort.Search(len(m.onAir), func(k int) bool { return m.onAir[k].start.After(cut) })
+	m.onAir = m.onAir[k:]
+	if d == reverse {
+		k := sort.Search(len(m.onAir), func(k int) bool { return m.onAir[k].start.After(start) })
+		m.onAir = append(m.onAir, interval{})
+		copy(m.onAir[k+1:], m.onAir[k:])
+		m.onAir[k] = interval{start, end}
+		m.revBusy = m.revBusy*math.Exp(-float64(max(start.Sub(m.revBusyAt), 0))/m.tau) + float64(end.Sub(start))
+		m.revBusyAt = later(m.revBusyAt, start)
 	}
 	return start, end
 }
@@ -120,8 +158,9 @@ func (m *medium) airtime(start time.Time, n int) time.Time {
 
 // collides reports whether a forward frame on the air from start to end
 // overlaps a reverse frame: with a duplex mismatch the half-duplex end sees a
-// late collision and the frame is lost there. Reverse frames are booked in
-// time order, so onAir is sorted by both start and end.
+// late collision and the frame is lost there. onAir is sorted by start; a
+// frame lasts at most maxAir, so only those that started within maxAir
+// before start can still be on the air.
 //
 // A retransmission goes out an RTO later, often beyond the reverse frames
 // booked so far. It then collides with the probability that the half-duplex
@@ -137,8 +176,13 @@ func (m *medium) collides(start, end, now time.Time, retransmission bool) bool {
 		share := m.revBusy * math.Exp(-float64(max(now.Sub(m.revBusyAt), 0))/m.tau) / m.tau
 		return m.rng.Float64() < share*math.Exp(-float64(start.Sub(horizon))/m.tau)
 	}
-	k := sort.Search(len(m.onAir), func(k int) bool { return m.onAir[k].end.After(start) })
-	return k < len(m.onAir) && m.onAir[k].start.Before(end)
+	hi := sort.Search(len(m.onAir), func(k int) bool { return !m.onAir[k].start.Before(end) })
+	for j := hi - 1; j >= 0 && !m.onAir[j].start.Before(start.Add(-m.maxAir)); j-- {
+		if m.onAir[j].end.After(start) {
+			return true
+		}
+	}
+	return false
 }
 
 // flow is one direction of one connection: the byte stream's in-order

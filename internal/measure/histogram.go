@@ -116,6 +116,16 @@ func (h *Histogram) CountAbove(d time.Duration) int64 {
 	return n
 }
 
+// ForEach calls f with each recorded value (to resolution) and how many
+// observations it holds, in increasing order of value.
+func (h *Histogram) ForEach(f func(value time.Duration, count int64)) {
+	for value, count := range h.h.ForEachBucket {
+		if count > 0 {
+			f(time.Duration(value)*time.Microsecond, count)
+		}
+	}
+}
+
 // Encode returns the histogram in HdrHistogram's V2 compressed encoding
 // (base64 text). The clamped count is not part of that format; [Histogram]'s
 // JSON form carries both.

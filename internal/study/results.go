@@ -69,16 +69,24 @@ type LinkResult struct {
 	Profile string    `json:"profile"`
 	Mode    string    `json:"mode"`
 	// Model figures of the link, for the report's models.
-	RTTSeconds    float64 `json:"rtt_s"`
-	RateBitsPerS  float64 `json:"rate_bps,omitempty"`
-	WindowBytes   int64   `json:"window_bytes,omitempty"`
-	Description   string  `json:"description"`
-	ForwardBytes  int64   `json:"forward_bytes"`
-	ReverseBytes  int64   `json:"reverse_bytes"`
-	Connections   int64   `json:"connections"`
-	WindowStalls  int64   `json:"window_stalls,omitempty"`
-	LostSegments  int64   `json:"lost_segments,omitempty"`
-	SeriesSeconds float64 `json:"series_interval_s,omitempty"`
+	RTTSeconds float64 `json:"rtt_s"`
+	// RTOSeconds is the stall a lost segment costs before its
+	// retransmission arrives (RTT + the minimum RTO), doubling on repeats.
+	RTOSeconds float64 `json:"rto_s,omitempty"`
+	// Duplex is "half" or "mismatch" when the link is not full duplex.
+	Duplex       string  `json:"duplex,omitempty"`
+	RateBitsPerS float64 `json:"rate_bps,omitempty"`
+	WindowBytes  int64   `json:"window_bytes,omitempty"`
+	Description  string  `json:"description"`
+	ForwardBytes int64   `json:"forward_bytes"`
+	ReverseBytes int64   `json:"reverse_bytes"`
+	Connections  int64   `json:"connections"`
+	WindowStalls int64   `json:"window_stalls,omitempty"`
+	LostSegments int64   `json:"lost_segments,omitempty"`
+	// Segments carried each way (a lost one counted once).
+	ForwardSegments int64   `json:"forward_segments,omitempty"`
+	ReverseSegments int64   `json:"reverse_segments,omitempty"`
+	SeriesSeconds   float64 `json:"series_interval_s,omitempty"`
 	// Bytes delivered per interval, each direction.
 	ForwardSeries []int64 `json:"forward_series,omitempty"`
 	ReverseSeries []int64 `json:"reverse_series,omitempty"`

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/dbrig/dbrig/internal/engine"
+	"github.com/dbrig/dbrig/internal/link"
 	"github.com/dbrig/dbrig/internal/monitor"
 	"github.com/dbrig/dbrig/internal/topology"
 	"github.com/dbrig/dbrig/internal/units"
@@ -435,6 +436,10 @@ func linkResults(stats []topology.LinkStats) []LinkResult {
 		lr := LinkResult{Name: l.Name, Between: l.Between, Profile: l.Profile, Mode: l.Mode}
 		if l.Mode == "link" {
 			lr.RTTSeconds = l.Config.EffectiveRTT().Seconds()
+			lr.RTOSeconds = l.Config.RetransmitTimeout().Seconds()
+			if l.Config.Duplex != link.FullDuplex {
+				lr.Duplex = l.Config.Duplex.String()
+			}
 			lr.RateBitsPerS = float64(l.Config.Rate)
 			lr.WindowBytes = int64(l.Config.Window)
 			lr.Description = l.Config.String()
@@ -447,6 +452,7 @@ func linkResults(stats []topology.LinkStats) []LinkResult {
 			lr.Connections = s.Connections
 			lr.WindowStalls = s.Forward.WindowStalls + s.Reverse.WindowStalls
 			lr.LostSegments = s.Forward.LostSegments + s.Reverse.LostSegments
+			lr.ForwardSegments, lr.ReverseSegments = s.Forward.Segments, s.Reverse.Segments
 			lr.SeriesSeconds = s.Forward.SeriesInterval.Seconds()
 			lr.ForwardSeries, lr.ReverseSeries = s.Forward.Series, s.Reverse.Series
 		}

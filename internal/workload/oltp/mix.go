@@ -20,11 +20,12 @@ const (
 	addToCart                 // check the stock, put an item in the customer's cart
 	placeOrder                // the cart becomes an order: stock taken, order and lines written, cart emptied
 	pointSelect               // one customer's balance by primary key: pgbench -S's work
+	salesReport               // revenue per category over every order: a reporting query
 	numTxTypes
 )
 
 // txNames are the types' names in results, metrics and mixes.
-var txNames = [numTxTypes]string{"browse", "search", "view-product", "add-to-cart", "place-order", "point-select"}
+var txNames = [numTxTypes]string{"browse", "search", "view-product", "add-to-cart", "place-order", "point-select", "report"}
 
 func (t txType) String() string { return txNames[t] }
 
@@ -62,6 +63,10 @@ var Mixes = []Mix{
 	{Name: "browse-only", weights: []weight{{browse, 30}, {search, 20}, {viewProduct, 35}}},
 	// Only the writes, half each: contention on stock at its worst.
 	{Name: "orders", weights: []weight{{addToCart, 1}, {placeOrder, 1}}},
+	// A large reporting query and nothing else: seed 002's counterpart to
+	// small transactions at a high frequency (few round trips, each one
+	// long on the server).
+	{Name: "reporting", weights: []weight{{salesReport, 1}}},
 }
 
 // MixNames lists the named mixes.

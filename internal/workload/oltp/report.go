@@ -12,16 +12,29 @@ import (
 )
 
 // Report adds the workload's tables and charts: every transaction type's
-// throughput and response-time distribution at every combination, the
-// throughput against the users when they were swept, and each
-// combination's seconds.
+// throughput and response-time distribution at every combination; when
+// the users were swept, throughput and response time against them with
+// the closed-loop model and its knee, and each curve's peak (seed 001's
+// rule) with its gain over Gigabit Ethernet; beside a duplex mismatch,
+// the full-duplex link's figures and the distributions of both (seed 002);
+// the retransmission stalls dbrig diagnose finds; each combination's
+// seconds.
 func Report(rd *study.RunData, d *report.Doc) {
 	if len(rd.Summaries) == 0 {
 		return
 	}
 	d.Sections = append(d.Sections, transactionsSection(rd))
-	if c, ok := usersChart(rd); ok {
-		d.Charts = append(d.Charts, c)
+	cs := curvesOf(rd)
+	d.Charts = append(d.Charts, usersCharts(rd, cs)...)
+	if sec, ok := peaksSection(rd, cs); ok {
+		d.Sections = append(d.Sections, sec)
+	}
+	if sec, charts, ok := duplexSection(rd, cs); ok {
+		d.Sections = append(d.Sections, sec)
+		d.Charts = append(d.Charts, charts...)
+	}
+	if sec, ok := stallsSection(rd); ok {
+		d.Sections = append(d.Sections, sec)
 	}
 	d.Charts = append(d.Charts, secondsCharts(rd)...)
 }
@@ -101,43 +114,6 @@ func formatTPS(v float64) string {
 		return strconv.FormatFloat(v, 'f', 0, 64)
 	}
 	return strconv.FormatFloat(v, 'f', 1, 64)
-}
-
-// usersChart draws throughput against virtual users, a line per value of
-// the other swept dimensions, when users were swept.
-func usersChart(rd *study.RunData) (report.Chart, bool) {
-	users := map[float64]bool{}
-	for _, s := range rd.Summaries {
-		users[s.Params.Float("users")] = true
-	}
-	if len(users) < 2 {
-		return report.Chart{}, false
-	}
-	// A line per value of the other swept dimensions (net, mix ...).
-	facetOf, facets := rd.Facets(func(s *study.Summary) string { return fmt.Sprint(s.Params.Int("users")) })
-	c := report.Chart{ID: "oltp-users", Title: "Throughput against virtual users", XLabel: "virtual users", YLabel: "transactions per second",
-		Note: rd.RunsCaption() + "."}
-	for _, f := range facets {
-		name := f
-		if name == "" {
-			name = "tps"
-		}
-		points := report.Series{Name: name + " (runs)", Style: report.Points}
-		line := report.Series{Name: name, Style: report.Line}
-		for _, s := range rd.Summaries {
-			if facetOf(s) != f {
-				continue
-			}
-			u := s.Params.Float("users")
-			for _, v := range s.Stats["tps"].Runs {
-				points.Points = append(points.Points, report.XY{X: u, Y: v, Label: label(rd, s)})
-			}
-			line.Points = append(line.Points, report.XY{X: u, Y: s.Stats["tps"].Mean, Label: label(rd, s)})
-		}
-		slices.SortFunc(line.Points, func(a, b report.XY) int { return int(a.X - b.X) })
-		c.Series = append(c.Series, points, line)
-	}
-	return c, true
 }
 
 // secondsCharts draw each combination's measured seconds (of its first

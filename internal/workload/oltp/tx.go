@@ -28,6 +28,7 @@ const (
 	sCharge     // charge a customer
 	sEmptyCart  // empty a cart
 	sBalance    // a customer's balance by primary key: pgbench -S's query
+	sReport     // revenue, units and buyers per category over every order line
 	numStmts
 )
 
@@ -51,6 +52,12 @@ var statements = [numStmts]string{
 	sCharge:     "UPDATE customers SET balance = balance - ? WHERE id = ?",
 	sEmptyCart:  "DELETE FROM carts WHERE customer_id = ?",
 	sBalance:    "SELECT balance FROM customers WHERE id = ?",
+	// Every order line joined to its order, item and customer, grouped by
+	// category: a scan of the largest tables and a result of a row per
+	// category, the shape of a report run beside the shop.
+	sReport: "SELECT i.category, count(*), sum(l.quantity), sum(l.quantity * l.price), count(DISTINCT o.customer_id), " +
+		"max(c.created) FROM order_lines l JOIN orders o ON o.id = l.order_id JOIN items i ON i.id = l.item_id " +
+		"JOIN customers c ON c.id = o.customer_id GROUP BY i.category ORDER BY i.category",
 }
 
 // sqlFor is a statement's SQL in an engine's dialect, with "?" for
@@ -184,6 +191,9 @@ func (sh *shopper) run(ctx context.Context, s session, t txType) error {
 		return sh.addToCart(ctx, s)
 	case placeOrder:
 		return sh.placeOrder(ctx, s)
+	case salesReport:
+		n, err := s.query(ctx, sReport, sh.a.set(), nil)
+		return found(n, err, "sales of any category")
 	}
 	return fmt.Errorf("no transaction type %d", t)
 }

@@ -55,14 +55,16 @@ func KindWith(live *Live) study.Kind {
 			return fmt.Sprintf("oltp-v%d sf=%s instance=%s", dataVersion, formatScale(p.Float("scale_factor")), p.String("instance"))
 		},
 		Metrics: metricSpecs(),
+		Model:   Model,
 		Report:  Report,
+		Judges:  judges(),
 	}
 }
 
 func params() []study.ParamSpec {
 	return []study.ParamSpec{
 		{Name: "mix", Kind: study.StringParam, Default: "shop",
-			Doc: "the transactions: shop, point-select, browse-only, orders, or weights such as \"view-product=9,place-order=1\""},
+			Doc: "the transactions: shop, point-select, browse-only, orders, reporting, or weights such as \"view-product=9,place-order=1\""},
 		{Name: "users", Kind: study.IntParam, Default: int64(10),
 			Doc: "virtual users, each with its own connection (in an open loop, the workers that serve arrivals)"},
 		{Name: "scale_factor", Kind: study.FloatParam, Default: 1.0,

@@ -122,6 +122,17 @@ func TestShopOnEachEngine(t *testing.T) {
 			if orders == 0 || sold != ordered || float64(orders) < placed {
 				t.Errorf("%d orders placed (%.0f in the measured interval), %d items sold from stock, %d ordered", orders, placed, sold, ordered)
 			}
+
+			// The reporting query runs over the same data, orders just
+			// placed included, on the engine's own SQL.
+			rm, err := testWorkload(t, study.Params{"scale_factor": 0.01, "users": int64(2), "duration": "1s", "warm_up": "200ms", "mix": "reporting"}).Run(ctx, env)
+			if err != nil {
+				t.Fatalf("run the reporting mix: %v", err)
+			}
+			if rm.Metrics["report_tps"] <= 0 || rm.Metrics["errors"] != 0 || rm.Histograms["latency"].Count() == 0 {
+				t.Errorf("reporting: %v (%q)", rm.Metrics, rm.Notes)
+			}
+			t.Logf("reporting: tps %.1f mean %.2f ms", rm.Metrics["tps"], rm.Metrics["mean_ms"])
 		})
 	}
 }

@@ -1,0 +1,277 @@
+package oltp
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/dbrig/dbrig/internal/diagnose"
+	"github.com/dbrig/dbrig/internal/study"
+)
+
+// The models beside the measurements.
+//
+// Closed loop (operational analysis, Little's law): N users who each wait
+// R for a response and think Z between transactions complete
+// X = N / (R + Z) transactions a second. At light load R is the base
+// response R0, so throughput rises along N / (R0 + Z); once the server
+// saturates it cannot rise above its capacity X_peak, and R grows instead.
+// The two asymptotes meet at the knee, N* = X_peak × (R0 + Z): below it,
+// more users bring more throughput; beyond it, only longer waits.
+// R0 is the mean response at the curve's lightest load measured, X_peak
+// the mean of the curve's top 4 points (seed 001's rule for the peak; the
+// highest point while the curve has fewer than 4).
+//
+// Duplex mismatch (seed 002): a transaction one of whose segments
+// collides waits one retransmission timeout (RTO = RTT + 200 ms) for it.
+// If a share h of the transactions is hit, each user spends h × RTO more
+// per transaction, so X = N / (R + Z + h × RTO), with R the full-duplex
+// link's response at the same users: the stalls alone bound what the
+// mismatch can cost. h is measured (the transactions in the RTO-spaced
+// clusters of the point's own distribution), each charged one RTO.
+
+// peakPoints is how many of a curve's best points the peak averages:
+// seed 001 reported "an average of the top 4 scores".
+const peakPoints = 4
+
+// Peak is seed 001's peak throughput: the mean of the top 4 values, and
+// the indices of those kept. With fewer than 4 values the rule cannot
+// apply, and the highest is the best estimate of what the server gives.
+func Peak(tps []float64) (float64, []int) {
+	idx := make([]int, len(tps))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortStableFunc(idx, func(a, b int) int {
+		switch {
+		case tps[a] > tps[b]:
+			return -1
+		case tps[a] < tps[b]:
+			return 1
+		}
+		return 0
+	})
+	switch {
+	case len(idx) == 0:
+		return math.NaN(), nil
+	case len(idx) < peakPoints:
+		idx = idx[:1]
+	default:
+		idx = idx[:peakPoints]
+	}
+	sum := 0.0
+	for _, i := range idx {
+		sum += tps[i]
+	}
+	slices.Sort(idx)
+	return sum / float64(len(idx)), idx
+}
+
+// transportOf names how a point's client reached the server: "unix",
+// "direct" (loopback TCP) or the emulated link's profile.
+func transportOf(r study.Result) string {
+	l := study.LinkOf(r)
+	if l.Mode == "unix" || l.Mode == "direct" {
+		return l.Mode
+	}
+	return l.Profile
+}
+
+// mismatched reports whether the point's link runs at a duplex mismatch.
+func mismatched(r study.Result) bool { return study.LinkOf(r).Duplex == "mismatch" }
+
+// curveKey is what a point shares with the other points of its curve:
+// everything but its users (parameters, links, servers, client). noDuplex
+// leaves a duplex mismatch out of the link's profile, to find a
+// mismatched point's full-duplex twin.
+func curveKey(r study.Result, noDuplex bool) string {
+	p := maps.Clone(r.Params)
+	delete(p, "users")
+	params, _ := json.Marshal(p) // keys sorted
+	var links []string
+	for _, l := range r.Links {
+		profile := l.Profile
+		if noDuplex {
+			profile = strings.ReplaceAll(profile, "+duplex-mismatch", "")
+		}
+		links = append(links, fmt.Sprintf("%s=%s:%s:%g:%g:%d", l.Name, l.Mode, profile, l.RTTSeconds, l.RateBitsPerS, l.WindowBytes))
+	}
+	inst, _ := json.Marshal(r.Instances)
+	client, _ := json.Marshal(r.Client)
+	return string(params) + "|" + strings.Join(links, ",") + "|" + string(inst) + "|" + string(client)
+}
+
+// curvePoint is one users value of a curve, its runs averaged.
+type curvePoint struct {
+	users, tps, meanMS float64
+	runs               int
+}
+
+// curveOf gathers the closed-loop points measured so far that share r's
+// curve, one per users value, in users order.
+func curveOf(r study.Result, all []study.Result) []curvePoint {
+	key := curveKey(r, false)
+	by := map[float64]*curvePoint{}
+	for _, o := range append(slices.Clone(all), r) {
+		if !o.Measured() || o.Params.Float("rate") > 0 || curveKey(o, false) != key {
+			continue
+		}
+		tps, okT := o.Metrics["tps"]
+		mean, okM := o.Metrics["mean_ms"]
+		if !okT || !okM {
+			continue
+		}
+		u := o.Params.Float("users")
+		cp := by[u]
+		if cp == nil {
+			cp = &curvePoint{users: u}
+			by[u] = cp
+		}
+		cp.tps = (cp.tps*float64(cp.runs) + tps) / float64(cp.runs+1)
+		cp.meanMS = (cp.meanMS*float64(cp.runs) + mean) / float64(cp.runs+1)
+		cp.runs++
+	}
+	var out []curvePoint
+	for _, u := range slices.Sorted(maps.Keys(by)) {
+		out = append(out, *by[u])
+	}
+	return out
+}
+
+// ClosedLoop is the closed-loop model of one curve.
+type ClosedLoop struct {
+	BaseUsers  float64 // the users of the lightest load measured
+	BaseMS     float64 // R0: the mean response there
+	ThinkMS    float64 // Z: think and keying time per transaction
+	Peak       float64 // X_peak: the mean of the top 4 points
+	PeakPoints int     // how many points the peak averages
+	Knee       float64 // N* = X_peak × (R0 + Z)
+}
+
+// TPS is the model's throughput at n users.
+func (m ClosedLoop) TPS(n float64) float64 {
+	return math.Min(n/((m.BaseMS+m.ThinkMS)/1000), m.Peak)
+}
+
+// thinkMS is a point's mean think and keying time per transaction.
+func thinkMS(p study.Params) float64 {
+	return ms(p.Duration("think")) + ms(p.Duration("keying"))
+}
+
+func fitClosedLoop(curve []curvePoint, think float64) ClosedLoop {
+	tps := make([]float64, len(curve))
+	for i, c := range curve {
+		tps[i] = c.tps
+	}
+	peak, top := Peak(tps)
+	m := ClosedLoop{BaseUsers: curve[0].users, BaseMS: curve[0].meanMS, ThinkMS: think, Peak: peak, PeakPoints: len(top)}
+	m.Knee = m.Peak * (m.BaseMS + m.ThinkMS) / 1000
+	return m
+}
+
+// Model metric names stored with each point.
+const (
+	modelKnee     = "knee_users"
+	modelPeak     = "peak_tps"
+	modelBase     = "base_response_ms"
+	modelBaseN    = "base_users"
+	modelThink    = "think_ms"
+	modelStall    = "stall_model_tps"
+	modelHitShare = "hit_share"
+	modelRTO      = "rto_ms"
+	modelFullMean = "full_duplex_mean_ms"
+)
+
+// Model predicts a point's throughput: the closed loop's asymptotes fitted
+// on its curve so far, and, on a mismatched link, the stalls' bound from
+// the same users' full-duplex response.
+func Model(r study.Result, all []study.Result) study.Prediction {
+	if _, ok := r.Metrics["tps"]; !ok {
+		return study.Prediction{}
+	}
+	if rate := r.Params.Float("rate"); rate > 0 {
+		return study.Prediction{Metrics: map[string]float64{"tps": rate},
+			Formula: fmt.Sprintf("open loop: tps = the arrival rate, %s/s, while the server keeps up", formatTPS(rate))}
+	}
+	curve := curveOf(r, all)
+	if len(curve) == 0 {
+		return study.Prediction{}
+	}
+	n := r.Params.Float("users")
+	m := fitClosedLoop(curve, thinkMS(r.Params))
+	pred := study.Prediction{Metrics: map[string]float64{
+		"tps": m.TPS(n), modelKnee: m.Knee, modelPeak: m.Peak, modelBase: m.BaseMS, modelBaseN: m.BaseUsers, modelThink: m.ThinkMS,
+	}}
+	pred.Formula = fmt.Sprintf("closed loop: tps = min(N / (R0 + Z), X_peak) = min(%g / (%s + %s), %s/s) = %s/s; R0 = the mean response at %g users (the lightest load so far), X_peak = the mean of the top %d points so far (seed 001's rule; the highest while there are fewer than 4); knee N* = X_peak × (R0 + Z) = %.0f users",
+		n, fmtMS(m.BaseMS), fmtMS(m.ThinkMS), formatTPS(m.Peak), formatTPS(m.TPS(n)), m.BaseUsers, m.PeakPoints, m.Knee)
+	if mismatched(r) {
+		if s, ok := stallModel(r, all); ok {
+			for k, v := range s.metrics {
+				pred.Metrics[k] = v
+			}
+			pred.Metrics["tps"] = s.tps
+			pred.Formula = s.formula + "; " + pred.Formula
+		}
+	}
+	return pred
+}
+
+type stallPrediction struct {
+	tps     float64
+	metrics map[string]float64
+	formula string
+}
+
+// stallModel is seed 002's model of a mismatched point: its full-duplex
+// twin's response at the same users plus one RTO per hit transaction.
+func stallModel(r study.Result, all []study.Result) (stallPrediction, bool) {
+	key, users := curveKey(r, true), r.Params.Float("users")
+	var sum float64
+	runs := 0
+	for _, o := range all {
+		if o.Measured() && !mismatched(o) && o.Params.Float("users") == users && curveKey(o, true) == key {
+			if v, ok := o.Metrics["mean_ms"]; ok {
+				sum += v
+				runs++
+			}
+		}
+	}
+	h := r.Histograms["latency"]
+	if runs == 0 || h == nil || h.Count() == 0 {
+		return stallPrediction{}, false
+	}
+	full := sum / float64(runs)
+	sig := diagnose.DetectWith(h, diagnose.Evidence{Users: int64(users), SecondMax: r.Series["max_ms"]})
+	share := 0.0
+	if sig.Found {
+		share = sig.HitShare
+	}
+	rto := 1000 * study.LinkOf(r).RTOSeconds
+	if rto == 0 {
+		rto = 200.2
+	}
+	z := thinkMS(r.Params)
+	tps := users / ((full + z + share*rto) / 1000)
+	return stallPrediction{tps: tps,
+		metrics: map[string]float64{modelStall: tps, modelHitShare: share, modelRTO: rto, modelFullMean: full},
+		formula: fmt.Sprintf("duplex mismatch: tps = N / (R_full + Z + h × RTO) = %g / (%s + %s + %.2f %% × %s) = %s/s; R_full = the full-duplex mean response at %g users, h = the transactions in RTO-spaced clusters (dbrig diagnose), each charged one RTO",
+			users, fmtMS(full), fmtMS(z), 100*share, fmtMS(rto), formatTPS(tps), users)}, true
+}
+
+// fmtMS writes milliseconds for a formula: "3.2 ms", "210 µs".
+func fmtMS(v float64) string {
+	switch {
+	case math.IsNaN(v):
+		return "-"
+	case v == 0:
+		return "0 ms"
+	case v < 1:
+		return fmt.Sprintf("%.0f µs", v*1000)
+	case v < 10:
+		return fmt.Sprintf("%.2f ms", v)
+	}
+	return fmt.Sprintf("%.1f ms", v)
+}
