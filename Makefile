@@ -59,7 +59,7 @@ bench-rbar: ## the row-by-row client's round trips per second against pgbench (P
 bench-oltp: ## dbrig's point-select against pgbench -S -M prepared and sysbench oltp_point_select at 1, 2, 4, 8 clients on one socket; open loop against pgbench -R, also with the server stalled (about 9 minutes)
 	$(GO) test -run '^$$' -bench 'PointSelectVs|StalledServer' -benchtime 1x -timeout 30m ./internal/workload/oltp/
 
-bench-replication: ## the replication agent as a user meets it (fsync on, cold, last row visible) against native logical replication and across 77 ms, then the seed's agents against their models (about 10 minutes)
+bench-replication: ## the replication agent as a user meets it (fsync on, cold, last row visible) against native logical replication and across 77 ms, then the seed's agents against their models (about 2 minutes on a quiet machine)
 	$(GO) test -run '^$$' -bench 'FasterThanNative|SeedModels' -benchtime 1x -timeout 60m -v ./internal/workload/georep/
 
 clean: ## remove the binary and runs/

@@ -85,6 +85,7 @@ func (r *Runner) Run(ctx context.Context) (res *Result, err error) {
 	if r.started.Swap(true) {
 		return nil, errors.New("load: a Runner runs once; make a new one")
 	}
+	defer reserveProcs(r.cfg.Users)()
 	workers, err := r.openWorkers(ctx)
 	defer func() {
 		for i, w := range workers {

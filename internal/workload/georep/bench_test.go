@@ -85,7 +85,7 @@ func (s *series) String() string {
 // meanwhile). "End to end" figures run from the first insert's commit with
 // everything running (log reader and agent, or native replication).
 //
-//	go test -run '^$' -bench Targets -benchtime 1x -timeout 60m ./internal/replication/
+//	go test -run '^$' -bench Targets -benchtime 1x -timeout 60m ./internal/workload/georep/
 func BenchmarkTargets(b *testing.B) {
 	rows := benchEnv("DBRIG_BENCH_ROWS", 100_000)
 	rounds := benchEnv("DBRIG_BENCH_ROUNDS", 3)
@@ -183,7 +183,7 @@ func BenchmarkTargets(b *testing.B) {
 // few RTTs, with the legacy 64 KiB window and the autotuned 16 MiB one.
 // Run it with:
 //
-//	go test -run '^$' -bench SeedModels -benchtime 1x ./internal/replication/
+//	go test -run '^$' -bench SeedModels -benchtime 1x ./internal/workload/georep/
 func BenchmarkSeedModels(b *testing.B) {
 	rows := benchEnv("DBRIG_BENCH_MODEL_ROWS", 10_000)
 	p := startPair(b)

@@ -41,8 +41,23 @@ import (
 // latency percentiles within 10 % of pgbench -R's (measured, as dbrig
 // measures, from each transaction's scheduled start).
 
-// benchClients are the client counts compared.
-var benchClients = []int{1, 2, 4, 8}
+// benchClients are the client counts compared (DBRIG_BENCH_CLIENTS, a
+// comma-separated list, picks others).
+func benchClients(tb testing.TB) []int {
+	v := os.Getenv("DBRIG_BENCH_CLIENTS")
+	if v == "" {
+		return []int{1, 2, 4, 8}
+	}
+	var ns []int
+	for _, f := range strings.Split(v, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			tb.Fatalf("DBRIG_BENCH_CLIENTS=%q: want client counts like 1,2,4,8", v)
+		}
+		ns = append(ns, n)
+	}
+	return ns
+}
 
 // benchRounds and benchSeconds are each comparison's rounds and length.
 const (
@@ -226,7 +241,7 @@ func BenchmarkPointSelectVsPgbench(b *testing.B) {
 		runPgbench(b, inst, ci, 1, time.Second) // warm both tables into the cache
 		runDbrig(b, env, 1, 0, time.Second)
 		var rows [][]string
-		for _, n := range benchClients {
+		for _, n := range benchClients(b) {
 			var ours, theirs samples
 			for range benchRounds {
 				theirs = append(theirs, runPgbench(b, inst, ci, n, d))
@@ -342,7 +357,7 @@ func BenchmarkPointSelectVsSysbench(b *testing.B) {
 		sb.pointSelect(b, 1, time.Second) // warm both tables into the buffer pool
 		runDbrig(b, env, 1, 0, time.Second)
 		var rows [][]string
-		for _, n := range benchClients {
+		for _, n := range benchClients(b) {
 			var ours, theirs samples
 			for range benchRounds {
 				theirs = append(theirs, sb.pointSelect(b, n, d))
