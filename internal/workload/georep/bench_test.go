@@ -105,6 +105,7 @@ func BenchmarkTargets(b *testing.B) {
 			nativeE2E = series{name: "end to end, native, loopback"}
 		)
 		base := ScenarioConfig{Config: p.cfg, Payload: PayloadChar1K, Rows: rows, RowsPerTransaction: 1000, SkipVerify: true}
+		base.Options.Pipeline = 1 // the seed's stop-and-wait writer (the agent's default is auto)
 		run := func(s *series, sc ScenarioConfig) {
 			b.Helper()
 			res, err := RunScenario(ctx, sc)
