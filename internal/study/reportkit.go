@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dbrig/dbrig/internal/engine"
 	"github.com/dbrig/dbrig/internal/report"
 	"github.com/dbrig/dbrig/internal/units"
 )
@@ -36,6 +37,45 @@ func FormatSeconds(s float64) string {
 		return "-"
 	}
 	return units.FormatDuration(time.Duration(s * 1e9))
+}
+
+// FormatTimes prints a ratio as a factor ("2.44x", "14.7x" from 10 on),
+// "-" when it is not a number.
+func FormatTimes(v float64) string {
+	switch {
+	case math.IsNaN(v) || math.IsInf(v, 0):
+		return "-"
+	case v >= 10:
+		return fmt.Sprintf("%.1fx", v)
+	}
+	return fmt.Sprintf("%.2fx", v)
+}
+
+// Within reports whether got is within a factor f of want either way.
+func Within(got, want, f float64) bool { return got >= want/f && got <= want*f }
+
+// InstanceOf is the configuration of the instance a point ran on (its
+// "instance" parameter), or the zero configuration when it names none.
+func InstanceOf(r Result) engine.InstanceConfig {
+	name := r.Params.String("instance")
+	for _, in := range r.Instances {
+		if in.Name == name {
+			return in
+		}
+	}
+	return engine.InstanceConfig{}
+}
+
+// EngineTitle is an engine's name as its makers write it ("PostgreSQL"
+// for postgres), for reports.
+func EngineTitle(name string) string {
+	switch name {
+	case "postgres":
+		return "PostgreSQL"
+	case "mariadb":
+		return "MariaDB"
+	}
+	return name
 }
 
 // LinkOf is a result's first link (a unix socket when it has none): the

@@ -1,6 +1,7 @@
 package study
 
 import (
+	"math"
 	"strings"
 	"testing"
 
@@ -42,5 +43,24 @@ func TestMergeFindings(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestFormatTimesAndWithin(t *testing.T) {
+	for _, tc := range []struct {
+		v    float64
+		want string
+	}{{2.444, "2.44x"}, {9.994, "9.99x"}, {14.71, "14.7x"}, {math.NaN(), "-"}, {math.Inf(1), "-"}} {
+		if got := FormatTimes(tc.v); got != tc.want {
+			t.Errorf("FormatTimes(%v) = %q, want %q", tc.v, got, tc.want)
+		}
+	}
+	for _, tc := range []struct {
+		got, want, f float64
+		in           bool
+	}{{3, 4, 1.5, true}, {6, 4, 1.5, true}, {2.6, 4, 1.5, false}, {6.1, 4, 1.5, false}} {
+		if in := Within(tc.got, tc.want, tc.f); in != tc.in {
+			t.Errorf("Within(%v, %v, %v) = %v, want %v", tc.got, tc.want, tc.f, in, tc.in)
+		}
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/dbrig/dbrig/internal/engine"
 	"github.com/dbrig/dbrig/internal/report"
 	"github.com/dbrig/dbrig/internal/study"
 )
@@ -133,8 +132,8 @@ func comparisons(rd *study.RunData) []comparison {
 		sizes[s.Params.Int("rows")] = true
 	}
 	for _, s := range rd.Summaries {
-		eng := instanceOf(s.Results[0]).Engine
-		label := engineTitle(eng)
+		eng := study.InstanceOf(s.Results[0]).Engine
+		label := study.EngineTitle(eng)
 		if len(sizes) > 1 {
 			label += fmt.Sprintf(", %d rows", s.Params.Int("rows"))
 		}
@@ -156,32 +155,6 @@ func comparisons(rd *study.RunData) []comparison {
 	}
 	return out
 }
-
-// instanceOf is the configuration of the instance a point ran on.
-func instanceOf(r study.Result) engine.InstanceConfig {
-	name := r.Params.String("instance")
-	for _, in := range r.Instances {
-		if in.Name == name {
-			return in
-		}
-	}
-	return engine.InstanceConfig{}
-}
-
-func engineTitle(name string) string {
-	switch name {
-	case "postgres":
-		return "PostgreSQL"
-	case "mariadb":
-		return "MariaDB"
-	}
-	return name
-}
-
-// within reports whether got is within factor f of want either way.
-func within(got, want, f float64) bool { return got >= want/f && got <= want*f }
-
-func times(v float64) string { return fmt.Sprintf("%.2fx", v) }
 
 func num(v float64) string {
 	if math.Abs(v-math.Round(v)) < 0.05 {
@@ -215,24 +188,24 @@ func judgeLookupTime(c comparison, p study.Published) report.Finding {
 	f := report.Finding{
 		Published: p.Finding,
 		Measured: fmt.Sprintf("lookups %s against the scan's %s: %s as long",
-			study.FormatSeconds(c.lookup.Mean("time_ms")/1000), study.FormatSeconds(c.scan.Mean("time_ms")/1000), times(got)),
-		Model: fmt.Sprintf("%s: the pages' ratio (%s), if a page visit costs the same on both paths", times(c.modelRatio()), c.layout()),
+			study.FormatSeconds(c.lookup.Mean("time_ms")/1000), study.FormatSeconds(c.scan.Mean("time_ms")/1000), study.FormatTimes(got)),
+		Model: fmt.Sprintf("%s: the pages' ratio (%s), if a page visit costs the same on both paths", study.FormatTimes(c.modelRatio()), c.layout()),
 	}
 	switch {
 	case p.Value <= 0:
 		return notMeasured(p, "The study gives no published ratio (value) to compare with.")
-	case within(got, p.Value, ratioFactor):
+	case study.Within(got, p.Value, ratioFactor):
 		f.Verdict = report.Reproduced
 		f.Why = fmt.Sprintf("The lookups took %s the scan's time, within a factor %g of the seed's %s: looking rows up costs several times a scan even with every page cached.",
-			times(got), ratioFactor, times(p.Value))
+			study.FormatTimes(got), ratioFactor, study.FormatTimes(p.Value))
 	case got > p.Value:
 		f.Verdict = report.Differs
 		f.Why = fmt.Sprintf("The lookups took %s the scan's time, more than %g times the seed's %s: %s",
-			times(got), ratioFactor, times(p.Value), pagesWhy(c))
+			study.FormatTimes(got), ratioFactor, study.FormatTimes(p.Value), pagesWhy(c))
 	default:
 		f.Verdict = report.Differs
 		f.Why = fmt.Sprintf("The lookups took %s the scan's time, less than 1/%g of the seed's %s: %s",
-			times(got), ratioFactor, times(p.Value), pagesWhy(c))
+			study.FormatTimes(got), ratioFactor, study.FormatTimes(p.Value), pagesWhy(c))
 	}
 	return f
 }
@@ -240,7 +213,7 @@ func judgeLookupTime(c comparison, p study.Published) report.Finding {
 // pagesWhy explains a ratio by the pages each path touched.
 func pagesWhy(c comparison) string {
 	return fmt.Sprintf("the lookups touched %s the scan's pages (%s: %s pages a row where the scan touches %s).",
-		times(c.pagesRatio()), c.layout(), num(c.lookup.Mean("pages_per_row")), num(c.scan.Mean("pages_per_row")))
+		study.FormatTimes(c.pagesRatio()), c.layout(), num(c.lookup.Mean("pages_per_row")), num(c.scan.Mean("pages_per_row")))
 }
 
 func judgeLookupPages(c comparison, p study.Published) report.Finding {
@@ -253,17 +226,17 @@ func judgeLookupPages(c comparison, p study.Published) report.Finding {
 	f := report.Finding{
 		Published: p.Finding,
 		Measured: fmt.Sprintf("%s pages touched by the lookups, %s by the scan: %s",
-			count(c.lookup.Mean("pages")), count(c.scan.Mean("pages")), times(got)),
-		Model: fmt.Sprintf("%s (%s)", times(c.modelRatio()), c.layout()),
+			count(c.lookup.Mean("pages")), count(c.scan.Mean("pages")), study.FormatTimes(got)),
+		Model: fmt.Sprintf("%s (%s)", study.FormatTimes(c.modelRatio()), c.layout()),
 	}
-	if within(got, want, ratioFactor) {
+	if study.Within(got, want, ratioFactor) {
 		f.Verdict = report.Reproduced
-		f.Why = fmt.Sprintf("The lookups touched %s the scan's pages, within a factor %g of the seed's %s.", times(got), ratioFactor, times(want))
+		f.Why = fmt.Sprintf("The lookups touched %s the scan's pages, within a factor %g of the seed's %s.", study.FormatTimes(got), ratioFactor, study.FormatTimes(want))
 	} else {
 		f.Verdict = report.Differs
 		f.Why = fmt.Sprintf("The lookups touched %s the scan's pages where the seed's touched %s (not within a factor %g): a lookup costs %s here and a page holds %s, so the model gives %s; the seed's SQL Server paid 4 page visits a lookup on pages of one row each.",
-			times(got), times(want), ratioFactor, plural(c.scan.Mean("lookup_depth"), "page visit", "page visits"),
-			plural(c.scan.Mean("rows")/c.scan.Mean("table_pages"), "row", "rows"), times(c.modelRatio()))
+			study.FormatTimes(got), study.FormatTimes(want), ratioFactor, plural(c.scan.Mean("lookup_depth"), "page visit", "page visits"),
+			plural(c.scan.Mean("rows")/c.scan.Mean("table_pages"), "row", "rows"), study.FormatTimes(c.modelRatio()))
 	}
 	return f
 }
@@ -309,16 +282,16 @@ func judgeTimeFollowsPages(c comparison, p study.Published) report.Finding {
 	t, pg := c.timeRatio(), c.pagesRatio()
 	f := report.Finding{
 		Published: p.Finding,
-		Measured:  fmt.Sprintf("%s the time for %s the pages", times(t), times(pg)),
-		Model:     fmt.Sprintf("time ratio = pages ratio = %s", times(pg)),
+		Measured:  fmt.Sprintf("%s the time for %s the pages", study.FormatTimes(t), study.FormatTimes(pg)),
+		Model:     fmt.Sprintf("time ratio = pages ratio = %s", study.FormatTimes(pg)),
 	}
-	if within(t, pg, followFactor) {
+	if study.Within(t, pg, followFactor) {
 		f.Verdict = report.Reproduced
 		f.Why = fmt.Sprintf("The time ratio is within a factor %g of the pages ratio (the seed: 3x for 4.05x): with every page cached, the pages visited set the time.", followFactor)
 	} else {
 		f.Verdict = report.Differs
 		f.Why = fmt.Sprintf("The time ratio is %s of the pages ratio, beyond a factor %g: a page visit did not cost the same on both paths here (%.3g µs a page on the scan, %.3g µs on the lookups).",
-			times(t/pg), followFactor, 1000*c.scan.Mean("time_ms")/c.scan.Mean("pages"), 1000*c.lookup.Mean("time_ms")/c.lookup.Mean("pages"))
+			study.FormatTimes(t/pg), followFactor, 1000*c.scan.Mean("time_ms")/c.scan.Mean("pages"), 1000*c.lookup.Mean("time_ms")/c.lookup.Mean("pages"))
 	}
 	return f
 }
@@ -346,7 +319,7 @@ func Report(rd *study.RunData, d *report.Doc) {
 	}
 	if haveSeed {
 		t.Rows = append(t.Rows, []string{"seed (SQL Server 2005)", count(seedRows), "1", "4", count(seedScan), count(seedLookup),
-			times(seedLookup / seedScan), times((seedRows*4 + pub.Figures["index_leaf_pages"]) / seedScan), "-", "-", "~" + times(seedTime), "yes"})
+			study.FormatTimes(seedLookup / seedScan), study.FormatTimes((seedRows*4 + pub.Figures["index_leaf_pages"]) / seedScan), "-", "-", "~" + study.FormatTimes(seedTime), "yes"})
 	}
 	chart := report.Chart{ID: "ratios", Title: "Lookups against the scan", YLabel: "lookup / scan",
 		Note: "Bars: the lookup path's time and pages over the scan's; dashed: the model's pages ratio (rows × pages per lookup + index pages, over the table's pages)."}
@@ -371,9 +344,9 @@ func Report(rd *study.RunData, d *report.Doc) {
 			cached = "no"
 		}
 		t.Rows = append(t.Rows, []string{c.label, count(c.scan.Mean("rows")), num(c.scan.Mean("rows") / c.scan.Mean("table_pages")),
-			num(c.scan.Mean("lookup_depth")), count(c.scan.Mean("pages")), count(c.lookup.Mean("pages")), times(c.pagesRatio()),
-			times(c.modelRatio()), study.FormatSeconds(c.scan.Mean("time_ms") / 1000), study.FormatSeconds(c.lookup.Mean("time_ms") / 1000),
-			times(c.timeRatio()), cached})
+			num(c.scan.Mean("lookup_depth")), count(c.scan.Mean("pages")), count(c.lookup.Mean("pages")), study.FormatTimes(c.pagesRatio()),
+			study.FormatTimes(c.modelRatio()), study.FormatSeconds(c.scan.Mean("time_ms") / 1000), study.FormatSeconds(c.lookup.Mean("time_ms") / 1000),
+			study.FormatTimes(c.timeRatio()), cached})
 		timeS.Points = append(timeS.Points, report.XY{X: x, Y: c.timeRatio(), Label: c.label})
 		pageS.Points = append(pageS.Points, report.XY{X: x, Y: c.pagesRatio(), Label: c.label})
 		modelS.Points = append(modelS.Points, report.XY{X: x, Y: c.modelRatio(), Label: c.layout()})

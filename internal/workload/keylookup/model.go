@@ -39,7 +39,7 @@ func sweepKey(r study.Result) string {
 	p := maps.Clone(r.Params)
 	delete(p, "path")
 	b, _ := json.Marshal(p)
-	in := instanceOf(r)
+	in := study.InstanceOf(r)
 	return string(b) + "|" + in.Engine + "|" + in.Target
 }
 

@@ -85,11 +85,11 @@ func (s side) measure() string {
 }
 
 func (s side) describe(sm *study.Summary) string {
-	d := fmt.Sprintf("%s (%.1f distinct values on a page of %.0f rows", times(sm.Mean("ratio")), sm.Mean("distinct_per_page"), sm.Mean("rows_per_page"))
+	d := fmt.Sprintf("%s (%.1f distinct values on a page of %.0f rows", study.FormatTimes(sm.Mean("ratio")), sm.Mean("distinct_per_page"), sm.Mean("rows_per_page"))
 	if s.engine == "mariadb" {
-		d += fmt.Sprintf("; zstd on its pages %s", times(sm.Mean("zstd_ratio")))
+		d += fmt.Sprintf("; zstd on its pages %s", study.FormatTimes(sm.Mean("zstd_ratio")))
 	} else {
-		d += fmt.Sprintf("; S2 %s, deflate %s", times(sm.Mean("s2_ratio")), times(sm.Mean("deflate_ratio")))
+		d += fmt.Sprintf("; S2 %s, deflate %s", study.FormatTimes(sm.Mean("s2_ratio")), study.FormatTimes(sm.Mean("deflate_ratio")))
 	}
 	return d + ")"
 }
@@ -98,26 +98,16 @@ func (s side) describe(sm *study.Summary) string {
 // for MariaDB its pages in whole blocks.
 func (s side) model(sm *study.Summary) string {
 	last := sm.Results[len(sm.Results)-1]
-	out := fmt.Sprintf("page dictionary %s", times(last.Model["dictionary_ratio"]))
+	out := fmt.Sprintf("page dictionary %s", study.FormatTimes(last.Model["dictionary_ratio"]))
 	if s.engine == "mariadb" {
-		out += fmt.Sprintf("; deflate in whole %s blocks %s", kib(sm.Mean("fs_block_bytes")), times(sm.Mean("blocks_ratio")))
+		out += fmt.Sprintf("; deflate in whole %s blocks %s", kib(sm.Mean("fs_block_bytes")), study.FormatTimes(sm.Mean("blocks_ratio")))
 	} else if v, ok := last.Model["ratio"]; ok {
-		out += fmt.Sprintf("; zstd's line in distinct values %s", times(v))
+		out += fmt.Sprintf("; zstd's line in distinct values %s", study.FormatTimes(v))
 	}
 	return out
 }
 
 func kib(b float64) string { return fmt.Sprintf("%.0f KiB", b/1024) }
-
-func times(v float64) string {
-	if math.IsNaN(v) {
-		return "-"
-	}
-	if v >= 10 {
-		return fmt.Sprintf("%.1fx", v)
-	}
-	return fmt.Sprintf("%.2fx", v)
-}
 
 func sides(rd *study.RunData) []side {
 	by := map[string]*side{}
@@ -127,7 +117,7 @@ func sides(rd *study.RunData) []side {
 		sizes[s.Params.Int("rows")] = true
 	}
 	for _, sm := range rd.Summaries {
-		in := instanceOf(sm.Results[0])
+		in := study.InstanceOf(sm.Results[0])
 		label := "PostgreSQL"
 		if in.Engine == "mariadb" {
 			label = "MariaDB"
@@ -171,10 +161,10 @@ func judgeCIDOrder(s side, p study.Published) report.Finding {
 	f := report.Finding{Published: p.Finding, Measured: s.measure() + ": " + s.describe(sm), Model: s.model(sm)}
 	if got <= nearOne {
 		f.Verdict = report.Reproduced
-		f.Why = fmt.Sprintf("Clustered on cid the pages compressed %s, at most %.1fx: a page of distinct values has little to remove.", times(got), nearOne)
+		f.Why = fmt.Sprintf("Clustered on cid the pages compressed %s, at most %.1fx: a page of distinct values has little to remove.", study.FormatTimes(got), nearOne)
 	} else {
 		f.Verdict = report.Differs
-		f.Why = fmt.Sprintf("Clustered on cid the pages compressed %s, more than %.1fx: %s", times(got), nearOne, codecWhy(s, sm))
+		f.Why = fmt.Sprintf("Clustered on cid the pages compressed %s, more than %.1fx: %s", study.FormatTimes(got), nearOne, codecWhy(s, sm))
 	}
 	return f
 }
@@ -184,10 +174,10 @@ func codecWhy(s side, sm *study.Summary) string {
 	last := sm.Results[len(sm.Results)-1]
 	if s.engine == "mariadb" {
 		return fmt.Sprintf("zlib, like zstd, finds what repeats inside each value (92 'a's) and in the rows' headers, which a page dictionary of whole values (the seed's, %s here) does not.",
-			times(last.Model["dictionary_ratio"]))
+			study.FormatTimes(last.Model["dictionary_ratio"]))
 	}
 	return fmt.Sprintf("zstd finds what repeats inside each value (92 'a's) and in the rows' headers, which a page dictionary of whole values, the seed's engine's way, does not: on these pages it would give %s.",
-		times(last.Model["dictionary_ratio"]))
+		study.FormatTimes(last.Model["dictionary_ratio"]))
 }
 
 func judgeFillerOrder(s side, p study.Published) report.Finding {
@@ -204,21 +194,21 @@ func judgeFillerOrder(s side, p study.Published) report.Finding {
 	switch {
 	case got >= want/tenFactor && got <= want*tenFactor:
 		f.Verdict = report.Reproduced
-		f.Why = fmt.Sprintf("Clustered on filler the pages compressed %s, within a factor %g of the seed's ~%s.", times(got), tenFactor, times(want))
+		f.Why = fmt.Sprintf("Clustered on filler the pages compressed %s, within a factor %g of the seed's ~%s.", study.FormatTimes(got), tenFactor, study.FormatTimes(want))
 		if cid := s.get(ByCID, period(p)); cid != nil && cid.Mean("ratio") >= got/(1+sameWithin) {
-			f.Why += fmt.Sprintf(" But clustered on cid they compressed %s: here the ratio does not come from the order.", times(cid.Mean("ratio")))
+			f.Why += fmt.Sprintf(" But clustered on cid they compressed %s: here the ratio does not come from the order.", study.FormatTimes(cid.Mean("ratio")))
 		} else {
 			f.Why += " Duplicates share pages."
 		}
 	case got > want*tenFactor:
 		f.Verdict = report.Differs
-		f.Why = fmt.Sprintf("Clustered on filler the pages compressed %s, more than %g times the seed's ~%s: %s", times(got), tenFactor, times(want), codecWhy(s, sm))
+		f.Why = fmt.Sprintf("Clustered on filler the pages compressed %s, more than %g times the seed's ~%s: %s", study.FormatTimes(got), tenFactor, study.FormatTimes(want), codecWhy(s, sm))
 	default:
 		f.Verdict = report.Differs
-		f.Why = fmt.Sprintf("Clustered on filler the pages compressed %s, less than 1/%g of the seed's ~%s.", times(got), tenFactor, times(want))
+		f.Why = fmt.Sprintf("Clustered on filler the pages compressed %s, less than 1/%g of the seed's ~%s.", study.FormatTimes(got), tenFactor, study.FormatTimes(want))
 		if s.engine == "mariadb" {
 			f.Why += fmt.Sprintf(" MariaDB stores a compressed page in whole %s blocks of the file system, so a %s page saves at most %s.",
-				kib(sm.Mean("fs_block_bytes")), kib(sm.Mean("page_bytes")), times(sm.Mean("page_bytes")/sm.Mean("fs_block_bytes")))
+				kib(sm.Mean("fs_block_bytes")), kib(sm.Mean("page_bytes")), study.FormatTimes(sm.Mean("page_bytes")/sm.Mean("fs_block_bytes")))
 		}
 	}
 	return f
@@ -234,25 +224,25 @@ func judgeOrderDecides(s side, p study.Published) report.Finding {
 	dcid, dfil := cid.Results[len(cid.Results)-1].Model["dictionary_ratio"], filler.Results[len(filler.Results)-1].Model["dictionary_ratio"]
 	f := report.Finding{
 		Published: p.Finding,
-		Measured:  fmt.Sprintf("%s: %s on filler, %s on cid: %s", s.measure(), times(filler.Mean("ratio")), times(cid.Mean("ratio")), times(got)),
-		Model:     fmt.Sprintf("page dictionary: %s and %s: %s", times(dfil), times(dcid), times(dfil/dcid)),
+		Measured:  fmt.Sprintf("%s: %s on filler, %s on cid: %s", s.measure(), study.FormatTimes(filler.Mean("ratio")), study.FormatTimes(cid.Mean("ratio")), study.FormatTimes(got)),
+		Model:     fmt.Sprintf("page dictionary: %s and %s: %s", study.FormatTimes(dfil), study.FormatTimes(dcid), study.FormatTimes(dfil/dcid)),
 	}
 	if s.engine == "mariadb" {
-		f.Model += fmt.Sprintf("; deflate in whole blocks: %s and %s", times(filler.Mean("blocks_ratio")), times(cid.Mean("blocks_ratio")))
+		f.Model += fmt.Sprintf("; deflate in whole blocks: %s and %s", study.FormatTimes(filler.Mean("blocks_ratio")), study.FormatTimes(cid.Mean("blocks_ratio")))
 	}
 	if want <= 0 {
 		return notMeasured(p, "The study gives no published gain (value) to compare with.")
 	}
 	if got >= want/gainFactor {
 		f.Verdict = report.Reproduced
-		f.Why = fmt.Sprintf("The same rows compressed %s better clustered on filler, within a factor %g of the seed's ~%s: the order decides.", times(got), gainFactor, times(want))
+		f.Why = fmt.Sprintf("The same rows compressed %s better clustered on filler, within a factor %g of the seed's ~%s: the order decides.", study.FormatTimes(got), gainFactor, study.FormatTimes(want))
 	} else {
 		f.Verdict = report.Differs
-		f.Why = fmt.Sprintf("The same rows compressed only %s better clustered on filler, less than 1/%g of the seed's ~%s: ", times(got), gainFactor, times(want))
+		f.Why = fmt.Sprintf("The same rows compressed only %s better clustered on filler, less than 1/%g of the seed's ~%s: ", study.FormatTimes(got), gainFactor, study.FormatTimes(want))
 		if s.engine == "mariadb" && filler.Mean("blocks_ratio") < filler.Mean("deflate_ratio")*0.8 {
 			f.Why += fmt.Sprintf("a compressed page takes whole %s blocks of the file system, and deflate's %.1f KiB and %.1f KiB a page both fill the same blocks: %s and %s, whatever the order (deflate alone: %s and %s).",
 				kib(filler.Mean("fs_block_bytes")), filler.Mean("page_bytes")/filler.Mean("deflate_ratio")/1024, cid.Mean("page_bytes")/cid.Mean("deflate_ratio")/1024,
-				times(filler.Mean("blocks_ratio")), times(cid.Mean("blocks_ratio")), times(filler.Mean("deflate_ratio")), times(cid.Mean("deflate_ratio")))
+				study.FormatTimes(filler.Mean("blocks_ratio")), study.FormatTimes(cid.Mean("blocks_ratio")), study.FormatTimes(filler.Mean("deflate_ratio")), study.FormatTimes(cid.Mean("deflate_ratio")))
 		} else {
 			f.Why += "a codec that finds repeats inside each value compresses both orders well, so the order matters less than to a page dictionary."
 		}
@@ -282,8 +272,8 @@ func judgeDistinctValues(s side, p study.Published) report.Finding {
 	f := report.Finding{
 		Published: p.Finding,
 		Measured: fmt.Sprintf("clustered on cid %.1f distinct values on a page of %.0f rows, on filler %.1f; %s %s and %s; over %d points the ratio's rank correlation with distinct values a page %.2f",
-			dc, rc, df, s.measure(), times(cid.Mean("ratio")), times(filler.Mean("ratio")), len(xs), rho),
-		Model: fmt.Sprintf("page dictionary: %s and %s", times(cid.Results[len(cid.Results)-1].Model["dictionary_ratio"]), times(filler.Results[len(filler.Results)-1].Model["dictionary_ratio"])),
+			dc, rc, df, s.measure(), study.FormatTimes(cid.Mean("ratio")), study.FormatTimes(filler.Mean("ratio")), len(xs), rho),
+		Model: fmt.Sprintf("page dictionary: %s and %s", study.FormatTimes(cid.Results[len(cid.Results)-1].Model["dictionary_ratio"]), study.FormatTimes(filler.Results[len(filler.Results)-1].Model["dictionary_ratio"])),
 	}
 	switch {
 	case dc < most/2:
@@ -295,7 +285,7 @@ func judgeDistinctValues(s side, p study.Published) report.Finding {
 	case filler.Mean("ratio") < cid.Mean("ratio")*(1+betterBy):
 		f.Verdict = report.Differs
 		f.Why = fmt.Sprintf("Clustered on cid a page held %.1f distinct values and on filler %.1f, as in the seed, but the pages with fewer distinct values did not compress at least %.0f %% better (%s against %s).",
-			dc, df, 100*betterBy, times(filler.Mean("ratio")), times(cid.Mean("ratio")))
+			dc, df, 100*betterBy, study.FormatTimes(filler.Mean("ratio")), study.FormatTimes(cid.Mean("ratio")))
 	default:
 		f.Verdict = report.Reproduced
 		f.Why = fmt.Sprintf("Clustered on cid a page holds most of the table's %.0f distinct values; clustered on filler one or two; and the pages with fewer distinct values compressed better.", cid.Mean("distinct_values"))
@@ -311,8 +301,8 @@ func judgeAllDistinct(s side, p study.Published) report.Finding {
 	g := filler.Mean("ratio") / cid.Mean("ratio")
 	f := report.Finding{
 		Published: p.Finding,
-		Measured:  fmt.Sprintf("%s: %s on filler, %s on cid (%.1f and %.1f distinct values a page): %s", s.measure(), times(filler.Mean("ratio")), times(cid.Mean("ratio")), filler.Mean("distinct_per_page"), cid.Mean("distinct_per_page"), times(g)),
-		Model:     fmt.Sprintf("page dictionary: %s and %s", times(filler.Results[len(filler.Results)-1].Model["dictionary_ratio"]), times(cid.Results[len(cid.Results)-1].Model["dictionary_ratio"])),
+		Measured:  fmt.Sprintf("%s: %s on filler, %s on cid (%.1f and %.1f distinct values a page): %s", s.measure(), study.FormatTimes(filler.Mean("ratio")), study.FormatTimes(cid.Mean("ratio")), filler.Mean("distinct_per_page"), cid.Mean("distinct_per_page"), study.FormatTimes(g)),
+		Model:     fmt.Sprintf("page dictionary: %s and %s", study.FormatTimes(filler.Results[len(filler.Results)-1].Model["dictionary_ratio"]), study.FormatTimes(cid.Results[len(cid.Results)-1].Model["dictionary_ratio"])),
 	}
 	if math.Abs(g-1) <= sameWithin {
 		f.Verdict = report.Reproduced
@@ -404,15 +394,15 @@ func Report(rd *study.RunData, d *report.Doc) {
 			last := sm.Results[len(sm.Results)-1]
 			engineRatio, blocks := "-", "-"
 			if s.engine == "mariadb" {
-				engineRatio, blocks = times(sm.Mean("engine_ratio")), times(sm.Mean("blocks_ratio"))
+				engineRatio, blocks = study.FormatTimes(sm.Mean("engine_ratio")), study.FormatTimes(sm.Mean("blocks_ratio"))
 			}
 			per := strconv.FormatInt(sm.Params.Int("period"), 10)
 			if per == "0" {
 				per = "none (all distinct)"
 			}
 			t.Rows = append(t.Rows, []string{s.label, sm.Params.String("order"), per, fmt.Sprintf("%.1f", sm.Mean("rows_per_page")),
-				fmt.Sprintf("%.1f", sm.Mean("distinct_per_page")), times(sm.Mean("ratio")), times(sm.Mean("zstd_ratio")), times(sm.Mean("s2_ratio")),
-				times(sm.Mean("deflate_ratio")), engineRatio, blocks, times(last.Model["dictionary_ratio"])})
+				fmt.Sprintf("%.1f", sm.Mean("distinct_per_page")), study.FormatTimes(sm.Mean("ratio")), study.FormatTimes(sm.Mean("zstd_ratio")), study.FormatTimes(sm.Mean("s2_ratio")),
+				study.FormatTimes(sm.Mean("deflate_ratio")), engineRatio, blocks, study.FormatTimes(last.Model["dictionary_ratio"])})
 			pages, zb := last.Series["pages_by_distinct"], last.Series["zstd_bytes_by_distinct"]
 			for dv := range pages {
 				if pages[dv] > 0 && dv < len(zb) && zb[dv] > 0 {

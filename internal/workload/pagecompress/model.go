@@ -45,7 +45,7 @@ func sweepKey(r study.Result) string {
 	delete(p, "order")
 	delete(p, "period")
 	b, _ := json.Marshal(p)
-	in := instanceOf(r)
+	in := study.InstanceOf(r)
 	return string(b) + "|" + in.Engine + "|" + in.Target + "|" + in.Settings["innodb_page_size"]
 }
 

@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/dbrig/dbrig/internal/engine"
 	"github.com/dbrig/dbrig/internal/study"
 	"github.com/dbrig/dbrig/internal/topology"
 	"github.com/dbrig/dbrig/internal/workload/dbconn"
@@ -505,15 +504,4 @@ func makeTables(ctx context.Context, c *dbconn.Conn, rows, period int64, progres
 func rollback(ctx context.Context, c *dbconn.Conn, err error) error {
 	_ = c.Exec(context.WithoutCancel(ctx), "ROLLBACK")
 	return fmt.Errorf("make the customer table: %w", err)
-}
-
-// instanceOf is the configuration of the instance a point ran on.
-func instanceOf(r study.Result) engine.InstanceConfig {
-	name := r.Params.String("instance")
-	for _, in := range r.Instances {
-		if in.Name == name {
-			return in
-		}
-	}
-	return engine.InstanceConfig{}
 }

@@ -5,7 +5,6 @@ import (
 	"math"
 	"strings"
 
-	"github.com/dbrig/dbrig/internal/engine"
 	"github.com/dbrig/dbrig/internal/report"
 	"github.com/dbrig/dbrig/internal/study"
 )
@@ -151,8 +150,8 @@ func comparisons(rd *study.RunData) []comparison {
 		sizes[s.Params.Int("rows")] = true
 	}
 	for _, s := range rd.Summaries {
-		eng := instanceOf(s.Results[0]).Engine
-		label := engineTitle(eng)
+		eng := study.InstanceOf(s.Results[0]).Engine
+		label := study.EngineTitle(eng)
 		if len(sizes) > 1 {
 			label += fmt.Sprintf(", %d rows", s.Params.Int("rows"))
 		}
@@ -186,30 +185,6 @@ func comparisons(rd *study.RunData) []comparison {
 	}
 	return out
 }
-
-func instanceOf(r study.Result) engine.InstanceConfig {
-	name := r.Params.String("instance")
-	for _, in := range r.Instances {
-		if in.Name == name {
-			return in
-		}
-	}
-	return engine.InstanceConfig{}
-}
-
-func engineTitle(name string) string {
-	switch name {
-	case "postgres":
-		return "PostgreSQL"
-	case "mariadb":
-		return "MariaDB"
-	}
-	return name
-}
-
-func within(got, want, f float64) bool { return got >= want/f && got <= want*f }
-
-func times(v float64) string { return fmt.Sprintf("%.2fx", v) }
 
 func kib(b float64) string {
 	if b >= 1<<20 {
@@ -246,18 +221,18 @@ func judgeScanTime(c comparison, p study.Published) report.Finding {
 	f := report.Finding{
 		Published: p.Finding,
 		Measured: fmt.Sprintf("%s with read-ahead %s, %s with %s: %s as long",
-			secs(c.with.Mean("seconds")), setting(c.with), secs(c.without.Mean("seconds")), setting(c.without), times(got)),
+			secs(c.with.Mean("seconds")), setting(c.with), secs(c.without.Mean("seconds")), setting(c.without), study.FormatTimes(got)),
 		Model: fmt.Sprintf("%s and %s: bytes over the device's throughput at each read size (%s)",
-			secs(modelSeconds(c.with, c.discard)), secs(modelSeconds(c.without, c.discard)), times(modelSeconds(c.without, c.discard)/modelSeconds(c.with, c.discard))),
+			secs(modelSeconds(c.with, c.discard)), secs(modelSeconds(c.without, c.discard)), study.FormatTimes(modelSeconds(c.without, c.discard)/modelSeconds(c.with, c.discard))),
 	}
 	switch {
-	case within(got, want, ratioFactor):
+	case study.Within(got, want, ratioFactor):
 		f.Verdict = report.Reproduced
-		f.Why = fmt.Sprintf("Without read-ahead the cold scan took %s as long, within a factor %g of the seed's %s (210 s against 80 s).", times(got), ratioFactor, times(want))
+		f.Why = fmt.Sprintf("Without read-ahead the cold scan took %s as long, within a factor %g of the seed's %s (210 s against 80 s).", study.FormatTimes(got), ratioFactor, study.FormatTimes(want))
 	default:
 		f.Verdict = report.Differs
 		f.Why = fmt.Sprintf("Without read-ahead the cold scan took %s as long where the seed's took %s (not within a factor %g): %s",
-			times(got), times(want), ratioFactor, readsWhy(c))
+			study.FormatTimes(got), study.FormatTimes(want), ratioFactor, readsWhy(c))
 	}
 	return f
 }
@@ -314,17 +289,17 @@ func judgeThroughput(c comparison, p study.Published) report.Finding {
 	f := report.Finding{
 		Published: p.Finding,
 		Measured: fmt.Sprintf("%s with read-ahead, %s without: %s",
-			mbs(c.with.Mean("mb_per_s")), mbs(c.without.Mean("mb_per_s")), times(got)),
+			mbs(c.with.Mean("mb_per_s")), mbs(c.without.Mean("mb_per_s")), study.FormatTimes(got)),
 		Model: fmt.Sprintf("a plain read of the file at the same read sizes: %s (%s a read) and %s (%s a read)",
 			mbs(c.with.Mean("device_mb_per_s")), kib(c.with.Mean("device_bytes_per_read")),
 			mbs(c.without.Mean("device_mb_per_s")), kib(c.without.Mean("device_bytes_per_read"))),
 	}
-	if within(got, want, ratioFactor) {
+	if study.Within(got, want, ratioFactor) {
 		f.Verdict = report.Reproduced
-		f.Why = fmt.Sprintf("Read-ahead raised the throughput %s, within a factor %g of the seed's %s (180-200 MB/s against ~80).", times(got), ratioFactor, times(want))
+		f.Why = fmt.Sprintf("Read-ahead raised the throughput %s, within a factor %g of the seed's %s (180-200 MB/s against ~80).", study.FormatTimes(got), ratioFactor, study.FormatTimes(want))
 	} else {
 		f.Verdict = report.Differs
-		f.Why = fmt.Sprintf("Read-ahead raised the throughput %s where the seed's rose %s (not within a factor %g): %s", times(got), times(want), ratioFactor, readsWhy(c))
+		f.Why = fmt.Sprintf("Read-ahead raised the throughput %s where the seed's rose %s (not within a factor %g): %s", study.FormatTimes(got), study.FormatTimes(want), ratioFactor, readsWhy(c))
 	}
 	return f
 }

@@ -251,16 +251,6 @@ func tpmText(v float64) string {
 	return fmt.Sprintf("%.1f", v)
 }
 
-func engineTitle(name string) string {
-	switch name {
-	case "postgres":
-		return "PostgreSQL"
-	case "mariadb":
-		return "MariaDB"
-	}
-	return name
-}
-
 // compact prints a power-of-two size without decimals when it has none
 // ("128 MiB", "2 GiB").
 func compact(v float64) string {

@@ -84,7 +84,7 @@ func merge(p study.Published, engines []string, each []report.Finding) report.Fi
 	var ms, models, whys, spreads []string
 	measured := 0
 	for i, f := range each {
-		label := engineTitle(engines[i]) + ": "
+		label := study.EngineTitle(engines[i]) + ": "
 		ms = append(ms, label+f.Measured)
 		models = append(models, label+f.Model)
 		whys = append(whys, label+string(f.Verdict)+". "+f.Why)

@@ -20,7 +20,7 @@ func Report(rd *study.RunData, d *report.Doc) {
 	for _, eng := range a.engines {
 		suffix := ""
 		if len(a.engines) > 1 {
-			suffix = " (" + engineTitle(eng) + ")"
+			suffix = " (" + study.EngineTitle(eng) + ")"
 		}
 		if ps := sortedBy(a.points(eng, expDatabases), "databases_per_instance"); len(ps) > 0 {
 			d.Charts = append(d.Charts, databasesChart(ps, eng, suffix), perDatabaseChart(ps, eng, suffix), memoryChart(ps, eng, suffix))
@@ -49,7 +49,7 @@ func Report(rd *study.RunData, d *report.Doc) {
 func caption(ps []point) string {
 	p := ps[0]
 	return fmt.Sprintf("%s; each database %s of ledger data with %.0f functions, one connection with %s of think time; TPM over %s measured after %s of warm-up",
-		engineTitle(p.engine), decimal(p.s.Params.Int("size")), p.mean("functions"), units.FormatDuration(time.Duration(p.mean("think_ms")*1e6)),
+		study.EngineTitle(p.engine), decimal(p.s.Params.Int("size")), p.mean("functions"), units.FormatDuration(time.Duration(p.mean("think_ms")*1e6)),
 		p.s.Params.String("duration"), p.s.Params.String("warm_up"))
 }
 

@@ -48,7 +48,7 @@ func analyze(rd *study.RunData) []*sweep {
 		key := sweepKey(last)
 		sw, ok := byKey[key]
 		if !ok {
-			sw = &sweep{engine: instanceOf(last).Engine, sf: last.Params.Float("scale_factor"), streams: int(last.Params.Int("streams"))}
+			sw = &sweep{engine: study.InstanceOf(last).Engine, sf: last.Params.Float("scale_factor"), streams: int(last.Params.Int("streams"))}
 			byKey[key] = sw
 			out = append(out, sw)
 		}
@@ -221,13 +221,6 @@ func pct(v float64) string {
 		return "-"
 	}
 	return fmt.Sprintf("%.1f %%", 100*v)
-}
-
-func times(v float64) string {
-	if math.IsNaN(v) || math.IsInf(v, 0) {
-		return "-"
-	}
-	return fmt.Sprintf("%.2fx", v)
 }
 
 func ms(v float64) string {

@@ -85,7 +85,7 @@ func judgeTotalSpeedup(rd *study.RunData, p study.Published) report.Finding {
 	prev := serial
 	for _, l := range sw.parallel() {
 		sp := sw.speedup(l, "total_s")
-		parts = append(parts, fmt.Sprintf("%s at %s (%s)", secs(l.mean("total_s")), levelName(l), times(sp)))
+		parts = append(parts, fmt.Sprintf("%s at %s (%s)", secs(l.mean("total_s")), levelName(l), study.FormatTimes(sp)))
 		if l.n > prev.n && l.mean("total_s") > prev.mean("total_s")*1.05 {
 			monotone = false
 		}
@@ -100,24 +100,24 @@ func judgeTotalSpeedup(rd *study.RunData, p study.Published) report.Finding {
 		Published: p.Finding,
 		Measured:  fmt.Sprintf("scale factor %s: %s", FormatScale(sw.sf), strings.Join(parts, ", ")),
 		Model: fmt.Sprintf("Amdahl with the seed's totals' serial fraction (%s): %s at n = %g; fitted here: s = %s",
-			pct(seedS), times(want), top.n, pct(sw.fraction("total_s"))),
+			pct(seedS), study.FormatTimes(want), top.n, pct(sw.fraction("total_s"))),
 	}
 	switch {
 	case got > top.n*1.1:
 		f.Verdict = report.Differs
 		f.Why = fmt.Sprintf("A speedup of %s on %g processes is more than the processes can give: the serial and the parallel points ran under different loads, so this run cannot tell how the stream scales.%s Rerun on a quieter machine.",
-			times(got), top.n, loads(sw))
+			study.FormatTimes(got), top.n, loads(sw))
 	case !monotone:
 		f.Verdict = report.Differs
 		f.Why = "The total did not fall as processes were added: a degree with more processes took more than 5 % longer than one with fewer (see the table)."
 	case got >= speedupShare*want:
 		f.Verdict = report.Reproduced
 		f.Why = fmt.Sprintf("At n = %g the total ran %s faster than serially, at least %.0f %% of the %s the seed's own scaling predicts at the same n: the stream scales nearly linearly here too.",
-			top.n, times(got), 100*speedupShare, times(want))
+			top.n, study.FormatTimes(got), 100*speedupShare, study.FormatTimes(want))
 	default:
 		f.Verdict = report.Differs
 		f.Why = fmt.Sprintf("At n = %g the total ran %s faster, under %.0f %% of the %s the seed's scaling predicts: %s",
-			top.n, times(got), 100*speedupShare, times(want), serialQueries(sw, top))
+			top.n, study.FormatTimes(got), 100*speedupShare, study.FormatTimes(want), serialQueries(sw, top))
 	}
 	if got <= top.n*1.1 {
 		f.Why += sw.busy()
@@ -171,7 +171,7 @@ func judgeQueriesScale(rd *study.RunData, p study.Published) report.Finding {
 		if sp >= gainFloor {
 			faster++
 		} else {
-			slow = append(slow, fmt.Sprintf("Q%d %s (%g workers planned)", q, times(sp), first.mean(workersName(q))))
+			slow = append(slow, fmt.Sprintf("Q%d %s (%g workers planned)", q, study.FormatTimes(sp), first.mean(workersName(q))))
 		}
 		if sp < lo {
 			lo, loQ = sp, q
@@ -189,12 +189,12 @@ func judgeQueriesScale(rd *study.RunData, p study.Published) report.Finding {
 		}
 	}
 	if len(preds) > 0 {
-		model = fmt.Sprintf("the seed's per-query fits predict %s to %s at n = %g", times(slices.Min(preds)), times(slices.Max(preds)), first.n)
+		model = fmt.Sprintf("the seed's per-query fits predict %s to %s at n = %g", study.FormatTimes(slices.Min(preds)), study.FormatTimes(slices.Max(preds)), first.n)
 	}
 	f := report.Finding{
 		Published: p.Finding,
 		Measured: fmt.Sprintf("%s: %d of %d queries at least %.0f %% faster than serially; from %s (Q%d) to %s (Q%d)",
-			levelName(first), faster, len(qs), 100*(gainFloor-1), times(lo), loQ, times(hi), hiQ),
+			levelName(first), faster, len(qs), 100*(gainFloor-1), study.FormatTimes(lo), loQ, study.FormatTimes(hi), hiQ),
 		Model: model,
 	}
 	need := int(math.Ceil(scaleShare * float64(len(qs))))

@@ -66,19 +66,8 @@ func sweepKey(r study.Result) string {
 	p := maps.Clone(r.Params)
 	delete(p, "degree")
 	b, _ := json.Marshal(p)
-	in := instanceOf(r)
+	in := study.InstanceOf(r)
 	return string(b) + "|" + in.Engine + "|" + in.Target + "|" + in.CPUs
-}
-
-// instanceOf is the configuration of the instance the point ran on.
-func instanceOf(r study.Result) engine.InstanceConfig {
-	name := r.Params.String("instance")
-	for _, in := range r.Instances {
-		if in.Name == name {
-			return in
-		}
-	}
-	return engine.InstanceConfig{}
 }
 
 // effectiveProcesses is n of the model for a result: the processes that may
@@ -89,7 +78,7 @@ func effectiveProcesses(r study.Result) float64 {
 	if n == 0 {
 		n = r.Metrics["degree"] + 1
 	}
-	in := instanceOf(r)
+	in := study.InstanceOf(r)
 	cpus := 0.0
 	if in.CPUs != "" {
 		if list, err := engine.ParseCPUList(in.CPUs); err == nil {

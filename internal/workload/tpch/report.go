@@ -34,17 +34,7 @@ func caption(sw *sweep) string {
 		kept = sw.levels[0].mean("streams_kept")
 	}
 	return fmt.Sprintf("%s at TPC-H scale factor %s; each query's time is the mean of %.0f of its %d streams (the first stream and each query's fastest and slowest dropped, the seed's rule)",
-		engineTitle(sw.engine), FormatScale(sw.sf), kept, sw.streams)
-}
-
-func engineTitle(name string) string {
-	switch name {
-	case "postgres":
-		return "PostgreSQL"
-	case "mariadb":
-		return "MariaDB"
-	}
-	return name
+		study.EngineTitle(sw.engine), FormatScale(sw.sf), kept, sw.streams)
 }
 
 func totalChart(sw *sweep, i int, suffix string) report.Chart {
@@ -223,7 +213,7 @@ func tableSection(sw *sweep, seed seedTable, haveSeed bool, suffix string) repor
 		}
 		if haveSerial {
 			for _, l := range sw.levels[1:] {
-				r = append(r, times(sw.speedup(l, metric)))
+				r = append(r, study.FormatTimes(sw.speedup(l, metric)))
 			}
 			r = append(r, pct(sw.fraction(metric)))
 		}
