@@ -463,6 +463,8 @@ func roleLine(r replication.Role, mode string, when func(time.Time) string) stri
 		where += fmt.Sprintf("on %s (pid %d)", r.Host, r.PID)
 	}
 	switch {
+	case r.Running && r.State == "starting":
+		return "starting (where it runs is not recorded yet)"
 	case r.Running:
 		return fmt.Sprintf("running, %s since %s", where, when(r.Since))
 	case r.State == "":

@@ -202,9 +202,16 @@ func (c *collector) stop(at time.Duration) {
 	c.drain()
 	c.stopAt = at
 	c.phase = Stopping
-	if at > c.intervalStart {
-		c.closeInterval(at)
+	end := at
+	if end <= c.intervalStart {
+		// A tick closed an interval after the stop (the stop fell on the
+		// second): what the drain just took was counted as measured, so it
+		// closes now as a measured sliver of its own, and the operations
+		// that end after it go to a stopping interval, never into a
+		// measured one.
+		end = max(c.r.since(), c.intervalStart+1)
 	}
+	c.closeInterval(end)
 }
 
 // drain takes every worker's buffer into the current phase.

@@ -58,7 +58,9 @@ type Role struct {
 	// Running is true while the role holds its lock: it runs now.
 	Running bool `json:"running"`
 	// State is what the role last recorded: "running", "stopped", or ""
-	// when it never started. A role that is not Running but whose State
+	// when it never started; "starting" while it holds its lock but has
+	// not yet recorded where it runs (the lock and the record are taken on
+	// two connections at once). A role that is not Running but whose State
 	// is "running" stopped without saying why (killed, or it lost its
 	// connection for good).
 	State     string    `json:"state"`
@@ -163,6 +165,9 @@ func GetStatus(ctx context.Context, cfg Config) (Status, error) {
 	if err := dist.QueryRow(ctx, holdsLock, lockKey("log reader", cfg.Publication)).Scan(&lr.Running); err != nil {
 		return st, &ServerError{Err: fmt.Errorf("distribution database: %w", err)}
 	}
+	if lr.Running && lr.State != "running" {
+		lr.Role = Role{Running: true, State: "starting"}
+	}
 
 	ag := &st.Agent
 	var mode *string
@@ -192,6 +197,9 @@ func GetStatus(ctx context.Context, cfg Config) (Status, error) {
 	st.Subscription.AppliedAt = deref(appliedAt)
 	if err := sub.QueryRow(ctx, holdsLock, lockKey("agent", cfg.Publication)).Scan(&ag.Running); err != nil {
 		return st, &ServerError{Err: fmt.Errorf("subscriber: %w", err)}
+	}
+	if ag.Running && ag.State != "running" {
+		ag.Role, ag.Mode = Role{Running: true, State: "starting"}, ""
 	}
 
 	if err := pendingCommands(ctx, dist, cfg.Publication, st.Subscription.LastCmdID, &st); err != nil {
