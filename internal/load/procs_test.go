@@ -9,23 +9,24 @@ func TestReserveProcs(t *testing.T) {
 	cpus := runtime.NumCPU()
 	prev := runtime.GOMAXPROCS(0)
 	for _, tc := range []struct {
-		name  string
-		env   string
-		users int
-		want  int
+		name      string
+		env       string
+		users     int
+		want      int
+		dedicated bool
 	}{
-		{"a user per CPU leaves a P idle for each", "", cpus, max(prev, 2*cpus)},
-		{"one user", "", 1, max(prev, 1+cpus)},
-		{"more than twice as many users as CPUs keep the default", "", 2*cpus + 1, prev},
-		{"the user's GOMAXPROCS is kept", "3", 1, prev},
+		{"a user per CPU leaves a P idle for each", "", cpus, max(prev, 2*cpus), true},
+		{"one user", "", 1, max(prev, 1+cpus), true},
+		{"more than twice as many users as CPUs keep the default", "", 2*cpus + 1, prev, false},
+		{"the user's GOMAXPROCS is kept", "3", 1, prev, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Setenv("GOMAXPROCS", tc.env)
-			restore := reserveProcs(tc.users)
+			dedicated, restore := reserveProcs(tc.users)
 			got := runtime.GOMAXPROCS(0)
 			restore()
-			if got != tc.want {
-				t.Errorf("%d users: GOMAXPROCS %d during the run, want %d", tc.users, got, tc.want)
+			if got != tc.want || dedicated != tc.dedicated {
+				t.Errorf("%d users: GOMAXPROCS %d during the run, threads of their own %v; want %d, %v", tc.users, got, dedicated, tc.want, tc.dedicated)
 			}
 			if after := runtime.GOMAXPROCS(0); after != prev {
 				t.Errorf("GOMAXPROCS %d after the run, want %d back", after, prev)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -20,6 +21,10 @@ type Runner struct {
 	cumw     []int // cumulative weights
 	classify func(error) ErrorClass
 	started  atomic.Bool
+
+	// dedicated gives each closed-loop user an OS thread of its own (see
+	// reserveProcs).
+	dedicated bool
 
 	// Set once Run has opened the workers and started the clock.
 	t0        time.Time
@@ -85,7 +90,9 @@ func (r *Runner) Run(ctx context.Context) (res *Result, err error) {
 	if r.started.Swap(true) {
 		return nil, errors.New("load: a Runner runs once; make a new one")
 	}
-	defer reserveProcs(r.cfg.Users)()
+	dedicated, restoreProcs := reserveProcs(r.cfg.Users)
+	defer restoreProcs()
+	r.dedicated = dedicated
 	workers, err := r.openWorkers(ctx)
 	defer func() {
 		for i, w := range workers {
@@ -251,7 +258,13 @@ func (r *Runner) startUsers(wg *sync.WaitGroup, workers []Worker) {
 		if r.cfg.Ops > 0 && quota == 0 {
 			continue // more users than operations
 		}
-		wg.Go(func() { r.closedUser(u, quota) })
+		wg.Go(func() {
+			if r.dedicated {
+				runtime.LockOSThread()
+				defer runtime.UnlockOSThread()
+			}
+			r.closedUser(u, quota)
+		})
 	}
 	if r.cfg.Open() {
 		r.usersStarted.Store(int64(len(workers)))
