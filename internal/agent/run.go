@@ -142,15 +142,6 @@ func RunLoad(ctx context.Context, agents []*Agent, spec LoadSpec) (*LoadOutcome,
 	if r.complete() {
 		for i, res := range r.results {
 			res.Series = r.series[i]
-			// Each agent's own phases decide which samples were measured:
-			// agents end their runs a moment apart, so the i-th intervals of
-			// two agents need not share a phase (one may be the other's stop
-			// sliver), and a merged interval carries only one.
-			for _, iv := range r.series[i] {
-				if iv.Phase == load.Measured {
-					out.Samples = append(out.Samples, iv.Samples...)
-				}
-			}
 		}
 		merged, err := load.MergeResults(r.results)
 		if err != nil {
@@ -158,6 +149,9 @@ func RunLoad(ctx context.Context, agents []*Agent, spec LoadSpec) (*LoadOutcome,
 		}
 		for i := range merged.Series {
 			iv := &merged.Series[i]
+			if iv.Phase == load.Measured {
+				out.Samples = append(out.Samples, iv.Samples...)
+			}
 			iv.Histograms, iv.Samples = nil, nil
 		}
 		for _, res := range r.results {

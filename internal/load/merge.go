@@ -99,26 +99,38 @@ func mergeTypes(name string, weight int, parts []TypeResult, measured time.Durat
 }
 
 // MergeSeries merges the per-second series of runs that started at a common
-// instant: the i-th intervals of every run cover the same second and become
-// one. An interval's counts are the sums; its percentiles come from the
-// merged distributions when every part carries them (Config.IntervalHistograms),
-// else the largest of the parts' (an upper bound, said nowhere else). A run
-// whose series is shorter (its stop's sliver came earlier) leaves the
-// others' intervals as they are.
+// instant: within each phase, the i-th intervals of every run cover the same
+// second and become one. An interval's counts are the sums; its percentiles
+// come from the merged distributions when every part carries them
+// (Config.IntervalHistograms), else the largest of the parts' (an upper
+// bound, said nowhere else). Runs end a moment apart, so one may close a
+// measured sliver where another has begun stopping: aligning by phase keeps
+// every merged interval of one phase, and a run whose phase has fewer
+// intervals leaves the others' as they are.
 func MergeSeries(series [][]Interval) []Interval {
-	n := 0
-	for _, s := range series {
-		n = max(n, len(s))
-	}
-	out := make([]Interval, 0, n)
-	for i := range n {
-		var parts []Interval
+	var out []Interval
+	for phase := WarmUp; phase <= Stopping; phase++ {
+		var ofPhase [][]Interval
+		n := 0
 		for _, s := range series {
-			if i < len(s) {
-				parts = append(parts, s[i])
+			var own []Interval
+			for _, iv := range s {
+				if iv.Phase == phase {
+					own = append(own, iv)
+				}
 			}
+			ofPhase = append(ofPhase, own)
+			n = max(n, len(own))
 		}
-		out = append(out, MergeIntervals(parts))
+		for i := range n {
+			var parts []Interval
+			for _, s := range ofPhase {
+				if i < len(s) {
+					parts = append(parts, s[i])
+				}
+			}
+			out = append(out, MergeIntervals(parts))
+		}
 	}
 	return out
 }

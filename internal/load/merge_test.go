@@ -160,3 +160,27 @@ func TestArrivalOffsetStaggersAgents(t *testing.T) {
 		}
 	})
 }
+
+// TestMergeSeriesAlignsWithinEachPhase: two runs that ended a moment apart,
+// one with a measured sliver where the other had begun stopping, merge into
+// intervals of one phase each, and the measured ones hold every measured
+// sample of both.
+func TestMergeSeriesAlignsWithinEachPhase(t *testing.T) {
+	iv := func(start time.Duration, p Phase, samples ...int64) Interval {
+		return Interval{Start: start, Length: time.Second, Phase: p, Samples: samples, Types: []IntervalStats{{Name: "a"}}}
+	}
+	a := []Interval{iv(0, WarmUp, 1), iv(time.Second, Measured, 2, 3), iv(2*time.Second, Measured, 4), iv(3*time.Second, Stopping, 5)}
+	b := []Interval{iv(0, WarmUp, 6), iv(time.Second, Measured, 7), iv(2*time.Second, Stopping, 8, 9)}
+	got := MergeSeries([][]Interval{a, b})
+	var phases []Phase
+	measured := 0
+	for _, m := range got {
+		phases = append(phases, m.Phase)
+		if m.Phase == Measured {
+			measured += len(m.Samples)
+		}
+	}
+	if want := []Phase{WarmUp, Measured, Measured, Stopping}; !slices.Equal(phases, want) || measured != 4 || len(got[3].Samples) != 3 {
+		t.Errorf("phases %v, %d measured samples, %d stopping samples; want %v, 4, 3", phases, measured, len(got[3].Samples), want)
+	}
+}

@@ -410,32 +410,19 @@ func (s *Supervisor) run(ctx, parent context.Context) {
 
 // WaitCaughtUp waits until every transaction committed on the publisher
 // before target is applied on the subscriber, polling every poll; it fails
-// when the run ends first.
+// when the run ends first, or when the agent stops.
 func (s *Supervisor) WaitCaughtUp(ctx context.Context, target LSN, poll time.Duration) error {
 	if s.waiter == nil {
 		return errors.New("wait for the subscriber: this run has no watcher (it runs the agent alone)")
 	}
-	for {
-		s.wmu.Lock()
-		ok, err := s.waiter.CaughtUp(ctx, target)
-		s.wmu.Unlock()
-		if err != nil || ok {
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-s.done:
-			if err := s.Err(); err != nil {
-				return err
+	return s.pollWatcher(ctx, poll, "the subscriber caught up",
+		func() (bool, error) { return s.waiter.CaughtUp(ctx, target) },
+		func() error {
+			if p := s.Progress(); p.AgentStopped != "" {
+				return fmt.Errorf("distribution agent: %s", p.AgentStopped)
 			}
-			return errors.New("the replication stopped before the subscriber caught up")
-		case <-time.After(poll):
-		}
-		if p := s.Progress(); p.AgentStopped != "" {
-			return fmt.Errorf("distribution agent: %s", p.AgentStopped)
-		}
-	}
+			return nil
+		})
 }
 
 // WaitStored waits until the log reader has stored every transaction
@@ -444,9 +431,17 @@ func (s *Supervisor) WaitStored(ctx context.Context, target LSN, poll time.Durat
 	if s.waiter == nil {
 		return errors.New("wait for the log reader: this run has no watcher")
 	}
+	return s.pollWatcher(ctx, poll, "the log reader stored everything",
+		func() (bool, error) { return s.waiter.Stored(ctx, target) }, nil)
+}
+
+// pollWatcher asks done (on the watcher's connection, one caller at a time)
+// every poll until it says yes or fails, the run ends (before what it waits
+// for), or after, when given, finds a reason to give up.
+func (s *Supervisor) pollWatcher(ctx context.Context, poll time.Duration, what string, done func() (bool, error), after func() error) error {
 	for {
 		s.wmu.Lock()
-		ok, err := s.waiter.Stored(ctx, target)
+		ok, err := done()
 		s.wmu.Unlock()
 		if err != nil || ok {
 			return err
@@ -458,8 +453,13 @@ func (s *Supervisor) WaitStored(ctx context.Context, target LSN, poll time.Durat
 			if err := s.Err(); err != nil {
 				return err
 			}
-			return errors.New("the replication stopped before the log reader stored everything")
+			return errors.New("the replication stopped before " + what)
 		case <-time.After(poll):
+		}
+		if after != nil {
+			if err := after(); err != nil {
+				return err
+			}
 		}
 	}
 }

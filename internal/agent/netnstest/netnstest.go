@@ -22,6 +22,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/dbrig/dbrig/internal/doctor/sshdtest"
 )
 
 // Host is one namespace.
@@ -75,10 +77,8 @@ func Start(tb testing.TB, n int) *Lab {
 			missing(tb, p+" not found (install iproute2 and openssh-client)")
 		}
 	}
-	sshd := "/usr/sbin/sshd"
-	if p, err := exec.LookPath("sshd"); err == nil {
-		sshd = p
-	} else if _, err := os.Stat(sshd); err != nil {
+	sshd := sshdtest.FindSSHD()
+	if sshd == "" {
 		missing(tb, "sshd not found (install openssh-server)")
 	}
 	if err := os.MkdirAll("/run/sshd", 0o755); err != nil {
@@ -105,15 +105,7 @@ func Start(tb testing.TB, n int) *Lab {
 	run(tb, "ip", "addr", "add", lab.BridgeAddr+"/24", "dev", lab.Bridge)
 	run(tb, "ip", "link", "set", lab.Bridge, "up")
 
-	for _, k := range []string{"host_ed25519", "id_ed25519"} {
-		if out, err := exec.Command("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "dbrig-lab", "-f", filepath.Join(dir, k)).CombinedOutput(); err != nil {
-			tb.Fatalf("ssh-keygen: %v: %s", err, out)
-		}
-	}
-	clientPub, _ := os.ReadFile(filepath.Join(dir, "id_ed25519.pub"))
-	hostPub, _ := os.ReadFile(filepath.Join(dir, "host_ed25519.pub"))
-	hostKey := strings.Join(strings.Fields(string(hostPub))[:2], " ")
-	write(tb, filepath.Join(dir, "authorized_keys"), string(clientPub))
+	hostKey := sshdtest.Keys(tb, "ssh-keygen", dir)
 	var known strings.Builder
 
 	for i := range n {
@@ -131,23 +123,8 @@ func Start(tb testing.TB, n int) *Lab {
 		cfg := filepath.Join(dir, fmt.Sprintf("sshd_config_%d", i))
 		// TMPDIR passes the test's temporary directory on to what runs
 		// in the host, so what it leaves there is seen.
-		write(tb, cfg, fmt.Sprintf(`ListenAddress %s
-Port 22
-HostKey %s
-PidFile %s
-AuthorizedKeysFile %s
-StrictModes no
-PubkeyAuthentication yes
-PasswordAuthentication no
-KbdInteractiveAuthentication no
-PermitRootLogin prohibit-password
-UsePAM no
-AllowUsers %s
-MaxStartups 100
-SetEnv TMPDIR=%s
-LogLevel VERBOSE
-`, h.Addr, filepath.Join(dir, "host_ed25519"), filepath.Join(dir, fmt.Sprintf("sshd_%d.pid", i)),
-			filepath.Join(dir, "authorized_keys"), u.Username, os.TempDir()))
+		write(tb, cfg, sshdtest.ServerConfig(h.Addr, 22, dir, filepath.Join(dir, fmt.Sprintf("sshd_%d.pid", i)), u.Username,
+			"SetEnv TMPDIR="+os.TempDir()+"\n"))
 		h.sshd = exec.Command("ip", "netns", "exec", h.Netns, sshd, "-D", "-f", cfg, "-E", filepath.Join(dir, fmt.Sprintf("sshd_%d.log", i)))
 		h.sshd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
 		if err := h.sshd.Start(); err != nil {

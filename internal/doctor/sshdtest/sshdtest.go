@@ -41,7 +41,7 @@ type Server struct {
 // Start starts sshd and stops it when the test ends.
 func Start(tb testing.TB) *Server {
 	tb.Helper()
-	sshd := findSSHD()
+	sshd := FindSSHD()
 	if sshd == "" {
 		missing(tb, "sshd not found (install Debian's openssh-server)")
 	}
@@ -70,37 +70,14 @@ func Start(tb testing.TB) *Server {
 	tb.Cleanup(func() { os.RemoveAll(dir) })
 	s := &Server{User: u.Username, Dir: dir, ConfigFile: filepath.Join(dir, "ssh_config"),
 		IdentityFile: filepath.Join(dir, "id_ed25519"), KnownHostsFile: filepath.Join(dir, "known_hosts")}
-	for _, k := range []string{"host_ed25519", "id_ed25519"} {
-		out, err := exec.Command(keygen, "-q", "-t", "ed25519", "-N", "", "-C", "dbrig-test", "-f", filepath.Join(dir, k)).CombinedOutput()
-		if err != nil {
-			tb.Fatalf("ssh-keygen: %v: %s", err, out)
-		}
-	}
-	clientPub := readFile(tb, filepath.Join(dir, "id_ed25519.pub"))
-	hostPub := readFile(tb, filepath.Join(dir, "host_ed25519.pub"))
-	hostKey := strings.Join(strings.Fields(hostPub)[:2], " ")
-	writeFile(tb, filepath.Join(dir, "authorized_keys"), clientPub, 0o600)
+	hostKey := Keys(tb, keygen, dir)
 
 	// sshd binds the port itself, so a port freed here might be taken
 	// before it starts: try a few.
 	var cmd *exec.Cmd
 	for attempt := 0; ; attempt++ {
 		s.Port = freePort(tb)
-		writeFile(tb, filepath.Join(dir, "sshd_config"), fmt.Sprintf(`Port %d
-ListenAddress 127.0.0.1
-HostKey %s
-PidFile %s
-AuthorizedKeysFile %s
-StrictModes no
-PubkeyAuthentication yes
-PasswordAuthentication no
-KbdInteractiveAuthentication no
-PermitRootLogin prohibit-password
-UsePAM no
-AllowUsers %s
-MaxStartups 100
-LogLevel VERBOSE
-`, s.Port, filepath.Join(dir, "host_ed25519"), filepath.Join(dir, "sshd.pid"), filepath.Join(dir, "authorized_keys"), s.User), 0o600)
+		writeFile(tb, filepath.Join(dir, "sshd_config"), ServerConfig("127.0.0.1", s.Port, dir, filepath.Join(dir, "sshd.pid"), s.User), 0o600)
 		cmd = exec.Command(sshd, "-D", "-f", filepath.Join(dir, "sshd_config"), "-E", filepath.Join(dir, "sshd.log"))
 		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
 		if err := cmd.Start(); err != nil {
@@ -148,7 +125,44 @@ LogLevel VERBOSE
 // Log returns what sshd logged so far, for failure messages.
 func (s *Server) Log() string { return readFileOr(filepath.Join(s.Dir, "sshd.log")) }
 
-func findSSHD() string {
+// Keys makes, in dir, a host key (host_ed25519) and a client key
+// (id_ed25519) with ssh-keygen at keygen, authorizes the client key
+// (authorized_keys), and returns the host key as known_hosts lists it.
+func Keys(tb testing.TB, keygen, dir string) (hostKey string) {
+	tb.Helper()
+	for _, k := range []string{"host_ed25519", "id_ed25519"} {
+		out, err := exec.Command(keygen, "-q", "-t", "ed25519", "-N", "", "-C", "dbrig-test", "-f", filepath.Join(dir, k)).CombinedOutput()
+		if err != nil {
+			tb.Fatalf("ssh-keygen: %v: %s", err, out)
+		}
+	}
+	writeFile(tb, filepath.Join(dir, "authorized_keys"), readFile(tb, filepath.Join(dir, "id_ed25519.pub")), 0o600)
+	return strings.Join(strings.Fields(readFile(tb, filepath.Join(dir, "host_ed25519.pub")))[:2], " ")
+}
+
+// ServerConfig is the sshd_config of a test server listening on listen:port
+// that lets user in with the key Keys made in dir, and nothing else; extra
+// lines (such as SetEnv) follow.
+func ServerConfig(listen string, port int, dir, pidFile, user string, extra ...string) string {
+	return fmt.Sprintf(`Port %d
+ListenAddress %s
+HostKey %s
+PidFile %s
+AuthorizedKeysFile %s
+StrictModes no
+PubkeyAuthentication yes
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+PermitRootLogin prohibit-password
+UsePAM no
+AllowUsers %s
+MaxStartups 100
+LogLevel VERBOSE
+`, port, listen, filepath.Join(dir, "host_ed25519"), pidFile, filepath.Join(dir, "authorized_keys"), user) + strings.Join(extra, "\n")
+}
+
+// FindSSHD is the path of sshd, "" when it is not installed.
+func FindSSHD() string {
 	if p, err := exec.LookPath("sshd"); err == nil {
 		return p
 	}
