@@ -209,6 +209,24 @@ func runPgbenchRate(tb testing.TB, inst *postgres.Instance, ci postgres.ConnInfo
 	return h
 }
 
+// pointSelectServer starts a PostgreSQL server with dbrig's point-select
+// table and pgbench's, both at scale 1.
+func pointSelectServer(b *testing.B, name string) (*postgres.Instance, *study.Env, postgres.ConnInfo) {
+	b.Helper()
+	inst := pgtest.Start(b, name, nil)
+	ctx := context.Background()
+	env := envFor(inst, "dbrig_oltp_bench")
+	if err := pointSelectWorkload(b, 1, 0, time.Second).Prepare(ctx, env); err != nil {
+		b.Fatal(err)
+	}
+	if err := inst.CreateDatabase(ctx, "pgbench"); err != nil {
+		b.Fatal(err)
+	}
+	ci := inst.UnixConn("pgbench")
+	pgbench(b, inst, ci, b.TempDir(), "-i", "-q", "-s", "1")
+	return inst, env, ci
+}
+
 func printRows(tb testing.TB, header string, rows [][]string) {
 	var b strings.Builder
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
@@ -225,17 +243,7 @@ func printRows(tb testing.TB, header string, rows [][]string) {
 // on one PostgreSQL server: closed loops at 1, 2, 4 and 8 clients, then
 // open loops at a fixed rate.
 func BenchmarkPointSelectVsPgbench(b *testing.B) {
-	inst := pgtest.Start(b, "bench", nil)
-	ctx := context.Background()
-	env := envFor(inst, "dbrig_oltp_bench")
-	if err := pointSelectWorkload(b, 1, 0, time.Second).Prepare(ctx, env); err != nil {
-		b.Fatal(err)
-	}
-	if err := inst.CreateDatabase(ctx, "pgbench"); err != nil {
-		b.Fatal(err)
-	}
-	ci := inst.UnixConn("pgbench")
-	pgbench(b, inst, ci, b.TempDir(), "-i", "-q", "-s", "1")
+	inst, env, ci := pointSelectServer(b, "bench")
 	d := benchSeconds * time.Second
 	for b.Loop() {
 		runPgbench(b, inst, ci, 1, time.Second) // warm both tables into the cache
@@ -425,17 +433,7 @@ func pgbenchLog(tb testing.TB, inst *postgres.Instance, ci postgres.ConnInfo, cl
 //
 //	go test -run '^$' -bench StalledServer -benchtime 1x ./internal/workload/oltp/
 func BenchmarkStalledServer(b *testing.B) {
-	inst := pgtest.Start(b, "stall", nil)
-	ctx := context.Background()
-	env := envFor(inst, "dbrig_oltp_bench")
-	if err := pointSelectWorkload(b, 1, 0, time.Second).Prepare(ctx, env); err != nil {
-		b.Fatal(err)
-	}
-	if err := inst.CreateDatabase(ctx, "pgbench"); err != nil {
-		b.Fatal(err)
-	}
-	ci := inst.UnixConn("pgbench")
-	pgbench(b, inst, ci, b.TempDir(), "-i", "-q", "-s", "1")
+	inst, env, ci := pointSelectServer(b, "stall")
 	const clients, rate = 4, 2000.0
 	d, at, length := 10*time.Second, 5*time.Second, time.Second
 	for b.Loop() {
@@ -464,7 +462,7 @@ func BenchmarkStalledServer(b *testing.B) {
 			var res *load.Result
 			w.live = &Live{Result: func(r *load.Result) { res = r }}
 			done = stall(b, inst, env.Database, "customers", w.cfg.WarmUp+at, length)
-			m, err := w.Run(ctx, env)
+			m, err := w.Run(context.Background(), env)
 			if err != nil {
 				b.Fatal(err)
 			}
