@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,46 +16,29 @@ import (
 )
 
 // notesRun runs a seed-002 study's smoke scale through the CLI, on both
-// engines, and returns its --json summary and results once every server
-// has stopped; it fails when anything is left in the instances' base
-// directory.
-func notesRun(t *testing.T, name string) (summary struct {
-	Ran, Failed int
-	Findings    []report.Finding `json:"findings"`
-}, results []study.Result, dir string) {
+// engines (see smokeStudyRun); it fails when anything is left in the
+// instances' base directory.
+func notesRun(t *testing.T, name string) (studySummary, []study.Result, string) {
 	t.Helper()
 	pgtest.Binaries(t)
 	mariatest.Engine(t)
-	base := pgtest.BaseDir(t)
-	dir = filepath.Join(t.TempDir(), "run")
-	code, stdout, stderr := runDbrig(t, base, nil, "run", name, "--scale", "smoke", "--out", dir, "--json")
-	if code != 0 {
-		t.Fatalf("dbrig run %s: exit %d\n%s\n%s", name, code, stdout, stderr)
-	}
-	if err := json.Unmarshal([]byte(stdout), &summary); err != nil {
-		t.Fatalf("--json output: %v\n%s", err, stdout)
-	}
-	pgtest.WaitNoServers(t, base, 10*time.Second)
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		left, _ := os.ReadDir(base)
-		if len(left) == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			var names []string
-			for _, e := range left {
-				names = append(names, e.Name())
+	return smokeStudyRun(t, name, func(t *testing.T, base string) {
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			left, _ := os.ReadDir(base)
+			if len(left) == 0 {
+				return
 			}
-			t.Fatalf("left in the instances' directory: %v", names)
+			if time.Now().After(deadline) {
+				var names []string
+				for _, e := range left {
+					names = append(names, e.Name())
+				}
+				t.Fatalf("left in the instances' directory: %v", names)
+			}
+			time.Sleep(200 * time.Millisecond)
 		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	var err error
-	if results, err = study.ReadResults(dir); err != nil {
-		t.Fatal(err)
-	}
-	return summary, results, dir
+	})
 }
 
 // TestKeyLookupSmokeStudy: both paths on both engines over a table made

@@ -13,15 +13,17 @@ import (
 	"github.com/dbrig/dbrig/internal/study"
 )
 
-// oltpStudyRun runs a built-in OLTP study's smoke scale through the CLI
-// and returns its --json summary and results once every server has
-// stopped.
-func oltpStudyRun(t *testing.T, name string) (summary struct {
+// studySummary is what the smoke tests read of `dbrig run --json`.
+type studySummary struct {
 	Ran, Failed int
 	Findings    []report.Finding `json:"findings"`
-}, results []study.Result, dir string) {
+}
+
+// smokeStudyRun runs a built-in study's smoke scale through the CLI and
+// returns its --json summary and results once every server has stopped and
+// leftovers (given the instances' base directory) found nothing left.
+func smokeStudyRun(t *testing.T, name string, leftovers func(t *testing.T, base string)) (summary studySummary, results []study.Result, dir string) {
 	t.Helper()
-	pgtest.Binaries(t)
 	base := pgtest.BaseDir(t)
 	dir = filepath.Join(t.TempDir(), "run")
 	code, stdout, stderr := runDbrig(t, base, nil, "run", name, "--scale", "smoke", "--out", dir, "--json")
@@ -32,12 +34,19 @@ func oltpStudyRun(t *testing.T, name string) (summary struct {
 		t.Fatalf("--json output: %v\n%s", err, stdout)
 	}
 	pgtest.WaitNoServers(t, base, 10*time.Second)
-	assertNoInstanceDirs(t, base)
+	leftovers(t, base)
 	var err error
 	if results, err = study.ReadResults(dir); err != nil {
 		t.Fatal(err)
 	}
 	return summary, results, dir
+}
+
+// oltpStudyRun runs a built-in OLTP study's smoke scale (see smokeStudyRun).
+func oltpStudyRun(t *testing.T, name string) (studySummary, []study.Result, string) {
+	t.Helper()
+	pgtest.Binaries(t)
+	return smokeStudyRun(t, name, assertNoInstanceDirs)
 }
 
 // TestTransportOLTPSmokeStudy: the shop on every transport and the lookups
