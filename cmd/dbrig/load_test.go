@@ -50,11 +50,13 @@ type tpchJSON struct {
 	} `json:"points"`
 }
 
-func decodeTPCH(t *testing.T, stdout string) tpchJSON {
+// decodeJSON reads a command's --json output, which must be one JSON
+// document of type T.
+func decodeJSON[T any](t *testing.T, stdout string) T {
 	t.Helper()
-	var j tpchJSON
+	var j T
 	if err := json.Unmarshal([]byte(stdout), &j); err != nil {
-		t.Fatalf("--json output is not JSON: %v\n%s", err, stdout)
+		t.Fatalf("--json output is not one JSON document: %v\n%s", err, stdout)
 	}
 	return j
 }
@@ -74,7 +76,7 @@ func TestLoadTPCH(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
 		}
-		j := decodeTPCH(t, stdout)
+		j := decodeJSON[tpchJSON](t, stdout)
 		if j.Dir != dir || j.Engine != "postgres" || j.Server == "" || j.ScaleFactor != 0.01 || j.Streams != 2 || len(j.Points) != 2 {
 			t.Fatalf("summary = %+v", j)
 		}
@@ -104,7 +106,7 @@ func TestLoadTPCH(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
 		}
-		j := decodeTPCH(t, stdout)
+		j := decodeJSON[tpchJSON](t, stdout)
 		if len(j.Points) != 1 || len(j.Points[0].Queries) != 4 || j.Points[0].Error != "" || !strings.HasPrefix(j.Server, server.Version()) {
 			t.Fatalf("summary = %+v", j)
 		}

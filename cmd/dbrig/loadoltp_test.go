@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"io"
 	"net"
 	"net/http"
@@ -49,15 +48,6 @@ type oltpJSON struct {
 			TPS   float64 `json:"tps"`
 		} `json:"series"`
 	} `json:"points"`
-}
-
-func decodeOLTP(t *testing.T, stdout string) oltpJSON {
-	t.Helper()
-	var j oltpJSON
-	if err := json.Unmarshal([]byte(stdout), &j); err != nil {
-		t.Fatalf("--json output is not one JSON document: %v\n%s", err, stdout)
-	}
-	return j
 }
 
 // TestLoadOLTP runs `dbrig load oltp` as a user would: the shop on a
@@ -108,7 +98,7 @@ func TestLoadOLTP(t *testing.T) {
 		if scraped == "" {
 			t.Errorf("the metrics never showed a place-order transaction")
 		}
-		j := decodeOLTP(t, stdout.String())
+		j := decodeJSON[oltpJSON](t, stdout.String())
 		if j.Dir != dir || j.Engine != "postgres" || j.Server == "" || j.Mix != "shop" || len(j.Points) != 1 {
 			t.Fatalf("summary = %+v", j)
 		}
@@ -193,7 +183,7 @@ func TestLoadOLTP(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
 		}
-		j := decodeOLTP(t, stdout)
+		j := decodeJSON[oltpJSON](t, stdout)
 		if !j.Target || len(j.Points) != 1 || j.Points[0].TPS <= 0 || !strings.HasPrefix(j.Server, server.Version()) {
 			t.Fatalf("summary = %+v", j)
 		}
