@@ -26,6 +26,9 @@ type Conn struct {
 	// Database: a target whose login may not create databases gets a schema
 	// of dbrig's own instead.
 	Schema string
+	// TLS is the encryption the user asked for; zero for a server dbrig
+	// started.
+	TLS TLS
 	// session holds server settings applied to each session this login
 	// opens (a study's session-level settings on a server dbrig may not
 	// reconfigure), encoded so that a Conn stays comparable with ==.
@@ -118,7 +121,9 @@ func encodeSession(m map[string]string) string {
 }
 
 // Via returns the same login through another TCP address, e.g. a link
-// proxy listening in front of the server.
+// proxy listening in front of the server. The proxy relays bytes, so TLS
+// stays end to end: the server's certificate is still checked against the
+// server's own name, not the proxy's address.
 func (c Conn) Via(addr string) (Conn, error) {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
@@ -127,6 +132,9 @@ func (c Conn) Via(addr string) (Conn, error) {
 	p, err := strconv.Atoi(port)
 	if err != nil {
 		return Conn{}, fmt.Errorf("address %q: port: %w", addr, err)
+	}
+	if c.TLS.Encrypts() && c.TLS.ServerName == "" && !c.IsUnix() {
+		c.TLS.ServerName = c.Host
 	}
 	c.Host, c.Port = host, p
 	return c, nil
@@ -142,19 +150,20 @@ type Sealed struct {
 	Database string            `json:"database"`
 	Schema   string            `json:"schema,omitempty"`
 	Session  map[string]string `json:"session,omitempty"`
+	TLS      TLS               `json:"tls"`
 	Password string            `json:"password"`
 }
 
 // Seal exposes the password for a child process's pipe.
 func (c Conn) Seal() Sealed {
 	return Sealed{Engine: c.Engine, Host: c.Host, Port: c.Port, User: c.User, Database: c.Database,
-		Schema: c.Schema, Session: c.Session(), Password: c.password}
+		Schema: c.Schema, Session: c.Session(), TLS: c.TLS, Password: c.password}
 }
 
 // Open turns a sealed login back into a Conn.
 func (s Sealed) Open() Conn {
 	return Conn{Engine: s.Engine, Host: s.Host, Port: s.Port, User: s.User, Database: s.Database,
-		Schema: s.Schema, session: encodeSession(s.Session), password: s.Password}
+		Schema: s.Schema, TLS: s.TLS, session: encodeSession(s.Session), password: s.Password}
 }
 
 // SessionKeys lists the session settings in a stable order.
