@@ -32,9 +32,9 @@ var sessionParams = map[string]string{
 // connConfig returns the pgconn configuration of a login with dbrig's
 // session parameters and an application name.
 func connConfig(ci postgres.ConnInfo, app string) (*pgconn.Config, error) {
-	cfg, err := pgconn.ParseConfig(ci.URI())
+	cfg, err := ci.PgConnConfig()
 	if err != nil {
-		return nil, fmt.Errorf("connection to %s: %w", ci, err)
+		return nil, err
 	}
 	for k, v := range sessionParams {
 		cfg.RuntimeParams[k] = v

@@ -24,11 +24,14 @@ func ConnInfoOf(c engine.Conn) ConnInfo {
 	return ConnInfo{c}
 }
 
-// URI returns the connection URI including the password, for drivers only.
+// URI returns the connection URI including the password, for pgx only:
+// a proxy's ServerName is not in it (see PgConnConfig and ConnConfig).
 func (c ConnInfo) URI() string {
 	u := url.URL{Scheme: "postgres", User: url.UserPassword(c.User, c.Password()), Path: "/" + c.Database}
 	q := url.Values{}
-	q.Set("sslmode", "disable")
+	for k, v := range c.sslParams() {
+		q.Set(k, v)
+	}
 	if c.IsUnix() {
 		u.Host = ""
 		q.Set("host", c.Host)
@@ -41,6 +44,31 @@ func (c ConnInfo) URI() string {
 	}
 	u.RawQuery = q.Encode()
 	return u.String()
+}
+
+// sslParams are libpq's TLS parameters of the login: sslmode=disable for a
+// server dbrig started (plain loopback), else what the user asked for.
+// Every one is written out, so that nothing of the environment the
+// program reading them runs in (PGSSLMODE ...) changes the login.
+func (c ConnInfo) sslParams() map[string]string {
+	mode := c.TLS.Mode
+	if mode == "" {
+		mode = "disable"
+	}
+	p := map[string]string{"sslmode": mode}
+	for k, v := range map[string]string{"sslrootcert": c.TLS.RootCert, "sslcert": c.TLS.Cert, "sslkey": c.TLS.Key} {
+		if v != "" {
+			p[k] = v
+		}
+	}
+	return p
+}
+
+// viaProxy reports whether the login goes through a proxy at an IP
+// address in front of a server named ServerName: libpq then connects to
+// hostaddr and checks the certificate against host.
+func (c ConnInfo) viaProxy() bool {
+	return c.TLS.ServerName != "" && !c.IsUnix() && net.ParseIP(c.Host) != nil
 }
 
 // options is libpq's "options" value: the session settings and the
@@ -72,15 +100,28 @@ func (c ConnInfo) Via(addr string) (ConnInfo, error) {
 }
 
 // Env is the libpq environment for child programs (psql, pgbench, pg_dump),
-// which keeps the password out of their argument lists.
+// which keeps the password out of their argument lists, with the login's
+// TLS (PGSSLMODE, PGSSLROOTCERT, PGSSLCERT, PGSSLKEY).
 func (c ConnInfo) Env() []string {
+	host := "PGHOST=" + c.Host
+	if c.viaProxy() {
+		host = "PGHOST=" + c.TLS.ServerName
+	}
 	env := []string{
-		"PGHOST=" + c.Host,
+		host,
 		"PGPORT=" + strconv.Itoa(c.Port),
 		"PGUSER=" + c.User,
 		"PGDATABASE=" + c.Database,
 		"PGPASSWORD=" + c.Password(),
-		"PGSSLMODE=disable",
+	}
+	if c.viaProxy() {
+		env = append(env, "PGHOSTADDR="+c.Host)
+	}
+	ssl := c.sslParams()
+	for _, p := range sslParams {
+		if v, ok := ssl[p.key]; ok {
+			env = append(env, p.env+"="+v)
+		}
 	}
 	if o := c.options(); o != "" {
 		env = append(env, "PGOPTIONS="+o)
@@ -90,12 +131,24 @@ func (c ConnInfo) Env() []string {
 
 // Keywords returns a libpq keyword/value string with the password, for
 // servers that connect to other servers (CREATE SUBSCRIPTION, postgres_fdw).
+// Its TLS files are read by that server, on its host and as its account.
 func (c ConnInfo) Keywords() string {
 	q := func(s string) string {
 		return "'" + strings.ReplaceAll(strings.ReplaceAll(s, `\`, `\\`), `'`, `\'`) + "'"
 	}
-	return fmt.Sprintf("host=%s port=%d user=%s password=%s dbname=%s sslmode=disable",
-		q(c.Host), c.Port, q(c.User), q(c.Password()), q(c.Database))
+	host := q(c.Host)
+	if c.viaProxy() {
+		host = q(c.TLS.ServerName) + " hostaddr=" + q(c.Host)
+	}
+	s := fmt.Sprintf("host=%s port=%d user=%s password=%s dbname=%s",
+		host, c.Port, q(c.User), q(c.Password()), q(c.Database))
+	ssl := c.sslParams()
+	for _, p := range sslParams {
+		if v, ok := ssl[p.key]; ok {
+			s += " " + p.key + "=" + q(v)
+		}
+	}
+	return s
 }
 
 // ConnConfig is the pgx configuration of the login, with its session
@@ -105,6 +158,7 @@ func (c ConnInfo) ConnConfig() (*pgx.ConnConfig, error) {
 	if err != nil {
 		return nil, fmt.Errorf("connection to %s: %w", c, err)
 	}
+	c.withServerName(&cfg.Config)
 	delete(cfg.RuntimeParams, "options")
 	for k, v := range c.Session() {
 		cfg.RuntimeParams[k] = v
@@ -129,6 +183,9 @@ func ParseConnInfo(uri string) (ConnInfo, error) {
 		return ConnInfo{}, fmt.Errorf("connection string %s: the password holds '@': write it as %%40", engine.RedactURI(uri))
 	}
 	ci := ConnInfoOf(engine.NewConn(Name, cfg.Host, int(cfg.Port), cfg.User, cfg.Database, cfg.Password))
+	if ci.TLS, err = tlsRequest(uri); err != nil {
+		return ConnInfo{}, fmt.Errorf("connection string %s: %w", engine.RedactURI(uri), err)
+	}
 	// search_path and other startup settings the user put in the URI
 	// travel on every session.
 	session := map[string]string{}

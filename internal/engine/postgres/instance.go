@@ -292,6 +292,12 @@ func (i *Instance) start(ctx context.Context) error {
 	cmd.Dir = i.dir
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.Env = append(os.Environ(), "LC_ALL=C")
+	if i.user.Switch {
+		// A server that connects to another with TLS (a subscription,
+		// postgres_fdw) looks for libpq's default files under HOME: root's
+		// would be refused to the server's account, which fails the login.
+		cmd.Env = append(cmd.Env, "HOME="+i.dir)
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: i.user.Credential()}
 	if err := engine.StartWith(cmd, i.proc); err != nil {
 		return fmt.Errorf("start %s: %w", i.bin.Path("postgres"), err)

@@ -6,15 +6,20 @@ package pgtest
 import (
 	"context"
 	"errors"
+	"maps"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/dbrig/dbrig/internal/engine"
 	"github.com/dbrig/dbrig/internal/engine/postgres"
+	"github.com/dbrig/dbrig/internal/engine/tlstest"
 )
 
 // Start starts an instance that is stopped and removed when the test ends.
@@ -101,4 +106,86 @@ func WaitNoServers(tb testing.TB, dir string, timeout time.Duration) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// StartTLS starts an instance with TLS on, its certificate signed by the
+// returned files' CA for hosts, and every connection logged with whether
+// it was encrypted (see Connections). Only the test's own logins ask for
+// TLS: dbrig's logins to an instance it started stay plain.
+func StartTLS(tb testing.TB, name string, settings map[string]string, hosts ...string) (*postgres.Instance, tlstest.Files) {
+	tb.Helper()
+	files := tlstest.Make(tb, hosts...)
+	merged := map[string]string{"ssl": "on", "ssl_cert_file": files.Cert, "ssl_key_file": files.Key, "log_connections": "on"}
+	maps.Copy(merged, settings)
+	return Start(tb, name, merged), files
+}
+
+// Connection is one login the server logged (log_connections).
+type Connection struct {
+	User, Database, Application string
+	Replication                 bool
+	// SSL is what the server said of it: encrypted or plain.
+	SSL bool
+	// Line is the log line, for a failure's message.
+	Line string
+}
+
+var authorizedRE = regexp.MustCompile(`(replication )?connection authorized: user=(\S+)(?: database=(\S+))?(?: application_name=(.*?))?( SSL enabled|$)`)
+
+// Connections are the logins of user the server logged so far.
+func Connections(tb testing.TB, inst *postgres.Instance, user string) []Connection {
+	tb.Helper()
+	b, err := os.ReadFile(inst.LogPath())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var out []Connection
+	for line := range strings.Lines(string(b)) {
+		line = strings.TrimRight(line, "\n")
+		m := authorizedRE.FindStringSubmatch(line)
+		if m == nil || m[2] != user {
+			continue
+		}
+		out = append(out, Connection{User: m[2], Database: m[3], Application: m[4], Replication: m[1] != "",
+			SSL: m[5] != "", Line: line})
+	}
+	return out
+}
+
+// Session is a session the server runs now, as pg_stat_activity and
+// pg_stat_ssl show it.
+type Session struct {
+	PID         int
+	Application string
+	Backend     string
+	SSL         bool
+}
+
+// Sessions are the sessions of user the server runs now, except the one
+// that asks.
+func Sessions(tb testing.TB, inst *postgres.Instance, user string) []Session {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	conn, err := inst.Connect(ctx, "postgres")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	rows, err := conn.Query(ctx, `SELECT a.pid, a.application_name, coalesce(a.backend_type, ''), s.ssl
+		FROM pg_stat_activity a JOIN pg_stat_ssl s USING (pid)
+		WHERE a.usename = $1 AND a.pid <> pg_backend_pid() ORDER BY a.pid`, user)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var out []Session
+	var s Session
+	_, err = pgx.ForEachRow(rows, []any{&s.PID, &s.Application, &s.Backend, &s.SSL}, func() error {
+		out = append(out, s)
+		return nil
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return out
 }
