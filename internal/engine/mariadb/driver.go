@@ -15,9 +15,9 @@ import (
 )
 
 // Config is the go-sql-driver/mysql configuration of a login: TCP or, when
-// c.Host is a socket file's path, the unix socket; c.Session's settings are
-// set as session system variables on every connection it opens. It holds
-// the password: never print it.
+// c.Host is a socket file's path, the unix socket; TLS as c.TLS asks;
+// c.Session's settings are set as session system variables on every
+// connection it opens. It holds the password: never print it.
 func Config(c engine.Conn) (*mysql.Config, error) {
 	cfg := mysql.NewConfig()
 	// The driver logs only what it recovers from (an idle connection the
@@ -35,6 +35,9 @@ func Config(c engine.Conn) (*mysql.Config, error) {
 	} else {
 		cfg.Net, cfg.Addr = "tcp", net.JoinHostPort(c.Host, strconv.Itoa(c.Port))
 	}
+	if err := setTLS(cfg, c); err != nil {
+		return nil, fmt.Errorf("connection to %s: %w", c, err)
+	}
 	if session := c.Session(); len(session) > 0 {
 		cfg.Params = map[string]string{}
 		for _, k := range c.SessionKeys() {
@@ -45,6 +48,21 @@ func Config(c engine.Conn) (*mysql.Config, error) {
 		}
 	}
 	return cfg, nil
+}
+
+// setTLS gives cfg the login's TLS, by value for the connector and by a
+// registered name for FormatDSN.
+func setTLS(cfg *mysql.Config, c engine.Conn) error {
+	t, fallback, err := tlsConfig(c.TLS, c.Host, c.IsUnix())
+	if err != nil || t == nil {
+		return err
+	}
+	name, err := registerTLS(c.TLS, c.Host, t)
+	if err != nil {
+		return err
+	}
+	cfg.TLS, cfg.TLSConfig, cfg.AllowFallbackToPlaintext = t, name, fallback
+	return nil
 }
 
 // DSN is the login as a go-sql-driver/mysql data source name, for drivers

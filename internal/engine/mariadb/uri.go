@@ -22,7 +22,12 @@ const DefaultPort = 3306
 //	mysql://user:password@/database?socket=/run/mysqld/mysqld.sock
 //
 // The user name and password are percent-encoded where they hold
-// reserved characters (@ : / ? #). Errors never contain the password.
+// reserved characters (@ : / ? #). TLS is asked for with go-sql-driver's
+// tls=true|false|skip-verify|preferred or MySQL's
+// ssl-mode=DISABLED|PREFERRED|REQUIRED|VERIFY_CA|VERIFY_IDENTITY with
+// ssl-ca, ssl-cert and ssl-key files; without them dbrig uses TLS when the
+// server offers it (PREFERRED, the mysql client's default). Errors never
+// contain the password.
 func ParseURI(uri string) (engine.Conn, error) {
 	fail := func(format string, args ...any) (engine.Conn, error) {
 		return engine.Conn{}, fmt.Errorf("connection URI %s: %s (want mysql://user:password@host:port/database, "+
@@ -83,9 +88,13 @@ func ParseURI(uri string) (engine.Conn, error) {
 		return fail("the parameters are not valid: %v", err)
 	}
 	for k := range query {
-		if k != "socket" {
+		if k != "socket" && tlsParam(k) == "" {
 			return fail("unknown parameter %q (dbrig reads socket=)", k)
 		}
+	}
+	tlsReq, err := parseTLS(query)
+	if err != nil {
+		return fail("%v", err)
 	}
 	if s := query.Get("socket"); s != "" {
 		if socket != "" {
@@ -100,7 +109,9 @@ func ParseURI(uri string) (engine.Conn, error) {
 		if host != "" {
 			return fail("both a host and a socket are given")
 		}
-		return engine.NewConn(EngineName, filepath.Clean(socket), 0, user, db, password), nil
+		c := engine.NewConn(EngineName, filepath.Clean(socket), 0, user, db, password)
+		c.TLS = tlsReq
+		return c, nil
 	}
 	if host == "" {
 		return fail("no host or socket")
@@ -117,5 +128,7 @@ func ParseURI(uri string) (engine.Conn, error) {
 	} else if strings.Contains(host, ":") {
 		return fail("host %q: %v", host, err)
 	}
-	return engine.NewConn(EngineName, host, port, user, db, password), nil
+	c := engine.NewConn(EngineName, host, port, user, db, password)
+	c.TLS = tlsReq
+	return c, nil
 }

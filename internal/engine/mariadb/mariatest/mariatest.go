@@ -9,6 +9,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/dbrig/dbrig/internal/engine"
 	"github.com/dbrig/dbrig/internal/engine/mariadb"
+	"github.com/dbrig/dbrig/internal/engine/tlstest"
 )
 
 // FastSettings make a test server quicker to write to; a caller's settings
@@ -154,4 +156,56 @@ func WaitExited(tb testing.TB, pid int, timeout time.Duration) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// StartTLS starts an instance with TLS on, its certificate signed by the
+// returned files' CA for hosts. Only the test's own logins ask for TLS:
+// dbrig's logins to an instance it started stay plain.
+func StartTLS(tb testing.TB, name string, settings map[string]string, hosts ...string) (*mariadb.Instance, tlstest.Files) {
+	tb.Helper()
+	files := tlstest.Make(tb, hosts...)
+	merged := map[string]string{"ssl_cert": files.Cert, "ssl_key": files.Key, "ssl_ca": files.CA}
+	maps.Copy(merged, settings)
+	return Start(tb, name, merged), files
+}
+
+// LogConnections turns the server's general log on, into a file in the
+// instance's directory, from now: every login after it is recorded with
+// whether it was encrypted (see Connections). Turn it on after any
+// statement that holds a password.
+func LogConnections(tb testing.TB, inst *mariadb.Instance) {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	path := filepath.Join(inst.Dir(), "general.log")
+	if err := inst.Exec(ctx, "", "SET GLOBAL general_log_file = '"+path+"'", "SET GLOBAL general_log = ON"); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// Connection is one login the general log recorded.
+type Connection struct {
+	User string
+	// SSL is what the server said of it: "using SSL/TLS" or not.
+	SSL  bool
+	Line string
+}
+
+var connectRE = regexp.MustCompile(`\sConnect\s+(\S+)@(\S+) (?:as \S+ )?on .*using (.*)$`)
+
+// Connections are the logins of user the general log recorded.
+func Connections(tb testing.TB, inst *mariadb.Instance, user string) []Connection {
+	tb.Helper()
+	b, err := os.ReadFile(filepath.Join(inst.Dir(), "general.log"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var out []Connection
+	for line := range strings.Lines(string(b)) {
+		line = strings.TrimRight(line, "\n")
+		if m := connectRE.FindStringSubmatch(line); m != nil && m[1] == user {
+			out = append(out, Connection{User: user, SSL: m[3] == "SSL/TLS", Line: line})
+		}
+	}
+	return out
 }
