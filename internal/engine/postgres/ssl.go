@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/jackc/pgservicefile"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/dbrig/dbrig/internal/engine"
@@ -27,23 +28,28 @@ var sslParams = []struct{ key, env string }{
 	{"sslkey", "PGSSLKEY"},
 }
 
-// tlsRequest reads the TLS a user asked for the way libpq does: the
-// connection string first, then PGSSLMODE and the other variables, then
-// libpq's defaults (sslmode prefer; ~/.postgresql/root.crt,
-// postgresql.crt and postgresql.key when they exist), so that dbrig's own
-// sessions, pg_dump's and a server's subscription all do what psql would
-// with the same string.
+// tlsRequest reads the TLS a user asked for the way libpq and pgx do: the
+// connection string first, then the service it names (service=,
+// PGSERVICE), then PGSSLMODE and the other variables, then the defaults
+// (sslmode prefer; ~/.postgresql/root.crt, and postgresql.crt with
+// postgresql.key, when they exist), so that dbrig's own sessions, pg_dump's
+// and a server's subscription all do what psql would with the same string.
 func tlsRequest(connString string) (engine.TLS, error) {
-	given := sslSettings(connString)
-	value := func(key, env string) string {
-		if v, ok := given[key]; ok {
-			return v
-		}
-		return os.Getenv(env)
+	given := connStringSettings(connString)
+	fromService, err := serviceSettings(given)
+	if err != nil {
+		return engine.TLS{}, err
 	}
 	vals := map[string]string{}
 	for _, p := range sslParams {
-		vals[p.key] = value(p.key, p.env)
+		v, ok := given[p.key]
+		if !ok {
+			v, ok = fromService[p.key]
+		}
+		if !ok {
+			v = os.Getenv(p.env)
+		}
+		vals[p.key] = v
 	}
 	t := engine.TLS{Mode: vals["sslmode"], RootCert: vals["sslrootcert"], Cert: vals["sslcert"], Key: vals["sslkey"]}
 	if t.Mode == "" {
@@ -54,60 +60,82 @@ func tlsRequest(connString string) (engine.TLS, error) {
 	}
 	if home, err := os.UserHomeDir(); err == nil {
 		dir := filepath.Join(home, ".postgresql")
-		t.RootCert = orExisting(t.RootCert, filepath.Join(dir, "root.crt"))
-		t.Cert = orExisting(t.Cert, filepath.Join(dir, "postgresql.crt"))
-		if t.Cert != "" {
-			t.Key = orExisting(t.Key, filepath.Join(dir, "postgresql.key"))
+		if t.RootCert == "" && exists(filepath.Join(dir, "root.crt")) {
+			t.RootCert = filepath.Join(dir, "root.crt")
+		}
+		// The client certificate and its key are used together or not at all.
+		if t.Cert == "" && t.Key == "" && exists(filepath.Join(dir, "postgresql.crt")) && exists(filepath.Join(dir, "postgresql.key")) {
+			t.Cert, t.Key = filepath.Join(dir, "postgresql.crt"), filepath.Join(dir, "postgresql.key")
 		}
 	}
 	return t, nil
 }
 
-// orExisting is v, or libpq's default file when v is empty and the file
-// exists.
-func orExisting(v, def string) string {
-	if v != "" {
-		return v
-	}
-	if _, err := os.Stat(def); err == nil {
-		return def
-	}
-	return ""
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }
 
-// sslSettings are the ssl* parameters a connection string (a URI or
+// serviceSettings are the settings of the service a connection string or
+// PGSERVICE names, from its service file (servicefile=, PGSERVICEFILE,
+// else ~/.pg_service.conf), as pgx reads them.
+func serviceSettings(given map[string]string) (map[string]string, error) {
+	name, ok := given["service"]
+	if !ok {
+		name = os.Getenv("PGSERVICE")
+	}
+	if name == "" {
+		return nil, nil
+	}
+	file, ok := given["servicefile"]
+	if !ok {
+		file = os.Getenv("PGSERVICEFILE")
+	}
+	if file == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return nil, fmt.Errorf("service %q: %w", name, err)
+		}
+		file = filepath.Join(home, ".pg_service.conf")
+	}
+	sf, err := pgservicefile.ReadServicefile(file)
+	if err != nil {
+		return nil, fmt.Errorf("service file %s: %w", file, err)
+	}
+	svc, err := sf.GetService(name)
+	if err != nil {
+		return nil, fmt.Errorf("service file %s: %w", file, err)
+	}
+	return svc.Settings, nil
+}
+
+// connStringSettings are the parameters a connection string (a URI or
 // keyword/value, already accepted by pgx) sets, decoded as libpq does.
-func sslSettings(s string) map[string]string {
+func connStringSettings(s string) map[string]string {
+	rest, ok := cutScheme(s)
+	if !ok {
+		return keywordValues(s)
+	}
 	all := map[string]string{}
-	if rest, ok := cutScheme(s); ok {
-		// The user info ends at the first '@' before any '/', as in libpq.
-		if i := strings.IndexAny(rest, "@/"); i >= 0 && rest[i] == '@' {
-			rest = rest[i+1:]
-		}
-		_, query, _ := strings.Cut(rest, "?")
-		for pair := range strings.SplitSeq(query, "&") {
-			k, v, _ := strings.Cut(pair, "=")
-			k, kerr := url.PathUnescape(strings.TrimSpace(k))
-			v, verr := url.PathUnescape(strings.TrimSpace(v))
-			if kerr == nil && verr == nil {
-				all[k] = v
-			}
-		}
-		if all["ssl"] == "true" {
-			if _, explicit := all["sslmode"]; !explicit {
-				all["sslmode"] = "require" // pgx's and JDBC's alias
-			}
-		}
-	} else {
-		all = keywordValues(s)
+	// The user info ends at the first '@' before any '/', as in libpq.
+	if i := strings.IndexAny(rest, "@/"); i >= 0 && rest[i] == '@' {
+		rest = rest[i+1:]
 	}
-	out := map[string]string{}
-	for _, p := range sslParams {
-		if v, ok := all[p.key]; ok {
-			out[p.key] = v
+	_, query, _ := strings.Cut(rest, "?")
+	for pair := range strings.SplitSeq(query, "&") {
+		k, v, _ := strings.Cut(pair, "=")
+		k, kerr := url.PathUnescape(strings.TrimSpace(k))
+		v, verr := url.PathUnescape(strings.TrimSpace(v))
+		if kerr == nil && verr == nil && k != "" {
+			all[k] = v
 		}
 	}
-	return out
+	if all["ssl"] == "true" {
+		if _, explicit := all["sslmode"]; !explicit {
+			all["sslmode"] = "require" // pgx's and JDBC's alias
+		}
+	}
+	return all
 }
 
 func cutScheme(s string) (string, bool) {

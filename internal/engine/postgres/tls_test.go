@@ -221,6 +221,18 @@ func TestTLSRequestFollowsLibpq(t *testing.T) {
 	if got := parse("postgres://u:p@db.example/x?sslmode=disable"); got.Mode != "disable" {
 		t.Errorf("PGSSLMODE overrode the string's sslmode: %+v", got)
 	}
+	services := filepath.Join(t.TempDir(), "pg_service.conf")
+	if err := os.WriteFile(services, []byte("[shop]\nhost=db.example\nsslmode=verify-ca\nsslrootcert="+files.CA+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PGSERVICEFILE", services)
+	if got := parse("service=shop user=u"); got != (engine.TLS{Mode: "verify-ca", RootCert: files.CA}) {
+		t.Errorf("a service's sslmode yields to PGSSLMODE: %+v", got)
+	}
+	if got := parse("postgres://u:pw@/x?service=shop&sslmode=require"); got != (engine.TLS{Mode: "require", RootCert: files.CA}) {
+		t.Errorf("the string's sslmode yields to the service's: %+v", got)
+	}
+	t.Setenv("PGSERVICEFILE", "")
 	t.Setenv("PGSSLMODE", "")
 	t.Setenv("PGSSLROOTCERT", "")
 	dir := filepath.Join(home, ".postgresql")
