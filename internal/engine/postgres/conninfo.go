@@ -48,8 +48,8 @@ func (c ConnInfo) URI() string {
 
 // sslParams are libpq's TLS parameters of the login: sslmode=disable for a
 // server dbrig started (plain loopback), else what the user asked for.
-// Every one is written out, so that nothing of the environment the
-// program reading them runs in (PGSSLMODE ...) changes the login.
+// sslmode is always written out, so that a PGSSLMODE where the login is
+// read (a child program, a server) cannot change it.
 func (c ConnInfo) sslParams() map[string]string {
 	mode := c.TLS.Mode
 	if mode == "" {
