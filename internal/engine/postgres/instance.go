@@ -86,10 +86,8 @@ func Start(ctx context.Context, opts Options) (inst *Instance, err error) {
 	defer cancel()
 	wrap := func(err error) error { return fmt.Errorf("start postgres instance %q: %w", opts.Name, err) }
 
-	for k := range opts.Settings {
-		if slices.Contains(ownedSettings, strings.ToLower(k)) {
-			return nil, wrap(fmt.Errorf("setting %q is managed by dbrig (instances listen on loopback and a private socket only)", k))
-		}
+	if err := checkStudySettings(opts.Settings); err != nil {
+		return nil, wrap(err)
 	}
 	var proc engine.ProcessOptions
 	if opts.CPUs != "" {
@@ -239,10 +237,6 @@ func (i *Instance) initdb(ctx context.Context) error {
 	}
 	return nil
 }
-
-// settings dbrig owns: an instance listens on loopback and its private
-// socket directory only.
-var ownedSettings = []string{"listen_addresses", "port", "unix_socket_directories", "unix_socket_permissions"}
 
 func (i *Instance) writeConf(user map[string]string) error {
 	var b bytes.Buffer
@@ -495,10 +489,8 @@ func (i *Instance) Settings() map[string]string { return maps.Clone(i.settings) 
 // restarted in place, on the same data directory.
 func (i *Instance) Reconfigure(ctx context.Context, settings map[string]string) (restarted bool, err error) {
 	wrap := func(err error) error { return fmt.Errorf("reconfigure postgres instance %q: %w", i.name, err) }
-	for k := range settings {
-		if slices.Contains(ownedSettings, strings.ToLower(k)) {
-			return false, wrap(fmt.Errorf("setting %q is managed by dbrig", k))
-		}
+	if err := checkStudySettings(settings); err != nil {
+		return false, wrap(err)
 	}
 	var changed []string
 	for k, v := range settings {

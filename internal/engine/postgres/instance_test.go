@@ -111,7 +111,9 @@ func TestStartErrors(t *testing.T) {
 	}{
 		{"unknown setting", map[string]string{"no_such_setting": "1"}, "no_such_setting"},
 		{"bad value", map[string]string{"shared_buffers": "lots"}, "shared_buffers"},
-		{"owned setting", map[string]string{"listen_addresses": "*"}, "managed by dbrig"},
+		{"owned setting", map[string]string{"listen_addresses": "*"}, "listen_addresses decides where the server listens (127.0.0.1 only), which belongs to dbrig"},
+		{"a trust file", map[string]string{"hba_file": "/tmp/trust.conf"}, "hba_file decides who may log in"},
+		{"a newline in a value", map[string]string{"synchronous_commit": "off\nport = 55999"}, "control character"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
