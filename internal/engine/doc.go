@@ -9,8 +9,10 @@
 // that none outlives dbrig and each inherits its CPU affinity and memory
 // cgroup from its first instruction ([StartWith], [Cgroup]), the
 // unprivileged account servers run as when dbrig runs as root
-// ([FindServerUser]), free loopback ports, the closest valid name for a
-// misspelt setting ([Closest]) and redaction of passwords from connection
+// ([FindServerUser]), free loopback ports, each engine's list of the
+// settings a study may vary and the refusal of the rest ([StudySettings],
+// [CheckSettingValue]), the closest valid name for a misspelt setting
+// ([Closest]) and redaction of passwords from connection
 // strings ([RedactURI]).
 //
 // docs/engines.md explains how an engine plugs in and what it guarantees.

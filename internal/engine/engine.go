@@ -24,6 +24,14 @@ type Engine interface {
 	// Binaries finds the server programs (once; later calls return the
 	// same) or says how to install them.
 	Binaries(ctx context.Context) (Binaries, error)
+	// StudySetting says, without a server, whether a study may set this
+	// setting: nil when it is on the engine's list of performance settings
+	// (its [StudySettings]), else a *SettingError that says what the
+	// setting decides when dbrig owns it, or how to ask for a missing one.
+	// The study's parser asks it for every setting, so a refusal names
+	// the file, line and key before anything starts; Start and
+	// Reconfigure ask it again.
+	StudySetting(name string) error
 	// CheckSettings validates server settings with the server's own
 	// catalogue and parser, before anything starts. It returns one error
 	// per bad setting, each a *SettingError.

@@ -572,6 +572,8 @@ func (s *Spec) resolveInstance(i int, in InstanceSpec, subst func(string, any) a
 	if len(flat) > 0 && eng != written {
 		sort.Strings(flat)
 		fail(key+".settings", fmt.Errorf("settings %s are for %s (engine = %q) and this point runs %s: put each engine's settings under [instance.settings.ENGINE]", strings.Join(flat, ", "), written, written, eng))
+	} else {
+		s.checkStudySettings(eng, settings, keys, fail)
 	}
 
 	count := 1

@@ -76,6 +76,28 @@ func CheckSettings(ctx context.Context, plan *Plan, engines *engine.Registry) er
 	return errs
 }
 
+// checkStudySettings refuses, at the key where it is written, a setting a
+// study may not vary on the engine a point runs (the engine's
+// StudySetting, which needs no server) and a value with a control
+// character. It runs for every point of the plan, when the file is parsed
+// and again with --engine and --target, so every way in (dbrig run, dbrig
+// load's study files, --resume's saved spec.toml) meets it before
+// anything starts.
+func (s *Spec) checkStudySettings(eng string, settings, keys map[string]string, fail func(string, error)) {
+	e, ok := s.engines.Lookup(eng)
+	if !ok {
+		return // an unknown engine is refused at its own key
+	}
+	for _, k := range slices.Sorted(maps.Keys(settings)) {
+		if err := e.StudySetting(k); err != nil {
+			fail(keys[k], err)
+		}
+		if err := engine.CheckSettingValue(eng, k, settings[k]); err != nil {
+			fail(keys[k], err)
+		}
+	}
+}
+
 func sortedPairs(m map[string]string) []string {
 	var out []string
 	for _, k := range slices.Sorted(maps.Keys(m)) {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/BurntSushi/toml"
 
+	"github.com/dbrig/dbrig/internal/engine"
 	"github.com/dbrig/dbrig/internal/link"
 	"github.com/dbrig/dbrig/internal/units"
 )
@@ -42,6 +43,7 @@ type Spec struct {
 	SweepKeys []string `toml:"-"` // sweep variables in file order
 	kind      Kind     `toml:"-"`
 	lines     map[string]int
+	engines   *engine.Registry // whose StudySetting each setting meets
 }
 
 // Source names the document a study reproduces.
@@ -209,6 +211,7 @@ func Parse(file string, data []byte, reg *Registry) (*Spec, error) {
 		return nil, SpecErrors{{File: file, Msg: err.Error()}}
 	}
 	v := &validator{spec: s}
+	s.engines = reg.engines
 	typeCheck(raw, reflect.TypeOf(*s), "", func(key, msg string) { v.add(key, "%s", msg) })
 	if len(v.errs) > 0 {
 		sort.SliceStable(v.errs, func(i, j int) bool { return v.errs[i].Line < v.errs[j].Line })

@@ -17,7 +17,7 @@ import (
 //	go test -run '^$' -bench . -benchtime 10x ./internal/engine/mariadb/
 
 var benchSettings = map[string]string{
-	"innodb_buffer_pool_size": "256M", "innodb_flush_log_at_trx_commit": "2", "max_connections": "200", "sql_mode": "ANSI",
+	"innodb_buffer_pool_size": "256M", "innodb_flush_log_at_trx_commit": "2", "max_connections": "200", "binlog_format": "ROW",
 }
 
 // A fresh engine: the catalogue run plus the value check.

@@ -12,16 +12,19 @@
 //
 // # Settings
 //
-// [Engine.CheckSettings] asks the installed server, before anything
-// starts: a name must be one of the options `mariadbd --verbose --help`
-// lists (either spelling, "-" or "_"; a misspelt one is refused with the
+// [Engine.StudySetting] is the rule a study's settings meet when its file
+// is read: an option must be on the list of performance settings a study
+// may vary; those that decide where the server listens, its files, its
+// logins, plugins and logging are dbrig's and refused as such.
+// [Engine.CheckSettings] applies it again and asks the installed server,
+// before anything starts: a name must be one of the options `mariadbd
+// --verbose --help` lists (either spelling, "-" or "_"; a misspelt one is refused with the
 // closest valid name), and the values go through mariadbd's own option
 // parser (the same command with the settings as arguments): malformed
 // numbers, unknown enumeration values and character sets are refused, and
 // so is a number the server would clamp. What only a running server knows
 // (storage engine names, memory that is not there) fails the start, with
-// the end of the server's log. Options dbrig owns (where the server
-// listens, its files, its logins) are refused as "managed by dbrig".
+// the end of the server's log.
 //
 // # Instances
 //

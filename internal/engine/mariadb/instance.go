@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -316,6 +317,9 @@ func (i *Instance) installDB(ctx context.Context) error {
 	i.initArgs = map[string]string{}
 	for _, k := range initSettings {
 		if v, ok := i.settings[k]; ok {
+			if !plainWordRE.MatchString(v) {
+				return fmt.Errorf("setting %s = %q: mariadb-install-db passes its options on to mariadbd unquoted, so a value there must be one plain word (letters, digits, . _ : + -)", k, v)
+			}
 			args = append(args, optionArg(k, v))
 			i.initArgs[k] = v
 		}
@@ -341,6 +345,11 @@ func (i *Instance) installDB(ctx context.Context) error {
 	}
 	return nil
 }
+
+// plainWordRE is a value mariadb-install-db's shell passes on as one
+// argument: the script expands its collected options unquoted, so a space
+// would start an option of the study's own and * a file name.
+var plainWordRE = regexp.MustCompile(`^[A-Za-z0-9_.:+-]*$`)
 
 // installDBProblems picks the errors out of mariadb-install-db's output,
 // which ends with a page of general advice.

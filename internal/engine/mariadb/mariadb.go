@@ -30,9 +30,9 @@ type Engine struct {
 	binMu sync.Mutex
 	bin   *Binaries
 
-	mu         sync.Mutex
-	catalogues map[string]catalogue // by plugin-load arguments
-	parsed     map[string][]string  // option parser's refusals, by arguments
+	mu     sync.Mutex
+	cat    *catalogue          // the options mariadbd knows, once read
+	parsed map[string][]string // option parser's refusals, by arguments
 	// sessionVars are the variables a session may set, as the targets
 	// attached so far report them (SplitSettings).
 	sessionVars map[string]bool
@@ -41,7 +41,7 @@ type Engine struct {
 // New makes the engine. binDir is the --mariadb-bin directory holding
 // mariadbd ("" = look on PATH, in /usr/sbin and /usr/bin).
 func New(binDir string) *Engine {
-	return &Engine{binDir: binDir, catalogues: map[string]catalogue{}, parsed: map[string][]string{}}
+	return &Engine{binDir: binDir, parsed: map[string][]string{}}
 }
 
 // Name is "mariadb".

@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"unicode"
 
 	"github.com/dbrig/dbrig/internal/engine"
 )
@@ -22,38 +23,202 @@ func normalize(name string) string {
 	return strings.ReplaceAll(strings.ToLower(strings.TrimSpace(name)), "-", "_")
 }
 
-// ownedSettings are the options dbrig sets itself: where the server listens
-// (127.0.0.1 and a private socket only), who it runs as, where its files
-// live, and how logins work. A study that set them could open the server
-// to the network, run it as root or write outside dbrig's directories.
+// studySettings are the settings a study may vary on MariaDB. The list
+// was made from MariaDB 10.11's options (`mariadbd --verbose --help`),
+// group by group: every setting the built-in studies, the load commands'
+// study files and dbrig's tests set, and the rest of the groups a
+// performance study sweeps (the InnoDB buffer pool, flushing, redo log
+// sizes, I/O capacity and threads, page compression, purge, the thread
+// pool, the query and table caches, per-session buffers, the optimizer,
+// the binary log's cost, locks), plus the same groups' options of later
+// versions. Left out on purpose: where the server listens, logins and
+// TLS, every file and directory, plugins, logging, replication
+// connections (dbrig's; ownerOf says which), and options that change what
+// SQL means rather than how fast it runs (sql_mode, lower_case_table_names
+// ...). A name may carry my_getopt's prefixes (loose-, and skip-, enable-
+// or disable- before an allowed option). Types and ranges are the
+// server's own: CheckSettings asks mariadbd's option parser.
+var studySettings = engine.NewStudySettings(EngineName, "MariaDB", "internal/engine/mariadb/settings.go",
+	[]string{ // the InnoDB buffer pool
+		"innodb_buffer_pool_size", "innodb_buffer_pool_chunk_size", "innodb_buffer_pool_instances",
+		"innodb_buffer_pool_load_at_startup", "innodb_buffer_pool_dump_at_shutdown", "innodb_buffer_pool_dump_pct",
+		"innodb_old_blocks_pct", "innodb_old_blocks_time", "innodb_lru_scan_depth", "innodb_lru_flush_size",
+		"innodb_read_ahead_threshold", "innodb_random_read_ahead", "innodb_change_buffering",
+		"innodb_change_buffer_max_size", "innodb_adaptive_hash_index", "innodb_adaptive_hash_index_parts",
+		"innodb_numa_interleave",
+	},
+	[]string{ // InnoDB flushing, durability and the redo log
+		"innodb_flush_log_at_trx_commit", "innodb_flush_log_at_timeout", "innodb_flush_method", "innodb_flush_sync",
+		"innodb_flush_neighbors", "innodb_flushing_avg_loops", "innodb_max_dirty_pages_pct",
+		"innodb_max_dirty_pages_pct_lwm", "innodb_adaptive_flushing", "innodb_adaptive_flushing_lwm",
+		"innodb_doublewrite", "innodb_use_atomic_writes", "innodb_log_file_size", "innodb_log_buffer_size",
+		"innodb_log_write_ahead_size", "innodb_log_file_buffering", "innodb_log_file_mmap",
+		"innodb_log_spin_wait_delay", "innodb_checksum_algorithm",
+	},
+	[]string{ // InnoDB I/O, threads, pages and purge
+		"innodb_io_capacity", "innodb_io_capacity_max", "innodb_read_io_threads", "innodb_write_io_threads",
+		"innodb_use_native_aio", "innodb_page_size", "innodb_compression_algorithm", "innodb_compression_level",
+		"innodb_compression_default", "innodb_compression_failure_threshold_pct", "innodb_compression_pad_pct_max",
+		"innodb_default_row_format", "innodb_file_per_table", "innodb_fill_factor", "innodb_sort_buffer_size",
+		"innodb_online_alter_log_max_size", "innodb_autoextend_increment", "innodb_open_files",
+		"innodb_purge_threads", "innodb_purge_batch_size", "innodb_max_purge_lag", "innodb_max_purge_lag_delay",
+		"innodb_undo_tablespaces", "innodb_undo_log_truncate", "innodb_max_undo_log_size",
+		"innodb_spin_wait_delay", "innodb_sync_spin_loops", "innodb_thread_concurrency",
+		"innodb_prefix_index_cluster_optimization", "innodb_ft_cache_size", "innodb_ft_total_cache_size",
+	},
+	[]string{ // InnoDB locks and statistics
+		"innodb_lock_wait_timeout", "innodb_deadlock_detect", "innodb_deadlock_report", "innodb_autoinc_lock_mode",
+		"innodb_stats_persistent", "innodb_stats_persistent_sample_pages", "innodb_stats_transient_sample_pages",
+		"innodb_stats_auto_recalc", "innodb_stats_on_metadata", "innodb_stats_method",
+	},
+	[]string{ // threads and connections: how many, not where or who
+		"max_connections", "max_user_connections", "back_log", "thread_handling", "thread_cache_size",
+		"thread_stack", "thread_pool_size", "thread_pool_max_threads", "thread_pool_idle_timeout",
+		"thread_pool_oversubscribe", "thread_pool_stall_limit", "thread_pool_priority",
+		"thread_pool_prio_kickup_timer", "thread_pool_dedicated_listener", "thread_pool_exact_stats",
+		"max_prepared_stmt_count", "max_allowed_packet", "net_buffer_length",
+	},
+	[]string{ // the query cache, the table caches and files
+		"query_cache_type", "query_cache_size", "query_cache_limit", "query_cache_min_res_unit",
+		"query_cache_wlock_invalidate", "query_cache_strip_comments", "table_open_cache",
+		"table_open_cache_instances", "table_definition_cache", "open_files_limit", "host_cache_size",
+		"metadata_locks_cache_size", "metadata_locks_hash_instances",
+	},
+	[]string{ // per-session memory and temporary tables
+		"sort_buffer_size", "join_buffer_size", "join_buffer_space_limit", "join_cache_level", "read_buffer_size",
+		"read_rnd_buffer_size", "tmp_table_size", "tmp_memory_table_size", "tmp_disk_table_size",
+		"max_heap_table_size", "bulk_insert_buffer_size", "mrr_buffer_size", "max_sort_length",
+		"max_length_for_sort_data", "transaction_prealloc_size", "transaction_alloc_block_size",
+		"query_prealloc_size", "query_alloc_block_size", "range_alloc_block_size", "large_pages",
+		"key_buffer_size", "key_cache_block_size", "key_cache_division_limit", "key_cache_age_threshold",
+		"key_cache_segments", "myisam_sort_buffer_size", "aria_pagecache_buffer_size", "aria_sort_buffer_size",
+		"aria_group_commit", "aria_group_commit_interval", "aria_checkpoint_interval",
+		"default_storage_engine", "default_tmp_storage_engine", "character_set_server", "collation_server",
+	},
+	[]string{ // the optimizer
+		"optimizer_switch", "optimizer_search_depth", "optimizer_prune_level", "optimizer_extra_pruning_depth",
+		"optimizer_use_condition_selectivity", "optimizer_max_sel_arg_weight", "optimizer_max_sel_args",
+		"optimizer_join_limit_pref_ratio", "optimizer_adjust_secondary_key_costs",
+		"optimizer_selectivity_sampling_limit", "eq_range_index_dive_limit", "in_predicate_conversion_threshold",
+		"histogram_size", "histogram_type", "use_stat_tables", "max_seeks_for_key", "max_rowid_filter_size",
+		"expensive_subquery_limit", "optimizer_disk_read_cost", "optimizer_disk_read_ratio",
+		"optimizer_index_block_copy_cost", "optimizer_key_compare_cost", "optimizer_key_copy_cost",
+		"optimizer_key_lookup_cost", "optimizer_key_next_find_cost", "optimizer_row_copy_cost",
+		"optimizer_row_lookup_cost", "optimizer_row_next_find_cost", "optimizer_rowid_compare_cost",
+		"optimizer_rowid_copy_cost", "optimizer_scan_setup_cost", "optimizer_where_cost",
+	},
+	[]string{ // the binary log's cost (on or off, how often it syncs), not where it goes
+		"skip_log_bin", "sync_binlog", "binlog_format", "binlog_row_image", "binlog_cache_size",
+		"binlog_stmt_cache_size", "binlog_commit_wait_count", "binlog_commit_wait_usec", "binlog_checksum",
+		"binlog_annotate_row_events", "binlog_optimize_thread_scheduling", "sync_frm", "flush", "flush_time",
+	},
+	[]string{ // locks, transactions and instrumentation a benchmark tunes
+		"lock_wait_timeout", "transaction_isolation", "concurrent_insert", "low_priority_updates",
+		"max_write_lock_count", "performance_schema", "userstat",
+	},
+)
+
+// ownedSettings are the options dbrig sets itself and the ones a study
+// could use to undo them: where the server listens (127.0.0.1 and a
+// private socket only), who it runs as, where its files live, how logins
+// work. The text says what each decides, and why dbrig keeps it where
+// that helps.
 var ownedSettings = map[string]string{
-	"port":                      "instances listen on 127.0.0.1 at a free port",
-	"bind_address":              "instances listen on 127.0.0.1 only",
-	"extra_port":                "dbrig keeps the extra port for its monitoring connection",
-	"extra_max_connections":     "dbrig keeps the extra port for its monitoring connection",
-	"skip_networking":           "instances listen on 127.0.0.1 and a private socket",
-	"socket":                    "the socket lives in a private 0700 directory",
-	"skip_name_resolve":         "dbrig's logins are defined by address",
-	"skip_grant_tables":         "every login needs a password",
-	"init_file":                 "every login needs a password",
-	"user":                      "the server runs as dbrig's unprivileged account",
-	"chroot":                    "the server runs in dbrig's instance directory",
-	"datadir":                   "the data directory is dbrig's (use an instance's data_dir)",
-	"innodb_data_home_dir":      "the data directory is dbrig's (use an instance's data_dir)",
-	"innodb_log_group_home_dir": "the redo log directory is dbrig's (use an instance's wal_dir)",
-	"basedir":                   "the installation is chosen with --mariadb-bin",
-	"pid_file":                  "dbrig tracks the server through its own pid file",
-	"log_error":                 "the server log is dbrig's, shown when a start fails",
-	"log_basename":              "it moves the pid file and logs out of dbrig's directories",
-	"bootstrap":                 "dbrig initialises the data directory itself",
-	"no_defaults":               "instances never read option files",
-	"defaults_file":             "instances never read option files",
-	"defaults_extra_file":       "instances never read option files",
-	"defaults_group_suffix":     "instances never read option files",
-	"print_defaults":            "it is not a server setting",
-	"help":                      "it is not a server setting",
-	"verbose":                   "it is not a server setting",
-	"version":                   "it is not a server setting",
+	"port":                      engine.DecidesListening + " (127.0.0.1 at a free port)",
+	"bind_address":              engine.DecidesListening + " (127.0.0.1 only)",
+	"extra_port":                engine.DecidesListening + " (dbrig keeps the extra port for its monitoring connection)",
+	"extra_max_connections":     engine.DecidesListening + " (dbrig keeps the extra port for its monitoring connection)",
+	"skip_networking":           engine.DecidesListening + " (127.0.0.1 and a private socket)",
+	"socket":                    engine.DecidesListening + " (a socket in a private 0700 directory)",
+	"skip_name_resolve":         engine.DecidesLogins + " (dbrig's logins are defined by address)",
+	"skip_grant_tables":         engine.DecidesLogins + " (every login needs a password)",
+	"init_file":                 engine.DecidesLogins + " (every login needs a password)",
+	"init_connect":              engine.DecidesLogins,
+	"secure_auth":               engine.DecidesLogins,
+	"require_secure_transport":  engine.DecidesTLS,
+	"tls_version":               engine.DecidesTLS,
+	"user":                      engine.DecidesAccount + " (dbrig's unprivileged account)",
+	"chroot":                    engine.DecidesFiles,
+	"datadir":                   engine.DecidesFiles + " (an instance's data_dir places the data)",
+	"innodb_data_home_dir":      engine.DecidesFiles + " (an instance's data_dir places the data)",
+	"innodb_log_group_home_dir": engine.DecidesFiles + " (an instance's wal_dir places the redo log)",
+	"tmpdir":                    engine.DecidesFiles,
+	"innodb_tmpdir":             engine.DecidesFiles,
+	"secure_file_priv":          engine.DecidesFiles,
+	"local_infile":              engine.DecidesFiles,
+	"basedir":                   "which installation runs (--mariadb-bin chooses it)",
+	"pid_file":                  engine.DecidesFiles + " (dbrig tracks the server through its own pid file)",
+	"log_error":                 engine.DecidesLogging + " (the server log is dbrig's, shown when a start fails)",
+	"log_basename":              engine.DecidesFiles + " (it moves the pid file and logs out of dbrig's directories)",
+	"general_log":               engine.DecidesLogging,
+	"slow_query_log":            engine.DecidesLogging,
+	"bootstrap":                 "how the data directory is made (dbrig makes it)",
+	"no_defaults":               "which option files the server reads (none)",
+	"defaults_file":             "which option files the server reads (none)",
+	"defaults_extra_file":       "which option files the server reads (none)",
+	"defaults_group_suffix":     "which option files the server reads (none)",
+	"print_defaults":            "what mariadbd does instead of serving",
+	"help":                      "what mariadbd does instead of serving",
+	"verbose":                   "what mariadbd does instead of serving",
+	"version":                   "what mariadbd does instead of serving",
+	"server_id":                 engine.DecidesReplication,
+	"event_scheduler":           "which SQL the server runs by itself",
+}
+
+// ownerOf says what an option dbrig owns decides, in any of its spellings,
+// "" for one it does not own. Beside ownedSettings, whole families are
+// dbrig's by their names.
+func ownerOf(name string) string {
+	for _, s := range spellings(name) {
+		if d, ok := ownedSettings[s]; ok {
+			return d
+		}
+		switch {
+		case strings.HasPrefix(s, "ssl"), strings.HasPrefix(s, "tls_"):
+			return engine.DecidesTLS
+		case strings.HasPrefix(s, "plugin"), strings.Contains(s, "_plugin"):
+			return engine.DecidesLibraries
+		case strings.HasPrefix(s, "log_"), strings.HasSuffix(s, "_log_file"), s == "log_output":
+			return engine.DecidesLogging
+		case strings.HasPrefix(s, "relay_"), strings.HasPrefix(s, "master_"), strings.HasPrefix(s, "slave_"),
+			strings.HasPrefix(s, "replicate_"), strings.HasPrefix(s, "rpl_"), strings.HasPrefix(s, "wsrep"),
+			strings.HasPrefix(s, "report_"):
+			return engine.DecidesReplication
+		case strings.HasSuffix(s, "_file"), strings.HasSuffix(s, "_dir"), strings.HasSuffix(s, "_directory"),
+			strings.HasSuffix(s, "_path"), strings.HasSuffix(s, "_filename"):
+			return engine.DecidesFiles
+		}
+	}
+	return ""
+}
+
+// StudySetting says whether a study may set an option, in any spelling.
+func (e *Engine) StudySetting(name string) error { return studySetting(name) }
+
+func studySetting(name string) error {
+	n := normalize(name)
+	// normalize forgives spaces around a name, which mariadbd would not.
+	if studyAllows(n) && !strings.ContainsFunc(name, unicode.IsSpace) {
+		return nil
+	}
+	return studySettings.Refuse(name, n, ownerOf(n))
+}
+
+// studyAllows reports whether the list has the option, with loose- before
+// it, or skip-, enable- or disable- before an option it has
+// (skip-innodb-doublewrite is innodb_doublewrite off). maximum- is never
+// allowed: it would let a session raise a setting the study did not vary.
+func studyAllows(name string) bool {
+	name = strings.TrimPrefix(name, "loose_")
+	if studySettings.Allows(name) {
+		return true
+	}
+	for _, p := range []string{"skip_", "enable_", "disable_"} {
+		if rest, ok := strings.CutPrefix(name, p); ok && studySettings.Allows(rest) {
+			return true
+		}
+	}
+	return false
 }
 
 // initSettings take effect only when the data directory is made: they are
@@ -80,15 +245,6 @@ func spellings(name string) []string {
 		}
 	}
 	return out
-}
-
-func ownedReason(name string) (string, bool) {
-	for _, s := range spellings(name) {
-		if r, ok := ownedSettings[s]; ok {
-			return r, true
-		}
-	}
-	return "", false
 }
 
 // catalogue is the set of options one mariadbd knows, as its
@@ -165,17 +321,6 @@ func (c catalogue) badNumber(name, value string) bool {
 		name = strings.TrimPrefix(name, p)
 	}
 	return c.numeric[name] && value != "" && !optionNumberRE.MatchString(strings.TrimSpace(value))
-}
-
-// isPluginLoad reports whether a setting loads plugins, whose own options
-// exist only once they are loaded.
-func isPluginLoad(name string) bool {
-	for _, s := range spellings(name) {
-		if s == "plugin_load" || s == "plugin_load_add" {
-			return true
-		}
-	}
-	return false
 }
 
 // optionArg is a setting as a mariadbd argument: "--name=value", or
@@ -286,49 +431,46 @@ func parserProblems(stderr, program string, failed bool) []string {
 	return out
 }
 
-// catalogueFor returns the options mariadbd knows with these plugin loads,
-// cached per plugin list.
-func (e *Engine) catalogueFor(ctx context.Context, bin Binaries, pluginArgs []string) (catalogue, error) {
-	key := strings.Join(pluginArgs, "\x00")
+// catalogue returns the options mariadbd knows, read once.
+func (e *Engine) catalogue(ctx context.Context, bin Binaries) (catalogue, error) {
 	e.mu.Lock()
-	c, ok := e.catalogues[key]
+	c := e.cat
 	e.mu.Unlock()
-	if ok {
-		return c, nil
+	if c != nil {
+		return *c, nil
 	}
-	// Unknown options and failed plugin loads do not stop the listing;
-	// they are reported by the value check.
-	out, _, err := e.helpRun(ctx, bin, pluginArgs)
+	out, _, err := e.helpRun(ctx, bin, nil)
 	if err != nil {
 		return catalogue{}, err
 	}
-	c = parseHelp(out)
-	if len(c.names) < 100 {
-		return catalogue{}, fmt.Errorf("%s --verbose --help listed %d options: cannot read its catalogue", bin.Server, len(c.names))
+	read := parseHelp(out)
+	if len(read.names) < 100 {
+		return catalogue{}, fmt.Errorf("%s --verbose --help listed %d options: cannot read its catalogue", bin.Server, len(read.names))
 	}
 	e.mu.Lock()
-	e.catalogues[key] = c
+	e.cat = &read
 	e.mu.Unlock()
-	return c, nil
+	return read, nil
 }
 
 // CheckSettings validates server settings before anything starts: each
-// name against the options `mariadbd --verbose --help` lists (a misspelt
-// name is refused with the closest valid one), names dbrig owns are
-// refused, and the values go through mariadbd's own option parser (the
-// same command with the settings as arguments), which refuses malformed
-// numbers, unknown enumeration values, character sets and collations, and
-// clamps out-of-range numbers (a clamped value is refused: the server would
-// run with another value than the study says).
+// name against the list of what a study may vary (StudySetting) and the
+// options `mariadbd --verbose --help` lists (a misspelt name is refused
+// with the closest valid one), each value free of control characters, and
+// the values through mariadbd's own option parser (the same command with
+// the settings as arguments), which refuses malformed numbers, unknown
+// enumeration values, character sets and collations, and clamps
+// out-of-range numbers (a clamped value is refused: the server would run
+// with another value than the study says).
 //
 // Some values can only be checked by starting a server: a storage engine
 // name (default_storage_engine), a compression algorithm whose provider
-// plugin is missing, paths the server opens, sizes that do not fit in
-// memory. Start reports those with the end of the server's log.
+// plugin is missing, sizes that do not fit in memory. Start reports those
+// with the end of the server's log.
 //
 // The cost is one mariadbd process (about 0.07 s here) for the catalogue,
-// once per plugin list, and one per distinct set of settings, plus one per
-// setting when the set is refused (to say which).
+// once, and one per distinct set of settings, plus one per setting when
+// the set is refused (to say which).
 func (e *Engine) CheckSettings(ctx context.Context, settings map[string]string) []error {
 	if len(settings) == 0 {
 		return nil
@@ -338,22 +480,19 @@ func (e *Engine) CheckSettings(ctx context.Context, settings map[string]string) 
 		return []error{err}
 	}
 	norm, errs := normalizeSettings(settings)
-	var pluginArgs []string
-	for _, k := range slices.Sorted(maps.Keys(norm)) {
-		if isPluginLoad(k) {
-			pluginArgs = append(pluginArgs, optionArg(k, norm[k]))
-		}
-	}
-	cat, err := e.catalogueFor(ctx, bin, pluginArgs)
+	cat, err := e.catalogue(ctx, bin)
 	if err != nil {
 		return append(errs, err)
 	}
 	toCheck := map[string]string{}
 	for _, k := range slices.Sorted(maps.Keys(norm)) {
 		v := norm[k]
-		if reason, owned := ownedReason(k); owned {
-			errs = append(errs, &engine.SettingError{Engine: EngineName, Key: k, Value: v,
-				Msg: fmt.Sprintf("setting %s is managed by dbrig (%s)", k, reason), NameRefused: true})
+		if err := studySetting(k); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if err := engine.CheckSettingValue(EngineName, k, v); err != nil {
+			errs = append(errs, err)
 			continue
 		}
 		if !cat.known(k) {
@@ -369,16 +508,16 @@ func (e *Engine) CheckSettings(ctx context.Context, settings map[string]string) 
 		}
 		toCheck[k] = v
 	}
-	return append(errs, e.checkValues(ctx, bin, pluginArgs, toCheck)...)
+	return append(errs, e.checkValues(ctx, bin, toCheck)...)
 }
 
 // checkValues runs the option parser over all settings at once and, when it
 // refuses something, over each setting alone to say which.
-func (e *Engine) checkValues(ctx context.Context, bin Binaries, pluginArgs []string, settings map[string]string) []error {
+func (e *Engine) checkValues(ctx context.Context, bin Binaries, settings map[string]string) []error {
 	if len(settings) == 0 {
 		return nil
 	}
-	problems, err := e.parse(ctx, bin, pluginArgs, settings)
+	problems, err := e.parse(ctx, bin, settings)
 	if err != nil {
 		return []error{err}
 	}
@@ -388,10 +527,7 @@ func (e *Engine) checkValues(ctx context.Context, bin Binaries, pluginArgs []str
 	var errs []error
 	keys := slices.Sorted(maps.Keys(settings))
 	for _, k := range keys {
-		if isPluginLoad(k) {
-			continue // loaded in every run: its problems belong to the set
-		}
-		alone, err := e.parse(ctx, bin, pluginArgs, map[string]string{k: settings[k]})
+		alone, err := e.parse(ctx, bin, map[string]string{k: settings[k]})
 		if err != nil {
 			return append(errs, err)
 		}
@@ -401,7 +537,7 @@ func (e *Engine) checkValues(ctx context.Context, bin Binaries, pluginArgs []str
 		}
 	}
 	if len(errs) == 0 {
-		// Refused together but not alone: a plugin load, or a combination.
+		// Refused together but not alone: a combination.
 		k := keys[0]
 		errs = append(errs, &engine.SettingError{Engine: EngineName, Key: k, Value: settings[k],
 			Msg: fmt.Sprintf("settings %s: mariadbd refuses them together: %s", strings.Join(keys, ", "), strings.Join(problems, "; "))})
@@ -410,13 +546,8 @@ func (e *Engine) checkValues(ctx context.Context, bin Binaries, pluginArgs []str
 }
 
 // parse runs the option parser once, cached per set of arguments.
-func (e *Engine) parse(ctx context.Context, bin Binaries, pluginArgs []string, settings map[string]string) ([]string, error) {
-	args := slices.Clone(pluginArgs)
-	for _, a := range settingArgs(settings) {
-		if !slices.Contains(args, a) {
-			args = append(args, a)
-		}
-	}
+func (e *Engine) parse(ctx context.Context, bin Binaries, settings map[string]string) ([]string, error) {
+	args := settingArgs(settings)
 	key := strings.Join(args, "\x00")
 	e.mu.Lock()
 	p, ok := e.parsed[key]

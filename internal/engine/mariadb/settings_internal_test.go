@@ -67,20 +67,6 @@ func TestParseHelp(t *testing.T) {
 	}
 }
 
-func TestOwnedSettingsInEveryForm(t *testing.T) {
-	for _, name := range []string{"port", "bind_address", "socket", "datadir", "skip_networking", "user",
-		"loose_port", "disable_skip_name_resolve", "enable_skip_grant_tables", "loose_skip_networking", "innodb_log_group_home_dir"} {
-		if _, owned := ownedReason(name); !owned {
-			t.Errorf("%s is not refused as dbrig's", name)
-		}
-	}
-	for _, name := range []string{"max_connections", "innodb_buffer_pool_size", "skip_log_bin", "portable"} {
-		if _, owned := ownedReason(name); owned {
-			t.Errorf("%s is refused as dbrig's", name)
-		}
-	}
-}
-
 func TestParserProblems(t *testing.T) {
 	tests := []struct {
 		name   string

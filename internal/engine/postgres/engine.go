@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"syscall"
@@ -144,19 +143,16 @@ var fatalRE = regexp.MustCompile(`(?m)(?:FATAL|ERROR):\s+(.*)$`)
 var hintRE = regexp.MustCompile(`(?m)HINT:\s+(.*)$`)
 
 // CheckSettings validates settings before anything starts: names against
-// the server's own catalogue (a misspelt name gets the closest valid one),
-// values with the server's own parser (`postgres -C` over an empty
-// configuration, which reads and checks -c switches without a cluster).
+// the list of what a study may vary (StudySetting) and the server's own
+// catalogue (the list names settings of several versions), values free of
+// control characters and through the server's own parser (`postgres -C`
+// over an empty configuration, which reads and checks -c switches without
+// a cluster).
 func (e *Engine) CheckSettings(ctx context.Context, settings map[string]string) []error {
 	cat, err := e.catalog(ctx)
 	if err != nil {
 		return []error{err}
 	}
-	names := make([]string, 0, len(cat))
-	for n := range cat {
-		names = append(names, n)
-	}
-	sort.Strings(names)
 	bin, err := e.PGBinaries(ctx)
 	if err != nil {
 		return []error{err}
@@ -185,29 +181,20 @@ func (e *Engine) CheckSettings(ctx context.Context, settings map[string]string) 
 	var errs []error
 	var valid []string
 	for _, k := range slices.Sorted(maps.Keys(settings)) {
-		v := settings[k]
-		se := &engine.SettingError{Engine: Name, Key: k, Value: v}
-		lk := strings.ToLower(k)
-		entry, known := cat[lk]
-		switch {
-		case slices.Contains(ownedSettings, lk):
-			se.Msg = fmt.Sprintf("setting %q is managed by dbrig (instances listen on loopback and a private socket only)", k)
-		case !known && !strings.Contains(lk, "."): // dotted names are extensions' own
-			if _, exists := run(lk, nil); exists {
-				// Read-only settings (block_size ...) are not in the catalogue.
-				se.Msg = fmt.Sprintf("setting %q is read-only (fixed when PostgreSQL is built or the cluster made); it cannot be set", k)
-				break
-			}
-			se.Msg = fmt.Sprintf("PostgreSQL has no setting %q", k)
-			se.Closest = engine.Closest(lk, names)
-		case entry.context == "internal":
-			se.Msg = fmt.Sprintf("setting %q is read-only (fixed when PostgreSQL is built or the cluster made); it cannot be set", k)
-		default:
-			valid = append(valid, k)
+		if err := studySetting(k); err != nil {
+			errs = append(errs, err)
 			continue
 		}
-		se.NameRefused = true
-		errs = append(errs, se)
+		if err := engine.CheckSettingValue(Name, k, settings[k]); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if _, known := cat[strings.ToLower(k)]; !known {
+			errs = append(errs, &engine.SettingError{Engine: Name, Key: k, Value: settings[k], NameRefused: true,
+				Msg: fmt.Sprintf("PostgreSQL %s has no setting %q (dbrig's list has it for another version)", bin.Version, k)})
+			continue
+		}
+		valid = append(valid, k)
 	}
 	if len(valid) == 0 {
 		return errs

@@ -29,11 +29,12 @@ func TestCheckSettings(t *testing.T) {
 		closest  string
 	}{
 		{"valid", map[string]string{"shared_buffers": "64MB", "synchronous_commit": "off", "jit": "off", "work_mem": "7MB"}, nil, ""},
-		{"misspelt", map[string]string{"synchronus_commit": "on"}, []string{`no setting "synchronus_commit"`}, "synchronous_commit"},
+		{"misspelt", map[string]string{"synchronus_commit": "on"}, []string{`has no synchronus_commit`}, "synchronous_commit"},
 		{"bad enum", map[string]string{"synchronous_commit": "maybe"}, []string{`"maybe" (Available values: local, remote_write, remote_apply, on, off)`}, ""},
 		{"bad size", map[string]string{"shared_buffers": "lots"}, []string{"shared_buffers"}, ""},
-		{"owned", map[string]string{"port": "5432"}, []string{"managed by dbrig"}, ""},
-		{"read-only", map[string]string{"block_size": "16384"}, []string{"cannot be set"}, ""},
+		{"owned", map[string]string{"port": "5432", "hba_file": "/tmp/trust"}, []string{"port decides where the server listens", "hba_file decides who may log in"}, ""},
+		{"read-only", map[string]string{"block_size": "16384"}, []string{"has no block_size"}, ""},
+		{"a newline", map[string]string{"work_mem": "4MB\nport = 1"}, []string{"control character"}, ""},
 		{"two bad at once", map[string]string{"synchronous_commit": "maybe", "shared_buffers": "lots", "jit": "off"}, []string{"synchronous_commit", "shared_buffers"}, ""},
 	}
 	for _, tt := range tests {
@@ -58,6 +59,24 @@ func TestCheckSettings(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestSettingOfAnotherVersion: the list of what a study may vary names
+// settings of several versions; one this server lacks is refused by name.
+func TestSettingOfAnotherVersion(t *testing.T) {
+	bin := pgtest.Binaries(t)
+	e := postgres.New(bin.Dir)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	const newer = "io_method" // PostgreSQL 18
+	if e.Context(ctx, newer) != "" {
+		t.Skipf("PostgreSQL %s has %s", bin.Version, newer)
+	}
+	errs := e.CheckSettings(ctx, map[string]string{newer: "sync"})
+	var se *engine.SettingError
+	if len(errs) != 1 || !errors.As(errs[0], &se) || !se.NameRefused || !strings.Contains(se.Msg, `has no setting "io_method"`) {
+		t.Errorf("CheckSettings(%s) = %v, want the name refused", newer, errs)
 	}
 }
 

@@ -86,10 +86,8 @@ func Start(ctx context.Context, opts Options) (inst *Instance, err error) {
 	defer cancel()
 	wrap := func(err error) error { return fmt.Errorf("start postgres instance %q: %w", opts.Name, err) }
 
-	for k := range opts.Settings {
-		if slices.Contains(ownedSettings, strings.ToLower(k)) {
-			return nil, wrap(fmt.Errorf("setting %q is managed by dbrig (instances listen on loopback and a private socket only)", k))
-		}
+	if err := checkStudySettings(opts.Settings); err != nil {
+		return nil, wrap(err)
 	}
 	var proc engine.ProcessOptions
 	if opts.CPUs != "" {
@@ -240,17 +238,20 @@ func (i *Instance) initdb(ctx context.Context) error {
 	return nil
 }
 
-// settings dbrig owns: an instance listens on loopback and its private
-// socket directory only.
-var ownedSettings = []string{"listen_addresses", "port", "unix_socket_directories", "unix_socket_permissions"}
-
+// writeConf writes dbrig.conf: dbrig's own settings, then the study's.
+// Start and Reconfigure have refused every name a study may not set and
+// every value with a control character; quoteConf keeps any other value
+// one value.
 func (i *Instance) writeConf(user map[string]string) error {
 	var b bytes.Buffer
 	b.WriteString("\n# dbrig\n")
-	fmt.Fprintf(&b, "listen_addresses = '127.0.0.1'\nport = %d\nunix_socket_directories = '%s'\nunix_socket_permissions = 0700\n", i.port, i.socketDir)
+	fmt.Fprintf(&b, "listen_addresses = '127.0.0.1'\nport = %d\nunix_socket_directories = %s\nunix_socket_permissions = 0700\n", i.port, quoteConf(i.socketDir))
 	b.WriteString("password_encryption = 'scram-sha-256'\n")
 	for _, k := range slices.Sorted(maps.Keys(user)) {
-		fmt.Fprintf(&b, "%s = '%s'\n", k, strings.ReplaceAll(user[k], "'", "''"))
+		if err := engine.CheckSettingValue(Name, k, user[k]); err != nil {
+			return err
+		}
+		fmt.Fprintf(&b, "%s = %s\n", k, quoteConf(user[k]))
 	}
 	// dbrig's block lives in its own file so a retry rewrites it whole.
 	path := filepath.Join(i.dataDir, "dbrig.conf")
@@ -276,6 +277,18 @@ func (i *Instance) writeConf(user map[string]string) error {
 		}
 	}
 	return nil
+}
+
+// quoteConf quotes a value for PostgreSQL's configuration file, whose
+// reader takes a backslash inside quotes as an escape. Doubling quotes
+// alone wrote x\'# as x, a backslash, two quotes and #, in quotes: the
+// reader took the backslash and the first quote as an escaped quote and
+// the second as the end, so # commented out the rest of the line. A
+// backslash is doubled too, so the server reads back exactly v. A newline
+// cannot be quoted at all (the reader ends a string at one), which is why
+// writeConf refuses it.
+func quoteConf(v string) string {
+	return "'" + strings.NewReplacer(`\`, `\\`, "'", "''").Replace(v) + "'"
 }
 
 func (i *Instance) start(ctx context.Context) error {
@@ -501,10 +514,8 @@ func (i *Instance) Settings() map[string]string { return maps.Clone(i.settings) 
 // restarted in place, on the same data directory.
 func (i *Instance) Reconfigure(ctx context.Context, settings map[string]string) (restarted bool, err error) {
 	wrap := func(err error) error { return fmt.Errorf("reconfigure postgres instance %q: %w", i.name, err) }
-	for k := range settings {
-		if slices.Contains(ownedSettings, strings.ToLower(k)) {
-			return false, wrap(fmt.Errorf("setting %q is managed by dbrig", k))
-		}
+	if err := checkStudySettings(settings); err != nil {
+		return false, wrap(err)
 	}
 	var changed []string
 	for k, v := range settings {

@@ -2,7 +2,9 @@ package postgres_test
 
 import (
 	"context"
+	"maps"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -111,7 +113,9 @@ func TestStartErrors(t *testing.T) {
 	}{
 		{"unknown setting", map[string]string{"no_such_setting": "1"}, "no_such_setting"},
 		{"bad value", map[string]string{"shared_buffers": "lots"}, "shared_buffers"},
-		{"owned setting", map[string]string{"listen_addresses": "*"}, "managed by dbrig"},
+		{"owned setting", map[string]string{"listen_addresses": "*"}, "listen_addresses decides where the server listens (127.0.0.1 only), which belongs to dbrig"},
+		{"a trust file", map[string]string{"hba_file": "/tmp/trust.conf"}, "hba_file decides who may log in"},
+		{"a newline in a value", map[string]string{"synchronous_commit": "off\nport = 55999"}, "control character"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -143,5 +147,63 @@ func TestParseConnInfoKeepsPasswordPrivate(t *testing.T) {
 	}
 	if _, err := postgres.ParseConnInfo("postgres://app:s3cret@db:notaport/x"); err == nil || strings.Contains(err.Error(), "s3cret") {
 		t.Errorf("ParseConnInfo(bad) = %v: want an error without the password", err)
+	}
+}
+
+// TestConfigWriterKeepsAValueOneValue: dbrig.conf quotes a value so the
+// server reads back exactly what was written, whatever quotes and
+// backslashes it holds, and no part of it becomes a setting of its own.
+// Quotes doubled alone let x\'# end the string and comment out the rest.
+func TestConfigWriterKeepsAValueOneValue(t *testing.T) {
+	t.Parallel()
+	inst := pgtest.Start(t, "quoting", nil)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	fromConf := func() map[string]string {
+		t.Helper()
+		conn, err := inst.Connect(ctx, "postgres")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close(ctx)
+		rows, err := conn.Query(ctx, "SELECT name, setting FROM pg_settings WHERE sourcefile LIKE '%/dbrig.conf'")
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]string{}
+		for rows.Next() {
+			var n, v string
+			if err := rows.Scan(&n, &v); err != nil {
+				t.Fatal(err)
+			}
+			got[n] = v
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	before := fromConf()
+	port := inst.Port()
+	for _, value := range []string{`x\'# port = 55999 #`, `a''b\\c\n`, `'`, `\`, `# "quoted" \t`} {
+		settings := inst.Settings()
+		settings["cluster_name"] = value
+		if err := inst.WriteConf(settings); err != nil {
+			t.Fatal(err)
+		}
+		if err := inst.Restart(ctx); err != nil {
+			t.Fatalf("restart with cluster_name %q: %v", value, err)
+		}
+		if got, err := inst.Setting(ctx, "cluster_name"); err != nil || got != value {
+			t.Errorf("SHOW cluster_name = %q, %v; want %q", got, err, value)
+		}
+		after := fromConf()
+		delete(after, "cluster_name")
+		if !maps.Equal(after, before) || after["port"] != strconv.Itoa(port) || after["listen_addresses"] != "127.0.0.1" {
+			t.Errorf("with cluster_name %q, dbrig.conf set %v; before it set %v", value, after, before)
+		}
+	}
+	if err := inst.WriteConf(map[string]string{"cluster_name": "x\nport = 55999"}); err == nil || !strings.Contains(err.Error(), "control character") {
+		t.Errorf("WriteConf(a newline) = %v, want it refused", err)
 	}
 }
