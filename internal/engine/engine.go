@@ -108,6 +108,12 @@ type StartOptions struct {
 	// Keep leaves an instance's directory (data, logs) after Stop.
 	Keep bool
 	Log  *slog.Logger
+	// Fixture holds server settings that dbrig's own code gives a server
+	// standing in for a user's (a test's target with TLS on and its
+	// connections logged). They never come from a study file, so they are
+	// not limited to what a study may vary; where the server listens and
+	// how logins work stay dbrig's, and every value stays one line.
+	Fixture map[string]string
 }
 
 // AttachOptions are how a run attaches to a target.

@@ -73,6 +73,7 @@ type Instance struct {
 	exited    chan struct{} // closed when the server exits for good
 	mu        sync.Mutex    // serialises Reconfigure and Stop
 	settings  map[string]string
+	fixture   map[string]string // engine.StartOptions.Fixture, before the study's settings
 	stopped   bool
 	procMu    sync.Mutex
 	cmd       *exec.Cmd
@@ -107,6 +108,10 @@ func (e *Engine) StartInstance(ctx context.Context, cfg engine.InstanceConfig, o
 		return nil, wrapStart(name, errors.Join(errs...))
 	}
 	settings, _ := normalizeSettings(cfg.Settings)
+	fixture, err := checkFixture(opts.Fixture)
+	if err != nil {
+		return nil, wrapStart(name, err)
+	}
 	var cpus []int
 	if cfg.CPUs != "" {
 		if cpus, err = engine.CheckCPUs(cfg.CPUs); err != nil {
@@ -158,6 +163,7 @@ func (e *Engine) StartInstance(ctx context.Context, cfg engine.InstanceConfig, o
 		cpus:     cpus,
 		log:      log,
 		settings: settings,
+		fixture:  fixture,
 		exited:   make(chan struct{}),
 	}
 	defer func() {
@@ -400,6 +406,7 @@ func (i *Instance) serverArgs() []string {
 		delete(defaults, k)
 	}
 	args = append(args, settingArgs(defaults)...)
+	args = append(args, settingArgs(i.fixture)...)
 	args = append(args, settingArgs(i.settings)...)
 	args = append(args,
 		"--datadir="+i.dataDir,

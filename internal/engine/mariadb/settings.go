@@ -192,6 +192,25 @@ func ownerOf(name string) string {
 	return ""
 }
 
+// checkFixture is StartInstance's check of the options dbrig's own code
+// gives a server (engine.StartOptions.Fixture): anything but where the
+// server listens, how logins work and which account and files it runs
+// with, every value one line.
+func checkFixture(settings map[string]string) (map[string]string, error) {
+	norm, errs := normalizeSettings(settings)
+	for _, k := range slices.Sorted(maps.Keys(norm)) {
+		switch owner := ownerOf(k); {
+		case owner == engine.DecidesTLS, owner == engine.DecidesLogging, owner == "":
+		default:
+			errs = append(errs, fmt.Errorf("option %s decides %s, which belongs to dbrig", k, owner))
+		}
+		if err := engine.CheckSettingValue(EngineName, k, norm[k]); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return norm, errors.Join(errs...)
+}
+
 // StudySetting says whether a study may set an option, in any spelling.
 func (e *Engine) StudySetting(name string) error { return studySetting(name) }
 

@@ -53,6 +53,7 @@ type Instance struct {
 	user      engine.ServerUser
 	log       *slog.Logger
 	settings  map[string]string
+	fixture   map[string]string // engine.StartOptions.Fixture: written before the study's settings
 	proc      engine.ProcessOptions
 
 	mu       sync.Mutex // guards cmd, exited, exitErr across restarts
@@ -87,6 +88,9 @@ func Start(ctx context.Context, opts Options) (inst *Instance, err error) {
 	wrap := func(err error) error { return fmt.Errorf("start postgres instance %q: %w", opts.Name, err) }
 
 	if err := checkStudySettings(opts.Settings); err != nil {
+		return nil, wrap(err)
+	}
+	if err := checkFixture(opts.Fixture); err != nil {
 		return nil, wrap(err)
 	}
 	var proc engine.ProcessOptions
@@ -135,6 +139,7 @@ func Start(ctx context.Context, opts Options) (inst *Instance, err error) {
 		log:       opts.Log.With("instance", opts.Name),
 		exited:    make(chan struct{}),
 		settings:  maps.Clone(opts.Settings),
+		fixture:   maps.Clone(opts.Fixture),
 	}
 	defer func() {
 		if err != nil {
@@ -238,7 +243,8 @@ func (i *Instance) initdb(ctx context.Context) error {
 	return nil
 }
 
-// writeConf writes dbrig.conf: dbrig's own settings, then the study's.
+// writeConf writes dbrig.conf: dbrig's own settings, the fixture's, then
+// the study's.
 // Start and Reconfigure have refused every name a study may not set and
 // every value with a control character; quoteConf keeps any other value
 // one value.
@@ -247,6 +253,9 @@ func (i *Instance) writeConf(user map[string]string) error {
 	b.WriteString("\n# dbrig\n")
 	fmt.Fprintf(&b, "listen_addresses = '127.0.0.1'\nport = %d\nunix_socket_directories = %s\nunix_socket_permissions = 0700\n", i.port, quoteConf(i.socketDir))
 	b.WriteString("password_encryption = 'scram-sha-256'\n")
+	for _, k := range slices.Sorted(maps.Keys(i.fixture)) {
+		fmt.Fprintf(&b, "%s = %s\n", k, quoteConf(i.fixture[k]))
+	}
 	for _, k := range slices.Sorted(maps.Keys(user)) {
 		if err := engine.CheckSettingValue(Name, k, user[k]); err != nil {
 			return err

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"errors"
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -174,6 +175,25 @@ func studySetting(name string) error {
 		return nil
 	}
 	return studySettings.Refuse(name, canonical, ownerOf(canonical))
+}
+
+// checkFixture is Start's check of the settings dbrig's own code gives a
+// server (engine.StartOptions.Fixture): nothing about where the server
+// listens, how logins work, which files, libraries and commands it uses:
+// TLS, logging and what a study may set, every value one line.
+func checkFixture(settings map[string]string) error {
+	var errs []error
+	for _, k := range slices.Sorted(maps.Keys(settings)) {
+		switch owner := ownerOf(strings.ToLower(k)); {
+		case owner == engine.DecidesTLS, strings.HasPrefix(owner, engine.DecidesLogging), owner == "":
+		default:
+			errs = append(errs, fmt.Errorf("setting %q decides %s, which belongs to dbrig", k, owner))
+		}
+		if err := engine.CheckSettingValue(Name, k, settings[k]); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // checkStudySettings is Start's and Reconfigure's check: every name a study

@@ -54,13 +54,20 @@ func Start(tb testing.TB, name string, settings map[string]string) *mariadb.Inst
 // in base.
 func StartConfig(tb testing.TB, cfg engine.InstanceConfig, base string) *mariadb.Instance {
 	tb.Helper()
+	return startWith(tb, cfg, base, nil)
+}
+
+// startWith starts an instance with a fixture's settings beside a study's
+// (engine.StartOptions.Fixture).
+func startWith(tb testing.TB, cfg engine.InstanceConfig, base string, fixture map[string]string) *mariadb.Instance {
+	tb.Helper()
 	e := Engine(tb)
 	merged := maps.Clone(FastSettings)
 	maps.Copy(merged, cfg.Settings)
 	cfg.Settings = merged
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	inst, err := e.StartInstance(ctx, cfg, engine.StartOptions{BaseDir: base})
+	inst, err := e.StartInstance(ctx, cfg, engine.StartOptions{BaseDir: base, Fixture: fixture})
 	if err != nil {
 		tb.Fatalf("start mariadb: %v", err)
 	}
@@ -164,9 +171,9 @@ func WaitExited(tb testing.TB, pid int, timeout time.Duration) {
 func StartTLS(tb testing.TB, name string, settings map[string]string, hosts ...string) (*mariadb.Instance, tlstest.Files) {
 	tb.Helper()
 	files := tlstest.Make(tb, hosts...)
-	merged := map[string]string{"ssl_cert": files.Cert, "ssl_key": files.Key, "ssl_ca": files.CA}
-	maps.Copy(merged, settings)
-	return Start(tb, name, merged), files
+	fixture := map[string]string{"ssl_cert": files.Cert, "ssl_key": files.Key, "ssl_ca": files.CA}
+	cfg := engine.InstanceConfig{Name: name, Engine: mariadb.EngineName, Settings: settings}
+	return startWith(tb, cfg, BaseDir(tb), fixture), files
 }
 
 // LogConnections turns the server's general log on, into a file in the

@@ -6,7 +6,6 @@ package pgtest
 import (
 	"context"
 	"errors"
-	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -26,6 +25,13 @@ import (
 // Settings speed tests up (no fsync) unless the caller overrides them.
 func Start(tb testing.TB, name string, settings map[string]string) *postgres.Instance {
 	tb.Helper()
+	return startWith(tb, name, settings, nil)
+}
+
+// startWith starts an instance with a fixture's settings beside a study's
+// (engine.StartOptions.Fixture).
+func startWith(tb testing.TB, name string, settings, fixture map[string]string) *postgres.Instance {
+	tb.Helper()
 	bin := Binaries(tb)
 	merged := map[string]string{"fsync": "off", "synchronous_commit": "off", "full_page_writes": "off"}
 	for k, v := range settings {
@@ -33,7 +39,8 @@ func Start(tb testing.TB, name string, settings map[string]string) *postgres.Ins
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	inst, err := postgres.Start(ctx, postgres.Options{InstanceConfig: engine.InstanceConfig{Name: name, Settings: merged}, Binaries: bin})
+	inst, err := postgres.Start(ctx, postgres.Options{InstanceConfig: engine.InstanceConfig{Name: name, Settings: merged},
+		StartOptions: engine.StartOptions{Fixture: fixture}, Binaries: bin})
 	if err != nil {
 		tb.Fatalf("start postgres: %v", err)
 	}
@@ -115,9 +122,16 @@ func WaitNoServers(tb testing.TB, dir string, timeout time.Duration) {
 func StartTLS(tb testing.TB, name string, settings map[string]string, hosts ...string) (*postgres.Instance, tlstest.Files) {
 	tb.Helper()
 	files := tlstest.Make(tb, hosts...)
-	merged := map[string]string{"ssl": "on", "ssl_cert_file": files.Cert, "ssl_key_file": files.Key, "log_connections": "on"}
-	maps.Copy(merged, settings)
-	return Start(tb, name, merged), files
+	fixture := map[string]string{"ssl": "on", "ssl_cert_file": files.Cert, "ssl_key_file": files.Key, "log_connections": "on"}
+	study := map[string]string{}
+	for k, v := range settings {
+		if postgres.New("").StudySetting(k) == nil {
+			study[k] = v
+		} else {
+			fixture[k] = v
+		}
+	}
+	return startWith(tb, name, study, fixture), files
 }
 
 // Connection is one login the server logged (log_connections).
