@@ -261,6 +261,9 @@ func loadTPCH(ctx context.Context, a *app, f loadTPCHFlags, engineSet bool) erro
 	if f.target != "" && engineSet {
 		return usageError(errors.New("--target and --engine both choose the server: a target's engine is its URI's"))
 	}
+	if err := checkOut(f.out); err != nil {
+		return err
+	}
 	reg := newRegistry(f.bins)
 	eng, ok := reg.Engines().Lookup(f.engine)
 	if !ok {

@@ -201,6 +201,9 @@ func loadOLTP(ctx context.Context, a *app, f loadOLTPFlags, engineSet bool) erro
 	if err != nil {
 		return usageError(err)
 	}
+	if err := checkOut(f.out); err != nil {
+		return err
+	}
 	engines := newEngines(f.bins)
 	eng, ok := engines.Lookup(f.engine)
 	if !ok {

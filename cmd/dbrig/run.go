@@ -142,6 +142,9 @@ func runStudy(ctx context.Context, a *app, args []string, f runFlags) error {
 		return usageError(err)
 	}
 	opts := study.PlanOptions{Engine: f.engine, Targets: targetEngines}
+	if err := checkOut(f.out); err != nil {
+		return err
+	}
 	var spec *study.Spec
 	dir := f.out
 	switch {
@@ -282,6 +285,19 @@ func redactedArgs() []string {
 		out = append(out, engine.RedactURI(a))
 	}
 	return out
+}
+
+// checkOut refuses --out DIR when DIR is a directory of the user's, before
+// anything starts: only a new or empty directory, or a run directory
+// (resumed under the resume rules), receives a run.
+func checkOut(dir string) error {
+	if dir == "" {
+		return nil
+	}
+	if err := study.CheckOutDir(dir); err != nil {
+		return usageError(fmt.Errorf("--out: %w", err))
+	}
+	return nil
 }
 
 func countOK(rs []study.Result) int {

@@ -195,6 +195,9 @@ func (r *Runner) finish(out Outcome, all []Result) Outcome {
 }
 
 func (r *Runner) prepareDir(ctx context.Context, targets []TargetEnvironment) error {
+	if err := CheckOutDir(r.Dir); err != nil {
+		return err
+	}
 	if err := os.MkdirAll(r.Dir, 0o755); err != nil {
 		return fmt.Errorf("create run directory: %w", err)
 	}
