@@ -303,7 +303,7 @@ func loadOLTP(ctx context.Context, a *app, f loadOLTPFlags, engineSet bool) erro
 	if repErr != nil && runErr == nil {
 		return failure(fmt.Errorf("write the report: %w", repErr))
 	}
-	sum := w.summary(spec, dir, htmlPath, mdPath, out.Results, runErr)
+	sum := w.summary(spec, dir, htmlPath, mdPath, out, runErr)
 	if rd, err := study.LoadRun(dir, reg); err == nil {
 		sum.Server = rd.Environment.Servers[engineName]
 		for _, t := range rd.Environment.Targets {
@@ -329,7 +329,7 @@ func (p *noteProgress) StartPoint(int, int, string) {}
 func (p *noteProgress) Note(msg string)             { fmt.Fprintf(p.w, "dbrig: %s\n", msg) }
 func (p *noteProgress) Update(int64, int64)         {}
 func (p *noteProgress) EndPoint(line string) {
-	if strings.Contains(line, "FAILED") || strings.Contains(line, "skipped") {
+	if strings.Contains(line, "FAILED") || strings.Contains(line, "skipped") || strings.Contains(line, "interrupted") {
 		fmt.Fprintf(p.w, "dbrig: %s\n", line)
 	}
 }
@@ -438,7 +438,10 @@ type oltpSummary struct {
 	Mix         string          `json:"mix"`
 	ScaleFactor float64         `json:"scale_factor"`
 	Points      []oltpPointJSON `json:"points"`
-	Error       string          `json:"error,omitempty"`
+	// InterruptedPoints are the points an interrupt cut short, with what
+	// they measured before the stop: no result.
+	InterruptedPoints []oltpPointJSON `json:"interrupted_points,omitempty"`
+	Error             string          `json:"error,omitempty"`
 	// Agents are each point's agents, when the load was spread over them.
 	Agents [][]agent.AgentReport `json:"agents,omitempty"`
 }
@@ -506,7 +509,7 @@ func typeJSON(t load.TypeResult) oltpTypeJSON {
 		LatencyMs: latencyJSON(t.Latency), ServiceMs: latencyJSON(t.Service)}
 }
 
-func (w *oltpWatcher) summary(s oltp.Standalone, dir, html, md string, results []study.Result, runErr error) oltpSummary {
+func (w *oltpWatcher) summary(s oltp.Standalone, dir, html, md string, out study.Outcome, runErr error) oltpSummary {
 	sum := oltpSummary{Dir: dir, HTML: html, Markdown: md, Engine: s.Engine, Target: s.Target, Mix: s.Mix, ScaleFactor: s.Scale}
 	if runErr != nil {
 		sum.Error = runErr.Error()
@@ -518,20 +521,26 @@ func (w *oltpWatcher) summary(s oltp.Standalone, dir, html, md string, results [
 	for _, r := range w.results {
 		byUsers[r.Users] = r
 	}
-	for _, r := range results {
+	point := func(r study.Result) oltpPointJSON {
 		u := int(r.Params.Int("users"))
 		p := oltpPointJSON{Users: u, Notes: r.Notes, Error: r.Error}
 		if res := byUsers[u]; res != nil {
 			delete(byUsers, u)
 			p.fill(res)
 		}
-		sum.Points = append(sum.Points, p)
+		return p
 	}
-	for _, u := range s.Users { // a point interrupted: its result, not recorded in the run
+	for _, r := range out.Results {
+		sum.Points = append(sum.Points, point(r))
+	}
+	for _, r := range out.Interrupted {
+		sum.InterruptedPoints = append(sum.InterruptedPoints, point(r))
+	}
+	for _, u := range s.Users { // cut short before it measured anything: not in the run
 		if res := byUsers[u]; res != nil {
 			p := oltpPointJSON{Users: u}
 			p.fill(res)
-			sum.Points = append(sum.Points, p)
+			sum.InterruptedPoints = append(sum.InterruptedPoints, p)
 		}
 	}
 	return sum

@@ -229,7 +229,7 @@ func runStudy(ctx context.Context, a *app, args []string, f runFlags) error {
 	case runErr == nil:
 		return nil
 	case errors.Is(runErr, context.Canceled):
-		fmt.Fprintf(a.stderr, "dbrig: interrupted: %d finished points are saved in %s; resume with: dbrig run --resume %s\n", countOK(out.Results), dir, dir)
+		fmt.Fprintf(a.stderr, "dbrig: interrupted: %d finished points are saved in %s%s; resume with: dbrig run --resume %s\n", countOK(out.Results), dir, cutShort(out), dir)
 		return runErr
 	case errors.Is(runErr, study.ErrPointFailed):
 		what := runErr.Error()
@@ -298,6 +298,14 @@ func checkOut(dir string) error {
 		return usageError(fmt.Errorf("--out: %w", err))
 	}
 	return nil
+}
+
+// cutShort says what became of the point an interrupt cut short.
+func cutShort(out study.Outcome) string {
+	if len(out.Interrupted) == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (%s, cut short, is recorded as interrupted: its figures are no result)", out.Interrupted[0].Key)
 }
 
 func countOK(rs []study.Result) int {

@@ -33,6 +33,9 @@ type Doc struct {
 	// Skipped lists points that were not measured for a reason that is not
 	// a failure (a target that cannot give the point's path), with why.
 	Skipped []string
+	// Interrupted lists points an interrupt cut short: what they measured
+	// before the stop is kept in the run, labelled, and is no result.
+	Interrupted []string
 	// Counts are the plan's points and what became of them.
 	Counts Counts
 	// Environment is the machine and software, as ordered key/value pairs.

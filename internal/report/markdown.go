@@ -99,6 +99,10 @@ func (m *mdWriter) doc(d *Doc) {
 		m.p("### Skipped\n\n")
 		m.list(d.Skipped, "")
 	}
+	if len(d.Interrupted) > 0 {
+		m.p("### Interrupted\n\n")
+		m.list(d.Interrupted, "")
+	}
 	if d.Counts.Missing > 0 {
 		m.p("%s not run yet: the run was interrupted (resume it with `dbrig run --resume`).\n\n", plural(d.Counts.Missing, "planned point has", "planned points have"))
 	}

@@ -88,6 +88,9 @@ func WriteSummary(w io.Writer, d *Doc, color bool) error {
 		}
 		writeItem(bw, "  - ", firstLine(f), st.Red)
 	}
+	for _, in := range d.Interrupted {
+		writeItem(bw, "  - ", in, st.Yellow)
+	}
 	if len(d.Limits) > 0 {
 		p("\n%s\n", st.Bold("What this machine cannot show"))
 		for _, l := range d.Limits {

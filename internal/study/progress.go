@@ -37,6 +37,9 @@ func (nopProgress) Close()                      {}
 // metrics (the workload's declared ones, else the modelled ones), the
 // model's prediction and the error.
 func PointLine(k Kind, r Result) string {
+	if r.Interrupted() {
+		return fmt.Sprintf("%s: interrupted after %.1fs: what it measured is kept in %s, labelled interrupted, and is no result (--resume runs the point again)", r.Key, r.Seconds, ResultsFile)
+	}
 	if !r.OK() {
 		// The whole error, once: the run's last message does not repeat it.
 		return fmt.Sprintf("%s: FAILED: %s", r.Key, strings.ReplaceAll(strings.TrimSpace(r.Error), "\n", "\n    "))
