@@ -314,10 +314,23 @@ func loadOLTP(ctx context.Context, a *app, f loadOLTPFlags, engineSet bool) erro
 		enc := json.NewEncoder(a.stdout)
 		enc.SetIndent("", "  ")
 		_ = enc.Encode(sum)
-	} else if htmlPath != "" {
-		fmt.Fprintf(a.stdout, "\nreport: %s\n", htmlPath)
+	} else {
+		printOLTPEnd(a.stdout, w.style, sum)
 	}
 	return loadOutcome(a, dir, out, runErr)
+}
+
+// printOLTPEnd ends the output for people: what qualifies a point's
+// figures, again and beside its tps, and the report's path.
+func printOLTPEnd(w io.Writer, style term.Style, sum oltpSummary) {
+	for _, p := range sum.Points {
+		for _, warning := range p.Warnings {
+			fmt.Fprintln(w, style.Red(fmt.Sprintf("WARNING: %d users, %.1f tps: %s", p.Users, p.TPS, warning)))
+		}
+	}
+	if sum.HTML != "" {
+		fmt.Fprintf(w, "\nreport: %s\n", sum.HTML)
+	}
 }
 
 // noteProgress prints the runner's notes (preparing data, a point that
@@ -329,7 +342,7 @@ func (p *noteProgress) StartPoint(int, int, string) {}
 func (p *noteProgress) Note(msg string)             { fmt.Fprintf(p.w, "dbrig: %s\n", msg) }
 func (p *noteProgress) Update(int64, int64)         {}
 func (p *noteProgress) EndPoint(line string) {
-	if strings.Contains(line, "FAILED") || strings.Contains(line, "skipped") || strings.Contains(line, "interrupted") {
+	if strings.Contains(line, "FAILED") || strings.Contains(line, "skipped") || strings.Contains(line, "WARNING") || strings.Contains(line, "interrupted") {
 		fmt.Fprintf(p.w, "dbrig: %s\n", line)
 	}
 }
@@ -464,6 +477,7 @@ type oltpPointJSON struct {
 	CancelledAtStop int64          `json:"cancelled_at_stop"`
 	Interrupted     bool           `json:"interrupted,omitempty"`
 	Notes           []string       `json:"notes,omitempty"`
+	Warnings        []string       `json:"warnings,omitempty"`
 	Error           string         `json:"error,omitempty"`
 	// Series is the point's seconds, warm-up and stop included.
 	Series []oltpSecondJSON `json:"series,omitempty"`
@@ -523,7 +537,7 @@ func (w *oltpWatcher) summary(s oltp.Standalone, dir, html, md string, out study
 	}
 	point := func(r study.Result) oltpPointJSON {
 		u := int(r.Params.Int("users"))
-		p := oltpPointJSON{Users: u, Notes: r.Notes, Error: r.Error}
+		p := oltpPointJSON{Users: u, Notes: r.Notes, Warnings: r.Warnings, Error: r.Error}
 		if res := byUsers[u]; res != nil {
 			delete(byUsers, u)
 			p.fill(res)

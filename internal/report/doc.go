@@ -20,6 +20,10 @@ type Doc struct {
 	Question string
 	// Source names the study reproduced (seed file and title).
 	Source string
+	// Warnings qualify measurements the report shows (a point whose users
+	// found no connection slot), each with the point's headline figures:
+	// said at the top, where the figures are read, not in a note.
+	Warnings []string
 	// Findings set each published finding beside our measurement.
 	Findings []Finding
 	Charts   []Chart

@@ -42,6 +42,9 @@ func (m *mdWriter) doc(d *Doc) {
 		m.p("**Source.** %s\n\n", mdText(d.Source))
 	}
 	m.p("_%s_\n\n", mdText(statsLine(d)))
+	for _, w := range d.Warnings {
+		m.p("> **Warning.** %s\n\n", mdText(w))
+	}
 
 	m.p("## Findings\n\n")
 	if len(d.Findings) == 0 {

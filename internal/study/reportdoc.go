@@ -100,6 +100,9 @@ func BuildReport(rd *RunData) *report.Doc {
 			d.Skipped = append(d.Skipped, r.Key+": "+r.Skipped)
 		default:
 			d.Counts.Measured++
+			for _, w := range r.Warnings {
+				d.Warnings = append(d.Warnings, fmt.Sprintf("%s (%s): %s", r.Key, HeadlineFigures(kind, r), w))
+			}
 		}
 	}
 	for _, r := range rd.Interrupted {

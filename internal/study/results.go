@@ -45,6 +45,8 @@ type Result struct {
 	// Histograms are the run's latency distributions, whole.
 	Histograms map[string]*measure.Histogram `json:"histograms,omitempty"`
 	Notes      []string                      `json:"notes,omitempty"`
+	// Warnings qualify the figures themselves (see Measurement.Warnings).
+	Warnings []string `json:"warnings,omitempty"`
 	// Monitor is what dbrig saw of each server while the point ran, over a
 	// connection of its own (see package monitor).
 	Monitor []monitor.Series   `json:"monitor,omitempty"`

@@ -409,16 +409,22 @@ func (r *Runner) runPoint(ctx context.Context, topo *topology.Topology, kind Kin
 	if err != nil {
 		if ctx.Err() != nil && len(m.Metrics) > 0 {
 			res.Status = StatusInterrupted
-			res.Metrics, res.Series, res.SeriesInterval, res.Histograms, res.Notes = m.Metrics, m.Series, m.SeriesInterval, m.Histograms, m.Notes
+			res.keep(m)
 		}
 		return res, err
 	}
-	res.Metrics, res.Series, res.SeriesInterval, res.Histograms, res.Notes = m.Metrics, m.Series, m.SeriesInterval, m.Histograms, m.Notes
+	res.keep(m)
 	if kind.Model != nil {
 		pred := kind.Model(res, all)
 		res.Model, res.Formula = pred.Metrics, pred.Formula
 	}
 	return res, nil
+}
+
+// keep records what the workload measured.
+func (res *Result) keep(m Measurement) {
+	res.Metrics, res.Series, res.SeriesInterval, res.Histograms = m.Metrics, m.Series, m.SeriesInterval, m.Histograms
+	res.Notes, res.Warnings = m.Notes, m.Warnings
 }
 
 func (r *Runner) runConstrained(ctx context.Context, topo *topology.Topology, kind Kind, c *Combo, env *Env) (Measurement, error) {

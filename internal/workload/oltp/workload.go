@@ -216,7 +216,8 @@ func (w *workload) Run(ctx context.Context, env *study.Env) (study.Measurement, 
 	m := measurement(res, w.mix)
 	m.Notes = append(notes, m.Notes...)
 	if n := lw.lazy.Load(); n > 0 {
-		m.Notes = append(m.Notes, fmt.Sprintf("%d of %d users found every connection slot taken when the run started and connected later, or never (their failed attempts are counted as connection errors)", n, cfg.Users))
+		m.Metrics["users_without_slot"] = float64(n)
+		m.Warnings = append(m.Warnings, fmt.Sprintf("%d of %d users found every connection slot taken (the server's max_connections) when the run started and connected later, or never: the figures are those of fewer users than asked for, and their failed attempts count as connection errors", n, cfg.Users))
 	}
 	return m, err
 }
