@@ -126,7 +126,8 @@ func waitNoProcessIn(t *testing.T, base string, timeout time.Duration) {
 
 // TestRemoveStaleByOwner: a directory whose recorded dbrig is dead goes,
 // however young; one of a live dbrig stays; one without a record (an
-// older dbrig's) keeps the hour's grace.
+// older dbrig's) keeps the hour's grace. The settings check's scratch
+// directories go by the same rule.
 func TestRemoveStaleByOwner(t *testing.T) {
 	t.Parallel()
 	base := t.TempDir()
@@ -154,17 +155,19 @@ func TestRemoveStaleByOwner(t *testing.T) {
 	}
 	young := mk("dbrig-pg-young-1", "", time.Minute)
 	old := mk("dbrig-pg-old-1", "", 2*time.Hour)
+	deadCheck := mk("dbrig-pgcheck-1", "1 0\n", 0)
+	youngCheck := mk("dbrig-pgcheck-2", "", time.Minute)
 	removed := postgres.RemoveStale(base)
-	want := map[string]bool{dead: true, old: true}
+	want := map[string]bool{dead: true, old: true, deadCheck: true}
 	if len(removed) != len(want) {
-		t.Errorf("RemoveStale = %v, want %s and %s", removed, dead, old)
+		t.Errorf("RemoveStale = %v, want %s, %s and %s", removed, dead, old, deadCheck)
 	}
 	for _, d := range removed {
 		if !want[d] {
 			t.Errorf("RemoveStale removed %s", d)
 		}
 	}
-	for _, d := range []string{live, young} {
+	for _, d := range []string{live, young, youngCheck} {
 		if _, err := os.Stat(d); err != nil {
 			t.Errorf("%s: %v", d, err)
 		}

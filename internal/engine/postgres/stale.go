@@ -19,10 +19,18 @@ import (
 // the servers and initdb (see engine.Start); this removes what they left
 // on disk. A directory without an owner record (made by a dbrig before the
 // record existed) and without a postmaster.pid is only removed when it is
-// older than an hour, since its dbrig may be running initdb in it now.
+// older than an hour, since its dbrig may be running initdb in it now. The
+// scratch directories of CheckSettings (dbrig-pgcheck-*) go by the same
+// rule.
 func RemoveStale(baseDir string) (removed []string) {
 	if baseDir == "" {
 		baseDir = os.TempDir()
+	}
+	checks, _ := filepath.Glob(filepath.Join(baseDir, "dbrig-pgcheck-*"))
+	for _, dir := range checks {
+		if ownerGone(dir) && os.RemoveAll(dir) == nil {
+			removed = append(removed, dir)
+		}
 	}
 	dirs, _ := filepath.Glob(filepath.Join(baseDir, "dbrig-pg-*"))
 	for _, dir := range dirs {
@@ -72,6 +80,17 @@ func postmasterPID(path string) (int, bool) {
 	}
 	pid, err := strconv.Atoi(strings.TrimSpace(sc.Text()))
 	return pid, err == nil && pid > 0
+}
+
+// ownerGone reports whether dir's dbrig no longer runs: its recorded owner
+// is dead, or, without a record, the directory is over an hour old.
+func ownerGone(dir string) bool {
+	st, err := os.Stat(dir)
+	if err != nil || !st.IsDir() {
+		return false
+	}
+	alive, recorded := engine.OwnerAlive(dir)
+	return !alive && (recorded || time.Since(st.ModTime()) >= time.Hour)
 }
 
 // processAlive reports whether pid is a live postmaster: a recycled pid
