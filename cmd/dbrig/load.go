@@ -161,7 +161,7 @@ func loadOutcome(a *app, dir string, out study.Outcome, runErr error) error {
 	case runErr == nil:
 		return nil
 	case errors.Is(runErr, context.Canceled):
-		fmt.Fprintf(a.stderr, "dbrig: interrupted: %d finished points are saved in %s\n", countOK(out.Results), dir)
+		fmt.Fprintf(a.stderr, "dbrig: interrupted: %d finished points are saved in %s%s\n", countOK(out.Results), dir, cutShort(out))
 		return runErr
 	case errors.Is(runErr, study.ErrPointFailed):
 		return failure(fmt.Errorf("%v (the results so far are in %s)", runErr, dir))
@@ -260,6 +260,9 @@ func loadTPCH(ctx context.Context, a *app, f loadTPCHFlags, engineSet bool) erro
 	}
 	if f.target != "" && engineSet {
 		return usageError(errors.New("--target and --engine both choose the server: a target's engine is its URI's"))
+	}
+	if err := checkOut(f.out); err != nil {
+		return err
 	}
 	reg := newRegistry(f.bins)
 	eng, ok := reg.Engines().Lookup(f.engine)

@@ -201,6 +201,9 @@ func loadOLTP(ctx context.Context, a *app, f loadOLTPFlags, engineSet bool) erro
 	if err != nil {
 		return usageError(err)
 	}
+	if err := checkOut(f.out); err != nil {
+		return err
+	}
 	engines := newEngines(f.bins)
 	eng, ok := engines.Lookup(f.engine)
 	if !ok {
@@ -300,7 +303,7 @@ func loadOLTP(ctx context.Context, a *app, f loadOLTPFlags, engineSet bool) erro
 	if repErr != nil && runErr == nil {
 		return failure(fmt.Errorf("write the report: %w", repErr))
 	}
-	sum := w.summary(spec, dir, htmlPath, mdPath, out.Results, runErr)
+	sum := w.summary(spec, dir, htmlPath, mdPath, out, runErr)
 	if rd, err := study.LoadRun(dir, reg); err == nil {
 		sum.Server = rd.Environment.Servers[engineName]
 		for _, t := range rd.Environment.Targets {
@@ -311,10 +314,23 @@ func loadOLTP(ctx context.Context, a *app, f loadOLTPFlags, engineSet bool) erro
 		enc := json.NewEncoder(a.stdout)
 		enc.SetIndent("", "  ")
 		_ = enc.Encode(sum)
-	} else if htmlPath != "" {
-		fmt.Fprintf(a.stdout, "\nreport: %s\n", htmlPath)
+	} else {
+		printOLTPEnd(a.stdout, w.style, sum)
 	}
 	return loadOutcome(a, dir, out, runErr)
+}
+
+// printOLTPEnd ends the output for people: what qualifies a point's
+// figures, again and beside its tps, and the report's path.
+func printOLTPEnd(w io.Writer, style term.Style, sum oltpSummary) {
+	for _, p := range sum.Points {
+		for _, warning := range p.Warnings {
+			fmt.Fprintln(w, style.Red(fmt.Sprintf("WARNING: %d users, %.1f tps: %s", p.Users, p.TPS, warning)))
+		}
+	}
+	if sum.HTML != "" {
+		fmt.Fprintf(w, "\nreport: %s\n", sum.HTML)
+	}
 }
 
 // noteProgress prints the runner's notes (preparing data, a point that
@@ -326,7 +342,7 @@ func (p *noteProgress) StartPoint(int, int, string) {}
 func (p *noteProgress) Note(msg string)             { fmt.Fprintf(p.w, "dbrig: %s\n", msg) }
 func (p *noteProgress) Update(int64, int64)         {}
 func (p *noteProgress) EndPoint(line string) {
-	if strings.Contains(line, "FAILED") || strings.Contains(line, "skipped") {
+	if strings.Contains(line, "FAILED") || strings.Contains(line, "skipped") || strings.Contains(line, "WARNING") || strings.Contains(line, "interrupted") {
 		fmt.Fprintf(p.w, "dbrig: %s\n", line)
 	}
 }
@@ -435,7 +451,10 @@ type oltpSummary struct {
 	Mix         string          `json:"mix"`
 	ScaleFactor float64         `json:"scale_factor"`
 	Points      []oltpPointJSON `json:"points"`
-	Error       string          `json:"error,omitempty"`
+	// InterruptedPoints are the points an interrupt cut short, with what
+	// they measured before the stop: no result.
+	InterruptedPoints []oltpPointJSON `json:"interrupted_points,omitempty"`
+	Error             string          `json:"error,omitempty"`
 	// Agents are each point's agents, when the load was spread over them.
 	Agents [][]agent.AgentReport `json:"agents,omitempty"`
 }
@@ -458,6 +477,7 @@ type oltpPointJSON struct {
 	CancelledAtStop int64          `json:"cancelled_at_stop"`
 	Interrupted     bool           `json:"interrupted,omitempty"`
 	Notes           []string       `json:"notes,omitempty"`
+	Warnings        []string       `json:"warnings,omitempty"`
 	Error           string         `json:"error,omitempty"`
 	// Series is the point's seconds, warm-up and stop included.
 	Series []oltpSecondJSON `json:"series,omitempty"`
@@ -503,7 +523,7 @@ func typeJSON(t load.TypeResult) oltpTypeJSON {
 		LatencyMs: latencyJSON(t.Latency), ServiceMs: latencyJSON(t.Service)}
 }
 
-func (w *oltpWatcher) summary(s oltp.Standalone, dir, html, md string, results []study.Result, runErr error) oltpSummary {
+func (w *oltpWatcher) summary(s oltp.Standalone, dir, html, md string, out study.Outcome, runErr error) oltpSummary {
 	sum := oltpSummary{Dir: dir, HTML: html, Markdown: md, Engine: s.Engine, Target: s.Target, Mix: s.Mix, ScaleFactor: s.Scale}
 	if runErr != nil {
 		sum.Error = runErr.Error()
@@ -515,20 +535,26 @@ func (w *oltpWatcher) summary(s oltp.Standalone, dir, html, md string, results [
 	for _, r := range w.results {
 		byUsers[r.Users] = r
 	}
-	for _, r := range results {
+	point := func(r study.Result) oltpPointJSON {
 		u := int(r.Params.Int("users"))
-		p := oltpPointJSON{Users: u, Notes: r.Notes, Error: r.Error}
+		p := oltpPointJSON{Users: u, Notes: r.Notes, Warnings: r.Warnings, Error: r.Error}
 		if res := byUsers[u]; res != nil {
 			delete(byUsers, u)
 			p.fill(res)
 		}
-		sum.Points = append(sum.Points, p)
+		return p
 	}
-	for _, u := range s.Users { // a point interrupted: its result, not recorded in the run
+	for _, r := range out.Results {
+		sum.Points = append(sum.Points, point(r))
+	}
+	for _, r := range out.Interrupted {
+		sum.InterruptedPoints = append(sum.InterruptedPoints, point(r))
+	}
+	for _, u := range s.Users { // cut short before it measured anything: not in the run
 		if res := byUsers[u]; res != nil {
 			p := oltpPointJSON{Users: u}
 			p.fill(res)
-			sum.Points = append(sum.Points, p)
+			sum.InterruptedPoints = append(sum.InterruptedPoints, p)
 		}
 	}
 	return sum

@@ -10,9 +10,7 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 
 	"github.com/spf13/cobra"
 )
@@ -62,7 +60,7 @@ type app struct {
 }
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := interruptContext(os.Stderr)
 	code := run(ctx, os.Args[1:], &app{stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv, version: version})
 	stop()
 	os.Exit(code)
@@ -95,8 +93,9 @@ func run(ctx context.Context, args []string, a *app) int {
 		code = exitUsage
 	}
 	if errors.Is(err, context.Canceled) && ctx.Err() != nil {
-		// Interrupted by SIGINT or SIGTERM: the command has said what it
-		// saved; the code is the shell's for SIGINT.
+		// Interrupted by SIGINT, SIGTERM or SIGHUP: the command has said
+		// what it saved; the code is the shell's for SIGINT, for all three,
+		// so a script tells "interrupted, resumable" by one code.
 		return 130
 	}
 	if msg := err.Error(); msg != "" {

@@ -142,6 +142,9 @@ func runStudy(ctx context.Context, a *app, args []string, f runFlags) error {
 		return usageError(err)
 	}
 	opts := study.PlanOptions{Engine: f.engine, Targets: targetEngines}
+	if err := checkOut(f.out); err != nil {
+		return err
+	}
 	var spec *study.Spec
 	dir := f.out
 	switch {
@@ -226,7 +229,7 @@ func runStudy(ctx context.Context, a *app, args []string, f runFlags) error {
 	case runErr == nil:
 		return nil
 	case errors.Is(runErr, context.Canceled):
-		fmt.Fprintf(a.stderr, "dbrig: interrupted: %d finished points are saved in %s; resume with: dbrig run --resume %s\n", countOK(out.Results), dir, dir)
+		fmt.Fprintf(a.stderr, "dbrig: interrupted: %d finished points are saved in %s%s; resume with: dbrig run --resume %s\n", countOK(out.Results), dir, cutShort(out), dir)
 		return runErr
 	case errors.Is(runErr, study.ErrPointFailed):
 		what := runErr.Error()
@@ -282,6 +285,27 @@ func redactedArgs() []string {
 		out = append(out, engine.RedactURI(a))
 	}
 	return out
+}
+
+// checkOut refuses --out DIR when DIR is a directory of the user's, before
+// anything starts: only a new or empty directory, or a run directory
+// (resumed under the resume rules), receives a run.
+func checkOut(dir string) error {
+	if dir == "" {
+		return nil
+	}
+	if err := study.CheckOutDir(dir); err != nil {
+		return usageError(fmt.Errorf("--out: %w", err))
+	}
+	return nil
+}
+
+// cutShort says what became of the point an interrupt cut short.
+func cutShort(out study.Outcome) string {
+	if len(out.Interrupted) == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (%s, cut short, is recorded as interrupted: its figures are no result)", out.Interrupted[0].Key)
 }
 
 func countOK(rs []study.Result) int {

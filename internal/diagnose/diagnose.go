@@ -111,6 +111,9 @@ func Run(dir string) (*Diagnosis, error) {
 		case r.Skipped != "":
 			d.Without = append(d.Without, r.Key+": skipped")
 			continue
+		case r.Interrupted():
+			d.Without = append(d.Without, r.Key+": interrupted (its partial figures are no result)")
+			continue
 		}
 		p, ok := Result(r)
 		if !ok {

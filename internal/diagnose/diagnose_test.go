@@ -174,3 +174,17 @@ func TestRunRefusesWhatIsNotARun(t *testing.T) {
 		}
 	}
 }
+
+// TestInterruptedPointIsNotDiagnosed: a point an interrupt cut short is
+// no result: its partial distribution is never judged.
+func TestInterruptedPointIsNotDiagnosed(t *testing.T) {
+	cut := point("lan-1g+duplex-mismatch", true)
+	cut.Status = study.StatusInterrupted
+	d, err := Run(writeRun(t, point("lan-1g", false), cut))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Found != 0 || len(d.Points) != 1 || len(d.Without) != 1 || !strings.Contains(d.Without[0], "interrupted") {
+		t.Errorf("diagnosis: %d found in %d points, without %q; want the interrupted point set aside", d.Found, len(d.Points), d.Without)
+	}
+}

@@ -20,6 +20,10 @@ type Doc struct {
 	Question string
 	// Source names the study reproduced (seed file and title).
 	Source string
+	// Warnings qualify measurements the report shows (a point whose users
+	// found no connection slot), each with the point's headline figures:
+	// said at the top, where the figures are read, not in a note.
+	Warnings []string
 	// Findings set each published finding beside our measurement.
 	Findings []Finding
 	Charts   []Chart
@@ -33,6 +37,9 @@ type Doc struct {
 	// Skipped lists points that were not measured for a reason that is not
 	// a failure (a target that cannot give the point's path), with why.
 	Skipped []string
+	// Interrupted lists points an interrupt cut short: what they measured
+	// before the stop is kept in the run, labelled, and is no result.
+	Interrupted []string
 	// Counts are the plan's points and what became of them.
 	Counts Counts
 	// Environment is the machine and software, as ordered key/value pairs.

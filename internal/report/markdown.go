@@ -42,6 +42,9 @@ func (m *mdWriter) doc(d *Doc) {
 		m.p("**Source.** %s\n\n", mdText(d.Source))
 	}
 	m.p("_%s_\n\n", mdText(statsLine(d)))
+	for _, w := range d.Warnings {
+		m.p("> **Warning.** %s\n\n", mdText(w))
+	}
 
 	m.p("## Findings\n\n")
 	if len(d.Findings) == 0 {
@@ -98,6 +101,10 @@ func (m *mdWriter) doc(d *Doc) {
 	if len(d.Skipped) > 0 {
 		m.p("### Skipped\n\n")
 		m.list(d.Skipped, "")
+	}
+	if len(d.Interrupted) > 0 {
+		m.p("### Interrupted\n\n")
+		m.list(d.Interrupted, "")
 	}
 	if d.Counts.Missing > 0 {
 		m.p("%s not run yet: the run was interrupted (resume it with `dbrig run --resume`).\n\n", plural(d.Counts.Missing, "planned point has", "planned points have"))

@@ -42,6 +42,11 @@ func WriteSummary(w io.Writer, d *Doc, color bool) error {
 		}
 	}
 
+	for _, w := range d.Warnings {
+		p("\n")
+		writeItem(bw, "WARNING: ", oneLine(w), st.Red)
+	}
+
 	p("\n%s\n", st.Bold("Findings"))
 	if len(d.Findings) == 0 {
 		p("  none published for this study\n")
@@ -87,6 +92,9 @@ func WriteSummary(w io.Writer, d *Doc, color bool) error {
 			break
 		}
 		writeItem(bw, "  - ", firstLine(f), st.Red)
+	}
+	for _, in := range d.Interrupted {
+		writeItem(bw, "  - ", in, st.Yellow)
 	}
 	if len(d.Limits) > 0 {
 		p("\n%s\n", st.Bold("What this machine cannot show"))

@@ -35,8 +35,11 @@ func (nopProgress) Close()                      {}
 
 // PointLine describes a finished point in one line: its key, headline
 // metrics (the workload's declared ones, else the modelled ones), the
-// model's prediction and the error.
+// model's prediction and the error, and what qualifies the figures.
 func PointLine(k Kind, r Result) string {
+	if r.Interrupted() {
+		return fmt.Sprintf("%s: interrupted after %.1fs: what it measured is kept in %s, labelled interrupted, and is no result (--resume runs the point again)", r.Key, r.Seconds, ResultsFile)
+	}
 	if !r.OK() {
 		// The whole error, once: the run's last message does not repeat it.
 		return fmt.Sprintf("%s: FAILED: %s", r.Key, strings.ReplaceAll(strings.TrimSpace(r.Error), "\n", "\n    "))
@@ -44,6 +47,16 @@ func PointLine(k Kind, r Result) string {
 	if r.Skipped != "" {
 		return fmt.Sprintf("%s: skipped: %s", r.Key, r.Skipped)
 	}
+	line := fmt.Sprintf("%s: %s [%.1fs]", r.Key, HeadlineFigures(k, r), r.Seconds)
+	for _, w := range r.Warnings {
+		line += "; WARNING: " + w
+	}
+	return line
+}
+
+// HeadlineFigures are a measured point's headline metrics with their
+// model's prediction and error: "tps 5594, p99_ms 4.27ms, errors 0".
+func HeadlineFigures(k Kind, r Result) string {
 	format := func(name string, v float64) string {
 		if m, ok := k.Metric(name); ok {
 			return m.Format(v)
@@ -75,7 +88,7 @@ func PointLine(k Kind, r Result) string {
 	if len(parts) > 4 {
 		parts = parts[:4]
 	}
-	return fmt.Sprintf("%s: %s [%.1fs]", r.Key, strings.Join(parts, ", "), r.Seconds)
+	return strings.Join(parts, ", ")
 }
 
 // LineProgress writes one line per finished point (and a heartbeat on long

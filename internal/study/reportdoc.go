@@ -23,7 +23,10 @@ type RunData struct {
 	Plan        *Plan
 	Info        RunInfo
 	Environment Environment
-	Results     []Result
+	Results     []Result // the finished points' results
+	// Interrupted are the points an interrupt cut short and no later
+	// result replaced: their partial measurements, which are no result.
+	Interrupted []Result
 	Summaries   []*Summary
 }
 
@@ -45,9 +48,11 @@ func LoadRun(dir string, reg *Registry) (*RunData, error) {
 	if err := readJSON(filepath.Join(dir, EnvironmentFile), &rd.Environment); err != nil && !os.IsNotExist(err) {
 		return nil, err
 	}
-	if rd.Results, err = ReadResults(dir); err != nil {
+	all, err := ReadResults(dir)
+	if err != nil {
 		return nil, err
 	}
+	rd.Results, rd.Interrupted = Finished(all)
 	rd.Summaries = Summarize(rd.Results, rd.Plan.Repeat)
 	return rd, nil
 }
@@ -95,7 +100,14 @@ func BuildReport(rd *RunData) *report.Doc {
 			d.Skipped = append(d.Skipped, r.Key+": "+r.Skipped)
 		default:
 			d.Counts.Measured++
+			for _, w := range r.Warnings {
+				d.Warnings = append(d.Warnings, fmt.Sprintf("%s (%s): %s", r.Key, HeadlineFigures(kind, r), w))
+			}
 		}
+	}
+	for _, r := range rd.Interrupted {
+		d.Interrupted = append(d.Interrupted, fmt.Sprintf("%s: interrupted after %s; what it measured before the stop is in %s, labelled \"status\": \"interrupted\", and is no result",
+			r.Key, units.FormatDuration(time.Duration(r.Seconds*float64(time.Second)).Round(100*time.Millisecond)), ResultsFile))
 	}
 	d.Counts.Missing = max(0, d.Counts.Planned-d.Counts.Measured-d.Counts.Failed-d.Counts.Skipped)
 	d.Environment = environmentRows(rd)

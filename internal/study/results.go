@@ -23,7 +23,8 @@ const (
 	EnvironmentFile = "environment.json" // the host and servers
 )
 
-// Result is one finished point: a line of results.jsonl.
+// Result is one point: a line of results.jsonl. A finished point has no
+// Status; one cut short by an interrupt has StatusInterrupted.
 type Result struct {
 	Study  string         `json:"study"`
 	Key    string         `json:"key"`   // combination and run: "net=lan-1g #2"
@@ -44,6 +45,8 @@ type Result struct {
 	// Histograms are the run's latency distributions, whole.
 	Histograms map[string]*measure.Histogram `json:"histograms,omitempty"`
 	Notes      []string                      `json:"notes,omitempty"`
+	// Warnings qualify the figures themselves (see Measurement.Warnings).
+	Warnings []string `json:"warnings,omitempty"`
 	// Monitor is what dbrig saw of each server while the point ran, over a
 	// connection of its own (see package monitor).
 	Monitor []monitor.Series   `json:"monitor,omitempty"`
@@ -53,14 +56,45 @@ type Result struct {
 	// Skipped says why a point was not measured although it did not fail
 	// (a target cannot give the path the point asks for).
 	Skipped string `json:"skipped,omitempty"`
+	// Status is StatusInterrupted for a point an interrupt cut short: its
+	// metrics are what it measured before the stop, kept so the run shows
+	// where it stopped, and are no result (see Finished).
+	Status string `json:"status,omitempty"`
 }
 
+// StatusInterrupted marks a point cut short by SIGINT, SIGTERM or SIGHUP.
+const StatusInterrupted = "interrupted"
+
+// Interrupted reports whether an interrupt cut the point short.
+func (r Result) Interrupted() bool { return r.Status == StatusInterrupted }
+
 // OK reports whether the point is done: measured, or skipped for a reason
-// no rerun changes.
-func (r Result) OK() bool { return r.Error == "" }
+// no rerun changes. An interrupted point is not: --resume runs it again.
+func (r Result) OK() bool { return r.Error == "" && !r.Interrupted() }
 
 // Measured reports whether the point was measured.
-func (r Result) Measured() bool { return r.Error == "" && r.Skipped == "" }
+func (r Result) Measured() bool { return r.OK() && r.Skipped == "" }
+
+// Finished splits a run's results into the points that finished (measured,
+// failed or skipped: the results) and the interrupted points no later
+// result of the same point replaced. An interrupted point's partial
+// measurement is never a result: it is neither summarized, modelled,
+// compared nor reported as one.
+func Finished(results []Result) (finished, interrupted []Result) {
+	last := map[string]int{}
+	for i, r := range results {
+		last[r.Key] = i
+	}
+	for i, r := range results {
+		switch {
+		case !r.Interrupted():
+			finished = append(finished, r)
+		case last[r.Key] == i:
+			interrupted = append(interrupted, r)
+		}
+	}
+	return finished, interrupted
+}
 
 // LinkResult is a link's configuration and what it carried during a point.
 type LinkResult struct {

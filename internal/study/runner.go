@@ -60,6 +60,10 @@ type Outcome struct {
 	// points run now that were skipped for a reason (see Result.Skipped).
 	Ran, Done, Failed, Unreachable int
 	Results                        []Result // every result in the directory, old and new
+	// Interrupted is the point an interrupt cut short now, recorded with
+	// what it measured before the stop (Result.Interrupted), if it had
+	// measured anything; it is not in Results.
+	Interrupted []Result
 }
 
 // ErrPointFailed is returned (wrapped) when a point failed.
@@ -127,6 +131,7 @@ func (r *Runner) Run(ctx context.Context) (out Outcome, err error) {
 	if err != nil {
 		return out, err
 	}
+	existing, _ = Finished(existing)
 	done := map[string]bool{}
 	for _, res := range existing {
 		if res.OK() {
@@ -158,7 +163,9 @@ func (r *Runner) Run(ctx context.Context) (out Outcome, err error) {
 		}
 		res, perr := r.runPoint(ctx, topo, kind, p, out.Done+i+1, len(points), &lastPrepare, all, &cleanups)
 		if perr != nil && ctx.Err() != nil {
-			// Interrupted: the point did not finish, so nothing is recorded.
+			if werr := r.recordInterrupted(&out, w, kind, res); werr != nil {
+				return r.finish(out, all), errors.Join(ctx.Err(), werr)
+			}
 			return r.finish(out, all), ctx.Err()
 		}
 		var unreachable *topology.Unreachable
@@ -189,12 +196,29 @@ func (r *Runner) Run(ctx context.Context) (out Outcome, err error) {
 	return r.finish(out, all), nil
 }
 
+// recordInterrupted records a point an interrupt cut short, when it
+// measured something before the stop: labelled, so that the run shows
+// where it stopped and what the point saw, and never taken for a result
+// (--resume runs the point again). A point that measured nothing leaves
+// no line.
+func (r *Runner) recordInterrupted(out *Outcome, w *ResultWriter, kind Kind, res Result) error {
+	if !res.Interrupted() {
+		return nil
+	}
+	out.Interrupted = append(out.Interrupted, res)
+	r.Progress.EndPoint(PointLine(kind, res))
+	return w.Write(res)
+}
+
 func (r *Runner) finish(out Outcome, all []Result) Outcome {
 	out.Results = all
 	return out
 }
 
 func (r *Runner) prepareDir(ctx context.Context, targets []TargetEnvironment) error {
+	if err := CheckOutDir(r.Dir); err != nil {
+		return err
+	}
 	if err := os.MkdirAll(r.Dir, 0o755); err != nil {
 		return fmt.Errorf("create run directory: %w", err)
 	}
@@ -383,14 +407,24 @@ func (r *Runner) runPoint(ctx context.Context, topo *topology.Topology, kind Kin
 	}
 	res.Links = linkResults(topo.Stats())
 	if err != nil {
+		if ctx.Err() != nil && len(m.Metrics) > 0 {
+			res.Status = StatusInterrupted
+			res.keep(m)
+		}
 		return res, err
 	}
-	res.Metrics, res.Series, res.SeriesInterval, res.Histograms, res.Notes = m.Metrics, m.Series, m.SeriesInterval, m.Histograms, m.Notes
+	res.keep(m)
 	if kind.Model != nil {
 		pred := kind.Model(res, all)
 		res.Model, res.Formula = pred.Metrics, pred.Formula
 	}
 	return res, nil
+}
+
+// keep records what the workload measured.
+func (res *Result) keep(m Measurement) {
+	res.Metrics, res.Series, res.SeriesInterval, res.Histograms = m.Metrics, m.Series, m.SeriesInterval, m.Histograms
+	res.Notes, res.Warnings = m.Notes, m.Warnings
 }
 
 func (r *Runner) runConstrained(ctx context.Context, topo *topology.Topology, kind Kind, c *Combo, env *Env) (Measurement, error) {

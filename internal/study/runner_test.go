@@ -113,6 +113,9 @@ func (w *ping) Run(ctx context.Context, env *Env) (Measurement, error) {
 		go func() { panic("crashed on purpose in a worker goroutine") }()
 		time.Sleep(time.Minute)
 	case "hang":
+		if env.Progress != nil {
+			env.Progress(0, 1) // it hangs from here: a test may interrupt it now
+		}
 		<-ctx.Done()
 		return m, ctx.Err()
 	case "introspect":
@@ -271,6 +274,66 @@ func TestRunnerStopsServersOnFailurePanicAndCancel(t *testing.T) {
 			assertEmpty(t, base)
 		})
 	}
+}
+
+// cancelOnUpdate interrupts the run at a workload's first progress report.
+type cancelOnUpdate struct {
+	nopProgress
+	cancel context.CancelFunc
+}
+
+func (p cancelOnUpdate) Update(int64, int64) { p.cancel() }
+
+// TestInterruptedPointIsLabelledAndRunAgain: a point an interrupt cuts
+// short is recorded with what it measured, labelled interrupted; it is no
+// result (not measured, counted or reported as one), and --resume runs it
+// again, after which the report no longer lists it.
+func TestInterruptedPointIsLabelledAndRunAgain(t *testing.T) {
+	base := pgtest.BaseDir(t)
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	runCtx, interrupt := context.WithCancel(ctx)
+	defer interrupt()
+	r := newRunner(t, pingPlan(t, "hang", "", 0, ""), base, dir)
+	r.Progress = cancelOnUpdate{cancel: interrupt}
+	out, err := r.Run(runCtx)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("Run = %v, want it interrupted", err)
+	}
+	if len(out.Interrupted) != 1 || out.Ran != 0 || len(out.Results) != 0 {
+		t.Fatalf("outcome: %d interrupted, %d ran, %d results; want 1, 0, 0", len(out.Interrupted), out.Ran, len(out.Results))
+	}
+	pgtest.WaitNoServers(t, base, 10*time.Second)
+	saved, err := ReadResults(dir)
+	if err != nil || len(saved) != 1 {
+		t.Fatalf("results.jsonl: %d lines (%v), want the interrupted point's", len(saved), err)
+	}
+	if p := saved[0]; p.Status != StatusInterrupted || p.Metrics["queries"] != 1 || p.OK() || p.Measured() {
+		t.Errorf("the interrupted point is saved as status %q, metrics %v, ok %v", p.Status, p.Metrics, p.OK())
+	}
+	rd, err := LoadRun(dir, testRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := BuildReport(rd)
+	if len(rd.Results) != 0 || len(rd.Summaries) != 0 || doc.Counts.Measured != 0 || len(doc.Interrupted) != 1 || len(doc.Points.Rows) != 0 {
+		t.Errorf("the report takes the interrupted point for a result: %d results, %d summaries, %d measured, %d rows; %d listed as interrupted",
+			len(rd.Results), len(rd.Summaries), doc.Counts.Measured, len(doc.Points.Rows), len(doc.Interrupted))
+	}
+
+	out, err = newRunner(t, pingPlan(t, "ok", "", 0, ""), base, dir).Run(ctx)
+	if err != nil || out.Ran != 6 || out.Done != 0 {
+		t.Fatalf("resume: ran %d, done %d, %v; want the interrupted point run again with the rest", out.Ran, out.Done, err)
+	}
+	if rd, err = LoadRun(dir, testRegistry()); err != nil {
+		t.Fatal(err)
+	}
+	if doc := BuildReport(rd); doc.Counts.Measured != 6 || len(doc.Interrupted) != 0 {
+		t.Errorf("after the resume: %d measured, interrupted %v", doc.Counts.Measured, doc.Interrupted)
+	}
+	pgtest.WaitNoServers(t, base, 10*time.Second)
+	assertEmpty(t, base)
 }
 
 // crashingRun is the child of TestCrashLeavesNoServerRunning: a run whose

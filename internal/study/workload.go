@@ -154,6 +154,10 @@ type Measurement struct {
 	// percentiles come from all its samples.
 	Histograms map[string]*measure.Histogram `json:"histograms,omitempty"`
 	Notes      []string                      `json:"notes,omitempty"`
+	// Warnings qualify the figures themselves (users that found no
+	// connection slot): the point's line, the report's top and the
+	// terminal summary say them beside the headline figures.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // ParamKind is the type of a workload parameter.

@@ -227,7 +227,7 @@ func (i *Instance) makeDirs(cfg engine.InstanceConfig) error {
 	if err := os.Chmod(i.dir, 0o700); err != nil {
 		return err
 	}
-	if err := writeOwner(i.dir); err != nil {
+	if err := engine.WriteOwner(i.dir); err != nil {
 		return err
 	}
 	if len(i.socket) > maxSocketPath {

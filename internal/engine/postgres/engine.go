@@ -228,6 +228,11 @@ func prepareCheckDir(dir string) error {
 	if err != nil {
 		return err
 	}
+	// A dbrig killed while it checks leaves the directory: the next
+	// RemoveStale knows it by its owner.
+	if err := engine.WriteOwner(dir); err != nil {
+		return err
+	}
 	if err := os.Chmod(dir, 0o755); err != nil {
 		return err
 	}

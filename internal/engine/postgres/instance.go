@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"golang.org/x/sys/unix"
 
 	"github.com/dbrig/dbrig/internal/engine"
 )
@@ -131,6 +132,12 @@ func Start(ctx context.Context, opts Options) (inst *Instance, err error) {
 	if err != nil {
 		return nil, wrap(fmt.Errorf("create the instance directory: %w", err))
 	}
+	// Recorded first, so a later run's RemoveStale knows the directory's
+	// dbrig from the start, whenever that dbrig is killed.
+	if err := engine.WriteOwner(dir); err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, wrap(fmt.Errorf("record the instance directory's owner: %w", err))
+	}
 	i := &Instance{
 		name: opts.Name, bin: bin, dir: dir, keep: opts.Keep, user: user,
 		dataDir:   filepath.Join(dir, "data"),
@@ -218,16 +225,16 @@ func (i *Instance) initdb(ctx context.Context) error {
 	if err := os.Mkdir(i.socketDir, 0o700); err != nil {
 		return fmt.Errorf("create the socket directory: %w", err)
 	}
-	pwFile := filepath.Join(i.dir, "pwfile")
-	if err := os.WriteFile(pwFile, []byte(i.password+"\n"), 0o600); err != nil {
-		return fmt.Errorf("write the password file: %w", err)
-	}
-	defer os.Remove(pwFile)
-	for _, p := range []string{i.dir, i.socketDir, pwFile} {
+	for _, p := range []string{i.dir, i.socketDir} {
 		if err := i.user.Chown(p); err != nil {
 			return err
 		}
 	}
+	pwFile, closePW, err := i.passwordPipe()
+	if err != nil {
+		return err
+	}
+	defer closePW()
 	args := []string{"--pgdata", i.dataDir, "--username", SuperUser, "--pwfile", pwFile,
 		"--auth", "scram-sha-256", "--encoding", "UTF8", "--locale", "C", "--no-sync"}
 	if i.walDir != "" {
@@ -237,10 +244,50 @@ func (i *Instance) initdb(ctx context.Context) error {
 	cmd.Dir = i.dir
 	cmd.Env = append(os.Environ(), "LC_ALL=C")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: i.user.Credential()}
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("initdb in %s: %w: %s", i.dataDir, err, lastLines(string(out), 5))
+	// initdb runs postgres in bootstrap mode as its child: a cancel stops
+	// the whole process group, and engine.Start ends initdb with dbrig.
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 5 * time.Second
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := engine.Start(cmd); err != nil {
+		return fmt.Errorf("start %s: %w", i.bin.Path("initdb"), err)
+	}
+	if err := cmd.Wait(); err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("initdb stopped: %w", context.Cause(ctx))
+		}
+		return fmt.Errorf("initdb in %s: %w: %s", i.dataDir, err, lastLines(out.String(), 5))
 	}
 	return nil
+}
+
+// passwordPipe hands initdb the password through a named pipe in the
+// instance's 0700 directory rather than a file: the password never reaches
+// the disk, so a dbrig killed while initdb runs leaves none behind. The
+// pipe holds the line until initdb reads it; done closes and removes it.
+func (i *Instance) passwordPipe() (path string, done func(), err error) {
+	path = filepath.Join(i.dir, "pwfile")
+	if err := unix.Mkfifo(path, 0o600); err != nil {
+		return "", nil, fmt.Errorf("make the password pipe: %w", err)
+	}
+	if err := i.user.Chown(path); err != nil {
+		_ = os.Remove(path)
+		return "", nil, err
+	}
+	// Open for reading and writing, a pipe neither blocks this open nor
+	// initdb's, which finds the line waiting and reads up to its end.
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		_ = os.Remove(path)
+		return "", nil, fmt.Errorf("open the password pipe: %w", err)
+	}
+	if _, err := f.WriteString(i.password + "\n"); err != nil {
+		_ = f.Close()
+		_ = os.Remove(path)
+		return "", nil, fmt.Errorf("write the password pipe: %w", err)
+	}
+	return path, func() { _ = f.Close(); _ = os.Remove(path) }, nil
 }
 
 // writeConf writes dbrig.conf: dbrig's own settings, the fixture's, then

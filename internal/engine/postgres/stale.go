@@ -7,19 +7,30 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
+
+	"github.com/dbrig/dbrig/internal/engine"
 )
 
 // RemoveStale removes instance directories left in baseDir by a dbrig that
-// was killed (SIGKILL, a crash): directories named dbrig-pg-* whose server
-// no longer runs. The kernel has already stopped the servers themselves (see
-// engine.Start); this removes what they left on disk. A directory without a
-// postmaster.pid is only removed when it is older than an hour, since a
-// concurrent dbrig may be running initdb in it.
+// was killed (SIGKILL, a crash): directories named dbrig-pg-* whose owning
+// dbrig (engine.OwnerFile) and server no longer run, whatever their age,
+// and the WAL directories they placed apart. The kernel has already stopped
+// the servers and initdb (see engine.Start); this removes what they left
+// on disk. A directory without an owner record (made by a dbrig before the
+// record existed) and without a postmaster.pid is only removed when it is
+// older than an hour, since its dbrig may be running initdb in it now. The
+// scratch directories of CheckSettings (dbrig-pgcheck-*) go by the same
+// rule.
 func RemoveStale(baseDir string) (removed []string) {
 	if baseDir == "" {
 		baseDir = os.TempDir()
+	}
+	checks, _ := filepath.Glob(filepath.Join(baseDir, "dbrig-pgcheck-*"))
+	for _, dir := range checks {
+		if ownerGone(dir) && os.RemoveAll(dir) == nil {
+			removed = append(removed, dir)
+		}
 	}
 	dirs, _ := filepath.Glob(filepath.Join(baseDir, "dbrig-pg-*"))
 	for _, dir := range dirs {
@@ -42,11 +53,12 @@ func RemoveStale(baseDir string) (removed []string) {
 		if _, err := os.Stat(filepath.Join(dir, "keep")); err == nil {
 			continue // kept with --keep: the user's to remove
 		}
-		pid, ok := postmasterPID(filepath.Join(dir, "data", "postmaster.pid"))
+		ownerAlive, recorded := engine.OwnerAlive(dir)
+		pid, hasPID := postmasterPID(filepath.Join(dir, "data", "postmaster.pid"))
 		switch {
-		case ok && processAlive(pid):
+		case ownerAlive, hasPID && processAlive(pid):
 			continue
-		case !ok && time.Since(st.ModTime()) < time.Hour:
+		case !recorded && !hasPID && time.Since(st.ModTime()) < time.Hour:
 			continue
 		}
 		if os.RemoveAll(dir) == nil {
@@ -70,21 +82,20 @@ func postmasterPID(path string) (int, bool) {
 	return pid, err == nil && pid > 0
 }
 
-func processAlive(pid int) bool {
-	if err := syscall.Kill(pid, 0); err != nil && err != syscall.EPERM {
+// ownerGone reports whether dir's dbrig no longer runs: its recorded owner
+// is dead, or, without a record, the directory is over an hour old.
+func ownerGone(dir string) bool {
+	st, err := os.Stat(dir)
+	if err != nil || !st.IsDir() {
 		return false
 	}
-	// A zombie (dead, not yet reaped by whoever inherited it) is dead, and
-	// a recycled pid that is not a postgres process does not count.
-	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return true // cannot tell: keep the directory
-	}
-	s := string(stat)
-	open, closing := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
-	if open < 0 || closing < open || closing+2 >= len(s) {
-		return true
-	}
-	comm, state := s[open+1:closing], s[closing+2]
-	return state != 'Z' && state != 'X' && strings.HasPrefix(comm, "postgres")
+	alive, recorded := engine.OwnerAlive(dir)
+	return !alive && (recorded || time.Since(st.ModTime()) >= time.Hour)
+}
+
+// processAlive reports whether pid is a live postmaster: a recycled pid
+// that is no postgres process does not count.
+func processAlive(pid int) bool {
+	comm, ok := engine.ProcessCommand(pid)
+	return ok && strings.HasPrefix(comm, "postgres")
 }

@@ -49,6 +49,7 @@ func metricSpecs() []study.MetricSpec {
 		study.MetricSpec{Name: "service_p99_ms", Unit: study.Milliseconds, Better: study.Lower, Doc: "open loop: response time from the actual start, 99th percentile"},
 		study.MetricSpec{Name: "after_end", Unit: study.Count, Doc: "transactions that finished after the measured interval, in the grace period"},
 		study.MetricSpec{Name: "cancelled_at_stop", Unit: study.Count, Doc: "transactions still running when the grace period ended, cancelled"},
+		study.MetricSpec{Name: "users_without_slot", Unit: study.Count, Better: study.Lower, Doc: "users that found every connection slot of the server taken when the run started"},
 	)
 	for t := range numTxTypes {
 		name := t.metricName()

@@ -204,31 +204,38 @@ func (w *workload) Run(ctx context.Context, env *study.Env) (study.Measurement, 
 		}
 	}
 	lw := &loadWorkload{mix: w.mix, sizes: SizesAt(w.sf), login: login, seed: cfg.Seed}
-	var res *load.Result
-	if w.live != nil && w.live.Spread != nil {
-		res, err = w.live.Spread(ctx, cfg, login, AgentParams{Mix: w.mixName, Scale: w.sf})
-	} else {
-		r, err := load.NewRunner(cfg, lw)
-		if err != nil {
-			return study.Measurement{}, err
-		}
-		if w.live != nil && w.live.Runner != nil {
-			w.live.Runner(r)
-		}
-		res, err = r.Run(ctx)
-	}
+	res, err := w.runLoad(ctx, cfg, lw, login)
 	if res != nil && w.live != nil && w.live.Result != nil {
 		w.live.Result(res)
 	}
-	if err != nil {
+	if res == nil || err != nil && !res.Interrupted {
 		return study.Measurement{}, err
 	}
+	// An interrupted run's figures go back with its error: the runner
+	// keeps them labelled as interrupted, never as a result.
 	m := measurement(res, w.mix)
 	m.Notes = append(notes, m.Notes...)
 	if n := lw.lazy.Load(); n > 0 {
-		m.Notes = append(m.Notes, fmt.Sprintf("%d of %d users found every connection slot taken when the run started and connected later, or never (their failed attempts are counted as connection errors)", n, cfg.Users))
+		m.Metrics["users_without_slot"] = float64(n)
+		m.Warnings = append(m.Warnings, fmt.Sprintf("%d of %d users found every connection slot taken (the server's max_connections) when the run started and connected later, or never: the figures are those of fewer users than asked for, and their failed attempts count as connection errors", n, cfg.Users))
 	}
-	return m, nil
+	return m, err
+}
+
+// runLoad runs the point's load here, or on load agents when the command
+// spreads it over them.
+func (w *workload) runLoad(ctx context.Context, cfg load.Config, lw *loadWorkload, login engine.Conn) (*load.Result, error) {
+	if w.live != nil && w.live.Spread != nil {
+		return w.live.Spread(ctx, cfg, login, AgentParams{Mix: w.mixName, Scale: w.sf})
+	}
+	r, err := load.NewRunner(cfg, lw)
+	if err != nil {
+		return nil, err
+	}
+	if w.live != nil && w.live.Runner != nil {
+		w.live.Runner(r)
+	}
+	return r.Run(ctx)
 }
 
 func (w *workload) note(s string) {

@@ -1,0 +1,175 @@
+package postgres_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/dbrig/dbrig/internal/engine"
+	"github.com/dbrig/dbrig/internal/engine/postgres"
+	"github.com/dbrig/dbrig/internal/engine/postgres/pgtest"
+)
+
+// The test binary doubles as a dbrig that starts an instance and is killed.
+const helperBaseEnv = "DBRIG_PG_HELPER_BASE"
+
+func TestMain(m *testing.M) {
+	if base := os.Getenv(helperBaseEnv); base != "" {
+		os.Exit(helperMain(base))
+	}
+	os.Exit(m.Run())
+}
+
+// helperMain starts an instance under base and waits to be killed.
+func helperMain(base string) int {
+	inst, err := postgres.Start(context.Background(), postgres.Options{
+		InstanceConfig: engine.InstanceConfig{Name: "child", Settings: map[string]string{"fsync": "off"}},
+		StartOptions:   engine.StartOptions{BaseDir: base},
+	})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "helper:", err)
+		return 1
+	}
+	fmt.Println("ready", inst.PID())
+	select {}
+}
+
+// TestKilledDuringInitdb: a dbrig killed (SIGKILL) while initdb runs
+// leaves no password on disk, initdb dies with it, and the next run's
+// RemoveStale removes the directory at once, however young.
+func TestKilledDuringInitdb(t *testing.T) {
+	pgtest.Binaries(t)
+	base := pgtest.BaseDir(t)
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), helperBaseEnv+"="+base)
+	var stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stderr, &stderr
+	if err := engine.Start(cmd); err != nil { // dies with the test binary
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }() // owned by the child; collected below
+	defer func() {
+		_ = cmd.Process.Kill()
+		<-done
+	}()
+	dir := waitForInitdb(t, base, done, &stderr)
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	err := <-done
+	done <- err
+	if _, err := os.Stat(filepath.Join(dir, "server.log")); err == nil {
+		t.Skip("initdb finished before the kill: nothing to judge here")
+	}
+	waitNoProcessIn(t, base, 30*time.Second)
+	if st, err := os.Lstat(filepath.Join(dir, "pwfile")); err == nil && st.Mode().IsRegular() {
+		t.Errorf("a killed dbrig left its password in a file: %s", filepath.Join(dir, "pwfile"))
+	}
+	if removed := postgres.RemoveStale(base); len(removed) != 1 || removed[0] != dir {
+		t.Errorf("RemoveStale = %v, want %s at once", removed, dir)
+	}
+	if entries, _ := os.ReadDir(base); len(entries) != 0 {
+		t.Errorf("%d entries left in %s", len(entries), base)
+	}
+}
+
+// waitForInitdb returns the child's instance directory once initdb has
+// begun to make its data directory.
+func waitForInitdb(t *testing.T, base string, done chan error, stderr *strings.Builder) string {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		if data, _ := filepath.Glob(filepath.Join(base, "dbrig-pg-child-*", "data")); len(data) == 1 {
+			return filepath.Dir(data[0])
+		}
+		select {
+		case err := <-done:
+			done <- err
+			t.Fatalf("the helper ended before initdb (%v): %s", err, stderr.String())
+		case <-time.After(time.Millisecond):
+		}
+	}
+	t.Fatal("initdb did not begin in 60 s")
+	return ""
+}
+
+// waitNoProcessIn waits until no process works in a directory under base:
+// initdb and the postgres it runs in bootstrap mode name no directory on
+// their command line, but work in the instance's.
+func waitNoProcessIn(t *testing.T, base string, timeout time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		var pids []string
+		cwds, _ := filepath.Glob("/proc/[0-9]*/cwd")
+		for _, c := range cwds {
+			if d, err := os.Readlink(c); err == nil && strings.HasPrefix(d, base+"/") {
+				pids = append(pids, filepath.Base(filepath.Dir(c)))
+			}
+		}
+		if len(pids) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("processes %v still work under %s", pids, base)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestRemoveStaleByOwner: a directory whose recorded dbrig is dead goes,
+// however young; one of a live dbrig stays; one without a record (an
+// older dbrig's) keeps the hour's grace. The settings check's scratch
+// directories go by the same rule.
+func TestRemoveStaleByOwner(t *testing.T) {
+	t.Parallel()
+	base := t.TempDir()
+	mk := func(name, owner string, age time.Duration) string {
+		dir := filepath.Join(base, name)
+		if err := os.MkdirAll(filepath.Join(dir, "data"), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if owner != "" {
+			if err := os.WriteFile(filepath.Join(dir, engine.OwnerFile), []byte(owner), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		old := time.Now().Add(-age)
+		if err := os.Chtimes(dir, old, old); err != nil {
+			t.Fatal(err)
+		}
+		return dir
+	}
+	// pid 1 runs, but was not started at tick 0: a recycled pid is no owner.
+	dead := mk("dbrig-pg-dead-1", "1 0\n", 0)
+	live := mk("dbrig-pg-live-1", "", 0)
+	if err := engine.WriteOwner(live); err != nil {
+		t.Fatal(err)
+	}
+	young := mk("dbrig-pg-young-1", "", time.Minute)
+	old := mk("dbrig-pg-old-1", "", 2*time.Hour)
+	deadCheck := mk("dbrig-pgcheck-1", "1 0\n", 0)
+	youngCheck := mk("dbrig-pgcheck-2", "", time.Minute)
+	removed := postgres.RemoveStale(base)
+	want := map[string]bool{dead: true, old: true, deadCheck: true}
+	if len(removed) != len(want) {
+		t.Errorf("RemoveStale = %v, want %s, %s and %s", removed, dead, old, deadCheck)
+	}
+	for _, d := range removed {
+		if !want[d] {
+			t.Errorf("RemoveStale removed %s", d)
+		}
+	}
+	for _, d := range []string{live, young, youngCheck} {
+		if _, err := os.Stat(d); err != nil {
+			t.Errorf("%s: %v", d, err)
+		}
+	}
+}
