@@ -9,6 +9,11 @@ LDFLAGS   := -X main.version=$(VERSION)
 TEST_TIMEOUT ?= 14m
 # The packages make test runs (make test TEST_PKGS=./internal/link/ for one).
 TEST_PKGS ?= ./...
+# How long make test fuzzes FuzzNoPasswordInOutput (cmd/dbrig) after the tests:
+# random connection strings with a planted password, through every command that
+# takes a server, checked for the password in stdout, stderr, --json and --out.
+# Its seed corpus runs with the other tests; FUZZ_TIME=0 skips the fuzzing.
+FUZZ_TIME ?= 30s
 
 .PHONY: help demo build test vet bench bench-link bench-rbar bench-oltp bench-replication clean
 
@@ -29,7 +34,10 @@ demo: ## install what is missing, build, run the quick row-by-row study, print t
 # the source tree (a run directory written beside a package, say), is listed
 # and fails the target; the directory is removed either way. It is sticky and
 # world-writable like /tmp, since the test servers run as an unprivileged
-# account.
+# account. When the packages include cmd/dbrig, FuzzNoPasswordInOutput is then
+# fuzzed for FUZZ_TIME in the same directory (its build instruments every
+# package, a few minutes once on a cold build cache; a failing input lands in
+# cmd/dbrig/testdata/fuzz, which the tree check lists).
 test: ## install what the tests need, vet, run every test, and fail if a test left files in TMPDIR or the tree
 	scripts/install-deps --test
 	$(GO) vet ./...
@@ -37,6 +45,10 @@ test: ## install what the tests need, vet, run every test, and fail if a test le
 	untracked=$$(mktemp); git status --porcelain --untracked-files=all 2>/dev/null | sort > "$$untracked"; \
 	echo "TMPDIR=$$tmp CI=$${CI:-} $(GO) test -race -timeout $(TEST_TIMEOUT) -count=1 $(TEST_PKGS)"; \
 	status=0; TMPDIR="$$tmp" CI=$${CI:-} $(GO) test -race -timeout $(TEST_TIMEOUT) -count=1 $(TEST_PKGS) || status=$$?; \
+	case "$(FUZZ_TIME) $(TEST_PKGS)" in 0\ *|0s\ *) ;; *./...*|*cmd/dbrig*) \
+		echo "TMPDIR=$$tmp $(GO) test -run '^\$$' -fuzz '^FuzzNoPasswordInOutput\$$' -fuzztime $(FUZZ_TIME) ./cmd/dbrig/"; \
+		TMPDIR="$$tmp" $(GO) test -run '^$$' -fuzz '^FuzzNoPasswordInOutput$$' -fuzztime $(FUZZ_TIME) ./cmd/dbrig/ || status=$$?;; \
+	esac; \
 	if [ -n "$$(ls -A "$$tmp")" ]; then \
 		echo "make test: the tests left these in their TMPDIR, $$tmp:"; ls -lA "$$tmp"; \
 		[ $$status -ne 0 ] || status=1; \

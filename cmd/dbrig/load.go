@@ -141,7 +141,7 @@ func runLoad(ctx context.Context, a *app, l loadRun) (dir string, out study.Outc
 	r := &study.Runner{
 		Plan: plan, Registry: reg, Dir: dir, Targets: logins, Keep: l.keep,
 		Progress: progress, Log: slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: level})),
-		Version: a.version, CommandLine: redactedArgs(), Sites: sites,
+		Version: a.version, CommandLine: redactedArgs(a), Sites: sites,
 	}
 	out, runErr = r.Run(ctx)
 	return dir, out, runErr, nil

@@ -57,6 +57,9 @@ type app struct {
 	stdout, stderr io.Writer
 	getenv         func(string) string
 	version        string
+	// args is the command line and secrets the passwords in it and in the
+	// environment it names, for what records the command line (run.json).
+	args, secrets []string
 }
 
 func main() {
@@ -68,15 +71,16 @@ func main() {
 
 // run executes one command line and returns the process exit code.
 func run(ctx context.Context, args []string, a *app) int {
-	if secrets := userSecrets(args, a.getenv); len(secrets) > 0 {
+	copied := *a
+	copied.args, copied.secrets = args, userSecrets(args, a.getenv)
+	if len(copied.secrets) > 0 {
 		// Every message, log line and result printed from here on passes
 		// through this filter: a password the user gave, in whatever form,
 		// does not come back out.
-		copied := *a
-		copied.stdout = &redactingWriter{w: a.stdout, secrets: secrets}
-		copied.stderr = &redactingWriter{w: a.stderr, secrets: secrets}
-		a = &copied
+		copied.stdout = &redactingWriter{w: a.stdout, secrets: copied.secrets}
+		copied.stderr = &redactingWriter{w: a.stderr, secrets: copied.secrets}
 	}
+	a = &copied
 	root := newRootCmd(a)
 	root.SetArgs(args)
 	root.SetOut(a.stdout)

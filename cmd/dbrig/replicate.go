@@ -13,7 +13,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/dbrig/dbrig/internal/engine"
 	"github.com/dbrig/dbrig/internal/engine/postgres"
 	"github.com/dbrig/dbrig/internal/link"
 	"github.com/dbrig/dbrig/internal/load"
@@ -165,7 +164,7 @@ func (f *replicateFlags) config(a *app, action string) (replication.Config, erro
 			return
 		}
 		if ci.Database == "" {
-			errs = append(errs, fmt.Errorf("--%s %s: name the database (…/dbname)", flag, engine.RedactURI(val)))
+			errs = append(errs, fmt.Errorf("--%s %s: name the database (…/dbname)", flag, ci))
 		}
 		*dst = ci
 	}

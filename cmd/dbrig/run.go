@@ -210,7 +210,7 @@ func runStudy(ctx context.Context, a *app, args []string, f runFlags) error {
 
 	r := &study.Runner{
 		Plan: plan, Registry: reg, Dir: dir, Targets: targets, Keep: f.keep, KeepGoing: f.keepGoing,
-		Progress: progress, Log: log, Version: a.version, CommandLine: redactedArgs(),
+		Progress: progress, Log: log, Version: a.version, CommandLine: redactedArgs(a),
 	}
 	out, runErr := r.Run(ctx)
 
@@ -279,10 +279,10 @@ func parseTargets(flags []string, engines *engine.Registry, getenv func(string) 
 
 // redactedArgs is the command line as run.json and reports record it,
 // with every password hidden.
-func redactedArgs() []string {
+func redactedArgs(a *app) []string {
 	out := []string{"dbrig"}
-	for _, a := range os.Args[1:] {
-		out = append(out, engine.RedactURI(a))
+	for _, arg := range a.args {
+		out = append(out, redactSecrets(engine.RedactURI(arg), a.secrets))
 	}
 	return out
 }

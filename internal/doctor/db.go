@@ -12,6 +12,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/dbrig/dbrig/internal/engine"
 	"github.com/dbrig/dbrig/internal/engine/postgres"
 )
 
@@ -32,7 +33,8 @@ func ParseDatabase(uri string) (*Database, error) {
 	}
 	cfg, err := pgx.ParseConfig(uri)
 	if err != nil {
-		return nil, fmt.Errorf("--db: %w", err)
+		// pgx's error quotes the string; ParseConnInfo said what is wrong.
+		return nil, fmt.Errorf("--db: connection string %s: not a connection string PostgreSQL reads", engine.RedactUnparsed(uri))
 	}
 	return &Database{uri: uri, display: ci.String(), pgcfg: cfg}, nil
 }

@@ -343,6 +343,9 @@ func (r *Registry) ParseTarget(uri string) (Engine, Conn, error) {
 	}
 	// The string is not echoed: it did not parse, so no part of it can be
 	// told safe from a password.
+	if why := Malformation(uri); why != "" {
+		return nil, Conn{}, fmt.Errorf("%w: %s; want %s", ErrUnknownScheme, why, want)
+	}
 	return nil, Conn{}, fmt.Errorf("%w: want %s", ErrUnknownScheme, want)
 }
 

@@ -16,16 +16,20 @@ import (
 var (
 	// password=secret, password = 'se cr\'et', password='unterminated
 	keywordPassword = regexp.MustCompile(`(?i)(password\s*=\s*)('(?:[^'\\]|\\.)*'?|[^\s'][^\s]*)`)
-	// ?password=secret&..., &password=...
-	queryPassword = regexp.MustCompile(`(?i)([?&]password=)([^&\s]*)`)
+	// ?key=value&... : a value is a password when its key, decoded, is
+	// password or sslpassword (pgx decodes pass%77ord to password).
+	queryParam = regexp.MustCompile(`([?&])([^=&?\s]*)=([^&\s]*)`)
 	// A URI's scheme, also a mistyped one (postgres:/, postgres//).
 	schemePrefix = regexp.MustCompile(`^[a-zA-Z][a-zA-Z0-9+.-]*(:/+|/{2,})`)
 )
 
 // userinfo finds, in each word of s, the password of a user:password@
 // part: after the scheme (if any), from the first ':' to the last '@' of
-// the word, since a password may hold '@'. It returns the passwords'
-// positions in s.
+// the word, since a password may hold '@'; the password of user/password@
+// (a form dbrig does not read, but people type); and in a URI word with
+// no '@' at all, what follows the user's ':' when it is not a port (the
+// '@' forgotten, or the word cut by a space in the password). It returns
+// the passwords' positions in s.
 func userinfo(s string) [][2]int {
 	var spans [][2]int
 	start := 0
@@ -37,20 +41,46 @@ func userinfo(s string) [][2]int {
 		for end < len(s) && s[end] != ' ' && s[end] != '\t' && s[end] != '\n' {
 			end++
 		}
-		word := s[start:end]
-		if at := strings.LastIndex(word, "@"); at > 0 {
-			head := word[:at]
-			skip := 0
-			if m := schemePrefix.FindStringIndex(head); m != nil {
-				skip = m[1]
-			}
-			if c := strings.IndexByte(head[skip:], ':'); c >= 0 {
-				spans = append(spans, [2]int{start + skip + c + 1, start + at})
-			}
+		if from, to, ok := wordPassword(s[start:end]); ok {
+			spans = append(spans, [2]int{start + from, start + to})
 		}
 		start = end
 	}
 	return spans
+}
+
+// wordPassword is userinfo's rule for one word.
+func wordPassword(word string) (from, to int, ok bool) {
+	skip := 0
+	if m := schemePrefix.FindStringIndex(word); m != nil {
+		skip = m[1]
+	}
+	if at := strings.LastIndex(word, "@"); at > skip {
+		head := word[skip:at]
+		if c := strings.IndexByte(head, ':'); c >= 0 {
+			return skip + c + 1, at, true
+		}
+		if slash := strings.IndexByte(head, '/'); skip == 0 && slash > 0 {
+			return slash + 1, at, true
+		}
+		return 0, 0, false
+	}
+	if skip == 0 || strings.Contains(word, "@") {
+		return 0, 0, false
+	}
+	rest := word[skip:]
+	c := strings.IndexByte(rest, ':')
+	if c < 0 || strings.HasPrefix(rest, "[") {
+		return 0, 0, false
+	}
+	end := len(rest)
+	if i := strings.IndexAny(rest[c+1:], "/?,"); i >= 0 {
+		end = c + 1 + i
+	}
+	if strings.Trim(rest[c+1:end], "0123456789") == "" {
+		return 0, 0, false // host:port
+	}
+	return skip + c + 1, skip + end, true
 }
 
 // RedactURI hides the password in a connection string, either a URI
@@ -67,9 +97,11 @@ func RedactURI(s string) string {
 				u.User = url.UserPassword(u.User.Username(), "xxxxx")
 			}
 			q := u.Query()
-			if q.Has("password") {
-				q.Set("password", "xxxxx")
-				u.RawQuery = q.Encode()
+			for k := range q {
+				if isPasswordKey(k) {
+					q.Set(k, "xxxxx")
+					u.RawQuery = q.Encode()
+				}
 			}
 			out = u.String()
 		}
@@ -77,7 +109,13 @@ func RedactURI(s string) string {
 	if !parsed {
 		out = keywordPassword.ReplaceAllString(out, "${1}xxxxx")
 	}
-	out = queryPassword.ReplaceAllString(out, "${1}xxxxx")
+	out = queryParam.ReplaceAllStringFunc(out, func(m string) string {
+		key, _, _ := strings.Cut(m, "=")
+		if isPasswordKey(key[1:]) {
+			return key + "=xxxxx"
+		}
+		return m
+	})
 	spans := userinfo(out)
 	for i := len(spans) - 1; i >= 0; i-- {
 		if sp := spans[i]; out[sp[0]:sp[1]] != "xxxxx" {
@@ -92,6 +130,17 @@ func RedactURI(s string) string {
 	return out
 }
 
+// isPasswordKey reports whether a URI parameter's key, percent-decoded as
+// drivers decode it, names a password.
+func isPasswordKey(raw string) bool {
+	k, err := url.QueryUnescape(raw)
+	if err != nil {
+		k = raw
+	}
+	k = strings.ToLower(strings.TrimSpace(k))
+	return k == "password" || k == "sslpassword"
+}
+
 // minSecret is the shortest candidate password that a stream filter
 // replaces wherever it appears: shorter ones would garble ordinary words,
 // and RedactURI removes them by structure.
@@ -99,8 +148,9 @@ const minSecret = 3
 
 // Passwords returns every part of a connection string that may be its
 // password: what a URI parser finds, what the patterns of a malformed one
-// find, and for a password holding '@' each piece between them (drivers
-// split at the first '@', so a piece may turn up as part of a host name).
+// find, and for a password holding '@', '/' or ':' each piece between them
+// (drivers end a password at the first '@' or '/', so a piece may turn up
+// as part of a host, a port or a database name).
 func Passwords(s string) []string {
 	seen := map[string]bool{}
 	var out []string
@@ -120,8 +170,12 @@ func Passwords(s string) []string {
 		if pw, ok := u.User.Password(); ok {
 			add(pw)
 		}
-		if pw := u.Query().Get("password"); pw != "" {
-			add(pw)
+		for k, vs := range u.Query() {
+			if isPasswordKey(k) {
+				for _, v := range vs {
+					add(v)
+				}
+			}
 		}
 	}
 	for _, m := range keywordPassword.FindAllStringSubmatch(s, -1) {
@@ -133,13 +187,15 @@ func Passwords(s string) []string {
 		}
 		add(v)
 	}
-	for _, m := range queryPassword.FindAllStringSubmatch(s, -1) {
-		add(m[2])
+	for _, m := range queryParam.FindAllStringSubmatch(s, -1) {
+		if isPasswordKey(m[2]) {
+			add(m[3])
+		}
 	}
 	for _, sp := range userinfo(s) {
 		pw := s[sp[0]:sp[1]]
 		add(pw)
-		for _, piece := range strings.Split(pw, "@") {
+		for _, piece := range strings.FieldsFunc(pw, func(r rune) bool { return r == '@' || r == '/' || r == ':' }) {
 			add(piece)
 		}
 	}

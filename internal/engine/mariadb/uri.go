@@ -27,12 +27,20 @@ const DefaultPort = 3306
 // ssl-mode=DISABLED|PREFERRED|REQUIRED|VERIFY_CA|VERIFY_IDENTITY with
 // ssl-ca, ssl-cert and ssl-key files; without them dbrig uses TLS when the
 // server offers it (PREFERRED, the mysql client's default). Errors never
-// contain the password.
+// contain the password: they show the URI up to its user and say in words
+// what is wrong, since in a URI that does not parse a password cannot be
+// told from a host or a path.
 func ParseURI(uri string) (engine.Conn, error) {
-	fail := func(format string, args ...any) (engine.Conn, error) {
+	fail := func(why string) (engine.Conn, error) {
+		if generic := engine.Malformation(uri); generic != "" {
+			why = generic
+		}
 		return engine.Conn{}, fmt.Errorf("connection URI %s: %s (want mysql://user:password@host:port/database, "+
 			"mysql://user:password@unix(/path/to/socket)/database or ...?socket=/path/to/socket; mariadb:// alike)",
-			engine.RedactURI(uri), fmt.Sprintf(format, args...))
+			engine.RedactUnparsed(uri), why)
+	}
+	if engine.Malformation(uri) != "" {
+		return fail("")
 	}
 	scheme, rest, ok := strings.Cut(uri, "://")
 	if !ok || !slices.Contains([]string{"mysql", "mariadb"}, strings.ToLower(scheme)) {
@@ -81,20 +89,20 @@ func ParseURI(uri string) (engine.Conn, error) {
 	}
 	db, err := url.PathUnescape(strings.TrimPrefix(path, "/"))
 	if err != nil || strings.Contains(db, "/") {
-		return fail("the database name %q is not valid", strings.TrimPrefix(path, "/"))
+		return fail("the database name is not valid (a '/' or a '%' not followed by two hexadecimal digits)")
 	}
 	query, err := url.ParseQuery(rawQuery)
 	if err != nil {
-		return fail("the parameters are not valid: %v", err)
+		return fail("the parameters after '?' are not key=value pairs")
 	}
 	for k := range query {
 		if k != "socket" && tlsParam(k) == "" {
-			return fail("unknown parameter %q (dbrig reads socket=)", k)
+			return fail(unknownParameter(k))
 		}
 	}
 	tlsReq, err := parseTLS(query)
 	if err != nil {
-		return fail("%v", err)
+		return fail(err.Error())
 	}
 	if s := query.Get("socket"); s != "" {
 		if socket != "" {
@@ -104,7 +112,7 @@ func ParseURI(uri string) (engine.Conn, error) {
 	}
 	if socket != "" {
 		if !filepath.IsAbs(socket) {
-			return fail("the socket %q is not an absolute path", socket)
+			return fail("the socket is not an absolute path")
 		}
 		if host != "" {
 			return fail("both a host and a socket are given")
@@ -120,15 +128,25 @@ func ParseURI(uri string) (engine.Conn, error) {
 	if h, p, err := net.SplitHostPort(host); err == nil {
 		n, err := strconv.Atoi(p)
 		if err != nil || n <= 0 || n > 65535 {
-			return fail("port %q is not a number from 1 to 65535", p)
+			return fail("the port is not a number from 1 to 65535")
 		}
 		host, port = h, n
 	} else if strings.HasPrefix(host, "[") && strings.HasSuffix(host, "]") {
 		host = host[1 : len(host)-1]
 	} else if strings.Contains(host, ":") {
-		return fail("host %q: %v", host, err)
+		return fail("the host holds a ':' that does not start a port (an IPv6 address is written [::1])")
 	}
 	c := engine.NewConn(EngineName, host, port, user, db, password)
 	c.TLS = tlsReq
 	return c, nil
+}
+
+// unknownParameter names a parameter dbrig does not read only when it is
+// a known parameter name: in a malformed URI any other key may be a piece
+// of a password.
+func unknownParameter(key string) string {
+	if engine.IsConnKeyword(key) {
+		return fmt.Sprintf("unknown parameter %q (dbrig reads socket=)", key)
+	}
+	return "an unknown parameter (dbrig reads socket=)"
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -170,17 +171,30 @@ func (c ConnInfo) ConnConfig() (*pgx.ConnConfig, error) {
 }
 
 // ParseConnInfo reads a user's URI or keyword/value string into a ConnInfo.
-// Its errors never contain the password, whether the string parses or not.
+// Its errors never contain the password, whether the string parses or not:
+// one that does not parse is shown only up to its user, and what is wrong
+// with it is said in words.
 func ParseConnInfo(uri string) (ConnInfo, error) {
 	cfg, err := pgx.ParseConfig(uri)
-	if err != nil {
+	if why := engine.Malformation(uri); err != nil || why != "" {
+		// pgx forgives some mistakes (spaces around a URI's parts, an
+		// empty string) that leave a password where a database name or a
+		// user is read: those are refused too.
 		return ConnInfo{}, fmt.Errorf("connection string %s: %s; want postgres://user:password@host:port/database or host=... user=... dbname=...",
-			engine.RedactURI(uri), redactedCause(err, uri))
+			engine.RedactUnparsed(uri), parseProblem(err, uri))
 	}
 	if strings.Contains(cfg.Host, "@") {
 		// libpq and pgx end the password at the first '@': the rest of it
 		// would be taken for the host.
-		return ConnInfo{}, fmt.Errorf("connection string %s: the password holds '@': write it as %%40", engine.RedactURI(uri))
+		return ConnInfo{}, fmt.Errorf("connection string %s: the password holds '@': write it as %%40", engine.RedactUnparsed(uri))
+	}
+	for k := range cfg.RuntimeParams {
+		if !settingName.MatchString(k) {
+			// pgx takes any other key for a session setting, which the
+			// server would name in its error: such a key is most often the
+			// end of an unquoted password that held a space.
+			return ConnInfo{}, fmt.Errorf("connection string %s: a key that is not a setting name (quote a value that holds a space: password='a b')", engine.RedactUnparsed(uri))
+		}
 	}
 	ci := ConnInfoOf(engine.NewConn(Name, cfg.Host, int(cfg.Port), cfg.User, cfg.Database, cfg.Password))
 	if ci.TLS, err = tlsRequest(uri); err != nil {
@@ -198,27 +212,64 @@ func ParseConnInfo(uri string) (ConnInfo, error) {
 	return ci, nil
 }
 
-// redactedCause is pgx's parse error without anything of the string that
-// could be a password.
-func redactedCause(err error, uri string) string {
+// settingName is the form of a server setting's name (work_mem,
+// DateStyle, an extension's auto_explain.log_min_duration).
+var settingName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_$]*(\.[A-Za-z_][A-Za-z0-9_$]*)*$`)
+
+// pgxProblems translate pgx's parse errors, which quote the string or
+// parts of it (a key, a value, a host that may be the end of a password),
+// into words: the first whose text the error holds. Nothing of pgx's
+// message is shown.
+var pgxProblems = []struct{ says, words string }{
+	{"forbidden NUL", "a NUL byte in the string"},
+	{"unexpected spaces", "a space in the string (a space in a password is written %20)"},
+	{"percent-encoded", "invalid percent-encoding: a '%' not followed by two hexadecimal digits, or %00 (a '%' in a password is written %25)"},
+	{`matching "]"`, "an IPv6 address has no closing ']'"},
+	{"IPv6 host address may not be empty", "an IPv6 address between [] is empty"},
+	{`(expected ":" or "/")`, "something other than ':' or '/' after an IPv6 address's ']'"},
+	{`separator "=" in URI query parameter`, "a parameter after '?' is not one key=value"},
+	{"unterminated quoted string", "a quoted value has no closing quote (a quote inside a value is written \\')"},
+	{`missing "=" after`, "a word that is not key=value (quote a value that holds a space: password='a b')"},
+	{"invalid keyword/value", "neither a URI starting with postgres:// or postgresql:// nor key=value pairs"},
+	{"port numbers to", "the hosts and the ports do not pair up"},
+	{"invalid port", "the port is not a number from 1 to 65535"},
+	{"failed to configure TLS", "the TLS settings (sslmode, sslrootcert, sslcert, sslkey, sslpassword) are not valid"},
+	{"failed to read service", "the service, or the service file that names it, cannot be read"},
+}
+
+// pgxCheckedKeys are the settings whose values pgx checks when it parses.
+var pgxCheckedKeys = []string{"connect_timeout", "sslcertmode", "target_session_attrs", "min_protocol_version",
+	"max_protocol_version", "channel_binding", "require_auth"}
+
+// parseProblem says in words why pgx could not parse uri.
+func parseProblem(err error, uri string) string {
+	if why := engine.Malformation(uri); why != "" {
+		return why
+	}
 	msg := err.Error()
-	// pgx quotes the string first ("cannot parse `...`: why"): keep why.
-	if strings.HasPrefix(msg, "cannot parse `") {
-		if i := strings.Index(msg, "`: "); i >= 0 {
-			msg = msg[i+3:]
+	if strings.Contains(msg, "invalid port") && slashBeforeAt(uri) {
+		return "a '/' before the '@' (a '/' in a password is written %2F)"
+	}
+	for _, p := range pgxProblems {
+		if strings.Contains(msg, p.says) {
+			return p.words
 		}
 	}
-	for _, pw := range engine.Passwords(uri) {
-		msg = strings.ReplaceAll(msg, pw, "xxxxx")
-	}
-	if u, perr := url.Parse(uri); perr == nil && u.User != nil {
-		if pw, ok := u.User.Password(); ok && pw != "" {
-			msg = strings.ReplaceAll(msg, pw, "xxxxx")
+	for _, k := range pgxCheckedKeys {
+		if strings.Contains(msg, k) {
+			return "the value of " + k + " is not valid"
 		}
 	}
-	// pgx quotes the whole string in some messages; never echo it.
-	msg = strings.ReplaceAll(msg, uri, engine.RedactURI(uri))
-	return msg
+	return "not a connection string PostgreSQL reads"
+}
+
+// slashBeforeAt reports whether a URI's user information ends at a '/'
+// before the '@', as it does for a password holding '/': pgx then reads
+// what follows the user's ':' as a port.
+func slashBeforeAt(uri string) bool {
+	_, rest, ok := strings.Cut(uri, "://")
+	slash, at := strings.IndexByte(rest, '/'), strings.LastIndexByte(rest, '@')
+	return ok && slash >= 0 && at > slash
 }
 
 // Sealed is a ConnInfo with its password in an exported field, to hand a
