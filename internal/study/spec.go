@@ -219,6 +219,7 @@ func Parse(file string, data []byte, reg *Registry) (*Spec, error) {
 		return nil, SpecErrors{{File: file, Msg: err.Error()}}
 	}
 	v.md = md
+	unknown := map[string]int{} // occurrences of each unknown key so far
 	for _, k := range md.Undecoded() {
 		// An engine's table of settings ([instance.settings.postgres])
 		// decodes into a map that the TOML library does not mark as read;
@@ -226,7 +227,16 @@ func Parse(file string, data []byte, reg *Registry) (*Spec, error) {
 		if len(k) == 4 && k[0] == "instance" && k[1] == "settings" {
 			continue
 		}
-		v.add(k.String(), "unknown key (see docs/studies.md for the keys a study file has)")
+		// The library names a key of an array of tables without its
+		// element ("scale.full.when.foo"), once per element that has it,
+		// in file order: the n-th occurrence is in the n-th such element.
+		name := k.String()
+		at := name
+		if paths := elementPaths(raw, k); unknown[name] < len(paths) {
+			at = paths[unknown[name]]
+		}
+		unknown[name]++
+		v.add(at, "unknown key (see docs/studies.md for the keys a study file has)")
 	}
 	for _, k := range md.Keys() {
 		if len(k) == 2 && k[0] == "sweep" {
