@@ -12,6 +12,7 @@ import (
 
 	"github.com/dbrig/dbrig/internal/engine"
 	"github.com/dbrig/dbrig/internal/link"
+	"github.com/dbrig/dbrig/internal/units"
 )
 
 // Plan is a study expanded for one scale: every combination of the sweep's
@@ -207,6 +208,13 @@ func (s *Spec) plan(scale string, opts PlanOptions) (*Plan, error) {
 			lists[i] = o
 		}
 	}
+	if msg := planSizeError(lists, min(plan.Repeat.Runs, MaxRuns)); msg != "" {
+		key := "sweep"
+		if len(sc.Sweep) > 0 {
+			key = "scale." + scale + ".sweep"
+		}
+		return nil, SpecErrors{{File: s.File, Line: lineOf(s.lines, key), Key: key, Msg: msg}}
+	}
 	var errs SpecErrors
 	seen := map[string]bool{}
 	for _, values := range product(lists) {
@@ -343,34 +351,7 @@ func (s *Spec) resolve(combo map[string]any, sc Scale, scale string, opts PlanOp
 		_ = key
 	}
 
-	c.Client.Site = s.Client.Site
-	if s.Client.GOMAXPROCS != nil {
-		v := substAny("client.gomaxprocs", s.Client.GOMAXPROCS)
-		if n, ok := asInt(v); ok && n >= 0 {
-			c.Client.GOMAXPROCS = int(n)
-		} else if str, isStr := v.(string); isStr && str == "" {
-			// unset
-		} else if v != nil {
-			fail("client.gomaxprocs", fmt.Errorf("want a whole number of processors (0 = no limit), got %s", describe(v)))
-		}
-	}
-	if s.Client.CPUs != nil {
-		v := substAny("client.cpus", s.Client.CPUs)
-		switch x := v.(type) {
-		case string:
-			if x != "" && x != "any" {
-				if _, err := ParseCPUList(x); err != nil {
-					fail("client.cpus", err)
-				}
-				c.Client.CPUs = x
-			}
-		case int64:
-			c.Client.CPUs = strconv.FormatInt(x, 10)
-		case nil:
-		default:
-			fail("client.cpus", fmt.Errorf("want a CPU list such as \"0\" or \"0-1\", got %s", describe(v)))
-		}
-	}
+	c.Client = s.resolveClient(substAny, fail)
 
 	for i, l := range s.Links {
 		key := fmt.Sprintf("link.%d", i)
@@ -391,7 +372,55 @@ func (s *Spec) resolve(combo map[string]any, sc Scale, scale string, opts PlanOp
 		c.Links = append(c.Links, ResolvedLink{Name: l.Name, Between: [2]string{l.Between[0], l.Between[1]}, Profile: profile, Mode: mode, Config: cfg})
 	}
 
-	// Workload parameters: the file's, then the scale's, then matching rules.
+	s.resolveParams(c, sc, scale, substAny, fail)
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	return c, nil
+}
+
+// resolveClient resolves the client's site, threads and CPUs for one
+// combination.
+func (s *Spec) resolveClient(substAny func(string, any) any, fail func(string, error)) ResolvedClient {
+	var client ResolvedClient
+	client.Site = s.Client.Site
+	if s.Client.GOMAXPROCS != nil {
+		v := substAny("client.gomaxprocs", s.Client.GOMAXPROCS)
+		if n, ok := asInt(v); ok && n > MaxGOMAXPROCS {
+			fail("client.gomaxprocs", fmt.Errorf("gomaxprocs = %d: at most %s threads (the most CPUs a machine's CPU numbers reach)", n, units.FormatCount(MaxGOMAXPROCS)))
+		} else if ok && n >= 0 {
+			client.GOMAXPROCS = int(n)
+		} else if str, isStr := v.(string); isStr && str == "" {
+			// unset
+		} else if v != nil {
+			fail("client.gomaxprocs", fmt.Errorf("want a whole number of processors (0 = no limit), got %s", describe(v)))
+		}
+	}
+	if s.Client.CPUs != nil {
+		v := substAny("client.cpus", s.Client.CPUs)
+		switch x := v.(type) {
+		case string:
+			if x != "" && x != "any" {
+				if _, err := ParseCPUList(x); err != nil {
+					fail("client.cpus", err)
+				}
+				client.CPUs = x
+			}
+		case int64:
+			client.CPUs = strconv.FormatInt(x, 10)
+		case nil:
+		default:
+			fail("client.cpus", fmt.Errorf("want a CPU list such as \"0\" or \"0-1\", got %s", describe(v)))
+		}
+	}
+	return client
+}
+
+// resolveParams sets a combination's workload parameters: the file's, then
+// the scale's, then each matching rule's, each checked against its
+// declaration and, when all are good, against each other (CheckParams).
+// fail gets each problem at the key that set the value.
+func (s *Spec) resolveParams(c *Combo, sc Scale, scale string, substAny func(string, any) any, fail func(string, error)) {
 	raw := map[string]any{}
 	origin := map[string]string{}
 	for k, v := range s.Workload {
@@ -403,7 +432,7 @@ func (s *Spec) resolve(combo map[string]any, sc Scale, scale string, opts PlanOp
 		raw[k], origin[k] = v, "scale."+scale+".set."+k
 	}
 	for i, r := range sc.When {
-		if matches(r.Match, combo) {
+		if matches(r.Match, c.Values) {
 			for k, v := range r.Set {
 				raw[k], origin[k] = v, fmt.Sprintf("scale.%s.when.%d.set.%s", scale, i, k)
 			}
@@ -434,10 +463,15 @@ func (s *Spec) resolve(combo map[string]any, sc Scale, scale string, opts PlanOp
 			}
 		}
 	}
-	if len(errs) > 0 {
-		return nil, errs
+	if len(c.Params) == len(s.kind.Params) && s.kind.CheckParams != nil {
+		for _, pe := range s.kind.CheckParams(c.Params) {
+			at, ok := origin[pe.Param]
+			if !ok {
+				at = "workload." + pe.Param
+			}
+			fail(at, pe.Err)
+		}
 	}
-	return c, nil
 }
 
 // checkInstance refuses a workload parameter that names no single instance
@@ -579,8 +613,8 @@ func (s *Spec) resolveInstance(i int, in InstanceSpec, subst func(string, any) a
 		switch n, ok := asInt(subst(key+".count", in.Count)); {
 		case !ok || n < 1:
 			fail(key+".count", fmt.Errorf("want a whole number of instances (1 or more), got %s", describe(subst(key+".count", in.Count))))
-		case n > 4096:
-			fail(key+".count", fmt.Errorf("want at most 4096 instances, got %d", n))
+		case n > MaxInstances:
+			fail(key+".count", fmt.Errorf("count = %d: at most %s instances in a set (each is a server of its own, with its processes, port and a data directory of about 40 MB; the seeds ran at most 16)", n, units.FormatCount(MaxInstances)))
 		default:
 			count = int(n)
 		}

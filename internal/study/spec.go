@@ -521,8 +521,8 @@ func (v *validator) checkSweepList(key string, val any) {
 }
 
 func (v *validator) checkRepeat(key string, r RepeatSpec) {
-	if r.Runs < 1 {
-		v.add(key+".runs", "want at least 1 run, got %d", r.Runs)
+	if msg := runsError(r.Runs); msg != "" {
+		v.add(key+".runs", "%s", msg)
 	}
 	switch r.Trim {
 	case "", "none", "min-max":
@@ -677,8 +677,9 @@ func resolveLink(l LinkSpec, subst func(string) (string, error)) (mode string, c
 	if l.MSS != nil {
 		field = "mss"
 		n, ok := asInt(l.MSS)
-		if !ok {
-			return "", cfg, fmt.Errorf("mss: want a number of bytes, got %s", describe(l.MSS))
+		if !ok || n < link.MinMSS || n > link.MaxMSS {
+			// 0 would be the model's default, not the 0 bytes written.
+			return "", cfg, fmt.Errorf("mss: want %d to %d bytes (the segment every IPv4 host accepts, the largest IPv4 datagram less its headers), got %s", link.MinMSS, link.MaxMSS, describe(l.MSS))
 		}
 		cfg.MSS = int(n)
 	}

@@ -73,7 +73,7 @@ func params() []study.ParamSpec {
 		{Name: "warm_up", Kind: study.DurationParam, Default: "5s", Doc: "run before the measured interval, and discarded"},
 		{Name: "ramp_up", Kind: study.DurationParam, Default: "0s",
 			Doc: "users start evenly over this time (an open loop's rate rises over it); within warm_up"},
-		{Name: "rate", Kind: study.FloatParam, Default: 0.0,
+		{Name: "rate", Kind: study.FloatParam, Default: 0.0, AllowZero: true,
 			Doc: "open loop: transactions arriving per second, latency measured from each one's intended start (0: closed loop)"},
 		{Name: "arrival", Kind: study.StringParam, Default: "poisson", Choices: []string{"poisson", "fixed"},
 			Doc: "open loop: Poisson arrivals (as pgbench -R) or evenly spaced"},
