@@ -6,6 +6,7 @@ import (
 	"math/bits"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/dbrig/dbrig/internal/units"
 )
@@ -17,10 +18,14 @@ const (
 	// MaxRuns is the most runs of one combination: the seeds repeat 3 to
 	// 10 times, and runs = 9223372036854775807 once allocated 23 GB.
 	MaxRuns = 1000
-	// MaxPoints is the most points of a plan (the product of the sweep's
-	// lists times runs, before any rule skips some): the largest built-in
-	// plan has 624; at one second a point, 100,000 run for more than a day.
+	// MaxPoints is the most points of a plan (its combinations times
+	// runs): the largest built-in plan has 624; at one second a point,
+	// 100,000 run for more than a day.
 	MaxPoints = 100_000
+	// MaxCombinations is the most combinations of the sweep's lists before
+	// rules skip any: each is matched against every rule. The largest
+	// built-in sweep makes 20,736, of which its rules keep 21.
+	MaxCombinations = 1_000_000
 	// MaxInstances is the most instances of one set (count = N): each is a
 	// server of its own, with its processes, port and a data directory of
 	// about 40 MB; the seeds ran at most 16.
@@ -41,27 +46,37 @@ func runsError(runs int) string {
 	return ""
 }
 
-// planSizeError says why a plan of these sweep lists and runs is too large,
-// or "" when it fits. It multiplies the lists' lengths without expanding
-// anything and without overflow, so that a plan of 10^15 points is refused
-// before a single one is made.
-func planSizeError(lists [][]any, runs int) string {
+// sweepSizeError says why the sweep's lists make too many combinations for
+// their rules to be matched, or "" when they do not. It multiplies the
+// lists' lengths without expanding anything and without overflow, so that
+// a sweep of 10^15 combinations is refused before a single one is made.
+func sweepSizeError(lists [][]any) string {
 	combos := int64(1)
 	var lens []string
 	for _, l := range lists {
 		combos = mulSaturating(combos, int64(len(l)))
 		lens = append(lens, strconv.Itoa(len(l)))
 	}
-	points := mulSaturating(combos, int64(max(runs, 1)))
-	if points <= MaxPoints {
+	if combos <= MaxCombinations {
 		return ""
 	}
 	made := "more than " + units.FormatCount(math.MaxInt64)
-	if points < math.MaxInt64 {
-		made = units.FormatCount(points)
+	if combos < math.MaxInt64 {
+		made = units.FormatCount(combos)
 	}
-	return fmt.Sprintf("the sweep's lists of %s values times %d runs make %s points: at most %s points in a plan (before rules skip any; at a second a point that is more than a day)",
-		strings.Join(lens, " × "), runs, made, units.FormatCount(MaxPoints))
+	return fmt.Sprintf("the sweep's lists of %s values make %s combinations: at most %s, before rules skip any (each is matched against every rule)",
+		strings.Join(lens, " × "), made, units.FormatCount(MaxCombinations))
+}
+
+// pointsError refuses a plan whose combinations, of runs each, make more
+// than MaxPoints points.
+func pointsError(runs int64) string {
+	each := fmt.Sprintf("%d runs each", runs)
+	if runs == 1 {
+		each = "1 run each"
+	}
+	return fmt.Sprintf("the combinations no rule skips, of %s, make more than %s points: at most %s points in a plan (at a second a point that is more than a day)",
+		each, units.FormatCount(MaxPoints), units.FormatCount(MaxPoints))
 }
 
 // mulSaturating multiplies two counts of 0 or more, stopping at
@@ -72,4 +87,20 @@ func mulSaturating(a, b int64) int64 {
 		return math.MaxInt64
 	}
 	return int64(lo)
+}
+
+// MaxDuration bounds a workload's durations (a measured interval, a
+// warm-up, a think time): DurationWhy says why, in the error.
+const (
+	MaxDuration = 7 * 24 * time.Hour
+	DurationWhy = "a week: a soak test of days fits, and a longer value is a typo for a unit"
+)
+
+// PositiveDuration is a ParamSpec.Check for a duration that must last: a
+// measured interval of 0 s measures nothing.
+func PositiveDuration(v any) error {
+	if d, err := time.ParseDuration(fmt.Sprint(v)); err == nil && d <= 0 {
+		return fmt.Errorf("want a positive duration, got %v", v)
+	}
+	return nil
 }

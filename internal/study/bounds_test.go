@@ -35,13 +35,13 @@ func TestCountsAndSizesBeyondTheirBoundsAreRefusedAtParse(t *testing.T) {
 		}, "demo.toml:33: scale.quick.repeat.runs: runs = 5000: at most 1,000"},
 		{"a sweep of 10^10 combinations", func(s string) string {
 			return strings.Replace(s, "procs = [1]", "procs = [1]\na = "+list(100)+"\nb = "+list(100)+"\nc = "+list(100)+"\nd = "+list(100)+"\ne = "+list(100), 1)
-		}, "sweep: the sweep's lists of 3 × 2 × 1 × 1 × 100 × 100 × 100 × 100 × 100 values times 2 runs make 120,000,000,000 points: at most 100,000 points in a plan"},
+		}, "demo.toml:21: sweep: the sweep's lists of 3 × 2 × 1 × 1 × 100 × 100 × 100 × 100 × 100 values make 60,000,000,000 combinations: at most 1,000,000, before rules skip any"},
 		{"lists whose product overflows int64", func(s string) string {
 			return strings.Replace(s, "procs = [1]", "procs = [1]\na = "+list(2000)+"\nb = "+list(2000)+"\nc = "+list(2000)+"\nd = "+list(2000)+"\ne = "+list(2000)+"\nf = "+list(2000), 1)
-		}, "make more than 9,223,372,036,854,775,807 points: at most 100,000"},
+		}, "make more than 9,223,372,036,854,775,807 combinations: at most 1,000,000"},
 		{"a scale's sweep", func(s string) string {
 			return strings.Replace(strings.Replace(s, "runs = 2", "runs = 1000", 1), `sweep = { net = ["unix", "rtt-23ms"] }`, `sweep = { net = ["unix", "rtt-23ms"], mem = `+list(60)+` }`, 1)
-		}, "demo.toml:31: scale.quick.sweep: the sweep's lists of 2 × 2 × 60 × 1 values times 1000 runs make 240,000 points"},
+		}, "demo.toml:31: scale.quick.sweep: the combinations no rule skips, of 1000 runs each, make more than 100,000 points: at most 100,000 points in a plan"},
 		{"a set of too many instances", func(s string) string {
 			return strings.Replace(s, `engine = "postgres"`, "engine = \"postgres\"\ncount = 5000", 1)
 		}, "demo.toml:7: instance.0.count: count = 5000: at most 1,024 instances in a set"},
@@ -74,6 +74,32 @@ func TestCountsAndSizesBeyondTheirBoundsAreRefusedAtParse(t *testing.T) {
 				t.Errorf("Parse = %v\nwant a SpecErrors with %q", err, tt.want)
 			}
 		})
+	}
+}
+
+// The points are those of the combinations no rule skips: a sweep whose
+// product is large is fine when its rules keep few, as the consolidation
+// study's 20,736 combinations of which its rules keep 21.
+func TestAPlanIsCountedAfterItsRulesSkipPoints(t *testing.T) {
+	t.Parallel()
+	reg := NewRegistry(testEngines(), testKind())
+	var values []string
+	for i := range 300 {
+		values = append(values, fmt.Sprint(i))
+	}
+	spec := strings.Replace(goodSpec, `sweep = { net = ["unix", "rtt-23ms"] }`,
+		`sweep = { net = ["unix", "rtt-23ms"], mem = [`+strings.Join(values, ", ")+`], procs = [`+strings.Join(values, ", ")+`] }`, 1)
+	spec += "[[scale.quick.when]]\nmatch = { procs = [" + strings.Join(values[1:], ", ") + "] }\nskip = true\n"
+	s, err := Parse("demo.toml", []byte(spec), reg)
+	if err != nil {
+		t.Fatalf("360,000 combinations of which the rules keep 900: %v", err)
+	}
+	p, err := s.Plan("quick")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Combos) != 900 || len(p.Points()) != 1800 {
+		t.Errorf("plan of %d combinations and %d points, want 900 and 1,800", len(p.Combos), len(p.Points()))
 	}
 }
 

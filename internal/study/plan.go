@@ -3,6 +3,7 @@ package study
 import (
 	"errors"
 	"fmt"
+	"iter"
 	"maps"
 	"runtime"
 	"slices"
@@ -208,46 +209,8 @@ func (s *Spec) plan(scale string, opts PlanOptions) (*Plan, error) {
 			lists[i] = o
 		}
 	}
-	if msg := planSizeError(lists, min(plan.Repeat.Runs, MaxRuns)); msg != "" {
-		key := "sweep"
-		if len(sc.Sweep) > 0 {
-			key = "scale." + scale + ".sweep"
-		}
-		return nil, SpecErrors{{File: s.File, Line: lineOf(s.lines, key), Key: key, Msg: msg}}
-	}
-	var errs SpecErrors
-	seen := map[string]bool{}
-	for _, values := range product(lists) {
-		combo := map[string]any{}
-		var keyParts []string
-		for i, k := range s.SweepKeys {
-			combo[k] = values[i]
-			keyParts = append(keyParts, k+"="+fmt.Sprint(values[i]))
-		}
-		if skipped(sc, combo) {
-			continue
-		}
-		c, cerrs := s.resolve(combo, sc, scale, opts)
-		errs = append(errs, cerrs...)
-		if c == nil {
-			continue
-		}
-		c.Key = strings.Join(keyParts, " ")
-		if len(keyParts) == 0 {
-			c.Key = "default"
-		}
-		if seen[c.Key] {
-			continue // a value listed twice runs once
-		}
-		seen[c.Key] = true
-		c.Index = len(plan.Combos)
-		plan.Combos = append(plan.Combos, c)
-		if len(errs) > 20 {
-			break
-		}
-	}
-	if len(errs) > 0 {
-		return nil, dedupe(errs)
+	if errs := s.expand(plan, sc, lists); len(errs) > 0 {
+		return nil, errs
 	}
 	if len(plan.Combos) == 0 {
 		key := "scale." + scale
@@ -259,13 +222,100 @@ func (s *Spec) plan(scale string, opts PlanOptions) (*Plan, error) {
 	return plan, nil
 }
 
-func skipped(sc Scale, combo map[string]any) bool {
-	for _, r := range sc.When {
-		if r.Skip && matches(r.Match, combo) {
-			return true
+// expand resolves every combination of the sweep's lists that no rule of
+// the scale skips, one at a time: the lists' product is bounded before the
+// first is made, and the points of the combinations kept as they are
+// counted, so that no plan beyond its bounds is ever built.
+func (s *Spec) expand(plan *Plan, sc Scale, lists [][]any) SpecErrors {
+	sweepKey := "sweep"
+	if len(sc.Sweep) > 0 {
+		sweepKey = "scale." + plan.Scale + ".sweep"
+	}
+	refuse := func(msg string) SpecErrors {
+		return SpecErrors{{File: s.File, Line: lineOf(s.lines, sweepKey), Key: sweepKey, Msg: msg}}
+	}
+	if msg := sweepSizeError(lists); msg != "" {
+		return refuse(msg)
+	}
+	runs := int64(plan.Repeat.Runs)
+	if runsError(plan.Repeat.Runs) != "" {
+		runs = 1 // refused on its own; the combinations must still fit
+	}
+	texts := make([][]string, len(lists)) // each value as a key and a rule read it
+	for i, l := range lists {
+		for _, v := range l {
+			texts[i] = append(texts[i], fmt.Sprint(v))
 		}
 	}
-	return false
+	var skips [][][]bool // per skip rule, per variable, per value: matched
+	for _, r := range sc.When {
+		if r.Skip {
+			skips = append(skips, matchedValues(r.Match, s.SweepKeys, texts))
+		}
+	}
+	var errs SpecErrors
+	seen := map[string]bool{}
+	for at := range product(lists) {
+		if slices.ContainsFunc(skips, func(rule [][]bool) bool { return allMatched(rule, at) }) {
+			continue
+		}
+		combo := map[string]any{}
+		var keyParts []string
+		for i, k := range s.SweepKeys {
+			combo[k] = lists[i][at[i]]
+			keyParts = append(keyParts, k+"="+texts[i][at[i]])
+		}
+		key := strings.Join(keyParts, " ")
+		if len(keyParts) == 0 {
+			key = "default"
+		}
+		if seen[key] {
+			continue // a value listed twice runs once
+		}
+		seen[key] = true
+		if int64(len(seen))*runs > MaxPoints {
+			return refuse(pointsError(runs))
+		}
+		c, cerrs := s.resolve(combo, sc, plan.Scale, plan.Options)
+		if errs = append(errs, cerrs...); len(errs) > 20 {
+			break
+		}
+		if c != nil {
+			c.Key, c.Index = key, len(plan.Combos)
+			plan.Combos = append(plan.Combos, c)
+		}
+	}
+	return dedupe(errs)
+}
+
+// matchedValues reads a rule's match once for a plan: for each sweep
+// variable, which of its values the rule matches (every value of a
+// variable the rule does not name).
+func matchedValues(match map[string]any, keys []string, texts [][]string) [][]bool {
+	out := make([][]bool, len(keys))
+	for i, k := range keys {
+		want, named := match[k]
+		list, isList := want.([]any)
+		if !isList {
+			list = []any{want}
+		}
+		out[i] = make([]bool, len(texts[i]))
+		for j, text := range texts[i] {
+			out[i][j] = !named || slices.ContainsFunc(list, func(w any) bool { return fmt.Sprint(w) == text })
+		}
+	}
+	return out
+}
+
+// allMatched reports whether a rule matches the combination of the values
+// at these positions of each list.
+func allMatched(rule [][]bool, at []int) bool {
+	for i, j := range at {
+		if !rule[i][j] {
+			return false
+		}
+	}
+	return true
 }
 
 // dedupe keeps the first of the errors that differ only in the point they
@@ -286,20 +336,34 @@ func dedupe(errs SpecErrors) SpecErrors {
 	return out
 }
 
-// product lists every combination of one value from each list, the last
-// list varying fastest.
-func product(lists [][]any) [][]any {
-	out := [][]any{{}}
-	for _, l := range lists {
-		var next [][]any
-		for _, prefix := range out {
-			for _, v := range l {
-				next = append(next, append(slices.Clone(prefix), v))
+// product yields every combination of one value from each list, as the
+// position of its value in each list, the last list varying fastest, one
+// at a time: the caller bounds how many it takes. The positions are
+// overwritten by the next combination.
+func product(lists [][]any) iter.Seq[[]int] {
+	return func(yield func([]int) bool) {
+		for _, l := range lists {
+			if len(l) == 0 {
+				return
 			}
 		}
-		out = next
+		at := make([]int, len(lists))
+		for {
+			if !yield(at) {
+				return
+			}
+			i := len(lists) - 1
+			for ; i >= 0; i-- {
+				if at[i]++; at[i] < len(lists[i]) {
+					break
+				}
+				at[i] = 0
+			}
+			if i < 0 {
+				return
+			}
+		}
 	}
-	return out
 }
 
 func (s *Spec) resolve(combo map[string]any, sc Scale, scale string, opts PlanOptions) (*Combo, SpecErrors) {
