@@ -103,6 +103,18 @@ func TestAPlanIsCountedAfterItsRulesSkipPoints(t *testing.T) {
 	}
 }
 
+// A skip rule that names a variable the sweep lacks is refused for that,
+// and skips nothing: the plan is not also said to be empty.
+func TestASkipRuleOfAnUnknownVariableSkipsNothing(t *testing.T) {
+	t.Parallel()
+	reg := NewRegistry(testEngines(), testKind())
+	spec := goodSpec + "[[scale.quick.when]]\nmatch = { colour = \"red\" }\nskip = true\n"
+	_, err := Parse("demo.toml", []byte(spec), reg)
+	if err == nil || !strings.Contains(err.Error(), "scale.quick.when.2.match.colour: not a sweep variable") || strings.Contains(err.Error(), "every point is skipped") {
+		t.Errorf("Parse = %v\nwant only the unknown variable refused", err)
+	}
+}
+
 // A parameter's own Check and a kind's CheckParams refuse at parse, at the
 // key that set the value, what a workload used to find only once its
 // servers ran.

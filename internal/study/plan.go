@@ -290,8 +290,14 @@ func (s *Spec) expand(plan *Plan, sc Scale, lists [][]any) SpecErrors {
 
 // matchedValues reads a rule's match once for a plan: for each sweep
 // variable, which of its values the rule matches (every value of a
-// variable the rule does not name).
+// variable the rule does not name). A rule that names a variable the sweep
+// lacks matches nothing (nil); the validator says so.
 func matchedValues(match map[string]any, keys []string, texts [][]string) [][]bool {
+	for k := range match {
+		if !slices.Contains(keys, k) {
+			return nil
+		}
+	}
 	out := make([][]bool, len(keys))
 	for i, k := range keys {
 		want, named := match[k]
@@ -310,6 +316,9 @@ func matchedValues(match map[string]any, keys []string, texts [][]string) [][]bo
 // allMatched reports whether a rule matches the combination of the values
 // at these positions of each list.
 func allMatched(rule [][]bool, at []int) bool {
+	if rule == nil {
+		return false
+	}
 	for i, j := range at {
 		if !rule[i][j] {
 			return false
