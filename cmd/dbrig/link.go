@@ -82,7 +82,7 @@ Exit codes: 0 stopped by a signal, 1 could not listen, 2 bad flags.`,
 	fl.StringVar(&f.jitter, "jitter", "", "extra delay per segment, uniform in [0, `duration`] (such as 2ms); never reorders")
 	fl.StringVar(&f.loss, "loss", "", "`probability` a segment is lost (such as 0.1% or 0.001); each loss stalls the stream for a retransmission timeout")
 	fl.StringVar(&f.duplex, "duplex", "", "duplex `mode`: full, half (both directions share the medium) or mismatch (upstream end half duplex: late collisions)")
-	fl.StringVar(&f.mss, "mss", "", "segment size in `bytes`, 64 to 65535 (default 1448)")
+	fl.StringVar(&f.mss, "mss", "", "segment size in `bytes`, 536 to 65495 (default 1448)")
 	fl.StringVar(&f.overhead, "overhead", "", "header `bytes` per segment counted in serialization (such as 52 for IPv4+TCP+timestamps; default 0)")
 	fl.StringVar(&f.rto, "rto", "", "minimum retransmission timeout (a `duration`; default 200ms): a loss stalls RTT + this, doubling when the retransmission is lost too")
 	fl.Int64Var(&f.seed, "seed", 0, "seed for jitter and loss, for reproducible runs (0 = random)")
@@ -115,32 +115,42 @@ func (f linkFlags) config(cmd *cobra.Command) (link.Config, error) {
 		cfg = c
 	}
 	changed := cmd.Flags().Changed
-	duration := func(name, val string, dst *time.Duration) {
+	duration := func(name, val string, dst *time.Duration, most time.Duration, why string) {
 		if !changed(name) {
 			return
 		}
 		d, err := units.ParseDuration(val)
-		if err != nil {
+		switch {
+		case err != nil:
 			errs = append(errs, fmt.Errorf("--%s: %w", name, err))
+		case d > most:
+			errs = append(errs, fmt.Errorf("--%s %s: at most %s (%s)", name, val, most, why))
 		}
 		*dst = d
 	}
-	duration("rtt", f.rtt, &cfg.RTT)
-	duration("forward-delay", f.forwardDelay, &cfg.ForwardDelay)
-	duration("reverse-delay", f.reverseDelay, &cfg.ReverseDelay)
-	duration("jitter", f.jitter, &cfg.Jitter)
-	duration("rto", f.rto, &cfg.RTO)
+	const beyondMoon = "the Moon is 2.6 s away and back: a longer WAN is a typo"
+	duration("rtt", f.rtt, &cfg.RTT, link.MaxRTT, beyondMoon)
+	duration("forward-delay", f.forwardDelay, &cfg.ForwardDelay, link.MaxRTT, beyondMoon)
+	duration("reverse-delay", f.reverseDelay, &cfg.ReverseDelay, link.MaxRTT, beyondMoon)
+	duration("jitter", f.jitter, &cfg.Jitter, link.MaxRTT, beyondMoon)
+	duration("rto", f.rto, &cfg.RTO, link.MaxRTO, "Linux's largest retransmission timeout")
 	if changed("rate") {
 		r, err := units.ParseRate(f.rate)
-		if err != nil {
+		switch {
+		case err != nil:
 			errs = append(errs, fmt.Errorf("--rate: %w", err))
+		case r > 0 && (r < link.MinRate || r > link.MaxRate):
+			errs = append(errs, fmt.Errorf("--rate %s: want %s to %s, or 0 for unlimited (slower, one full segment takes more than 10 s; faster than any Ethernet)", f.rate, link.MinRate, link.MaxRate))
 		}
 		cfg.Rate = r
 	}
 	if changed("window") {
 		w, err := units.ParseSize(f.window)
-		if err != nil {
+		switch {
+		case err != nil:
 			errs = append(errs, fmt.Errorf("--window: %w", err))
+		case w > link.MaxWindow:
+			errs = append(errs, fmt.Errorf("--window %s: at most %s (TCP's largest window with window scaling, RFC 7323)", f.window, units.Size(link.MaxWindow)))
 		}
 		cfg.Window = w
 	}
@@ -158,8 +168,8 @@ func (f linkFlags) config(cmd *cobra.Command) (link.Config, error) {
 			*dst = int(n)
 		}
 	}
-	bytes("mss", f.mss, &cfg.MSS, 64, 65535)
-	bytes("overhead", f.overhead, &cfg.Overhead, 0, 65535)
+	bytes("mss", f.mss, &cfg.MSS, link.MinMSS, link.MaxMSS)
+	bytes("overhead", f.overhead, &cfg.Overhead, 0, link.MaxOverhead)
 	if changed("loss") {
 		p, err := units.ParsePercent(f.loss)
 		switch {

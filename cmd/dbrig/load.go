@@ -245,11 +245,11 @@ func parseDegrees(s string) ([]int, error) {
 }
 
 func loadTPCH(ctx context.Context, a *app, f loadTPCHFlags, engineSet bool) error {
-	if !(f.scale > 0) || math.IsInf(f.scale, 0) {
-		return usageError(errors.New("--scale: want the TPC-H scale factor, a number above 0 (e.g. 0.01, 1, 10)"))
+	if !(f.scale > 0) || math.IsInf(f.scale, 0) || f.scale > tpch.MaxScale {
+		return usageError(fmt.Errorf("--scale: want the TPC-H scale factor, a number above 0 (e.g. 0.01, 1, 10) and at most %d, TPC-H's largest", tpch.MaxScale))
 	}
-	if f.runs < 1 {
-		return usageError(fmt.Errorf("--runs %d: want at least 1", f.runs))
+	if f.runs < 1 || f.runs > study.MaxRuns {
+		return usageError(fmt.Errorf("--runs %d: want 1 to %d", f.runs, study.MaxRuns))
 	}
 	degrees, err := parseDegrees(f.degree)
 	if err != nil {

@@ -133,8 +133,8 @@ func parseUsers(s string) ([]int, error) {
 	var out []int
 	for _, part := range strings.Split(s, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(part))
-		if err != nil || n < 1 || n > 100_000 {
-			return nil, fmt.Errorf("--users %s: want whole numbers from 1 to 100000, e.g. 10 or 10,20,40", s)
+		if err != nil || n < 1 || n > oltp.MaxUsers {
+			return nil, fmt.Errorf("--users %s: want whole numbers from 1 to %d, e.g. 10 or 10,20,40 (%s)", s, oltp.MaxUsers, oltp.MaxUsersWhy)
 		}
 		out = append(out, n)
 	}
@@ -158,16 +158,19 @@ func checkOLTPFlags(f loadOLTPFlags, engineSet bool) ([]int, error) {
 	for _, d := range []struct {
 		name string
 		v    time.Duration
-	}{{"warm-up", f.warmUp}, {"ramp-up", f.rampUp}, {"think", f.think}, {"keying", f.keying}, {"tx-limit", f.txLimit}} {
-		if d.v < 0 {
+	}{{"duration", f.duration}, {"warm-up", f.warmUp}, {"ramp-up", f.rampUp}, {"think", f.think}, {"keying", f.keying}, {"tx-limit", f.txLimit}} {
+		switch {
+		case d.v < 0:
 			errs = append(errs, fmt.Errorf("--%s %v: must not be negative", d.name, d.v))
+		case d.v > study.MaxDuration:
+			errs = append(errs, fmt.Errorf("--%s %v: at most %v (%s)", d.name, d.v, study.MaxDuration, study.DurationWhy))
 		}
 	}
 	if f.rampUp > f.warmUp {
 		errs = append(errs, fmt.Errorf("--ramp-up %v: longer than --warm-up %v, so the measured interval would include users still starting", f.rampUp, f.warmUp))
 	}
-	if f.rate < 0 || math.IsNaN(f.rate) || math.IsInf(f.rate, 0) {
-		errs = append(errs, fmt.Errorf("--rate %v: want transactions per second, 0 for a closed loop", f.rate))
+	if f.rate < 0 || math.IsNaN(f.rate) || math.IsInf(f.rate, 0) || f.rate > oltp.MaxRate {
+		errs = append(errs, fmt.Errorf("--rate %v: want transactions per second up to %d (%s), 0 for a closed loop", f.rate, oltp.MaxRate, oltp.MaxRateWhy))
 	}
 	if f.arrival != "poisson" && f.arrival != "fixed" {
 		errs = append(errs, fmt.Errorf("--arrival %s: want poisson or fixed", f.arrival))
@@ -178,8 +181,8 @@ func checkOLTPFlags(f loadOLTPFlags, engineSet bool) ([]int, error) {
 	if f.rate == 0 && f.maxInFlight != 0 {
 		errs = append(errs, errors.New("--max-in-flight: an open-loop setting; give a --rate"))
 	}
-	if f.maxInFlight < 0 {
-		errs = append(errs, fmt.Errorf("--max-in-flight %d: must not be negative", f.maxInFlight))
+	if f.maxInFlight < 0 || f.maxInFlight > oltp.MaxInFlight {
+		errs = append(errs, fmt.Errorf("--max-in-flight %d: want 0 to %d (%s)", f.maxInFlight, oltp.MaxInFlight, oltp.MaxInFlightWhy))
 	}
 	if f.target != "" && engineSet {
 		errs = append(errs, errors.New("--target and --engine both choose the server: a target's engine is its URI's"))

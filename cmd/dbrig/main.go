@@ -120,9 +120,10 @@ source study published.
 
 Exit codes: 0 success, 1 a run or check failed, 2 bad usage or study file,
 130 interrupted.`,
-		Version:       a.version,
-		SilenceUsage:  true,
-		SilenceErrors: true,
+		Version:           a.version,
+		SilenceUsage:      true,
+		SilenceErrors:     true,
+		PersistentPreRunE: checkBinFlags,
 	}
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return usageError(fmt.Errorf("%w (see '%s --help')", err, c.CommandPath()))

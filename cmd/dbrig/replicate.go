@@ -187,6 +187,7 @@ func runReplicate(ctx context.Context, cmd *cobra.Command, a *app, f *replicateF
 		return usageError(fmt.Errorf("unknown action %q: want setup, run, status, verify or teardown", action))
 	}
 	cfg, err := f.config(a, action)
+	err = errors.Join(err, f.checkBounds(cmd))
 	mode, merr := replication.ParseMode(f.mode)
 	init, ierr := replication.ParseInitMethod(f.init)
 	compression, cerr := replication.ParseCompression(f.compress)
@@ -222,6 +223,33 @@ func runReplicate(ctx context.Context, cmd *cobra.Command, a *app, f *replicateF
 		}
 		return nil
 	}
+}
+
+// maxDifferences bounds verify's differing keys per table, each kept in
+// memory and printed.
+const maxDifferences = 10_000
+
+// checkBounds refuses, for every action and before any server is touched,
+// the values no action can use: an empty --tables (which would mean every
+// table), a command buffer of 0 bytes (which would mean the default), a
+// negative --progress or --max-differences.
+func (f *replicateFlags) checkBounds(cmd *cobra.Command) error {
+	var errs []error
+	if cmd.Flags().Changed("tables") {
+		if t, err := replication.ParseTableList(f.tables); err == nil && len(t) == 0 {
+			errs = append(errs, fmt.Errorf("--tables %q: name at least one table, or leave --tables out for every table (setup: every table of the publisher's database; verify: every table setup published)", f.tables))
+		}
+	}
+	if bs, err := units.ParseSize(f.bufferSize); err == nil && (bs < replication.MinBufferSize || bs > replication.MaxBufferSize) {
+		errs = append(errs, fmt.Errorf("--buffer-size %s: want %s to %s (a few commands; what the agent holds in memory per buffer)", f.bufferSize, units.Size(replication.MinBufferSize), units.Size(replication.MaxBufferSize)))
+	}
+	if f.progress < 0 {
+		errs = append(errs, fmt.Errorf("--progress %s: want how often to print progress, or 0 for never", f.progress))
+	}
+	if f.maxDiffs < 1 || f.maxDiffs > maxDifferences {
+		errs = append(errs, fmt.Errorf("--max-differences %d: want 1 to %d differing keys per table (each is kept and printed)", f.maxDiffs, maxDifferences))
+	}
+	return errors.Join(errs...)
 }
 
 func replFlagErr(flag string, err error) error {

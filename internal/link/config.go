@@ -135,29 +135,77 @@ func (c Config) Impaired() bool {
 		c.Rate > 0 || c.Window > 0 || c.Loss > 0 || c.Duplex != FullDuplex
 }
 
-// Validate reports every problem with the configuration at once.
+// Bounds of the model's settings. Beyond them a value is a typo, and some
+// would stall a connection for longer than any run (rtt = "1000000h"
+// once hung a study).
+const (
+	// MaxRTT bounds the round trip and each one-way delay and the jitter:
+	// the Moon is 2.6 s away and back, so a WAN of more than 10 s is a typo.
+	MaxRTT = 10 * time.Second
+	// MinMSS is the segment every IPv4 host must accept (RFC 1122: a
+	// 576-byte datagram less 40 bytes of IP and TCP headers).
+	MinMSS = 536
+	// MaxMSS is the largest IPv4 datagram, 65,535 bytes, less 40 bytes of
+	// IP and TCP headers.
+	MaxMSS = 65495
+	// MaxWindow is TCP's largest window with window scaling (RFC 7323:
+	// 2^30 bytes).
+	MaxWindow = units.GiB
+	// MinRate is the slowest serialization: at 1 kbit/s one full segment
+	// already takes 11.6 s, longer than MaxRTT.
+	MinRate = units.Kbit
+	// MaxRate is 1 Tbit/s, above the fastest Ethernet (800 Gbit/s).
+	MaxRate = 1000 * units.Gbit
+	// MaxRTO is Linux's largest retransmission timeout (TCP_RTO_MAX).
+	MaxRTO = 120 * time.Second
+	// MaxOverhead bounds the header bytes counted per segment: no header
+	// is longer than a whole IPv4 datagram.
+	MaxOverhead = 65535
+)
+
+// Validate reports every problem with the configuration at once, each
+// naming the setting and its bound.
 func (c Config) Validate() error {
 	var errs []error
-	if c.RTT < 0 || c.ForwardDelay < 0 || c.ReverseDelay < 0 || c.Jitter < 0 {
-		errs = append(errs, errors.New("delays must not be negative"))
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"rtt", c.RTT}, {"forward delay", c.ForwardDelay}, {"reverse delay", c.ReverseDelay}, {"jitter", c.Jitter}} {
+		switch {
+		case d.v < 0:
+			bad("%s %s must not be negative", d.name, d.v)
+		case d.v > MaxRTT:
+			bad("%s %s: at most %s (the Moon is 2.6 s away and back: a longer WAN is a typo)", d.name, d.v, MaxRTT)
+		}
 	}
-	if c.Rate < 0 {
-		errs = append(errs, fmt.Errorf("rate %v must not be negative", float64(c.Rate)))
+	switch {
+	case c.Rate < 0:
+		bad("rate %v must not be negative", float64(c.Rate))
+	case c.Rate > 0 && c.Rate < MinRate:
+		bad("rate %s: at least %s, or 0 for unlimited (slower, one full segment takes more than 10 s)", c.Rate, MinRate)
+	case c.Rate > MaxRate:
+		bad("rate %s: at most %s (faster than any Ethernet)", c.Rate, MaxRate)
 	}
-	if c.Window < 0 {
-		errs = append(errs, fmt.Errorf("window %d must not be negative", c.Window))
+	switch {
+	case c.Window < 0:
+		bad("window %d must not be negative", c.Window)
+	case c.Window > MaxWindow:
+		bad("window %s: at most %s (TCP's largest window with window scaling, RFC 7323)", c.Window, units.Size(MaxWindow))
+	case c.Window > 0 && int(c.Window) < c.SegmentSize():
+		bad("window %d is smaller than one segment (%d bytes)", c.Window, c.SegmentSize())
 	}
-	if c.Window > 0 && int(c.Window) < c.SegmentSize() {
-		errs = append(errs, fmt.Errorf("window %d is smaller than one segment (%d bytes)", c.Window, c.SegmentSize()))
+	if c.Loss < 0 || c.Loss >= 1 || c.Loss != c.Loss {
+		bad("loss %v must be in [0, 1)", c.Loss)
 	}
-	if c.Loss < 0 || c.Loss >= 1 {
-		errs = append(errs, fmt.Errorf("loss %v must be in [0, 1)", c.Loss))
+	if c.MSS < 0 || (c.MSS > 0 && c.MSS < MinMSS) || c.MSS > MaxMSS {
+		bad("mss %d must be between %d bytes (the segment every IPv4 host accepts) and %d (the largest IPv4 datagram less its headers)", c.MSS, MinMSS, MaxMSS)
 	}
-	if c.MSS < 0 || (c.MSS > 0 && c.MSS < 64) || c.MSS > 65535 {
-		errs = append(errs, fmt.Errorf("mss %d must be between 64 and 65535 bytes", c.MSS))
+	if c.Overhead < 0 || c.Overhead > MaxOverhead {
+		bad("overhead %d must be between 0 and %d bytes", c.Overhead, MaxOverhead)
 	}
-	if c.Overhead < 0 {
-		errs = append(errs, fmt.Errorf("overhead %d must not be negative", c.Overhead))
+	if c.RTO < 0 || c.RTO > MaxRTO {
+		bad("rto %s must be between 0 (Linux's 200 ms) and %s (Linux's largest retransmission timeout)", c.RTO, MaxRTO)
 	}
 	return errors.Join(errs...)
 }

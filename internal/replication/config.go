@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/dbrig/dbrig/internal/engine/postgres"
-	"github.com/dbrig/dbrig/internal/units"
 )
 
 // Defaults of the distribution agent, those of the seed's SQL Server agent.
@@ -30,6 +29,13 @@ const (
 	PipelineAuto = -1
 	// MaxPipeline bounds the writer's pipeline depth.
 	MaxPipeline = 4096
+	// MinBufferSize and MaxBufferSize bound a command buffer: a few
+	// commands, and what the agent may hold in memory per buffer.
+	MinBufferSize = 1024
+	MaxBufferSize = 256 << 20
+	// MaxCommitBatchSize bounds the source transactions applied in one
+	// subscriber transaction, which holds its locks until it commits.
+	MaxCommitBatchSize = 1_000_000
 )
 
 // Schema is the schema dbrig creates in the distribution database and in
@@ -235,14 +241,14 @@ func (o AgentOptions) withDefaults() AgentOptions {
 // Validate reports every problem at once.
 func (o AgentOptions) Validate() error {
 	var errs []error
-	if o.BufferSize < 0 || (o.BufferSize > 0 && o.BufferSize < 1024) || o.BufferSize > int(256*units.MiB) {
+	if o.BufferSize < 0 || (o.BufferSize > 0 && o.BufferSize < MinBufferSize) || o.BufferSize > MaxBufferSize {
 		errs = append(errs, fmt.Errorf("buffer size %d: want 1 KiB to 256 MiB", o.BufferSize))
 	}
 	if o.Buffers < 0 || o.Buffers > MaxPipeline+1 {
 		errs = append(errs, fmt.Errorf("buffers %d: want 1 to %d", o.Buffers, MaxPipeline+1))
 	}
-	if o.CommitBatchSize < 0 {
-		errs = append(errs, fmt.Errorf("commit batch size %d must not be negative", o.CommitBatchSize))
+	if o.CommitBatchSize < 0 || o.CommitBatchSize > MaxCommitBatchSize {
+		errs = append(errs, fmt.Errorf("commit batch size %d: want 1 to %d (a subscriber transaction holds its locks until it commits)", o.CommitBatchSize, MaxCommitBatchSize))
 	}
 	if o.Pipeline < PipelineAuto || o.Pipeline > MaxPipeline {
 		errs = append(errs, fmt.Errorf("pipeline %d: want auto or 1 to %d", o.Pipeline, MaxPipeline))

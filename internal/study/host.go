@@ -23,10 +23,10 @@ func CheckBeforeStart(ctx context.Context, plan *Plan, engines *engine.Registry)
 	return CheckHost(plan)
 }
 
-// CheckHost refuses, at the study file's line and key, an instance that
-// asks this machine for what it does not have: a CPU it lacks, a data_dir
-// or wal_dir that is not a directory, a memory cap where no memory cgroup
-// is writable. Otherwise the first point would fail after the run started.
+// CheckHost refuses, at the study file's line and key, an instance or a
+// client that asks this machine for what it does not have: a CPU it lacks,
+// a data_dir or wal_dir that is not a directory, a memory cap where no
+// memory cgroup is writable. Otherwise the first point would fail after the run started.
 // Targets are not checked: dbrig starts nothing for them.
 func CheckHost(plan *Plan) error {
 	spec := plan.Spec
@@ -76,11 +76,26 @@ func CheckHost(plan *Plan) error {
 			}
 		}
 	}
+	checkClientCPUs(plan, add)
 	if len(errs) == 0 {
 		return nil
 	}
 	sort.SliceStable(errs, func(i, j int) bool { return errs[i].Line < errs[j].Line })
 	return errs
+}
+
+// checkClientCPUs refuses a client pinned to a CPU this machine lacks: the
+// client always runs here, in a process of its own that would fail to pin
+// itself only once the first point's servers were up.
+func checkClientCPUs(plan *Plan, add func(key, msg string)) {
+	for _, c := range plan.Combos {
+		if c.Client.CPUs == "" {
+			continue
+		}
+		if _, err := engine.CheckCPUs(c.Client.CPUs); err != nil {
+			add("client.cpus", err.Error())
+		}
+	}
 }
 
 // ParseHost reads a site's host: ssh://[user@]host[:port] or

@@ -265,3 +265,30 @@ func lineOf(lines map[string]int, path string) int {
 	}
 	return 0
 }
+
+// elementPaths lists, in file order, the paths of a key with the index of
+// each array-of-tables element on its way ("scale.full.when.3.foo"), so
+// that an error names the element, and keyLines its line.
+func elementPaths(doc map[string]any, key []string) []string {
+	var out []string
+	var walk func(v any, rest []string, prefix string)
+	walk = func(v any, rest []string, prefix string) {
+		if elems, ok := v.([]map[string]any); ok {
+			for i, e := range elems {
+				walk(e, rest, join(prefix, strconv.Itoa(i)))
+			}
+			return
+		}
+		if len(rest) == 0 {
+			out = append(out, prefix)
+			return
+		}
+		if m, ok := v.(map[string]any); ok {
+			if sub, ok := m[rest[0]]; ok {
+				walk(sub, rest[1:], join(prefix, rest[0]))
+			}
+		}
+	}
+	walk(doc, key, "")
+	return out
+}

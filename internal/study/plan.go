@@ -3,6 +3,7 @@ package study
 import (
 	"errors"
 	"fmt"
+	"iter"
 	"maps"
 	"runtime"
 	"slices"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/dbrig/dbrig/internal/engine"
 	"github.com/dbrig/dbrig/internal/link"
+	"github.com/dbrig/dbrig/internal/units"
 )
 
 // Plan is a study expanded for one scale: every combination of the sweep's
@@ -207,39 +209,8 @@ func (s *Spec) plan(scale string, opts PlanOptions) (*Plan, error) {
 			lists[i] = o
 		}
 	}
-	var errs SpecErrors
-	seen := map[string]bool{}
-	for _, values := range product(lists) {
-		combo := map[string]any{}
-		var keyParts []string
-		for i, k := range s.SweepKeys {
-			combo[k] = values[i]
-			keyParts = append(keyParts, k+"="+fmt.Sprint(values[i]))
-		}
-		if skipped(sc, combo) {
-			continue
-		}
-		c, cerrs := s.resolve(combo, sc, scale, opts)
-		errs = append(errs, cerrs...)
-		if c == nil {
-			continue
-		}
-		c.Key = strings.Join(keyParts, " ")
-		if len(keyParts) == 0 {
-			c.Key = "default"
-		}
-		if seen[c.Key] {
-			continue // a value listed twice runs once
-		}
-		seen[c.Key] = true
-		c.Index = len(plan.Combos)
-		plan.Combos = append(plan.Combos, c)
-		if len(errs) > 20 {
-			break
-		}
-	}
-	if len(errs) > 0 {
-		return nil, dedupe(errs)
+	if errs := s.expand(plan, sc, lists); len(errs) > 0 {
+		return nil, errs
 	}
 	if len(plan.Combos) == 0 {
 		key := "scale." + scale
@@ -251,13 +222,109 @@ func (s *Spec) plan(scale string, opts PlanOptions) (*Plan, error) {
 	return plan, nil
 }
 
-func skipped(sc Scale, combo map[string]any) bool {
-	for _, r := range sc.When {
-		if r.Skip && matches(r.Match, combo) {
-			return true
+// expand resolves every combination of the sweep's lists that no rule of
+// the scale skips, one at a time: the lists' product is bounded before the
+// first is made, and the points of the combinations kept as they are
+// counted, so that no plan beyond its bounds is ever built.
+func (s *Spec) expand(plan *Plan, sc Scale, lists [][]any) SpecErrors {
+	sweepKey := "sweep"
+	if len(sc.Sweep) > 0 {
+		sweepKey = "scale." + plan.Scale + ".sweep"
+	}
+	refuse := func(msg string) SpecErrors {
+		return SpecErrors{{File: s.File, Line: lineOf(s.lines, sweepKey), Key: sweepKey, Msg: msg}}
+	}
+	if msg := sweepSizeError(lists); msg != "" {
+		return refuse(msg)
+	}
+	runs := int64(plan.Repeat.Runs)
+	if runsError(plan.Repeat.Runs) != "" {
+		runs = 1 // refused on its own; the combinations must still fit
+	}
+	texts := make([][]string, len(lists)) // each value as a key and a rule read it
+	for i, l := range lists {
+		for _, v := range l {
+			texts[i] = append(texts[i], fmt.Sprint(v))
 		}
 	}
-	return false
+	var skips [][][]bool // per skip rule, per variable, per value: matched
+	for _, r := range sc.When {
+		if r.Skip {
+			skips = append(skips, matchedValues(r.Match, s.SweepKeys, texts))
+		}
+	}
+	var errs SpecErrors
+	seen := map[string]bool{}
+	for at := range product(lists) {
+		if slices.ContainsFunc(skips, func(rule [][]bool) bool { return allMatched(rule, at) }) {
+			continue
+		}
+		combo := map[string]any{}
+		var keyParts []string
+		for i, k := range s.SweepKeys {
+			combo[k] = lists[i][at[i]]
+			keyParts = append(keyParts, k+"="+texts[i][at[i]])
+		}
+		key := strings.Join(keyParts, " ")
+		if len(keyParts) == 0 {
+			key = "default"
+		}
+		if seen[key] {
+			continue // a value listed twice runs once
+		}
+		seen[key] = true
+		if int64(len(seen))*runs > MaxPoints {
+			return refuse(pointsError(runs))
+		}
+		c, cerrs := s.resolve(combo, sc, plan.Scale, plan.Options)
+		if errs = append(errs, cerrs...); len(errs) > 20 {
+			break
+		}
+		if c != nil {
+			c.Key, c.Index = key, len(plan.Combos)
+			plan.Combos = append(plan.Combos, c)
+		}
+	}
+	return dedupe(errs)
+}
+
+// matchedValues reads a rule's match once for a plan: for each sweep
+// variable, which of its values the rule matches (every value of a
+// variable the rule does not name). A rule that names a variable the sweep
+// lacks matches nothing (nil); the validator says so.
+func matchedValues(match map[string]any, keys []string, texts [][]string) [][]bool {
+	for k := range match {
+		if !slices.Contains(keys, k) {
+			return nil
+		}
+	}
+	out := make([][]bool, len(keys))
+	for i, k := range keys {
+		want, named := match[k]
+		list, isList := want.([]any)
+		if !isList {
+			list = []any{want}
+		}
+		out[i] = make([]bool, len(texts[i]))
+		for j, text := range texts[i] {
+			out[i][j] = !named || slices.ContainsFunc(list, func(w any) bool { return fmt.Sprint(w) == text })
+		}
+	}
+	return out
+}
+
+// allMatched reports whether a rule matches the combination of the values
+// at these positions of each list.
+func allMatched(rule [][]bool, at []int) bool {
+	if rule == nil {
+		return false
+	}
+	for i, j := range at {
+		if !rule[i][j] {
+			return false
+		}
+	}
+	return true
 }
 
 // dedupe keeps the first of the errors that differ only in the point they
@@ -278,20 +345,34 @@ func dedupe(errs SpecErrors) SpecErrors {
 	return out
 }
 
-// product lists every combination of one value from each list, the last
-// list varying fastest.
-func product(lists [][]any) [][]any {
-	out := [][]any{{}}
-	for _, l := range lists {
-		var next [][]any
-		for _, prefix := range out {
-			for _, v := range l {
-				next = append(next, append(slices.Clone(prefix), v))
+// product yields every combination of one value from each list, as the
+// position of its value in each list, the last list varying fastest, one
+// at a time: the caller bounds how many it takes. The positions are
+// overwritten by the next combination.
+func product(lists [][]any) iter.Seq[[]int] {
+	return func(yield func([]int) bool) {
+		for _, l := range lists {
+			if len(l) == 0 {
+				return
 			}
 		}
-		out = next
+		at := make([]int, len(lists))
+		for {
+			if !yield(at) {
+				return
+			}
+			i := len(lists) - 1
+			for ; i >= 0; i-- {
+				if at[i]++; at[i] < len(lists[i]) {
+					break
+				}
+				at[i] = 0
+			}
+			if i < 0 {
+				return
+			}
+		}
 	}
-	return out
 }
 
 func (s *Spec) resolve(combo map[string]any, sc Scale, scale string, opts PlanOptions) (*Combo, SpecErrors) {
@@ -343,34 +424,7 @@ func (s *Spec) resolve(combo map[string]any, sc Scale, scale string, opts PlanOp
 		_ = key
 	}
 
-	c.Client.Site = s.Client.Site
-	if s.Client.GOMAXPROCS != nil {
-		v := substAny("client.gomaxprocs", s.Client.GOMAXPROCS)
-		if n, ok := asInt(v); ok && n >= 0 {
-			c.Client.GOMAXPROCS = int(n)
-		} else if str, isStr := v.(string); isStr && str == "" {
-			// unset
-		} else if v != nil {
-			fail("client.gomaxprocs", fmt.Errorf("want a whole number of processors (0 = no limit), got %s", describe(v)))
-		}
-	}
-	if s.Client.CPUs != nil {
-		v := substAny("client.cpus", s.Client.CPUs)
-		switch x := v.(type) {
-		case string:
-			if x != "" && x != "any" {
-				if _, err := ParseCPUList(x); err != nil {
-					fail("client.cpus", err)
-				}
-				c.Client.CPUs = x
-			}
-		case int64:
-			c.Client.CPUs = strconv.FormatInt(x, 10)
-		case nil:
-		default:
-			fail("client.cpus", fmt.Errorf("want a CPU list such as \"0\" or \"0-1\", got %s", describe(v)))
-		}
-	}
+	c.Client = s.resolveClient(substAny, fail)
 
 	for i, l := range s.Links {
 		key := fmt.Sprintf("link.%d", i)
@@ -391,7 +445,55 @@ func (s *Spec) resolve(combo map[string]any, sc Scale, scale string, opts PlanOp
 		c.Links = append(c.Links, ResolvedLink{Name: l.Name, Between: [2]string{l.Between[0], l.Between[1]}, Profile: profile, Mode: mode, Config: cfg})
 	}
 
-	// Workload parameters: the file's, then the scale's, then matching rules.
+	s.resolveParams(c, sc, scale, substAny, fail)
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	return c, nil
+}
+
+// resolveClient resolves the client's site, threads and CPUs for one
+// combination.
+func (s *Spec) resolveClient(substAny func(string, any) any, fail func(string, error)) ResolvedClient {
+	var client ResolvedClient
+	client.Site = s.Client.Site
+	if s.Client.GOMAXPROCS != nil {
+		v := substAny("client.gomaxprocs", s.Client.GOMAXPROCS)
+		if n, ok := asInt(v); ok && n > MaxGOMAXPROCS {
+			fail("client.gomaxprocs", fmt.Errorf("gomaxprocs = %d: at most %s threads (the most CPUs a machine's CPU numbers reach)", n, units.FormatCount(MaxGOMAXPROCS)))
+		} else if ok && n >= 0 {
+			client.GOMAXPROCS = int(n)
+		} else if str, isStr := v.(string); isStr && str == "" {
+			// unset
+		} else if v != nil {
+			fail("client.gomaxprocs", fmt.Errorf("want a whole number of processors (0 = no limit), got %s", describe(v)))
+		}
+	}
+	if s.Client.CPUs != nil {
+		v := substAny("client.cpus", s.Client.CPUs)
+		switch x := v.(type) {
+		case string:
+			if x != "" && x != "any" {
+				if _, err := ParseCPUList(x); err != nil {
+					fail("client.cpus", err)
+				}
+				client.CPUs = x
+			}
+		case int64:
+			client.CPUs = strconv.FormatInt(x, 10)
+		case nil:
+		default:
+			fail("client.cpus", fmt.Errorf("want a CPU list such as \"0\" or \"0-1\", got %s", describe(v)))
+		}
+	}
+	return client
+}
+
+// resolveParams sets a combination's workload parameters: the file's, then
+// the scale's, then each matching rule's, each checked against its
+// declaration and, when all are good, against each other (CheckParams).
+// fail gets each problem at the key that set the value.
+func (s *Spec) resolveParams(c *Combo, sc Scale, scale string, substAny func(string, any) any, fail func(string, error)) {
 	raw := map[string]any{}
 	origin := map[string]string{}
 	for k, v := range s.Workload {
@@ -403,7 +505,7 @@ func (s *Spec) resolve(combo map[string]any, sc Scale, scale string, opts PlanOp
 		raw[k], origin[k] = v, "scale."+scale+".set."+k
 	}
 	for i, r := range sc.When {
-		if matches(r.Match, combo) {
+		if matches(r.Match, c.Values) {
 			for k, v := range r.Set {
 				raw[k], origin[k] = v, fmt.Sprintf("scale.%s.when.%d.set.%s", scale, i, k)
 			}
@@ -434,10 +536,15 @@ func (s *Spec) resolve(combo map[string]any, sc Scale, scale string, opts PlanOp
 			}
 		}
 	}
-	if len(errs) > 0 {
-		return nil, errs
+	if len(c.Params) == len(s.kind.Params) && s.kind.CheckParams != nil {
+		for _, pe := range s.kind.CheckParams(c.Params) {
+			at, ok := origin[pe.Param]
+			if !ok {
+				at = "workload." + pe.Param
+			}
+			fail(at, pe.Err)
+		}
 	}
-	return c, nil
 }
 
 // checkInstance refuses a workload parameter that names no single instance
@@ -581,8 +688,8 @@ func (s *Spec) resolveInstance(i int, in InstanceSpec, subst func(string, any) a
 		switch n, ok := asInt(subst(key+".count", in.Count)); {
 		case !ok || n < 1:
 			fail(key+".count", fmt.Errorf("want a whole number of instances (1 or more), got %s", describe(subst(key+".count", in.Count))))
-		case n > 4096:
-			fail(key+".count", fmt.Errorf("want at most 4096 instances, got %d", n))
+		case n > MaxInstances:
+			fail(key+".count", fmt.Errorf("count = %d: at most %s instances in a set (each is a server of its own, with its processes, port and a data directory of about 40 MB; the seeds ran at most 16)", n, units.FormatCount(MaxInstances)))
 		default:
 			count = int(n)
 		}

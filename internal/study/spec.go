@@ -222,6 +222,7 @@ func Parse(file string, data []byte, reg *Registry) (*Spec, error) {
 		return nil, SpecErrors{{File: file, Msg: err.Error()}}
 	}
 	v.md = md
+	unknown := map[string]int{} // occurrences of each unknown key so far
 	for _, k := range md.Undecoded() {
 		// An engine's table of settings ([instance.settings.postgres])
 		// decodes into a map that the TOML library does not mark as read;
@@ -229,7 +230,16 @@ func Parse(file string, data []byte, reg *Registry) (*Spec, error) {
 		if len(k) == 4 && k[0] == "instance" && k[1] == "settings" {
 			continue
 		}
-		v.add(k.String(), "unknown key (see docs/studies.md for the keys a study file has)")
+		// The library names a key of an array of tables without its
+		// element ("scale.full.when.foo"), once per element that has it,
+		// in file order: the n-th occurrence is in the n-th such element.
+		name := k.String()
+		at := name
+		if paths := elementPaths(raw, k); unknown[name] < len(paths) {
+			at = paths[unknown[name]]
+		}
+		unknown[name]++
+		v.add(at, "unknown key (see docs/studies.md for the keys a study file has)")
 	}
 	for _, k := range md.Keys() {
 		if len(k) == 2 && k[0] == "sweep" {
@@ -514,8 +524,8 @@ func (v *validator) checkSweepList(key string, val any) {
 }
 
 func (v *validator) checkRepeat(key string, r RepeatSpec) {
-	if r.Runs < 1 {
-		v.add(key+".runs", "want at least 1 run, got %d", r.Runs)
+	if msg := runsError(r.Runs); msg != "" {
+		v.add(key+".runs", "%s", msg)
 	}
 	switch r.Trim {
 	case "", "none", "min-max":
@@ -670,8 +680,9 @@ func resolveLink(l LinkSpec, subst func(string) (string, error)) (mode string, c
 	if l.MSS != nil {
 		field = "mss"
 		n, ok := asInt(l.MSS)
-		if !ok {
-			return "", cfg, fmt.Errorf("mss: want a number of bytes, got %s", describe(l.MSS))
+		if !ok || n < link.MinMSS || n > link.MaxMSS {
+			// 0 would be the model's default, not the 0 bytes written.
+			return "", cfg, fmt.Errorf("mss: want %d to %d bytes (the segment every IPv4 host accepts, the largest IPv4 datagram less its headers), got %s", link.MinMSS, link.MaxMSS, describe(l.MSS))
 		}
 		cfg.MSS = int(n)
 	}

@@ -24,8 +24,8 @@ func testKind() Kind {
 	return Kind{
 		Name: "demo",
 		Params: []ParamSpec{
-			{Name: "rows", Kind: IntParam},
-			{Name: "size", Kind: SizeParam, Default: int64(8000)},
+			{Name: "rows", Kind: IntParam, Max: 1_000_000, Why: "the demo's table holds a million"},
+			{Name: "size", Kind: SizeParam, Default: int64(8000), Max: 16 << 20, Why: "one message"},
 			{Name: "mode", Kind: StringParam, Default: "a", Choices: []string{"a", "b"}},
 			{Name: "pause", Kind: DurationParam, Default: "0s"},
 			{Name: "instance", Kind: InstanceParam, Default: "db"},

@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -54,6 +55,30 @@ type Kind struct {
 	// study that puts it elsewhere gets.
 	Engines    []string
 	EnginesWhy string
+	// CheckParams, when set, refuses values that are wrong only beside
+	// each other (max_in_flight without a rate), each at the parameter it
+	// names: at parse, like every other value, and not once servers run.
+	CheckParams func(p Params) []ParamError
+}
+
+// ParamError is a problem with one parameter's value.
+type ParamError struct {
+	Param string
+	Err   error
+}
+
+func (e ParamError) Error() string { return e.Param + ": " + e.Err.Error() }
+
+// Unbounded lists the parameters that take a quantity and declare no most
+// (ParamSpec.Bounded).
+func (k Kind) Unbounded() []string {
+	var out []string
+	for _, p := range k.Params {
+		if !p.Bounded() {
+			out = append(out, p.Name)
+		}
+	}
+	return out
 }
 
 // Prediction is a model's estimate of some of a point's metrics.
@@ -186,14 +211,104 @@ type ParamSpec struct {
 	Doc     string
 	Default any // nil: required
 	Choices []string
-	// AllowZero permits 0 for Int and Size parameters.
+	// AllowZero permits 0 for Int, Size and Float parameters.
 	AllowZero bool
+	// Min raises the least value of an Int or Size parameter above 1 (or
+	// 0 with AllowZero); MinWhy says why, in the error.
+	Min    int64
+	MinWhy string
+	// Max is the most an Int or Size parameter takes, MaxFloat a Float's
+	// and MaxDuration a Duration's; Why says why, in the error. Every
+	// count, size, number and duration declares one, so that a typo
+	// (rows = 99999999999) is refused at parse instead of exhausting the
+	// machine's memory, disk or patience once servers run.
+	Max         int64
+	MaxFloat    float64
+	MaxDuration time.Duration
+	Why         string
+	// Check, when set, refuses a value that the kind and bounds let
+	// through (a mix naming no transaction); it gets the canonical value.
+	Check func(v any) error
+}
+
+// Bounded reports whether a parameter that takes a quantity declares its
+// most (strings, booleans and instances take none).
+func (ps ParamSpec) Bounded() bool {
+	switch ps.Kind {
+	case IntParam, SizeParam:
+		return ps.Max > 0 && ps.Why != ""
+	case FloatParam:
+		return ps.MaxFloat > 0 && ps.Why != ""
+	case DurationParam:
+		return ps.MaxDuration > 0 && ps.Why != ""
+	}
+	return true
 }
 
 // Normalize checks a value against the spec and returns it in canonical
 // form: int64 for Int and Size, string for Duration and String, float64,
 // bool.
 func (ps ParamSpec) Normalize(v any) (any, error) {
+	n, err := ps.normalizeKind(v)
+	if err != nil {
+		return nil, err
+	}
+	if err := ps.checkBounds(n); err != nil {
+		return nil, err
+	}
+	if ps.Check != nil {
+		if err := ps.Check(n); err != nil {
+			return nil, err
+		}
+	}
+	return n, nil
+}
+
+// checkBounds refuses a canonical value beyond the declared bounds.
+func (ps ParamSpec) checkBounds(v any) error {
+	why := func(reason string) string {
+		if reason == "" {
+			return ""
+		}
+		return " (" + reason + ")"
+	}
+	switch ps.Kind {
+	case IntParam, SizeParam:
+		n := v.(int64)
+		show := units.FormatCount(n)
+		if ps.Kind == SizeParam {
+			show = units.Size(n).String()
+		}
+		if ps.Min > 0 && n < ps.Min {
+			return fmt.Errorf("%s = %s: at least %s%s", ps.Name, show, ps.limitText(ps.Min), why(ps.MinWhy))
+		}
+		if ps.Max > 0 && n > ps.Max {
+			return fmt.Errorf("%s = %s: at most %s%s", ps.Name, show, ps.limitText(ps.Max), why(ps.Why))
+		}
+	case FloatParam:
+		if x := v.(float64); ps.MaxFloat > 0 && x > ps.MaxFloat {
+			return fmt.Errorf("%s = %v: at most %s%s", ps.Name, x, strconv.FormatFloat(ps.MaxFloat, 'f', -1, 64), why(ps.Why))
+		}
+	case DurationParam:
+		d, _ := time.ParseDuration(v.(string))
+		if ps.MaxDuration > 0 && d > ps.MaxDuration {
+			return fmt.Errorf("%s = %s: at most %s%s", ps.Name, v, ps.MaxDuration, why(ps.Why))
+		}
+	}
+	return nil
+}
+
+// limitText writes a bound as the parameter's values are written.
+func (ps ParamSpec) limitText(n int64) string {
+	if ps.Kind == SizeParam {
+		return units.Size(n).String()
+	}
+	return units.FormatCount(n)
+}
+
+// normalizeKind converts a value to the kind's canonical form and refuses
+// one the kind never takes (a negative count, a word for a number).
+func (ps ParamSpec) normalizeKind(v any) (any, error) {
 	switch ps.Kind {
 	case IntParam:
 		n, ok := asInt(v)
@@ -249,13 +364,22 @@ func (ps ParamSpec) Normalize(v any) (any, error) {
 		}
 		return s, nil
 	case FloatParam:
-		switch x := v.(type) {
+		var x float64
+		switch y := v.(type) {
 		case float64:
-			return x, nil
+			x = y
 		case int64:
-			return float64(x), nil
+			x = float64(y)
+		default:
+			return nil, fmt.Errorf("want %s, got %s", ps.Kind, describe(v))
 		}
-		return nil, fmt.Errorf("want %s, got %s", ps.Kind, describe(v))
+		switch {
+		case math.IsNaN(x) || math.IsInf(x, 0) || x < 0:
+			return nil, fmt.Errorf("want %s, 0 or more, got %v", ps.Kind, x)
+		case x == 0 && !ps.AllowZero:
+			return nil, fmt.Errorf("want %s above 0, got 0", ps.Kind)
+		}
+		return x, nil
 	case BoolParam:
 		b, ok := v.(bool)
 		if !ok {

@@ -15,6 +15,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
 )
 
 // Rate is a bit rate in bits per second. Zero means unlimited.
@@ -352,3 +355,10 @@ func trimFloat(v float64) string {
 	s = strings.TrimRight(s, "0")
 	return strings.TrimSuffix(s, ".")
 }
+
+// counts prints whole numbers with a comma between thousands, as a
+// reader of English expects a bound to read (1,000,000 rows).
+var counts = message.NewPrinter(language.English)
+
+// FormatCount writes a count with thousands separators: 1,000,000.
+func FormatCount(n int64) string { return counts.Sprintf("%d", n) }

@@ -187,3 +187,13 @@ func TestParsePercentAndFormatDuration(t *testing.T) {
 		t.Errorf("FormatDuration = %q", s)
 	}
 }
+
+func TestFormatCount(t *testing.T) {
+	t.Parallel()
+	for n, want := range map[int64]string{0: "0", 999: "999", 1000: "1,000", 100_000: "100,000", -1234567: "-1,234,567",
+		9223372036854775807: "9,223,372,036,854,775,807"} {
+		if got := FormatCount(n); got != want {
+			t.Errorf("FormatCount(%d) = %q, want %q", n, got, want)
+		}
+	}
+}

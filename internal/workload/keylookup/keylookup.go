@@ -28,11 +28,13 @@ func Kind() study.Kind {
 		Doc:  "max(dt) of seed 002's wide table by a full scan or through the index on j with a lookup per row, all pages cached",
 		Params: []study.ParamSpec{
 			{Name: "rows", Kind: study.IntParam, Default: int64(2_000_000),
-				Doc: "rows of the table (the seed: 2,000,000, about 16 GB: one row per 8 KiB page)"},
+				Doc: "rows of the table (the seed: 2,000,000, about 16 GB: one row per 8 KiB page)",
+				Min: 2, MinWhy: widetable.MinRowsWhy, Max: widetable.MaxRows, Why: widetable.MaxRowsWhy},
 			{Name: "path", Kind: study.StringParam, Choices: []string{Scan, Lookup},
 				Doc: `"scan": SELECT max(dt) FROM test by a full scan; "lookup": the same forced through the index on j, a lookup per row`},
 			{Name: "executions", Kind: study.IntParam, Default: int64(5),
-				Doc: "timed executions of the query in a point, after one to warm up and one whose pages are counted; the point's time is their median"},
+				Doc: "timed executions of the query in a point, after one to warm up and one whose pages are counted; the point's time is their median",
+				Max: 1000, Why: "as many as a combination's runs: a median of 5 is the seed's"},
 			{Name: "instance", Kind: study.StringParam, Default: "db", Doc: "the instance that holds the table"},
 		},
 		New: newWorkload,
@@ -76,11 +78,7 @@ type workload struct {
 var _ study.Workload = (*workload)(nil)
 
 func newWorkload(p study.Params) (study.Workload, error) {
-	w := &workload{rows: p.Int("rows"), path: p.String("path"), executions: int(p.Int("executions")), instance: p.String("instance")}
-	if w.rows < 2 {
-		return nil, fmt.Errorf("rows = %d: the table needs at least 2 rows", w.rows)
-	}
-	return w, nil
+	return &workload{rows: p.Int("rows"), path: p.String("path"), executions: int(p.Int("executions")), instance: p.String("instance")}, nil
 }
 
 // Prepare makes the seed's table and reads every page of it and of its

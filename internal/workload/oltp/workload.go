@@ -2,8 +2,8 @@ package oltp
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"math"
 	"sync/atomic"
 	"time"
 
@@ -40,9 +40,10 @@ func Kind() study.Kind { return KindWith(nil) }
 // KindWith registers the workload with a live view of its runs.
 func KindWith(live *Live) study.Kind {
 	return study.Kind{
-		Name:   "oltp",
-		Doc:    "an online shop's transactions under virtual users, closed or open loop (seeds 001 and 002)",
-		Params: params(),
+		Name:        "oltp",
+		Doc:         "an online shop's transactions under virtual users, closed or open loop (seeds 001 and 002)",
+		Params:      params(),
+		CheckParams: checkParams,
 		New: func(p study.Params) (study.Workload, error) {
 			w, err := newWorkload(p)
 			if err != nil {
@@ -62,32 +63,68 @@ func KindWith(live *Live) study.Kind {
 }
 
 func params() []study.ParamSpec {
+	week := func(p study.ParamSpec) study.ParamSpec {
+		p.MaxDuration, p.Why = study.MaxDuration, study.DurationWhy
+		return p
+	}
 	return []study.ParamSpec{
 		{Name: "mix", Kind: study.StringParam, Default: "shop",
-			Doc: "the transactions: shop, point-select, browse-only, orders, reporting, or weights such as \"view-product=9,place-order=1\""},
+			Doc:   "the transactions: shop, point-select, browse-only, orders, reporting, or weights such as \"view-product=9,place-order=1\"",
+			Check: func(v any) error { _, err := ParseMix(fmt.Sprint(v)); return err }},
 		{Name: "users", Kind: study.IntParam, Default: int64(10),
-			Doc: "virtual users, each with its own connection (in an open loop, the workers that serve arrivals)"},
+			Doc: "virtual users, each with its own connection (in an open loop, the workers that serve arrivals)",
+			Max: MaxUsers, Why: MaxUsersWhy},
 		{Name: "scale_factor", Kind: study.FloatParam, Default: 1.0,
-			Doc: "data size: 100,000 customers and 10,000 items per unit (as pgbench's scale)"},
-		{Name: "duration", Kind: study.DurationParam, Default: "30s", Doc: "the measured interval"},
-		{Name: "warm_up", Kind: study.DurationParam, Default: "5s", Doc: "run before the measured interval, and discarded"},
-		{Name: "ramp_up", Kind: study.DurationParam, Default: "0s",
-			Doc: "users start evenly over this time (an open loop's rate rises over it); within warm_up"},
-		{Name: "rate", Kind: study.FloatParam, Default: 0.0,
-			Doc: "open loop: transactions arriving per second, latency measured from each one's intended start (0: closed loop)"},
+			Doc:      "data size: 100,000 customers and 10,000 items per unit (as pgbench's scale)",
+			MaxFloat: MaxScale, Why: "a billion customers"},
+		week(study.ParamSpec{Name: "duration", Kind: study.DurationParam, Default: "30s", Doc: "the measured interval", Check: study.PositiveDuration}),
+		week(study.ParamSpec{Name: "warm_up", Kind: study.DurationParam, Default: "5s", Doc: "run before the measured interval, and discarded"}),
+		week(study.ParamSpec{Name: "ramp_up", Kind: study.DurationParam, Default: "0s",
+			Doc: "users start evenly over this time (an open loop's rate rises over it); within warm_up"}),
+		{Name: "rate", Kind: study.FloatParam, Default: 0.0, AllowZero: true,
+			Doc:      "open loop: transactions arriving per second, latency measured from each one's intended start (0: closed loop)",
+			MaxFloat: MaxRate, Why: MaxRateWhy},
 		{Name: "arrival", Kind: study.StringParam, Default: "poisson", Choices: []string{"poisson", "fixed"},
 			Doc: "open loop: Poisson arrivals (as pgbench -R) or evenly spaced"},
 		{Name: "max_in_flight", Kind: study.IntParam, Default: int64(0), AllowZero: true,
-			Doc: "open loop: transactions arrived and not finished beyond which arrivals are counted and not started (0: users plus 10 s of arrivals)"},
-		{Name: "think", Kind: study.DurationParam, Default: "0s", Doc: "closed loop: each user's pause after a transaction"},
+			Doc: "open loop: transactions arrived and not finished beyond which arrivals are counted and not started (0: users plus 10 s of arrivals)",
+			Max: MaxInFlight, Why: MaxInFlightWhy},
+		week(study.ParamSpec{Name: "think", Kind: study.DurationParam, Default: "0s", Doc: "closed loop: each user's pause after a transaction"}),
 		{Name: "think_distribution", Kind: study.StringParam, Default: "exponential", Choices: []string{"exponential", "fixed"},
 			Doc: "closed loop: pauses drawn from a negative exponential with mean think, capped at 10 × (TPC-C's rule), or exactly think"},
-		{Name: "keying", Kind: study.DurationParam, Default: "0s", Doc: "closed loop: each user's pause before a transaction"},
-		{Name: "tx_limit", Kind: study.DurationParam, Default: "30s",
-			Doc: "transactions slower than this are counted (seed 001 counted those over 30 s)"},
-		{Name: "seed", Kind: study.IntParam, Default: int64(1), AllowZero: true, Doc: "seeds every random choice"},
+		week(study.ParamSpec{Name: "keying", Kind: study.DurationParam, Default: "0s", Doc: "closed loop: each user's pause before a transaction"}),
+		week(study.ParamSpec{Name: "tx_limit", Kind: study.DurationParam, Default: "30s",
+			Doc: "transactions slower than this are counted (seed 001 counted those over 30 s)"}),
+		{Name: "seed", Kind: study.IntParam, Default: int64(1), AllowZero: true, Doc: "seeds every random choice",
+			Max: math.MaxInt64, Why: "any whole number"},
 		{Name: "instance", Kind: study.StringParam, Default: "db", Doc: "the instance that holds the shop"},
 	}
+}
+
+// Bounds of the load, shared by the study's parameters and the flags of
+// `dbrig load oltp`.
+const (
+	MaxUsers    = 100_000
+	MaxUsersWhy = "each user holds a connection of its own: 1,000 users on each of 100 agents is the largest load docs/distributed.md plans"
+	MaxRate     = 10_000_000
+	MaxRateWhy  = "ten times the largest load docs/distributed.md plans, a million a second over 20 agents"
+	// MaxInFlight bounds an open loop's queue of arrivals, which is
+	// allocated whole.
+	MaxInFlight    = 1 << 24
+	MaxInFlightWhy = "the queue of arrivals is allocated whole, 8 bytes each: 128 MiB"
+)
+
+// checkParams refuses at parse values that are wrong only beside each
+// other.
+func checkParams(p study.Params) []study.ParamError {
+	var errs []study.ParamError
+	if n := p.Int("max_in_flight"); n != 0 && p.Float("rate") == 0 {
+		errs = append(errs, study.ParamError{Param: "max_in_flight", Err: fmt.Errorf("max_in_flight = %d: an open-loop setting; set a rate", n)})
+	}
+	if ramp, warm := p.Duration("ramp_up"), p.Duration("warm_up"); ramp > warm {
+		errs = append(errs, study.ParamError{Param: "ramp_up", Err: fmt.Errorf("ramp_up = %s: longer than warm_up = %s, so the measured interval would include users still starting", ramp, warm)})
+	}
+	return errs
 }
 
 type workload struct {
@@ -107,9 +144,6 @@ func newWorkload(p study.Params) (*workload, error) {
 		return nil, err
 	}
 	sf := p.Float("scale_factor")
-	if !(sf > 0) || sf > MaxScale {
-		return nil, fmt.Errorf("scale_factor = %v: want a number above 0 and at most %d (0.01, 1, 10 ...)", sf, MaxScale)
-	}
 	arrival := load.Poisson
 	if p.String("arrival") == "fixed" {
 		arrival = load.Fixed
@@ -130,12 +164,6 @@ func newWorkload(p study.Params) (*workload, error) {
 		if cfg.Think.Mean == 0 {
 			cfg.Think = load.Think{}
 		}
-		if n := p.Int("max_in_flight"); n != 0 {
-			return nil, fmt.Errorf("max_in_flight = %d: an open-loop setting; set a rate", n)
-		}
-	}
-	if cfg.Duration == 0 {
-		return nil, errors.New("duration = 0s: the measured interval needs a length")
 	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err

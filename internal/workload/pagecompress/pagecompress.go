@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"path/filepath"
 	"strconv"
 	"time"
@@ -25,13 +26,16 @@ func Kind() study.Kind {
 		Name: "page-compression",
 		Doc:  "seed 002's customer table clustered on cid or on filler, each page compressed on its own (zstd, S2, deflate) and, on MariaDB, the engine's PAGE_COMPRESSED size on disk",
 		Params: []study.ParamSpec{
-			{Name: "rows", Kind: study.IntParam, Default: int64(8_000_000), Doc: "rows of the table (the seed: 8,000,000)"},
+			{Name: "rows", Kind: study.IntParam, Default: int64(8_000_000), Doc: "rows of the table (the seed: 8,000,000)",
+				Max: math.MaxInt32, Why: "cid is an int"},
 			{Name: "period", Kind: study.IntParam, AllowZero: true, Default: int64(80),
-				Doc: "the filler repeats with this period (the seed: 80, from @i % 80); 0: every row's filler distinct (its cid, 7 digits, up to 9,999,999 rows)"},
+				Doc: "the filler repeats with this period (the seed: 80, from @i % 80); 0: every row's filler distinct (its cid, 7 digits, up to 9,999,999 rows)",
+				Max: maxDistinct + 1, Why: "the filler keeps 7 digits of i % period"},
 			{Name: "order", Kind: study.StringParam, Choices: []string{ByCID, ByFiller}, Doc: "the column the table is clustered on"},
 			{Name: "instance", Kind: study.StringParam, Default: "db", Doc: "the instance that holds the table"},
 		},
-		New: newWorkload,
+		New:         newWorkload,
+		CheckParams: checkParams,
 		PrepareKey: func(p study.Params) string {
 			return fmt.Sprintf("page-compression rows=%d period=%d instance=%s", p.Int("rows"), p.Int("period"), p.String("instance"))
 		},
@@ -74,14 +78,19 @@ type workload struct {
 var _ study.Workload = (*workload)(nil)
 
 func newWorkload(p study.Params) (study.Workload, error) {
-	w := &workload{rows: p.Int("rows"), period: p.Int("period"), order: p.String("order"), instance: p.String("instance")}
-	if w.rows < 1 {
-		return nil, fmt.Errorf("rows = %d: want at least one", w.rows)
+	return &workload{rows: p.Int("rows"), period: p.Int("period"), order: p.String("order"), instance: p.String("instance")}, nil
+}
+
+// maxDistinct is the most distinct fillers: 7 digits.
+const maxDistinct = 9_999_999
+
+// checkParams refuses at parse rows that period = 0 cannot give each a
+// filler of its own.
+func checkParams(p study.Params) []study.ParamError {
+	if p.Int("period") == 0 && p.Int("rows") > maxDistinct {
+		return []study.ParamError{{Param: "rows", Err: fmt.Errorf("rows = %d: period = 0 gives each row its cid in 7 digits as its filler: at most 9,999,999 rows", p.Int("rows"))}}
 	}
-	if w.period == 0 && w.rows > 9_999_999 {
-		return nil, fmt.Errorf("period = 0 gives each row its cid in 7 digits as its filler: at most 9,999,999 rows, not %d", w.rows)
-	}
-	return w, nil
+	return nil
 }
 
 func table(order string) string { return "customer_" + order }

@@ -37,13 +37,17 @@ func Kind() study.Kind {
 		Doc:  "a cold full scan of seed 002's wide table on a loop device dbrig makes, with its read-ahead (and the engine's) at a setting",
 		Params: []study.ParamSpec{
 			{Name: "rows", Kind: study.IntParam, Default: int64(2_000_000),
-				Doc: "rows of the table (the seed: 2,000,000, about 16 GB)"},
+				Doc: "rows of the table (the seed: 2,000,000, about 16 GB)",
+				Min: 2, MinWhy: widetable.MinRowsWhy, Max: widetable.MaxRows, Why: widetable.MaxRowsWhy},
 			{Name: "read_ahead", Kind: study.StringParam, Default: Default,
-				Doc: `"default": the loop device's read-ahead as the kernel set it, and the engine's own prefetch as configured; "minimal": 4 KiB (the kernel reads what a read call asks) and InnoDB's read-ahead off; "off": 0 and InnoDB's off; or a size ("128KiB") for the device alone`},
+				Doc:   `"default": the loop device's read-ahead as the kernel set it, and the engine's own prefetch as configured; "minimal": 4 KiB (the kernel reads what a read call asks) and InnoDB's read-ahead off; "off": 0 and InnoDB's off; or a size ("128KiB") for the device alone`,
+				Check: checkReadAhead},
 			{Name: "device_size", Kind: study.SizeParam, AllowZero: true, Default: int64(0),
-				Doc: "the loop device's size (0: from the rows, with room for the indexes)"},
+				Doc: "the loop device's size (0: from the rows, with room for the indexes)",
+				Max: maxDevice, Why: "the loop device's file lives in TMPDIR: 1 TiB holds the largest table with its indexes"},
 			{Name: "calibration_bytes", Kind: study.SizeParam, Default: int64(256 << 20),
-				Doc: "the most the plain read that measures the device's throughput reads of the table's file (it also stops after 5 s)"},
+				Doc: "the most the plain read that measures the device's throughput reads of the table's file (it also stops after 5 s)",
+				Max: maxDevice, Why: "no more than the largest loop device holds"},
 			{Name: "instance", Kind: study.StringParam, Default: "db", Doc: "the instance that holds the table"},
 		},
 		New: newWorkload,
@@ -90,13 +94,16 @@ var _ study.Workload = (*workload)(nil)
 func newWorkload(p study.Params) (study.Workload, error) {
 	w := &workload{rows: p.Int("rows"), readAhead: p.String("read_ahead"), deviceSize: p.Int("device_size"),
 		calibration: p.Int("calibration_bytes"), instance: p.String("instance")}
-	if w.rows < 2 {
-		return nil, fmt.Errorf("rows = %d: the table needs at least 2 rows", w.rows)
-	}
-	if _, _, err := resolve(w.readAhead, 0); err != nil {
-		return nil, err
-	}
 	return w, nil
+}
+
+// maxDevice is the largest loop device a point makes.
+const maxDevice = 1 << 40
+
+// checkReadAhead refuses at parse a read_ahead that is no setting.
+func checkReadAhead(v any) error {
+	_, _, err := resolve(fmt.Sprint(v), 0)
+	return err
 }
 
 // resolve turns a read_ahead parameter into the device's read-ahead (KiB)

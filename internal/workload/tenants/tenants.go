@@ -21,19 +21,27 @@ func Kind() study.Kind {
 		Doc:  "many small databases per instance, one connection each, server-side functions (seed 003)",
 		Params: []study.ParamSpec{
 			{Name: "databases", Kind: study.IntParam,
-				Doc: "tenant databases in all, spread evenly over the instances of the set (each with one connection)"},
+				Doc: "tenant databases in all, spread evenly over the instances of the set (each with one connection)",
+				Max: 9999, Why: "a tenant database's name carries 4 digits, and each holds a connection through the run"},
 			{Name: "functions", Kind: study.IntParam, Default: int64(200),
-				Doc: "server-side functions (PostgreSQL) or stored procedures (MariaDB) per database, at least 6; the transactions call them"},
+				Doc: "server-side functions (PostgreSQL) or stored procedures (MariaDB) per database, at least 6; the transactions call them",
+				Min: int64(len(families)), MinWhy: "one for each kind of transaction",
+				Max: 9999, Why: "made in every database: fifty times the seed's 200"},
 			{Name: "size", Kind: study.SizeParam, Default: int64(30_000_000),
-				Doc: "seeded ledger data per database (tables and indexes; the seed's databases were 30 MB)"},
+				Doc: "seeded ledger data per database (tables and indexes; the seed's databases were 30 MB)",
+				Max: 10 << 30, Why: "in every database: 10 GiB is over 300 times the seed's 30 MB"},
 			{Name: "think", Kind: study.DurationParam, Default: DefaultThink.String(),
-				Doc: "each connection's pause after a transaction (the seed's 18 ms)"},
-			{Name: "warm_up", Kind: study.DurationParam, Default: "10s", Doc: "run, then left out of the results"},
-			{Name: "duration", Kind: study.DurationParam, Default: "60s", Doc: "the measured interval"},
+				Doc:         "each connection's pause after a transaction (the seed's 18 ms)",
+				MaxDuration: study.MaxDuration, Why: study.DurationWhy},
+			{Name: "warm_up", Kind: study.DurationParam, Default: "10s", Doc: "run, then left out of the results",
+				MaxDuration: study.MaxDuration, Why: study.DurationWhy},
+			{Name: "duration", Kind: study.DurationParam, Default: "60s", Doc: "the measured interval",
+				MaxDuration: study.MaxDuration, Why: study.DurationWhy, Check: study.PositiveDuration},
 			{Name: "set", Kind: study.StringParam, Default: "db",
 				Doc: "the [[instance]] whose instances hold the databases (every member of a set made with count)"},
 			{Name: "parallel", Kind: study.IntParam, Default: int64(4),
-				Doc: "databases created at once while preparing"},
+				Doc: "databases created at once while preparing",
+				Max: 256, Why: "each is a session of its own: beyond the server's CPUs more only queue"},
 			{Name: "prime", Kind: study.BoolParam, Default: true,
 				Doc: "each connection calls every function once before the clock starts, so every backend holds every plan, as after hours of service"},
 		},
@@ -80,16 +88,6 @@ func newWorkload(p study.Params) (study.Workload, error) {
 		set:       p.String("set"),
 		parallel:  int(p.Int("parallel")),
 		prime:     p.Bool("prime"),
-	}
-	switch {
-	case w.functions < len(families):
-		return nil, fmt.Errorf("functions = %d: at least %d, one for each kind of transaction", w.functions, len(families))
-	case w.functions > 9999:
-		return nil, fmt.Errorf("functions = %d: at most 9999", w.functions)
-	case w.databases > 9999:
-		return nil, fmt.Errorf("databases = %d: at most 9999", w.databases)
-	case w.duration <= 0:
-		return nil, fmt.Errorf("duration = %v: want a positive duration", w.duration)
 	}
 	return w, nil
 }

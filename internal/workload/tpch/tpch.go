@@ -21,18 +21,25 @@ import (
 // here too, and says what the CPUs allowed.
 const MaxDegree = 1024
 
+// MaxScale is TPC-H's largest scale factor (100,000: 100 TB of data).
+const MaxScale = 100_000
+
 // Kind registers the workload.
 func Kind() study.Kind {
 	return study.Kind{
 		Name: "tpch",
 		Doc:  "the 22 TPC-H queries as a power test at a parallel degree (seed 002)",
 		Params: []study.ParamSpec{
-			{Name: "scale_factor", Kind: study.FloatParam, Doc: "TPC-H scale factor (1 = 1 GB of data; fractions such as 0.01 work)"},
+			{Name: "scale_factor", Kind: study.FloatParam, Doc: "TPC-H scale factor (1 = 1 GB of data; fractions such as 0.01 work)",
+				MaxFloat: MaxScale, Why: "TPC-H's largest scale factor, 100 TB of data"},
 			{Name: "degree", Kind: study.IntParam, AllowZero: true, Default: int64(0),
-				Doc: "parallel workers per query beside the leader (PostgreSQL's max_parallel_workers_per_gather; 0 = serial, the seed's MAXDOP 1)"},
+				Doc: "parallel workers per query beside the leader (PostgreSQL's max_parallel_workers_per_gather; 0 = serial, the seed's MAXDOP 1)",
+				Max: MaxDegree, Why: "PostgreSQL's own most for max_parallel_workers_per_gather"},
 			{Name: "streams", Kind: study.IntParam, Default: int64(10),
-				Doc: "times the stream of queries runs in a point: the first is dropped, then each query's fastest and slowest, and the rest averaged (the seed ran 10)"},
-			{Name: "queries", Kind: study.StringParam, Default: "all", Doc: `the queries of the stream: "all", or e.g. "1,3,6" or "1-5,14"`},
+				Doc: "times the stream of queries runs in a point: the first is dropped, then each query's fastest and slowest, and the rest averaged (the seed ran 10)",
+				Max: 1000, Why: "as many as a combination's runs: the seed ran 10"},
+			{Name: "queries", Kind: study.StringParam, Default: "all", Doc: `the queries of the stream: "all", or e.g. "1,3,6" or "1-5,14"`,
+				Check: func(v any) error { _, err := ParseSelection(fmt.Sprint(v)); return err }},
 			{Name: "instance", Kind: study.InstanceParam, Default: "db", Doc: "the instance that holds the data"},
 		},
 		New:        newWorkload,
@@ -90,12 +97,6 @@ func newWorkload(p study.Params) (study.Workload, error) {
 		streams:    int(p.Int("streams")),
 		instance:   p.String("instance"),
 		queriesFor: Queries,
-	}
-	if w.sf <= 0 || w.sf > 100000 {
-		return nil, fmt.Errorf("scale_factor = %v: want a number above 0 (0.01, 1, 10 ...)", w.sf)
-	}
-	if w.degree > MaxDegree {
-		return nil, fmt.Errorf("degree = %d: PostgreSQL takes at most %d workers per query", w.degree, MaxDegree)
 	}
 	var err error
 	if w.selected, err = ParseSelection(p.String("queries")); err != nil {

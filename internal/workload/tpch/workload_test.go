@@ -264,10 +264,23 @@ func TestDegreeIsNotCappedAtTheCPUs(t *testing.T) {
 		{"scale_factor": 1.0, "degree": int64(MaxDegree + 1), "streams": int64(1), "queries": "all"},
 		{"scale_factor": 1.0, "degree": int64(0), "streams": int64(1), "queries": "7-30"},
 	} {
-		if _, err := newWorkload(p); err == nil {
+		if err := declared(p); err == nil {
 			t.Errorf("%v: accepted", p)
 		}
 	}
+}
+
+// declared checks parameters against the kind's declarations, as a study's
+// parse does.
+func declared(p study.Params) error {
+	for _, spec := range Kind().Params {
+		if v, ok := p[spec.Name]; ok {
+			if _, err := spec.Normalize(v); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // TestMariaDB: the MariaDB dialect's answers at scale factor 0.01 are the

@@ -39,6 +39,15 @@ const (
 // FillerBytes is the width of the seed's filler column.
 const FillerBytes = 5000
 
+// MaxRows bounds the table: a row fills an 8 KiB page, so 100,000,000
+// rows are 800 GB of disk, fifty times the seed's 2,000,000; MaxRowsWhy
+// says so in an error.
+const (
+	MaxRows    = 100_000_000
+	MaxRowsWhy = "a row fills an 8 KiB page: 100,000,000 rows are 800 GB of disk, fifty times the seed's"
+	MinRowsWhy = "the table needs at least 2 rows"
+)
+
 // Options say how many rows and where they live.
 type Options struct {
 	Rows int64
