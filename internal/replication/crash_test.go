@@ -29,6 +29,58 @@ const (
 	eagerReport  = 10 * time.Millisecond
 )
 
+// TestSubscriberCrashLosesNoCommand crashes a subscriber that commits
+// asynchronously, over and over, while rows stream. What the distribution
+// database holds as applied (what its cleanup deletes up to) must never be
+// ahead of what the subscriber recovers; afterwards every change is
+// applied exactly once, and the agent confirms the end once it is durable.
+func TestSubscriberCrashLosesNoCommand(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opts AgentOptions
+	}{
+		{"stop-and-wait", AgentOptions{Pipeline: 1, BufferSize: 8 << 10, CommitBatchSize: 10}},
+		{"pipelined", AgentOptions{Pipeline: 4, BufferSize: 8 << 10, CommitBatchSize: 10}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, cfg := faultPairWith(t, nil, lateWALWriter)
+			r := startAgentsEvery(t, cfg, Targets{Distribution: cfg.Distribution(), Subscriber: cfg.Subscriber}, tc.opts, eagerCleanup, eagerReport)
+			ctx := testCtx(t, 4*time.Minute)
+			stream := startStream(ctx, p.pub.Conn("app"), 19, "")
+			rs := newRestarter(t, p.sub)
+			rnd := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 3))
+			var recovered int64
+			for i := 1; i <= crashes; i++ {
+				// Each crash meets the agent applying the stream.
+				if err := pollUntil(ctx, 50*time.Millisecond, func() (bool, error) { return subscriberCmd(t, cfg) > recovered, r.err() }); err != nil {
+					t.Fatalf("before crash %d: %v", i, err)
+				}
+				time.Sleep(time.Duration(200+rnd.IntN(600)) * time.Millisecond)
+				rs.crash(t)
+				time.Sleep(200 * time.Millisecond) // the agent finds it gone
+				reported := reportedCmd(t, cfg)
+				rs.start(t)
+				recovered = subscriberCmd(t, cfg)
+				t.Logf("crash %d: reported applied %d, the subscriber recovered %d", i, reported, recovered)
+				if reported > recovered {
+					t.Errorf("crash %d: the distribution database held command %d as applied, the subscriber recovered only up to %d: cleanup may delete commands %d-%d it has not kept",
+						i, reported, recovered, recovered+1, reported)
+				}
+			}
+			stream.stop(t)
+			waitCaughtUp(t, cfg, r, 2*time.Minute)
+			waitConfirmed(t, cfg, time.Minute)
+			if err := r.stop(); err != nil {
+				t.Fatal(err)
+			}
+			if st := r.agent.Stats(); st.Restarts == 0 {
+				t.Error("the agent never noticed the crashes")
+			}
+			verifyExactlyOnce(t, cfg)
+		})
+	}
+}
+
 // TestPublisherCrashLosesNoTransaction crashes the publisher's server,
 // which holds the distribution database, over and over while both roles
 // run: in the middle of a stream, and just after the subscriber has
@@ -133,6 +185,54 @@ func (s *stream) stop(t *testing.T) {
 	s.cancel()
 	if err := <-s.done; err != nil && !errors.Is(err, context.Canceled) {
 		t.Fatal(err)
+	}
+}
+
+// reportedCmd is the position the distribution database holds as applied:
+// what its cleanup deletes up to.
+func reportedCmd(t *testing.T, cfg Config) int64 {
+	t.Helper()
+	cfg = cfg.withDefaults()
+	ctx := testCtx(t, time.Minute)
+	c, err := pgxConnect(ctx, cfg.Distribution(), "dbrig test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(ctx)
+	var n int64
+	if err := c.QueryRow(ctx, "SELECT applied_cmd_id FROM "+Schema+".subscriptions WHERE name = $1", cfg.Publication).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// subscriberCmd is the subscriber's own record of its position.
+func subscriberCmd(t *testing.T, cfg Config) int64 {
+	t.Helper()
+	cfg = cfg.withDefaults()
+	ctx := testCtx(t, time.Minute)
+	c, err := pgxConnect(ctx, cfg.Subscriber, "dbrig test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(ctx)
+	var n int64
+	if err := c.QueryRow(ctx, "SELECT last_cmd_id FROM "+Schema+".subscription WHERE name = $1", cfg.Publication).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// waitConfirmed waits until the distribution database holds the
+// subscriber's position as applied: the agent confirms the last commits
+// once the subscriber has flushed them, also when nothing more arrives.
+func waitConfirmed(t *testing.T, cfg Config, d time.Duration) {
+	t.Helper()
+	ctx := testCtx(t, d)
+	want := subscriberCmd(t, cfg)
+	err := pollUntil(ctx, 20*time.Millisecond, func() (bool, error) { return reportedCmd(t, cfg) >= want, nil })
+	if err != nil {
+		t.Fatalf("the agent never confirmed command %d (it stands at %d): %v", want, reportedCmd(t, cfg), err)
 	}
 }
 

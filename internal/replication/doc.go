@@ -36,7 +36,11 @@
 // (dbrig_repl.advance on the subscriber), so a restarted agent continues
 // exactly after it: no command is lost or applied twice, whatever crashes
 // or reconnects. Pipelined buffers that continue a transaction start with a
-// guard that fails unless that transaction still stands.
+// guard that fails unless that transaction still stands. The agent reports
+// to the distribution database, and the log reader's cleanup deletes, only
+// the commits the subscriber has flushed (durable.go): a subscriber that
+// commits asynchronously loses its last commits in a crash, and must then
+// find their commands still there.
 //
 // The agent's two connections decide the [Mode]: run next to the
 // distribution database its writer's round trips cross the WAN ([Push]);

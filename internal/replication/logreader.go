@@ -123,8 +123,7 @@ func (r *LogReader) Run(ctx context.Context) error {
 }
 
 // cleanup deletes, every CleanupInterval, the commands every subscription
-// has applied (as the agents report in the distribution database, which
-// lags behind the subscribers' own record: never ahead of it).
+// has applied durably (see CleanupDistribution).
 func (r *LogReader) cleanup(ctx context.Context) {
 	cfg := r.cfg
 	t := time.NewTicker(cfg.CleanupInterval)
@@ -149,9 +148,10 @@ func (r *LogReader) cleanup(ctx context.Context) {
 }
 
 // CleanupDistribution deletes the chunks of a publication's command stream
-// that its subscription has applied (as its agent reports in the
-// distribution database, which lags behind the subscriber's own record:
-// never ahead of it) and returns how many commands they held.
+// that its subscription has applied durably, and returns how many commands
+// they held. Its agent reports there only commits the subscriber has
+// flushed, so the position lags behind the subscriber's own record and is
+// never ahead of what a crash of the subscriber leaves of it.
 func CleanupDistribution(ctx context.Context, distribution postgres.ConnInfo, publication string) (int64, error) {
 	if publication == "" {
 		publication = DefaultPublication
