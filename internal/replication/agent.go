@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"math"
 	"net"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -63,6 +64,10 @@ type AgentStats struct {
 	Missing      int64 `json:"missing"`      // updates and deletes that found no row
 	LastCmdID    int64 `json:"last_cmd_id"`  // the subscription's position
 	LastLSN      LSN   `json:"last_lsn"`     // end LSN of the last applied source transaction
+	// DurableCmdID is the last position the subscriber has flushed: what
+	// the agent reports to the distribution database, and what the log
+	// reader's cleanup deletes up to (see durability).
+	DurableCmdID int64 `json:"durable_cmd_id"`
 	// Pipeline is the writer's depth in use; RTT and Rate what auto measured.
 	Pipeline int           `json:"pipeline"`
 	RTT      time.Duration `json:"rtt_ns,omitempty"`
@@ -80,14 +85,18 @@ type AgentStats struct {
 // subscriber: a reader streams every pending command in one result set and
 // renders it into command buffers; a writer applies one buffer per round
 // trip (or keeps Pipeline buffers in flight) and releases it when the
-// subscriber has answered. Progress is committed with the changes, so
-// every command is applied exactly once across crashes and reconnects.
+// subscriber has answered. Progress is committed with the changes, and
+// every connection resumes from the subscriber's own record, so every
+// command is applied exactly once across crashes and reconnects; the agent
+// reports as applied only what the subscriber has flushed, so cleanup never
+// deletes a command a crash of the subscriber could lose.
 type DistributionAgent struct {
 	cfg     AgentConfig
 	opts    AgentOptions
 	place   place
 	mu      sync.Mutex
 	stats   AgentStats
+	durable durability // under mu
 	applied atomic.Int64
 }
 
@@ -171,15 +180,14 @@ func (a *DistributionAgent) runOnce(parent context.Context) (err error) {
 	// started cold pays them once, not three times.
 	var sub, dist, ctl *pgconn.PgConn
 	var subErr, distErr, ctlErr error
-	var applied int64
-	var lastLSN LSN
+	var at subscriberRecord
 	var rtt time.Duration
 	var rate units.Rate
 	var wg sync.WaitGroup
 	wg.Add(3)
 	go func() { // the subscriber: exclusive for this subscription, and its position
 		defer wg.Done()
-		sub, subErr = a.openSubscriber(ctx, &applied, &lastLSN)
+		sub, at, subErr = a.openSubscriber(ctx)
 		if subErr == nil && opts.Pipeline == PipelineAuto {
 			if rtt, rate, subErr = measurePath(ctx, sub); subErr != nil {
 				subErr = fmt.Errorf("measure the path to the subscriber: %w", subErr)
@@ -213,6 +221,7 @@ func (a *DistributionAgent) runOnce(parent context.Context) (err error) {
 	if err := errors.Join(subErr, distErr, ctlErr); err != nil {
 		return err
 	}
+	applied := at.position.cmd
 	a.applied.Store(applied)
 	k := opts.Pipeline
 	if k == PipelineAuto {
@@ -220,8 +229,11 @@ func (a *DistributionAgent) runOnce(parent context.Context) (err error) {
 		cfg.Logger.Info("pipeline sized from the bandwidth-delay product", "rtt", rtt, "rate", rate, "buffers_in_flight", k)
 	}
 	a.mu.Lock()
-	a.stats.LastCmdID, a.stats.LastLSN = applied, lastLSN
+	a.stats.LastCmdID, a.stats.LastLSN = applied, at.position.lsn
 	a.stats.RTT, a.stats.Rate, a.stats.Pipeline = rtt, rate, k
+	a.durable.restart(at.position)
+	a.durable.flushedTo(at.walFlush)
+	a.noteDurable()
 	a.mu.Unlock()
 	rnd, err := setupRenderer(ctx, ctl, cfg.Publication, applied, opts, k, a.place)
 	if err != nil {
@@ -292,16 +304,26 @@ func (a *DistributionAgent) runOnce(parent context.Context) (err error) {
 	return context.Cause(ctx) // the first error of any goroutine
 }
 
+// subscriberRecord is the subscription's position as the subscriber
+// records it, with the WAL positions read in the same statement (the
+// record's commit lies before the insert position).
+type subscriberRecord struct {
+	position commitPoint
+	walFlush LSN
+}
+
 // openSubscriber connects to the subscriber, takes the subscription's
 // lock (one agent at a time) and reads its position, in one round trip.
-func (a *DistributionAgent) openSubscriber(ctx context.Context, applied *int64, lastLSN *LSN) (*pgconn.PgConn, error) {
+func (a *DistributionAgent) openSubscriber(ctx context.Context) (*pgconn.PgConn, subscriberRecord, error) {
 	cfg := a.cfg
+	var at subscriberRecord
 	sub, err := connect(ctx, cfg.Subscriber, agentAppName(cfg.Publication))
 	if err != nil {
-		return nil, fmt.Errorf("subscriber: %w", err)
+		return nil, at, fmt.Errorf("subscriber: %w", err)
 	}
 	res, err := sub.Exec(ctx, "SELECT pg_try_advisory_lock(hashtext("+quoteLiteral(lockKey("agent", cfg.Publication))+")); "+
-		"SELECT last_cmd_id, last_lsn FROM "+Schema+".subscription WHERE name = "+quoteLiteral(cfg.Publication)).ReadAll()
+		"SELECT last_cmd_id, last_lsn, pg_current_wal_insert_lsn(), pg_current_wal_flush_lsn() FROM "+Schema+".subscription WHERE name = "+
+		quoteLiteral(cfg.Publication)).ReadAll()
 	switch {
 	case err != nil:
 		err = fmt.Errorf("subscriber %s: %w", cfg.Subscriber, err)
@@ -310,13 +332,28 @@ func (a *DistributionAgent) openSubscriber(ctx context.Context, applied *int64, 
 	case len(res[1].Rows) != 1:
 		err = fmt.Errorf("subscriber %s has no subscription %q (run setup)", cfg.Subscriber, cfg.Publication)
 	}
+	if err == nil {
+		at, err = parseSubscriberRecord(res[1].Rows[0])
+	}
 	if err != nil {
 		sub.Close(context.WithoutCancel(ctx))
-		return nil, err
+		return nil, at, err
 	}
-	fmt.Sscan(string(res[1].Rows[0][0]), applied)
-	*lastLSN, _ = ParseLSN(string(res[1].Rows[0][1]))
-	return sub, nil
+	return sub, at, nil
+}
+
+func parseSubscriberRecord(row [][]byte) (subscriberRecord, error) {
+	var at subscriberRecord
+	var err error
+	if at.position.cmd, err = strconv.ParseInt(string(row[0]), 10, 64); err != nil {
+		return at, fmt.Errorf("subscriber: the subscription's position %q: %w", row[0], err)
+	}
+	for i, dst := range []*LSN{&at.position.lsn, &at.position.local, &at.walFlush} {
+		if *dst, err = ParseLSN(string(row[i+1])); err != nil {
+			return at, fmt.Errorf("subscriber: read the subscription's position: %w", err)
+		}
+	}
+	return at, nil
 }
 
 // setupRenderer prepares the control connection (it listens for the log
@@ -420,9 +457,17 @@ func (run *agentRun) read(dist *pgconn.PgConn, r *renderer) error {
 			return nil, context.Cause(ctx)
 		}
 	}
-	hand := func() {
+	// hand gives the writer the current buffer and starts the next.
+	hand := func() error {
+		r.seal()
 		run.filled <- r.cur // never blocks: filled holds the whole pool
 		r.cur = nil
+		b, err := next()
+		if err != nil {
+			return err
+		}
+		r.startBuffer(b)
+		return nil
 	}
 	b, err := next()
 	if err != nil {
@@ -432,6 +477,8 @@ func (run *agentRun) read(dist *pgconn.PgConn, r *renderer) error {
 	lastRead := r.applied
 	poll := time.NewTimer(a.cfg.PollInterval)
 	defer poll.Stop()
+	probe := newIdleTimer(a.cfg.ReportInterval)
+	defer probe.stop()
 	cdc := getCodec()
 	defer putCodec(cdc)
 	var xactLSN LSN
@@ -468,13 +515,9 @@ func (run *agentRun) read(dist *pgconn.PgConn, r *renderer) error {
 					if !full {
 						break
 					}
-					r.closeGroup()
-					hand()
-					b, err := next()
-					if err != nil {
+					if err := hand(); err != nil {
 						return err
 					}
-					r.startBuffer(b)
 				}
 			}
 			lastRead = cmd
@@ -520,15 +563,13 @@ func (run *agentRun) read(dist *pgconn.PgConn, r *renderer) error {
 		}
 		r.closeGroup()
 		if r.cur.size() > 0 {
-			hand()
-			b, err := next()
-			if err != nil {
+			if err := hand(); err != nil {
 				return err
 			}
-			r.startBuffer(b)
 		}
 		if n > 0 {
 			a.cfg.Logger.Debug("read pending commands", "commands", n, "up_to", lastRead)
+			probe.disarm()
 			continue
 		}
 		if a.cfg.UntilCaughtUp {
@@ -549,9 +590,69 @@ func (run *agentRun) read(dist *pgconn.PgConn, r *renderer) error {
 			return context.Cause(ctx)
 		case <-run.notify:
 		case <-poll.C:
+		case <-probe.arm():
+			probe.fired()
+			// Idle a while with commits not known durable: the WAL
+			// writer may have flushed them, but nothing tells, so ask.
+			if a.awaitingFlush() {
+				r.flushProbe()
+				if err := hand(); err != nil {
+					return err
+				}
+			}
 		}
 	}
 }
+
+// noteDurable copies the durable position into the statistics; a.mu is
+// held.
+func (a *DistributionAgent) noteDurable() {
+	if a.durable.known {
+		a.stats.DurableCmdID = a.durable.durable.cmd
+	}
+}
+
+// awaitingFlush reports commits the subscriber acknowledged and has not
+// yet been seen to flush.
+func (a *DistributionAgent) awaitingFlush() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.durable.waiting()
+}
+
+// idleTimer fires once after d of idling; disarmed, it starts over.
+type idleTimer struct {
+	t     *time.Timer
+	d     time.Duration
+	armed bool
+}
+
+func newIdleTimer(d time.Duration) *idleTimer {
+	t := time.NewTimer(d)
+	t.Stop()
+	return &idleTimer{t: t, d: d}
+}
+
+// arm starts the wait unless it runs already, and returns its channel.
+func (it *idleTimer) arm() <-chan time.Time {
+	if !it.armed {
+		it.t.Reset(it.d)
+		it.armed = true
+	}
+	return it.t.C
+}
+
+// fired records that the wait's value was received: the next arm waits d
+// again.
+func (it *idleTimer) fired() { it.armed = false }
+
+// disarm stops the wait: the next arm waits d again.
+func (it *idleTimer) disarm() {
+	it.t.Stop()
+	it.armed = false
+}
+
+func (it *idleTimer) stop() { it.t.Stop() }
 
 // waitApplied waits until the writer has committed command cmd.
 func (run *agentRun) waitApplied(cmd int64) error {
@@ -678,6 +779,10 @@ func (run *agentRun) answer(b *buffer) error {
 				}
 			}
 			done++
+		case *pgproto3.DataRow:
+			if done < len(b.stmts) && b.stmts[done].kind == stmtPosition && failed == nil {
+				failed = b.readPositions(m.Values)
+			}
 		case *pgproto3.ErrorResponse:
 			pgErr := pgconn.ErrorResponseToPgError(m)
 			if failed == nil {
@@ -685,7 +790,7 @@ func (run *agentRun) answer(b *buffer) error {
 				if done < len(b.stmts) {
 					st = b.stmts[done]
 				}
-				if st.kind == stmtControl {
+				if st.kind == stmtControl || st.kind == stmtPosition {
 					failed = fmt.Errorf("%s on the subscriber %s: %w", st.describe(), a.cfg.Subscriber, pgErr)
 				} else {
 					failed = &ApplyError{FirstCmd: st.first, LastCmd: st.last, Statement: st.describe(), XactLSN: st.xactLSN, Err: pgErr}
@@ -704,7 +809,23 @@ func (run *agentRun) answer(b *buffer) error {
 	}
 }
 
-// committed books a buffer the subscriber has applied.
+// readPositions reads the subscriber's WAL insert and flush positions.
+func (b *buffer) readPositions(values [][]byte) error {
+	var err error
+	if len(values) != 2 {
+		return fmt.Errorf("the subscriber's WAL positions: %d values, want 2", len(values))
+	}
+	if b.walInsert, err = ParseLSN(string(values[0])); err == nil {
+		b.walFlush, err = ParseLSN(string(values[1]))
+	}
+	if err != nil {
+		return fmt.Errorf("the subscriber's WAL positions: %w", err)
+	}
+	return nil
+}
+
+// committed books a buffer the subscriber has applied, and what it tells
+// of the subscriber's flushed WAL.
 func (run *agentRun) committed(b *buffer, missing int64) {
 	a := run.a
 	a.mu.Lock()
@@ -715,7 +836,17 @@ func (run *agentRun) committed(b *buffer, missing int64) {
 		s.Transactions += c.xacts
 		s.Commands += c.cmds
 		s.LastCmdID, s.LastLSN = c.cmd, c.lsn
+		c.local = b.walInsert
+		if c.local == 0 { // no position read: only a flush probe confirms it
+			c.local = math.MaxUint64
+		}
+		a.durable.acknowledged(c)
 	}
+	a.durable.flushedTo(b.walFlush)
+	if b.flushProbe {
+		a.durable.flushedAll()
+	}
+	a.noteDurable()
 	a.mu.Unlock()
 	if missing > 0 {
 		a.cfg.Logger.Warn("updates or deletes found no row on the subscriber", "count", missing)
@@ -752,10 +883,13 @@ func (run *agentRun) control(ctl *pgconn.PgConn) {
 			run.cancel(fmt.Errorf("control connection to %s: %w", a.cfg.Distribution, err))
 			return
 		}
-		st := a.Stats()
-		if st.LastCmdID != reported {
+		// Only what the subscriber has flushed: cleanup deletes up to it.
+		a.mu.Lock()
+		d, known := a.durable.durable, a.durable.known
+		a.mu.Unlock()
+		if known && d.cmd != reported {
 			sql := fmt.Sprintf("UPDATE %s.subscriptions SET applied_cmd_id = %d, applied_lsn = '%s', updated_at = now() WHERE name = %s",
-				Schema, st.LastCmdID, st.LastLSN, quoteLiteral(a.cfg.Publication))
+				Schema, d.cmd, d.lsn, quoteLiteral(a.cfg.Publication))
 			if _, err := ctl.Exec(run.ctx, sql).ReadAll(); err != nil {
 				if run.ctx.Err() != nil {
 					return
@@ -763,7 +897,7 @@ func (run *agentRun) control(ctl *pgconn.PgConn) {
 				run.cancel(fmt.Errorf("record progress in %s: %w", a.cfg.Distribution, err))
 				return
 			}
-			reported = st.LastCmdID
+			reported = d.cmd
 		}
 	}
 }

@@ -14,10 +14,12 @@
 // publisher's server: the analogue of msrepl_commands. Commands are stored
 // together in chunks (chunk.go), compressed with zstd unless the
 // publication says [CompressNone]. It commits whole source transactions
-// only, and confirms a position to the slot only after the distribution
-// database has committed everything before it; after a restart it skips
+// only, each distribution commit synchronous (flushed before it returns and
+// before an agent can read it, whatever the server's synchronous_commit),
+// and confirms a position to the slot only after the distribution database
+// has committed everything before it; after a restart it skips
 // transactions it stored already. So every committed source transaction is
-// stored exactly once.
+// stored exactly once, across crashes of the publisher's server too.
 //
 // The [DistributionAgent] has a reader, command buffers and a writer. The
 // reader reads every pending chunk as one streaming result set and renders
@@ -34,7 +36,11 @@
 // (dbrig_repl.advance on the subscriber), so a restarted agent continues
 // exactly after it: no command is lost or applied twice, whatever crashes
 // or reconnects. Pipelined buffers that continue a transaction start with a
-// guard that fails unless that transaction still stands.
+// guard that fails unless that transaction still stands. The agent reports
+// to the distribution database, and the log reader's cleanup deletes, only
+// the commits the subscriber has flushed (durable.go): a subscriber that
+// commits asynchronously loses its last commits in a crash, and must then
+// find their commands still there.
 //
 // The agent's two connections decide the [Mode]: run next to the
 // distribution database its writer's round trips cross the WAN ([Push]);

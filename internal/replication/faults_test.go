@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/dbrig/dbrig/internal/engine"
 	"github.com/dbrig/dbrig/internal/engine/postgres"
 	"github.com/dbrig/dbrig/internal/link"
@@ -157,7 +159,12 @@ CREATE TRIGGER count_op AFTER INSERT OR UPDATE OR DELETE ON t FOR EACH ROW EXECU
 // faultPair is a pair set up for the fault tests: table t replicated, ops
 // counting changes on both sides.
 func faultPair(t *testing.T) (*pair, Config) {
-	p := startPair(t)
+	return faultPairWith(t, nil, nil)
+}
+
+// faultPairWith is faultPair with extra server settings on either side.
+func faultPairWith(t *testing.T, pubExtra, subSettings map[string]string) (*pair, Config) {
+	p := startPairWith(t, pubExtra, subSettings)
 	execPub(t, p, opsDDL)
 	execSub(t, p, opsDDL)
 	cfg := p.cfg
@@ -184,14 +191,22 @@ func workload(ctx context.Context, ci postgres.ConnInfo, rows, maxXact int, paus
 		return err
 	}
 	defer c.Close(context.WithoutCancel(ctx))
-	rnd := rand.New(rand.NewPCG(seed, 1))
-	next, xacts := 1, 0
+	return writeRows(ctx, c, rand.New(rand.NewPCG(seed, 1)), 1, rows, maxXact, pause, "")
+}
+
+// writeRows is workload's loop on an open connection, from row next on;
+// with alsoInto, each transaction inserts its rows into that table too.
+func writeRows(ctx context.Context, c *pgx.Conn, rnd *rand.Rand, next, rows, maxXact int, pause time.Duration, alsoInto string) error {
+	xacts := 0
 	for next <= rows {
 		n := 1 + rnd.IntN(maxXact)
 		last := min(next+n-1, rows)
 		var sql strings.Builder
 		sql.WriteString("BEGIN;")
 		fmt.Fprintf(&sql, "INSERT INTO t SELECT g, g %% 1000, repeat(md5(g::text), %d) FROM generate_series(%d, %d) g;", 1+rnd.IntN(3), next, last)
+		if alsoInto != "" {
+			fmt.Fprintf(&sql, "INSERT INTO %s SELECT g, g %% 1000, 'also' FROM generate_series(%d, %d) g;", alsoInto, next, last)
+		}
 		if xacts%7 == 3 && next > 100 {
 			fmt.Fprintf(&sql, "UPDATE t SET v = v + 1, pad = 'updated' WHERE id IN (%d, %d, %d);", 1+rnd.IntN(next-1), 1+rnd.IntN(next-1), 1+rnd.IntN(next-1))
 		}
@@ -413,12 +428,25 @@ func (rs *restarter) ctl(args ...string) ([]byte, error) {
 
 func (rs *restarter) restart(t *testing.T) {
 	t.Helper()
-	if out, err := rs.ctl("stop", "-m", "immediate"); err != nil {
-		t.Fatalf("stop the subscriber: %v: %s", err, out)
-	}
+	rs.crash(t)
 	time.Sleep(200 * time.Millisecond) // the agent finds it gone
+	rs.start(t)
+}
+
+// crash stops the server the way a crash does: no shutdown checkpoint,
+// whatever is not in its WAL files is lost.
+func (rs *restarter) crash(t *testing.T) {
+	t.Helper()
+	if out, err := rs.ctl("stop", "-m", "immediate"); err != nil {
+		t.Fatalf("stop %s: %v: %s", rs.inst.Name(), err, out)
+	}
+}
+
+// start starts the server after crash and waits for its recovery.
+func (rs *restarter) start(t *testing.T) {
+	t.Helper()
 	if out, err := rs.ctl("start", "-l", rs.inst.LogPath()); err != nil {
-		t.Fatalf("start the subscriber: %v: %s", err, out)
+		t.Fatalf("start %s: %v: %s", rs.inst.Name(), err, out)
 	}
 	rs.started = true
 }

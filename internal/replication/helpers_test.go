@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"runtime"
 	"strings"
@@ -31,11 +32,19 @@ type pair struct {
 
 func startPair(t testing.TB) *pair {
 	t.Helper()
+	return startPairWith(t, nil, nil)
+}
+
+// startPairWith starts a pair with extra server settings on either side.
+func startPairWith(t testing.TB, pubExtra, subSettings map[string]string) *pair {
+	t.Helper()
+	pubSettings := maps.Clone(publisherSettings)
+	maps.Copy(pubSettings, pubExtra)
 	var p pair
 	var wg sync.WaitGroup
 	wg.Add(2)
-	go func() { defer wg.Done(); p.pub = pgtest.Start(t, "pub", publisherSettings) }()
-	go func() { defer wg.Done(); p.sub = pgtest.Start(t, "sub", nil) }()
+	go func() { defer wg.Done(); p.pub = pgtest.Start(t, "pub", pubSettings) }()
+	go func() { defer wg.Done(); p.sub = pgtest.Start(t, "sub", subSettings) }()
 	wg.Wait()
 	if p.pub == nil || p.sub == nil {
 		t.FailNow()
@@ -116,7 +125,15 @@ func (r *running) err() error {
 // startAgents runs the log reader (direct) and the agent with targets.
 func startAgents(t testing.TB, cfg Config, targets Targets, opts AgentOptions) *running {
 	t.Helper()
-	lr, err := NewLogReader(LogReaderConfig{Publisher: cfg.Publisher, Distribution: cfg.Distribution(), Publication: cfg.Publication, Logger: cfg.Logger})
+	return startAgentsEvery(t, cfg, targets, opts, 0, 0)
+}
+
+// startAgentsEvery is startAgents with the log reader's cleanup and the
+// agent's reports at the given intervals (0: the defaults).
+func startAgentsEvery(t testing.TB, cfg Config, targets Targets, opts AgentOptions, cleanup, report time.Duration) *running {
+	t.Helper()
+	lr, err := NewLogReader(LogReaderConfig{Publisher: cfg.Publisher, Distribution: cfg.Distribution(), Publication: cfg.Publication,
+		CleanupInterval: cleanup, Logger: cfg.Logger})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +141,8 @@ func startAgents(t testing.TB, cfg Config, targets Targets, opts AgentOptions) *
 	if targets.Distribution != cfg.Distribution() {
 		mode = Pull // the distribution database is reached through a link
 	}
-	ag, err := NewDistributionAgent(AgentConfig{Targets: targets, Publication: cfg.Publication, Options: opts, Mode: mode, Logger: cfg.Logger})
+	ag, err := NewDistributionAgent(AgentConfig{Targets: targets, Publication: cfg.Publication, Options: opts, Mode: mode,
+		ReportInterval: report, Logger: cfg.Logger})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -123,8 +123,7 @@ func (r *LogReader) Run(ctx context.Context) error {
 }
 
 // cleanup deletes, every CleanupInterval, the commands every subscription
-// has applied (as the agents report in the distribution database, which
-// lags behind the subscribers' own record: never ahead of it).
+// has applied durably (see CleanupDistribution).
 func (r *LogReader) cleanup(ctx context.Context) {
 	cfg := r.cfg
 	t := time.NewTicker(cfg.CleanupInterval)
@@ -149,9 +148,10 @@ func (r *LogReader) cleanup(ctx context.Context) {
 }
 
 // CleanupDistribution deletes the chunks of a publication's command stream
-// that its subscription has applied (as its agent reports in the
-// distribution database, which lags behind the subscriber's own record:
-// never ahead of it) and returns how many commands they held.
+// that its subscription has applied durably, and returns how many commands
+// they held. Its agent reports there only commits the subscriber has
+// flushed, so the position lags behind the subscriber's own record and is
+// never ahead of what a crash of the subscriber leaves of it.
 func CleanupDistribution(ctx context.Context, distribution postgres.ConnInfo, publication string) (int64, error) {
 	if publication == "" {
 		publication = DefaultPublication
@@ -486,13 +486,21 @@ func (run *logReaderRun) flushChunk(ctx context.Context) error {
 
 // commit stores the pending transactions, then confirms their end to the
 // publisher: the slot moves only past what the distribution database holds.
+//
+// The commit is synchronous whatever the server's synchronous_commit says:
+// it returns, and other sessions see the commands, only once its WAL is
+// flushed. Otherwise a crash of the publisher's server could lose commands
+// after the slot, saved to disk with the position confirmed, has moved past
+// them (the transactions are then lost), or after an agent has applied them
+// (the log reader then stores them again under other command ids: it
+// describes the tables anew after a restart).
 func (run *logReaderRun) commit(ctx context.Context) error {
 	if err := run.flushChunk(ctx); err != nil {
 		return err
 	}
 	cfg := run.r.cfg
 	last := run.nextCmd - 1
-	sql := fmt.Sprintf("UPDATE %s.log_reader SET last_cmd_id = %d, last_commit_lsn = '%s', confirmed_lsn = '%s', "+
+	sql := fmt.Sprintf("SET LOCAL synchronous_commit = local; UPDATE %s.log_reader SET last_cmd_id = %d, last_commit_lsn = '%s', confirmed_lsn = '%s', "+
 		"xacts = xacts + %d, commands = commands + %d, bytes = bytes + %d, stored_bytes = stored_bytes + %d, updated_at = now() WHERE publication = %s; NOTIFY %s; COMMIT",
 		Schema, last, run.lastCommit, run.pendingEnd, run.pendingXacts, run.pendingCmds, run.pendingBytes, run.storedBytes,
 		quoteLiteral(cfg.Publication), quoteIdent(notifyChannel(cfg.Publication)))

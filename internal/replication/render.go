@@ -24,6 +24,12 @@ type buffer struct {
 	// cmds counts the data commands in the buffer.
 	cmds int64
 	seq  int64
+	// walInsert and walFlush are the subscriber's WAL positions read at the
+	// end of a buffer that commits (see durability).
+	walInsert, walFlush LSN
+	// flushProbe: the buffer is a synchronous commit that makes every
+	// earlier commit of the session durable.
+	flushProbe bool
 }
 
 func (b *buffer) reset(seq int64) {
@@ -31,6 +37,7 @@ func (b *buffer) reset(seq int64) {
 	b.stmts = b.stmts[:0]
 	b.commits = b.commits[:0]
 	b.cmds, b.seq = 0, seq
+	b.walInsert, b.walFlush, b.flushProbe = 0, 0, false
 }
 
 // size is what the buffer sends so far.
@@ -128,7 +135,8 @@ func putLen(msg []byte, at int) {
 type stmtKind byte
 
 const (
-	stmtControl stmtKind = iota // BEGIN, set_config, guard, advance, COMMIT
+	stmtControl  stmtKind = iota // BEGIN, set_config, guard, advance, COMMIT, the flush probe
+	stmtPosition                 // the subscriber's WAL positions after the buffer's commits
 	stmtInsert
 	stmtUpdate
 	stmtDelete
@@ -165,6 +173,7 @@ func (s stmtInfo) describe() string {
 type commitPoint struct {
 	cmd   int64
 	lsn   LSN
+	local LSN // the subscriber's WAL insert position just after the commit
 	time  time.Time
 	xacts int64
 	cmds  int64
@@ -288,6 +297,10 @@ var controlSQL = map[string]string{
 	"dbrig_token":   "SELECT set_config('dbrig.batch', $1, true)",
 	"dbrig_guard":   "SELECT " + Schema + ".guard($1)",
 	"dbrig_advance": "SELECT " + Schema + ".advance($1, $2, $3, $4, $5, $6)",
+	// What durability needs: the positions, and the flush probe's write.
+	"dbrig_position":     "SELECT pg_current_wal_insert_lsn(), pg_current_wal_flush_lsn()",
+	"dbrig_commit_flush": "SELECT set_config('synchronous_commit', 'local', true)",
+	"dbrig_probe":        "UPDATE " + Schema + ".subscription SET applied_at = applied_at WHERE name = $1",
 }
 
 // renderer turns the command stream into buffers. It decides where
@@ -383,6 +396,28 @@ func (r *renderer) closeGroup() {
 	r.exec(name, func() string { return ri.insertSQL(n) }, &r.groupArgs, r.groupInfo)
 	r.group, r.groupRows = nil, 0
 	r.groupArgs.reset()
+}
+
+// seal ends the buffer's statements: a buffer that commits reads the
+// subscriber's WAL positions after its commits.
+func (r *renderer) seal() {
+	r.closeGroup()
+	if len(r.cur.commits) == 0 {
+		return
+	}
+	r.exec("dbrig_position", func() string { return controlSQL["dbrig_position"] }, nil,
+		stmtInfo{kind: stmtPosition, what: "read the subscriber's WAL positions"})
+}
+
+// flushProbe renders a transaction that commits synchronously, between
+// subscriber transactions: once it returns, every commit the session made
+// before it is durable.
+func (r *renderer) flushProbe() {
+	r.control("dbrig_begin", "BEGIN the flush probe")
+	r.control("dbrig_commit_flush", "make the flush probe's commit synchronous")
+	r.control("dbrig_probe", "write the flush probe", r.subscription)
+	r.control("dbrig_commit", "COMMIT the flush probe")
+	r.cur.flushProbe = true
 }
 
 // begin opens a subscriber transaction, tagged for the guard.

@@ -91,7 +91,9 @@ type AgentState struct {
 	// Mode is where the agent runs: push or pull (the one last started).
 	Mode string `json:"mode,omitempty"`
 	// ReportedCmdID is the position it last reported to the distribution
-	// database (cleanup deletes up to it).
+	// database: the last the subscriber had flushed then (cleanup deletes
+	// up to it). It lags the subscriber's own record by up to a few WAL
+	// writer rounds when the subscriber commits asynchronously.
 	ReportedCmdID int64 `json:"reported_cmd_id"`
 }
 
