@@ -19,13 +19,15 @@ func TestOutRefusesAUsersDirectory(t *testing.T) {
 	if err := os.WriteFile(page, []byte("<p>my own report</p>\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	noBinaries := t.TempDir() // the check comes first: were it missed, nothing could start
+	// The check comes first: were it missed, nothing could start (a target
+	// on a closed port is all there is).
+	const closed = "postgres://u@127.0.0.1:1/x"
 	run1, run2 := runWith(t, "a", "15", map[string][3]float64{"unix": {1, 2, 3}}), runWith(t, "b", "15", map[string][3]float64{"unix": {1, 2, 3}})
 	for _, args := range [][]string{
-		{"run", "rbar-latency", "--scale", "smoke", "--pg-bin", noBinaries, "--out", mine},
-		{"run", "rbar-latency", "--scale", "smoke", "--pg-bin", noBinaries, "--out", page},
-		{"load", "oltp", "--pg-bin", noBinaries, "--out", mine},
-		{"load", "tpch", "--scale", "0.01", "--pg-bin", noBinaries, "--out", mine},
+		{"run", "rbar-latency", "--scale", "smoke", "--target", "db=" + closed, "--out", mine},
+		{"run", "rbar-latency", "--scale", "smoke", "--target", "db=" + closed, "--out", page},
+		{"load", "oltp", "--target", closed, "--out", mine},
+		{"load", "tpch", "--scale", "0.01", "--target", closed, "--out", mine},
 		{"compare", run1, run2, "--html", page},
 	} {
 		var out, errb bytes.Buffer

@@ -21,6 +21,9 @@ var (
 	queryParam = regexp.MustCompile(`([?&])([^=&?\s]*)=([^&\s]*)`)
 	// A URI's scheme, also a mistyped one (postgres:/, postgres//).
 	schemePrefix = regexp.MustCompile(`^[a-zA-Z][a-zA-Z0-9+.-]*(:/+|/{2,})`)
+	// The NAME= of --target NAME=URI and --host NAME=ssh://..., before a
+	// scheme: no part of the URI.
+	namePrefix = regexp.MustCompile(`^[A-Za-z0-9_.-]+=`)
 )
 
 // userinfo finds, in each word of s, the password of a user:password@
@@ -51,6 +54,10 @@ func userinfo(s string) [][2]int {
 
 // wordPassword is userinfo's rule for one word.
 func wordPassword(word string) (from, to int, ok bool) {
+	if m := namePrefix.FindStringIndex(word); m != nil && schemePrefix.MatchString(word[m[1]:]) {
+		from, to, ok = wordPassword(word[m[1]:])
+		return from + m[1], to + m[1], ok
+	}
 	skip := 0
 	if m := schemePrefix.FindStringIndex(word); m != nil {
 		skip = m[1]

@@ -88,9 +88,14 @@ func TestRedactMalformed(t *testing.T) {
 		if !slices.ContainsFunc(Passwords(f.in), func(p string) bool { return strings.Contains(p, pw) }) {
 			t.Errorf("Passwords(%q) = %q: misses the password", f.in, Passwords(f.in))
 		}
+		// run's --target NAME=URI: the name changes nothing.
+		if named := "db=" + f.in; !slices.ContainsFunc(Passwords(named), func(p string) bool { return strings.Contains(p, pw) }) {
+			t.Errorf("Passwords(%q) = %q: misses the password", named, Passwords(named))
+		}
 	}
 	for _, in := range []string{"postgres://app@db/shop", "host=db user=app dbname=shop", "ops@example.com", "10.0.0.1:5432",
-		"postgres://db:5432/shop", "postgres://h1:5432,h2:5433/shop", "mysql://[::1]:3306/shop", "rbar-latency"} {
+		"postgres://db:5432/shop", "postgres://h1:5432,h2:5433/shop", "mysql://[::1]:3306/shop", "rbar-latency",
+		"ssh://root@db.example", "db=ssh://root@198.18.163.10", "db=postgres://app@db/shop"} {
 		if p := Passwords(in); len(p) > 0 {
 			t.Errorf("Passwords(%q) = %q, want none", in, p)
 		}
