@@ -35,9 +35,11 @@ demo: ## install what is missing, build, run the quick row-by-row study, print t
 # and fails the target; the directory is removed either way. It is sticky and
 # world-writable like /tmp, since the test servers run as an unprivileged
 # account. When the packages include cmd/dbrig, FuzzNoPasswordInOutput is then
-# fuzzed for FUZZ_TIME in the same directory (its build instruments every
-# package, a few minutes once on a cold build cache; a failing input lands in
-# cmd/dbrig/testdata/fuzz, which the tree check lists).
+# fuzzed for FUZZ_TIME in a directory of its own, removed after it: the fuzzer
+# ends by killing its workers mid-input, whose t.TempDir() then stays (the seed
+# corpus runs in the first step, under the leftover check). Its build
+# instruments every package, a few minutes once on a cold build cache; a
+# failing input lands in cmd/dbrig/testdata/fuzz, which the tree check lists.
 test: ## install what the tests need, vet, run every test, and fail if a test left files in TMPDIR or the tree
 	scripts/install-deps --test
 	$(GO) vet ./...
@@ -46,8 +48,10 @@ test: ## install what the tests need, vet, run every test, and fail if a test le
 	echo "TMPDIR=$$tmp CI=$${CI:-} $(GO) test -race -timeout $(TEST_TIMEOUT) -count=1 $(TEST_PKGS)"; \
 	status=0; TMPDIR="$$tmp" CI=$${CI:-} $(GO) test -race -timeout $(TEST_TIMEOUT) -count=1 $(TEST_PKGS) || status=$$?; \
 	case "$(FUZZ_TIME) $(TEST_PKGS)" in 0\ *|0s\ *) ;; *./...*|*cmd/dbrig*) \
-		echo "TMPDIR=$$tmp $(GO) test -run '^\$$' -fuzz '^FuzzNoPasswordInOutput\$$' -fuzztime $(FUZZ_TIME) ./cmd/dbrig/"; \
-		TMPDIR="$$tmp" $(GO) test -run '^$$' -fuzz '^FuzzNoPasswordInOutput$$' -fuzztime $(FUZZ_TIME) ./cmd/dbrig/ || status=$$?;; \
+		fuzz=$$(mktemp -d "$${TMPDIR:-/tmp}/dbrig-make-fuzz.XXXXXX") && chmod 1777 "$$fuzz" || exit 1; \
+		echo "TMPDIR=$$fuzz $(GO) test -run '^\$$' -fuzz '^FuzzNoPasswordInOutput\$$' -fuzztime $(FUZZ_TIME) ./cmd/dbrig/"; \
+		TMPDIR="$$fuzz" $(GO) test -run '^$$' -fuzz '^FuzzNoPasswordInOutput$$' -fuzztime $(FUZZ_TIME) ./cmd/dbrig/ || status=$$?; \
+		rm -rf "$$fuzz";; \
 	esac; \
 	if [ -n "$$(ls -A "$$tmp")" ]; then \
 		echo "make test: the tests left these in their TMPDIR, $$tmp:"; ls -lA "$$tmp"; \
