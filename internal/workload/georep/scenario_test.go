@@ -171,37 +171,54 @@ func TestScenarioAndBaselines(t *testing.T) {
 
 // TestPullDrainPaysOneRoundTrip: a pull agent draining a small stored
 // backlog across a WAN pays one round trip (its query out, the stream
-// back) plus the transfer and the apply, at 77 ms as at 150 ms. The
-// study's harness once waited for the slot to confirm a position written
-// after the gate opened, which added 0 to 300 ms at random and made pull
-// over 77 ms look slower than over 150 ms.
+// back) more than the same drain through an unimpaired link, at 77 ms as
+// at 150 ms. The study's harness once waited for the slot to confirm a
+// position written after the gate opened, which added 0 to 300 ms at
+// random and made pull over 77 ms look slower than over 150 ms. What the
+// drain costs on this machine (the apply of 1,000 rows, the agent's own
+// work) is measured through the unimpaired link in the same rounds and
+// taken off, so a busy machine's slower apply is not counted as round
+// trips.
 func TestPullDrainPaysOneRoundTrip(t *testing.T) {
 	p := startPair(t)
 	ctx := testCtx(t, 5*time.Minute)
+	drain := func(cfg link.Config) float64 {
+		l := startLink(t, p.pub.Conn("app").Addr(), cfg)
+		defer l.Close()
+		sc := withMode(ScenarioConfig{Config: p.cfg, Payload: PayloadChar1K, Rows: 1000, RowsPerTransaction: 1000, Preload: true, SkipVerify: true,
+			Setup: replication.SetupOptions{Compression: replication.CompressNone}}, replication.Pull, l.Addr())
+		res, err := RunScenario(ctx, sc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.Elapsed.Seconds()
+	}
+	local, err := link.ParseProfile("loopback")
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, profile := range []string{"tukwila-blueridge+autotuned", "tukwila-dublin+autotuned"} {
 		wan, err := link.ParseProfile(profile)
 		if err != nil {
 			t.Fatal(err)
 		}
 		rtt := wan.EffectiveRTT().Seconds()
-		var runs []float64
+		var runs, here []float64
 		for i := 0; i < 3; i++ {
-			l := startLink(t, p.pub.Conn("app").Addr(), wan)
-			sc := withMode(ScenarioConfig{Config: p.cfg, Payload: PayloadChar1K, Rows: 1000, RowsPerTransaction: 1000, Preload: true, SkipVerify: true,
-				Setup: replication.SetupOptions{Compression: replication.CompressNone}}, replication.Pull, l.Addr())
-			res, err := RunScenario(ctx, sc)
-			l.Close()
-			if err != nil {
-				t.Fatal(err)
-			}
-			runs = append(runs, res.Elapsed.Seconds()/rtt)
+			here = append(here, drain(local))
+			runs = append(runs, drain(wan))
 		}
 		slices.Sort(runs)
-		t.Logf("%s: %.2f, %.2f, %.2f round trips", profile, runs[0], runs[1], runs[2])
-		// One round trip, 8 ms of transfer and the apply of 1,000 rows:
-		// about 1.2 RTT; 1.75 leaves room for a busy machine.
-		if runs[1] > 1.75 {
-			t.Errorf("%s: the drain took a median of %.2f round trips, want about 1.2", profile, runs[1])
+		slices.Sort(here)
+		// Each drain's least time is the one the machine disturbed least;
+		// the unimpaired drains' spread is how much the machine moved a
+		// drain in these rounds, and widens the bound by as much.
+		extra, noise := (runs[0]-here[0])/rtt, (here[2]-here[0])/rtt
+		t.Logf("%s: %.3f, %.3f, %.3f s; unimpaired %.3f, %.3f, %.3f s: %.2f round trips more (± %.2f)", profile, runs[0], runs[1], runs[2], here[0], here[1], here[2], extra, noise)
+		// One round trip and 8 ms of transfer: about 1.1 RTT more than
+		// the unimpaired drain; a second round trip would make it 2.
+		if extra > 1.6+noise || extra < 0.5-noise {
+			t.Errorf("%s: the drain took %.2f round trips more than through an unimpaired link (± %.2f from the machine), want about 1.1", profile, extra, noise)
 		}
 	}
 }
