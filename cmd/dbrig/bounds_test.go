@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/dbrig/dbrig/internal/study"
-	"github.com/dbrig/dbrig/studies"
 )
 
 // Every count, size, number and duration a workload takes declares its
@@ -90,7 +89,8 @@ func TestWorkloadValuesAreCheckedAtParse(t *testing.T) {
 		{"transport-oltp", []set{{"ramp_up", `"20s"`}}, "ramp_up = 20s: longer than warm_up = 10s"},
 		{"transport-oltp", []set{{"duration", `"1000000h"`}}, "duration = 1000000h0m0s: at most 168h0m0s (a week"},
 	} {
-		text, ok := studies.Read(tt.study)
+		b, ok := newRegistry(binDirs{}).Builtin(tt.study)
+		text := b.File
 		if !ok {
 			t.Fatalf("no built-in study %s", tt.study)
 		}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/dbrig/dbrig/internal/study"
+	"github.com/dbrig/dbrig/internal/workload"
 )
 
 // runWith makes a run directory of rbar-latency's smoke scale holding
@@ -28,9 +29,9 @@ func runWith(t *testing.T, name string, engineVersion string, perRow map[string]
 	for net, runs := range perRow {
 		combo := "experiment=client-row-by-row net=" + net + " client_cost=0s"
 		for i, v := range runs {
-			r := study.Result{Study: "rbar-latency", Key: combo + " #" + string(rune('1'+i)), Combo: combo, Run: i + 1,
+			r := workload.Result{Study: "rbar-latency", Key: combo + " #" + string(rune('1'+i)), Combo: combo, Run: i + 1,
 				Values:  map[string]any{"experiment": "client-row-by-row", "net": net, "client_cost": "0s"},
-				Params:  study.Params{"experiment": "client-row-by-row", "client_cost": "0s"},
+				Params:  workload.Params{"experiment": "client-row-by-row", "client_cost": "0s"},
 				Metrics: map[string]float64{"us_per_row": v, "seconds": v / 1e3}}
 			if err := w.Write(r); err != nil {
 				t.Fatal(err)
@@ -129,9 +130,9 @@ func TestCompareSingleRunsClaimNoSpread(t *testing.T) {
 		t.Fatal(err)
 	}
 	combo := "experiment=client-row-by-row net=unix client_cost=0s"
-	if err := w.Write(study.Result{Study: "rbar-latency", Key: combo + " #1", Combo: combo, Run: 1,
+	if err := w.Write(workload.Result{Study: "rbar-latency", Key: combo + " #1", Combo: combo, Run: 1,
 		Values:  map[string]any{"experiment": "client-row-by-row", "net": "unix", "client_cost": "0s"},
-		Params:  study.Params{"experiment": "client-row-by-row", "client_cost": "0s"},
+		Params:  workload.Params{"experiment": "client-row-by-row", "client_cost": "0s"},
 		Metrics: map[string]float64{"us_per_row": 20, "seconds": 0.02}}); err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/dbrig/dbrig/internal/measure"
 	"github.com/dbrig/dbrig/internal/study"
+	"github.com/dbrig/dbrig/internal/workload"
 )
 
 // diagnoseRun makes a run directory with one point whose transactions took
@@ -28,7 +29,7 @@ func diagnoseRun(t *testing.T, key string, times map[time.Duration]int) string {
 		t.Fatal(err)
 	}
 	defer w.Close()
-	if err := w.Write(study.Result{Study: "rbar-latency", Key: key + " #1", Combo: key, Run: 1,
+	if err := w.Write(workload.Result{Study: "rbar-latency", Key: key + " #1", Combo: key, Run: 1,
 		Metrics: map[string]float64{"users": 16}, Histograms: map[string]*measure.Histogram{"latency": h}}); err != nil {
 		t.Fatal(err)
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/dbrig/dbrig/internal/study"
 	"github.com/dbrig/dbrig/internal/term"
 	"github.com/dbrig/dbrig/internal/topology"
+	"github.com/dbrig/dbrig/internal/workload"
 	"github.com/dbrig/dbrig/internal/workload/tpch"
 )
 
@@ -333,7 +334,7 @@ type tpchPointJSON struct {
 	Error   string             `json:"error,omitempty"`
 }
 
-func summarizeTPCH(pt tpch.PowerTest, dir, html, md string, results []study.Result, runErr error) tpchSummary {
+func summarizeTPCH(pt tpch.PowerTest, dir, html, md string, results []workload.Result, runErr error) tpchSummary {
 	s := tpchSummary{Dir: dir, HTML: html, Markdown: md, Engine: pt.Engine, ScaleFactor: pt.Scale, Streams: pt.Streams,
 		Rule: "each query's time is the mean of its streams after the first stream and its fastest and slowest are dropped (seed 002's rule)"}
 	s.queries, _ = tpch.ParseSelection(pt.Queries)

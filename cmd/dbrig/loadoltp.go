@@ -25,7 +25,9 @@ import (
 	"github.com/dbrig/dbrig/internal/study"
 	"github.com/dbrig/dbrig/internal/term"
 	"github.com/dbrig/dbrig/internal/units"
+	"github.com/dbrig/dbrig/internal/workload"
 	"github.com/dbrig/dbrig/internal/workload/oltp"
+	"github.com/dbrig/dbrig/studies"
 )
 
 type loadOLTPFlags struct {
@@ -162,8 +164,8 @@ func checkOLTPFlags(f loadOLTPFlags, engineSet bool) ([]int, error) {
 		switch {
 		case d.v < 0:
 			errs = append(errs, fmt.Errorf("--%s %v: must not be negative", d.name, d.v))
-		case d.v > study.MaxDuration:
-			errs = append(errs, fmt.Errorf("--%s %v: at most %v (%s)", d.name, d.v, study.MaxDuration, study.DurationWhy))
+		case d.v > workload.MaxDuration:
+			errs = append(errs, fmt.Errorf("--%s %v: at most %v (%s)", d.name, d.v, workload.MaxDuration, workload.DurationWhy))
 		}
 	}
 	if f.rampUp > f.warmUp {
@@ -274,7 +276,7 @@ func loadOLTP(ctx context.Context, a *app, f loadOLTPFlags, engineSet bool) erro
 			return nil, err
 		}
 	}
-	reg := study.NewRegistry(engines, oltp.KindWith(live))
+	reg := study.NewRegistry(engines, []workload.Kind{oltp.KindWith(live)}, studies.All()...)
 
 	runCtx, stopMetrics := context.WithCancel(ctx)
 	defer stopMetrics()
@@ -538,7 +540,7 @@ func (w *oltpWatcher) summary(s oltp.Standalone, dir, html, md string, out study
 	for _, r := range w.results {
 		byUsers[r.Users] = r
 	}
-	point := func(r study.Result) oltpPointJSON {
+	point := func(r workload.Result) oltpPointJSON {
 		u := int(r.Params.Int("users"))
 		p := oltpPointJSON{Users: u, Notes: r.Notes, Warnings: r.Warnings, Error: r.Error}
 		if res := byUsers[u]; res != nil {

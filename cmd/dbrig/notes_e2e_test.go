@@ -12,13 +12,13 @@ import (
 	"github.com/dbrig/dbrig/internal/engine/mariadb/mariatest"
 	"github.com/dbrig/dbrig/internal/engine/postgres/pgtest"
 	"github.com/dbrig/dbrig/internal/report"
-	"github.com/dbrig/dbrig/internal/study"
+	"github.com/dbrig/dbrig/internal/workload"
 )
 
 // notesRun runs a seed-002 study's smoke scale through the CLI, on both
 // engines (see smokeStudyRun); it fails when anything is left in the
 // instances' base directory.
-func notesRun(t *testing.T, name string) (studySummary, []study.Result, string) {
+func notesRun(t *testing.T, name string) (studySummary, []workload.Result, string) {
 	t.Helper()
 	pgtest.Binaries(t)
 	mariatest.Engine(t)

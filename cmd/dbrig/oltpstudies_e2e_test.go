@@ -11,6 +11,7 @@ import (
 	"github.com/dbrig/dbrig/internal/engine/postgres/pgtest"
 	"github.com/dbrig/dbrig/internal/report"
 	"github.com/dbrig/dbrig/internal/study"
+	"github.com/dbrig/dbrig/internal/workload"
 )
 
 // studySummary is what the smoke tests read of `dbrig run --json`.
@@ -22,7 +23,7 @@ type studySummary struct {
 // smokeStudyRun runs a built-in study's smoke scale through the CLI and
 // returns its --json summary and results once every server has stopped and
 // leftovers (given the instances' base directory) found nothing left.
-func smokeStudyRun(t *testing.T, name string, leftovers func(t *testing.T, base string)) (summary studySummary, results []study.Result, dir string) {
+func smokeStudyRun(t *testing.T, name string, leftovers func(t *testing.T, base string)) (summary studySummary, results []workload.Result, dir string) {
 	t.Helper()
 	base := pgtest.BaseDir(t)
 	dir = filepath.Join(t.TempDir(), "run")
@@ -43,7 +44,7 @@ func smokeStudyRun(t *testing.T, name string, leftovers func(t *testing.T, base 
 }
 
 // oltpStudyRun runs a built-in OLTP study's smoke scale (see smokeStudyRun).
-func oltpStudyRun(t *testing.T, name string) (studySummary, []study.Result, string) {
+func oltpStudyRun(t *testing.T, name string) (studySummary, []workload.Result, string) {
 	t.Helper()
 	pgtest.Binaries(t)
 	return smokeStudyRun(t, name, assertNoInstanceDirs)

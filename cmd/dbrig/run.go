@@ -22,6 +22,7 @@ import (
 	"github.com/dbrig/dbrig/internal/report"
 	"github.com/dbrig/dbrig/internal/study"
 	"github.com/dbrig/dbrig/internal/term"
+	"github.com/dbrig/dbrig/internal/workload"
 	"github.com/dbrig/dbrig/internal/workload/georep"
 	"github.com/dbrig/dbrig/internal/workload/keylookup"
 	"github.com/dbrig/dbrig/internal/workload/oltp"
@@ -43,7 +44,12 @@ func newEngines(dirs binDirs) *engine.Registry {
 
 // newRegistry lists the engines and the workloads dbrig knows.
 func newRegistry(dirs binDirs) *study.Registry {
-	return study.NewRegistry(newEngines(dirs), rbar.Kind(), georep.Kind(), tpch.Kind(), keylookup.Kind(), readahead.Kind(), pagecompress.Kind(), oltp.Kind(), tenants.Kind())
+	return study.NewRegistry(newEngines(dirs), workloads(), studies.All()...)
+}
+
+// workloads lists the workload kinds dbrig knows.
+func workloads() []workload.Kind {
+	return []workload.Kind{rbar.Kind(), georep.Kind(), tpch.Kind(), keylookup.Kind(), readahead.Kind(), pagecompress.Kind(), oltp.Kind(), tenants.Kind()}
 }
 
 // loadStudy reads a study by built-in name or file path.
@@ -51,13 +57,13 @@ func loadStudy(arg string, reg *study.Registry) (*study.Spec, error) {
 	if st, err := os.Stat(arg); err == nil && !st.IsDir() {
 		return study.LoadFile(arg, reg)
 	}
-	if b, ok := studies.Read(arg); ok {
-		return study.Parse("studies/"+arg+".toml", b, reg)
+	if b, ok := reg.Builtin(arg); ok {
+		return study.Parse(b.Path, b.File, reg)
 	}
 	if strings.HasSuffix(arg, ".toml") || strings.ContainsRune(arg, '/') {
 		return nil, fmt.Errorf("study file %s: no such file", arg)
 	}
-	return nil, fmt.Errorf("no built-in study %q and no such file (built-in: %s; see `dbrig studies`)", arg, strings.Join(studies.Names(), ", "))
+	return nil, fmt.Errorf("no built-in study %q and no such file (built-in: %s; see `dbrig studies`)", arg, strings.Join(reg.Studies(), ", "))
 }
 
 type runFlags struct {
@@ -173,7 +179,7 @@ func runStudy(ctx context.Context, a *app, args []string, f runFlags) error {
 		opts = rd.Info.Options
 		spec, scale, dir = rd.Spec, rd.Info.Scale, f.resume
 	case len(args) == 0:
-		return usageError(fmt.Errorf("name a study or a study file (built-in: %s)", strings.Join(studies.Names(), ", ")))
+		return usageError(fmt.Errorf("name a study or a study file (built-in: %s)", strings.Join(reg.Studies(), ", ")))
 	default:
 		if spec, err = loadStudy(args[0], reg); err != nil {
 			return usageError(err)
@@ -308,7 +314,7 @@ func cutShort(out study.Outcome) string {
 	return fmt.Sprintf(" (%s, cut short, is recorded as interrupted: its figures are no result)", out.Interrupted[0].Key)
 }
 
-func countOK(rs []study.Result) int {
+func countOK(rs []workload.Result) int {
 	n := 0
 	for _, r := range rs {
 		if r.OK() {
@@ -508,7 +514,7 @@ func newStudiesCmd(a *app) *cobra.Command {
 				Points map[string]int `json:"points"` // per scale
 			}
 			var rows []row
-			for _, name := range studies.Names() {
+			for _, name := range reg.Studies() {
 				spec, err := loadStudy(name, reg)
 				if err != nil {
 					return failure(fmt.Errorf("built-in study %s: %w", name, err))

@@ -12,7 +12,6 @@ import (
 	"github.com/dbrig/dbrig/internal/study"
 	"github.com/dbrig/dbrig/internal/workload/oltp"
 	"github.com/dbrig/dbrig/internal/workload/tpch"
-	"github.com/dbrig/dbrig/studies"
 )
 
 // TestStudyFileCannotReachWhatDbrigOwns: a study file that sets who may
@@ -22,7 +21,7 @@ import (
 // starts, through dbrig run, --engine and --resume.
 func TestStudyFileCannotReachWhatDbrigOwns(t *testing.T) {
 	t.Parallel()
-	spec, err := os.ReadFile("../../studies/rbar-latency.toml")
+	spec, err := os.ReadFile("../../studies/rbar-latency/rbar-latency.toml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,8 +86,9 @@ func TestBuiltInStudiesSetOnlyWhatAStudyMay(t *testing.T) {
 	t.Parallel()
 	reg := newRegistry(binDirs{})
 	files := map[string][]byte{}
-	for _, name := range studies.Names() {
-		files[name], _ = studies.Read(name)
+	for _, name := range reg.Studies() {
+		b, _ := reg.Builtin(name)
+		files[name] = b.File
 	}
 	for _, eng := range reg.Engines().Names() {
 		files["load-tpch-"+eng] = tpch.PowerTest{Engine: eng, Scale: 1, Degrees: []int{0, 2}, Streams: 3, Queries: "all"}.Spec()

@@ -14,6 +14,7 @@ import (
 
 	"github.com/dbrig/dbrig/internal/study"
 	"github.com/dbrig/dbrig/internal/units"
+	"github.com/dbrig/dbrig/internal/workload"
 )
 
 // Point is the diagnosis of one point (one run of one combination).
@@ -137,7 +138,7 @@ func Run(dir string) (*Diagnosis, error) {
 // candidates lists the distributions of a result that may show stalls:
 // every transaction's ("latency") when there is one, else each one but
 // the open loop's start lag, which is the schedule's, not the server's.
-func candidates(r study.Result) []string {
+func candidates(r workload.Result) []string {
 	if h := r.Histograms["latency"]; h != nil {
 		return []string{"latency"}
 	}
@@ -152,7 +153,7 @@ func candidates(r study.Result) []string {
 
 // Result diagnoses one point's result; false when it recorded no
 // distribution.
-func Result(r study.Result) (Point, bool) {
+func Result(r workload.Result) (Point, bool) {
 	names := candidates(r)
 	if len(names) == 0 {
 		return Point{}, false

@@ -13,10 +13,11 @@ import (
 
 	"github.com/dbrig/dbrig/internal/measure"
 	"github.com/dbrig/dbrig/internal/study"
+	"github.com/dbrig/dbrig/internal/workload"
 )
 
 // writeRun makes a run directory holding the results.
-func writeRun(t *testing.T, results ...study.Result) string {
+func writeRun(t *testing.T, results ...workload.Result) string {
 	t.Helper()
 	dir := t.TempDir()
 	w, err := study.OpenResults(dir)
@@ -34,7 +35,7 @@ func writeRun(t *testing.T, results ...study.Result) string {
 
 // point is a hand-made OLTP point: a healthy body, and timeouts when
 // stalled, with a distribution per transaction type.
-func point(key string, stalled bool) study.Result {
+func point(key string, stalled bool) workload.Result {
 	rng := rand.New(rand.NewPCG(3, 4))
 	all, browse, order := measure.NewHistogram(), measure.NewHistogram(), measure.NewHistogram()
 	for i := range 10_000 {
@@ -55,19 +56,19 @@ func point(key string, stalled bool) study.Result {
 			}
 		}
 	}
-	r := study.Result{Study: "hand-made", Key: key + " #1", Combo: key, Run: 1, Values: map[string]any{"net": key},
+	r := workload.Result{Study: "hand-made", Key: key + " #1", Combo: key, Run: 1, Values: map[string]any{"net": key},
 		Metrics:    map[string]float64{"users": 32, "tps": 1000},
 		Series:     map[string][]float64{"max_ms": {4, 5, 6}},
 		Histograms: map[string]*measure.Histogram{"latency": all, "latency/browse": browse, "latency/place-order": order}}
 	if stalled {
-		r.Links = []study.LinkResult{{Name: "client-db", Mode: "link", Profile: "lan-1g+duplex-mismatch", Duplex: "mismatch", RTOSeconds: 0.2002, LostSegments: 431, ForwardSegments: 90_000}}
+		r.Links = []workload.LinkResult{{Name: "client-db", Mode: "link", Profile: "lan-1g+duplex-mismatch", Duplex: "mismatch", RTOSeconds: 0.2002, LostSegments: 431, ForwardSegments: 90_000}}
 	}
 	return r
 }
 
 func TestRunNamesTheStalledPoints(t *testing.T) {
 	dir := writeRun(t, point("lan-1g", false), point("lan-1g+duplex-mismatch", true),
-		study.Result{Key: "failed #1", Combo: "failed", Error: "boom"})
+		workload.Result{Key: "failed #1", Combo: "failed", Error: "boom"})
 	d, err := Run(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -135,7 +136,7 @@ func TestSlowTypeIsNotAStall(t *testing.T) {
 		slow.Record(d)
 		all.Record(d)
 	}
-	r := study.Result{Key: "mixed #1", Metrics: map[string]float64{"users": 16},
+	r := workload.Result{Key: "mixed #1", Metrics: map[string]float64{"users": 16},
 		Histograms: map[string]*measure.Histogram{"latency": all, "latency/lookup": fast, "latency/report": slow}}
 	if s := Detect(all); !s.Found {
 		t.Fatalf("the whole distribution alone should look stalled: %s", s.Why)
@@ -179,7 +180,7 @@ func TestRunRefusesWhatIsNotARun(t *testing.T) {
 // no result: its partial distribution is never judged.
 func TestInterruptedPointIsNotDiagnosed(t *testing.T) {
 	cut := point("lan-1g+duplex-mismatch", true)
-	cut.Status = study.StatusInterrupted
+	cut.Status = workload.StatusInterrupted
 	d, err := Run(writeRun(t, point("lan-1g", false), cut))
 	if err != nil {
 		t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"sort"
 
 	"github.com/dbrig/dbrig/internal/measure"
+	"github.com/dbrig/dbrig/internal/workload"
 )
 
 // Stat is one metric of one combination, over its runs.
@@ -22,9 +23,10 @@ type Stat struct {
 type Summary struct {
 	Combo   string
 	Values  map[string]any
-	Params  Params
-	Results []Result // successful runs, in run order
-	Stats   map[string]Stat
+	Params  workload.Params
+	Results []workload. // successful runs, in run order
+		Result
+	Stats map[string]Stat
 	// Histograms merge the kept runs' distributions (the first run left
 	// out when the rule discards it): percentiles of a combination come
 	// from all its samples, never from an average of percentiles.
@@ -59,7 +61,7 @@ func Trim(runs []float64, rule RepeatSpec) Stat {
 
 // Summarize groups successful results by combination, in first-seen order,
 // and combines each metric by the rule.
-func Summarize(results []Result, rule RepeatSpec) []*Summary {
+func Summarize(results []workload.Result, rule RepeatSpec) []*Summary {
 	var out []*Summary
 	by := map[string]*Summary{}
 	for _, r := range results {

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/dbrig/dbrig/internal/measure"
+	"github.com/dbrig/dbrig/internal/workload"
 )
 
 // Repeated runs merge their distributions: the combination's p99 is the
@@ -24,7 +25,7 @@ func TestSummarizeMergesHistograms(t *testing.T) {
 		}
 		return out
 	}
-	results := []Result{
+	results := []workload.Result{
 		{Combo: "c", Run: 1, Histograms: map[string]*measure.Histogram{"latency": hist(many(900, 100)...)}}, // warm-up run
 		{Combo: "c", Run: 2, Histograms: map[string]*measure.Histogram{"latency": hist(many(1, 98)...)}},
 		{Combo: "c", Run: 3, Histograms: map[string]*measure.Histogram{"latency": hist(append(many(1, 95), many(200, 5)...)...)}},

@@ -6,7 +6,6 @@ import (
 	"math/bits"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/dbrig/dbrig/internal/units"
 )
@@ -87,20 +86,4 @@ func mulSaturating(a, b int64) int64 {
 		return math.MaxInt64
 	}
 	return int64(lo)
-}
-
-// MaxDuration bounds a workload's durations (a measured interval, a
-// warm-up, a think time): DurationWhy says why, in the error.
-const (
-	MaxDuration = 7 * 24 * time.Hour
-	DurationWhy = "a week: a soak test of days fits, and a longer value is a typo for a unit"
-)
-
-// PositiveDuration is a ParamSpec.Check for a duration that must last: a
-// measured interval of 0 s measures nothing.
-func PositiveDuration(v any) error {
-	if d, err := time.ParseDuration(fmt.Sprint(v)); err == nil && d <= 0 {
-		return fmt.Errorf("want a positive duration, got %v", v)
-	}
-	return nil
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/dbrig/dbrig/internal/workload"
 )
 
 // Every count and size of a study file has a bound, named in the error at
@@ -13,7 +15,7 @@ import (
 // kernel's OOM killer ended dbrig without a word.
 func TestCountsAndSizesBeyondTheirBoundsAreRefusedAtParse(t *testing.T) {
 	t.Parallel()
-	reg := NewRegistry(testEngines(), testKind())
+	reg := NewRegistry(testEngines(), []workload.Kind{testKind()})
 	list := func(n int) string {
 		var vs []string
 		for i := range n {
@@ -82,7 +84,7 @@ func TestCountsAndSizesBeyondTheirBoundsAreRefusedAtParse(t *testing.T) {
 // study's 20,736 combinations of which its rules keep 21.
 func TestAPlanIsCountedAfterItsRulesSkipPoints(t *testing.T) {
 	t.Parallel()
-	reg := NewRegistry(testEngines(), testKind())
+	reg := NewRegistry(testEngines(), []workload.Kind{testKind()})
 	var values []string
 	for i := range 300 {
 		values = append(values, fmt.Sprint(i))
@@ -107,7 +109,7 @@ func TestAPlanIsCountedAfterItsRulesSkipPoints(t *testing.T) {
 // and skips nothing: the plan is not also said to be empty.
 func TestASkipRuleOfAnUnknownVariableSkipsNothing(t *testing.T) {
 	t.Parallel()
-	reg := NewRegistry(testEngines(), testKind())
+	reg := NewRegistry(testEngines(), []workload.Kind{testKind()})
 	spec := goodSpec + "[[scale.quick.when]]\nmatch = { colour = \"red\" }\nskip = true\n"
 	_, err := Parse("demo.toml", []byte(spec), reg)
 	if err == nil || !strings.Contains(err.Error(), "scale.quick.when.2.match.colour: not a sweep variable") || strings.Contains(err.Error(), "every point is skipped") {
@@ -127,13 +129,13 @@ func TestWorkloadChecksRunAtParse(t *testing.T) {
 		}
 		return nil
 	}
-	kind.CheckParams = func(p Params) []ParamError {
+	kind.CheckParams = func(p workload.Params) []workload.ParamError {
 		if p.Int("rows") < 5 && p.Int("size") > 8000 {
-			return []ParamError{{Param: "rows", Err: fmt.Errorf("rows = %d: at least 5 rows of more than 8000 bytes", p.Int("rows"))}}
+			return []workload.ParamError{{Param: "rows", Err: fmt.Errorf("rows = %d: at least 5 rows of more than 8000 bytes", p.Int("rows"))}}
 		}
 		return nil
 	}
-	reg := NewRegistry(testEngines(), kind)
+	reg := NewRegistry(testEngines(), []workload.Kind{kind})
 	_, err := Parse("demo.toml", []byte(goodSpec), reg)
 	if err == nil || !strings.Contains(err.Error(), `demo.toml:19: workload.mode: mode "b" is not built yet (for`) {
 		t.Errorf("a value its Check refuses: %v", err)

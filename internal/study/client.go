@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/dbrig/dbrig/internal/engine"
+	"github.com/dbrig/dbrig/internal/workload"
 )
 
 // A constrained client (GOMAXPROCS, CPU affinity) runs a point's workload in
@@ -31,7 +32,7 @@ const ClientEnvVar = "DBRIG_STUDY_CLIENT"
 // passwords and travels only over that pipe.
 type clientJob struct {
 	Kind       string                    `json:"kind"`
-	Params     Params                    `json:"params"`
+	Params     workload.Params           `json:"params"`
 	Database   string                    `json:"database"`
 	Sets       map[string][]string       `json:"sets"`
 	ClientSite string                    `json:"client_site"`
@@ -47,13 +48,13 @@ type clientEndpoint struct {
 
 // clientEvent is a line the child writes on its stdout.
 type clientEvent struct {
-	Done   *[2]int64    `json:"progress,omitempty"`
-	Result *Measurement `json:"result,omitempty"`
-	Error  string       `json:"error,omitempty"`
+	Done   *[2]int64             `json:"progress,omitempty"`
+	Result *workload.Measurement `json:"result,omitempty"`
+	Error  string                `json:"error,omitempty"`
 }
 
 // runInChild runs the workload's Run in a client process.
-func runInChild(ctx context.Context, command []string, job clientJob, gomaxprocs int, env *Env) (Measurement, error) {
+func runInChild(ctx context.Context, command []string, job clientJob, gomaxprocs int, env *workload.Env) (workload.Measurement, error) {
 	cmd := exec.CommandContext(ctx, command[0], command[1:]...)
 	cmd.Env = append(os.Environ(), ClientEnvVar+"=1")
 	if gomaxprocs > 0 {
@@ -63,22 +64,22 @@ func runInChild(ctx context.Context, command []string, job clientJob, gomaxprocs
 	cmd.WaitDelay = 5 * time.Second
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
-		return Measurement{}, err
+		return workload.Measurement{}, err
 	}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
-		return Measurement{}, err
+		return workload.Measurement{}, err
 	}
 	var stderr strings.Builder
 	cmd.Stderr = &limitedWriter{w: &stderr, n: 64 << 10}
 	if err := engine.Start(cmd); err != nil { // dies with dbrig, even on SIGKILL
-		return Measurement{}, fmt.Errorf("start client process %s: %w", command[0], err)
+		return workload.Measurement{}, fmt.Errorf("start client process %s: %w", command[0], err)
 	}
 	go func() { // ends when the job is written or the child's stdin closes
 		_ = json.NewEncoder(stdin).Encode(job)
 		stdin.Close()
 	}()
-	var m *Measurement
+	var m *workload.Measurement
 	var childErr string
 	sc := bufio.NewScanner(stdout)
 	sc.Buffer(make([]byte, 64<<10), 64<<20)
@@ -99,13 +100,13 @@ func runInChild(ctx context.Context, command []string, job clientJob, gomaxprocs
 	waitErr := cmd.Wait()
 	switch {
 	case ctx.Err() != nil:
-		return Measurement{}, ctx.Err()
+		return workload.Measurement{}, ctx.Err()
 	case childErr != "":
-		return Measurement{}, errors.New(childErr)
+		return workload.Measurement{}, errors.New(childErr)
 	case waitErr != nil:
-		return Measurement{}, fmt.Errorf("client process: %v: %s", waitErr, lastLine(stderr.String()))
+		return workload.Measurement{}, fmt.Errorf("client process: %v: %s", waitErr, lastLine(stderr.String()))
 	case m == nil:
-		return Measurement{}, fmt.Errorf("client process ended without a result: %s", lastLine(stderr.String()))
+		return workload.Measurement{}, fmt.Errorf("client process ended without a result: %s", lastLine(stderr.String()))
 	}
 	return *m, nil
 }
@@ -157,17 +158,17 @@ func ClientMain(ctx context.Context, reg *Registry, stdin io.Reader, stdout, std
 	if err != nil {
 		return fail(err)
 	}
-	env := &Env{
+	env := &workload.Env{
 		Params:     job.Params,
 		Database:   job.Database,
 		Set:        func(name string) []string { return job.Sets[name] },
 		ClientSite: job.ClientSite,
 		Log:        slog.New(slog.NewTextHandler(stderr, nil)),
 		SiteOf:     func(string) string { return "" },
-		Conn: func(from, instance, db string) (Endpoint, error) {
+		Conn: func(from, instance, db string) (workload.Endpoint, error) {
 			e, ok := job.Endpoints[instance]
 			if !ok || from != job.ClientSite {
-				return Endpoint{}, fmt.Errorf("client process reaches only the client site's endpoints, not %s->%s", from, instance)
+				return workload.Endpoint{}, fmt.Errorf("client process reaches only the client site's endpoints, not %s->%s", from, instance)
 			}
 			c := e.Conn.Open()
 			if db != job.Database {
@@ -178,7 +179,7 @@ func ClientMain(ctx context.Context, reg *Registry, stdin io.Reader, stdout, std
 				c = c.WithDatabase(db)
 				c.Schema = ""
 			}
-			return Endpoint{Conn: c, Link: e.Link, Transport: e.Transport}, nil
+			return workload.Endpoint{Conn: c, Link: e.Link, Transport: e.Transport}, nil
 		},
 	}
 	var last time.Time

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/dbrig/dbrig/internal/report"
+	"github.com/dbrig/dbrig/internal/workload"
 )
 
 // Comparison sets two runs of the same study side by side, combination by
@@ -95,17 +96,17 @@ func Compare(a, b *RunData) (*Comparison, error) {
 			switch {
 			case single && stA.Mean == stB.Mean:
 				row.Verdict = "the same (a single run: no spread to judge against)"
-			case single && (!declared || spec.Better == Neither):
+			case single && (!declared || spec.Better == workload.Neither):
 				row.Verdict = "different (a single run: no spread to judge against)"
-			case single && (spec.Better == Higher) == (stB.Mean > stA.Mean):
+			case single && (spec.Better == workload.Higher) == (stB.Mean > stA.Mean):
 				row.Verdict = "B better by a single run: no spread to judge against"
 			case single:
 				row.Verdict = "B worse by a single run: no spread to judge against"
 			case !row.Beyond:
 				row.Verdict = "no difference beyond the runs' spread"
-			case !declared || spec.Better == Neither:
+			case !declared || spec.Better == workload.Neither:
 				row.Verdict = "different"
-			case (spec.Better == Higher) == (stB.Mean > stA.Mean):
+			case (spec.Better == workload.Higher) == (stB.Mean > stA.Mean):
 				row.Verdict = "B better"
 			default:
 				row.Verdict = "B worse"

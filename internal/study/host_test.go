@@ -6,13 +6,15 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/dbrig/dbrig/internal/workload"
 )
 
 // A client pinned to a CPU this machine lacks is refused when the plan is
 // checked, before any server starts, with the CPUs the machine has.
 func TestClientOnACPUThisMachineLacksIsRefusedBeforeAnythingStarts(t *testing.T) {
 	t.Parallel()
-	reg := NewRegistry(testEngines(), testKind())
+	reg := NewRegistry(testEngines(), []workload.Kind{testKind()})
 	lacks := runtime.NumCPU() + 75
 	for _, cpus := range []string{fmt.Sprintf("%q", fmt.Sprint(lacks)), fmt.Sprint(lacks)} {
 		src := strings.Replace(goodSpec, `gomaxprocs = "${procs}"`, "gomaxprocs = \"${procs}\"\ncpus = "+cpus, 1)

@@ -3,6 +3,8 @@ package study
 import (
 	"strings"
 	"testing"
+
+	"github.com/dbrig/dbrig/internal/workload"
 )
 
 // A misplaced key in a later element of an array of tables is reported at
@@ -10,7 +12,7 @@ import (
 // the last [[scale.full.when]] at line 242 was reported at line 202).
 func TestUnknownKeyInALaterArrayElementIsAtItsOwnLine(t *testing.T) {
 	t.Parallel()
-	reg := NewRegistry(testEngines(), testKind())
+	reg := NewRegistry(testEngines(), []workload.Kind{testKind()})
 	for _, tt := range []struct {
 		name, old, new, want string
 	}{

@@ -20,23 +20,24 @@ import (
 	"github.com/dbrig/dbrig/internal/engine/mariadb/mariatest"
 	"github.com/dbrig/dbrig/internal/engine/postgres"
 	"github.com/dbrig/dbrig/internal/engine/postgres/pgtest"
+	"github.com/dbrig/dbrig/internal/workload"
 )
 
 // probeKind reads back, in every point, what the point's instances run
 // with: a setting, the rows Prepare left, the instance set and each
 // server's CPUs. It counts its Prepare calls; its data key is its "data"
 // parameter.
-func probeKind(prepares *atomic.Int64) Kind {
-	return Kind{
+func probeKind(prepares *atomic.Int64) workload.Kind {
+	return workload.Kind{
 		Name: "probe",
-		Params: []ParamSpec{
-			{Name: "setting", Kind: StringParam, Default: "shared_buffers"},
-			{Name: "data", Kind: StringParam, Default: "v1"},
+		Params: []workload.ParamSpec{
+			{Name: "setting", Kind: workload.StringParam, Default: "shared_buffers"},
+			{Name: "data", Kind: workload.StringParam, Default: "v1"},
 		},
-		New: func(p Params) (Workload, error) {
+		New: func(p workload.Params) (workload.Workload, error) {
 			return &probe{setting: p.String("setting"), prepares: prepares}, nil
 		},
-		PrepareKey: func(p Params) string { return p.String("data") },
+		PrepareKey: func(p workload.Params) string { return p.String("data") },
 	}
 }
 
@@ -45,7 +46,7 @@ type probe struct {
 	prepares *atomic.Int64
 }
 
-func (w *probe) Prepare(ctx context.Context, env *Env) error {
+func (w *probe) Prepare(ctx context.Context, env *workload.Env) error {
 	w.prepares.Add(1)
 	for _, name := range env.Set("db") {
 		inst := env.Instance(name)
@@ -59,8 +60,8 @@ func (w *probe) Prepare(ctx context.Context, env *Env) error {
 	return nil
 }
 
-func (w *probe) Run(ctx context.Context, env *Env) (Measurement, error) {
-	m := Measurement{Metrics: map[string]float64{"instances": float64(len(env.Set("db")))}}
+func (w *probe) Run(ctx context.Context, env *workload.Env) (workload.Measurement, error) {
+	m := workload.Measurement{Metrics: map[string]float64{"instances": float64(len(env.Set("db")))}}
 	for _, name := range env.Set("db") {
 		ep, err := env.Conn(env.ClientSite, name, env.Database)
 		if err != nil {
@@ -126,7 +127,7 @@ func probeRun(t *testing.T, src string, prepares *atomic.Int64) Outcome {
 
 func probeRunOn(t *testing.T, src string, prepares *atomic.Int64, engines *engine.Registry, base string) Outcome {
 	t.Helper()
-	reg := NewRegistry(engines, probeKind(prepares))
+	reg := NewRegistry(engines, []workload.Kind{probeKind(prepares)})
 	s, err := Parse("probe.toml", []byte(src), reg)
 	if err != nil {
 		t.Fatal(err)

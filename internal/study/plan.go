@@ -14,6 +14,7 @@ import (
 	"github.com/dbrig/dbrig/internal/engine"
 	"github.com/dbrig/dbrig/internal/link"
 	"github.com/dbrig/dbrig/internal/units"
+	"github.com/dbrig/dbrig/internal/workload"
 )
 
 // Plan is a study expanded for one scale: every combination of the sweep's
@@ -60,22 +61,12 @@ type Combo struct {
 	Instances []engine.InstanceConfig
 	// Sets maps each [[instance]] name to the instances it became.
 	Sets   map[string][]string
-	Client ResolvedClient
+	Client workload.ResolvedClient
 	Links  []ResolvedLink
-	Params Params
+	Params workload.Params
 	// settingKeys maps "instance/setting" to the spec key it was written at.
 	settingKeys map[string]string
 }
-
-// ResolvedClient is the client's constraints for one combination.
-type ResolvedClient struct {
-	Site       string
-	GOMAXPROCS int
-	CPUs       string
-}
-
-// Constrained reports whether the client must run in a process of its own.
-func (c ResolvedClient) Constrained() bool { return c.GOMAXPROCS > 0 || c.CPUs != "" }
 
 // ResolvedLink is a link for one combination.
 type ResolvedLink struct {
@@ -454,19 +445,19 @@ func (s *Spec) resolve(combo map[string]any, sc Scale, scale string, opts PlanOp
 
 // resolveClient resolves the client's site, threads and CPUs for one
 // combination.
-func (s *Spec) resolveClient(substAny func(string, any) any, fail func(string, error)) ResolvedClient {
-	var client ResolvedClient
+func (s *Spec) resolveClient(substAny func(string, any) any, fail func(string, error)) workload.ResolvedClient {
+	var client workload.ResolvedClient
 	client.Site = s.Client.Site
 	if s.Client.GOMAXPROCS != nil {
 		v := substAny("client.gomaxprocs", s.Client.GOMAXPROCS)
-		if n, ok := asInt(v); ok && n > MaxGOMAXPROCS {
+		if n, ok := workload.IntOf(v); ok && n > MaxGOMAXPROCS {
 			fail("client.gomaxprocs", fmt.Errorf("gomaxprocs = %d: at most %s threads (the most CPUs a machine's CPU numbers reach)", n, units.FormatCount(MaxGOMAXPROCS)))
 		} else if ok && n >= 0 {
 			client.GOMAXPROCS = int(n)
 		} else if str, isStr := v.(string); isStr && str == "" {
 			// unset
 		} else if v != nil {
-			fail("client.gomaxprocs", fmt.Errorf("want a whole number of processors (0 = no limit), got %s", describe(v)))
+			fail("client.gomaxprocs", fmt.Errorf("want a whole number of processors (0 = no limit), got %s", workload.Describe(v)))
 		}
 	}
 	if s.Client.CPUs != nil {
@@ -483,7 +474,7 @@ func (s *Spec) resolveClient(substAny func(string, any) any, fail func(string, e
 			client.CPUs = strconv.FormatInt(x, 10)
 		case nil:
 		default:
-			fail("client.cpus", fmt.Errorf("want a CPU list such as \"0\" or \"0-1\", got %s", describe(v)))
+			fail("client.cpus", fmt.Errorf("want a CPU list such as \"0\" or \"0-1\", got %s", workload.Describe(v)))
 		}
 	}
 	return client
@@ -511,7 +502,7 @@ func (s *Spec) resolveParams(c *Combo, sc Scale, scale string, substAny func(str
 			}
 		}
 	}
-	c.Params = Params{}
+	c.Params = workload.Params{}
 	for _, p := range s.kind.Params {
 		v, set := raw[p.Name]
 		if !set {
@@ -530,7 +521,7 @@ func (s *Spec) resolveParams(c *Combo, sc Scale, scale string, substAny func(str
 			continue
 		}
 		c.Params[p.Name] = n
-		if p.Kind == InstanceParam {
+		if p.Kind == workload.InstanceParam {
 			if err := c.checkInstance(n.(string)); err != nil {
 				fail(origin[p.Name], err)
 			}
@@ -685,9 +676,9 @@ func (s *Spec) resolveInstance(i int, in InstanceSpec, subst func(string, any) a
 
 	count := 1
 	if in.Count != nil {
-		switch n, ok := asInt(subst(key+".count", in.Count)); {
+		switch n, ok := workload.IntOf(subst(key+".count", in.Count)); {
 		case !ok || n < 1:
-			fail(key+".count", fmt.Errorf("want a whole number of instances (1 or more), got %s", describe(subst(key+".count", in.Count))))
+			fail(key+".count", fmt.Errorf("want a whole number of instances (1 or more), got %s", workload.Describe(subst(key+".count", in.Count))))
 		case n > MaxInstances:
 			fail(key+".count", fmt.Errorf("count = %d: at most %s instances in a set (each is a server of its own, with its processes, port and a data directory of about 40 MB; the seeds ran at most 16)", n, units.FormatCount(MaxInstances)))
 		default:
@@ -701,7 +692,7 @@ func (s *Spec) resolveInstance(i int, in InstanceSpec, subst func(string, any) a
 		str := fmt.Sprint(v)
 		if _, isInt := v.(int64); !isInt {
 			if _, isStr := v.(string); !isStr {
-				fail(key+".cpus", fmt.Errorf("want a CPU list such as \"0\" or \"0-1\", or \"spread\", got %s", describe(v)))
+				fail(key+".cpus", fmt.Errorf("want a CPU list such as \"0\" or \"0-1\", or \"spread\", got %s", workload.Describe(v)))
 				str = ""
 			}
 		}
@@ -740,8 +731,8 @@ func (s *Spec) resolveInstance(i int, in InstanceSpec, subst func(string, any) a
 		v := subst(key+".memory", in.Memory)
 		if str, ok := v.(string); ok && (str == "" || str == "none") {
 			// no cap: a sweep may compare capped and uncapped instances
-		} else if n, err := (ParamSpec{Kind: SizeParam}).Normalize(v); err != nil {
-			fail(key+".memory", fmt.Errorf("want a size such as \"2GB\", or \"none\" for no cap, got %s", describe(v)))
+		} else if n, err := (workload.ParamSpec{Kind: workload.SizeParam}).Normalize(v); err != nil {
+			fail(key+".memory", fmt.Errorf("want a size such as \"2GB\", or \"none\" for no cap, got %s", workload.Describe(v)))
 		} else {
 			memory = n.(int64)
 		}

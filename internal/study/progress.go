@@ -10,6 +10,8 @@ import (
 
 	"github.com/vbauerster/mpb/v8"
 	"github.com/vbauerster/mpb/v8/decor"
+
+	"github.com/dbrig/dbrig/internal/workload"
 )
 
 // Progress shows a run's progress: bars on a terminal, plain lines when
@@ -36,7 +38,7 @@ func (nopProgress) Close()                      {}
 // PointLine describes a finished point in one line: its key, headline
 // metrics (the workload's declared ones, else the modelled ones), the
 // model's prediction and the error, and what qualifies the figures.
-func PointLine(k Kind, r Result) string {
+func PointLine(k workload.Kind, r workload.Result) string {
 	if r.Interrupted() {
 		return fmt.Sprintf("%s: interrupted after %.1fs: what it measured is kept in %s, labelled interrupted, and is no result (--resume runs the point again)", r.Key, r.Seconds, ResultsFile)
 	}
@@ -56,7 +58,7 @@ func PointLine(k Kind, r Result) string {
 
 // HeadlineFigures are a measured point's headline metrics with their
 // model's prediction and error: "tps 5594, p99_ms 4.27ms, errors 0".
-func HeadlineFigures(k Kind, r Result) string {
+func HeadlineFigures(k workload.Kind, r workload.Result) string {
 	format := func(name string, v float64) string {
 		if m, ok := k.Metric(name); ok {
 			return m.Format(v)

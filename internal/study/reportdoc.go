@@ -14,6 +14,7 @@ import (
 
 	"github.com/dbrig/dbrig/internal/report"
 	"github.com/dbrig/dbrig/internal/units"
+	"github.com/dbrig/dbrig/internal/workload"
 )
 
 // RunData is everything a run directory holds, read back for a report.
@@ -23,10 +24,11 @@ type RunData struct {
 	Plan        *Plan
 	Info        RunInfo
 	Environment Environment
-	Results     []Result // the finished points' results
+	Results     []workload. // the finished points' results
+			Result
 	// Interrupted are the points an interrupt cut short and no later
 	// result replaced: their partial measurements, which are no result.
-	Interrupted []Result
+	Interrupted []workload.Result
 	Summaries   []*Summary
 }
 
@@ -71,7 +73,7 @@ func BuildReport(rd *RunData) *report.Doc {
 	}
 	kind := s.Kind()
 	for _, p := range s.Published {
-		switch judge, ok := kind.Judges[p.ID]; {
+		switch judge, ok := s.judges[p.ID]; {
 		case p.NotMeasured != "":
 			d.Findings = append(d.Findings, report.Finding{Published: p.Finding, Measured: "-", Model: "-", Verdict: report.NotMeasured,
 				Why: fmt.Sprintf("%s This run: %s, %s.", strings.TrimSpace(p.NotMeasured), rd.Environment.Virtualization, rd.Environment.CPUModel)})
@@ -79,8 +81,8 @@ func BuildReport(rd *RunData) *report.Doc {
 			d.Findings = append(d.Findings, judge(rd, p))
 		}
 	}
-	if kind.Report != nil {
-		kind.Report(rd, d)
+	for _, add := range s.reports {
+		add(rd, d)
 	}
 	if sec, ok := distributionSection(rd); ok {
 		d.Sections = append(d.Sections, sec)
@@ -117,8 +119,8 @@ func BuildReport(rd *RunData) *report.Doc {
 // Latest returns each point's last result, in the plan's order (points of
 // another plan last): a point that failed and then succeeded on --resume
 // counts as measured.
-func (rd *RunData) Latest() []Result {
-	last := map[string]Result{}
+func (rd *RunData) Latest() []workload.Result {
+	last := map[string]workload.Result{}
 	var order []string
 	for _, r := range rd.Results {
 		if _, seen := last[r.Key]; !seen {
@@ -126,7 +128,7 @@ func (rd *RunData) Latest() []Result {
 		}
 		last[r.Key] = r
 	}
-	var out []Result
+	var out []workload.Result
 	for _, p := range rd.Plan.Points() {
 		if r, ok := last[p.Key()]; ok {
 			out = append(out, r)

@@ -9,6 +9,7 @@ import (
 	"github.com/dbrig/dbrig/internal/engine"
 	"github.com/dbrig/dbrig/internal/report"
 	"github.com/dbrig/dbrig/internal/units"
+	"github.com/dbrig/dbrig/internal/workload"
 )
 
 // What every workload's report needs, in one place: the seed's gain
@@ -56,7 +57,7 @@ func Within(got, want, f float64) bool { return got >= want/f && got <= want*f }
 
 // InstanceOf is the configuration of the instance a point ran on (its
 // "instance" parameter), or the zero configuration when it names none.
-func InstanceOf(r Result) engine.InstanceConfig {
+func InstanceOf(r workload.Result) engine.InstanceConfig {
 	name := r.Params.String("instance")
 	for _, in := range r.Instances {
 		if in.Name == name {
@@ -80,9 +81,9 @@ func EngineTitle(name string) string {
 
 // LinkOf is a result's first link (a unix socket when it has none): the
 // link of a study with one.
-func LinkOf(r Result) LinkResult {
+func LinkOf(r workload.Result) workload.LinkResult {
 	if len(r.Links) == 0 {
-		return LinkResult{Mode: "unix"}
+		return workload.LinkResult{Mode: "unix"}
 	}
 	return r.Links[0]
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/dbrig/dbrig/internal/monitor"
 	"github.com/dbrig/dbrig/internal/topology"
 	"github.com/dbrig/dbrig/internal/units"
+	"github.com/dbrig/dbrig/internal/workload"
 )
 
 // Runner runs a plan's points and appends their results to a run directory.
@@ -59,11 +60,12 @@ type Outcome struct {
 	// directory; Failed the points run now that failed; Unreachable the
 	// points run now that were skipped for a reason (see Result.Skipped).
 	Ran, Done, Failed, Unreachable int
-	Results                        []Result // every result in the directory, old and new
+	Results                        []workload. // every result in the directory, old and new
+					Result
 	// Interrupted is the point an interrupt cut short now, recorded with
 	// what it measured before the stop (Result.Interrupted), if it had
 	// measured anything; it is not in Results.
-	Interrupted []Result
+	Interrupted []workload.Result
 }
 
 // ErrPointFailed is returned (wrapped) when a point failed.
@@ -138,7 +140,7 @@ func (r *Runner) Run(ctx context.Context) (out Outcome, err error) {
 			done[res.Key] = true
 		}
 	}
-	all := append([]Result(nil), existing...)
+	all := append([]workload.Result(nil), existing...)
 	w, err := OpenResults(r.Dir)
 	if err != nil {
 		return out, err
@@ -201,7 +203,7 @@ func (r *Runner) Run(ctx context.Context) (out Outcome, err error) {
 // where it stopped and what the point saw, and never taken for a result
 // (--resume runs the point again). A point that measured nothing leaves
 // no line.
-func (r *Runner) recordInterrupted(out *Outcome, w *ResultWriter, kind Kind, res Result) error {
+func (r *Runner) recordInterrupted(out *Outcome, w *ResultWriter, kind workload.Kind, res workload.Result) error {
 	if !res.Interrupted() {
 		return nil
 	}
@@ -210,7 +212,7 @@ func (r *Runner) recordInterrupted(out *Outcome, w *ResultWriter, kind Kind, res
 	return w.Write(res)
 }
 
-func (r *Runner) finish(out Outcome, all []Result) Outcome {
+func (r *Runner) finish(out Outcome, all []workload.Result) Outcome {
 	out.Results = all
 	return out
 }
@@ -313,9 +315,9 @@ func DatabaseName(study string) string {
 	}, strings.ToLower(study))
 }
 
-func (r *Runner) runPoint(ctx context.Context, topo *topology.Topology, kind Kind, p Point, n, total int, lastPrepare *string, all []Result, cleanups *[]func(context.Context) error) (res Result, err error) {
+func (r *Runner) runPoint(ctx context.Context, topo *topology.Topology, kind workload.Kind, p Point, n, total int, lastPrepare *string, all []workload.Result, cleanups *[]func(context.Context) error) (res workload.Result, err error) {
 	c := p.Combo
-	res = Result{Study: r.Plan.Spec.Name, Key: p.Key(), Combo: c.Key, Run: p.Run, Values: c.Values, Params: c.Params, Client: c.Client, Started: time.Now().UTC()}
+	res = workload.Result{Study: r.Plan.Spec.Name, Key: p.Key(), Combo: c.Key, Run: p.Run, Values: c.Values, Params: c.Params, Client: c.Client, Started: time.Now().UTC()}
 	r.Progress.StartPoint(n, total, p.Key())
 	defer func() {
 		if rec := recover(); rec != nil {
@@ -345,13 +347,13 @@ func (r *Runner) runPoint(ctx context.Context, topo *topology.Topology, kind Kin
 	if err != nil {
 		return res, err
 	}
-	env := &Env{
+	env := &workload.Env{
 		Params:     c.Params,
 		Database:   DatabaseName(r.Plan.Spec.Name),
 		ClientSite: c.Client.Site,
 		Log:        r.Log.With("point", p.Key()),
 		Progress:   r.Progress.Update,
-		Conn: func(from, instance, db string) (Endpoint, error) {
+		Conn: func(from, instance, db string) (workload.Endpoint, error) {
 			return topo.Conn(ctx, from, instance, db)
 		},
 		Instance: topo.Instance,
@@ -395,7 +397,7 @@ func (r *Runner) runPoint(ctx context.Context, topo *topology.Topology, kind Kin
 		}
 	}()
 	start := time.Now()
-	var m Measurement
+	var m workload.Measurement
 	if c.Client.Constrained() {
 		m, err = r.runConstrained(ctx, topo, kind, c, env)
 	} else {
@@ -408,12 +410,12 @@ func (r *Runner) runPoint(ctx context.Context, topo *topology.Topology, kind Kin
 	res.Links = linkResults(topo.Stats())
 	if err != nil {
 		if ctx.Err() != nil && len(m.Metrics) > 0 {
-			res.Status = StatusInterrupted
-			res.keep(m)
+			res.Status = workload.StatusInterrupted
+			res.Keep(m)
 		}
 		return res, err
 	}
-	res.keep(m)
+	res.Keep(m)
 	if kind.Model != nil {
 		pred := kind.Model(res, all)
 		res.Model, res.Formula = pred.Metrics, pred.Formula
@@ -421,20 +423,14 @@ func (r *Runner) runPoint(ctx context.Context, topo *topology.Topology, kind Kin
 	return res, nil
 }
 
-// keep records what the workload measured.
-func (res *Result) keep(m Measurement) {
-	res.Metrics, res.Series, res.SeriesInterval, res.Histograms = m.Metrics, m.Series, m.SeriesInterval, m.Histograms
-	res.Notes, res.Warnings = m.Notes, m.Warnings
-}
-
-func (r *Runner) runConstrained(ctx context.Context, topo *topology.Topology, kind Kind, c *Combo, env *Env) (Measurement, error) {
+func (r *Runner) runConstrained(ctx context.Context, topo *topology.Topology, kind workload.Kind, c *Combo, env *workload.Env) (workload.Measurement, error) {
 	job := clientJob{Kind: kind.Name, Params: c.Params, Database: env.Database, Sets: c.Sets,
 		ClientSite: c.Client.Site, CPUs: c.Client.CPUs, Endpoints: map[string]clientEndpoint{}}
 	for _, in := range c.Instances {
 		e, err := topo.Conn(ctx, c.Client.Site, in.Name, env.Database)
 		var unreachable *topology.Unreachable
 		if errors.As(err, &unreachable) {
-			return Measurement{}, err
+			return workload.Measurement{}, err
 		}
 		if err != nil {
 			continue // not reachable from the client's site: not the client's to use
@@ -445,7 +441,7 @@ func (r *Runner) runConstrained(ctx context.Context, topo *topology.Topology, ki
 	if len(command) == 0 {
 		exe, err := os.Executable()
 		if err != nil {
-			return Measurement{}, fmt.Errorf("find dbrig's executable for the client process: %w", err)
+			return workload.Measurement{}, fmt.Errorf("find dbrig's executable for the client process: %w", err)
 		}
 		command = []string{exe, "__client"}
 	}
@@ -454,7 +450,7 @@ func (r *Runner) runConstrained(ctx context.Context, topo *topology.Topology, ki
 
 // safeRun turns a panic in the workload's own goroutine into an error, so
 // that the runner still stops every server.
-func safeRun(ctx context.Context, w Workload, env *Env) (m Measurement, err error) {
+func safeRun(ctx context.Context, w workload.Workload, env *workload.Env) (m workload.Measurement, err error) {
 	defer func() {
 		if rec := recover(); rec != nil {
 			err = fmt.Errorf("panic in workload: %v\n%s", rec, debug.Stack())
@@ -463,11 +459,11 @@ func safeRun(ctx context.Context, w Workload, env *Env) (m Measurement, err erro
 	return w.Run(ctx, env)
 }
 
-func linkResults(stats []topology.LinkStats) []LinkResult {
-	var out []LinkResult
+func linkResults(stats []topology.LinkStats) []workload.LinkResult {
+	var out []workload.LinkResult
 	for _, ls := range stats {
 		l := ls.Link
-		lr := LinkResult{Name: l.Name, Between: l.Between, Profile: l.Profile, Mode: l.Mode}
+		lr := workload.LinkResult{Name: l.Name, Between: l.Between, Profile: l.Profile, Mode: l.Mode}
 		if l.Mode == "link" {
 			lr.RTTSeconds = l.Config.EffectiveRTT().Seconds()
 			lr.RTOSeconds = l.Config.RetransmitTimeout().Seconds()
@@ -513,19 +509,7 @@ func FormatMetric(name string, v float64) string {
 	case strings.HasSuffix(name, "_bytes"):
 		return units.Size(int64(v)).String()
 	}
-	return trimNumber(v)
-}
-
-func trimNumber(v float64) string {
-	switch a := math.Abs(v); {
-	case a >= 1e6:
-		return fmt.Sprintf("%.3g", v)
-	case a >= 100:
-		return fmt.Sprintf("%.0f", v)
-	case a >= 1:
-		return fmt.Sprintf("%.3g", v)
-	}
-	return fmt.Sprintf("%.3g", v)
+	return workload.FormatNumber(v)
 }
 
 // PercentError is (measured - model) / model in percent.

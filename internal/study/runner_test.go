@@ -19,6 +19,7 @@ import (
 	"github.com/dbrig/dbrig/internal/engine"
 	"github.com/dbrig/dbrig/internal/engine/postgres"
 	"github.com/dbrig/dbrig/internal/engine/postgres/pgtest"
+	"github.com/dbrig/dbrig/internal/workload"
 )
 
 // The test binary doubles as a client process and as a crashing dbrig.
@@ -35,28 +36,28 @@ func TestMain(m *testing.M) {
 
 // pingKind connects to the instance (through its link) and runs a query;
 // its behaviour param makes it fail, panic, crash or hang on purpose.
-func pingKind() Kind {
-	return Kind{
+func pingKind() workload.Kind {
+	return workload.Kind{
 		Name: "ping",
-		Params: []ParamSpec{
-			{Name: "behaviour", Kind: StringParam, Default: "ok", Choices: []string{"ok", "fail", "panic", "crash", "hang", "introspect"}},
-			{Name: "fail_on", Kind: StringParam, Default: ""},
-			{Name: "base", Kind: StringParam, Default: "", Doc: "where Prepare leaves a file for the runner to remove"},
+		Params: []workload.ParamSpec{
+			{Name: "behaviour", Kind: workload.StringParam, Default: "ok", Choices: []string{"ok", "fail", "panic", "crash", "hang", "introspect"}},
+			{Name: "fail_on", Kind: workload.StringParam, Default: ""},
+			{Name: "base", Kind: workload.StringParam, Default: "", Doc: "where Prepare leaves a file for the runner to remove"},
 		},
-		New: func(p Params) (Workload, error) { return &ping{p: p}, nil },
-		Model: func(r Result, all []Result) Prediction {
-			return Prediction{Metrics: map[string]float64{"queries": 1}, Formula: "one query"}
+		New: func(p workload.Params) (workload.Workload, error) { return &ping{p: p}, nil },
+		Model: func(r workload.Result, all []workload.Result) workload.Prediction {
+			return workload.Prediction{Metrics: map[string]float64{"queries": 1}, Formula: "one query"}
 		},
 	}
 }
 
-type ping struct{ p Params }
+type ping struct{ p workload.Params }
 
 // Prepare also leaves a file beside the instances, as a workload that
 // makes something outside the servers does, and registers its removal:
 // the runner must remove it once the server has stopped, on every exit
 // path (the tests find the base directory empty).
-func (w *ping) Prepare(ctx context.Context, env *Env) error {
+func (w *ping) Prepare(ctx context.Context, env *workload.Env) error {
 	inst := env.Instance("db")
 	if err := inst.CreateDatabase(ctx, env.Database); err != nil {
 		return err
@@ -79,24 +80,24 @@ func (w *ping) Prepare(ctx context.Context, env *Env) error {
 	return inst.Exec(ctx, env.Database, "CREATE TABLE pinged (at timestamptz)")
 }
 
-func (w *ping) Run(ctx context.Context, env *Env) (Measurement, error) {
+func (w *ping) Run(ctx context.Context, env *workload.Env) (workload.Measurement, error) {
 	ep, err := env.Conn(env.ClientSite, "db", env.Database)
 	if err != nil {
-		return Measurement{}, err
+		return workload.Measurement{}, err
 	}
 	cfg, err := postgres.ConnInfoOf(ep.Conn).ConnConfig()
 	if err != nil {
-		return Measurement{}, err
+		return workload.Measurement{}, err
 	}
 	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
-		return Measurement{}, err
+		return workload.Measurement{}, err
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
 	if _, err := conn.Exec(ctx, "INSERT INTO pinged VALUES (now())"); err != nil {
-		return Measurement{}, err
+		return workload.Measurement{}, err
 	}
-	m := Measurement{Metrics: map[string]float64{"queries": 1}}
+	m := workload.Measurement{Metrics: map[string]float64{"queries": 1}}
 	var workMem string
 	if err := conn.QueryRow(ctx, "SELECT current_setting('work_mem')").Scan(&workMem); err != nil {
 		return m, err
@@ -132,7 +133,7 @@ func (w *ping) Run(ctx context.Context, env *Env) (Measurement, error) {
 }
 
 func testRegistry() *Registry {
-	return NewRegistry(engine.NewRegistry(postgres.New(os.Getenv("DBRIG_PG_BIN"))), pingKind())
+	return NewRegistry(engine.NewRegistry(postgres.New(os.Getenv("DBRIG_PG_BIN"))), []workload.Kind{pingKind()})
 }
 
 const pingSpec = `name = "ping"
@@ -309,7 +310,7 @@ func TestInterruptedPointIsLabelledAndRunAgain(t *testing.T) {
 	if err != nil || len(saved) != 1 {
 		t.Fatalf("results.jsonl: %d lines (%v), want the interrupted point's", len(saved), err)
 	}
-	if p := saved[0]; p.Status != StatusInterrupted || p.Metrics["queries"] != 1 || p.OK() || p.Measured() {
+	if p := saved[0]; p.Status != workload.StatusInterrupted || p.Metrics["queries"] != 1 || p.OK() || p.Measured() {
 		t.Errorf("the interrupted point is saved as status %q, metrics %v, ok %v", p.Status, p.Metrics, p.OK())
 	}
 	rd, err := LoadRun(dir, testRegistry())

@@ -7,6 +7,7 @@ import (
 	"github.com/dbrig/dbrig/internal/engine"
 	"github.com/dbrig/dbrig/internal/engine/mariadb"
 	"github.com/dbrig/dbrig/internal/engine/postgres"
+	"github.com/dbrig/dbrig/internal/workload"
 )
 
 // TestSettingsAStudyMayNotSet: a setting dbrig owns, one the engine's list
@@ -15,7 +16,7 @@ import (
 // into dbrig.conf made the server listen on another port.
 func TestSettingsAStudyMayNotSet(t *testing.T) {
 	t.Parallel()
-	reg := NewRegistry(engine.NewRegistry(postgres.New(""), mariadb.New("")), testKind())
+	reg := NewRegistry(engine.NewRegistry(postgres.New(""), mariadb.New("")), []workload.Kind{testKind()})
 	with := func(settings string) string {
 		return strings.Replace(goodSpec, `settings = { work_mem = "${mem}" }`, "[instance.settings]\n"+settings, 1)
 	}
@@ -66,7 +67,7 @@ func TestSettingsAStudyMayNotSet(t *testing.T) {
 // the value rule.
 func TestSettingsRuleOnEveryEngineAPointRuns(t *testing.T) {
 	t.Parallel()
-	reg := NewRegistry(engine.NewRegistry(postgres.New(""), mariadb.New("")), testKind())
+	reg := NewRegistry(engine.NewRegistry(postgres.New(""), mariadb.New("")), []workload.Kind{testKind()})
 	src := strings.Replace(goodSpec, `settings = { work_mem = "${mem}" }`,
 		"[instance.settings.postgres]\nwork_mem = \"4MB\"\n[instance.settings.mariadb]\nport = 3306\ninit_connect = \"DO 1\"", 1)
 	s, err := Parse("demo.toml", []byte(src), reg)

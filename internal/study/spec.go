@@ -15,7 +15,9 @@ import (
 
 	"github.com/dbrig/dbrig/internal/engine"
 	"github.com/dbrig/dbrig/internal/link"
+	"github.com/dbrig/dbrig/internal/report"
 	"github.com/dbrig/dbrig/internal/units"
+	"github.com/dbrig/dbrig/internal/workload"
 )
 
 // Spec is a study file: what is measured, on what, how often, and which
@@ -38,12 +40,16 @@ type Spec struct {
 	Limits       []string            `toml:"limits"`
 
 	// Filled by Parse.
-	File      string   `toml:"-"`
-	Text      string   `toml:"-"`
-	SweepKeys []string `toml:"-"` // sweep variables in file order
-	kind      Kind     `toml:"-"`
-	lines     map[string]int
-	engines   *engine.Registry // whose StudySetting each setting meets
+	File      string        `toml:"-"`
+	Text      string        `toml:"-"`
+	SweepKeys []string      `toml:"-"` // sweep variables in file order
+	kind      workload.Kind `toml:"-"`
+	// judges and reports are what the built-in studies of its workload
+	// bring (Registry.Builtin).
+	judges  map[string]Judge              `toml:"-"`
+	reports []func(*RunData, *report.Doc) `toml:"-"`
+	lines   map[string]int
+	engines *engine.Registry // whose StudySetting each setting meets
 }
 
 // Source names the document a study reproduces.
@@ -326,11 +332,11 @@ func (v *validator) validate(reg *Registry) {
 					switch ev.(type) {
 					case string, int64, float64, bool:
 					default:
-						v.add(key+".settings."+sk+"."+ek, "want a string, number or boolean, got %s", describe(ev))
+						v.add(key+".settings."+sk+"."+ek, "want a string, number or boolean, got %s", workload.Describe(ev))
 					}
 				}
 			default:
-				v.add(key+".settings."+sk, "want a string, number or boolean, got %s", describe(sv))
+				v.add(key+".settings."+sk, "want a string, number or boolean, got %s", workload.Describe(sv))
 			}
 		}
 		if flat > 0 && engineSwept {
@@ -393,7 +399,7 @@ func (v *validator) validate(reg *Registry) {
 
 	// Workload.
 	kindName, _ := s.Workload["kind"].(string)
-	var kind Kind
+	var kind workload.Kind
 	var ok bool
 	switch {
 	case s.Workload == nil:
@@ -406,6 +412,7 @@ func (v *validator) validate(reg *Registry) {
 		}
 	}
 	s.kind = kind
+	s.judges, s.reports = reg.judges(kind.Name), reg.reports(kind.Name)
 	if ok && len(kind.Engines) > 0 {
 		for i, in := range s.Instances {
 			if !varRef.MatchString(in.Engine) && !slices.Contains(kind.Engines, in.Engine) {
@@ -415,7 +422,7 @@ func (v *validator) validate(reg *Registry) {
 	}
 	if ok {
 		for k := range s.Workload {
-			if k != "kind" && !slices.ContainsFunc(kind.Params, func(p ParamSpec) bool { return p.Name == k }) {
+			if k != "kind" && !slices.ContainsFunc(kind.Params, func(p workload.ParamSpec) bool { return p.Name == k }) {
 				v.add("workload."+k, "unknown parameter of workload %q (it has: %s)", kindName, paramNames(kind))
 			}
 		}
@@ -433,9 +440,9 @@ func (v *validator) validate(reg *Registry) {
 		if p.Finding == "" {
 			v.add(key+".finding", "missing: what the source found, in its words")
 		}
-		if ok && kind.Judges != nil && p.NotMeasured == "" {
-			if _, judged := kind.Judges[p.ID]; !judged {
-				v.add(key+".id", "workload %q has no judge for finding %q (it judges: %s)", kind.Name, p.ID, strings.Join(sortedKeys(kind.Judges), ", "))
+		if ok && s.judges != nil && p.NotMeasured == "" {
+			if _, judged := s.judges[p.ID]; !judged {
+				v.add(key+".id", "workload %q has no judge for finding %q (it judges: %s)", kind.Name, p.ID, strings.Join(sortedKeys(s.judges), ", "))
 			}
 		}
 		if p.ID != "" && ids[p.ID] {
@@ -509,7 +516,7 @@ func (v *validator) checkSweepList(key string, val any) {
 	list, isList := val.([]any)
 	switch {
 	case !isList:
-		v.add(key, "want a list of values, got %s", describe(val))
+		v.add(key, "want a list of values, got %s", workload.Describe(val))
 	case len(list) == 0:
 		v.add(key, "empty: a sweep variable needs at least one value")
 	default:
@@ -517,7 +524,7 @@ func (v *validator) checkSweepList(key string, val any) {
 			switch e.(type) {
 			case string, int64, float64, bool:
 			default:
-				v.add(key, "want a list of strings, numbers or booleans; it holds %s", describe(e))
+				v.add(key, "want a list of strings, numbers or booleans; it holds %s", workload.Describe(e))
 			}
 		}
 	}
@@ -546,12 +553,12 @@ func (v *validator) scaleRunsSet(scale string) bool {
 	return v.md.IsDefined("scale", scale, "repeat", "runs")
 }
 
-func (v *validator) checkSet(key string, set map[string]any, kind Kind, ok bool) {
+func (v *validator) checkSet(key string, set map[string]any, kind workload.Kind, ok bool) {
 	if !ok {
 		return
 	}
 	for k, val := range set {
-		i := slices.IndexFunc(kind.Params, func(p ParamSpec) bool { return p.Name == k })
+		i := slices.IndexFunc(kind.Params, func(p workload.ParamSpec) bool { return p.Name == k })
 		if i < 0 {
 			v.add(key+"."+k, "unknown parameter of workload %q (it has: %s)", kind.Name, paramNames(kind))
 			continue
@@ -565,7 +572,7 @@ func (v *validator) checkSet(key string, set map[string]any, kind Kind, ok bool)
 	}
 }
 
-func paramNames(k Kind) string {
+func paramNames(k workload.Kind) string {
 	var out []string
 	for _, p := range k.Params {
 		out = append(out, p.Name)
@@ -608,7 +615,7 @@ func validationField(err error, fields []struct {
 func (s *Spec) ScaleNames() []string { return sortedKeys(s.Scales) }
 
 // Kind is the study's workload kind.
-func (s *Spec) Kind() Kind { return s.kind }
+func (s *Spec) Kind() workload.Kind { return s.kind }
 
 // PublishedByID finds a published finding.
 func (s *Spec) PublishedByID(id string) (Published, bool) {
@@ -679,10 +686,10 @@ func resolveLink(l LinkSpec, subst func(string) (string, error)) (mode string, c
 	}
 	if l.MSS != nil {
 		field = "mss"
-		n, ok := asInt(l.MSS)
+		n, ok := workload.IntOf(l.MSS)
 		if !ok || n < link.MinMSS || n > link.MaxMSS {
 			// 0 would be the model's default, not the 0 bytes written.
-			return "", cfg, fmt.Errorf("mss: want %d to %d bytes (the segment every IPv4 host accepts, the largest IPv4 datagram less its headers), got %s", link.MinMSS, link.MaxMSS, describe(l.MSS))
+			return "", cfg, fmt.Errorf("mss: want %d to %d bytes (the segment every IPv4 host accepts, the largest IPv4 datagram less its headers), got %s", link.MinMSS, link.MaxMSS, workload.Describe(l.MSS))
 		}
 		cfg.MSS = int(n)
 	}

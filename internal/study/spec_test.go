@@ -17,20 +17,21 @@ import (
 	"github.com/dbrig/dbrig/internal/engine/mariadb/mariatest"
 	"github.com/dbrig/dbrig/internal/engine/postgres"
 	"github.com/dbrig/dbrig/internal/engine/postgres/pgtest"
+	"github.com/dbrig/dbrig/internal/workload"
 )
 
 // testKind is a workload kind for spec tests; it never runs.
-func testKind() Kind {
-	return Kind{
+func testKind() workload.Kind {
+	return workload.Kind{
 		Name: "demo",
-		Params: []ParamSpec{
-			{Name: "rows", Kind: IntParam, Max: 1_000_000, Why: "the demo's table holds a million"},
-			{Name: "size", Kind: SizeParam, Default: int64(8000), Max: 16 << 20, Why: "one message"},
-			{Name: "mode", Kind: StringParam, Default: "a", Choices: []string{"a", "b"}},
-			{Name: "pause", Kind: DurationParam, Default: "0s"},
-			{Name: "instance", Kind: InstanceParam, Default: "db"},
+		Params: []workload.ParamSpec{
+			{Name: "rows", Kind: workload.IntParam, Max: 1_000_000, Why: "the demo's table holds a million"},
+			{Name: "size", Kind: workload.SizeParam, Default: int64(8000), Max: 16 << 20, Why: "one message"},
+			{Name: "mode", Kind: workload.StringParam, Default: "a", Choices: []string{"a", "b"}},
+			{Name: "pause", Kind: workload.DurationParam, Default: "0s"},
+			{Name: "instance", Kind: workload.InstanceParam, Default: "db"},
 		},
-		New: func(Params) (Workload, error) { return nopWorkload{}, nil },
+		New: func(workload.Params) (workload.Workload, error) { return nopWorkload{}, nil },
 	}
 }
 
@@ -38,9 +39,9 @@ func testEngines() *engine.Registry { return engine.NewRegistry(postgres.New("")
 
 type nopWorkload struct{}
 
-func (nopWorkload) Prepare(context.Context, *Env) error { return nil }
-func (nopWorkload) Run(context.Context, *Env) (Measurement, error) {
-	return Measurement{Metrics: map[string]float64{"seconds": 1}}, nil
+func (nopWorkload) Prepare(context.Context, *workload.Env) error { return nil }
+func (nopWorkload) Run(context.Context, *workload.Env) (workload.Measurement, error) {
+	return workload.Measurement{Metrics: map[string]float64{"seconds": 1}}, nil
 }
 
 const goodSpec = `name = "demo"
@@ -84,7 +85,7 @@ skip = true
 `
 
 func TestParseGoodSpecAndPlan(t *testing.T) {
-	reg := NewRegistry(testEngines(), testKind())
+	reg := NewRegistry(testEngines(), []workload.Kind{testKind()})
 	s, err := Parse("demo.toml", []byte(goodSpec), reg)
 	if err != nil {
 		t.Fatalf("Parse: %v", err)
@@ -131,7 +132,7 @@ func TestParseGoodSpecAndPlan(t *testing.T) {
 }
 
 func TestParseReportsEveryProblemWithLineAndKey(t *testing.T) {
-	reg := NewRegistry(testEngines(), testKind())
+	reg := NewRegistry(testEngines(), []workload.Kind{testKind()})
 	tests := []struct {
 		name string
 		edit func(string) string
@@ -254,7 +255,7 @@ match = { net = "a" }
 }
 
 func TestSpecErrorsANewUserMet(t *testing.T) {
-	reg := NewRegistry(testEngines(), testKind())
+	reg := NewRegistry(testEngines(), []workload.Kind{testKind()})
 	tests := []struct {
 		name string
 		edit func(string) string
@@ -316,7 +317,7 @@ func TestSpecErrorsANewUserMet(t *testing.T) {
 }
 
 func TestEngineOverrideAndTargetsAreCheckedAgainstTheStudy(t *testing.T) {
-	reg := NewRegistry(testEngines(), testKind())
+	reg := NewRegistry(testEngines(), []workload.Kind{testKind()})
 	s, err := Parse("demo.toml", []byte(goodSpec), reg)
 	if err != nil {
 		t.Fatal(err)
@@ -356,7 +357,7 @@ func TestEngineOverrideAndTargetsAreCheckedAgainstTheStudy(t *testing.T) {
 }
 
 func TestMisspeltSettingIsRefusedBeforeAnythingStarts(t *testing.T) {
-	reg := NewRegistry(testEngines(), testKind())
+	reg := NewRegistry(testEngines(), []workload.Kind{testKind()})
 	src := strings.Replace(goodSpec, `settings = { work_mem = "${mem}" }`, "[instance.settings]\nwork_mem = \"${mem}\"\nsynchronus_commit = \"off\"\nshared_buffers = \"lots\"", 1)
 	// The name needs no server: it is not on PostgreSQL's list of what a
 	// study may vary, once for all the points it is in.
@@ -387,7 +388,7 @@ func TestMisspeltSettingIsRefusedBeforeAnythingStarts(t *testing.T) {
 // MariaDB, whose values go through mariadbd's option parser, in an
 // engine's own settings table, with a swept value.
 func TestMisspeltMariaDBSettingIsRefusedBeforeAnythingStarts(t *testing.T) {
-	reg := NewRegistry(engine.NewRegistry(mariadb.New(os.Getenv("DBRIG_MARIADB_BIN"))), testKind())
+	reg := NewRegistry(engine.NewRegistry(mariadb.New(os.Getenv("DBRIG_MARIADB_BIN"))), []workload.Kind{testKind()})
 	src := strings.Replace(goodSpec, "engine = \"postgres\"\nsettings = { work_mem = \"${mem}\" }",
 		"engine = \"mariadb\"\n[instance.settings.mariadb]\ninnodb_bufer_pool_size = \"64M\"\ninnodb_flush_log_at_trx_commit = \"${mem}\"", 1)
 	src = strings.Replace(src, `mem = ["4MB"]`, `mem = ["1", "maybe"]`, 1)
@@ -417,7 +418,7 @@ func TestMisspeltMariaDBSettingIsRefusedBeforeAnythingStarts(t *testing.T) {
 // it, with the engine swept, give each point its engine's settings; a
 // table named after no engine is refused.
 func TestEngineSettingsTables(t *testing.T) {
-	reg := NewRegistry(engine.NewRegistry(postgres.New(""), mariadb.New("")), testKind())
+	reg := NewRegistry(engine.NewRegistry(postgres.New(""), mariadb.New("")), []workload.Kind{testKind()})
 	src := strings.Replace(goodSpec, `engine = "postgres"
 settings = { work_mem = "${mem}" }`, `engine = "${engine}"
 [instance.settings.postgres]
@@ -476,7 +477,7 @@ func TestEngineSettingsTableIsNotUnknown(t *testing.T) {
 func TestWorkloadThatNeedsOneEngine(t *testing.T) {
 	pgOnly := testKind()
 	pgOnly.Engines, pgOnly.EnginesWhy = []string{"postgres"}, "it reads PostgreSQL's logical decoding"
-	reg := NewRegistry(engine.NewRegistry(postgres.New(""), mariadb.New("")), pgOnly)
+	reg := NewRegistry(engine.NewRegistry(postgres.New(""), mariadb.New("")), []workload.Kind{pgOnly})
 	const want = `instance.0.engine: workload "demo" runs on postgres only (it reads PostgreSQL's logical decoding)`
 
 	_, err := Parse("demo.toml", []byte(strings.Replace(goodSpec, `engine = "postgres"`, `engine = "mariadb"`, 1)), reg)
@@ -518,7 +519,7 @@ func TestWorkloadThatNeedsOneEngine(t *testing.T) {
 // the study's line and key, before any server starts; a target is not
 // checked (dbrig starts nothing for it).
 func TestHostIsCheckedBeforeAnythingStarts(t *testing.T) {
-	reg := NewRegistry(testEngines(), testKind())
+	reg := NewRegistry(testEngines(), []workload.Kind{testKind()})
 	file := filepath.Join(t.TempDir(), "a-file")
 	if err := os.WriteFile(file, nil, 0o644); err != nil {
 		t.Fatal(err)
@@ -564,9 +565,7 @@ func TestHostIsCheckedBeforeAnythingStarts(t *testing.T) {
 // TestAFindingNoJudgeDecidesIsRefused: a study may cite only the findings
 // its workload judges, and is told at parse which ones those are.
 func TestAFindingNoJudgeDecidesIsRefused(t *testing.T) {
-	kind := testKind()
-	kind.Judges = map[string]Judge{"fast": nil, "slow": nil}
-	reg := NewRegistry(testEngines(), kind)
+	reg := NewRegistry(testEngines(), []workload.Kind{testKind()}, Builtin{Workload: "demo", Judges: map[string]Judge{"fast": nil, "slow": nil}})
 	cite := func(id string) []byte {
 		return []byte(strings.Replace(goodSpec, `title = "A demo study"`, "title = \"x\"\n\n[[published]]\nid = \""+id+"\"\nfinding = \"It was fast.\"\n", 1))
 	}
@@ -626,7 +625,7 @@ func TestSitesOnHosts(t *testing.T) {
 // TestSweptMemoryCapMayBeNone compares capped and uncapped instances in one
 // sweep: "none" (or "") is no cap, a size is a cap, anything else is refused.
 func TestSweptMemoryCapMayBeNone(t *testing.T) {
-	reg := NewRegistry(testEngines(), testKind())
+	reg := NewRegistry(testEngines(), []workload.Kind{testKind()})
 	spec := strings.Replace(goodSpec, `engine = "postgres"`, "engine = \"postgres\"\nmemory = \"${cap}\"", 1)
 	spec = strings.Replace(spec, "procs = [1]", "procs = [1]\ncap = [\"none\", \"512MB\", \"\"]", 1)
 	s, err := Parse("demo.toml", []byte(spec), reg)

@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+
+	"github.com/dbrig/dbrig/internal/workload"
 )
 
 // typeCheck walks a decoded TOML document beside the Go type it decodes
@@ -22,7 +24,7 @@ func typeCheck(v any, t reflect.Type, path string, add func(key, msg string)) {
 	case reflect.Struct:
 		m, ok := v.(map[string]any)
 		if !ok {
-			add(path, fmt.Sprintf("want a table, got %s", describe(v)))
+			add(path, fmt.Sprintf("want a table, got %s", workload.Describe(v)))
 			return
 		}
 		for i := range t.NumField() {
@@ -38,7 +40,7 @@ func typeCheck(v any, t reflect.Type, path string, add func(key, msg string)) {
 	case reflect.Map:
 		m, ok := v.(map[string]any)
 		if !ok {
-			add(path, fmt.Sprintf("want a table, got %s", describe(v)))
+			add(path, fmt.Sprintf("want a table, got %s", workload.Describe(v)))
 			return
 		}
 		for k, sub := range m {
@@ -55,25 +57,25 @@ func typeCheck(v any, t reflect.Type, path string, add func(key, msg string)) {
 				typeCheck(sub, t.Elem(), join(path, strconv.Itoa(i)), add)
 			}
 		default:
-			add(path, fmt.Sprintf("want a list, got %s", describe(v)))
+			add(path, fmt.Sprintf("want a list, got %s", workload.Describe(v)))
 		}
 	case reflect.String:
 		if _, ok := v.(string); !ok {
-			add(path, fmt.Sprintf("want a string, got %s", describe(v)))
+			add(path, fmt.Sprintf("want a string, got %s", workload.Describe(v)))
 		}
 	case reflect.Int, reflect.Int64, reflect.Int32:
 		if _, ok := v.(int64); !ok {
-			add(path, fmt.Sprintf("want a whole number, got %s", describe(v)))
+			add(path, fmt.Sprintf("want a whole number, got %s", workload.Describe(v)))
 		}
 	case reflect.Float64:
 		switch v.(type) {
 		case float64, int64:
 		default:
-			add(path, fmt.Sprintf("want a number, got %s", describe(v)))
+			add(path, fmt.Sprintf("want a number, got %s", workload.Describe(v)))
 		}
 	case reflect.Bool:
 		if _, ok := v.(bool); !ok {
-			add(path, fmt.Sprintf("want true or false, got %s", describe(v)))
+			add(path, fmt.Sprintf("want true or false, got %s", workload.Describe(v)))
 		}
 	}
 }

@@ -23,44 +23,42 @@ import (
 	"github.com/dbrig/dbrig/internal/engine"
 	"github.com/dbrig/dbrig/internal/engine/postgres"
 	"github.com/dbrig/dbrig/internal/replication"
-	"github.com/dbrig/dbrig/internal/study"
+	"github.com/dbrig/dbrig/internal/workload"
 )
 
 // Scenarios, in the order the report lists them.
 var Scenarios = []string{"push", "pull", "push-pipelined", "native", "fdw-row", "fdw-batch", "init-snapshot", "init-backup"}
 
 // Kind registers the workload.
-func Kind() study.Kind {
-	return study.Kind{
+func Kind() workload.Kind {
+	return workload.Kind{
 		Name: "georep",
 		Doc:  "replication across a WAN: push, pull, pipelined push, native, row by row, initialization (seed 000)",
-		Params: []study.ParamSpec{
-			{Name: "scenario", Kind: study.StringParam, Choices: Scenarios, Doc: "what carries the rows"},
-			{Name: "payload", Kind: study.StringParam, Default: "char-1k", Choices: []string{"char-1k", "bytea-1.1k", "bytea-15.5k"}, Doc: "the rows' shape"},
-			{Name: "rows", Kind: study.IntParam, Doc: "rows inserted on the publisher (for init-*: rows copied)",
+		Params: []workload.ParamSpec{
+			{Name: "scenario", Kind: workload.StringParam, Choices: Scenarios, Doc: "what carries the rows"},
+			{Name: "payload", Kind: workload.StringParam, Default: "char-1k", Choices: []string{"char-1k", "bytea-1.1k", "bytea-15.5k"}, Doc: "the rows' shape"},
+			{Name: "rows", Kind: workload.IntParam, Doc: "rows inserted on the publisher (for init-*: rows copied)",
 				Max: 100_000_000, Why: "ten times the seed's largest snapshot (10,100,000 rows, 11.3 GB), each row stored again in the distribution database"},
-			{Name: "rows_per_transaction", Kind: study.IntParam, Default: int64(1000), Doc: "rows per publisher transaction",
+			{Name: "rows_per_transaction", Kind: workload.IntParam, Default: int64(1000), Doc: "rows per publisher transaction",
 				Max: 1_000_000, Why: "a transaction is never split: it is decoded, stored and applied whole"},
-			{Name: "buffer_size", Kind: study.SizeParam, Default: int64(replication.DefaultBufferSize), Doc: "the agent's command buffer (40 KB)",
+			{Name: "buffer_size", Kind: workload.SizeParam, Default: int64(replication.DefaultBufferSize), Doc: "the agent's command buffer (40 KB)",
 				Min: replication.MinBufferSize, MinWhy: "a few commands", Max: replication.MaxBufferSize, Why: "each buffer is in the agent's memory"},
-			{Name: "buffers", Kind: study.IntParam, Default: int64(replication.DefaultBuffers), Doc: "the agent's command buffers",
+			{Name: "buffers", Kind: workload.IntParam, Default: int64(replication.DefaultBuffers), Doc: "the agent's command buffers",
 				Max: replication.MaxPipeline + 1, Why: "one more than the deepest pipeline"},
-			{Name: "commit_batch_size", Kind: study.IntParam, Default: int64(replication.DefaultCommitBatchSize), Doc: "source transactions per subscriber transaction",
+			{Name: "commit_batch_size", Kind: workload.IntParam, Default: int64(replication.DefaultCommitBatchSize), Doc: "source transactions per subscriber transaction",
 				Max: replication.MaxCommitBatchSize, Why: "the subscriber holds a batch's locks until its commit: ten thousand times the default"},
-			{Name: "pipeline", Kind: study.StringParam, Default: "auto", Doc: "buffers in flight of push-pipelined: a number or auto",
+			{Name: "pipeline", Kind: workload.StringParam, Default: "auto", Doc: "buffers in flight of push-pipelined: a number or auto",
 				Check: func(v any) error { _, err := replication.ParsePipeline(fmt.Sprint(v)); return err }},
-			{Name: "compression", Kind: study.StringParam, Default: "none", Choices: []string{"none", "zstd"}, Doc: "how the distribution database stores commands: none (the seed's) or zstd"},
-			{Name: "fdw_batch", Kind: study.IntParam, Default: int64(100), Doc: "postgres_fdw batch_size of fdw-batch (fdw-row uses 1)",
+			{Name: "compression", Kind: workload.StringParam, Default: "none", Choices: []string{"none", "zstd"}, Doc: "how the distribution database stores commands: none (the seed's) or zstd"},
+			{Name: "fdw_batch", Kind: workload.IntParam, Default: int64(100), Doc: "postgres_fdw batch_size of fdw-batch (fdw-row uses 1)",
 				Max: 32767, Why: "postgres_fdw sends a batch in one statement of at most 65,535 parameters, two a row"},
-			{Name: "publisher", Kind: study.StringParam, Default: "pub", Doc: "the publisher's instance"},
-			{Name: "subscriber", Kind: study.StringParam, Default: "sub", Doc: "the subscriber's instance"},
+			{Name: "publisher", Kind: workload.StringParam, Default: "pub", Doc: "the publisher's instance"},
+			{Name: "subscriber", Kind: workload.StringParam, Default: "sub", Doc: "the subscriber's instance"},
 		},
 		New:        newWorkload,
 		Model:      Model,
-		Report:     Report,
 		Metrics:    Metrics,
-		Judges:     Judges(),
-		PrepareKey: func(study.Params) string { return "georep-v1" },
+		PrepareKey: func(workload.Params) string { return "georep-v1" },
 		Engines:    []string{"postgres"},
 		EnginesWhy: "the replication system reads PostgreSQL's logical decoding, and its baselines are PostgreSQL's own replication and postgres_fdw",
 	}
@@ -75,8 +73,8 @@ func localBinaries(inst engine.Instance) postgres.Binaries {
 	return postgres.Binaries{}
 }
 
-type workload struct {
-	p           study.Params
+type georep struct {
+	p           workload.Params
 	scenario    string
 	payload     Payload
 	compression replication.Compression
@@ -84,14 +82,14 @@ type workload struct {
 	pub, sub    string
 }
 
-var _ study.Workload = (*workload)(nil)
+var _ workload.Workload = (*georep)(nil)
 
-func newWorkload(p study.Params) (study.Workload, error) {
+func newWorkload(p workload.Params) (workload.Workload, error) {
 	payload, err := ParsePayload(p.String("payload"))
 	if err != nil {
 		return nil, err
 	}
-	w := &workload{p: p, scenario: p.String("scenario"), payload: payload, pub: p.String("publisher"), sub: p.String("subscriber")}
+	w := &georep{p: p, scenario: p.String("scenario"), payload: payload, pub: p.String("publisher"), sub: p.String("subscriber")}
 	if w.compression, err = replication.ParseCompression(p.String("compression")); err != nil {
 		return nil, err
 	}
@@ -114,7 +112,7 @@ func newWorkload(p study.Params) (study.Workload, error) {
 
 // Prepare creates the database on both servers; the scenarios make their
 // own tables, publications and subscriptions and remove them afterwards.
-func (w *workload) Prepare(ctx context.Context, env *study.Env) error {
+func (w *georep) Prepare(ctx context.Context, env *workload.Env) error {
 	for _, name := range []string{w.pub, w.sub} {
 		inst := env.Instance(name)
 		if inst == nil {
@@ -135,10 +133,10 @@ type sites struct {
 	distLocal, distFromSub postgres.ConnInfo // the distribution database
 }
 
-func (w *workload) endpoints(env *study.Env) (s sites, pubSite, subSite string, err error) {
+func (w *georep) endpoints(env *workload.Env) (s sites, pubSite, subSite string, err error) {
 	pubSite, subSite = env.SiteOf(w.pub), env.SiteOf(w.sub)
 	conn := func(from, inst, db string) postgres.ConnInfo {
-		var e study.Endpoint
+		var e workload.Endpoint
 		if err == nil {
 			e, err = env.Conn(from, inst, db)
 		}
@@ -155,15 +153,15 @@ func (w *workload) endpoints(env *study.Env) (s sites, pubSite, subSite string, 
 
 // Run replicates the point's rows and measures until the subscriber has
 // caught up.
-func (w *workload) Run(ctx context.Context, env *study.Env) (study.Measurement, error) {
+func (w *georep) Run(ctx context.Context, env *workload.Env) (workload.Measurement, error) {
 	s, pubSite, subSite, err := w.endpoints(env)
 	if err != nil {
-		return study.Measurement{}, err
+		return workload.Measurement{}, err
 	}
 	rows := int(w.p.Int("rows"))
 	perXact := int(w.p.Int("rows_per_transaction"))
 	cfg := replication.Config{Publisher: s.pubLocal, Subscriber: s.subLocal, Logger: env.Log}
-	m := study.Measurement{Metrics: map[string]float64{"rows": float64(rows)}}
+	m := workload.Measurement{Metrics: map[string]float64{"rows": float64(rows)}}
 	record := func(elapsed time.Duration, bytes int64) {
 		secs := elapsed.Seconds()
 		m.Metrics["seconds"] = secs

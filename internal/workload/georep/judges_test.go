@@ -8,7 +8,7 @@ import (
 	"github.com/dbrig/dbrig/internal/engine/postgres"
 	"github.com/dbrig/dbrig/internal/report"
 	"github.com/dbrig/dbrig/internal/study"
-	"github.com/dbrig/dbrig/studies"
+	"github.com/dbrig/dbrig/internal/workload"
 )
 
 // measured is one hand-made point: a scenario's seconds on a link.
@@ -25,11 +25,11 @@ var wanRTT = map[string]float64{"tukwila-blueridge": 0.077, "tukwila-dublin": 0.
 // each within ±1 %.
 func runData(t *testing.T, pts []measured) *study.RunData {
 	t.Helper()
-	b, ok := studies.Read("geo-replication")
+	b, ok := readStudy("geo-replication")
 	if !ok {
 		t.Fatal("no built-in study geo-replication")
 	}
-	reg := study.NewRegistry(engine.NewRegistry(postgres.New("")), Kind())
+	reg := study.NewRegistry(engine.NewRegistry(postgres.New("")), []workload.Kind{Kind()}, study.Builtin{Workload: "georep", Judges: Judges(), Report: Report})
 	spec, err := study.Parse("geo-replication.toml", b, reg)
 	if err != nil {
 		t.Fatal(err)
@@ -38,7 +38,7 @@ func runData(t *testing.T, pts []measured) *study.RunData {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var results []study.Result
+	var results []workload.Result
 	for _, p := range pts {
 		window := int64(64 << 10)
 		if p.window == autotuned {
@@ -51,11 +51,11 @@ func runData(t *testing.T, pts []measured) *study.RunData {
 			for k, v := range p.extra {
 				m[k] = v
 			}
-			results = append(results, study.Result{
+			results = append(results, workload.Result{
 				Key: fmt.Sprintf("%s #%d", combo, run+1), Combo: combo, Run: run + 1,
 				Values: map[string]any{"scenario": p.scenario, "wan": p.wan, "window": p.window, "payload": p.payload, "rows": p.rows},
-				Params: study.Params{"scenario": p.scenario, "payload": p.payload, "rows": p.rows, "buffer_size": int64(40000)},
-				Links: []study.LinkResult{{Profile: p.wan + "+" + p.window, Mode: "link", RTTSeconds: wanRTT[p.wan], RateBitsPerS: 1e9,
+				Params: workload.Params{"scenario": p.scenario, "payload": p.payload, "rows": p.rows, "buffer_size": int64(40000)},
+				Links: []workload.LinkResult{{Profile: p.wan + "+" + p.window, Mode: "link", RTTSeconds: wanRTT[p.wan], RateBitsPerS: 1e9,
 					WindowBytes: window, ReverseBytes: p.rows * 1100, ForwardBytes: p.rows * 1100}},
 				Metrics: m,
 			})

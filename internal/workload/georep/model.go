@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/dbrig/dbrig/internal/study"
+	"github.com/dbrig/dbrig/internal/workload"
 )
 
 // The models of studies/geo-replication.md, each predicting the time to
@@ -32,15 +32,15 @@ import (
 // carried the agent's bandwidth probe, which is not the rows).
 
 // pointLink returns the point's link.
-func pointLink(r study.Result) study.LinkResult {
+func pointLink(r workload.Result) workload.LinkResult {
 	if len(r.Links) == 0 {
-		return study.LinkResult{}
+		return workload.LinkResult{}
 	}
 	return r.Links[0]
 }
 
 // volume is the bytes of the rows that crossed the link.
-func volume(r study.Result) float64 {
+func volume(r workload.Result) float64 {
 	switch r.Params.String("scenario") {
 	case "push", "push-pipelined":
 		return r.Metrics["sent_bytes"]
@@ -53,7 +53,7 @@ func volume(r study.Result) float64 {
 
 // streamRate is min(rate, window / RTT) in bits per second (+Inf when
 // neither limits).
-func streamRate(l study.LinkResult) float64 {
+func streamRate(l workload.LinkResult) float64 {
 	rate := math.Inf(1)
 	if l.RateBitsPerS > 0 {
 		rate = l.RateBitsPerS
@@ -65,9 +65,9 @@ func streamRate(l study.LinkResult) float64 {
 }
 
 // Model predicts a point's seconds from its volume and its link.
-func Model(r study.Result, _ []study.Result) study.Prediction {
+func Model(r workload.Result, _ []workload.Result) workload.Prediction {
 	if r.Metrics == nil || len(r.Links) == 0 || pointLink(r).Mode != "link" {
-		return study.Prediction{}
+		return workload.Prediction{}
 	}
 	l := pointLink(r)
 	v, rtt := volume(r), l.RTTSeconds
@@ -122,9 +122,9 @@ func Model(r study.Result, _ []study.Result) study.Prediction {
 		t = trips*rtt + serial
 		formula = fmt.Sprintf("(⌈rows/%g⌉ × %.0f + 3) = %.0f round trips × RTT + V/rate", b, perBatch, trips)
 	default:
-		return study.Prediction{}
+		return workload.Prediction{}
 	}
-	p := study.Prediction{Metrics: map[string]float64{"seconds": t}, Formula: formula}
+	p := workload.Prediction{Metrics: map[string]float64{"seconds": t}, Formula: formula}
 	if rows := r.Metrics["rows"]; t > 0 && rows > 0 {
 		p.Metrics["rows_per_s"] = rows / t
 	}

@@ -4,14 +4,14 @@ import (
 	"math"
 	"testing"
 
-	"github.com/dbrig/dbrig/internal/study"
+	"github.com/dbrig/dbrig/internal/workload"
 )
 
-func point(scenario string, window int64, metrics map[string]float64, fwd, rev int64) study.Result {
-	return study.Result{
-		Params:  study.Params{"scenario": scenario, "buffer_size": int64(40000)},
+func point(scenario string, window int64, metrics map[string]float64, fwd, rev int64) workload.Result {
+	return workload.Result{
+		Params:  workload.Params{"scenario": scenario, "buffer_size": int64(40000)},
 		Metrics: metrics,
-		Links: []study.LinkResult{{Profile: "tukwila-blueridge", Mode: "link", RTTSeconds: 0.077, RateBitsPerS: 1e9,
+		Links: []workload.LinkResult{{Profile: "tukwila-blueridge", Mode: "link", RTTSeconds: 0.077, RateBitsPerS: 1e9,
 			WindowBytes: window, ForwardBytes: fwd, ReverseBytes: rev}},
 	}
 }
@@ -21,7 +21,7 @@ func TestModelFollowsTheSeedsPhysics(t *testing.T) {
 	mb := 1e6
 	tests := []struct {
 		name string
-		r    study.Result
+		r    workload.Result
 		want float64
 	}{
 		// 1 MB through a 40 KB stop-and-wait writer: 25 round trips of 77 ms,

@@ -25,7 +25,7 @@ const (
 	followFactor = 1.5
 )
 
-func judges() map[string]study.Judge {
+func Judges() map[string]study.Judge {
 	each := func(f func(c comparison, p study.Published) report.Finding) study.Judge {
 		return func(rd *study.RunData, p study.Published) report.Finding {
 			cs := comparisons(rd)

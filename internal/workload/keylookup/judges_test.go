@@ -12,19 +12,19 @@ import (
 	"github.com/dbrig/dbrig/internal/engine/postgres"
 	"github.com/dbrig/dbrig/internal/report"
 	"github.com/dbrig/dbrig/internal/study"
-	"github.com/dbrig/dbrig/studies"
+	"github.com/dbrig/dbrig/internal/workload"
 )
 
 // theStudy parses the built-in study, whose published figures the judges
 // read.
 func theStudy(t *testing.T) *study.Spec {
 	t.Helper()
-	b, ok := studies.Read("key-lookup")
+	b, ok := readStudy("key-lookup")
 	if !ok {
 		t.Fatal("no built-in study key-lookup")
 	}
-	reg := study.NewRegistry(engine.NewRegistry(postgres.New(""), mariadb.New("")), Kind())
-	spec, err := study.Parse("studies/key-lookup.toml", b, reg)
+	reg := study.NewRegistry(engine.NewRegistry(postgres.New(""), mariadb.New("")), []workload.Kind{Kind()}, study.Builtin{Workload: "keylookup", Judges: Judges(), Report: Report})
+	spec, err := study.Parse("studies/key-lookup/key-lookup.toml", b, reg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +51,7 @@ func runData(t *testing.T, sides ...side) *study.RunData {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var all []study.Result
+	var all []workload.Result
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	for _, s := range sides {
 		for _, path := range []string{Scan, Lookup} {
@@ -66,10 +66,10 @@ func runData(t *testing.T, sides ...side) *study.RunData {
 				pages = PredictPages(path, s.rows, s.tablePages, s.indexPages, s.depth)
 			}
 			combo := fmt.Sprintf("engine=%s path=%s", s.engine, path)
-			r := study.Result{
+			r := workload.Result{
 				Study: spec.Name, Key: combo + " #1", Combo: combo, Run: 1,
 				Values:    map[string]any{"engine": s.engine, "path": path},
-				Params:    study.Params{"rows": int64(s.rows), "path": path, "executions": int64(5), "instance": "db"},
+				Params:    workload.Params{"rows": int64(s.rows), "path": path, "executions": int64(5), "instance": "db"},
 				Instances: []engine.InstanceConfig{{Name: "db", Engine: s.engine, Site: "db"}},
 				Started:   start.Add(time.Duration(len(all)) * time.Minute),
 				Metrics: map[string]float64{
@@ -93,7 +93,7 @@ func judge(t *testing.T, rd *study.RunData, id string) report.Finding {
 	t.Helper()
 	for _, p := range rd.Spec.Published {
 		if p.ID == id {
-			return Kind().Judges[id](rd, p)
+			return Judges()[id](rd, p)
 		}
 	}
 	t.Fatalf("the study publishes no finding %q", id)

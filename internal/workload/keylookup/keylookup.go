@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/dbrig/dbrig/internal/study"
+	"github.com/dbrig/dbrig/internal/workload"
 	"github.com/dbrig/dbrig/internal/workload/dbconn"
 	"github.com/dbrig/dbrig/internal/workload/widetable"
 )
@@ -22,68 +22,66 @@ const (
 )
 
 // Kind registers the workload.
-func Kind() study.Kind {
-	return study.Kind{
+func Kind() workload.Kind {
+	return workload.Kind{
 		Name: "key-lookup",
 		Doc:  "max(dt) of seed 002's wide table by a full scan or through the index on j with a lookup per row, all pages cached",
-		Params: []study.ParamSpec{
-			{Name: "rows", Kind: study.IntParam, Default: int64(2_000_000),
+		Params: []workload.ParamSpec{
+			{Name: "rows", Kind: workload.IntParam, Default: int64(2_000_000),
 				Doc: "rows of the table (the seed: 2,000,000, about 16 GB: one row per 8 KiB page)",
 				Min: 2, MinWhy: widetable.MinRowsWhy, Max: widetable.MaxRows, Why: widetable.MaxRowsWhy},
-			{Name: "path", Kind: study.StringParam, Choices: []string{Scan, Lookup},
+			{Name: "path", Kind: workload.StringParam, Choices: []string{Scan, Lookup},
 				Doc: `"scan": SELECT max(dt) FROM test by a full scan; "lookup": the same forced through the index on j, a lookup per row`},
-			{Name: "executions", Kind: study.IntParam, Default: int64(5),
+			{Name: "executions", Kind: workload.IntParam, Default: int64(5),
 				Doc: "timed executions of the query in a point, after one to warm up and one whose pages are counted; the point's time is their median",
 				Max: 1000, Why: "as many as a combination's runs: a median of 5 is the seed's"},
-			{Name: "instance", Kind: study.StringParam, Default: "db", Doc: "the instance that holds the table"},
+			{Name: "instance", Kind: workload.StringParam, Default: "db", Doc: "the instance that holds the table"},
 		},
 		New: newWorkload,
-		PrepareKey: func(p study.Params) string {
+		PrepareKey: func(p workload.Params) string {
 			return fmt.Sprintf("key-lookup rows=%d instance=%s", p.Int("rows"), p.String("instance"))
 		},
 		Model:   Model,
-		Report:  Report,
 		Metrics: metricSpecs(),
-		Judges:  judges(),
 	}
 }
 
-func metricSpecs() []study.MetricSpec {
-	return []study.MetricSpec{
-		{Name: "time_ms", Unit: study.Milliseconds, Better: study.Lower, Headline: true,
+func metricSpecs() []workload.MetricSpec {
+	return []workload.MetricSpec{
+		{Name: "time_ms", Unit: workload.Milliseconds, Better: workload.Lower, Headline: true,
 			Doc: "the query's time: the median of the timed executions, on the client's clock"},
-		{Name: "pages", Unit: study.Count, Better: study.Lower, Headline: true,
+		{Name: "pages", Unit: workload.Count, Better: workload.Lower, Headline: true,
 			Doc: "pages the query touched in the cache (the seed's logical reads): PostgreSQL's EXPLAIN (ANALYZE, BUFFERS) shared hits and reads; MariaDB's Innodb_buffer_pool_read_requests"},
-		{Name: "physical_reads", Unit: study.Count, Better: study.Lower,
+		{Name: "physical_reads", Unit: workload.Count, Better: workload.Lower,
 			Doc: "of those, pages read from outside the server's cache (0: all pages cached, as in the seed)"},
-		{Name: "pages_per_row", Unit: study.Count, Doc: "pages touched per row of the table"},
-		{Name: "rows", Unit: study.Count, Doc: "rows of the table"},
-		{Name: "table_pages", Unit: study.Count, Doc: "pages a full scan reads: PostgreSQL's heap, InnoDB's clustered index leaves"},
-		{Name: "index_pages", Unit: study.Count, Doc: "pages of the index on j (InnoDB: its leaves)"},
-		{Name: "page_bytes", Unit: study.Bytes, Doc: "the engine's page size"},
-		{Name: "lookup_depth", Unit: study.Count,
+		{Name: "pages_per_row", Unit: workload.Count, Doc: "pages touched per row of the table"},
+		{Name: "rows", Unit: workload.Count, Doc: "rows of the table"},
+		{Name: "table_pages", Unit: workload.Count, Doc: "pages a full scan reads: PostgreSQL's heap, InnoDB's clustered index leaves"},
+		{Name: "index_pages", Unit: workload.Count, Doc: "pages of the index on j (InnoDB: its leaves)"},
+		{Name: "page_bytes", Unit: workload.Bytes, Doc: "the engine's page size"},
+		{Name: "lookup_depth", Unit: workload.Count,
 			Doc: "pages one lookup of a row by what the index holds touches: PostgreSQL fetches a heap page by its address (a TID scan); InnoDB descends its clustered index by the primary key"},
-		{Name: "handler_read_next", Unit: study.Count, Doc: "MariaDB: index entries read in order (Handler_read_next)"},
-		{Name: "handler_read_rnd_next", Unit: study.Count, Doc: "MariaDB: rows a table scan read (Handler_read_rnd_next)"},
+		{Name: "handler_read_next", Unit: workload.Count, Doc: "MariaDB: index entries read in order (Handler_read_next)"},
+		{Name: "handler_read_rnd_next", Unit: workload.Count, Doc: "MariaDB: rows a table scan read (Handler_read_rnd_next)"},
 	}
 }
 
-type workload struct {
+type keylookup struct {
 	rows       int64
 	path       string
 	executions int
 	instance   string
 }
 
-var _ study.Workload = (*workload)(nil)
+var _ workload.Workload = (*keylookup)(nil)
 
-func newWorkload(p study.Params) (study.Workload, error) {
-	return &workload{rows: p.Int("rows"), path: p.String("path"), executions: int(p.Int("executions")), instance: p.String("instance")}, nil
+func newWorkload(p workload.Params) (workload.Workload, error) {
+	return &keylookup{rows: p.Int("rows"), path: p.String("path"), executions: int(p.Int("executions")), instance: p.String("instance")}, nil
 }
 
 // Prepare makes the seed's table and reads every page of it and of its
 // indexes into the server's cache: the seed measured with all pages cached.
-func (w *workload) Prepare(ctx context.Context, env *study.Env) error {
+func (w *keylookup) Prepare(ctx context.Context, env *workload.Env) error {
 	inst := env.Instance(w.instance)
 	if inst == nil {
 		return fmt.Errorf("no instance %q", w.instance)
@@ -167,17 +165,17 @@ func resetPlanner(engineName string) []string {
 
 // Run measures one path: the plan checked, one execution to warm up, one
 // whose pages are counted, then the timed executions.
-func (w *workload) Run(ctx context.Context, env *study.Env) (study.Measurement, error) {
+func (w *keylookup) Run(ctx context.Context, env *workload.Env) (workload.Measurement, error) {
 	ep, err := env.Conn(env.ClientSite, w.instance, env.Database)
 	if err != nil {
-		return study.Measurement{}, err
+		return workload.Measurement{}, err
 	}
 	c, err := dbconn.Open(ctx, ep.Conn)
 	if err != nil {
-		return study.Measurement{}, err
+		return workload.Measurement{}, err
 	}
 	defer c.Close(ctx)
-	m := study.Measurement{Metrics: map[string]float64{}, Series: map[string][]float64{}}
+	m := workload.Measurement{Metrics: map[string]float64{}, Series: map[string][]float64{}}
 	layout, err := widetable.ReadLayout(ctx, c)
 	if err != nil {
 		return m, err

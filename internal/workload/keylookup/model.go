@@ -6,6 +6,7 @@ import (
 	"maps"
 
 	"github.com/dbrig/dbrig/internal/study"
+	"github.com/dbrig/dbrig/internal/workload"
 )
 
 // The model counts page visits. A scan visits each page of the table once:
@@ -35,7 +36,7 @@ func PredictPages(path string, rows, tablePages, indexPages, depth float64) floa
 
 // sweepKey is what the two paths of one comparison share: every parameter
 // but the path, and the server.
-func sweepKey(r study.Result) string {
+func sweepKey(r workload.Result) string {
 	p := maps.Clone(r.Params)
 	delete(p, "path")
 	b, _ := json.Marshal(p)
@@ -46,13 +47,13 @@ func sweepKey(r study.Result) string {
 // Model predicts a point's pages from the table's layout, and its time
 // from the other path's measured time and pages when the sweep has
 // measured it.
-func Model(r study.Result, all []study.Result) study.Prediction {
+func Model(r workload.Result, all []workload.Result) workload.Prediction {
 	m := r.Metrics
 	if m == nil || m["table_pages"] == 0 {
-		return study.Prediction{}
+		return workload.Prediction{}
 	}
 	path := r.Params.String("path")
-	pred := study.Prediction{Metrics: map[string]float64{}}
+	pred := workload.Prediction{Metrics: map[string]float64{}}
 	pred.Metrics["pages"] = PredictPages(path, m["rows"], m["table_pages"], m["index_pages"], m["lookup_depth"])
 	if path == Scan {
 		pred.Formula = fmt.Sprintf("pages = the table's pages (%.0f)", m["table_pages"])

@@ -10,32 +10,32 @@ import (
 	"github.com/dbrig/dbrig/internal/engine"
 	"github.com/dbrig/dbrig/internal/engine/mariadb/mariatest"
 	"github.com/dbrig/dbrig/internal/engine/postgres/pgtest"
-	"github.com/dbrig/dbrig/internal/study"
+	"github.com/dbrig/dbrig/internal/workload"
 	"github.com/dbrig/dbrig/internal/workload/dbconn"
 )
 
 // envFor is what the runner gives a workload: its database on the
 // instance, reached through the unix socket.
-func envFor(inst engine.Instance, db string) *study.Env {
-	return &study.Env{
+func envFor(inst engine.Instance, db string) *workload.Env {
+	return &workload.Env{
 		Database:   db,
 		ClientSite: "client",
 		Log:        slog.New(slog.DiscardHandler),
 		Instance:   func(string) engine.Instance { return inst },
-		Conn: func(from, instance, db string) (study.Endpoint, error) {
+		Conn: func(from, instance, db string) (workload.Endpoint, error) {
 			c, _ := inst.UnixLogin(db)
-			return study.Endpoint{Conn: c, Transport: "unix"}, nil
+			return workload.Endpoint{Conn: c, Transport: "unix"}, nil
 		},
 	}
 }
 
-func newTestWorkload(t *testing.T, rows int64, path string) *workload {
+func newTestWorkload(t *testing.T, rows int64, path string) *keylookup {
 	t.Helper()
-	w, err := newWorkload(study.Params{"rows": rows, "path": path, "executions": int64(3), "instance": "db"})
+	w, err := newWorkload(workload.Params{"rows": rows, "path": path, "executions": int64(3), "instance": "db"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return w.(*workload)
+	return w.(*keylookup)
 }
 
 // TestPathsOnEachEngine prepares a small table on a real server of each
@@ -66,7 +66,7 @@ func TestPathsOnEachEngine(t *testing.T) {
 			if err := newTestWorkload(t, rows, Scan).Prepare(ctx, env); err != nil {
 				t.Fatal(err)
 			}
-			got := map[string]study.Measurement{}
+			got := map[string]workload.Measurement{}
 			for _, path := range []string{Scan, Lookup} {
 				m, err := newTestWorkload(t, rows, path).Run(ctx, env)
 				if err != nil {

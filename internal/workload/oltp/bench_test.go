@@ -22,7 +22,7 @@ import (
 	"github.com/dbrig/dbrig/internal/engine/postgres/pgtest"
 	"github.com/dbrig/dbrig/internal/load"
 	"github.com/dbrig/dbrig/internal/measure"
-	"github.com/dbrig/dbrig/internal/study"
+	"github.com/dbrig/dbrig/internal/workload"
 )
 
 // The driver must not be what is measured. These benchmarks run dbrig's
@@ -99,9 +99,9 @@ func (s samples) cpuUs() float64 {
 // pointSelect is the point-select workload at scale factor 1 (100,000
 // customers, the size of pgbench's accounts at scale 1 and of the sysbench
 // table the benchmark prepares).
-func pointSelectWorkload(tb testing.TB, users int, rate float64, d time.Duration) *workload {
+func pointSelectWorkload(tb testing.TB, users int, rate float64, d time.Duration) *oltp {
 	tb.Helper()
-	p := study.Params{}
+	p := workload.Params{}
 	for _, ps := range params() {
 		if ps.Default != nil {
 			v, _ := ps.Normalize(ps.Default)
@@ -118,7 +118,7 @@ func pointSelectWorkload(tb testing.TB, users int, rate float64, d time.Duration
 }
 
 // runDbrig runs point-select and returns the run's figures and result.
-func runDbrig(tb testing.TB, env *study.Env, users int, rate float64, d time.Duration) (sample, *load.Result) {
+func runDbrig(tb testing.TB, env *workload.Env, users int, rate float64, d time.Duration) (sample, *load.Result) {
 	tb.Helper()
 	w := pointSelectWorkload(tb, users, rate, d)
 	var res *load.Result
@@ -211,7 +211,7 @@ func runPgbenchRate(tb testing.TB, inst *postgres.Instance, ci postgres.ConnInfo
 
 // pointSelectServer starts a PostgreSQL server with dbrig's point-select
 // table and pgbench's, both at scale 1.
-func pointSelectServer(b *testing.B, name string) (*postgres.Instance, *study.Env, postgres.ConnInfo) {
+func pointSelectServer(b *testing.B, name string) (*postgres.Instance, *workload.Env, postgres.ConnInfo) {
 	b.Helper()
 	inst := pgtest.Start(b, name, nil)
 	ctx := context.Background()

@@ -45,9 +45,9 @@ const (
 	reportBand = 0.10
 )
 
-// judges are the findings a study of this workload may cite: seed 001's
+// Judges are the findings a study of this workload may cite: seed 001's
 // (transport-oltp) and seed 002's duplex note (duplex-mismatch).
-func judges() map[string]study.Judge {
+func Judges() map[string]study.Judge {
 	return map[string]study.Judge{
 		"thin-stack-gain":      judgeThinStackGain,
 		"cpu-not-wire":         judgeCPUNotWire,

@@ -15,18 +15,18 @@ import (
 	"github.com/dbrig/dbrig/internal/monitor"
 	"github.com/dbrig/dbrig/internal/report"
 	"github.com/dbrig/dbrig/internal/study"
-	"github.com/dbrig/dbrig/studies"
+	"github.com/dbrig/dbrig/internal/workload"
 )
 
 // builtIn parses a built-in study, whose published findings the judges
 // read.
 func builtIn(t *testing.T, name string) *study.Spec {
 	t.Helper()
-	b, ok := studies.Read(name)
+	b, ok := readStudy(name)
 	if !ok {
 		t.Fatalf("no built-in study %s", name)
 	}
-	reg := study.NewRegistry(engine.NewRegistry(postgres.New(""), mariadb.New("")), Kind())
+	reg := study.NewRegistry(engine.NewRegistry(postgres.New(""), mariadb.New("")), []workload.Kind{Kind()}, study.Builtin{Workload: "oltp", Judges: Judges(), Report: Report})
 	spec, err := study.Parse("studies/"+name+".toml", b, reg)
 	if err != nil {
 		t.Fatal(err)
@@ -50,12 +50,12 @@ type handPoint struct {
 }
 
 // linkFor is the link a point's net gives.
-func linkFor(net string) study.LinkResult {
+func linkFor(net string) workload.LinkResult {
 	switch net {
 	case "unix", "direct":
-		return study.LinkResult{Name: "client-db", Mode: net, Profile: net}
+		return workload.LinkResult{Name: "client-db", Mode: net, Profile: net}
 	}
-	l := study.LinkResult{Name: "client-db", Mode: "link", Profile: net, RTTSeconds: 0.0002, RTOSeconds: 0.2002, RateBitsPerS: 1e9}
+	l := workload.LinkResult{Name: "client-db", Mode: "link", Profile: net, RTTSeconds: 0.0002, RTOSeconds: 0.2002, RateBitsPerS: 1e9}
 	if strings.Contains(net, "+duplex-mismatch") {
 		l.Duplex, l.LostSegments, l.ForwardSegments = "mismatch", 500, 100_000
 	}
@@ -71,15 +71,15 @@ func handRun(t *testing.T, name string, think string, pts []handPoint) *study.Ru
 	if err != nil {
 		t.Fatal(err)
 	}
-	var all []study.Result
+	var all []workload.Result
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	for i, p := range pts {
 		combo := fmt.Sprintf("mix=%s net=%s users=%d rate=%g", p.mix, p.net, p.users, p.rate)
-		r := study.Result{Study: spec.Name, Key: combo + " #1", Combo: combo, Run: 1,
+		r := workload.Result{Study: spec.Name, Key: combo + " #1", Combo: combo, Run: 1,
 			Values:    map[string]any{"mix": p.mix, "net": p.net, "users": int64(p.users), "rate": p.rate},
-			Params:    study.Params{"mix": p.mix, "users": int64(p.users), "think": think, "keying": "0s", "rate": p.rate, "tx_limit": "30s", "scale_factor": 0.2},
+			Params:    workload.Params{"mix": p.mix, "users": int64(p.users), "think": think, "keying": "0s", "rate": p.rate, "tx_limit": "30s", "scale_factor": 0.2},
 			Instances: []engine.InstanceConfig{{Name: "db", Engine: "postgres", Site: "db"}},
-			Links:     []study.LinkResult{linkFor(p.net)},
+			Links:     []workload.LinkResult{linkFor(p.net)},
 			Started:   start.Add(time.Duration(i) * time.Minute),
 			Seconds:   10,
 			Metrics: map[string]float64{"tps": p.tps, "mean_ms": p.meanMS, "errors": p.errors, "over_limit": p.over,
@@ -162,7 +162,7 @@ func judge(t *testing.T, rd *study.RunData, id string) report.Finding {
 	if !ok {
 		t.Fatalf("%s has no finding %q", rd.Spec.Name, id)
 	}
-	j, ok := judges()[id]
+	j, ok := Judges()[id]
 	if !ok {
 		t.Fatalf("no judge for %q", id)
 	}
@@ -349,7 +349,7 @@ func TestDuplexJudges(t *testing.T) {
 func TestEveryPublishedFindingHasAJudge(t *testing.T) {
 	for _, name := range []string{"transport-oltp", "duplex-mismatch"} {
 		for _, p := range builtIn(t, name).Published {
-			if _, ok := judges()[p.ID]; !ok && p.NotMeasured == "" {
+			if _, ok := Judges()[p.ID]; !ok && p.NotMeasured == "" {
 				t.Errorf("%s: no judge for %q", name, p.ID)
 			}
 		}

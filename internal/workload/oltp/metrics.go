@@ -6,8 +6,8 @@ import (
 
 	"github.com/dbrig/dbrig/internal/load"
 	"github.com/dbrig/dbrig/internal/measure"
-	"github.com/dbrig/dbrig/internal/study"
 	"github.com/dbrig/dbrig/internal/units"
+	"github.com/dbrig/dbrig/internal/workload"
 )
 
 // percentiles are the latency figures of every transaction type and of all
@@ -21,43 +21,43 @@ var percentiles = []struct {
 	{"p99_ms", 0.99, "99th percentile"}, {"p999_ms", 0.999, "99.9th percentile"}, {"max_ms", 1, "maximum"},
 }
 
-func metricSpecs() []study.MetricSpec {
-	ms := []study.MetricSpec{
-		{Name: "tps", Unit: study.PerSecond, Better: study.Higher, Headline: true,
+func metricSpecs() []workload.MetricSpec {
+	ms := []workload.MetricSpec{
+		{Name: "tps", Unit: workload.PerSecond, Better: workload.Higher, Headline: true,
 			Doc: "transactions that succeeded, per second of the measured interval"},
 	}
 	for _, p := range percentiles {
-		ms = append(ms, study.MetricSpec{Name: p.suffix, Unit: study.Milliseconds, Better: study.Lower, Headline: p.suffix == "p99_ms",
+		ms = append(ms, workload.MetricSpec{Name: p.suffix, Unit: workload.Milliseconds, Better: workload.Lower, Headline: p.suffix == "p99_ms",
 			Doc: "response time of every transaction, " + p.doc + " (from the intended start in an open loop)"})
 	}
 	ms = append(ms,
-		study.MetricSpec{Name: "errors", Unit: study.Count, Better: study.Lower, Headline: true, Doc: "transactions that failed, every class"},
-		study.MetricSpec{Name: "error_pct", Unit: study.Percent, Better: study.Lower, Doc: "failed transactions in percent of those that ended"},
+		workload.MetricSpec{Name: "errors", Unit: workload.Count, Better: workload.Lower, Headline: true, Doc: "transactions that failed, every class"},
+		workload.MetricSpec{Name: "error_pct", Unit: workload.Percent, Better: workload.Lower, Doc: "failed transactions in percent of those that ended"},
 	)
 	for _, c := range load.ErrorClasses() {
-		ms = append(ms, study.MetricSpec{Name: "errors_" + c.String(), Unit: study.Count, Better: study.Lower, Doc: "transactions that failed with a " + c.String() + " error"})
+		ms = append(ms, workload.MetricSpec{Name: "errors_" + c.String(), Unit: workload.Count, Better: workload.Lower, Doc: "transactions that failed with a " + c.String() + " error"})
 	}
 	ms = append(ms,
-		study.MetricSpec{Name: "over_limit", Unit: study.Count, Better: study.Lower, Doc: "transactions slower than tx_limit (30 s unless set), failed or not"},
-		study.MetricSpec{Name: "users", Unit: study.Count, Doc: "virtual users (workers in an open loop)"},
-		study.MetricSpec{Name: "rate", Unit: study.PerSecond, Doc: "open loop: the transactions arriving per second"},
-		study.MetricSpec{Name: "measured_s", Unit: study.Seconds, Doc: "the measured interval's length"},
-		study.MetricSpec{Name: "late", Unit: study.Count, Better: study.Lower, Doc: "transactions that started more than 1 ms after their intended start"},
-		study.MetricSpec{Name: "start_lag_p99_ms", Unit: study.Milliseconds, Better: study.Lower, Doc: "how late transactions started against their schedule, 99th percentile"},
-		study.MetricSpec{Name: "not_started", Unit: study.Count, Better: study.Lower, Doc: "open loop: arrivals over the in-flight bound, not started (sustained overload)"},
-		study.MetricSpec{Name: "service_p50_ms", Unit: study.Milliseconds, Better: study.Lower, Doc: "open loop: response time from the actual start, median"},
-		study.MetricSpec{Name: "service_p99_ms", Unit: study.Milliseconds, Better: study.Lower, Doc: "open loop: response time from the actual start, 99th percentile"},
-		study.MetricSpec{Name: "after_end", Unit: study.Count, Doc: "transactions that finished after the measured interval, in the grace period"},
-		study.MetricSpec{Name: "cancelled_at_stop", Unit: study.Count, Doc: "transactions still running when the grace period ended, cancelled"},
-		study.MetricSpec{Name: "users_without_slot", Unit: study.Count, Better: study.Lower, Doc: "users that found every connection slot of the server taken when the run started"},
+		workload.MetricSpec{Name: "over_limit", Unit: workload.Count, Better: workload.Lower, Doc: "transactions slower than tx_limit (30 s unless set), failed or not"},
+		workload.MetricSpec{Name: "users", Unit: workload.Count, Doc: "virtual users (workers in an open loop)"},
+		workload.MetricSpec{Name: "rate", Unit: workload.PerSecond, Doc: "open loop: the transactions arriving per second"},
+		workload.MetricSpec{Name: "measured_s", Unit: workload.Seconds, Doc: "the measured interval's length"},
+		workload.MetricSpec{Name: "late", Unit: workload.Count, Better: workload.Lower, Doc: "transactions that started more than 1 ms after their intended start"},
+		workload.MetricSpec{Name: "start_lag_p99_ms", Unit: workload.Milliseconds, Better: workload.Lower, Doc: "how late transactions started against their schedule, 99th percentile"},
+		workload.MetricSpec{Name: "not_started", Unit: workload.Count, Better: workload.Lower, Doc: "open loop: arrivals over the in-flight bound, not started (sustained overload)"},
+		workload.MetricSpec{Name: "service_p50_ms", Unit: workload.Milliseconds, Better: workload.Lower, Doc: "open loop: response time from the actual start, median"},
+		workload.MetricSpec{Name: "service_p99_ms", Unit: workload.Milliseconds, Better: workload.Lower, Doc: "open loop: response time from the actual start, 99th percentile"},
+		workload.MetricSpec{Name: "after_end", Unit: workload.Count, Doc: "transactions that finished after the measured interval, in the grace period"},
+		workload.MetricSpec{Name: "cancelled_at_stop", Unit: workload.Count, Doc: "transactions still running when the grace period ended, cancelled"},
+		workload.MetricSpec{Name: "users_without_slot", Unit: workload.Count, Better: workload.Lower, Doc: "users that found every connection slot of the server taken when the run started"},
 	)
 	for t := range numTxTypes {
 		name := t.metricName()
-		ms = append(ms, study.MetricSpec{Name: name + "_tps", Unit: study.PerSecond, Better: study.Higher, Doc: t.String() + " transactions that succeeded, per second"})
+		ms = append(ms, workload.MetricSpec{Name: name + "_tps", Unit: workload.PerSecond, Better: workload.Higher, Doc: t.String() + " transactions that succeeded, per second"})
 		for _, p := range percentiles {
-			ms = append(ms, study.MetricSpec{Name: name + "_" + p.suffix, Unit: study.Milliseconds, Better: study.Lower, Doc: t.String() + " response time, " + p.doc})
+			ms = append(ms, workload.MetricSpec{Name: name + "_" + p.suffix, Unit: workload.Milliseconds, Better: workload.Lower, Doc: t.String() + " response time, " + p.doc})
 		}
-		ms = append(ms, study.MetricSpec{Name: name + "_errors", Unit: study.Count, Better: study.Lower, Doc: t.String() + " transactions that failed"})
+		ms = append(ms, workload.MetricSpec{Name: name + "_errors", Unit: workload.Count, Better: workload.Lower, Doc: t.String() + " transactions that failed"})
 	}
 	return ms
 }
@@ -86,8 +86,8 @@ func latencyMetrics(m map[string]float64, prefix string, h *measure.Histogram) {
 // measurement turns a run's result into a point's measurement: the
 // figures, every distribution, and the per-second series of the measured
 // interval.
-func measurement(res *load.Result, mix Mix) study.Measurement {
-	m := study.Measurement{Metrics: map[string]float64{}, Series: map[string][]float64{},
+func measurement(res *load.Result, mix Mix) workload.Measurement {
+	m := workload.Measurement{Metrics: map[string]float64{}, Series: map[string][]float64{},
 		Histograms: map[string]*measure.Histogram{}, SeriesInterval: 1}
 	o := res.Overall
 	m.Metrics["tps"] = o.TPS

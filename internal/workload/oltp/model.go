@@ -10,6 +10,7 @@ import (
 
 	"github.com/dbrig/dbrig/internal/diagnose"
 	"github.com/dbrig/dbrig/internal/study"
+	"github.com/dbrig/dbrig/internal/workload"
 )
 
 // The models beside the measurements.
@@ -72,7 +73,7 @@ func Peak(tps []float64) (float64, []int) {
 
 // transportOf names how a point's client reached the server: "unix",
 // "direct" (loopback TCP) or the emulated link's profile.
-func transportOf(r study.Result) string {
+func transportOf(r workload.Result) string {
 	l := study.LinkOf(r)
 	if l.Mode == "unix" || l.Mode == "direct" {
 		return l.Mode
@@ -81,13 +82,13 @@ func transportOf(r study.Result) string {
 }
 
 // mismatched reports whether the point's link runs at a duplex mismatch.
-func mismatched(r study.Result) bool { return study.LinkOf(r).Duplex == "mismatch" }
+func mismatched(r workload.Result) bool { return study.LinkOf(r).Duplex == "mismatch" }
 
 // curveKey is what a point shares with the other points of its curve:
 // everything but its users (parameters, links, servers, client). noDuplex
 // leaves a duplex mismatch out of the link's profile, to find a
 // mismatched point's full-duplex twin.
-func curveKey(r study.Result, noDuplex bool) string {
+func curveKey(r workload.Result, noDuplex bool) string {
 	p := maps.Clone(r.Params)
 	delete(p, "users")
 	params, _ := json.Marshal(p) // keys sorted
@@ -112,7 +113,7 @@ type curvePoint struct {
 
 // curveOf gathers the closed-loop points measured so far that share r's
 // curve, one per users value, in users order.
-func curveOf(r study.Result, all []study.Result) []curvePoint {
+func curveOf(r workload.Result, all []workload.Result) []curvePoint {
 	key := curveKey(r, false)
 	by := map[float64]*curvePoint{}
 	for _, o := range append(slices.Clone(all), r) {
@@ -157,7 +158,7 @@ func (m ClosedLoop) TPS(n float64) float64 {
 }
 
 // thinkMS is a point's mean think and keying time per transaction.
-func thinkMS(p study.Params) float64 {
+func thinkMS(p workload.Params) float64 {
 	return ms(p.Duration("think")) + ms(p.Duration("keying"))
 }
 
@@ -188,21 +189,21 @@ const (
 // Model predicts a point's throughput: the closed loop's asymptotes fitted
 // on its curve so far, and, on a mismatched link, the stalls' bound from
 // the same users' full-duplex response.
-func Model(r study.Result, all []study.Result) study.Prediction {
+func Model(r workload.Result, all []workload.Result) workload.Prediction {
 	if _, ok := r.Metrics["tps"]; !ok {
-		return study.Prediction{}
+		return workload.Prediction{}
 	}
 	if rate := r.Params.Float("rate"); rate > 0 {
-		return study.Prediction{Metrics: map[string]float64{"tps": rate},
+		return workload.Prediction{Metrics: map[string]float64{"tps": rate},
 			Formula: fmt.Sprintf("open loop: tps = the arrival rate, %s/s, while the server keeps up", formatTPS(rate))}
 	}
 	curve := curveOf(r, all)
 	if len(curve) == 0 {
-		return study.Prediction{}
+		return workload.Prediction{}
 	}
 	n := r.Params.Float("users")
 	m := fitClosedLoop(curve, thinkMS(r.Params))
-	pred := study.Prediction{Metrics: map[string]float64{
+	pred := workload.Prediction{Metrics: map[string]float64{
 		"tps": m.TPS(n), modelKnee: m.Knee, modelPeak: m.Peak, modelBase: m.BaseMS, modelBaseN: m.BaseUsers, modelThink: m.ThinkMS,
 	}}
 	pred.Formula = fmt.Sprintf("closed loop: tps = min(N / (R0 + Z), X_peak) = min(%g / (%s + %s), %s/s) = %s/s; R0 = the mean response at %g users (the lightest load so far), X_peak = the mean of the top %d points so far (seed 001's rule; the highest while there are fewer than 4); knee N* = X_peak × (R0 + Z) = %.0f users",
@@ -227,7 +228,7 @@ type stallPrediction struct {
 
 // stallModel is seed 002's model of a mismatched point: its full-duplex
 // twin's response at the same users plus one RTO per hit transaction.
-func stallModel(r study.Result, all []study.Result) (stallPrediction, bool) {
+func stallModel(r workload.Result, all []workload.Result) (stallPrediction, bool) {
 	key, users := curveKey(r, true), r.Params.Float("users")
 	var sum float64
 	runs := 0

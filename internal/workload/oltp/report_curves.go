@@ -13,6 +13,7 @@ import (
 	"github.com/dbrig/dbrig/internal/report"
 	"github.com/dbrig/dbrig/internal/study"
 	"github.com/dbrig/dbrig/internal/units"
+	"github.com/dbrig/dbrig/internal/workload"
 )
 
 // lineName names a curve in a chart of its mix: its facet without the
@@ -184,7 +185,7 @@ func (x duplexPair) load() string {
 }
 
 // wireOf names a point's link by its rate: "1gbit", "100mbit".
-func wireOf(r study.Result) string {
+func wireOf(r workload.Result) string {
 	l := study.LinkOf(r)
 	if l.RateBitsPerS == 0 {
 		return l.Profile

@@ -12,6 +12,7 @@ import (
 	"github.com/dbrig/dbrig/internal/measure"
 	"github.com/dbrig/dbrig/internal/report"
 	"github.com/dbrig/dbrig/internal/study"
+	"github.com/dbrig/dbrig/internal/workload"
 )
 
 // sweptRun is hand-made run data of `dbrig load oltp --users 10,20` with a
@@ -20,7 +21,7 @@ import (
 func sweptRun(t *testing.T) *study.RunData {
 	t.Helper()
 	s := Standalone{Engine: "postgres", Users: []int{10, 20}, Scale: 0.01, Mix: "shop", Duration: time.Second, TxLimit: 30 * time.Second, Seed: 1}
-	reg := study.NewRegistry(engine.NewRegistry(postgres.New(""), mariadb.New("")), Kind())
+	reg := study.NewRegistry(engine.NewRegistry(postgres.New(""), mariadb.New("")), []workload.Kind{Kind()}, study.Builtin{Workload: "oltp", Judges: Judges(), Report: Report})
 	spec, err := study.Parse("load-oltp.toml", s.Spec(), reg)
 	if err != nil {
 		t.Fatal(err)
@@ -30,7 +31,7 @@ func sweptRun(t *testing.T) *study.RunData {
 		t.Fatal(err)
 	}
 	spec.SweepKeys = append(spec.SweepKeys, "net")
-	var results []study.Result
+	var results []workload.Result
 	for _, net := range []string{"unix", "lan-1g"} {
 		for _, users := range []int{10, 20} {
 			tps := float64(users) * 100
@@ -48,9 +49,9 @@ func sweptRun(t *testing.T) *study.RunData {
 				hist["latency"].Merge(h)
 			}
 			combo := fmt.Sprintf("users=%d net=%s", users, net)
-			results = append(results, study.Result{Key: combo + " #1", Combo: combo, Run: 1,
+			results = append(results, workload.Result{Key: combo + " #1", Combo: combo, Run: 1,
 				Values: map[string]any{"users": int64(users), "net": net},
-				Params: study.Params{"users": int64(users), "mix": "shop"}, Metrics: m, Histograms: hist,
+				Params: workload.Params{"users": int64(users), "mix": "shop"}, Metrics: m, Histograms: hist,
 				Series: map[string][]float64{"tps": {tps, tps}, "p50_ms": {1, 1}, "p99_ms": {2, 2}, "max_ms": {3, 3}}, SeriesInterval: 1})
 		}
 	}

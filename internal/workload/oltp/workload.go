@@ -11,7 +11,7 @@ import (
 	"github.com/dbrig/dbrig/internal/engine/mariadb"
 	"github.com/dbrig/dbrig/internal/engine/postgres"
 	"github.com/dbrig/dbrig/internal/load"
-	"github.com/dbrig/dbrig/internal/study"
+	"github.com/dbrig/dbrig/internal/workload"
 )
 
 // Live lets a command watch a run as it goes: `dbrig load oltp` prints each
@@ -35,16 +35,16 @@ type Live struct {
 }
 
 // Kind registers the workload.
-func Kind() study.Kind { return KindWith(nil) }
+func Kind() workload.Kind { return KindWith(nil) }
 
 // KindWith registers the workload with a live view of its runs.
-func KindWith(live *Live) study.Kind {
-	return study.Kind{
+func KindWith(live *Live) workload.Kind {
+	return workload.Kind{
 		Name:        "oltp",
 		Doc:         "an online shop's transactions under virtual users, closed or open loop (seeds 001 and 002)",
 		Params:      params(),
 		CheckParams: checkParams,
-		New: func(p study.Params) (study.Workload, error) {
+		New: func(p workload.Params) (workload.Workload, error) {
 			w, err := newWorkload(p)
 			if err != nil {
 				return nil, err
@@ -52,52 +52,50 @@ func KindWith(live *Live) study.Kind {
 			w.live = live
 			return w, nil
 		},
-		PrepareKey: func(p study.Params) string {
+		PrepareKey: func(p workload.Params) string {
 			return fmt.Sprintf("oltp-v%d sf=%s instance=%s", dataVersion, formatScale(p.Float("scale_factor")), p.String("instance"))
 		},
 		Metrics: metricSpecs(),
 		Model:   Model,
-		Report:  Report,
-		Judges:  judges(),
 	}
 }
 
-func params() []study.ParamSpec {
-	week := func(p study.ParamSpec) study.ParamSpec {
-		p.MaxDuration, p.Why = study.MaxDuration, study.DurationWhy
+func params() []workload.ParamSpec {
+	week := func(p workload.ParamSpec) workload.ParamSpec {
+		p.MaxDuration, p.Why = workload.MaxDuration, workload.DurationWhy
 		return p
 	}
-	return []study.ParamSpec{
-		{Name: "mix", Kind: study.StringParam, Default: "shop",
+	return []workload.ParamSpec{
+		{Name: "mix", Kind: workload.StringParam, Default: "shop",
 			Doc:   "the transactions: shop, point-select, browse-only, orders, reporting, or weights such as \"view-product=9,place-order=1\"",
 			Check: func(v any) error { _, err := ParseMix(fmt.Sprint(v)); return err }},
-		{Name: "users", Kind: study.IntParam, Default: int64(10),
+		{Name: "users", Kind: workload.IntParam, Default: int64(10),
 			Doc: "virtual users, each with its own connection (in an open loop, the workers that serve arrivals)",
 			Max: MaxUsers, Why: MaxUsersWhy},
-		{Name: "scale_factor", Kind: study.FloatParam, Default: 1.0,
+		{Name: "scale_factor", Kind: workload.FloatParam, Default: 1.0,
 			Doc:      "data size: 100,000 customers and 10,000 items per unit (as pgbench's scale)",
 			MaxFloat: MaxScale, Why: "a billion customers"},
-		week(study.ParamSpec{Name: "duration", Kind: study.DurationParam, Default: "30s", Doc: "the measured interval", Check: study.PositiveDuration}),
-		week(study.ParamSpec{Name: "warm_up", Kind: study.DurationParam, Default: "5s", Doc: "run before the measured interval, and discarded"}),
-		week(study.ParamSpec{Name: "ramp_up", Kind: study.DurationParam, Default: "0s",
+		week(workload.ParamSpec{Name: "duration", Kind: workload.DurationParam, Default: "30s", Doc: "the measured interval", Check: workload.PositiveDuration}),
+		week(workload.ParamSpec{Name: "warm_up", Kind: workload.DurationParam, Default: "5s", Doc: "run before the measured interval, and discarded"}),
+		week(workload.ParamSpec{Name: "ramp_up", Kind: workload.DurationParam, Default: "0s",
 			Doc: "users start evenly over this time (an open loop's rate rises over it); within warm_up"}),
-		{Name: "rate", Kind: study.FloatParam, Default: 0.0, AllowZero: true,
+		{Name: "rate", Kind: workload.FloatParam, Default: 0.0, AllowZero: true,
 			Doc:      "open loop: transactions arriving per second, latency measured from each one's intended start (0: closed loop)",
 			MaxFloat: MaxRate, Why: MaxRateWhy},
-		{Name: "arrival", Kind: study.StringParam, Default: "poisson", Choices: []string{"poisson", "fixed"},
+		{Name: "arrival", Kind: workload.StringParam, Default: "poisson", Choices: []string{"poisson", "fixed"},
 			Doc: "open loop: Poisson arrivals (as pgbench -R) or evenly spaced"},
-		{Name: "max_in_flight", Kind: study.IntParam, Default: int64(0), AllowZero: true,
+		{Name: "max_in_flight", Kind: workload.IntParam, Default: int64(0), AllowZero: true,
 			Doc: "open loop: transactions arrived and not finished beyond which arrivals are counted and not started (0: users plus 10 s of arrivals)",
 			Max: MaxInFlight, Why: MaxInFlightWhy},
-		week(study.ParamSpec{Name: "think", Kind: study.DurationParam, Default: "0s", Doc: "closed loop: each user's pause after a transaction"}),
-		{Name: "think_distribution", Kind: study.StringParam, Default: "exponential", Choices: []string{"exponential", "fixed"},
+		week(workload.ParamSpec{Name: "think", Kind: workload.DurationParam, Default: "0s", Doc: "closed loop: each user's pause after a transaction"}),
+		{Name: "think_distribution", Kind: workload.StringParam, Default: "exponential", Choices: []string{"exponential", "fixed"},
 			Doc: "closed loop: pauses drawn from a negative exponential with mean think, capped at 10 × (TPC-C's rule), or exactly think"},
-		week(study.ParamSpec{Name: "keying", Kind: study.DurationParam, Default: "0s", Doc: "closed loop: each user's pause before a transaction"}),
-		week(study.ParamSpec{Name: "tx_limit", Kind: study.DurationParam, Default: "30s",
+		week(workload.ParamSpec{Name: "keying", Kind: workload.DurationParam, Default: "0s", Doc: "closed loop: each user's pause before a transaction"}),
+		week(workload.ParamSpec{Name: "tx_limit", Kind: workload.DurationParam, Default: "30s",
 			Doc: "transactions slower than this are counted (seed 001 counted those over 30 s)"}),
-		{Name: "seed", Kind: study.IntParam, Default: int64(1), AllowZero: true, Doc: "seeds every random choice",
+		{Name: "seed", Kind: workload.IntParam, Default: int64(1), AllowZero: true, Doc: "seeds every random choice",
 			Max: math.MaxInt64, Why: "any whole number"},
-		{Name: "instance", Kind: study.StringParam, Default: "db", Doc: "the instance that holds the shop"},
+		{Name: "instance", Kind: workload.StringParam, Default: "db", Doc: "the instance that holds the shop"},
 	}
 }
 
@@ -116,18 +114,18 @@ const (
 
 // checkParams refuses at parse values that are wrong only beside each
 // other.
-func checkParams(p study.Params) []study.ParamError {
-	var errs []study.ParamError
+func checkParams(p workload.Params) []workload.ParamError {
+	var errs []workload.ParamError
 	if n := p.Int("max_in_flight"); n != 0 && p.Float("rate") == 0 {
-		errs = append(errs, study.ParamError{Param: "max_in_flight", Err: fmt.Errorf("max_in_flight = %d: an open-loop setting; set a rate", n)})
+		errs = append(errs, workload.ParamError{Param: "max_in_flight", Err: fmt.Errorf("max_in_flight = %d: an open-loop setting; set a rate", n)})
 	}
 	if ramp, warm := p.Duration("ramp_up"), p.Duration("warm_up"); ramp > warm {
-		errs = append(errs, study.ParamError{Param: "ramp_up", Err: fmt.Errorf("ramp_up = %s: longer than warm_up = %s, so the measured interval would include users still starting", ramp, warm)})
+		errs = append(errs, workload.ParamError{Param: "ramp_up", Err: fmt.Errorf("ramp_up = %s: longer than warm_up = %s, so the measured interval would include users still starting", ramp, warm)})
 	}
 	return errs
 }
 
-type workload struct {
+type oltp struct {
 	mix      Mix
 	mixName  string
 	sf       float64
@@ -136,9 +134,9 @@ type workload struct {
 	live     *Live
 }
 
-var _ study.Workload = (*workload)(nil)
+var _ workload.Workload = (*oltp)(nil)
 
-func newWorkload(p study.Params) (*workload, error) {
+func newWorkload(p workload.Params) (*oltp, error) {
 	mix, err := ParseMix(p.String("mix"))
 	if err != nil {
 		return nil, err
@@ -168,12 +166,12 @@ func newWorkload(p study.Params) (*workload, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &workload{mix: mix, mixName: p.String("mix"), sf: sf, cfg: cfg, instance: p.String("instance")}, nil
+	return &oltp{mix: mix, mixName: p.String("mix"), sf: sf, cfg: cfg, instance: p.String("instance")}, nil
 }
 
 // Prepare makes the database, the tables and their data at the scale
 // factor, and on a PostgreSQL server dbrig runs, the login the users take.
-func (w *workload) Prepare(ctx context.Context, env *study.Env) error {
+func (w *oltp) Prepare(ctx context.Context, env *workload.Env) error {
 	inst := env.Instance(w.instance)
 	if inst == nil {
 		return fmt.Errorf("no instance %q", w.instance)
@@ -209,14 +207,14 @@ func (w *workload) Prepare(ctx context.Context, env *study.Env) error {
 
 // Run measures one point: the mix under the point's users, closed or open
 // loop, on the point's link.
-func (w *workload) Run(ctx context.Context, env *study.Env) (study.Measurement, error) {
+func (w *oltp) Run(ctx context.Context, env *workload.Env) (workload.Measurement, error) {
 	ep, err := env.Conn(env.ClientSite, w.instance, env.Database)
 	if err != nil {
-		return study.Measurement{}, err
+		return workload.Measurement{}, err
 	}
 	login, notes, err := w.usersLogin(ctx, ep.Conn)
 	if err != nil {
-		return study.Measurement{}, err
+		return workload.Measurement{}, err
 	}
 	for _, n := range notes {
 		w.note(n)
@@ -237,7 +235,7 @@ func (w *workload) Run(ctx context.Context, env *study.Env) (study.Measurement, 
 		w.live.Result(res)
 	}
 	if res == nil || err != nil && !res.Interrupted {
-		return study.Measurement{}, err
+		return workload.Measurement{}, err
 	}
 	// An interrupted run's figures go back with its error: the runner
 	// keeps them labelled as interrupted, never as a result.
@@ -252,7 +250,7 @@ func (w *workload) Run(ctx context.Context, env *study.Env) (study.Measurement, 
 
 // runLoad runs the point's load here, or on load agents when the command
 // spreads it over them.
-func (w *workload) runLoad(ctx context.Context, cfg load.Config, lw *loadWorkload, login engine.Conn) (*load.Result, error) {
+func (w *oltp) runLoad(ctx context.Context, cfg load.Config, lw *loadWorkload, login engine.Conn) (*load.Result, error) {
 	if w.live != nil && w.live.Spread != nil {
 		return w.live.Spread(ctx, cfg, login, AgentParams{Mix: w.mixName, Scale: w.sf})
 	}
@@ -266,7 +264,7 @@ func (w *workload) runLoad(ctx context.Context, cfg load.Config, lw *loadWorkloa
 	return r.Run(ctx)
 }
 
-func (w *workload) note(s string) {
+func (w *oltp) note(s string) {
 	if w.live != nil && w.live.Note != nil {
 		w.live.Note(s)
 	}
@@ -275,7 +273,7 @@ func (w *workload) note(s string) {
 // usersLogin checks the data the point needs and chooses the users'
 // login: on PostgreSQL, the workload's own login without superuser rights
 // when Prepare made one, so the reserved slots stay free for monitoring.
-func (w *workload) usersLogin(ctx context.Context, login engine.Conn) (engine.Conn, []string, error) {
+func (w *oltp) usersLogin(ctx context.Context, login engine.Conn) (engine.Conn, []string, error) {
 	a, err := openAdmin(ctx, login)
 	if err != nil {
 		return login, nil, err

@@ -11,27 +11,27 @@ import (
 	"github.com/dbrig/dbrig/internal/engine/mariadb/mariatest"
 	"github.com/dbrig/dbrig/internal/engine/postgres/pgtest"
 	"github.com/dbrig/dbrig/internal/load"
-	"github.com/dbrig/dbrig/internal/study"
+	"github.com/dbrig/dbrig/internal/workload"
 )
 
 // envFor is what the runner gives a workload: its database on the
 // instance, reached through the unix socket.
-func envFor(inst engine.Instance, db string) *study.Env {
-	return &study.Env{
+func envFor(inst engine.Instance, db string) *workload.Env {
+	return &workload.Env{
 		Database:   db,
 		ClientSite: "client",
 		Log:        slog.New(slog.DiscardHandler),
 		Instance:   func(string) engine.Instance { return inst },
-		Conn: func(from, instance, db string) (study.Endpoint, error) {
+		Conn: func(from, instance, db string) (workload.Endpoint, error) {
 			c, _ := inst.UnixLogin(db)
-			return study.Endpoint{Conn: c, Transport: "unix"}, nil
+			return workload.Endpoint{Conn: c, Transport: "unix"}, nil
 		},
 	}
 }
 
-func testWorkload(t *testing.T, p study.Params) *workload {
+func testWorkload(t *testing.T, p workload.Params) *oltp {
 	t.Helper()
-	full := study.Params{}
+	full := workload.Params{}
 	for _, ps := range params() {
 		if ps.Default != nil {
 			v, err := ps.Normalize(ps.Default)
@@ -68,7 +68,7 @@ func TestShopOnEachEngine(t *testing.T) {
 			ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 			defer cancel()
 			env := envFor(inst, "dbrig_oltp_test")
-			p := study.Params{"scale_factor": 0.01, "users": int64(4), "duration": "2s", "warm_up": "500ms", "mix": "shop"}
+			p := workload.Params{"scale_factor": 0.01, "users": int64(4), "duration": "2s", "warm_up": "500ms", "mix": "shop"}
 			if err := testWorkload(t, p).Prepare(ctx, env); err != nil {
 				t.Fatalf("prepare: %v", err)
 			}
@@ -125,7 +125,7 @@ func TestShopOnEachEngine(t *testing.T) {
 
 			// The reporting query runs over the same data, orders just
 			// placed included, on the engine's own SQL.
-			rm, err := testWorkload(t, study.Params{"scale_factor": 0.01, "users": int64(2), "duration": "1s", "warm_up": "200ms", "mix": "reporting"}).Run(ctx, env)
+			rm, err := testWorkload(t, workload.Params{"scale_factor": 0.01, "users": int64(2), "duration": "1s", "warm_up": "200ms", "mix": "reporting"}).Run(ctx, env)
 			if err != nil {
 				t.Fatalf("run the reporting mix: %v", err)
 			}

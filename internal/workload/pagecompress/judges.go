@@ -9,6 +9,7 @@ import (
 
 	"github.com/dbrig/dbrig/internal/report"
 	"github.com/dbrig/dbrig/internal/study"
+	"github.com/dbrig/dbrig/internal/workload"
 )
 
 // The judges' tolerances, chosen before any measurement and said in each
@@ -34,7 +35,7 @@ const (
 // seedPeriod is the seed's period when the study does not give one.
 const seedPeriod = 80
 
-func judges() map[string]study.Judge {
+func Judges() map[string]study.Judge {
 	each := func(f func(s side, p study.Published) report.Finding) study.Judge {
 		return func(rd *study.RunData, p study.Published) report.Finding {
 			ss := sides(rd)
@@ -442,7 +443,7 @@ func firstOf(s side) *study.Summary {
 func fitText(rd *study.RunData) string {
 	var parts []string
 	for _, s := range sides(rd) {
-		var last *study.Result
+		var last *workload.Result
 		for _, sm := range s.points {
 			r := sm.Results[len(sm.Results)-1]
 			if last == nil || r.Started.After(last.Started) {

@@ -12,17 +12,17 @@ import (
 	"github.com/dbrig/dbrig/internal/engine/postgres"
 	"github.com/dbrig/dbrig/internal/report"
 	"github.com/dbrig/dbrig/internal/study"
-	"github.com/dbrig/dbrig/studies"
+	"github.com/dbrig/dbrig/internal/workload"
 )
 
 func theStudy(t *testing.T) *study.Spec {
 	t.Helper()
-	b, ok := studies.Read("page-compression")
+	b, ok := readStudy("page-compression")
 	if !ok {
 		t.Fatal("no built-in study page-compression")
 	}
-	reg := study.NewRegistry(engine.NewRegistry(postgres.New(""), mariadb.New("")), Kind())
-	spec, err := study.Parse("studies/page-compression.toml", b, reg)
+	reg := study.NewRegistry(engine.NewRegistry(postgres.New(""), mariadb.New("")), []workload.Kind{Kind()}, study.Builtin{Workload: "pagecompress", Judges: Judges(), Report: Report})
+	spec, err := study.Parse("studies/page-compression/page-compression.toml", b, reg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,16 +47,16 @@ func runData(t *testing.T, byEngine map[string][]point) *study.RunData {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var all []study.Result
+	var all []workload.Result
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	for _, eng := range []string{"postgres", "mariadb"} {
 		for _, p := range byEngine[eng] {
 			combo := fmt.Sprintf("engine=%s period=%d order=%s", eng, p.period, p.order)
 			in := engine.InstanceConfig{Name: "db", Engine: eng, Site: "db"}
-			r := study.Result{
+			r := workload.Result{
 				Study: spec.Name, Key: combo + " #1", Combo: combo, Run: 1,
 				Values:  map[string]any{"engine": eng, "period": p.period, "order": p.order},
-				Params:  study.Params{"rows": int64(1_000_000), "period": p.period, "order": p.order, "instance": "db"},
+				Params:  workload.Params{"rows": int64(1_000_000), "period": p.period, "order": p.order, "instance": "db"},
 				Started: start.Add(time.Duration(len(all)) * time.Minute),
 				Metrics: map[string]float64{
 					"ratio": p.ratio, "zstd_ratio": p.ratio, "s2_ratio": p.ratio / 2, "deflate_ratio": p.ratio * 0.8,
@@ -95,7 +95,7 @@ func judge(t *testing.T, rd *study.RunData, id string) report.Finding {
 	t.Helper()
 	for _, p := range rd.Spec.Published {
 		if p.ID == id {
-			return Kind().Judges[id](rd, p)
+			return Judges()[id](rd, p)
 		}
 	}
 	t.Fatalf("the study publishes no finding %q", id)

@@ -9,6 +9,7 @@ import (
 	"gonum.org/v1/gonum/stat"
 
 	"github.com/dbrig/dbrig/internal/study"
+	"github.com/dbrig/dbrig/internal/workload"
 )
 
 // The model is distinct values per page. A page compressor sees one page
@@ -40,7 +41,7 @@ func DictionaryRatio(r, d, w, v float64) float64 {
 
 // sweepKey is what the points of one line share: the table's size and the
 // server (its engine and page size).
-func sweepKey(r study.Result) string {
+func sweepKey(r workload.Result) string {
 	p := maps.Clone(r.Params)
 	delete(p, "order")
 	delete(p, "period")
@@ -53,12 +54,12 @@ func sweepKey(r study.Result) string {
 // blocks; on PostgreSQL from the line in distinct values per page fitted
 // over the points measured so far (two distinct D at least). It stores the
 // page dictionary's ratio beside.
-func Model(r study.Result, all []study.Result) study.Prediction {
+func Model(r workload.Result, all []workload.Result) workload.Prediction {
 	m := r.Metrics
 	if m == nil || m["pages"] == 0 {
-		return study.Prediction{}
+		return workload.Prediction{}
 	}
-	pred := study.Prediction{Metrics: map[string]float64{}}
+	pred := workload.Prediction{Metrics: map[string]float64{}}
 	dict := DictionaryRatio(m["rows_per_page"], m["distinct_per_page"], m["row_bytes"], m["value_bytes"])
 	pred.Metrics["dictionary_ratio"] = dict
 	pred.Formula = fmt.Sprintf("page dictionary: R × w / (R × (w − v + 1) + D × v) = %.1f × %.0f / (%.1f × %.0f + %.1f × %.0f) = %.2fx",
@@ -78,11 +79,11 @@ func Model(r study.Result, all []study.Result) study.Prediction {
 
 // fitLine fits zstd's bytes per page against distinct values per page
 // over the sweep's points so far, this one included.
-func fitLine(r study.Result, all []study.Result) (a, b float64, n int, ok bool) {
+func fitLine(r workload.Result, all []workload.Result) (a, b float64, n int, ok bool) {
 	key := sweepKey(r)
 	var xs, ys []float64
 	distinct := map[float64]bool{}
-	add := func(o study.Result) {
+	add := func(o workload.Result) {
 		if o.Metrics["zstd_ratio"] > 0 {
 			xs = append(xs, o.Metrics["distinct_per_page"])
 			ys = append(ys, o.Metrics["page_bytes"]/o.Metrics["zstd_ratio"])

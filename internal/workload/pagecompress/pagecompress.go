@@ -9,8 +9,8 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/dbrig/dbrig/internal/study"
 	"github.com/dbrig/dbrig/internal/topology"
+	"github.com/dbrig/dbrig/internal/workload"
 	"github.com/dbrig/dbrig/internal/workload/dbconn"
 )
 
@@ -21,64 +21,62 @@ const (
 )
 
 // Kind registers the workload.
-func Kind() study.Kind {
-	return study.Kind{
+func Kind() workload.Kind {
+	return workload.Kind{
 		Name: "page-compression",
 		Doc:  "seed 002's customer table clustered on cid or on filler, each page compressed on its own (zstd, S2, deflate) and, on MariaDB, the engine's PAGE_COMPRESSED size on disk",
-		Params: []study.ParamSpec{
-			{Name: "rows", Kind: study.IntParam, Default: int64(8_000_000), Doc: "rows of the table (the seed: 8,000,000)",
+		Params: []workload.ParamSpec{
+			{Name: "rows", Kind: workload.IntParam, Default: int64(8_000_000), Doc: "rows of the table (the seed: 8,000,000)",
 				Max: math.MaxInt32, Why: "cid is an int"},
-			{Name: "period", Kind: study.IntParam, AllowZero: true, Default: int64(80),
+			{Name: "period", Kind: workload.IntParam, AllowZero: true, Default: int64(80),
 				Doc: "the filler repeats with this period (the seed: 80, from @i % 80); 0: every row's filler distinct (its cid, 7 digits, up to 9,999,999 rows)",
 				Max: maxDistinct + 1, Why: "the filler keeps 7 digits of i % period"},
-			{Name: "order", Kind: study.StringParam, Choices: []string{ByCID, ByFiller}, Doc: "the column the table is clustered on"},
-			{Name: "instance", Kind: study.StringParam, Default: "db", Doc: "the instance that holds the table"},
+			{Name: "order", Kind: workload.StringParam, Choices: []string{ByCID, ByFiller}, Doc: "the column the table is clustered on"},
+			{Name: "instance", Kind: workload.StringParam, Default: "db", Doc: "the instance that holds the table"},
 		},
 		New:         newWorkload,
 		CheckParams: checkParams,
-		PrepareKey: func(p study.Params) string {
+		PrepareKey: func(p workload.Params) string {
 			return fmt.Sprintf("page-compression rows=%d period=%d instance=%s", p.Int("rows"), p.Int("period"), p.String("instance"))
 		},
 		Model:   Model,
-		Report:  Report,
 		Metrics: metricSpecs(),
-		Judges:  judges(),
 	}
 }
 
-func metricSpecs() []study.MetricSpec {
-	return []study.MetricSpec{
-		{Name: "ratio", Unit: study.Ratio, Better: study.Higher, Headline: true,
+func metricSpecs() []workload.MetricSpec {
+	return []workload.MetricSpec{
+		{Name: "ratio", Unit: workload.Ratio, Better: workload.Higher, Headline: true,
 			Doc: "the study's measure of compression: on PostgreSQL, each heap page compressed on its own with zstd; on MariaDB, the engine's own PAGE_COMPRESSED table against the same table uncompressed, in allocated disk blocks"},
-		{Name: "distinct_per_page", Unit: study.Count, Headline: true, Doc: "distinct filler values on a page, on average"},
-		{Name: "distinct_values", Unit: study.Count, Doc: "distinct filler values in the table"},
-		{Name: "zstd_ratio", Unit: study.Ratio, Better: study.Higher, Doc: "the table's pages over their sizes compressed one by one with zstd (default level)"},
-		{Name: "s2_ratio", Unit: study.Ratio, Better: study.Higher, Doc: "the same with S2, an LZ4-class codec"},
-		{Name: "deflate_ratio", Unit: study.Ratio, Better: study.Higher, Doc: "the same with zlib's deflate at MariaDB's innodb_compression_level (PostgreSQL: 6)"},
-		{Name: "engine_ratio", Unit: study.Ratio, Better: study.Higher, Doc: "MariaDB: the PAGE_COMPRESSED table's pages over the disk blocks they take (the pages InnoDB wrote, found with SEEK_DATA, against the file's allocated blocks)"},
-		{Name: "engine_plain_bytes", Unit: study.Bytes, Doc: "MariaDB: the PAGE_COMPRESSED table's pages, uncompressed"},
-		{Name: "engine_compressed_bytes", Unit: study.Bytes, Doc: "MariaDB: the PAGE_COMPRESSED table's allocated blocks"},
-		{Name: "fs_block_bytes", Unit: study.Bytes, Doc: "MariaDB: the file system's block, the unit a compressed page is stored in"},
-		{Name: "blocks_ratio", Unit: study.Ratio, Better: study.Higher,
+		{Name: "distinct_per_page", Unit: workload.Count, Headline: true, Doc: "distinct filler values on a page, on average"},
+		{Name: "distinct_values", Unit: workload.Count, Doc: "distinct filler values in the table"},
+		{Name: "zstd_ratio", Unit: workload.Ratio, Better: workload.Higher, Doc: "the table's pages over their sizes compressed one by one with zstd (default level)"},
+		{Name: "s2_ratio", Unit: workload.Ratio, Better: workload.Higher, Doc: "the same with S2, an LZ4-class codec"},
+		{Name: "deflate_ratio", Unit: workload.Ratio, Better: workload.Higher, Doc: "the same with zlib's deflate at MariaDB's innodb_compression_level (PostgreSQL: 6)"},
+		{Name: "engine_ratio", Unit: workload.Ratio, Better: workload.Higher, Doc: "MariaDB: the PAGE_COMPRESSED table's pages over the disk blocks they take (the pages InnoDB wrote, found with SEEK_DATA, against the file's allocated blocks)"},
+		{Name: "engine_plain_bytes", Unit: workload.Bytes, Doc: "MariaDB: the PAGE_COMPRESSED table's pages, uncompressed"},
+		{Name: "engine_compressed_bytes", Unit: workload.Bytes, Doc: "MariaDB: the PAGE_COMPRESSED table's allocated blocks"},
+		{Name: "fs_block_bytes", Unit: workload.Bytes, Doc: "MariaDB: the file system's block, the unit a compressed page is stored in"},
+		{Name: "blocks_ratio", Unit: workload.Ratio, Better: workload.Higher,
 			Doc: "MariaDB: the leaf pages over their deflate sizes plus a 40-byte header rounded up to whole file system blocks: what page compression can save of them"},
-		{Name: "pages", Unit: study.Count, Doc: "pages of the table measured (PostgreSQL: the heap; MariaDB: the clustered index's leaves)"},
-		{Name: "rows_per_page", Unit: study.Count, Doc: "rows on a page, on average"},
-		{Name: "row_bytes", Unit: study.Bytes, Doc: "bytes a row takes on its page with its slot"},
-		{Name: "value_bytes", Unit: study.Bytes, Doc: "bytes a filler value takes in a row"},
-		{Name: "page_bytes", Unit: study.Bytes, Doc: "the engine's page size"},
+		{Name: "pages", Unit: workload.Count, Doc: "pages of the table measured (PostgreSQL: the heap; MariaDB: the clustered index's leaves)"},
+		{Name: "rows_per_page", Unit: workload.Count, Doc: "rows on a page, on average"},
+		{Name: "row_bytes", Unit: workload.Bytes, Doc: "bytes a row takes on its page with its slot"},
+		{Name: "value_bytes", Unit: workload.Bytes, Doc: "bytes a filler value takes in a row"},
+		{Name: "page_bytes", Unit: workload.Bytes, Doc: "the engine's page size"},
 	}
 }
 
-type workload struct {
+type pagecompress struct {
 	rows, period int64
 	order        string
 	instance     string
 }
 
-var _ study.Workload = (*workload)(nil)
+var _ workload.Workload = (*pagecompress)(nil)
 
-func newWorkload(p study.Params) (study.Workload, error) {
-	return &workload{rows: p.Int("rows"), period: p.Int("period"), order: p.String("order"), instance: p.String("instance")}, nil
+func newWorkload(p workload.Params) (workload.Workload, error) {
+	return &pagecompress{rows: p.Int("rows"), period: p.Int("period"), order: p.String("order"), instance: p.String("instance")}, nil
 }
 
 // maxDistinct is the most distinct fillers: 7 digits.
@@ -86,9 +84,9 @@ const maxDistinct = 9_999_999
 
 // checkParams refuses at parse rows that period = 0 cannot give each a
 // filler of its own.
-func checkParams(p study.Params) []study.ParamError {
+func checkParams(p workload.Params) []workload.ParamError {
 	if p.Int("period") == 0 && p.Int("rows") > maxDistinct {
-		return []study.ParamError{{Param: "rows", Err: fmt.Errorf("rows = %d: period = 0 gives each row its cid in 7 digits as its filler: at most 9,999,999 rows", p.Int("rows"))}}
+		return []workload.ParamError{{Param: "rows", Err: fmt.Errorf("rows = %d: period = 0 gives each row its cid in 7 digits as its filler: at most 9,999,999 rows", p.Int("rows"))}}
 	}
 	return nil
 }
@@ -100,7 +98,7 @@ func compressed(order string) string { return table(order) + "_pc" }
 
 // Prepare makes the table in both orders (and on MariaDB a page-compressed
 // copy of each).
-func (w *workload) Prepare(ctx context.Context, env *study.Env) error {
+func (w *pagecompress) Prepare(ctx context.Context, env *workload.Env) error {
 	inst := env.Instance(w.instance)
 	if inst == nil {
 		return fmt.Errorf("no instance %q", w.instance)
@@ -134,14 +132,14 @@ func (w *workload) Prepare(ctx context.Context, env *study.Env) error {
 type dataDirer interface{ DataDir() string }
 
 // Run measures the table in one order.
-func (w *workload) Run(ctx context.Context, env *study.Env) (study.Measurement, error) {
+func (w *pagecompress) Run(ctx context.Context, env *workload.Env) (workload.Measurement, error) {
 	ep, err := env.Conn(env.ClientSite, w.instance, env.Database)
 	if err != nil {
-		return study.Measurement{}, err
+		return workload.Measurement{}, err
 	}
 	c, err := dbconn.Open(ctx, ep.Conn)
 	if err != nil {
-		return study.Measurement{}, err
+		return workload.Measurement{}, err
 	}
 	defer c.Close(ctx)
 	var m measured
@@ -150,25 +148,25 @@ func (w *workload) Run(ctx context.Context, env *study.Env) (study.Measurement, 
 		m, err = measurePostgres(ctx, c, table(w.order))
 	case "mariadb":
 		if env.Instance == nil {
-			return study.Measurement{}, errors.New("on MariaDB the workload reads the table's file: it runs in dbrig's own process (give its client no gomaxprocs or cpus)")
+			return workload.Measurement{}, errors.New("on MariaDB the workload reads the table's file: it runs in dbrig's own process (give its client no gomaxprocs or cpus)")
 		}
 		dd, ok := env.Instance(w.instance).(dataDirer)
 		if !ok {
-			return study.Measurement{}, &topology.Unreachable{Reason: "on MariaDB the pages are read from the table's file: only on an instance dbrig started"}
+			return workload.Measurement{}, &topology.Unreachable{Reason: "on MariaDB the pages are read from the table's file: only on an instance dbrig started"}
 		}
 		m, err = measureMariaDB(ctx, c, dd.DataDir(), env.Database, w.order)
 	default:
 		err = fmt.Errorf("the page-compression workload has no %s dialect", c.Engine())
 	}
 	if err != nil {
-		return study.Measurement{}, err
+		return workload.Measurement{}, err
 	}
 	if m.rows != w.rows {
-		return study.Measurement{}, fmt.Errorf("the pages hold %d rows, the table %d", m.rows, w.rows)
+		return workload.Measurement{}, fmt.Errorf("the pages hold %d rows, the table %d", m.rows, w.rows)
 	}
 	all, err := c.Int(ctx, "SELECT count(DISTINCT filler) FROM "+table(w.order))
 	if err != nil {
-		return study.Measurement{}, err
+		return workload.Measurement{}, err
 	}
 	out := m.measurement(c.Engine())
 	out.Metrics["distinct_values"] = float64(all)
@@ -195,8 +193,8 @@ type engineSize struct {
 	plain, compressed, block int64
 }
 
-func (m measured) measurement(engineName string) study.Measurement {
-	out := study.Measurement{Metrics: map[string]float64{}, Series: map[string][]float64{}}
+func (m measured) measurement(engineName string) workload.Measurement {
+	out := workload.Measurement{Metrics: map[string]float64{}, Series: map[string][]float64{}}
 	var raw, z, s, d, rows, used, distinct float64
 	maxD := 0
 	for _, p := range m.pages {

@@ -12,29 +12,29 @@ import (
 	"github.com/dbrig/dbrig/internal/engine"
 	"github.com/dbrig/dbrig/internal/engine/mariadb/mariatest"
 	"github.com/dbrig/dbrig/internal/engine/postgres/pgtest"
-	"github.com/dbrig/dbrig/internal/study"
+	"github.com/dbrig/dbrig/internal/workload"
 )
 
-func envFor(inst engine.Instance, db string) *study.Env {
-	return &study.Env{
+func envFor(inst engine.Instance, db string) *workload.Env {
+	return &workload.Env{
 		Database:   db,
 		ClientSite: "client",
 		Log:        slog.New(slog.DiscardHandler),
 		Instance:   func(string) engine.Instance { return inst },
-		Conn: func(from, instance, db string) (study.Endpoint, error) {
+		Conn: func(from, instance, db string) (workload.Endpoint, error) {
 			c, _ := inst.UnixLogin(db)
-			return study.Endpoint{Conn: c, Transport: "unix"}, nil
+			return workload.Endpoint{Conn: c, Transport: "unix"}, nil
 		},
 	}
 }
 
-func newTestWorkload(t *testing.T, rows, period int64, order string) *workload {
+func newTestWorkload(t *testing.T, rows, period int64, order string) *pagecompress {
 	t.Helper()
-	w, err := newWorkload(study.Params{"rows": rows, "period": period, "order": order, "instance": "db"})
+	w, err := newWorkload(workload.Params{"rows": rows, "period": period, "order": order, "instance": "db"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return w.(*workload)
+	return w.(*pagecompress)
 }
 
 // TestOrdersOnEachEngine makes the table in both orders on a real server

@@ -19,7 +19,7 @@ import (
 	"github.com/dbrig/dbrig/internal/engine/mariadb/mariatest"
 	"github.com/dbrig/dbrig/internal/engine/postgres"
 	"github.com/dbrig/dbrig/internal/engine/postgres/pgtest"
-	"github.com/dbrig/dbrig/internal/study"
+	"github.com/dbrig/dbrig/internal/workload"
 )
 
 var pgbenchTPS = regexp.MustCompile(`tps = ([0-9.]+) \(without initial connection time\)`)
@@ -60,8 +60,8 @@ func roundTripsPerSecond(tb testing.TB, ci postgres.ConnInfo, n int64) float64 {
 		tb.Fatal(err)
 	}
 	defer conn.Close(ctx)
-	w := &workload{experiment: "client-row-by-row", rows: n, rowByRow: "select", instance: "db"}
-	m, err := w.pgRowByRow(ctx, conn.PgConn(), &study.Env{})
+	w := &rbar{experiment: "client-row-by-row", rows: n, rowByRow: "select", instance: "db"}
+	m, err := w.pgRowByRow(ctx, conn.PgConn(), &workload.Env{})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -196,8 +196,8 @@ func mariadbRoundTripsPerSecond(tb testing.TB, login engine.Conn, n int64) (floa
 		tb.Fatal(err)
 	}
 	defer s.close()
-	w := &workload{experiment: "client-row-by-row", rows: n, rowByRow: "select", instance: "db"}
-	m, err := w.myRowByRow(ctx, s, &study.Env{})
+	w := &rbar{experiment: "client-row-by-row", rows: n, rowByRow: "select", instance: "db"}
+	m, err := w.myRowByRow(ctx, s, &workload.Env{})
 	if err != nil {
 		tb.Fatal(err)
 	}

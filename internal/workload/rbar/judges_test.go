@@ -10,7 +10,7 @@ import (
 	"github.com/dbrig/dbrig/internal/engine/postgres"
 	"github.com/dbrig/dbrig/internal/report"
 	"github.com/dbrig/dbrig/internal/study"
-	"github.com/dbrig/dbrig/studies"
+	"github.com/dbrig/dbrig/internal/workload"
 )
 
 // point is one hand-made combination: three runs of the same metrics
@@ -25,8 +25,8 @@ var rtts = map[string]float64{"unix": 0, "direct": 0, "lan-1g": 0.0002, "infinib
 
 func runData(t *testing.T, pts ...point) *study.RunData {
 	t.Helper()
-	b, _ := studies.Read("rbar-latency")
-	reg := study.NewRegistry(engine.NewRegistry(postgres.New(""), mariadb.New("")), Kind())
+	b, _ := readStudy("rbar-latency")
+	reg := study.NewRegistry(engine.NewRegistry(postgres.New(""), mariadb.New("")), []workload.Kind{Kind()}, study.Builtin{Workload: "rbar", Judges: Judges(), Report: Report})
 	spec, err := study.Parse("rbar-latency.toml", b, reg)
 	if err != nil {
 		t.Fatal(err)
@@ -35,7 +35,7 @@ func runData(t *testing.T, pts ...point) *study.RunData {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var results []study.Result
+	var results []workload.Result
 	for _, p := range pts {
 		mode := "link"
 		if p.net == "unix" || p.net == "direct" {
@@ -47,11 +47,11 @@ func runData(t *testing.T, pts ...point) *study.RunData {
 			for k, v := range p.metrics {
 				m[k] = v * f
 			}
-			results = append(results, study.Result{
+			results = append(results, workload.Result{
 				Key: combo + " #" + string(rune('1'+run)), Combo: combo, Run: run + 1,
 				Values:  map[string]any{"experiment": p.exp, "net": p.net, "client_cost": p.cost},
-				Params:  study.Params{"experiment": p.exp, "client_cost": p.cost, "rows": int64(p.rows)},
-				Links:   []study.LinkResult{{Profile: p.net, Mode: mode, RTTSeconds: rtts[p.net]}},
+				Params:  workload.Params{"experiment": p.exp, "client_cost": p.cost, "rows": int64(p.rows)},
+				Links:   []workload.LinkResult{{Profile: p.net, Mode: mode, RTTSeconds: rtts[p.net]}},
 				Metrics: m, Model: p.model,
 			})
 		}

@@ -19,7 +19,7 @@ import (
 
 	"github.com/dbrig/dbrig/internal/engine"
 	"github.com/dbrig/dbrig/internal/engine/mariadb"
-	"github.com/dbrig/dbrig/internal/study"
+	"github.com/dbrig/dbrig/internal/workload"
 )
 
 // mariadbSchema makes the table of objects and the two cursor loops in
@@ -241,17 +241,17 @@ func (s *session) bytesRead() int64 {
 }
 
 // runMariaDB measures one point on MariaDB through go-sql-driver/mysql.
-func (w *workload) runMariaDB(ctx context.Context, env *study.Env, login engine.Conn) (study.Measurement, error) {
+func (w *rbar) runMariaDB(ctx context.Context, env *workload.Env, login engine.Conn) (workload.Measurement, error) {
 	s, err := openSession(ctx, login)
 	if err != nil {
-		return study.Measurement{}, err
+		return workload.Measurement{}, err
 	}
 	defer s.close()
 	if _, err := s.conn.ExecContext(ctx, "DO 1"); err != nil { // warm the connection
-		return study.Measurement{}, err
+		return workload.Measurement{}, err
 	}
 	n := strconv.FormatInt(w.rows, 10)
-	var m study.Measurement
+	var m workload.Measurement
 	switch w.experiment {
 	case "server-loop":
 		m, err = w.myServerSide(ctx, s, serverLoopSQL(w.rows))
@@ -277,16 +277,16 @@ func (w *workload) runMariaDB(ctx context.Context, env *study.Env, login engine.
 // myServerSide times one statement that processes every row on the server
 // and returns the count: one round trip whatever the row count (a CALL's
 // closing status comes in the same answer).
-func (w *workload) myServerSide(ctx context.Context, s *session, query string) (study.Measurement, error) {
+func (w *rbar) myServerSide(ctx context.Context, s *session, query string) (workload.Measurement, error) {
 	var k int64
 	start := time.Now()
 	err := s.conn.QueryRowContext(ctx, query).Scan(&k)
 	elapsed := time.Since(start)
 	if err != nil {
-		return study.Measurement{}, err
+		return workload.Measurement{}, err
 	}
 	if k != w.rows {
-		return study.Measurement{}, fmt.Errorf("the server counted %d rows, want %d", k, w.rows)
+		return workload.Measurement{}, fmt.Errorf("the server counted %d rows, want %d", k, w.rows)
 	}
 	return w.serverSideMetrics(elapsed), nil
 }
@@ -294,24 +294,24 @@ func (w *workload) myServerSide(ctx context.Context, s *session, query string) (
 // myStream reads one result set of rows and discards them as they arrive;
 // with width > 0 it checks that every value has that many bytes (the
 // server returns NULL for a value longer than max_allowed_packet).
-func (w *workload) myStream(ctx context.Context, s *session, env *study.Env, query string, width int64) (study.Measurement, error) {
+func (w *rbar) myStream(ctx context.Context, s *session, env *workload.Env, query string, width int64) (workload.Measurement, error) {
 	var got int64
 	var value sql.RawBytes
 	before := s.bytesRead()
 	start := time.Now()
 	rows, err := s.conn.QueryContext(ctx, query)
 	if err != nil {
-		return study.Measurement{}, err
+		return workload.Measurement{}, err
 	}
 	for rows.Next() {
 		if width > 0 {
 			if err := rows.Scan(&value); err != nil {
 				rows.Close()
-				return study.Measurement{}, err
+				return workload.Measurement{}, err
 			}
 			if int64(len(value)) != width {
 				rows.Close()
-				return study.Measurement{}, fmt.Errorf("row %d has %d bytes, want %d", got+1, len(value), width)
+				return workload.Measurement{}, fmt.Errorf("row %d has %d bytes, want %d", got+1, len(value), width)
 			}
 		}
 		got++
@@ -321,24 +321,24 @@ func (w *workload) myStream(ctx context.Context, s *session, env *study.Env, que
 		}
 	}
 	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
-		return study.Measurement{}, err
+		return workload.Measurement{}, err
 	}
 	elapsed := time.Since(start)
 	if got != w.rows {
-		return study.Measurement{}, fmt.Errorf("received %d rows, want %d", got, w.rows)
+		return workload.Measurement{}, fmt.Errorf("received %d rows, want %d", got, w.rows)
 	}
 	return streamMetrics(got, s.bytesRead()-before, elapsed), nil
 }
 
 // myMessages calls the procedure that SELECTs each row as a result set of
 // its own and walks them: the seed's "10^7 result sets".
-func (w *workload) myMessages(ctx context.Context, s *session, env *study.Env) (study.Measurement, error) {
+func (w *rbar) myMessages(ctx context.Context, s *session, env *workload.Env) (workload.Measurement, error) {
 	var got, sets int64
 	before := s.bytesRead()
 	start := time.Now()
 	rows, err := s.conn.QueryContext(ctx, "CALL rbar_messages("+strconv.FormatInt(w.rows, 10)+")")
 	if err != nil {
-		return study.Measurement{}, err
+		return workload.Measurement{}, err
 	}
 	for {
 		sets++
@@ -354,11 +354,11 @@ func (w *workload) myMessages(ctx context.Context, s *session, env *study.Env) (
 		}
 	}
 	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
-		return study.Measurement{}, err
+		return workload.Measurement{}, err
 	}
 	elapsed := time.Since(start)
 	if got != w.rows || sets != w.rows {
-		return study.Measurement{}, fmt.Errorf("received %d rows in %d result sets, want %d of each", got, sets, w.rows)
+		return workload.Measurement{}, fmt.Errorf("received %d rows in %d result sets, want %d of each", got, sets, w.rows)
 	}
 	m := w.serverSideMetrics(elapsed)
 	wire := s.bytesRead() - before
@@ -377,10 +377,10 @@ const handlerName = "rbar_h"
 // NEXT), from READ FIRST again every 1,000 rows. It talks to the driver's
 // connection itself: database/sql's own bookkeeping per statement (a dozen
 // allocations) is not part of a round trip.
-func (w *workload) myRowByRow(ctx context.Context, s *session, env *study.Env) (study.Measurement, error) {
+func (w *rbar) myRowByRow(ctx context.Context, s *session, env *workload.Env) (workload.Measurement, error) {
 	// See openSession: ctx's cancellation shuts the socket down.
 	bg := context.WithoutCancel(ctx)
-	var m study.Measurement
+	var m workload.Measurement
 	err := s.conn.Raw(func(dc any) error {
 		var next func() error
 		var i int64

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/dbrig/dbrig/internal/study"
+	"github.com/dbrig/dbrig/internal/workload"
 )
 
 // The model of seed 004, per experiment:
@@ -29,15 +29,15 @@ import (
 const roundTripBytes = 180
 
 // linkOf returns the result's link (the first one: the rbar study has one).
-func linkOf(r study.Result) study.LinkResult {
+func linkOf(r workload.Result) workload.LinkResult {
 	if len(r.Links) == 0 {
-		return study.LinkResult{Mode: "unix"}
+		return workload.LinkResult{Mode: "unix"}
 	}
 	return r.Links[0]
 }
 
 // speedRank orders links from fastest: unix, direct TCP, then by RTT.
-func speedRank(l study.LinkResult) float64 {
+func speedRank(l workload.LinkResult) float64 {
 	switch l.Mode {
 	case "unix":
 		return -2
@@ -49,7 +49,7 @@ func speedRank(l study.LinkResult) float64 {
 
 // engineOf is the engine of the instance the point's client talked to
 // ("" in results without instances).
-func engineOf(r study.Result) string {
+func engineOf(r workload.Result) string {
 	name := r.Params.String("instance")
 	for _, in := range r.Instances {
 		if in.Name == name {
@@ -62,7 +62,7 @@ func engineOf(r study.Result) string {
 // groupKey is what a point shares with its reference on the fastest link:
 // the same engine, experiment, client and transport (unix socket or TCP),
 // whatever the link and, but for server-side work, the row count.
-func groupKey(r study.Result) string {
+func groupKey(r workload.Result) string {
 	exp := r.Params.String("experiment")
 	rows := int64(0)
 	if exp == "server-loop" || exp == "server-cursor" {
@@ -78,7 +78,7 @@ func groupKey(r study.Result) string {
 
 // Reference finds the results of the fastest link measured so far for r's
 // group, and says whether r itself is one of them.
-func Reference(r study.Result, all []study.Result) (ref []study.Result, isRef bool) {
+func Reference(r workload.Result, all []workload.Result) (ref []workload.Result, isRef bool) {
 	key := groupKey(r)
 	best := math.Inf(1)
 	var bestCombo string
@@ -101,7 +101,7 @@ func Reference(r study.Result, all []study.Result) (ref []study.Result, isRef bo
 	return ref, r.Combo == bestCombo
 }
 
-func meanMetric(rs []study.Result, name string) float64 {
+func meanMetric(rs []workload.Result, name string) float64 {
 	var sum float64
 	var n int
 	for _, r := range rs {
@@ -118,10 +118,10 @@ func meanMetric(rs []study.Result, name string) float64 {
 
 // Model predicts a point's time per row or throughput; see the top of
 // this file.
-func Model(r study.Result, all []study.Result) study.Prediction {
+func Model(r workload.Result, all []workload.Result) workload.Prediction {
 	ref, isRef := Reference(r, all)
 	if len(ref) == 0 || r.Metrics == nil {
-		return study.Prediction{}
+		return workload.Prediction{}
 	}
 	l := linkOf(r)
 	refLink := linkOf(ref[0])
@@ -135,14 +135,14 @@ func Model(r study.Result, all []study.Result) study.Prediction {
 	case "server-loop", "server-cursor":
 		s := (meanMetric(ref, "seconds") - refRTT) / meanMetric(ref, "rows")
 		t := rows*s + rtt
-		return study.Prediction{
+		return workload.Prediction{
 			Metrics: map[string]float64{"seconds": t, "us_per_row": t / rows * 1e6},
 			Formula: fmt.Sprintf("t = rows × %.3g µs + RTT%s", s*1e6, fit),
 		}
 	case "client-row-by-row":
 		s := meanMetric(ref, "us_per_row")*1e-6 - refRTT - serialization(refLink)
 		perRow := rtt + s + serialization(l)
-		return study.Prediction{
+		return workload.Prediction{
 			Metrics: map[string]float64{"us_per_row": perRow * 1e6, "rows_per_s": 1 / perRow},
 			Formula: fmt.Sprintf("t/row = RTT + %.3g µs%s", s*1e6, fit),
 		}
@@ -159,15 +159,15 @@ func Model(r study.Result, all []study.Result) study.Prediction {
 		}
 		bytes := r.Metrics["wire_bytes"]
 		t := bytes*8/rate + rtt
-		return study.Prediction{
+		return workload.Prediction{
 			Metrics: map[string]float64{"throughput_bps": bytes * 8 / t, "seconds": t},
 			Formula: fmt.Sprintf("t = bytes / min(rate, window/RTT, consumer %.3g Gbit/s) + RTT: limited by %s%s", consumer/1e9, limit, fit),
 		}
 	}
-	return study.Prediction{}
+	return workload.Prediction{}
 }
 
-func serialization(l study.LinkResult) float64 {
+func serialization(l workload.LinkResult) float64 {
 	if l.RateBitsPerS <= 0 {
 		return 0
 	}

@@ -5,26 +5,26 @@ import (
 	"testing"
 
 	"github.com/dbrig/dbrig/internal/engine"
-	"github.com/dbrig/dbrig/internal/study"
+	"github.com/dbrig/dbrig/internal/workload"
 )
 
-func result(combo, exp string, l study.LinkResult, metrics map[string]float64) study.Result {
+func result(combo, exp string, l workload.LinkResult, metrics map[string]float64) workload.Result {
 	rows := metrics["rows"]
-	return study.Result{
-		Combo: combo, Key: combo + " #1", Run: 1, Metrics: metrics, Links: []study.LinkResult{l},
-		Params: study.Params{"experiment": exp, "row_by_row": "fetch", "client_cost": "0s", "instance": "db", "rows": int64(rows)},
+	return workload.Result{
+		Combo: combo, Key: combo + " #1", Run: 1, Metrics: metrics, Links: []workload.LinkResult{l},
+		Params: workload.Params{"experiment": exp, "row_by_row": "fetch", "client_cost": "0s", "instance": "db", "rows": int64(rows)},
 	}
 }
 
 var (
-	unix   = study.LinkResult{Profile: "unix", Mode: "unix"}
-	direct = study.LinkResult{Profile: "direct", Mode: "direct"}
-	lan1g  = study.LinkResult{Profile: "lan-1g", Mode: "link", RTTSeconds: 200e-6, RateBitsPerS: 1e9, WindowBytes: 16 << 20}
-	wan77  = study.LinkResult{Profile: "rtt-77ms", Mode: "link", RTTSeconds: 0.077, RateBitsPerS: 1e9, WindowBytes: 65535}
+	unix   = workload.LinkResult{Profile: "unix", Mode: "unix"}
+	direct = workload.LinkResult{Profile: "direct", Mode: "direct"}
+	lan1g  = workload.LinkResult{Profile: "lan-1g", Mode: "link", RTTSeconds: 200e-6, RateBitsPerS: 1e9, WindowBytes: 16 << 20}
+	wan77  = workload.LinkResult{Profile: "rtt-77ms", Mode: "link", RTTSeconds: 0.077, RateBitsPerS: 1e9, WindowBytes: 65535}
 )
 
 func TestModelPredictsFromTheFastestLink(t *testing.T) {
-	history := []study.Result{
+	history := []workload.Result{
 		result("rbr unix", "client-row-by-row", unix, map[string]float64{"us_per_row": 5, "rows": 1000}),
 		result("rbr direct", "client-row-by-row", direct, map[string]float64{"us_per_row": 20, "rows": 1000}),
 		result("stream direct", "client-stream", direct, map[string]float64{"throughput_bps": 2e9, "wire_bytes": 1e8, "seconds": 0.4, "rows": 1e6}),
@@ -33,7 +33,7 @@ func TestModelPredictsFromTheFastestLink(t *testing.T) {
 	}
 	tests := []struct {
 		name   string
-		r      study.Result
+		r      workload.Result
 		metric string
 		want   float64
 	}{
@@ -67,13 +67,13 @@ func TestModelPredictsFromTheFastestLink(t *testing.T) {
 }
 
 // onEngine puts a hand-made result on an instance of an engine.
-func onEngine(r study.Result, eng string) study.Result {
+func onEngine(r workload.Result, eng string) workload.Result {
 	r.Instances = []engine.InstanceConfig{{Name: "db", Engine: eng}}
 	return r
 }
 
 func TestModelFitsEachEngineApart(t *testing.T) {
-	history := []study.Result{
+	history := []workload.Result{
 		onEngine(result("pg direct", "client-row-by-row", direct, map[string]float64{"us_per_row": 20, "rows": 1000}), "postgres"),
 		onEngine(result("maria direct", "client-row-by-row", direct, map[string]float64{"us_per_row": 35, "rows": 1000}), "mariadb"),
 	}

@@ -13,7 +13,7 @@ import (
 	"github.com/dbrig/dbrig/internal/blockconn"
 	"github.com/dbrig/dbrig/internal/engine"
 	"github.com/dbrig/dbrig/internal/engine/postgres"
-	"github.com/dbrig/dbrig/internal/study"
+	"github.com/dbrig/dbrig/internal/workload"
 )
 
 // postgresSchema makes the table of objects and the two cursor loops.
@@ -52,10 +52,10 @@ END $$`
 }
 
 // runPostgres measures one point on PostgreSQL through pgx's connection.
-func (w *workload) runPostgres(ctx context.Context, env *study.Env, login engine.Conn) (study.Measurement, error) {
+func (w *rbar) runPostgres(ctx context.Context, env *workload.Env, login engine.Conn) (workload.Measurement, error) {
 	cfg, err := postgres.ConnInfoOf(login).ConnConfig()
 	if err != nil {
-		return study.Measurement{}, err
+		return workload.Measurement{}, err
 	}
 	var notices, noticeBytes int64
 	if w.experiment == "cursor-messages" {
@@ -73,12 +73,12 @@ func (w *workload) runPostgres(ctx context.Context, env *study.Env, login engine
 	cfg.DialFunc = blockconn.Dial
 	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
-		return study.Measurement{}, fmt.Errorf("connect to %s: %w", login, err)
+		return workload.Measurement{}, fmt.Errorf("connect to %s: %w", login, err)
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
 	// MAXDOP 1: the seed's loops run on one thread.
 	if _, err := conn.Exec(ctx, "SET max_parallel_workers_per_gather = 0"); err != nil {
-		return study.Measurement{}, err
+		return workload.Measurement{}, err
 	}
 	pc := conn.PgConn()
 	switch w.experiment {
@@ -105,24 +105,24 @@ func (w *workload) runPostgres(ctx context.Context, env *study.Env, login engine
 	case "client-row-by-row":
 		return w.pgRowByRow(ctx, pc, env)
 	}
-	return study.Measurement{}, fmt.Errorf("unknown experiment %q", w.experiment)
+	return workload.Measurement{}, fmt.Errorf("unknown experiment %q", w.experiment)
 }
 
 // pgServerSide times one statement that processes every row on the server
 // and returns one value: one round trip whatever the row count.
-func (w *workload) pgServerSide(ctx context.Context, pc *pgconn.PgConn, sql string) (study.Measurement, error) {
+func (w *rbar) pgServerSide(ctx context.Context, pc *pgconn.PgConn, sql string) (workload.Measurement, error) {
 	if err := pc.Exec(ctx, "SELECT 1").Close(); err != nil { // warm the connection
-		return study.Measurement{}, err
+		return workload.Measurement{}, err
 	}
 	n := []byte(strconv.FormatInt(w.rows, 10))
 	start := time.Now()
 	res := pc.ExecParams(ctx, sql, [][]byte{n}, nil, nil, nil).Read()
 	elapsed := time.Since(start)
 	if res.Err != nil {
-		return study.Measurement{}, res.Err
+		return workload.Measurement{}, res.Err
 	}
 	if len(res.Rows) != 1 || string(res.Rows[0][0]) != string(n) {
-		return study.Measurement{}, fmt.Errorf("the server counted %v rows, want %s", res.Rows, n)
+		return workload.Measurement{}, fmt.Errorf("the server counted %v rows, want %s", res.Rows, n)
 	}
 	return w.serverSideMetrics(elapsed), nil
 }
@@ -132,9 +132,9 @@ func (w *workload) pgServerSide(ctx context.Context, pc *pgconn.PgConn, sql stri
 const dataRowOverhead = 11
 
 // pgStream reads one result set of rows and discards them as they arrive.
-func (w *workload) pgStream(ctx context.Context, pc *pgconn.PgConn, env *study.Env, sql string, rows int64) (study.Measurement, error) {
+func (w *rbar) pgStream(ctx context.Context, pc *pgconn.PgConn, env *workload.Env, sql string, rows int64) (workload.Measurement, error) {
 	if err := pc.Exec(ctx, "SELECT 1").Close(); err != nil {
-		return study.Measurement{}, err
+		return workload.Measurement{}, err
 	}
 	n := []byte(strconv.FormatInt(rows, 10))
 	var got, wire int64
@@ -151,23 +151,23 @@ func (w *workload) pgStream(ctx context.Context, pc *pgconn.PgConn, env *study.E
 		}
 	}
 	if _, err := rr.Close(); err != nil {
-		return study.Measurement{}, err
+		return workload.Measurement{}, err
 	}
 	elapsed := time.Since(start)
 	if got != rows {
-		return study.Measurement{}, fmt.Errorf("received %d rows, want %d", got, rows)
+		return workload.Measurement{}, fmt.Errorf("received %d rows, want %d", got, rows)
 	}
 	return streamMetrics(rows, wire, elapsed), nil
 }
 
 // pgRowByRow makes one round trip per row: FETCH NEXT from a cursor over
 // the cross join, or a prepared SELECT $1.
-func (w *workload) pgRowByRow(ctx context.Context, pc *pgconn.PgConn, env *study.Env) (study.Measurement, error) {
+func (w *rbar) pgRowByRow(ctx context.Context, pc *pgconn.PgConn, env *workload.Env) (workload.Measurement, error) {
 	var next func() error
 	switch w.rowByRow {
 	case "fetch":
 		if err := pc.Exec(ctx, "BEGIN; DECLARE rbar_c NO SCROLL CURSOR FOR "+crossJoin+" LIMIT "+strconv.FormatInt(w.rows, 10)).Close(); err != nil {
-			return study.Measurement{}, err
+			return workload.Measurement{}, err
 		}
 		defer func() { _ = pc.Exec(context.WithoutCancel(ctx), "ROLLBACK").Close() }()
 		next = func() error {
@@ -182,7 +182,7 @@ func (w *workload) pgRowByRow(ctx context.Context, pc *pgconn.PgConn, env *study
 		}
 	case "select":
 		if _, err := pc.Prepare(ctx, "rbar_select", "SELECT $1::int", nil); err != nil {
-			return study.Measurement{}, err
+			return workload.Measurement{}, err
 		}
 		var i int64
 		arg := [][]byte{nil}
@@ -200,7 +200,7 @@ func (w *workload) pgRowByRow(ctx context.Context, pc *pgconn.PgConn, env *study
 			return nil
 		}
 	default:
-		return study.Measurement{}, fmt.Errorf("row_by_row = %q: want fetch or select", w.rowByRow)
+		return workload.Measurement{}, fmt.Errorf("row_by_row = %q: want fetch or select", w.rowByRow)
 	}
 	return w.roundTrips(env, next)
 }

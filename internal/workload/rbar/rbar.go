@@ -9,7 +9,7 @@ import (
 	"github.com/dbrig/dbrig/internal/engine/mariadb"
 	"github.com/dbrig/dbrig/internal/engine/postgres"
 	"github.com/dbrig/dbrig/internal/measure"
-	"github.com/dbrig/dbrig/internal/study"
+	"github.com/dbrig/dbrig/internal/workload"
 )
 
 // Experiments, in the seed's order.
@@ -20,30 +20,28 @@ var Experiments = []string{"server-loop", "server-cursor", "client-stream", "cur
 const objects = 1000
 
 // Kind registers the workload.
-func Kind() study.Kind {
-	return study.Kind{
+func Kind() workload.Kind {
+	return workload.Kind{
 		Name: "rbar",
 		Doc:  "row-by-row vs set-based vs streaming work across a link (seed 004)",
-		Params: []study.ParamSpec{
-			{Name: "experiment", Kind: study.StringParam, Choices: Experiments, Doc: "which experiment runs"},
-			{Name: "rows", Kind: study.IntParam, Doc: "rows processed (at most 10^9)",
+		Params: []workload.ParamSpec{
+			{Name: "experiment", Kind: workload.StringParam, Choices: Experiments, Doc: "which experiment runs"},
+			{Name: "rows", Kind: workload.IntParam, Doc: "rows processed (at most 10^9)",
 				Max: objects * objects * objects, Why: "the rows come from 1,000 objects cross-joined three times, the seed's largest count"},
-			{Name: "row_bytes", Kind: study.SizeParam, Default: int64(8000), Doc: "bytes per row of the wide-rows experiment",
+			{Name: "row_bytes", Kind: workload.SizeParam, Default: int64(8000), Doc: "bytes per row of the wide-rows experiment",
 				Max: MaxRowBytes, Why: "MariaDB's REPEAT returns NULL for a value longer than its max_allowed_packet, 16 MiB by default"},
-			{Name: "row_by_row", Kind: study.StringParam, Default: "fetch", Choices: []string{"fetch", "select"},
+			{Name: "row_by_row", Kind: workload.StringParam, Default: "fetch", Choices: []string{"fetch", "select"},
 				Doc: "client-row-by-row: the next row of a position the server keeps (PostgreSQL FETCH NEXT, MariaDB HANDLER READ NEXT), or a prepared SELECT of one parameter per row"},
-			{Name: "client_cost", Kind: study.DurationParam, Default: "0s",
+			{Name: "client_cost", Kind: workload.DurationParam, Default: "0s",
 				Doc:         "CPU time the client spends on each row it receives (a slower client's dead time)",
 				MaxDuration: time.Second, Why: "the CPU a client spends on one row: the seed's slow client spent 25 µs more"},
-			{Name: "instance", Kind: study.InstanceParam, Default: "db", Doc: "the instance the client talks to"},
+			{Name: "instance", Kind: workload.InstanceParam, Default: "db", Doc: "the instance the client talks to"},
 		},
 		New:         newWorkload,
 		CheckParams: checkParams,
 		Metrics:     Metrics,
-		Judges:      Judges(),
 		Model:       Model,
-		PrepareKey:  func(study.Params) string { return "rbar-v1" },
-		Report:      Report,
+		PrepareKey:  func(workload.Params) string { return "rbar-v1" },
 	}
 }
 
@@ -53,25 +51,25 @@ const MaxRowBytes = 16 << 20
 
 // checkParams refuses at parse what a point would fail on once its servers
 // ran: the row-by-row client's first row warms up and is not measured.
-func checkParams(p study.Params) []study.ParamError {
+func checkParams(p workload.Params) []workload.ParamError {
 	if p.String("experiment") == "client-row-by-row" && p.Int("rows") < 2 {
-		return []study.ParamError{{Param: "rows", Err: fmt.Errorf("rows = %d: client-row-by-row needs at least 2 rows (the first one warms up)", p.Int("rows"))}}
+		return []workload.ParamError{{Param: "rows", Err: fmt.Errorf("rows = %d: client-row-by-row needs at least 2 rows (the first one warms up)", p.Int("rows"))}}
 	}
 	return nil
 }
 
 // Metrics are what the experiments measure.
-var Metrics = []study.MetricSpec{
-	{Name: "us_per_row", Unit: study.Microseconds, Better: study.Lower, Headline: true, Doc: "time per row: the run's time over its rows"},
-	{Name: "throughput_bps", Unit: study.BitsPerSecond, Better: study.Higher, Headline: true, Doc: "protocol bytes streamed to the client per second"},
-	{Name: "seconds", Unit: study.Seconds, Better: study.Lower, Doc: "the measured time of the run"},
-	{Name: "rows_per_s", Unit: study.PerSecond, Better: study.Higher, Doc: "rows the client received per second"},
-	{Name: "wire_bytes", Unit: study.Bytes, Doc: "protocol bytes of the rows"},
-	{Name: "rows", Unit: study.Count, Doc: "rows processed"},
-	{Name: "row_mean_us", Unit: study.Microseconds, Better: study.Lower, Doc: "round trip per row, mean (the percentiles come from the merged histogram \"row\")"},
+var Metrics = []workload.MetricSpec{
+	{Name: "us_per_row", Unit: workload.Microseconds, Better: workload.Lower, Headline: true, Doc: "time per row: the run's time over its rows"},
+	{Name: "throughput_bps", Unit: workload.BitsPerSecond, Better: workload.Higher, Headline: true, Doc: "protocol bytes streamed to the client per second"},
+	{Name: "seconds", Unit: workload.Seconds, Better: workload.Lower, Doc: "the measured time of the run"},
+	{Name: "rows_per_s", Unit: workload.PerSecond, Better: workload.Higher, Doc: "rows the client received per second"},
+	{Name: "wire_bytes", Unit: workload.Bytes, Doc: "protocol bytes of the rows"},
+	{Name: "rows", Unit: workload.Count, Doc: "rows processed"},
+	{Name: "row_mean_us", Unit: workload.Microseconds, Better: workload.Lower, Doc: "round trip per row, mean (the percentiles come from the merged histogram \"row\")"},
 }
 
-type workload struct {
+type rbar struct {
 	experiment string
 	rows       int64
 	rowBytes   int64
@@ -80,10 +78,10 @@ type workload struct {
 	instance   string
 }
 
-var _ study.Workload = (*workload)(nil)
+var _ workload.Workload = (*rbar)(nil)
 
-func newWorkload(p study.Params) (study.Workload, error) {
-	w := &workload{
+func newWorkload(p workload.Params) (workload.Workload, error) {
+	w := &rbar{
 		experiment: p.String("experiment"),
 		rows:       p.Int("rows"),
 		rowBytes:   p.Int("row_bytes"),
@@ -96,7 +94,7 @@ func newWorkload(p study.Params) (study.Workload, error) {
 
 // Prepare creates the database, the table of objects and the cursor loops
 // in the dialect of the instance's engine.
-func (w *workload) Prepare(ctx context.Context, env *study.Env) error {
+func (w *rbar) Prepare(ctx context.Context, env *workload.Env) error {
 	inst := env.Instance(w.instance)
 	if inst == nil {
 		return fmt.Errorf("no instance %q", w.instance)
@@ -122,12 +120,12 @@ func (w *workload) Prepare(ctx context.Context, env *study.Env) error {
 const crossJoin = `SELECT a.id FROM rbar_objects a, rbar_objects b, rbar_objects c`
 
 // Run measures one point in the dialect of the engine the point reaches.
-func (w *workload) Run(ctx context.Context, env *study.Env) (study.Measurement, error) {
+func (w *rbar) Run(ctx context.Context, env *workload.Env) (workload.Measurement, error) {
 	ep, err := env.Conn(env.ClientSite, w.instance, env.Database)
 	if err != nil {
-		return study.Measurement{}, err
+		return workload.Measurement{}, err
 	}
-	var m study.Measurement
+	var m workload.Measurement
 	switch ep.Conn.Engine {
 	case postgres.Name:
 		m, err = w.runPostgres(ctx, env, ep.Conn)
@@ -149,7 +147,7 @@ func (w *workload) Run(ctx context.Context, env *study.Env) (study.Measurement, 
 }
 
 // spend burns the client's per-row CPU cost, counted from t.
-func (w *workload) spend(t time.Time) {
+func (w *rbar) spend(t time.Time) {
 	if w.clientCost <= 0 {
 		return
 	}
@@ -161,20 +159,20 @@ func (w *workload) spend(t time.Time) {
 // returns one row, and records each round trip (with the client's own
 // time on the row) in the histogram "row". The first call also plans the
 // query on the server and is not measured.
-func (w *workload) roundTrips(env *study.Env, next func() error) (study.Measurement, error) {
+func (w *rbar) roundTrips(env *workload.Env, next func() error) (workload.Measurement, error) {
 	measured := w.rows - 1
 	if measured < 1 {
-		return study.Measurement{}, errors.New("client-row-by-row needs at least 2 rows (the first one warms up)")
+		return workload.Measurement{}, errors.New("client-row-by-row needs at least 2 rows (the first one warms up)")
 	}
 	if err := next(); err != nil {
-		return study.Measurement{}, err
+		return workload.Measurement{}, err
 	}
 	rt := measure.NewHistogram()
 	start := time.Now()
 	prev := start
 	for i := int64(0); i < measured; i++ {
 		if err := next(); err != nil {
-			return study.Measurement{}, err
+			return workload.Measurement{}, err
 		}
 		now := time.Now()
 		w.spend(now)
@@ -188,7 +186,7 @@ func (w *workload) roundTrips(env *study.Env, next func() error) (study.Measurem
 		}
 	}
 	secs := time.Since(start).Seconds()
-	m := study.Measurement{Metrics: map[string]float64{
+	m := workload.Measurement{Metrics: map[string]float64{
 		"seconds":     secs,
 		"us_per_row":  secs * 1e6 / float64(measured),
 		"rows_per_s":  float64(measured) / secs,
@@ -200,17 +198,17 @@ func (w *workload) roundTrips(env *study.Env, next func() error) (study.Measurem
 
 // serverSideMetrics are the figures of work done on the server in one
 // round trip.
-func (w *workload) serverSideMetrics(elapsed time.Duration) study.Measurement {
-	return study.Measurement{Metrics: map[string]float64{
+func (w *rbar) serverSideMetrics(elapsed time.Duration) workload.Measurement {
+	return workload.Measurement{Metrics: map[string]float64{
 		"seconds":    elapsed.Seconds(),
 		"us_per_row": elapsed.Seconds() * 1e6 / float64(w.rows),
 	}}
 }
 
 // streamMetrics are the figures of rows received in a stream.
-func streamMetrics(rows, wire int64, elapsed time.Duration) study.Measurement {
+func streamMetrics(rows, wire int64, elapsed time.Duration) workload.Measurement {
 	secs := elapsed.Seconds()
-	return study.Measurement{Metrics: map[string]float64{
+	return workload.Measurement{Metrics: map[string]float64{
 		"seconds":        secs,
 		"us_per_row":     secs * 1e6 / float64(rows),
 		"rows_per_s":     float64(rows) / secs,

@@ -9,7 +9,7 @@ import (
 	"github.com/dbrig/dbrig/internal/engine"
 	"github.com/dbrig/dbrig/internal/engine/mariadb/mariatest"
 	"github.com/dbrig/dbrig/internal/engine/postgres/pgtest"
-	"github.com/dbrig/dbrig/internal/study"
+	"github.com/dbrig/dbrig/internal/workload"
 )
 
 // mariadbStudySettings are rbar-latency's [instance.settings.mariadb].
@@ -21,24 +21,24 @@ var mariadbStudySettings = map[string]string{
 
 // envOf is the study's view of one running instance, reached through its
 // unix socket or over loopback TCP.
-func envOf(inst engine.Instance, unix bool) *study.Env {
-	return &study.Env{
+func envOf(inst engine.Instance, unix bool) *workload.Env {
+	return &workload.Env{
 		Database:   "dbrig_rbar_test",
 		ClientSite: "client",
 		Instance:   func(string) engine.Instance { return inst },
-		Conn: func(_, _, db string) (study.Endpoint, error) {
+		Conn: func(_, _, db string) (workload.Endpoint, error) {
 			if unix {
 				login, _ := inst.UnixLogin(db)
-				return study.Endpoint{Conn: login, Transport: "unix"}, nil
+				return workload.Endpoint{Conn: login, Transport: "unix"}, nil
 			}
-			return study.Endpoint{Conn: inst.Login(db), Transport: "tcp"}, nil
+			return workload.Endpoint{Conn: inst.Login(db), Transport: "tcp"}, nil
 		},
 	}
 }
 
-func runPoint(t *testing.T, env *study.Env, p study.Params) (study.Measurement, error) {
+func runPoint(t *testing.T, env *workload.Env, p workload.Params) (workload.Measurement, error) {
 	t.Helper()
-	full := study.Params{"row_bytes": int64(8000), "row_by_row": "select", "client_cost": "0s", "instance": "db"}
+	full := workload.Params{"row_bytes": int64(8000), "row_by_row": "select", "client_cost": "0s", "instance": "db"}
 	for k, v := range p {
 		full[k] = v
 	}
@@ -72,7 +72,7 @@ func TestExperimentsOnEachEngine(t *testing.T) {
 	for _, e := range engines {
 		t.Run(e.name, func(t *testing.T) {
 			inst := e.start(t)
-			if err := (&workload{instance: "db"}).Prepare(t.Context(), envOf(inst, true)); err != nil {
+			if err := (&rbar{instance: "db"}).Prepare(t.Context(), envOf(inst, true)); err != nil {
 				t.Fatalf("prepare: %v", err)
 			}
 			for _, unix := range []bool{true, false} {
@@ -80,18 +80,18 @@ func TestExperimentsOnEachEngine(t *testing.T) {
 				transport := map[bool]string{true: "unix", false: "tcp"}[unix]
 				tests := []struct {
 					name string
-					p    study.Params
+					p    workload.Params
 					// wire bytes per row, when the experiment streams
 					perRow [2]float64
 				}{
-					{"server-loop", study.Params{"experiment": "server-loop", "rows": int64(1_234_567)}, [2]float64{}},
-					{"server-cursor", study.Params{"experiment": "server-cursor", "rows": int64(20_000)}, [2]float64{}},
-					{"client-stream", study.Params{"experiment": "client-stream", "rows": int64(50_000)}, e.intRow},
-					{"cursor-messages", study.Params{"experiment": "cursor-messages", "rows": int64(3_000)}, [2]float64{10, 200}},
-					{"wide-rows", study.Params{"experiment": "wide-rows", "rows": int64(300)}, e.wideRow},
+					{"server-loop", workload.Params{"experiment": "server-loop", "rows": int64(1_234_567)}, [2]float64{}},
+					{"server-cursor", workload.Params{"experiment": "server-cursor", "rows": int64(20_000)}, [2]float64{}},
+					{"client-stream", workload.Params{"experiment": "client-stream", "rows": int64(50_000)}, e.intRow},
+					{"cursor-messages", workload.Params{"experiment": "cursor-messages", "rows": int64(3_000)}, [2]float64{10, 200}},
+					{"wide-rows", workload.Params{"experiment": "wide-rows", "rows": int64(300)}, e.wideRow},
 					// 2,500 rows cross the 1,000-row table's end twice.
-					{"row-by-row fetch", study.Params{"experiment": "client-row-by-row", "row_by_row": "fetch", "rows": int64(2_500)}, [2]float64{}},
-					{"row-by-row select", study.Params{"experiment": "client-row-by-row", "row_by_row": "select", "rows": int64(2_500)}, [2]float64{}},
+					{"row-by-row fetch", workload.Params{"experiment": "client-row-by-row", "row_by_row": "fetch", "rows": int64(2_500)}, [2]float64{}},
+					{"row-by-row select", workload.Params{"experiment": "client-row-by-row", "row_by_row": "select", "rows": int64(2_500)}, [2]float64{}},
 				}
 				for _, tt := range tests {
 					t.Run(transport+"/"+tt.name, func(t *testing.T) {
@@ -141,11 +141,11 @@ func TestRowByRowStopsWhenCancelled(t *testing.T) {
 				inst = mariatest.Start(t, "db", nil)
 			}
 			env := envOf(inst, true)
-			if err := (&workload{instance: "db"}).Prepare(t.Context(), env); err != nil {
+			if err := (&rbar{instance: "db"}).Prepare(t.Context(), env); err != nil {
 				t.Fatal(err)
 			}
 			for _, mode := range []string{"fetch", "select"} {
-				w, _ := newWorkload(study.Params{"experiment": "client-row-by-row", "rows": int64(1_000_000_000), "row_by_row": mode,
+				w, _ := newWorkload(workload.Params{"experiment": "client-row-by-row", "rows": int64(1_000_000_000), "row_by_row": mode,
 					"row_bytes": int64(8000), "client_cost": "0s", "instance": "db"})
 				ctx, cancel := context.WithCancel(t.Context())
 				started := make(chan struct{})

@@ -7,6 +7,7 @@ import (
 
 	"github.com/dbrig/dbrig/internal/report"
 	"github.com/dbrig/dbrig/internal/study"
+	"github.com/dbrig/dbrig/internal/workload"
 )
 
 // The model: a scan that waits for its reads takes the bytes it reads over
@@ -20,12 +21,12 @@ import (
 
 // Model predicts a point's time from its bytes and its device's measured
 // throughput.
-func Model(r study.Result, _ []study.Result) study.Prediction {
+func Model(r workload.Result, _ []workload.Result) workload.Prediction {
 	m := r.Metrics
 	if m == nil || m["device_mb_per_s"] <= 0 || m["bytes_read"] <= 0 {
-		return study.Prediction{}
+		return workload.Prediction{}
 	}
-	return study.Prediction{
+	return workload.Prediction{
 		Metrics: map[string]float64{"seconds": m["bytes_read"] / 1e6 / m["device_mb_per_s"]},
 		Formula: fmt.Sprintf("time = bytes read / the device's throughput at that read size = %.0f MB / %.1f MB/s (a plain read of %s a read)",
 			m["bytes_read"]/1e6, m["device_mb_per_s"], kib(m["device_bytes_per_read"])),
@@ -43,7 +44,7 @@ const (
 	modelTolerance = 0.25
 )
 
-func judges() map[string]study.Judge {
+func Judges() map[string]study.Judge {
 	each := func(f func(c comparison, p study.Published) report.Finding) study.Judge {
 		return func(rd *study.RunData, p study.Published) report.Finding {
 			cs := comparisons(rd)

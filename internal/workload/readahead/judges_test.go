@@ -12,17 +12,17 @@ import (
 	"github.com/dbrig/dbrig/internal/engine/postgres"
 	"github.com/dbrig/dbrig/internal/report"
 	"github.com/dbrig/dbrig/internal/study"
-	"github.com/dbrig/dbrig/studies"
+	"github.com/dbrig/dbrig/internal/workload"
 )
 
 func theStudy(t *testing.T) *study.Spec {
 	t.Helper()
-	b, ok := studies.Read("read-ahead")
+	b, ok := readStudy("read-ahead")
 	if !ok {
 		t.Fatal("no built-in study read-ahead")
 	}
-	reg := study.NewRegistry(engine.NewRegistry(postgres.New(""), mariadb.New("")), Kind())
-	spec, err := study.Parse("studies/read-ahead.toml", b, reg)
+	reg := study.NewRegistry(engine.NewRegistry(postgres.New(""), mariadb.New("")), []workload.Kind{Kind()}, study.Builtin{Workload: "readahead", Judges: Judges(), Report: Report})
+	spec, err := study.Parse("studies/read-ahead/read-ahead.toml", b, reg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,15 +50,15 @@ func runData(t *testing.T, byEngine map[string][]scan, skipped string) *study.Ru
 	if err != nil {
 		t.Fatal(err)
 	}
-	var all []study.Result
+	var all []workload.Result
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	for _, eng := range []string{"postgres", "mariadb"} {
 		for _, s := range byEngine[eng] {
 			combo := fmt.Sprintf("engine=%s read_ahead=%s", eng, s.setting)
-			r := study.Result{
+			r := workload.Result{
 				Study: spec.Name, Key: combo + " #1", Combo: combo, Run: 1,
 				Values:    map[string]any{"engine": eng, "read_ahead": s.setting},
-				Params:    study.Params{"rows": int64(200_000), "read_ahead": s.setting, "instance": "db"},
+				Params:    workload.Params{"rows": int64(200_000), "read_ahead": s.setting, "instance": "db"},
 				Instances: []engine.InstanceConfig{{Name: "db", Engine: eng, Site: "db"}},
 				Started:   start.Add(time.Duration(len(all)) * time.Minute),
 				Metrics: map[string]float64{
@@ -78,8 +78,8 @@ func runData(t *testing.T, byEngine map[string][]scan, skipped string) *study.Ru
 		}
 	}
 	if skipped != "" {
-		all = append(all, study.Result{Study: spec.Name, Key: "engine=postgres read_ahead=default #1", Combo: "engine=postgres read_ahead=default", Run: 1,
-			Params: study.Params{"read_ahead": "default"}, Skipped: skipped})
+		all = append(all, workload.Result{Study: spec.Name, Key: "engine=postgres read_ahead=default #1", Combo: "engine=postgres read_ahead=default", Run: 1,
+			Params: workload.Params{"read_ahead": "default"}, Skipped: skipped})
 	}
 	return &study.RunData{Spec: spec, Plan: plan, Results: all, Summaries: study.Summarize(all, plan.Repeat)}
 }
@@ -95,7 +95,7 @@ func judge(t *testing.T, rd *study.RunData, id string) report.Finding {
 	t.Helper()
 	for _, p := range rd.Spec.Published {
 		if p.ID == id {
-			return Kind().Judges[id](rd, p)
+			return Judges()[id](rd, p)
 		}
 	}
 	t.Fatalf("the study publishes no finding %q", id)
@@ -154,7 +154,7 @@ func TestModelAndResolve(t *testing.T) {
 	if got := rd.Results[1].Model["seconds"]; math.Abs(got-20) > 1e-9 {
 		t.Errorf("1,600 MB at 80 MB/s: model %v s, want 20", got)
 	}
-	if p := Model(study.Result{Metrics: map[string]float64{"bytes_read": 1}}, nil); p.Metrics != nil {
+	if p := Model(workload.Result{Metrics: map[string]float64{"bytes_read": 1}}, nil); p.Metrics != nil {
 		t.Errorf("a point without the device's throughput has a model: %v", p)
 	}
 	for _, tc := range []struct {
@@ -200,7 +200,7 @@ func TestReport(t *testing.T) {
 func TestModelSecondsKeepsTheRulesRuns(t *testing.T) {
 	sm := &study.Summary{}
 	for _, v := range []float64{100, 10, 20} {
-		sm.Results = append(sm.Results, study.Result{Model: map[string]float64{"seconds": v}})
+		sm.Results = append(sm.Results, workload.Result{Model: map[string]float64{"seconds": v}})
 	}
 	if got := modelSeconds(sm, true); got != 15 {
 		t.Errorf("with the first dropped: %v, want 15", got)
@@ -208,7 +208,7 @@ func TestModelSecondsKeepsTheRulesRuns(t *testing.T) {
 	if got := modelSeconds(sm, false); math.Abs(got-130.0/3) > 1e-9 {
 		t.Errorf("every run: %v", got)
 	}
-	if got := modelSeconds(&study.Summary{Results: []study.Result{{}}}, true); !math.IsNaN(got) {
+	if got := modelSeconds(&study.Summary{Results: []workload.Result{{}}}, true); !math.IsNaN(got) {
 		t.Errorf("no model: %v", got)
 	}
 }

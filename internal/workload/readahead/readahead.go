@@ -12,9 +12,9 @@ import (
 
 	"github.com/dbrig/dbrig/internal/blockdev"
 	"github.com/dbrig/dbrig/internal/engine"
-	"github.com/dbrig/dbrig/internal/study"
 	"github.com/dbrig/dbrig/internal/topology"
 	"github.com/dbrig/dbrig/internal/units"
+	"github.com/dbrig/dbrig/internal/workload"
 	"github.com/dbrig/dbrig/internal/workload/dbconn"
 	"github.com/dbrig/dbrig/internal/workload/widetable"
 )
@@ -31,57 +31,55 @@ const (
 const minimalKB = 4
 
 // Kind registers the workload.
-func Kind() study.Kind {
-	return study.Kind{
+func Kind() workload.Kind {
+	return workload.Kind{
 		Name: "read-ahead",
 		Doc:  "a cold full scan of seed 002's wide table on a loop device dbrig makes, with its read-ahead (and the engine's) at a setting",
-		Params: []study.ParamSpec{
-			{Name: "rows", Kind: study.IntParam, Default: int64(2_000_000),
+		Params: []workload.ParamSpec{
+			{Name: "rows", Kind: workload.IntParam, Default: int64(2_000_000),
 				Doc: "rows of the table (the seed: 2,000,000, about 16 GB)",
 				Min: 2, MinWhy: widetable.MinRowsWhy, Max: widetable.MaxRows, Why: widetable.MaxRowsWhy},
-			{Name: "read_ahead", Kind: study.StringParam, Default: Default,
+			{Name: "read_ahead", Kind: workload.StringParam, Default: Default,
 				Doc:   `"default": the loop device's read-ahead as the kernel set it, and the engine's own prefetch as configured; "minimal": 4 KiB (the kernel reads what a read call asks) and InnoDB's read-ahead off; "off": 0 and InnoDB's off; or a size ("128KiB") for the device alone`,
 				Check: checkReadAhead},
-			{Name: "device_size", Kind: study.SizeParam, AllowZero: true, Default: int64(0),
+			{Name: "device_size", Kind: workload.SizeParam, AllowZero: true, Default: int64(0),
 				Doc: "the loop device's size (0: from the rows, with room for the indexes)",
 				Max: maxDevice, Why: "the loop device's file lives in TMPDIR: 1 TiB holds the largest table with its indexes"},
-			{Name: "calibration_bytes", Kind: study.SizeParam, Default: int64(256 << 20),
+			{Name: "calibration_bytes", Kind: workload.SizeParam, Default: int64(256 << 20),
 				Doc: "the most the plain read that measures the device's throughput reads of the table's file (it also stops after 5 s)",
 				Max: maxDevice, Why: "no more than the largest loop device holds"},
-			{Name: "instance", Kind: study.StringParam, Default: "db", Doc: "the instance that holds the table"},
+			{Name: "instance", Kind: workload.StringParam, Default: "db", Doc: "the instance that holds the table"},
 		},
 		New: newWorkload,
-		PrepareKey: func(p study.Params) string {
+		PrepareKey: func(p workload.Params) string {
 			return fmt.Sprintf("read-ahead rows=%d size=%d instance=%s", p.Int("rows"), p.Int("device_size"), p.String("instance"))
 		},
 		Model:   Model,
-		Report:  Report,
 		Metrics: metricSpecs(),
-		Judges:  judges(),
 	}
 }
 
-func metricSpecs() []study.MetricSpec {
-	return []study.MetricSpec{
-		{Name: "seconds", Unit: study.Seconds, Better: study.Lower, Headline: true, Doc: "the cold scan's time (SELECT max(dt) FROM test)"},
-		{Name: "mb_per_s", Unit: study.Count, Better: study.Higher, Headline: true, Doc: "MB (10^6 bytes) read from the device per second of the scan"},
-		{Name: "bytes_per_read", Unit: study.Bytes, Headline: true, Doc: "the average size of the device's reads during the scan (/proc/diskstats)"},
-		{Name: "bytes_read", Unit: study.Bytes, Doc: "bytes the device read during the scan"},
-		{Name: "reads", Unit: study.Count, Doc: "reads the device completed during the scan"},
-		{Name: "queue_depth", Unit: study.Count, Doc: "reads in flight on average during the scan (diskstats' weighted time over the scan's)"},
-		{Name: "read_ahead_kb", Unit: study.Count, Doc: "the device's read-ahead during the scan, KiB"},
-		{Name: "engine_read_ahead_threshold", Unit: study.Count, Doc: "MariaDB: innodb_read_ahead_threshold during the scan (0: InnoDB's linear read-ahead off)"},
-		{Name: "engine_read_ahead_pages", Unit: study.Count, Doc: "MariaDB: pages InnoDB's read-ahead read (Innodb_buffer_pool_read_ahead), the seed's read-ahead pages"},
-		{Name: "pages_read", Unit: study.Count, Doc: "the table's pages the server read from outside its cache during the scan"},
-		{Name: "table_bytes", Unit: study.Bytes, Doc: "the table's size: its pages on disk"},
-		{Name: "resident_before", Unit: study.Count, Better: study.Lower, Doc: "pages of the table's files in the operating system's cache when the scan started (0: cold)"},
-		{Name: "device_mb_per_s", Unit: study.Count, Better: study.Higher,
+func metricSpecs() []workload.MetricSpec {
+	return []workload.MetricSpec{
+		{Name: "seconds", Unit: workload.Seconds, Better: workload.Lower, Headline: true, Doc: "the cold scan's time (SELECT max(dt) FROM test)"},
+		{Name: "mb_per_s", Unit: workload.Count, Better: workload.Higher, Headline: true, Doc: "MB (10^6 bytes) read from the device per second of the scan"},
+		{Name: "bytes_per_read", Unit: workload.Bytes, Headline: true, Doc: "the average size of the device's reads during the scan (/proc/diskstats)"},
+		{Name: "bytes_read", Unit: workload.Bytes, Doc: "bytes the device read during the scan"},
+		{Name: "reads", Unit: workload.Count, Doc: "reads the device completed during the scan"},
+		{Name: "queue_depth", Unit: workload.Count, Doc: "reads in flight on average during the scan (diskstats' weighted time over the scan's)"},
+		{Name: "read_ahead_kb", Unit: workload.Count, Doc: "the device's read-ahead during the scan, KiB"},
+		{Name: "engine_read_ahead_threshold", Unit: workload.Count, Doc: "MariaDB: innodb_read_ahead_threshold during the scan (0: InnoDB's linear read-ahead off)"},
+		{Name: "engine_read_ahead_pages", Unit: workload.Count, Doc: "MariaDB: pages InnoDB's read-ahead read (Innodb_buffer_pool_read_ahead), the seed's read-ahead pages"},
+		{Name: "pages_read", Unit: workload.Count, Doc: "the table's pages the server read from outside its cache during the scan"},
+		{Name: "table_bytes", Unit: workload.Bytes, Doc: "the table's size: its pages on disk"},
+		{Name: "resident_before", Unit: workload.Count, Better: workload.Lower, Doc: "pages of the table's files in the operating system's cache when the scan started (0: cold)"},
+		{Name: "device_mb_per_s", Unit: workload.Count, Better: workload.Higher,
 			Doc: "the device's throughput at the scan's read size: a plain sequential read of the table's file by dbrig, as the engine reads it (PostgreSQL: 8 KiB read calls through the OS cache and its read-ahead; InnoDB: 16 KiB direct reads), cold"},
-		{Name: "device_bytes_per_read", Unit: study.Bytes, Doc: "the average size of the device's reads during that plain read"},
+		{Name: "device_bytes_per_read", Unit: workload.Bytes, Doc: "the average size of the device's reads during that plain read"},
 	}
 }
 
-type workload struct {
+type readahead struct {
 	rows        int64
 	readAhead   string
 	deviceSize  int64
@@ -89,10 +87,10 @@ type workload struct {
 	instance    string
 }
 
-var _ study.Workload = (*workload)(nil)
+var _ workload.Workload = (*readahead)(nil)
 
-func newWorkload(p study.Params) (study.Workload, error) {
-	w := &workload{rows: p.Int("rows"), readAhead: p.String("read_ahead"), deviceSize: p.Int("device_size"),
+func newWorkload(p workload.Params) (workload.Workload, error) {
+	w := &readahead{rows: p.Int("rows"), readAhead: p.String("read_ahead"), deviceSize: p.Int("device_size"),
 		calibration: p.Int("calibration_bytes"), instance: p.String("instance")}
 	return w, nil
 }
@@ -139,7 +137,7 @@ var bytesPerRow = map[string]int64{"postgres": 8192, "mariadb": 16384 / 3}
 // (PostgreSQL: a tablespace; MariaDB: DATA DIRECTORY) and fills the table.
 // Where dbrig may not make loop devices or restart the server, the point
 // is skipped with the reason.
-func (w *workload) Prepare(ctx context.Context, env *study.Env) error {
+func (w *readahead) Prepare(ctx context.Context, env *workload.Env) error {
 	inst := env.Instance(w.instance)
 	if inst == nil {
 		return fmt.Errorf("no instance %q", w.instance)
@@ -235,8 +233,8 @@ func coldPossible(inst engine.Instance) error {
 // operating system's cache (checked), the scan timed with the device's
 // counters read around it; then a plain read of the same file at the same
 // read size measures what the device gives.
-func (w *workload) Run(ctx context.Context, env *study.Env) (study.Measurement, error) {
-	m := study.Measurement{Metrics: map[string]float64{}}
+func (w *readahead) Run(ctx context.Context, env *workload.Env) (workload.Measurement, error) {
+	m := workload.Measurement{Metrics: map[string]float64{}}
 	if env.Instance == nil {
 		return m, errors.New("the read-ahead workload restarts the server and reads its files: it runs in dbrig's own process (give its client no gomaxprocs or cpus)")
 	}

@@ -15,34 +15,34 @@ import (
 	"github.com/dbrig/dbrig/internal/engine/mariadb/mariatest"
 	"github.com/dbrig/dbrig/internal/engine/postgres"
 	"github.com/dbrig/dbrig/internal/engine/postgres/pgtest"
-	"github.com/dbrig/dbrig/internal/study"
 	"github.com/dbrig/dbrig/internal/topology"
+	"github.com/dbrig/dbrig/internal/workload"
 )
 
 // envFor is what the runner gives a workload, with Cleanup collecting what
 // the runner would run after the servers stop.
-func envFor(inst engine.Instance, db string, cleanups *[]func(context.Context) error) *study.Env {
-	return &study.Env{
+func envFor(inst engine.Instance, db string, cleanups *[]func(context.Context) error) *workload.Env {
+	return &workload.Env{
 		Database:   db,
 		ClientSite: "client",
 		Log:        slog.New(slog.DiscardHandler),
 		Instance:   func(string) engine.Instance { return inst },
-		Conn: func(from, instance, db string) (study.Endpoint, error) {
+		Conn: func(from, instance, db string) (workload.Endpoint, error) {
 			c, _ := inst.UnixLogin(db)
-			return study.Endpoint{Conn: c, Transport: "unix"}, nil
+			return workload.Endpoint{Conn: c, Transport: "unix"}, nil
 		},
 		Cleanup: func(f func(context.Context) error) { *cleanups = append(*cleanups, f) },
 	}
 }
 
-func newTestWorkload(t *testing.T, rows int64, readAhead string) *workload {
+func newTestWorkload(t *testing.T, rows int64, readAhead string) *readahead {
 	t.Helper()
-	w, err := newWorkload(study.Params{"rows": rows, "read_ahead": readAhead, "device_size": int64(0),
+	w, err := newWorkload(workload.Params{"rows": rows, "read_ahead": readAhead, "device_size": int64(0),
 		"calibration_bytes": int64(8 << 20), "instance": "db"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return w.(*workload)
+	return w.(*readahead)
 }
 
 // loopsUnder lists the loop directories under the temporary directory.
@@ -103,7 +103,7 @@ func TestColdScanOnEachEngine(t *testing.T) {
 			if len(cleanups) != 1 || len(loopsUnder(t)) != len(before)+1 {
 				t.Fatalf("Prepare made %d loop directories and registered %d cleanups", len(loopsUnder(t))-len(before), len(cleanups))
 			}
-			got := map[string]study.Measurement{}
+			got := map[string]workload.Measurement{}
 			for _, ra := range []string{Default, Minimal} {
 				m, err := newTestWorkload(t, rows, ra).Run(ctx, env)
 				if err != nil {

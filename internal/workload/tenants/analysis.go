@@ -7,6 +7,7 @@ import (
 	"sort"
 
 	"github.com/dbrig/dbrig/internal/study"
+	"github.com/dbrig/dbrig/internal/workload"
 )
 
 // The consolidation study names each of its comparisons with the sweep
@@ -46,7 +47,7 @@ type point struct {
 	modeled bool
 }
 
-func (p point) last() study.Result { return p.s.Results[len(p.s.Results)-1] }
+func (p point) last() workload.Result { return p.s.Results[len(p.s.Results)-1] }
 
 func (p point) mean(metric string) float64 { return p.s.Mean(metric) }
 
@@ -159,7 +160,7 @@ func analyze(rd *study.RunData) *analysis {
 		if _, ok := s.Values[experimentVar]; !ok {
 			p.exp = ""
 		}
-		var before []study.Result
+		var before []workload.Result
 		for _, r := range rd.Results {
 			if order[r.Key] < order[last.Key] {
 				before = append(before, r)

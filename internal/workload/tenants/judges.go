@@ -35,7 +35,7 @@ const (
 
 type judgeFunc func(a *analysis, engine string, p study.Published) report.Finding
 
-// Judges decide the seed's findings by the ids of studies/consolidation.toml.
+// Judges decide the seed's findings by the ids of studies/consolidation/consolidation.toml.
 // A run on both engines is judged on each: the finding shows both and is
 // reproduced only when both reproduce it.
 func Judges() map[string]study.Judge {

@@ -8,6 +8,7 @@ import (
 	"github.com/dbrig/dbrig/internal/engine"
 	"github.com/dbrig/dbrig/internal/report"
 	"github.com/dbrig/dbrig/internal/study"
+	"github.com/dbrig/dbrig/internal/workload"
 )
 
 // hand is one hand-made point: its experiment, its metrics and what its
@@ -51,10 +52,10 @@ func toFloat(v any) float64 {
 }
 
 func runOf(points ...hand) *study.RunData {
-	var results []study.Result
+	var results []workload.Result
 	for i, h := range points {
 		combo := fmt.Sprintf("experiment=%s n=%d", h.exp, i)
-		results = append(results, study.Result{Key: combo + " #1", Combo: combo, Run: 1,
+		results = append(results, workload.Result{Key: combo + " #1", Combo: combo, Run: 1,
 			Values:    map[string]any{"experiment": h.exp, "n": int64(i)},
 			Instances: []engine.InstanceConfig{{Name: "db-1", Engine: h.engine, Memory: h.memory}},
 			Metrics:   h.metrics})

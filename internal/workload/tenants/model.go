@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/dbrig/dbrig/internal/study"
+	"github.com/dbrig/dbrig/internal/workload"
 )
 
 // The model is the closed loop's: N connections, each thinking Z between
@@ -44,7 +44,7 @@ func (m closedLoop) resource() string {
 }
 
 // loopOf is the model of a result, with R0 from the results before it.
-func loopOf(r study.Result, all []study.Result) (closedLoop, bool) {
+func loopOf(r workload.Result, all []workload.Result) (closedLoop, bool) {
 	n := r.Metrics["databases"]
 	// The think time as the client kept it: its timers wake late on a
 	// busy host, and that lateness is part of each connection's cycle.
@@ -76,7 +76,7 @@ func loopOf(r study.Result, all []study.Result) (closedLoop, bool) {
 	return m, true
 }
 
-func engineOf(r study.Result) string {
+func engineOf(r workload.Result) string {
 	if len(r.Instances) > 0 {
 		return r.Instances[0].Engine
 	}
@@ -84,12 +84,12 @@ func engineOf(r study.Result) string {
 }
 
 // Model predicts a point's TPM from the closed loop and the CPU's ceiling.
-func Model(r study.Result, all []study.Result) study.Prediction {
+func Model(r workload.Result, all []workload.Result) workload.Prediction {
 	m, ok := loopOf(r, all)
 	if !ok {
-		return study.Prediction{}
+		return workload.Prediction{}
 	}
-	p := study.Prediction{Metrics: map[string]float64{"tpm": m.tpm, "tpm_per_db": m.tpm / m.n}}
+	p := workload.Prediction{Metrics: map[string]float64{"tpm": m.tpm, "tpm_per_db": m.tpm / m.n}}
 	p.Formula = fmt.Sprintf("closed loop: TPM = N × 60 / (R0 + Z) = %.0f × 60 / (%s + %s) = %.0f", m.n, ms(m.r0), ms(m.z), m.thinkTPM)
 	if !math.IsNaN(m.cpuTPM) {
 		p.Formula += fmt.Sprintf(" until the CPU saturates at 60 × C / D = 60 × %.2f CPUs / %s = %.0f", m.c, ms(m.d), m.cpuTPM)

@@ -6,11 +6,11 @@ import (
 	"testing"
 
 	"github.com/dbrig/dbrig/internal/engine"
-	"github.com/dbrig/dbrig/internal/study"
+	"github.com/dbrig/dbrig/internal/workload"
 )
 
-func result(metrics map[string]float64) study.Result {
-	return study.Result{Metrics: metrics, Instances: []engine.InstanceConfig{{Name: "db-1", Engine: "postgres"}}}
+func result(metrics map[string]float64) workload.Result {
+	return workload.Result{Metrics: metrics, Instances: []engine.InstanceConfig{{Name: "db-1", Engine: "postgres"}}}
 }
 
 func TestModelIsTheClosedLoopUntilTheCPUSaturates(t *testing.T) {
@@ -18,8 +18,8 @@ func TestModelIsTheClosedLoopUntilTheCPUSaturates(t *testing.T) {
 	heavy := result(map[string]float64{"databases": 100, "think_ms": 18, "response_ms": 30, "cpu_ms_per_tx": 1.2, "host_cpus": 2, "other_cpus": 0.5})
 	for _, tc := range []struct {
 		name     string
-		r        study.Result
-		all      []study.Result
+		r        workload.Result
+		all      []workload.Result
 		tpm      float64
 		resource string
 	}{
@@ -28,7 +28,7 @@ func TestModelIsTheClosedLoopUntilTheCPUSaturates(t *testing.T) {
 		// R0 = 2 ms from the light point: 100 × 60 / 20 ms = 300,000; the
 		// 2 CPUs allow 60 × 2 / 1.2 ms = 100,000 (other processes' load
 		// is not the model's).
-		{"heavy", heavy, []study.Result{light}, 100000, "the CPU is the resource that limits"},
+		{"heavy", heavy, []workload.Result{light}, 100000, "the CPU is the resource that limits"},
 	} {
 		p := Model(tc.r, tc.all)
 		if math.Abs(p.Metrics["tpm"]-tc.tpm) > 1 || math.Abs(p.Metrics["tpm_per_db"]-tc.tpm/tc.r.Metrics["databases"]) > 0.01 {
@@ -42,7 +42,7 @@ func TestModelIsTheClosedLoopUntilTheCPUSaturates(t *testing.T) {
 	maria := light
 	maria.Instances = []engine.InstanceConfig{{Engine: "mariadb"}}
 	maria.Metrics = map[string]float64{"databases": 10, "think_ms": 18, "response_ms": 0.1}
-	if p := Model(heavy, []study.Result{maria}); math.Abs(p.Metrics["tpm"]-100000) > 1 {
+	if p := Model(heavy, []workload.Result{maria}); math.Abs(p.Metrics["tpm"]-100000) > 1 {
 		t.Errorf("with a MariaDB point before it: %v", p.Metrics)
 	}
 	// Without the CPU's figures (a target) the loop alone.

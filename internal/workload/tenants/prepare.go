@@ -14,7 +14,7 @@ import (
 	"github.com/dbrig/dbrig/internal/engine"
 	"github.com/dbrig/dbrig/internal/engine/mariadb"
 	"github.com/dbrig/dbrig/internal/engine/postgres"
-	"github.com/dbrig/dbrig/internal/study"
+	"github.com/dbrig/dbrig/internal/workload"
 )
 
 // tenantName is the j-th database (1-based) of the workload's database db.
@@ -38,7 +38,7 @@ func share(total, n, i int) int {
 // its own session, several at once. Databases that already hold the same
 // ledger are kept, so a sweep of the database count adds or drops only the
 // difference.
-func (w *workload) Prepare(ctx context.Context, env *study.Env) error {
+func (w *tenants) Prepare(ctx context.Context, env *workload.Env) error {
 	members, err := w.members(env)
 	if err != nil {
 		return err
@@ -192,7 +192,7 @@ type pgBuilder struct {
 	inst engine.Instance
 	db   string
 	sig  string
-	w    *workload
+	w    *tenants
 }
 
 func (b *pgBuilder) connect(ctx context.Context, db string) (*pgx.Conn, error) {
@@ -341,7 +341,7 @@ type mariaBuilder struct {
 	inst engine.Instance
 	db   string
 	sig  string
-	w    *workload
+	w    *tenants
 }
 
 func (b *mariaBuilder) open(ctx context.Context, db string) (*sql.DB, error) {

@@ -17,7 +17,7 @@ import (
 	"github.com/dbrig/dbrig/internal/load"
 	"github.com/dbrig/dbrig/internal/measure"
 	"github.com/dbrig/dbrig/internal/procstat"
-	"github.com/dbrig/dbrig/internal/study"
+	"github.com/dbrig/dbrig/internal/workload"
 )
 
 // member is one instance of the set during a run.
@@ -43,10 +43,10 @@ type snapshot struct {
 	err     error
 }
 
-func (w *workload) run(ctx context.Context, env *study.Env) (study.Measurement, error) {
+func (w *tenants) run(ctx context.Context, env *workload.Env) (workload.Measurement, error) {
 	names, err := w.members(env)
 	if err != nil {
-		return study.Measurement{}, err
+		return workload.Measurement{}, err
 	}
 	var members []*member
 	var tenants []tenant
@@ -70,7 +70,7 @@ func (w *workload) run(ctx context.Context, env *study.Env) (study.Measurement, 
 			db := tenantName(env.Database, j)
 			ep, err := env.Conn(env.ClientSite, name, db)
 			if err != nil {
-				return study.Measurement{}, err
+				return workload.Measurement{}, err
 			}
 			tenants = append(tenants, tenant{instance: name, db: db, conn: ep.Conn, local: m.local()})
 		}
@@ -78,10 +78,10 @@ func (w *workload) run(ctx context.Context, env *study.Env) (study.Measurement, 
 		// path (the client's link, when there is one).
 		ep, err := env.Conn(env.ClientSite, name, tenantName(env.Database, 1))
 		if err != nil {
-			return study.Measurement{}, err
+			return workload.Measurement{}, err
 		}
 		if m.stats, err = openStats(ctx, ep.Conn); err != nil {
-			return study.Measurement{}, fmt.Errorf("instance %q: %w", name, err)
+			return workload.Measurement{}, fmt.Errorf("instance %q: %w", name, err)
 		}
 	}
 
@@ -98,7 +98,7 @@ func (w *workload) run(ctx context.Context, env *study.Env) (study.Measurement, 
 	}
 	runner, err := load.NewRunner(cfg, lw)
 	if err != nil {
-		return study.Measurement{}, err
+		return workload.Measurement{}, err
 	}
 
 	// The sampler takes a snapshot when the warm-up ends and one shortly
@@ -137,7 +137,7 @@ func (w *workload) run(ctx context.Context, env *study.Env) (study.Measurement, 
 	stopSampler()
 	sampling.Wait()
 	if runErr != nil {
-		return study.Measurement{}, runErr
+		return workload.Measurement{}, runErr
 	}
 	m := w.measurement(env, res, lw, members, samples, memories)
 	for _, mb := range members {
@@ -219,51 +219,51 @@ func readInstanceMemory(members []*member) []instanceMemory {
 }
 
 // Metrics are what a point measures.
-var Metrics = []study.MetricSpec{
-	{Name: "tpm", Unit: study.PerMinute, Better: study.Higher, Headline: true, Doc: "transactions per minute over every database: the seed's TPM"},
-	{Name: "tpm_per_db", Unit: study.PerMinute, Better: study.Higher, Headline: true, Doc: "transactions per minute of one database, on average"},
-	{Name: "response_ms", Unit: study.Milliseconds, Better: study.Lower, Headline: true, Doc: "a transaction's mean response time (the distributions are in \"response\")"},
-	{Name: "tpm_db_min", Unit: study.PerMinute, Better: study.Higher, Doc: "the least busy database's TPM"},
-	{Name: "tpm_db_max", Unit: study.PerMinute, Doc: "the busiest database's TPM"},
-	{Name: "tpm_noise_pct", Unit: study.Percent, Better: study.Lower, Doc: "95 % confidence half-width of the TPM from its 5-second batches, in % of the TPM: the point's own noise"},
-	{Name: "errors", Unit: study.Count, Better: study.Lower, Doc: "failed transactions in the measured interval"},
-	{Name: "databases", Unit: study.Count, Doc: "tenant databases (and connections) in all"},
-	{Name: "instances", Unit: study.Count, Doc: "instances holding them"},
-	{Name: "databases_per_instance", Unit: study.Count, Doc: "databases per instance"},
-	{Name: "functions", Unit: study.Count, Doc: "server-side functions per database"},
-	{Name: "think_ms", Unit: study.Milliseconds, Doc: "think time"},
-	{Name: "think_lag_ms", Unit: study.Milliseconds, Doc: "how late the client's timers ended each think time, on average (a busy host wakes them late): part of each connection's cycle"},
-	{Name: "primed_share", Unit: study.Percent, Doc: "connections that had called every function before the measured interval"},
-	{Name: "cpu_ms_per_tx", Unit: study.Milliseconds, Better: study.Lower, Doc: "CPU time of the servers and of dbrig's client per transaction: the demand on the CPUs"},
-	{Name: "server_cpus", Unit: study.Count, Doc: "CPUs' worth of work the servers did"},
-	{Name: "client_cpus", Unit: study.Count, Doc: "CPUs' worth of work dbrig (the client) did"},
-	{Name: "other_cpus", Unit: study.Count, Better: study.Lower, Doc: "CPUs' worth of work other processes on the host did meanwhile"},
-	{Name: "host_cpus", Unit: study.Count, Doc: "CPUs online on the host"},
-	{Name: "server_cpu_set", Unit: study.Count, Doc: "CPUs each server may run on (its affinity), on average"},
-	{Name: "backend_private_bytes", Unit: study.Bytes, Doc: "a backend process's private memory (RssAnon), on average (PostgreSQL, dbrig's own servers)"},
-	{Name: "backend_context_bytes", Unit: study.Bytes, Doc: "a connection's memory as the server counts it (PostgreSQL: its memory contexts; MariaDB: MEMORY_USED), on average"},
-	{Name: "plan_cache_bytes", Unit: study.Bytes, Doc: "a backend's compiled functions and their plans (PostgreSQL's PL/pgSQL function, CachedPlan* and SPI Plan contexts), on average"},
-	{Name: "instance_memory_bytes", Unit: study.Bytes, Doc: "an instance's memory: the PSS of all its processes (shared buffers counted once), on average"},
-	{Name: "instance_private_bytes", Unit: study.Bytes, Doc: "an instance's private memory: its processes' RssAnon summed, on average"},
-	{Name: "instance_cgroup_bytes", Unit: study.Bytes, Doc: "a capped instance's memory as its cgroup counts it (page cache included), on average"},
-	{Name: "server_processes", Unit: study.Count, Doc: "processes of an instance, on average"},
-	{Name: "disk_read_kb_per_tx", Unit: study.Count, Better: study.Lower, Doc: "kB the servers read from storage (not the page cache) per transaction"},
-	{Name: "disk_write_kb_per_tx", Unit: study.Count, Doc: "kB the servers wrote to storage per transaction"},
-	{Name: "log_syncs_per_tx", Unit: study.Count, Doc: "log flushes to disk per transaction (PostgreSQL pg_stat_wal.wal_sync; MariaDB: Innodb_data_fsyncs, every InnoDB fsync, its redo log's included)"},
-	{Name: "buffer_hit_pct", Unit: study.Percent, Better: study.Higher, Doc: "reads served by the server's own buffers (shared_buffers, the buffer pool) rather than the OS"},
-	{Name: "table_cache_misses_per_tx", Unit: study.Count, Better: study.Lower, Doc: "MariaDB: table definitions opened anew per transaction (its shared caches thrashing)"},
-	{Name: "buffer_bytes", Unit: study.Bytes, Doc: "shared_buffers or innodb_buffer_pool_size, read back from the server"},
-	{Name: "log_for_pitr", Unit: study.Count, Doc: "1 when the log keeps what point-in-time recovery needs (wal_level replica or logical; MariaDB's binary log on)"},
-	{Name: "commit_waits_flush", Unit: study.Count, Doc: "1 when a commit waits for its log to reach disk (synchronous_commit on; innodb_flush_log_at_trx_commit = 1)"},
-	{Name: "wal_apart", Unit: study.Count, Doc: "1 when the WAL (redo log) lives in a directory of its own"},
-	{Name: "wal_same_device", Unit: study.Count, Doc: "1 when that directory is on the data's device"},
-	{Name: "wal_tmpfs", Unit: study.Count, Doc: "1 when the WAL is on tmpfs: memory, not a disk"},
-	{Name: "database_bytes", Unit: study.Bytes, Doc: "one tenant database's size on disk at the end, on average"},
+var Metrics = []workload.MetricSpec{
+	{Name: "tpm", Unit: workload.PerMinute, Better: workload.Higher, Headline: true, Doc: "transactions per minute over every database: the seed's TPM"},
+	{Name: "tpm_per_db", Unit: workload.PerMinute, Better: workload.Higher, Headline: true, Doc: "transactions per minute of one database, on average"},
+	{Name: "response_ms", Unit: workload.Milliseconds, Better: workload.Lower, Headline: true, Doc: "a transaction's mean response time (the distributions are in \"response\")"},
+	{Name: "tpm_db_min", Unit: workload.PerMinute, Better: workload.Higher, Doc: "the least busy database's TPM"},
+	{Name: "tpm_db_max", Unit: workload.PerMinute, Doc: "the busiest database's TPM"},
+	{Name: "tpm_noise_pct", Unit: workload.Percent, Better: workload.Lower, Doc: "95 % confidence half-width of the TPM from its 5-second batches, in % of the TPM: the point's own noise"},
+	{Name: "errors", Unit: workload.Count, Better: workload.Lower, Doc: "failed transactions in the measured interval"},
+	{Name: "databases", Unit: workload.Count, Doc: "tenant databases (and connections) in all"},
+	{Name: "instances", Unit: workload.Count, Doc: "instances holding them"},
+	{Name: "databases_per_instance", Unit: workload.Count, Doc: "databases per instance"},
+	{Name: "functions", Unit: workload.Count, Doc: "server-side functions per database"},
+	{Name: "think_ms", Unit: workload.Milliseconds, Doc: "think time"},
+	{Name: "think_lag_ms", Unit: workload.Milliseconds, Doc: "how late the client's timers ended each think time, on average (a busy host wakes them late): part of each connection's cycle"},
+	{Name: "primed_share", Unit: workload.Percent, Doc: "connections that had called every function before the measured interval"},
+	{Name: "cpu_ms_per_tx", Unit: workload.Milliseconds, Better: workload.Lower, Doc: "CPU time of the servers and of dbrig's client per transaction: the demand on the CPUs"},
+	{Name: "server_cpus", Unit: workload.Count, Doc: "CPUs' worth of work the servers did"},
+	{Name: "client_cpus", Unit: workload.Count, Doc: "CPUs' worth of work dbrig (the client) did"},
+	{Name: "other_cpus", Unit: workload.Count, Better: workload.Lower, Doc: "CPUs' worth of work other processes on the host did meanwhile"},
+	{Name: "host_cpus", Unit: workload.Count, Doc: "CPUs online on the host"},
+	{Name: "server_cpu_set", Unit: workload.Count, Doc: "CPUs each server may run on (its affinity), on average"},
+	{Name: "backend_private_bytes", Unit: workload.Bytes, Doc: "a backend process's private memory (RssAnon), on average (PostgreSQL, dbrig's own servers)"},
+	{Name: "backend_context_bytes", Unit: workload.Bytes, Doc: "a connection's memory as the server counts it (PostgreSQL: its memory contexts; MariaDB: MEMORY_USED), on average"},
+	{Name: "plan_cache_bytes", Unit: workload.Bytes, Doc: "a backend's compiled functions and their plans (PostgreSQL's PL/pgSQL function, CachedPlan* and SPI Plan contexts), on average"},
+	{Name: "instance_memory_bytes", Unit: workload.Bytes, Doc: "an instance's memory: the PSS of all its processes (shared buffers counted once), on average"},
+	{Name: "instance_private_bytes", Unit: workload.Bytes, Doc: "an instance's private memory: its processes' RssAnon summed, on average"},
+	{Name: "instance_cgroup_bytes", Unit: workload.Bytes, Doc: "a capped instance's memory as its cgroup counts it (page cache included), on average"},
+	{Name: "server_processes", Unit: workload.Count, Doc: "processes of an instance, on average"},
+	{Name: "disk_read_kb_per_tx", Unit: workload.Count, Better: workload.Lower, Doc: "kB the servers read from storage (not the page cache) per transaction"},
+	{Name: "disk_write_kb_per_tx", Unit: workload.Count, Doc: "kB the servers wrote to storage per transaction"},
+	{Name: "log_syncs_per_tx", Unit: workload.Count, Doc: "log flushes to disk per transaction (PostgreSQL pg_stat_wal.wal_sync; MariaDB: Innodb_data_fsyncs, every InnoDB fsync, its redo log's included)"},
+	{Name: "buffer_hit_pct", Unit: workload.Percent, Better: workload.Higher, Doc: "reads served by the server's own buffers (shared_buffers, the buffer pool) rather than the OS"},
+	{Name: "table_cache_misses_per_tx", Unit: workload.Count, Better: workload.Lower, Doc: "MariaDB: table definitions opened anew per transaction (its shared caches thrashing)"},
+	{Name: "buffer_bytes", Unit: workload.Bytes, Doc: "shared_buffers or innodb_buffer_pool_size, read back from the server"},
+	{Name: "log_for_pitr", Unit: workload.Count, Doc: "1 when the log keeps what point-in-time recovery needs (wal_level replica or logical; MariaDB's binary log on)"},
+	{Name: "commit_waits_flush", Unit: workload.Count, Doc: "1 when a commit waits for its log to reach disk (synchronous_commit on; innodb_flush_log_at_trx_commit = 1)"},
+	{Name: "wal_apart", Unit: workload.Count, Doc: "1 when the WAL (redo log) lives in a directory of its own"},
+	{Name: "wal_same_device", Unit: workload.Count, Doc: "1 when that directory is on the data's device"},
+	{Name: "wal_tmpfs", Unit: workload.Count, Doc: "1 when the WAL is on tmpfs: memory, not a disk"},
+	{Name: "database_bytes", Unit: workload.Bytes, Doc: "one tenant database's size on disk at the end, on average"},
 }
 
-func (w *workload) measurement(env *study.Env, res *load.Result, lw *tenantLoad, members []*member, s [2]snapshot, mems []instanceMemory) study.Measurement {
+func (w *tenants) measurement(env *workload.Env, res *load.Result, lw *tenantLoad, members []*member, s [2]snapshot, mems []instanceMemory) workload.Measurement {
 	mm := map[string]float64{}
-	m := study.Measurement{Metrics: mm, Series: map[string][]float64{}, SeriesInterval: 1, Histograms: map[string]*measure.Histogram{}}
+	m := workload.Measurement{Metrics: mm, Series: map[string][]float64{}, SeriesInterval: 1, Histograms: map[string]*measure.Histogram{}}
 	n := len(lw.tenants)
 	mm["tpm"] = res.Overall.TPS * 60
 	mm["tpm_per_db"] = mm["tpm"] / float64(n)
@@ -446,7 +446,7 @@ func tQuantile975(df int) float64 {
 
 // placement says where each local instance's WAL is: in a directory of its
 // own, on the data's device, on tmpfs.
-func (w *workload) placement(members []*member, m *study.Measurement) {
+func (w *tenants) placement(members []*member, m *workload.Measurement) {
 	type dirs interface {
 		DataDir() string
 		WALDir() string
@@ -491,7 +491,7 @@ func boolMetric(b bool) float64 {
 
 // readSettings reads back what the judges need from the first instance:
 // the buffer size and the durability settings.
-func (w *workload) readSettings(ctx context.Context, members []*member, m *study.Measurement) error {
+func (w *tenants) readSettings(ctx context.Context, members []*member, m *workload.Measurement) error {
 	var errs []string
 	var sizes []float64
 	for _, mb := range members {

@@ -6,7 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/dbrig/dbrig/internal/study"
+	"github.com/dbrig/dbrig/internal/workload"
 )
 
 // DefaultThink is the seed's think time between one connection's
@@ -14,35 +14,35 @@ import (
 const DefaultThink = 18 * time.Millisecond
 
 // Kind registers the workload.
-func Kind() study.Kind {
+func Kind() workload.Kind {
 	var prepared atomic.Int64
-	return study.Kind{
+	return workload.Kind{
 		Name: "tenants",
 		Doc:  "many small databases per instance, one connection each, server-side functions (seed 003)",
-		Params: []study.ParamSpec{
-			{Name: "databases", Kind: study.IntParam,
+		Params: []workload.ParamSpec{
+			{Name: "databases", Kind: workload.IntParam,
 				Doc: "tenant databases in all, spread evenly over the instances of the set (each with one connection)",
 				Max: 9999, Why: "a tenant database's name carries 4 digits, and each holds a connection through the run"},
-			{Name: "functions", Kind: study.IntParam, Default: int64(200),
+			{Name: "functions", Kind: workload.IntParam, Default: int64(200),
 				Doc: "server-side functions (PostgreSQL) or stored procedures (MariaDB) per database, at least 6; the transactions call them",
 				Min: int64(len(families)), MinWhy: "one for each kind of transaction",
 				Max: 9999, Why: "made in every database: fifty times the seed's 200"},
-			{Name: "size", Kind: study.SizeParam, Default: int64(30_000_000),
+			{Name: "size", Kind: workload.SizeParam, Default: int64(30_000_000),
 				Doc: "seeded ledger data per database (tables and indexes; the seed's databases were 30 MB)",
 				Max: 10 << 30, Why: "in every database: 10 GiB is over 300 times the seed's 30 MB"},
-			{Name: "think", Kind: study.DurationParam, Default: DefaultThink.String(),
+			{Name: "think", Kind: workload.DurationParam, Default: DefaultThink.String(),
 				Doc:         "each connection's pause after a transaction (the seed's 18 ms)",
-				MaxDuration: study.MaxDuration, Why: study.DurationWhy},
-			{Name: "warm_up", Kind: study.DurationParam, Default: "10s", Doc: "run, then left out of the results",
-				MaxDuration: study.MaxDuration, Why: study.DurationWhy},
-			{Name: "duration", Kind: study.DurationParam, Default: "60s", Doc: "the measured interval",
-				MaxDuration: study.MaxDuration, Why: study.DurationWhy, Check: study.PositiveDuration},
-			{Name: "set", Kind: study.StringParam, Default: "db",
+				MaxDuration: workload.MaxDuration, Why: workload.DurationWhy},
+			{Name: "warm_up", Kind: workload.DurationParam, Default: "10s", Doc: "run, then left out of the results",
+				MaxDuration: workload.MaxDuration, Why: workload.DurationWhy},
+			{Name: "duration", Kind: workload.DurationParam, Default: "60s", Doc: "the measured interval",
+				MaxDuration: workload.MaxDuration, Why: workload.DurationWhy, Check: workload.PositiveDuration},
+			{Name: "set", Kind: workload.StringParam, Default: "db",
 				Doc: "the [[instance]] whose instances hold the databases (every member of a set made with count)"},
-			{Name: "parallel", Kind: study.IntParam, Default: int64(4),
+			{Name: "parallel", Kind: workload.IntParam, Default: int64(4),
 				Doc: "databases created at once while preparing",
 				Max: 256, Why: "each is a session of its own: beyond the server's CPUs more only queue"},
-			{Name: "prime", Kind: study.BoolParam, Default: true,
+			{Name: "prime", Kind: workload.BoolParam, Default: true,
 				Doc: "each connection calls every function once before the clock starts, so every backend holds every plan, as after hours of service"},
 		},
 		New: newWorkload,
@@ -51,19 +51,17 @@ func Kind() study.Kind {
 		// share of the databases of the larger set, which no key made of
 		// the parameters would tell. When every instance holds its share
 		// already, Prepare costs one query per instance.
-		PrepareKey: func(p study.Params) string { return fmt.Sprintf("%s #%d", prepareKey(p), prepared.Add(1)) },
+		PrepareKey: func(p workload.Params) string { return fmt.Sprintf("%s #%d", prepareKey(p), prepared.Add(1)) },
 		Metrics:    Metrics,
 		Model:      Model,
-		Judges:     Judges(),
-		Report:     Report,
 	}
 }
 
-func prepareKey(p study.Params) string {
+func prepareKey(p workload.Params) string {
 	return fmt.Sprintf("tenants-v1 databases=%d functions=%d size=%d set=%s", p.Int("databases"), p.Int("functions"), p.Int("size"), p.String("set"))
 }
 
-type workload struct {
+type tenants struct {
 	databases int
 	functions int
 	size      int64
@@ -75,10 +73,10 @@ type workload struct {
 	prime     bool
 }
 
-var _ study.Workload = (*workload)(nil)
+var _ workload.Workload = (*tenants)(nil)
 
-func newWorkload(p study.Params) (study.Workload, error) {
-	w := &workload{
+func newWorkload(p workload.Params) (workload.Workload, error) {
+	w := &tenants{
 		databases: int(p.Int("databases")),
 		functions: int(p.Int("functions")),
 		size:      p.Int("size"),
@@ -93,7 +91,7 @@ func newWorkload(p study.Params) (study.Workload, error) {
 }
 
 // members are the instances of the set that hold the databases.
-func (w *workload) members(env *study.Env) ([]string, error) {
+func (w *tenants) members(env *workload.Env) ([]string, error) {
 	var names []string
 	if env.Set != nil {
 		names = env.Set(w.set)
@@ -110,6 +108,6 @@ func (w *workload) members(env *study.Env) ([]string, error) {
 // Run measures one point: a connection per database, each calling the
 // database's functions with think time between, for the warm-up and the
 // measured interval; see run.go.
-func (w *workload) Run(ctx context.Context, env *study.Env) (study.Measurement, error) {
+func (w *tenants) Run(ctx context.Context, env *workload.Env) (workload.Measurement, error) {
 	return w.run(ctx, env)
 }

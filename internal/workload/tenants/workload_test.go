@@ -10,33 +10,33 @@ import (
 	"github.com/dbrig/dbrig/internal/engine"
 	"github.com/dbrig/dbrig/internal/engine/mariadb/mariatest"
 	"github.com/dbrig/dbrig/internal/engine/postgres/pgtest"
-	"github.com/dbrig/dbrig/internal/study"
+	"github.com/dbrig/dbrig/internal/workload"
 )
 
 // envFor is what the runner gives the workload: a set of instances, each
 // reached through its unix socket.
-func envFor(db string, insts ...engine.Instance) *study.Env {
+func envFor(db string, insts ...engine.Instance) *workload.Env {
 	by := map[string]engine.Instance{}
 	var names []string
 	for _, in := range insts {
 		by[in.Name()] = in
 		names = append(names, in.Name())
 	}
-	return &study.Env{
+	return &workload.Env{
 		Database:   db,
 		ClientSite: "client",
 		Log:        slog.New(slog.DiscardHandler),
 		Instance:   func(name string) engine.Instance { return by[name] },
 		Set:        func(string) []string { return names },
-		Conn: func(from, instance, db string) (study.Endpoint, error) {
+		Conn: func(from, instance, db string) (workload.Endpoint, error) {
 			c, _ := by[instance].UnixLogin(db)
-			return study.Endpoint{Conn: c, Transport: "unix"}, nil
+			return workload.Endpoint{Conn: c, Transport: "unix"}, nil
 		},
 	}
 }
 
-func params(databases int, extra map[string]any) study.Params {
-	p := study.Params{"databases": int64(databases), "functions": int64(12), "size": int64(200_000),
+func params(databases int, extra map[string]any) workload.Params {
+	p := workload.Params{"databases": int64(databases), "functions": int64(12), "size": int64(200_000),
 		"think": "5ms", "warm_up": "1s", "duration": "3s", "set": "db", "parallel": int64(3), "prime": true}
 	for k, v := range extra {
 		p[k] = v
@@ -44,13 +44,13 @@ func params(databases int, extra map[string]any) study.Params {
 	return p
 }
 
-func newTest(t *testing.T, p study.Params) *workload {
+func newTest(t *testing.T, p workload.Params) *tenants {
 	t.Helper()
 	w, err := newWorkload(p)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return w.(*workload)
+	return w.(*tenants)
 }
 
 func ctxFor(t *testing.T, d time.Duration) context.Context {

@@ -9,6 +9,7 @@ import (
 	"strconv"
 
 	"github.com/dbrig/dbrig/internal/study"
+	"github.com/dbrig/dbrig/internal/workload"
 )
 
 // sweep is one degree sweep of a run: the same data and server at every
@@ -20,7 +21,7 @@ type sweep struct {
 	levels  []level // by degree
 	// fit is the result whose stored model saw the most degrees (the last
 	// point of the sweep): the report shows its serial fractions.
-	fit *study.Result
+	fit *workload.Result
 }
 
 // level is one degree of a sweep.

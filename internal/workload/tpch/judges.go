@@ -34,7 +34,7 @@ const (
 	slowerBy = 1.1
 )
 
-func judges() map[string]study.Judge {
+func Judges() map[string]study.Judge {
 	return map[string]study.Judge{
 		"total-speedup":         judgeTotalSpeedup,
 		"queries-scale":         judgeQueriesScale,

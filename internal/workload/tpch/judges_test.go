@@ -12,19 +12,19 @@ import (
 	"github.com/dbrig/dbrig/internal/engine/postgres"
 	"github.com/dbrig/dbrig/internal/report"
 	"github.com/dbrig/dbrig/internal/study"
-	"github.com/dbrig/dbrig/studies"
+	"github.com/dbrig/dbrig/internal/workload"
 )
 
 // theStudy parses the built-in study, whose published figures the judges
 // read.
 func theStudy(t *testing.T) *study.Spec {
 	t.Helper()
-	b, ok := studies.Read("tpch-parallel")
+	b, ok := readStudy("tpch-parallel")
 	if !ok {
 		t.Fatal("no built-in study tpch-parallel")
 	}
-	reg := study.NewRegistry(engine.NewRegistry(postgres.New(""), mariadb.New("")), Kind())
-	spec, err := study.Parse("studies/tpch-parallel.toml", b, reg)
+	reg := study.NewRegistry(engine.NewRegistry(postgres.New(""), mariadb.New("")), []workload.Kind{Kind()}, study.Builtin{Workload: "tpch", Judges: Judges(), Report: Report})
+	spec, err := study.Parse("studies/tpch-parallel/tpch-parallel.toml", b, reg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,14 +48,14 @@ func runData(t *testing.T, cpus float64, levels []handMade) *study.RunData {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var all []study.Result
+	var all []workload.Result
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	for i, l := range levels {
 		combo := fmt.Sprintf("degree=%d", l.degree)
-		r := study.Result{
+		r := workload.Result{
 			Study: spec.Name, Key: combo + " #1", Combo: combo, Run: 1,
 			Values:    map[string]any{"degree": int64(l.degree)},
-			Params:    study.Params{"scale_factor": 0.5, "degree": int64(l.degree), "streams": int64(6), "queries": "all", "instance": "db"},
+			Params:    workload.Params{"scale_factor": 0.5, "degree": int64(l.degree), "streams": int64(6), "queries": "all", "instance": "db"},
 			Instances: []engine.InstanceConfig{{Name: "db", Engine: "postgres", Site: "db"}},
 			Started:   start.Add(time.Duration(i) * time.Minute),
 			Metrics: map[string]float64{
@@ -102,7 +102,7 @@ func judge(t *testing.T, id string, rd *study.RunData) report.Finding {
 	if !ok {
 		t.Fatalf("the study has no finding %q", id)
 	}
-	return judges()[id](rd, p)
+	return Judges()[id](rd, p)
 }
 
 func TestJudges(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/dbrig/dbrig/internal/engine"
 	"github.com/dbrig/dbrig/internal/study"
+	"github.com/dbrig/dbrig/internal/workload"
 )
 
 // The model is Amdahl's law: a query whose serial part is a fraction s of
@@ -57,12 +58,12 @@ func SpeedupAt(s, n float64) float64 { return 1 / (s + (1-s)/n) }
 type point struct {
 	degree int
 	n      float64 // effective processes
-	r      study.Result
+	r      workload.Result
 }
 
 // sweepKey is what the results of one degree sweep share: the workload's
 // parameters but the degree, and the server.
-func sweepKey(r study.Result) string {
+func sweepKey(r workload.Result) string {
 	p := maps.Clone(r.Params)
 	delete(p, "degree")
 	b, _ := json.Marshal(p)
@@ -73,7 +74,7 @@ func sweepKey(r study.Result) string {
 // effectiveProcesses is n of the model for a result: the processes that may
 // work on a query, at most the server's CPUs when dbrig knows them (its own
 // instance: the CPUs it is pinned to, else the host's).
-func effectiveProcesses(r study.Result) float64 {
+func effectiveProcesses(r workload.Result) float64 {
 	n := r.Metrics["processes"]
 	if n == 0 {
 		n = r.Metrics["degree"] + 1
@@ -94,10 +95,10 @@ func effectiveProcesses(r study.Result) float64 {
 }
 
 // sweepOf returns the measured results of r's sweep, r included.
-func sweepOf(r study.Result, all []study.Result) []point {
+func sweepOf(r workload.Result, all []workload.Result) []point {
 	key := sweepKey(r)
 	rs := slices.Clone(all)
-	if !slices.ContainsFunc(all, func(o study.Result) bool { return o.Key == r.Key && o.Started.Equal(r.Started) }) {
+	if !slices.ContainsFunc(all, func(o workload.Result) bool { return o.Key == r.Key && o.Started.Equal(r.Started) }) {
 		rs = append(rs, r)
 	}
 	var out []point
@@ -150,13 +151,13 @@ func fractionName(metric string) string {
 // results so far (this point included) and stores, with each time, the
 // fitted serial fraction, so that the report shows the fit of the last
 // point of a sweep, which saw every degree.
-func Model(r study.Result, all []study.Result) study.Prediction {
+func Model(r workload.Result, all []workload.Result) workload.Prediction {
 	if r.Metrics == nil {
-		return study.Prediction{}
+		return workload.Prediction{}
 	}
 	ps := sweepOf(r, all)
 	n := effectiveProcesses(r)
-	pred := study.Prediction{Metrics: map[string]float64{}}
+	pred := workload.Prediction{Metrics: map[string]float64{}}
 	var distinct []float64
 	for _, p := range ps {
 		if !slices.Contains(distinct, p.n) {
@@ -179,7 +180,7 @@ func Model(r study.Result, all []study.Result) study.Prediction {
 		pred.Metrics[fractionName(m)] = s
 	}
 	if len(pred.Metrics) == 0 {
-		return study.Prediction{}
+		return workload.Prediction{}
 	}
 	slices.Sort(distinct)
 	pred.Metrics["amdahl_points"] = float64(len(distinct))

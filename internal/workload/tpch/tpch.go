@@ -13,6 +13,7 @@ import (
 	"github.com/dbrig/dbrig/internal/engine"
 	"github.com/dbrig/dbrig/internal/study"
 	"github.com/dbrig/dbrig/internal/topology"
+	"github.com/dbrig/dbrig/internal/workload"
 )
 
 // MaxDegree is the largest parallel degree the workload accepts:
@@ -25,52 +26,50 @@ const MaxDegree = 1024
 const MaxScale = 100_000
 
 // Kind registers the workload.
-func Kind() study.Kind {
-	return study.Kind{
+func Kind() workload.Kind {
+	return workload.Kind{
 		Name: "tpch",
 		Doc:  "the 22 TPC-H queries as a power test at a parallel degree (seed 002)",
-		Params: []study.ParamSpec{
-			{Name: "scale_factor", Kind: study.FloatParam, Doc: "TPC-H scale factor (1 = 1 GB of data; fractions such as 0.01 work)",
+		Params: []workload.ParamSpec{
+			{Name: "scale_factor", Kind: workload.FloatParam, Doc: "TPC-H scale factor (1 = 1 GB of data; fractions such as 0.01 work)",
 				MaxFloat: MaxScale, Why: "TPC-H's largest scale factor, 100 TB of data"},
-			{Name: "degree", Kind: study.IntParam, AllowZero: true, Default: int64(0),
+			{Name: "degree", Kind: workload.IntParam, AllowZero: true, Default: int64(0),
 				Doc: "parallel workers per query beside the leader (PostgreSQL's max_parallel_workers_per_gather; 0 = serial, the seed's MAXDOP 1)",
 				Max: MaxDegree, Why: "PostgreSQL's own most for max_parallel_workers_per_gather"},
-			{Name: "streams", Kind: study.IntParam, Default: int64(10),
+			{Name: "streams", Kind: workload.IntParam, Default: int64(10),
 				Doc: "times the stream of queries runs in a point: the first is dropped, then each query's fastest and slowest, and the rest averaged (the seed ran 10)",
 				Max: 1000, Why: "as many as a combination's runs: the seed ran 10"},
-			{Name: "queries", Kind: study.StringParam, Default: "all", Doc: `the queries of the stream: "all", or e.g. "1,3,6" or "1-5,14"`,
+			{Name: "queries", Kind: workload.StringParam, Default: "all", Doc: `the queries of the stream: "all", or e.g. "1,3,6" or "1-5,14"`,
 				Check: func(v any) error { _, err := ParseSelection(fmt.Sprint(v)); return err }},
-			{Name: "instance", Kind: study.InstanceParam, Default: "db", Doc: "the instance that holds the data"},
+			{Name: "instance", Kind: workload.InstanceParam, Default: "db", Doc: "the instance that holds the data"},
 		},
 		New:        newWorkload,
 		PrepareKey: prepareKey,
 		Model:      Model,
-		Report:     Report,
 		Metrics:    metricSpecs(),
-		Judges:     judges(),
 	}
 }
 
-func prepareKey(p study.Params) string {
+func prepareKey(p workload.Params) string {
 	return fmt.Sprintf("tpch-v1 sf=%s queries=%s instance=%s", FormatScale(p.Float("scale_factor")), p.String("queries"), p.String("instance"))
 }
 
-func metricSpecs() []study.MetricSpec {
-	ms := []study.MetricSpec{
-		{Name: "total_s", Unit: study.Seconds, Better: study.Lower, Headline: true,
+func metricSpecs() []workload.MetricSpec {
+	ms := []workload.MetricSpec{
+		{Name: "total_s", Unit: workload.Seconds, Better: workload.Lower, Headline: true,
 			Doc: "the stream's time: the sum of each query's kept mean (the seed's total)"},
-		{Name: "degree", Unit: study.Count, Doc: "max_parallel_workers_per_gather of the point's sessions"},
-		{Name: "processes", Unit: study.Count, Doc: "processes that may work on one query: the workers and the leader when it participates"},
-		{Name: "host_cpus", Unit: study.Count, Doc: "CPUs online on the client's host (the server's, unless it is a target elsewhere)"},
-		{Name: "other_cpus", Unit: study.Count, Better: study.Lower,
+		{Name: "degree", Unit: workload.Count, Doc: "max_parallel_workers_per_gather of the point's sessions"},
+		{Name: "processes", Unit: workload.Count, Doc: "processes that may work on one query: the workers and the leader when it participates"},
+		{Name: "host_cpus", Unit: workload.Count, Doc: "CPUs online on the client's host (the server's, unless it is a target elsewhere)"},
+		{Name: "other_cpus", Unit: workload.Count, Better: workload.Lower,
 			Doc: "CPUs' worth of work other processes did on the host while the streams ran (busy CPU time less the server's and dbrig's own, per second): what a parallel degree could not use"},
-		{Name: "streams_kept", Unit: study.Count, Doc: "streams each query's mean is taken over, after the seed's rule"},
+		{Name: "streams_kept", Unit: workload.Count, Doc: "streams each query's mean is taken over, after the seed's rule"},
 	}
 	for n := 1; n <= NumQueries; n++ {
 		ms = append(ms,
-			study.MetricSpec{Name: metricName(n), Unit: study.Milliseconds, Better: study.Lower,
+			workload.MetricSpec{Name: metricName(n), Unit: workload.Milliseconds, Better: workload.Lower,
 				Doc: fmt.Sprintf("Q%d's time: the mean of its streams after the first stream and its fastest and slowest are dropped", n)},
-			study.MetricSpec{Name: workersName(n), Unit: study.Count,
+			workload.MetricSpec{Name: workersName(n), Unit: workload.Count,
 				Doc: fmt.Sprintf("parallel workers Q%d's plan asks for at this degree (EXPLAIN's Workers Planned)", n)})
 	}
 	return ms
@@ -78,7 +77,7 @@ func metricSpecs() []study.MetricSpec {
 
 func workersName(n int) string { return fmt.Sprintf("q%02d_workers", n) }
 
-type workload struct {
+type tpch struct {
 	sf       float64
 	degree   int
 	streams  int
@@ -88,10 +87,10 @@ type workload struct {
 	queriesFor func(engineName string, sf float64, selected []int) ([]Query, error)
 }
 
-var _ study.Workload = (*workload)(nil)
+var _ workload.Workload = (*tpch)(nil)
 
-func newWorkload(p study.Params) (study.Workload, error) {
-	w := &workload{
+func newWorkload(p workload.Params) (workload.Workload, error) {
+	w := &tpch{
 		sf:         p.Float("scale_factor"),
 		degree:     int(p.Int("degree")),
 		streams:    int(p.Int("streams")),
@@ -114,7 +113,7 @@ const answersTable = "dbrig_tpch_answers"
 // it, adds keys and indexes, analyzes, and records each query's answer from
 // a serial run, checked against the golden answers where the scale factor
 // has them.
-func (w *workload) Prepare(ctx context.Context, env *study.Env) error {
+func (w *tpch) Prepare(ctx context.Context, env *workload.Env) error {
 	inst := env.Instance(w.instance)
 	if inst == nil {
 		return fmt.Errorf("no instance %q", w.instance)
@@ -170,7 +169,7 @@ const loaders = 4
 // loadTables streams every table from the generator into the database,
 // a few at a time, each over a session of its own. The first error stops
 // the others.
-func loadTables(ctx context.Context, env *study.Env, login engine.Conn, program string, sf float64) error {
+func loadTables(ctx context.Context, env *workload.Env, login engine.Conn, program string, sf float64) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	var wg sync.WaitGroup
@@ -233,7 +232,7 @@ func loadTable(ctx context.Context, login engine.Conn, program string, sf float6
 // recordAnswers runs every query once serially, checks each answer against
 // the golden answers at this scale factor (when there are some) and stores
 // them for the points to check theirs against.
-func (w *workload) recordAnswers(ctx context.Context, s session, queries []Query) error {
+func (w *tpch) recordAnswers(ctx context.Context, s session, queries []Query) error {
 	if err := s.serial(ctx); err != nil {
 		return err
 	}
@@ -271,24 +270,24 @@ func skipDegree(engineName string, degree int) error {
 
 // Run measures one point: the stream of queries run `streams` times at the
 // point's degree, each answer checked against the serial reference.
-func (w *workload) Run(ctx context.Context, env *study.Env) (study.Measurement, error) {
+func (w *tpch) Run(ctx context.Context, env *workload.Env) (workload.Measurement, error) {
 	ep, err := env.Conn(env.ClientSite, w.instance, env.Database)
 	if err != nil {
-		return study.Measurement{}, err
+		return workload.Measurement{}, err
 	}
 	if err := skipDegree(ep.Conn.Engine, w.degree); err != nil {
-		return study.Measurement{}, err
+		return workload.Measurement{}, err
 	}
 	queries, err := w.queriesFor(ep.Conn.Engine, w.sf, w.selected)
 	if err != nil {
-		return study.Measurement{}, err
+		return workload.Measurement{}, err
 	}
 	s, err := openSession(ctx, ep.Conn)
 	if err != nil {
-		return study.Measurement{}, err
+		return workload.Measurement{}, err
 	}
 	defer s.close(ctx)
-	m := study.Measurement{Metrics: map[string]float64{}, Series: map[string][]float64{}}
+	m := workload.Measurement{Metrics: map[string]float64{}, Series: map[string][]float64{}}
 	processes, notes := 1, []string(nil)
 	if ep.Conn.Engine == "postgres" {
 		processes, notes, err = w.settle(ctx, s)
@@ -378,7 +377,7 @@ func SeedRule() study.RepeatSpec {
 // it draws from); where the server runs with other values (a target) the
 // session sets its own and says so. It returns how many processes may work
 // on one query.
-func (w *workload) settle(ctx context.Context, s session) (int, []string, error) {
+func (w *tpch) settle(ctx context.Context, s session) (int, []string, error) {
 	var notes []string
 	get := func(name string) (int, error) {
 		v, err := s.setting(ctx, name)

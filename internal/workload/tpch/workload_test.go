@@ -16,8 +16,8 @@ import (
 	"github.com/dbrig/dbrig/internal/engine/mariadb/mariatest"
 	"github.com/dbrig/dbrig/internal/engine/postgres"
 	"github.com/dbrig/dbrig/internal/engine/postgres/pgtest"
-	"github.com/dbrig/dbrig/internal/study"
 	"github.com/dbrig/dbrig/internal/topology"
+	"github.com/dbrig/dbrig/internal/workload"
 )
 
 var (
@@ -52,26 +52,26 @@ func testServer(t *testing.T) *postgres.Instance {
 
 // envFor is what the runner gives a workload: its database on the
 // instance, reached through the unix socket.
-func envFor(inst engine.Instance, db string) *study.Env {
-	return &study.Env{
+func envFor(inst engine.Instance, db string) *workload.Env {
+	return &workload.Env{
 		Database:   db,
 		ClientSite: "client",
 		Log:        slog.New(slog.DiscardHandler),
 		Instance:   func(string) engine.Instance { return inst },
-		Conn: func(from, instance, db string) (study.Endpoint, error) {
+		Conn: func(from, instance, db string) (workload.Endpoint, error) {
 			c, _ := inst.UnixLogin(db)
-			return study.Endpoint{Conn: c, Transport: "unix"}, nil
+			return workload.Endpoint{Conn: c, Transport: "unix"}, nil
 		},
 	}
 }
 
-func newTestWorkload(t *testing.T, sf float64, degree, streams int, queries string) *workload {
+func newTestWorkload(t *testing.T, sf float64, degree, streams int, queries string) *tpch {
 	t.Helper()
-	w, err := newWorkload(study.Params{"scale_factor": sf, "degree": int64(degree), "streams": int64(streams), "queries": queries, "instance": "db"})
+	w, err := newWorkload(workload.Params{"scale_factor": sf, "degree": int64(degree), "streams": int64(streams), "queries": queries, "instance": "db"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return w.(*workload)
+	return w.(*tpch)
 }
 
 // TestGoldenAnswers loads the smallest scale factor, checks every query's
@@ -255,11 +255,11 @@ func TestMariaDBRunsSerialOnly(t *testing.T) {
 // validates here.
 func TestDegreeIsNotCappedAtTheCPUs(t *testing.T) {
 	for _, d := range []int{0, 15, 16, 64} {
-		if _, err := newWorkload(study.Params{"scale_factor": 1.0, "degree": int64(d), "streams": int64(10), "queries": "all", "instance": "db"}); err != nil {
+		if _, err := newWorkload(workload.Params{"scale_factor": 1.0, "degree": int64(d), "streams": int64(10), "queries": "all", "instance": "db"}); err != nil {
 			t.Errorf("degree %d: %v", d, err)
 		}
 	}
-	for _, p := range []study.Params{
+	for _, p := range []workload.Params{
 		{"scale_factor": 0.0, "degree": int64(0), "streams": int64(1), "queries": "all"},
 		{"scale_factor": 1.0, "degree": int64(MaxDegree + 1), "streams": int64(1), "queries": "all"},
 		{"scale_factor": 1.0, "degree": int64(0), "streams": int64(1), "queries": "7-30"},
@@ -272,7 +272,7 @@ func TestDegreeIsNotCappedAtTheCPUs(t *testing.T) {
 
 // declared checks parameters against the kind's declarations, as a study's
 // parse does.
-func declared(p study.Params) error {
+func declared(p workload.Params) error {
 	for _, spec := range Kind().Params {
 		if v, ok := p[spec.Name]; ok {
 			if _, err := spec.Normalize(v); err != nil {

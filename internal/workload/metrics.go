@@ -1,11 +1,10 @@
-package study
+package workload
 
 import (
 	"fmt"
 	"math"
 	"time"
 
-	"github.com/dbrig/dbrig/internal/report"
 	"github.com/dbrig/dbrig/internal/units"
 )
 
@@ -63,22 +62,16 @@ func (m MetricSpec) Format(v float64) string {
 	case Bytes:
 		return units.Size(int64(v)).String()
 	case PerSecond:
-		return trimNumber(v) + "/s"
+		return FormatNumber(v) + "/s"
 	case PerMinute:
-		return trimNumber(v) + "/min"
+		return FormatNumber(v) + "/min"
 	case Percent:
 		return fmt.Sprintf("%.1f %%", v)
 	case Ratio:
 		return fmt.Sprintf("%.2fx", v)
 	}
-	return trimNumber(v)
+	return FormatNumber(v)
 }
-
-// Judge decides one published finding from a run's results: what was
-// measured, what the model says, and whether the finding is reproduced.
-// Every judge has a unit test on hand-made results that makes it say both
-// "reproduced" and "differs".
-type Judge func(rd *RunData, p Published) report.Finding
 
 // Metric finds a declared metric.
 func (k Kind) Metric(name string) (MetricSpec, bool) {
@@ -88,4 +81,18 @@ func (k Kind) Metric(name string) (MetricSpec, bool) {
 		}
 	}
 	return MetricSpec{}, false
+}
+
+// FormatNumber prints a figure with three significant digits, whole
+// above 100.
+func FormatNumber(v float64) string {
+	switch a := math.Abs(v); {
+	case a >= 1e6:
+		return fmt.Sprintf("%.3g", v)
+	case a >= 100:
+		return fmt.Sprintf("%.0f", v)
+	case a >= 1:
+		return fmt.Sprintf("%.3g", v)
+	}
+	return fmt.Sprintf("%.3g", v)
 }

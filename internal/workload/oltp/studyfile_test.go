@@ -1,0 +1,12 @@
+package oltp
+
+import (
+	"os"
+	"path/filepath"
+)
+
+// readStudy reads a built-in study's file from the source tree.
+func readStudy(name string) ([]byte, bool) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "..", "studies", name, name+".toml"))
+	return b, err == nil
+}

@@ -1,0 +1,107 @@
+package workload
+
+import (
+	"time"
+
+	"github.com/dbrig/dbrig/internal/engine"
+	"github.com/dbrig/dbrig/internal/measure"
+	"github.com/dbrig/dbrig/internal/monitor"
+)
+
+// Result is one point: a line of results.jsonl. A finished point has no
+// Status; one cut short by an interrupt has StatusInterrupted.
+type Result struct {
+	Study  string         `json:"study"`
+	Key    string         `json:"key"`   // combination and run: "net=lan-1g #2"
+	Combo  string         `json:"combo"` // combination only
+	Run    int            `json:"run"`
+	Values map[string]any `json:"values"` // sweep values
+	Params Params         `json:"params"` // resolved workload parameters
+	Client ResolvedClient `json:"client"`
+	// Instances are the servers the point ran on, as configured for it.
+	Instances []engine.InstanceConfig `json:"instances,omitempty"`
+	Links     []LinkResult            `json:"links,omitempty"`
+	Started   time.Time               `json:"started"`
+	Seconds   float64                 `json:"seconds"` // wall time of the workload's Run
+	Metrics   map[string]float64      `json:"metrics,omitempty"`
+	Series    map[string][]float64    `json:"series,omitempty"`
+	// SeriesInterval is the seconds between two values of Series.
+	SeriesInterval float64 `json:"series_interval_s,omitempty"`
+	// Histograms are the run's latency distributions, whole.
+	Histograms map[string]*measure.Histogram `json:"histograms,omitempty"`
+	Notes      []string                      `json:"notes,omitempty"`
+	// Warnings qualify the figures themselves (see Measurement.Warnings).
+	Warnings []string `json:"warnings,omitempty"`
+	// Monitor is what dbrig saw of each server while the point ran, over a
+	// connection of its own (see package monitor).
+	Monitor []monitor.Series   `json:"monitor,omitempty"`
+	Model   map[string]float64 `json:"model,omitempty"`
+	Formula string             `json:"formula,omitempty"`
+	Error   string             `json:"error,omitempty"`
+	// Skipped says why a point was not measured although it did not fail
+	// (a target cannot give the path the point asks for).
+	Skipped string `json:"skipped,omitempty"`
+	// Status is StatusInterrupted for a point an interrupt cut short: its
+	// metrics are what it measured before the stop, kept so the run shows
+	// where it stopped, and are no result (see Finished).
+	Status string `json:"status,omitempty"`
+}
+
+// StatusInterrupted marks a point cut short by SIGINT, SIGTERM or SIGHUP.
+const StatusInterrupted = "interrupted"
+
+// Interrupted reports whether an interrupt cut the point short.
+func (r Result) Interrupted() bool { return r.Status == StatusInterrupted }
+
+// OK reports whether the point is done: measured, or skipped for a reason
+// no rerun changes. An interrupted point is not: --resume runs it again.
+func (r Result) OK() bool { return r.Error == "" && !r.Interrupted() }
+
+// Measured reports whether the point was measured.
+func (r Result) Measured() bool { return r.OK() && r.Skipped == "" }
+
+// LinkResult is a link's configuration and what it carried during a point.
+type LinkResult struct {
+	Name    string    `json:"name"`
+	Between [2]string `json:"between"`
+	Profile string    `json:"profile"`
+	Mode    string    `json:"mode"`
+	// Model figures of the link, for the report's models.
+	RTTSeconds float64 `json:"rtt_s"`
+	// RTOSeconds is the stall a lost segment costs before its
+	// retransmission arrives (RTT + the minimum RTO), doubling on repeats.
+	RTOSeconds float64 `json:"rto_s,omitempty"`
+	// Duplex is "half" or "mismatch" when the link is not full duplex.
+	Duplex       string  `json:"duplex,omitempty"`
+	RateBitsPerS float64 `json:"rate_bps,omitempty"`
+	WindowBytes  int64   `json:"window_bytes,omitempty"`
+	Description  string  `json:"description"`
+	ForwardBytes int64   `json:"forward_bytes"`
+	ReverseBytes int64   `json:"reverse_bytes"`
+	Connections  int64   `json:"connections"`
+	WindowStalls int64   `json:"window_stalls,omitempty"`
+	LostSegments int64   `json:"lost_segments,omitempty"`
+	// Segments carried each way (a lost one counted once).
+	ForwardSegments int64   `json:"forward_segments,omitempty"`
+	ReverseSegments int64   `json:"reverse_segments,omitempty"`
+	SeriesSeconds   float64 `json:"series_interval_s,omitempty"`
+	// Bytes delivered per interval, each direction.
+	ForwardSeries []int64 `json:"forward_series,omitempty"`
+	ReverseSeries []int64 `json:"reverse_series,omitempty"`
+}
+
+// ResolvedClient is the client's constraints for one combination.
+type ResolvedClient struct {
+	Site       string
+	GOMAXPROCS int
+	CPUs       string
+}
+
+// Constrained reports whether the client must run in a process of its own.
+func (c ResolvedClient) Constrained() bool { return c.GOMAXPROCS > 0 || c.CPUs != "" }
+
+// Keep records what the workload measured.
+func (r *Result) Keep(m Measurement) {
+	r.Metrics, r.Series, r.SeriesInterval, r.Histograms = m.Metrics, m.Series, m.SeriesInterval, m.Histograms
+	r.Notes, r.Warnings = m.Notes, m.Warnings
+}
