@@ -7,14 +7,14 @@ package studies
 import (
 	"github.com/dbrig/dbrig/internal/study"
 	"github.com/dbrig/dbrig/studies/consolidation"
-	"github.com/dbrig/dbrig/studies/duplex-mismatch"
-	"github.com/dbrig/dbrig/studies/geo-replication"
-	"github.com/dbrig/dbrig/studies/key-lookup"
-	"github.com/dbrig/dbrig/studies/page-compression"
-	"github.com/dbrig/dbrig/studies/rbar-latency"
-	"github.com/dbrig/dbrig/studies/read-ahead"
-	"github.com/dbrig/dbrig/studies/tpch-parallel"
-	"github.com/dbrig/dbrig/studies/transport-oltp"
+	"github.com/dbrig/dbrig/studies/duplexmismatch"
+	"github.com/dbrig/dbrig/studies/georeplication"
+	"github.com/dbrig/dbrig/studies/keylookup"
+	"github.com/dbrig/dbrig/studies/pagecompression"
+	"github.com/dbrig/dbrig/studies/rbarlatency"
+	"github.com/dbrig/dbrig/studies/readahead"
+	"github.com/dbrig/dbrig/studies/tpchparallel"
+	"github.com/dbrig/dbrig/studies/transportoltp"
 )
 
 // All are the built-in studies, one line each.

@@ -18,7 +18,7 @@ import (
 // runs it, a process of its own, with TMPDIR where a server would be made.
 func TestRunRefusesValuesBeyondTheirBoundsBeforeAnythingStarts(t *testing.T) {
 	t.Parallel()
-	rbar, err := os.ReadFile("../../studies/rbar-latency/rbar-latency.toml")
+	rbar, err := os.ReadFile("../../studies/rbarlatency/rbar-latency.toml")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -229,7 +229,7 @@ func TestReportRebuildsFromResultsAndRendersInBrowser(t *testing.T) {
 func TestRunRefusesBadInput(t *testing.T) {
 	base := pgtest.BaseDir(t)
 	bad := filepath.Join(t.TempDir(), "bad.toml")
-	spec, _ := os.ReadFile("../../studies/rbar-latency/rbar-latency.toml")
+	spec, _ := os.ReadFile("../../studies/rbarlatency/rbar-latency.toml")
 	broken := strings.Replace(string(spec), `row_bytes = 8000`, `row_bytes = -8000`, 1)
 	broken = strings.Replace(broken, `"lan-10g"`, `"lan-100g"`, 1)
 	if err := os.WriteFile(bad, []byte(broken), 0o644); err != nil {

@@ -18,7 +18,7 @@ import (
 // experiment on the unix socket and across lan-1g, one run each.
 func twoEngineSpec(t *testing.T) string {
 	t.Helper()
-	b, err := os.ReadFile("../../studies/rbar-latency/rbar-latency.toml")
+	b, err := os.ReadFile("../../studies/rbarlatency/rbar-latency.toml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,7 +32,7 @@ func twoEngineSpec(t *testing.T) string {
 		{`repeat = { runs = 2 }`, `repeat = { runs = 1 }`},
 	} {
 		if !strings.Contains(spec, r.old) {
-			t.Fatalf("studies/rbar-latency/rbar-latency.toml no longer has %q", r.old)
+			t.Fatalf("studies/rbarlatency/rbar-latency.toml no longer has %q", r.old)
 		}
 		spec = strings.Replace(spec, r.old, r.new, 1)
 	}

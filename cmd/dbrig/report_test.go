@@ -17,7 +17,7 @@ import (
 func emptyRun(t *testing.T, name string) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), name)
-	spec, err := os.ReadFile("../../studies/rbar-latency/rbar-latency.toml")
+	spec, err := os.ReadFile("../../studies/rbarlatency/rbar-latency.toml")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,7 +21,7 @@ import (
 // starts, through dbrig run, --engine and --resume.
 func TestStudyFileCannotReachWhatDbrigOwns(t *testing.T) {
 	t.Parallel()
-	spec, err := os.ReadFile("../../studies/rbar-latency/rbar-latency.toml")
+	spec, err := os.ReadFile("../../studies/rbarlatency/rbar-latency.toml")
 	if err != nil {
 		t.Fatal(err)
 	}

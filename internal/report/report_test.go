@@ -3,13 +3,14 @@ package report_test
 import (
 	"bytes"
 	"flag"
-	"github.com/dbrig/dbrig/internal/report"
-	"github.com/dbrig/dbrig/internal/report/reporttest"
 	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/dbrig/dbrig/internal/report"
+	"github.com/dbrig/dbrig/internal/report/reporttest"
 
 	"golang.org/x/net/html"
 )

@@ -16,7 +16,7 @@ type Builtin struct {
 	// Name is the study's name, as `dbrig run NAME` takes it.
 	Name string
 	// File is the study file. Path is where it lives in the source tree,
-	// for the messages about it ("studies/rbar-latency/rbar-latency.toml").
+	// for the messages about it ("studies/rbarlatency/rbar-latency.toml").
 	File []byte
 	Path string
 	// Workload is the workload kind the study runs.

@@ -24,7 +24,7 @@ func theStudy(t *testing.T) *study.Spec {
 		t.Fatal("no built-in study key-lookup")
 	}
 	reg := study.NewRegistry(engine.NewRegistry(postgres.New(""), mariadb.New("")), []workload.Kind{Kind()}, study.Builtin{Workload: "keylookup", Judges: Judges(), Report: Report})
-	spec, err := study.Parse("studies/key-lookup/key-lookup.toml", b, reg)
+	spec, err := study.Parse("studies/keylookup/key-lookup.toml", b, reg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,7 +22,7 @@ func theStudy(t *testing.T) *study.Spec {
 		t.Fatal("no built-in study page-compression")
 	}
 	reg := study.NewRegistry(engine.NewRegistry(postgres.New(""), mariadb.New("")), []workload.Kind{Kind()}, study.Builtin{Workload: "pagecompress", Judges: Judges(), Report: Report})
-	spec, err := study.Parse("studies/page-compression/page-compression.toml", b, reg)
+	spec, err := study.Parse("studies/pagecompression/page-compression.toml", b, reg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,7 +20,7 @@ func Report(rd *study.RunData, d *report.Doc) {
 	d.Sections = append(d.Sections, a.experimentTables()...)
 }
 
-// Judges decide the seed's findings, by the ids of studies/rbar-latency/rbar-latency.toml.
+// Judges decide the seed's findings, by the ids of studies/rbarlatency/rbar-latency.toml.
 // A run that sweeps a dimension the findings do not group by (the engine,
 // when a study sweeps engine = ["postgres", "mariadb"]) is judged on each
 // of its values: the finding shows each, and says "reproduced" only when

@@ -22,7 +22,7 @@ func theStudy(t *testing.T) *study.Spec {
 		t.Fatal("no built-in study read-ahead")
 	}
 	reg := study.NewRegistry(engine.NewRegistry(postgres.New(""), mariadb.New("")), []workload.Kind{Kind()}, study.Builtin{Workload: "readahead", Judges: Judges(), Report: Report})
-	spec, err := study.Parse("studies/read-ahead/read-ahead.toml", b, reg)
+	spec, err := study.Parse("studies/readahead/read-ahead.toml", b, reg)
 	if err != nil {
 		t.Fatal(err)
 	}

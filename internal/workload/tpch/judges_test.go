@@ -24,7 +24,7 @@ func theStudy(t *testing.T) *study.Spec {
 		t.Fatal("no built-in study tpch-parallel")
 	}
 	reg := study.NewRegistry(engine.NewRegistry(postgres.New(""), mariadb.New("")), []workload.Kind{Kind()}, study.Builtin{Workload: "tpch", Judges: Judges(), Report: Report})
-	spec, err := study.Parse("studies/tpch-parallel/tpch-parallel.toml", b, reg)
+	spec, err := study.Parse("studies/tpchparallel/tpch-parallel.toml", b, reg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,7 +18,7 @@ func Study() study.Builtin {
 	return study.Builtin{
 		Name:     "duplex-mismatch",
 		File:     file,
-		Path:     "studies/duplex-mismatch/duplex-mismatch.toml",
+		Path:     "studies/duplexmismatch/duplex-mismatch.toml",
 		Workload: "oltp",
 	}
 }

@@ -16,7 +16,7 @@ func Study() study.Builtin {
 	return study.Builtin{
 		Name:     "geo-replication",
 		File:     file,
-		Path:     "studies/geo-replication/geo-replication.toml",
+		Path:     "studies/georeplication/geo-replication.toml",
 		Workload: "georep",
 		Judges:   georep.Judges(),
 		Report:   georep.Report,

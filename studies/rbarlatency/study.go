@@ -16,7 +16,7 @@ func Study() study.Builtin {
 	return study.Builtin{
 		Name:     "rbar-latency",
 		File:     file,
-		Path:     "studies/rbar-latency/rbar-latency.toml",
+		Path:     "studies/rbarlatency/rbar-latency.toml",
 		Workload: "rbar",
 		Judges:   rbar.Judges(),
 		Report:   rbar.Report,

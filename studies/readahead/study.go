@@ -16,7 +16,7 @@ func Study() study.Builtin {
 	return study.Builtin{
 		Name:     "read-ahead",
 		File:     file,
-		Path:     "studies/read-ahead/read-ahead.toml",
+		Path:     "studies/readahead/read-ahead.toml",
 		Workload: "readahead",
 		Judges:   readahead.Judges(),
 		Report:   readahead.Report,

@@ -16,7 +16,7 @@ func Study() study.Builtin {
 	return study.Builtin{
 		Name:     "page-compression",
 		File:     file,
-		Path:     "studies/page-compression/page-compression.toml",
+		Path:     "studies/pagecompression/page-compression.toml",
 		Workload: "pagecompress",
 		Judges:   pagecompress.Judges(),
 		Report:   pagecompress.Report,

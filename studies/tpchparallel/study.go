@@ -16,7 +16,7 @@ func Study() study.Builtin {
 	return study.Builtin{
 		Name:     "tpch-parallel",
 		File:     file,
-		Path:     "studies/tpch-parallel/tpch-parallel.toml",
+		Path:     "studies/tpchparallel/tpch-parallel.toml",
 		Workload: "tpch",
 		Judges:   tpch.Judges(),
 		Report:   tpch.Report,

@@ -16,7 +16,7 @@ func Study() study.Builtin {
 	return study.Builtin{
 		Name:     "key-lookup",
 		File:     file,
-		Path:     "studies/key-lookup/key-lookup.toml",
+		Path:     "studies/keylookup/key-lookup.toml",
 		Workload: "keylookup",
 		Judges:   keylookup.Judges(),
 		Report:   keylookup.Report,

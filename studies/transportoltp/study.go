@@ -16,7 +16,7 @@ func Study() study.Builtin {
 	return study.Builtin{
 		Name:     "transport-oltp",
 		File:     file,
-		Path:     "studies/transport-oltp/transport-oltp.toml",
+		Path:     "studies/transportoltp/transport-oltp.toml",
 		Workload: "oltp",
 		Judges:   oltp.Judges(),
 		Report:   oltp.Report,
