@@ -265,3 +265,8 @@ func MergeFindings(p Published, labels []string, each []report.Finding) report.F
 	out.Why = strings.Join(whys, "\n")
 	return out
 }
+
+// NotMeasured is a finding this run has no figure for, and why.
+func NotMeasured(p Published, why string) report.Finding {
+	return report.Finding{Published: p.Finding, Measured: "-", Model: "-", Verdict: report.NotMeasured, Why: why}
+}
