@@ -51,7 +51,7 @@ func TestProfilesKeepTheirConfigs(t *testing.T) {
 			continue
 		}
 		if got != w {
-			t.Errorf("ParseProfile(%q) = %+v, want %+v", expr, got, w)
+			t.Errorf("ParseProfile(%q) = %#v, want %#v", expr, got, w)
 		}
 	}
 }
