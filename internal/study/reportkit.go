@@ -194,12 +194,31 @@ func RelativeSpread(stats ...Stat) string {
 	return fmt.Sprintf("%s each; runs within ±%.0f %% of the values kept", plural(runs, "run", "runs"), worst*100)
 }
 
+// Unmeasured says what MergeFindings says of the parts of a run that
+// measured nothing.
+type Unmeasured int
+
+const (
+	// SayUnmeasured gives each such part a line with its reason: the
+	// parts are what the study compares (each engine of a key-lookup run),
+	// so one that measured nothing is news.
+	SayUnmeasured Unmeasured = iota
+	// OmitUnmeasured leaves them out, and a part that alone measured the
+	// finding stands as its own finding under its label: the parts are the
+	// values of a dimension a user's sweep added (the engine of an rbar
+	// study swept over both), where a value without the experiment is no
+	// news.
+	OmitUnmeasured
+)
+
 // MergeFindings makes one finding of a finding judged on each of several
 // parts of a run (each engine of a sweep, say), labelled: each part's
 // figures and reasons under its label; reproduced when every part that
 // measured it reproduced it, differs when any differs, not measured when
-// none measured it.
-func MergeFindings(p Published, labels []string, each []report.Finding) report.Finding {
+// none measured it. The parts that measured nothing are said unless
+// unmeasured is OmitUnmeasured.
+func MergeFindings(p Published, labels []string, each []report.Finding, unmeasured ...Unmeasured) report.Finding {
+	omit := len(unmeasured) > 0 && unmeasured[0] == OmitUnmeasured
 	var measured []int
 	for i, f := range each {
 		if f.Verdict != report.NotMeasured {
@@ -208,9 +227,8 @@ func MergeFindings(p Published, labels []string, each []report.Finding) report.F
 	}
 	switch {
 	case len(each) == 0:
-		return report.Finding{Published: p.Finding, Verdict: report.NotMeasured, Measured: "-", Model: "-",
-			Why: "This run has no point that measures it."}
-	case len(each) == 1:
+		return NotMeasured(p, "This run has no point that measures it.")
+	case len(each) == 1, len(measured) == 0 && omit:
 		return each[0]
 	case len(measured) == 0:
 		out := each[0]
@@ -220,7 +238,25 @@ func MergeFindings(p Published, labels []string, each []report.Finding) report.F
 		}
 		out.Why = strings.Join(whys, "\n")
 		return out
+	case len(measured) == 1 && omit:
+		return labelled(each[measured[0]], labels[measured[0]])
 	}
+	out := mergeMeasured(p, labels, each, measured)
+	if !omit {
+		whys := []string{out.Why}
+		for i, f := range each {
+			if f.Verdict == report.NotMeasured {
+				whys = append(whys, labels[i]+": not measured. "+f.Why)
+			}
+		}
+		out.Why = strings.Join(whys, "\n")
+	}
+	return out
+}
+
+// mergeMeasured merges the parts that measured a finding, each under its
+// label.
+func mergeMeasured(p Published, labels []string, each []report.Finding, measured []int) report.Finding {
 	out := report.Finding{Published: p.Finding, Verdict: report.Reproduced}
 	var ms, models, spreads, whys []string
 	sameModel := true
@@ -237,11 +273,6 @@ func MergeFindings(p Published, labels []string, each []report.Finding) report.F
 			out.Verdict = report.Differs
 		}
 	}
-	for i, f := range each {
-		if f.Verdict == report.NotMeasured {
-			whys = append(whys, labels[i]+": not measured. "+f.Why)
-		}
-	}
 	out.Measured = strings.Join(ms, "\n")
 	out.Model = strings.Join(models, "\n")
 	if sameModel {
@@ -250,6 +281,17 @@ func MergeFindings(p Published, labels []string, each []report.Finding) report.F
 	out.Spread = strings.Join(spreads, "; ")
 	out.Why = strings.Join(whys, "\n")
 	return out
+}
+
+// labelled is one part's finding under its label, but for its model,
+// which mergeMeasured also leaves unlabelled when every part shares it.
+func labelled(f report.Finding, label string) report.Finding {
+	label += ": "
+	f.Measured, f.Why = label+f.Measured, label+f.Why
+	if f.Spread != "" {
+		f.Spread = label + f.Spread
+	}
+	return f
 }
 
 // NotMeasured is a finding this run has no figure for, and why.

@@ -46,6 +46,38 @@ func TestMergeFindings(t *testing.T) {
 	}
 }
 
+// TestMergeFindingsOmitsUnmeasured: a part that measured nothing is not
+// said, and a part that alone measured the finding stands as its own
+// finding under its label.
+func TestMergeFindingsOmitsUnmeasured(t *testing.T) {
+	p := Published{Finding: "lookups cost more"}
+	ok := report.Finding{Verdict: report.Reproduced, Measured: "3x", Model: "4x", Why: "as the seed", Spread: "3 runs"}
+	no := report.Finding{Verdict: report.Differs, Measured: "1x", Model: "4x", Why: "one page a lookup"}
+	none := report.Finding{Verdict: report.NotMeasured, Measured: "-", Model: "-", Why: "no lookup ran"}
+	labels := []string{"engine=postgres", "engine=mariadb"}
+	for _, tc := range []struct {
+		name string
+		each []report.Finding
+		want report.Finding
+	}{
+		{"one part measured", []report.Finding{none, ok}, report.Finding{Verdict: report.Reproduced,
+			Measured: "engine=mariadb: 3x", Model: "4x", Why: "engine=mariadb: as the seed", Spread: "engine=mariadb: 3 runs"}},
+		{"no part measured", []report.Finding{none, none}, none},
+		{"both measured", []report.Finding{no, ok}, report.Finding{Published: p.Finding, Verdict: report.Differs,
+			Measured: "engine=postgres: 1x\nengine=mariadb: 3x", Model: "4x",
+			Why: "engine=postgres: differs. one page a lookup\nengine=mariadb: reproduced. as the seed", Spread: "engine=mariadb: 3 runs"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := MergeFindings(p, labels, tc.each, OmitUnmeasured); got != tc.want {
+				t.Errorf("got %+v\nwant %+v", got, tc.want)
+			}
+		})
+	}
+	if got := MergeFindings(p, labels, []report.Finding{ok, none}, SayUnmeasured); !strings.Contains(got.Why, "engine=mariadb: not measured. no lookup ran") {
+		t.Errorf("SayUnmeasured left the part that measured nothing out: %+v", got)
+	}
+}
+
 func TestFormatTimesAndWithin(t *testing.T) {
 	for _, tc := range []struct {
 		v    float64
