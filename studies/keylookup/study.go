@@ -17,7 +17,7 @@ func Study() study.Builtin {
 		Name:     "key-lookup",
 		File:     file,
 		Path:     "studies/keylookup/key-lookup.toml",
-		Workload: "keylookup",
+		Workload: "key-lookup",
 		Judges:   keylookup.Judges(),
 		Report:   keylookup.Report,
 	}

@@ -17,7 +17,7 @@ func Study() study.Builtin {
 		Name:     "read-ahead",
 		File:     file,
 		Path:     "studies/readahead/read-ahead.toml",
-		Workload: "readahead",
+		Workload: "read-ahead",
 		Judges:   readahead.Judges(),
 		Report:   readahead.Report,
 	}
