@@ -298,3 +298,62 @@ func labelled(f report.Finding, label string) report.Finding {
 func NotMeasured(p Published, why string) report.Finding {
 	return report.Finding{Published: p.Finding, Measured: "-", Model: "-", Verdict: report.NotMeasured, Why: why}
 }
+
+// EngineGroup is the combinations of a run on one engine (and one table
+// size, when the run measured several), labelled for people.
+type EngineGroup struct {
+	Label     string // "PostgreSQL", or "MariaDB, 100000 rows"
+	Engine    string // the engine's name ("mariadb")
+	Summaries []*Summary
+}
+
+// EngineGroups puts a run's combinations in groups by the engine they ran
+// on and, when the run measured several table sizes (the workload's rows),
+// by size, in the order the run first measured each: the parts of a study
+// that sets each engine's figures beside the seed's.
+func (rd *RunData) EngineGroups() []EngineGroup {
+	sizes := map[int64]bool{}
+	for _, s := range rd.Summaries {
+		sizes[s.Params.Int("rows")] = true
+	}
+	var out []EngineGroup
+	at := map[string]int{}
+	for _, s := range rd.Summaries {
+		eng := s.Results[0].Instance().Engine
+		label := EngineTitle(eng)
+		if len(sizes) > 1 {
+			label += fmt.Sprintf(", %d rows", s.Params.Int("rows"))
+		}
+		i, ok := at[label]
+		if !ok {
+			i = len(out)
+			at[label] = i
+			out = append(out, EngineGroup{Label: label, Engine: eng})
+		}
+		out[i].Summaries = append(out[i].Summaries, s)
+	}
+	return out
+}
+
+// JudgeEach judges a finding on each part of a run apart (each engine's
+// comparison, say) and merges the answers, each under its part's label
+// (MergeFindings).
+func JudgeEach[P any](p Published, parts []P, label func(P) string, judge func(P) report.Finding) report.Finding {
+	var labels []string
+	var each []report.Finding
+	for _, part := range parts {
+		labels = append(labels, label(part))
+		each = append(each, judge(part))
+	}
+	return MergeFindings(p, labels, each)
+}
+
+// Unlike makes a reproduced finding differ when its points did not run as
+// the seed's did (unlike says how; "" when they did), and says so first.
+func Unlike(f report.Finding, unlike string) report.Finding {
+	if unlike != "" && f.Verdict == report.Reproduced {
+		f.Verdict = report.Differs
+		f.Why = unlike + " " + f.Why
+	}
+	return f
+}

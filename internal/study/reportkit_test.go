@@ -2,10 +2,13 @@ package study
 
 import (
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/dbrig/dbrig/internal/engine"
 	"github.com/dbrig/dbrig/internal/report"
+	"github.com/dbrig/dbrig/internal/workload"
 )
 
 func TestMergeFindings(t *testing.T) {
@@ -94,5 +97,49 @@ func TestFormatTimesAndWithin(t *testing.T) {
 		if in := Within(tc.got, tc.want, tc.f); in != tc.in {
 			t.Errorf("Within(%v, %v, %v) = %v, want %v", tc.got, tc.want, tc.f, in, tc.in)
 		}
+	}
+}
+
+func TestEngineGroups(t *testing.T) {
+	t.Parallel()
+	sum := func(eng string, rows int64, path string) *Summary {
+		r := workload.Result{Params: workload.Params{"instance": "db", "rows": rows, "path": path},
+			Instances: []engine.InstanceConfig{{Name: "db", Engine: eng}}}
+		return &Summary{Params: r.Params, Results: []workload.Result{r}}
+	}
+	rd := &RunData{Summaries: []*Summary{sum("mariadb", 10, "scan"), sum("postgres", 10, "scan"), sum("mariadb", 10, "lookup")}}
+	gs := rd.EngineGroups()
+	if len(gs) != 2 || gs[0].Label != "MariaDB" || gs[0].Engine != "mariadb" || len(gs[0].Summaries) != 2 ||
+		gs[0].Summaries[1].Params.String("path") != "lookup" || gs[1].Label != "PostgreSQL" {
+		t.Errorf("one size: %+v", gs)
+	}
+	rd.Summaries = append(rd.Summaries, sum("mariadb", 20, "scan"))
+	var labels []string
+	for _, g := range rd.EngineGroups() {
+		labels = append(labels, g.Label)
+	}
+	if want := []string{"MariaDB, 10 rows", "PostgreSQL, 10 rows", "MariaDB, 20 rows"}; !slices.Equal(labels, want) {
+		t.Errorf("two sizes: %q, want %q", labels, want)
+	}
+}
+
+func TestJudgeEachAndUnlike(t *testing.T) {
+	t.Parallel()
+	p := Published{Finding: "lookups cost more"}
+	parts := []string{"PostgreSQL", "MariaDB"}
+	f := JudgeEach(p, parts, func(s string) string { return s }, func(s string) report.Finding {
+		f := report.Finding{Verdict: report.Reproduced, Measured: "3x", Why: "as the seed"}
+		if s == "MariaDB" {
+			return Unlike(f, "A page was not cached.")
+		}
+		return Unlike(f, "")
+	})
+	if f.Verdict != report.Differs || !strings.Contains(f.Why, "PostgreSQL: reproduced. as the seed") ||
+		!strings.Contains(f.Why, "MariaDB: differs. A page was not cached. as the seed") {
+		t.Errorf("merged %+v", f)
+	}
+	no := report.Finding{Verdict: report.Differs, Why: "one page a lookup"}
+	if got := Unlike(no, "A page was not cached."); got != no {
+		t.Errorf("a finding that differs changed: %+v", got)
 	}
 }
