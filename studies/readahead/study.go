@@ -1,11 +1,9 @@
-// Package readahead is the read-ahead study: a cold scan with and without read-ahead (seed 002's engine notes).
 package readahead
 
 import (
 	_ "embed"
 
 	"github.com/dbrig/dbrig/internal/study"
-	"github.com/dbrig/dbrig/internal/workload/readahead"
 )
 
 //go:embed read-ahead.toml
@@ -18,7 +16,7 @@ func Study() study.Builtin {
 		File:     file,
 		Path:     "studies/readahead/read-ahead.toml",
 		Workload: "read-ahead",
-		Judges:   readahead.Judges(),
-		Report:   readahead.Report,
+		Judges:   Judges(),
+		Report:   Report,
 	}
 }
