@@ -17,7 +17,7 @@ func Study() study.Builtin {
 		Name:     "page-compression",
 		File:     file,
 		Path:     "studies/pagecompression/page-compression.toml",
-		Workload: "pagecompress",
+		Workload: "page-compression",
 		Judges:   pagecompress.Judges(),
 		Report:   pagecompress.Report,
 	}
