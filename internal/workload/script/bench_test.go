@@ -27,7 +27,7 @@ import (
 // prints each one's throughput (median of the rounds), the ratio, and
 // each client's CPU time per transaction.
 //
-//	make bench   # go test -run '^$' -bench ScriptVsPgbench -benchtime 1x -timeout 30m ./internal/workload/script/
+//	make bench-script   # go test -run '^$' -bench ScriptVsPgbench -benchtime 1x -timeout 30m ./internal/workload/script/
 //
 // Target: ratio >= 1.0 for both scripts at every client count.
 
