@@ -71,8 +71,7 @@ func (b *builder) meta(it item) {
 
 // set parses \set NAME EXPRESSION.
 func (b *builder) set(it item, text string) {
-	target, rest, _ := strings.Cut(it.args, " ")
-	target, rest = strings.TrimSpace(target), strings.TrimSpace(rest)
+	target, rest := cutSpace(it.args)
 	if target == "" || rest == "" {
 		b.fail(it.line, `missing argument in command "set": write \set NAME EXPRESSION`)
 		return
@@ -87,6 +86,15 @@ func (b *builder) set(it item, text string) {
 		return
 	}
 	b.cmds = append(b.cmds, Command{Kind: Set, Line: it.line, Text: text, Target: b.p.slot(target), Expr: n})
+}
+
+// cutSpace splits s at its first run of white space.
+func cutSpace(s string) (string, string) {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexAny(s, " \t\r\f\v"); i >= 0 {
+		return s[:i], strings.TrimSpace(s[i:])
+	}
+	return s, ""
 }
 
 // sleep parses \sleep N [us|ms|s], \sleep Nms or \sleep :var [unit].

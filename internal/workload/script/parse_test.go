@@ -87,12 +87,12 @@ func TestParseSQL(t *testing.T) {
 // forms, \if's branches linked, pipelines, lines of continued commands.
 func TestParseMeta(t *testing.T) {
 	t.Parallel()
-	text := `\set aid random(1, \
+	text := `\set	aid	random(1, \
   100000 * :scale)
 \sleep 10 ms
 \sleep 5us
 \sleep :pause
-\sleep 2
+\sleep	2
 \if :aid > 10
 SELECT 1;
 \elif :aid > 5
@@ -128,7 +128,7 @@ SELECT 4;
 	if cmds[5].Next != 7 || cmds[7].Next != 9 || cmds[9].Next != 11 || cmds[7].End != 11 || cmds[9].End != 11 {
 		t.Errorf("branches: if→%d elif→%d else→%d, ends %d %d; want 7, 9, 11, ends 11 11", cmds[5].Next, cmds[7].Next, cmds[9].Next, cmds[7].End, cmds[9].End)
 	}
-	if cmds[0].Text != `\set aid random(1,    100000 * :scale)` {
+	if cmds[0].Text != `\set aid	random(1,    100000 * :scale)` {
 		t.Errorf("text of a continued \\set: %q", cmds[0].Text)
 	}
 }

@@ -248,12 +248,8 @@ func (s *scanner) backslash() {
 	s.flush()
 	line := s.line
 	s.advance(1)
-	rest := s.metaLine()
-	name, args, _ := strings.Cut(strings.TrimLeft(rest, " \t\r\f\v"), " ")
-	if i := strings.IndexAny(name, "\t\r\f\v"); i >= 0 {
-		name, args = name[:i], name[i+1:]+" "+args
-	}
-	s.items = append(s.items, item{line: line, meta: true, name: name, args: strings.TrimSpace(args)})
+	name, args := cutSpace(s.metaLine())
+	s.items = append(s.items, item{line: line, meta: true, name: name, args: args})
 }
 
 // metaLine consumes a meta command's line, a backslash before the newline
