@@ -68,9 +68,8 @@ type keepSlots struct {
 
 // newClient makes the client with id (pgbench's :client_id) and its
 // variables set as pgbench sets them: -D values, then client_id, scale,
-// random_seed and default_seed unless -D gave them, and the client's own
-// generator, the id-th drawn from the seed's (defaultSeed is drawn after
-// every client's, so it depends on the number of clients, as in pgbench).
+// random_seed and default_seed unless -D gave them; its generator starts
+// from clientSeed (see clientSeeds).
 func newClient(prog *Program, id, scale int, seed, clientSeed uint64, defaultSeed int64, clock *window) *client {
 	c := &client{prog: prog, vars: make([]expr.Value, len(prog.Vars)), saved: make([]expr.Value, len(prog.Vars)),
 		keepSlot: map[*SQL]keepSlots{}, clock: clock, stats: newClientStats(prog)}
@@ -87,7 +86,7 @@ func newClient(prog *Program, id, scale int, seed, clientSeed uint64, defaultSee
 	preset(prog.RandomSeed, int64(seed))
 	preset(prog.DefaultSeed, defaultSeed)
 	c.rand = expr.NewRand(clientSeed)
-	c.env = expr.Env{Vars: c.vars, Rand: &c.rand, Names: prog.Vars}
+	c.env = expr.Env{Vars: c.vars, Rand: &c.rand}
 	return c
 }
 

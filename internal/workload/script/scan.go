@@ -31,8 +31,9 @@ type scanner struct {
 	pos int
 	// line is the line at pos.
 	line int
-	// backslashQuotes: a backslash escapes the next character in '...'
-	// and "..." (MariaDB's default); else only in E'...' (PostgreSQL).
+	// mariadb: a backslash escapes the next character in '...' and "..."
+	// (MariaDB's default) and backquotes quote names; else a backslash
+	// escapes only in E'...' and $tag$ quotes (PostgreSQL).
 	mariadb bool
 	items   []item
 

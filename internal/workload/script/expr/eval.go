@@ -11,8 +11,6 @@ import (
 type Env struct {
 	Vars []Value
 	Rand *Rand
-	// Names names the slots, for errors.
-	Names []string
 }
 
 // Node is a parsed expression.

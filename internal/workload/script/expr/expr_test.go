@@ -25,7 +25,7 @@ func eval(t *testing.T, src string, vars map[string]Value) (Value, error) {
 	if err != nil {
 		return Value{}, err
 	}
-	env := &Env{Vars: make([]Value, len(r.names)), Rand: &Rand{}, Names: r.names}
+	env := &Env{Vars: make([]Value, len(r.names)), Rand: &Rand{}}
 	for i, name := range r.names {
 		env.Vars[i] = vars[name]
 	}
