@@ -15,7 +15,7 @@ TEST_PKGS ?= ./...
 # Its seed corpus runs with the other tests; FUZZ_TIME=0 skips the fuzzing.
 FUZZ_TIME ?= 30s
 
-.PHONY: help demo build test vet bench bench-link bench-rbar bench-oltp bench-replication clean
+.PHONY: help demo build test vet bench bench-link bench-rbar bench-oltp bench-script bench-replication clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -64,7 +64,7 @@ test: ## install what the tests need, vet, run every test, and fail if a test le
 	fi; \
 	rm -rf "$$tmp" "$$untracked"; exit $$status
 
-bench: bench-link bench-rbar bench-oltp bench-replication ## run the speed benchmarks (ratios measured in one run)
+bench: bench-link bench-rbar bench-oltp bench-script bench-replication ## run the speed benchmarks (ratios measured in one run)
 
 bench-link: ## the link's forwarding speed and added RTT against direct loopback
 	$(GO) test -run '^$$' -bench . -benchtime 3s ./internal/link/
@@ -74,6 +74,9 @@ bench-rbar: ## the row-by-row client's round trips per second against pgbench (P
 
 bench-oltp: ## dbrig's point-select against pgbench -S -M prepared and sysbench oltp_point_select at 1, 2, 4, 8 clients on one socket; open loop against pgbench -R, also with the server stalled (about 9 minutes)
 	$(GO) test -run '^$$' -bench 'PointSelectVs|StalledServer' -benchtime 1x -timeout 30m ./internal/workload/oltp/
+
+bench-script: ## pgbench's select-only and tpcb-like under dbrig's script runner against pgbench -M prepared at 1, 2, 4, 8 clients on one socket (about 5 minutes)
+	$(GO) test -run '^$$' -bench ScriptVsPgbench -benchtime 1x -timeout 30m ./internal/workload/script/
 
 bench-replication: ## the replication agent as a user meets it (fsync on, cold, last row visible) against native logical replication and across 77 ms, then the seed's agents against their models (about 2 minutes on a quiet machine)
 	$(GO) test -run '^$$' -bench 'FasterThanNative|SeedModels' -benchtime 1x -timeout 60m -v ./internal/workload/georep/

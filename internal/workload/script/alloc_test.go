@@ -1,0 +1,45 @@
+package script
+
+import (
+	"context"
+	"testing"
+
+	"github.com/dbrig/dbrig/internal/engine/postgres/pgtest"
+)
+
+// TestAllocsPerTransaction counts what a transaction allocates on the hot
+// path, select-only and tpcb-like under the prepared protocol: dbrig's
+// code nothing, pgconn one command tag per statement.
+func TestAllocsPerTransaction(t *testing.T) {
+	inst := pgtest.Start(t, "allocs", nil)
+	const db = "dbrig_script_allocs"
+	if err := inst.CreateDatabase(t.Context(), db); err != nil {
+		t.Fatal(err)
+	}
+	login, _ := inst.UnixLogin(db)
+	if err := Init(t.Context(), login, 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	for name, statements := range map[string]float64{"select-only": 1, "tpcb-like": 7} {
+		src, _ := ParseFiles(name)
+		prog, err := Parse(src, Options{Protocol: Prepared})
+		if err != nil {
+			t.Fatal(err)
+		}
+		lw := &loadWorkload{prog: prog, login: login, scale: 1, seed: 1, users: 1, maxTries: 1, clock: &window{}}
+		w, err := lw.NewWorker(t.Context(), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := context.Background()
+		a := testing.AllocsPerRun(200, func() {
+			if err := w.Do(ctx, 0); err != nil {
+				t.Fatal(err)
+			}
+		})
+		if a > statements {
+			t.Errorf("%s: %.1f allocations per transaction, want at most one per statement (%v)", name, a, statements)
+		}
+		w.Close()
+	}
+}

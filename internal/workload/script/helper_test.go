@@ -1,0 +1,89 @@
+package script
+
+import (
+	"bytes"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/dbrig/dbrig/internal/engine"
+	"github.com/dbrig/dbrig/internal/engine/postgres"
+	"github.com/dbrig/dbrig/internal/workload"
+)
+
+// runPgbench runs pgbench against a database of inst in dir, its login in
+// the environment, and returns its standard output and error.
+func runPgbench(tb testing.TB, inst *postgres.Instance, db, dir string, args ...string) (string, string, error) {
+	tb.Helper()
+	ci := inst.UnixConn(db)
+	cmd := exec.Command(inst.Binaries().Path("pgbench"), args...)
+	cmd.Env = append(os.Environ(), ci.Env()...)
+	cmd.Dir = dir
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	if strings.Contains(out.String()+errb.String(), ci.Password()) {
+		tb.Fatal("pgbench printed the password")
+	}
+	return out.String(), errb.String(), err
+}
+
+// writeFile writes a script into dir and returns its path.
+func writeFile(tb testing.TB, dir, name, text string) string {
+	tb.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
+		tb.Fatal(err)
+	}
+	return p
+}
+
+// envFor is what the study runner gives a workload: its database on the
+// instance, reached through the unix socket.
+func envFor(inst engine.Instance, db string) *workload.Env {
+	return &workload.Env{
+		Database:   db,
+		ClientSite: "client",
+		Log:        slog.New(slog.DiscardHandler),
+		Instance:   func(string) engine.Instance { return inst },
+		Conn: func(from, instance, db string) (workload.Endpoint, error) {
+			c, _ := inst.UnixLogin(db)
+			return workload.Endpoint{Conn: c, Transport: "unix"}, nil
+		},
+	}
+}
+
+// testParams are the workload's defaults with some set.
+func testParams(tb testing.TB, set map[string]any) workload.Params {
+	tb.Helper()
+	p := workload.Params{}
+	for _, ps := range params() {
+		if ps.Default != nil {
+			v, err := ps.Normalize(ps.Default)
+			if err != nil {
+				tb.Fatal(err)
+			}
+			p[ps.Name] = v
+		}
+	}
+	for k, v := range set {
+		p[k] = v
+	}
+	return p
+}
+
+// mustParse parses one script's text.
+func mustParse(tb testing.TB, text string, opts Options) *Program {
+	tb.Helper()
+	p, err := Parse([]Source{{Name: "test.sql", Text: text, Weight: 1}}, opts)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return p
+}
+
+func fmtSscan(s string, n *int64) (int, error) { return fmt.Sscan(s, n) }
