@@ -55,17 +55,9 @@ func FormatTimes(v float64) string {
 // Within reports whether got is within a factor f of want either way.
 func Within(got, want, f float64) bool { return got >= want/f && got <= want*f }
 
-// InstanceOf is the configuration of the instance a point ran on (its
-// "instance" parameter), or the zero configuration when it names none.
-func InstanceOf(r workload.Result) engine.InstanceConfig {
-	name := r.Params.String("instance")
-	for _, in := range r.Instances {
-		if in.Name == name {
-			return in
-		}
-	}
-	return engine.InstanceConfig{}
-}
+// InstanceOf is the configuration of the instance a point ran on:
+// [workload.Result.Instance], for reports.
+func InstanceOf(r workload.Result) engine.InstanceConfig { return r.Instance() }
 
 // EngineTitle is an engine's name as its makers write it ("PostgreSQL"
 // for postgres), for reports.
@@ -79,14 +71,8 @@ func EngineTitle(name string) string {
 	return name
 }
 
-// LinkOf is a result's first link (a unix socket when it has none): the
-// link of a study with one.
-func LinkOf(r workload.Result) workload.LinkResult {
-	if len(r.Links) == 0 {
-		return workload.LinkResult{Mode: "unix"}
-	}
-	return r.Links[0]
-}
+// LinkOf is a result's first link: [workload.Result.Link], for reports.
+func LinkOf(r workload.Result) workload.LinkResult { return r.Link() }
 
 // RunsCaption says how a chart's runs and line were made, from what ran:
 // "Dots are single runs; the line is the median of 3 runs".

@@ -60,6 +60,19 @@ func (r Result) OK() bool { return r.Error == "" && !r.Interrupted() }
 // Measured reports whether the point was measured.
 func (r Result) Measured() bool { return r.OK() && r.Skipped == "" }
 
+// Instance is the configuration of the instance the point ran on (its
+// "instance" parameter), or the zero configuration when it names none: a
+// model that fits each engine or CPU set apart reads it.
+func (r Result) Instance() engine.InstanceConfig {
+	name := r.Params.String("instance")
+	for _, in := range r.Instances {
+		if in.Name == name {
+			return in
+		}
+	}
+	return engine.InstanceConfig{}
+}
+
 // LinkResult is a link's configuration and what it carried during a point.
 type LinkResult struct {
 	Name    string    `json:"name"`
@@ -88,6 +101,16 @@ type LinkResult struct {
 	// Bytes delivered per interval, each direction.
 	ForwardSeries []int64 `json:"forward_series,omitempty"`
 	ReverseSeries []int64 `json:"reverse_series,omitempty"`
+}
+
+// Link is the point's first link (a unix socket when it has none), the
+// link of a study with one: a model that charges a link's round trips or
+// timeouts reads it.
+func (r Result) Link() LinkResult {
+	if len(r.Links) == 0 {
+		return LinkResult{Mode: "unix"}
+	}
+	return r.Links[0]
 }
 
 // ResolvedClient is the client's constraints for one combination.
