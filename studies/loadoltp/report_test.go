@@ -111,3 +111,12 @@ func TestReportKeepsEverySweptDimension(t *testing.T) {
 		t.Errorf("%d per-second charts, want 4", seconds)
 	}
 }
+
+// TestRegisteredForTheWorkload: the sections are registered under the
+// workload kind's own name (there is no study file to say it), or no run
+// draws them.
+func TestRegisteredForTheWorkload(t *testing.T) {
+	if got, want := Study().Workload, oltp.Kind().Name; got != want {
+		t.Errorf("registered for workload %q; the kind is %q", got, want)
+	}
+}

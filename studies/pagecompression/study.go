@@ -15,7 +15,7 @@ func Study() study.Builtin {
 		Name:     "page-compression",
 		File:     file,
 		Path:     "studies/pagecompression/page-compression.toml",
-		Workload: "pagecompress",
+		Workload: "page-compression",
 		Judges:   Judges(),
 		Report:   Report,
 	}
