@@ -4,66 +4,14 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/dbrig/dbrig/internal/engine"
-	"github.com/dbrig/dbrig/internal/engine/mariadb"
-	"github.com/dbrig/dbrig/internal/engine/postgres"
 	"github.com/dbrig/dbrig/internal/report"
-	"github.com/dbrig/dbrig/internal/study"
-	"github.com/dbrig/dbrig/internal/workload"
-	"github.com/dbrig/dbrig/internal/workload/oltp"
 	"github.com/dbrig/dbrig/internal/workload/oltp/oltptest"
-	"github.com/dbrig/dbrig/studies/loadoltp"
+	"github.com/dbrig/dbrig/studies/loadoltp/loadoltptest"
 )
 
-// theStudy parses the study's own file, whose published findings the
-// judges read.
-func theStudy(t *testing.T) *study.Spec {
-	t.Helper()
-	b := Study()
-	reg := study.NewRegistry(engine.NewRegistry(postgres.New(""), mariadb.New("")), []workload.Kind{oltp.Kind()}, loadoltp.Study(), b)
-	spec, err := study.Parse(b.Path, b.File, reg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return spec
-}
-
-// handRun builds a run's data from hand-made points, each result's model
-// computed as the runner does.
-func handRun(t *testing.T, think string, pts []oltptest.Point) *study.RunData {
-	t.Helper()
-	spec := theStudy(t)
-	plan, err := spec.Plan("quick")
-	if err != nil {
-		t.Fatal(err)
-	}
-	all := oltptest.Results(spec.Name, think, pts)
-	return &study.RunData{Spec: spec, Plan: plan, Results: all, Summaries: study.Summarize(all, plan.Repeat),
-		Environment: study.Environment{CPUs: 2}}
-}
-
-func judge(t *testing.T, rd *study.RunData, id string) report.Finding {
-	t.Helper()
-	p, ok := rd.Spec.PublishedByID(id)
-	if !ok {
-		t.Fatalf("%s has no finding %q", rd.Spec.Name, id)
-	}
-	j, ok := Judges()[id]
-	if !ok {
-		t.Fatalf("no judge for %q", id)
-	}
-	return j(rd, p)
-}
-
 // TestEveryPublishedFindingHasAJudge names the ids of the study's file
-// that no judge decides (the parser refuses the study then).
-func TestEveryPublishedFindingHasAJudge(t *testing.T) {
-	for _, p := range theStudy(t).Published {
-		if _, ok := Judges()[p.ID]; !ok && p.NotMeasured == "" {
-			t.Errorf("no judge for %q", p.ID)
-		}
-	}
-}
+// that no judge decides.
+func TestEveryPublishedFindingHasAJudge(t *testing.T) { loadoltptest.EveryFindingJudged(t, Study()) }
 
 func TestDuplexJudges(t *testing.T) {
 	seedLike := oltptest.DuplexOpts{TPSRatio: 0.3, MeanRatio: 1.6, Stalled: true, Over1s: 2, CPUMM: 0.5, ReportMM: 1.02}
@@ -97,7 +45,7 @@ func TestDuplexJudges(t *testing.T) {
 		{"report stalled", "reporting-unaffected", with(func(o *oltptest.DuplexOpts) { o.ReportMM, o.ReportLost = 1.6, 40 }), report.Differs, "lost 10.0 % of their time to retransmissions, more than 10 %"},
 	} {
 		t.Run(tc.id+"/"+tc.name, func(t *testing.T) {
-			f := judge(t, handRun(t, "0s", oltptest.Duplex(tc.o)), tc.id)
+			f := loadoltptest.Judge(t, Study(), loadoltptest.Run(t, Study(), "0s", oltptest.Duplex(tc.o)), tc.id)
 			if f.Verdict != tc.want || !strings.Contains(f.Measured+" "+f.Why, tc.says) {
 				t.Errorf("verdict %q, want %q with %q;\nmeasured: %s\nmodel: %s\nwhy: %s", f.Verdict, tc.want, tc.says, f.Measured, f.Model, f.Why)
 			}
