@@ -17,16 +17,13 @@ import (
 	"github.com/dbrig/dbrig/internal/units"
 )
 
-// linkFlags are dbrig link's flags as typed; quantities stay strings until
-// parsed, so that an error can name the flag and say what it expected.
+// linkFlags are dbrig link's flags; the link's own (profile and
+// parameters) are link.Flags, as every command with a link has them.
 type linkFlags struct {
-	listen, upstream, profile                 string
-	rtt, forwardDelay, reverseDelay, jitter   string
-	rate, window, loss, duplex, mss, overhead string
-	rto                                       string
-	seed                                      int64
-	statsInterval                             time.Duration
-	jsonOut, listProfiles                     bool
+	listen, upstream      string
+	link                  *link.Flags
+	statsInterval         time.Duration
+	jsonOut, listProfiles bool
 }
 
 func newLinkCmd(a *app) *cobra.Command {
@@ -61,7 +58,7 @@ Exit codes: 0 stopped by a signal, 1 could not listen, 2 bad flags.`,
 			if f.listProfiles {
 				return listProfiles(a.stdout, f.jsonOut)
 			}
-			cfg, err := f.config(cmd)
+			cfg, err := f.config()
 			if err != nil {
 				return usageError(err)
 			}
@@ -72,20 +69,7 @@ Exit codes: 0 stopped by a signal, 1 could not listen, 2 bad flags.`,
 	fl.SortFlags = false
 	fl.StringVar(&f.listen, "listen", "", "`host:port` to listen on (such as 127.0.0.1:6432; port 0 picks a free one)")
 	fl.StringVar(&f.upstream, "upstream", "", "`address` of the server to forward to: host:port, or unix:/path/to/socket")
-	fl.StringVar(&f.profile, "profile", "", "`name` of the link profile to start from, such as tukwila-blueridge, lan-1g, rtt-23ms, tukwila-dublin+legacy-window (see --list-profiles)")
-	fl.StringVar(&f.rtt, "rtt", "", "round-trip propagation delay (a `duration` such as 77ms or 200us), split evenly between the directions")
-	fl.StringVar(&f.forwardDelay, "forward-delay", "", "one-way delay client to server (a `duration`; overrides half of --rtt)")
-	fl.StringVar(&f.reverseDelay, "reverse-delay", "", "one-way delay server to client (a `duration`; overrides half of --rtt)")
-	fl.StringVar(&f.rate, "rate", "", "serialization `rate` in bit/s, decimal units: 1gbit, 100mbit, 10 Gbps, 10gigabit, 1.5Mbit/s, 1g; "+
-		"bytes per second with a capital B: 125MB/s (0 = unlimited)")
-	fl.StringVar(&f.window, "window", "", "TCP window: most bytes in flight per direction of a connection (a `size` such as 64KiB, 65535, 16MiB; 0 = unlimited); at least --mss")
-	fl.StringVar(&f.jitter, "jitter", "", "extra delay per segment, uniform in [0, `duration`] (such as 2ms); never reorders")
-	fl.StringVar(&f.loss, "loss", "", "`probability` a segment is lost (such as 0.1% or 0.001); each loss stalls the stream for a retransmission timeout")
-	fl.StringVar(&f.duplex, "duplex", "", "duplex `mode`: full, half (both directions share the medium) or mismatch (upstream end half duplex: late collisions)")
-	fl.StringVar(&f.mss, "mss", "", "segment size in `bytes`, 536 to 65495 (default 1448)")
-	fl.StringVar(&f.overhead, "overhead", "", "header `bytes` per segment counted in serialization (such as 52 for IPv4+TCP+timestamps; default 0)")
-	fl.StringVar(&f.rto, "rto", "", "minimum retransmission timeout (a `duration`; default 200ms): a loss stalls RTT + this, doubling when the retransmission is lost too")
-	fl.Int64Var(&f.seed, "seed", 0, "seed for jitter and loss, for reproducible runs (0 = random)")
+	f.link = link.AddFlags(fl, "profile", "`name` of the link profile to start from, such as tukwila-blueridge, lan-1g, rtt-23ms, tukwila-dublin+legacy-window (see --list-profiles)")
 	f.statsInterval = time.Second
 	fl.Var(durationFlag{&f.statsInterval}, "stats-interval", "how often to print statistics (a `duration` such as 1s or 500ms; 0 = only the totals at the end)")
 	fl.BoolVar(&f.jsonOut, "json", false, "print JSON objects, one per line, on stdout instead of text")
@@ -93,8 +77,9 @@ Exit codes: 0 stopped by a signal, 1 could not listen, 2 bad flags.`,
 	return cmd
 }
 
-// config builds the link's model: the profile, then every flag given.
-func (f linkFlags) config(cmd *cobra.Command) (link.Config, error) {
+// config checks the addresses and builds the link's model: the profile,
+// then every parameter flag given.
+func (f linkFlags) config() (link.Config, error) {
 	var errs []error
 	if f.listen == "" {
 		errs = append(errs, errors.New("--listen is required: the address to listen on, such as 127.0.0.1:6432"))
@@ -106,101 +91,9 @@ func (f linkFlags) config(cmd *cobra.Command) (link.Config, error) {
 	} else if err := checkUpstreamAddr(f.upstream); err != nil {
 		errs = append(errs, err)
 	}
-	var cfg link.Config
-	if f.profile != "" {
-		c, err := link.ParseProfile(f.profile)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("--profile: %w", err))
-		}
-		cfg = c
-	}
-	changed := cmd.Flags().Changed
-	duration := func(name, val string, dst *time.Duration, most time.Duration, why string) {
-		if !changed(name) {
-			return
-		}
-		d, err := units.ParseDuration(val)
-		switch {
-		case err != nil:
-			errs = append(errs, fmt.Errorf("--%s: %w", name, err))
-		case d > most:
-			errs = append(errs, fmt.Errorf("--%s %s: at most %s (%s)", name, val, most, why))
-		}
-		*dst = d
-	}
-	const beyondMoon = "the Moon is 2.6 s away and back: a longer WAN is a typo"
-	duration("rtt", f.rtt, &cfg.RTT, link.MaxRTT, beyondMoon)
-	duration("forward-delay", f.forwardDelay, &cfg.ForwardDelay, link.MaxRTT, beyondMoon)
-	duration("reverse-delay", f.reverseDelay, &cfg.ReverseDelay, link.MaxRTT, beyondMoon)
-	duration("jitter", f.jitter, &cfg.Jitter, link.MaxRTT, beyondMoon)
-	duration("rto", f.rto, &cfg.RTO, link.MaxRTO, "Linux's largest retransmission timeout")
-	if changed("rate") {
-		r, err := units.ParseRate(f.rate)
-		switch {
-		case err != nil:
-			errs = append(errs, fmt.Errorf("--rate: %w", err))
-		case r > 0 && (r < link.MinRate || r > link.MaxRate):
-			errs = append(errs, fmt.Errorf("--rate %s: want %s to %s, or 0 for unlimited (slower, one full segment takes more than 10 s; faster than any Ethernet)", f.rate, link.MinRate, link.MaxRate))
-		}
-		cfg.Rate = r
-	}
-	if changed("window") {
-		w, err := units.ParseSize(f.window)
-		switch {
-		case err != nil:
-			errs = append(errs, fmt.Errorf("--window: %w", err))
-		case w > link.MaxWindow:
-			errs = append(errs, fmt.Errorf("--window %s: at most %s (TCP's largest window with window scaling, RFC 7323)", f.window, units.Size(link.MaxWindow)))
-		}
-		cfg.Window = w
-	}
-	bytes := func(name, val string, dst *int, lo, hi int64) {
-		if !changed(name) {
-			return
-		}
-		n, err := units.ParseSize(val)
-		switch {
-		case err != nil:
-			errs = append(errs, fmt.Errorf("--%s: %w", name, err))
-		case int64(n) < lo || int64(n) > hi:
-			errs = append(errs, fmt.Errorf("--%s %s: want %d to %d bytes", name, val, lo, hi))
-		default:
-			*dst = int(n)
-		}
-	}
-	bytes("mss", f.mss, &cfg.MSS, link.MinMSS, link.MaxMSS)
-	bytes("overhead", f.overhead, &cfg.Overhead, 0, link.MaxOverhead)
-	if changed("loss") {
-		p, err := units.ParsePercent(f.loss)
-		switch {
-		case err != nil:
-			errs = append(errs, fmt.Errorf("--loss: %w", err))
-		case p >= 1:
-			errs = append(errs, fmt.Errorf("--loss %s: want a probability below 100%%, such as 0.1%%", f.loss))
-		}
-		cfg.Loss = p
-	}
-	if changed("duplex") {
-		d, err := link.ParseDuplex(f.duplex)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("--duplex: %w", err))
-		}
-		cfg.Duplex = d
-	}
-	if changed("seed") {
-		cfg.Seed = f.seed
-	}
-	if len(errs) > 0 {
-		return cfg, errors.Join(errs...)
-	}
-	if cfg.Window > 0 && int(cfg.Window) < cfg.SegmentSize() {
-		return cfg, fmt.Errorf("--window %s is smaller than one segment (--mss %d bytes): want at least the MSS, or 0 for unlimited",
-			cfg.Window, cfg.SegmentSize())
-	}
-	if err := cfg.Validate(); err != nil {
-		return cfg, fmt.Errorf("link settings (--profile and flags): %w", err)
-	}
-	return cfg, nil
+	cfg, err := f.link.Config()
+	errs = append(errs, err)
+	return cfg, errors.Join(errs...)
 }
 
 // checkListenAddr refuses a --listen value that is not host:port, before

@@ -164,51 +164,8 @@ const (
 )
 
 // Validate reports every problem with the configuration at once, each
-// naming the setting and its bound.
-func (c Config) Validate() error {
-	var errs []error
-	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
-	for _, d := range []struct {
-		name string
-		v    time.Duration
-	}{{"rtt", c.RTT}, {"forward delay", c.ForwardDelay}, {"reverse delay", c.ReverseDelay}, {"jitter", c.Jitter}} {
-		switch {
-		case d.v < 0:
-			bad("%s %s must not be negative", d.name, d.v)
-		case d.v > MaxRTT:
-			bad("%s %s: at most %s (the Moon is 2.6 s away and back: a longer WAN is a typo)", d.name, d.v, MaxRTT)
-		}
-	}
-	switch {
-	case c.Rate < 0:
-		bad("rate %v must not be negative", float64(c.Rate))
-	case c.Rate > 0 && c.Rate < MinRate:
-		bad("rate %s: at least %s, or 0 for unlimited (slower, one full segment takes more than 10 s)", c.Rate, MinRate)
-	case c.Rate > MaxRate:
-		bad("rate %s: at most %s (faster than any Ethernet)", c.Rate, MaxRate)
-	}
-	switch {
-	case c.Window < 0:
-		bad("window %d must not be negative", c.Window)
-	case c.Window > MaxWindow:
-		bad("window %s: at most %s (TCP's largest window with window scaling, RFC 7323)", c.Window, units.Size(MaxWindow))
-	case c.Window > 0 && int(c.Window) < c.SegmentSize():
-		bad("window %d is smaller than one segment (%d bytes)", c.Window, c.SegmentSize())
-	}
-	if c.Loss < 0 || c.Loss >= 1 || c.Loss != c.Loss {
-		bad("loss %v must be in [0, 1)", c.Loss)
-	}
-	if c.MSS < 0 || (c.MSS > 0 && c.MSS < MinMSS) || c.MSS > MaxMSS {
-		bad("mss %d must be between %d bytes (the segment every IPv4 host accepts) and %d (the largest IPv4 datagram less its headers)", c.MSS, MinMSS, MaxMSS)
-	}
-	if c.Overhead < 0 || c.Overhead > MaxOverhead {
-		bad("overhead %d must be between 0 and %d bytes", c.Overhead, MaxOverhead)
-	}
-	if c.RTO < 0 || c.RTO > MaxRTO {
-		bad("rto %s must be between 0 (Linux's 200 ms) and %s (Linux's largest retransmission timeout)", c.RTO, MaxRTO)
-	}
-	return errors.Join(errs...)
-}
+// naming the setting, its value and its bound (the bounds of [Params]).
+func (c Config) Validate() error { return errors.Join(checkRead(c, nil, nil)...) }
 
 // WindowLimitedRate is the most a single connection can carry through the
 // window: window / RTT in bits per second (0 when unlimited).

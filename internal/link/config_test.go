@@ -19,17 +19,17 @@ func TestValidateRefusesSettingsBeyondTheirBounds(t *testing.T) {
 		want string
 	}{
 		{"rtt of a million hours", Config{RTT: 1_000_000 * time.Hour}, "rtt 1000000h0m0s: at most 10s"},
-		{"forward delay", Config{ForwardDelay: time.Minute}, "forward delay 1m0s: at most 10s"},
-		{"reverse delay", Config{ReverseDelay: time.Minute}, "reverse delay 1m0s: at most 10s"},
+		{"forward delay", Config{ForwardDelay: time.Minute}, "forward-delay 1m0s: at most 10s"},
+		{"reverse delay", Config{ReverseDelay: time.Minute}, "reverse-delay 1m0s: at most 10s"},
 		{"jitter", Config{Jitter: 11 * time.Second}, "jitter 11s: at most 10s"},
 		{"rate of 10 bit/s", Config{Rate: 10}, "rate 10bit: at least 1kbit"},
 		{"rate of 10 Tbit/s", Config{Rate: 10e12}, "rate 10000gbit: at most 1000gbit"},
 		{"window of 2 GiB", Config{Window: 2 * units.GiB}, "window 2GiB: at most 1GiB"},
-		{"mss below the IPv4 minimum", Config{MSS: 100}, "mss 100 must be between 536"},
-		{"mss above an IPv4 datagram", Config{MSS: 65535}, "and 65495"},
-		{"rto of an hour", Config{RTO: time.Hour}, "rto 1h0m0s must be between 0"},
-		{"negative rto", Config{RTO: -time.Second}, "rto -1s must be between 0"},
-		{"overhead", Config{Overhead: 70000}, "overhead 70000 must be between 0 and 65535"},
+		{"mss below the IPv4 minimum", Config{MSS: 100}, "mss 100: want 536 to 65495 bytes"},
+		{"mss above an IPv4 datagram", Config{MSS: 65535}, "mss 65535: want 536 to 65495 bytes"},
+		{"rto of an hour", Config{RTO: time.Hour}, "rto 1h0m0s: at most 2m0s"},
+		{"negative rto", Config{RTO: -time.Second}, "rto -1s: must not be negative"},
+		{"overhead", Config{Overhead: 70000}, "overhead 70000: want 0 to 65535 bytes"},
 	} {
 		err := tt.cfg.Validate()
 		if err == nil || !strings.Contains(err.Error(), tt.want) {

@@ -23,7 +23,10 @@
 // upstream server (TCP or a unix socket); [Proxy.Stats] reports what it
 // carried, per direction and over all connections, including a time series
 // of delivered bytes. [Config] holds the physics, [ParseProfile] builds one
-// from named profiles such as "tukwila-dublin+legacy-window".
+// from named profiles such as "tukwila-dublin+legacy-window". [Params] is
+// the table of its settings, each with its parser, bound and doc line, that
+// the profiles, a study file's [[link]] table ([Override]) and every
+// command's flags ([AddFlags]) read alike.
 //
 // Time is behind a small clock interface: each direction has one scheduler
 // goroutine working to absolute deadlines, which the tests run exactly on

@@ -3,8 +3,8 @@ package link
 import (
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
-	"time"
 
 	"github.com/dbrig/dbrig/internal/units"
 )
@@ -18,12 +18,26 @@ type Profile struct {
 	Modifier bool
 	// Source names where the figures come from.
 	Source string
-	apply  func(*Config)
+	// settings are the profile's values of the link's parameters, by name,
+	// in the words a flag or a study file would write them.
+	settings map[string]string
 }
 
-// Apply returns cfg changed by the profile.
+// Apply returns cfg changed by the profile. Its values are read by the
+// parameters' parsers but not held to their bounds, which a Config's
+// reader checks (rtt-1000000h is a profile, refused by Validate).
 func (p Profile) Apply(cfg Config) Config {
-	p.apply(&cfg)
+	for _, param := range params {
+		text, ok := p.settings[param.Name]
+		if !ok {
+			continue
+		}
+		if err := param.read(&cfg, text); err != nil {
+			// Only a misspelt built-in profile reads wrong: the profiles'
+			// test reads every one.
+			panic(fmt.Sprintf("link profile %s: %s: %v", p.Name, param.Name, err))
+		}
+	}
 	return cfg
 }
 
@@ -34,6 +48,14 @@ func (p Profile) Config() Config { return p.Apply(Config{}) }
 // not publish the circuits' bandwidth; it says a 16 MiB window makes 77 ms
 // bandwidth-bound, which holds for 1 Gbit/s.
 const WANRate = units.Gbit
+
+// autotunedWindow is AutotunedWindow as a profile writes it.
+var autotunedWindow = units.Size(AutotunedWindow).String()
+
+// wan is a site-to-site link of the given RTT.
+func wan(rtt string) map[string]string {
+	return map[string]string{"rtt": rtt, "rate": WANRate.String(), "window": autotunedWindow}
+}
 
 // Sites is seed 000's latency matrix between data centres, in milliseconds.
 var siteNames = []string{"tukwila", "quincy", "santa-clara", "blueridge", "dublin"}
@@ -49,38 +71,34 @@ var siteRTTms = [5][5]int{
 // Profiles returns every built-in profile, base profiles first, each group
 // sorted by name.
 func Profiles() []Profile {
+	lan := func(rate, rtt string) map[string]string {
+		return map[string]string{"rate": rate, "rtt": rtt, "window": autotunedWindow}
+	}
 	ps := []Profile{
-		{Name: "loopback", Description: "no impairment: the proxy only segments and forwards",
-			apply: func(c *Config) {}},
-		{Name: "lan-1g", Description: "1 Gbit/s Ethernet LAN, 0.2 ms RTT", Source: "seed 004",
-			apply: func(c *Config) { c.Rate, c.RTT, c.Window = units.Gbit, 200*time.Microsecond, AutotunedWindow }},
-		{Name: "lan-10g", Description: "10 Gbit/s Ethernet LAN, 0.1 ms RTT", Source: "seed 004",
-			apply: func(c *Config) { c.Rate, c.RTT, c.Window = 10*units.Gbit, 100*time.Microsecond, AutotunedWindow }},
-		{Name: "infiniband", Description: "Infiniband-like fabric, 40 Gbit/s, 0.02 ms RTT", Source: "seed 004",
-			apply: func(c *Config) { c.Rate, c.RTT, c.Window = 40*units.Gbit, 20*time.Microsecond, AutotunedWindow }},
+		{Name: "loopback", Description: "no impairment: the proxy only segments and forwards"},
+		{Name: "lan-1g", Description: "1 Gbit/s Ethernet LAN, 0.2 ms RTT", Source: "seed 004", settings: lan("1gbit", "200us")},
+		{Name: "lan-10g", Description: "10 Gbit/s Ethernet LAN, 0.1 ms RTT", Source: "seed 004", settings: lan("10gbit", "100us")},
+		{Name: "infiniband", Description: "Infiniband-like fabric, 40 Gbit/s, 0.02 ms RTT", Source: "seed 004", settings: lan("40gbit", "20us")},
 		{Name: "legacy-window", Modifier: true, Source: "seed 000",
 			Description: "64 KiB TCP window (65,535 bytes, no window scaling: Windows Server 2003)",
-			apply:       func(c *Config) { c.Window = LegacyWindow }},
+			settings:    map[string]string{"window": strconv.Itoa(LegacyWindow)}},
 		{Name: "autotuned", Modifier: true, Source: "seed 000",
 			Description: "16 MiB TCP window (receive window autotuning: Windows Server 2008)",
-			apply:       func(c *Config) { c.Window = AutotunedWindow }},
+			settings:    map[string]string{"window": autotunedWindow}},
 		{Name: "half-duplex", Modifier: true, Source: "seed 002",
 			Description: "both directions share one medium",
-			apply:       func(c *Config) { c.Duplex = HalfDuplex }},
+			settings:    map[string]string{"duplex": HalfDuplex.String()}},
 		{Name: "duplex-mismatch", Modifier: true, Source: "seed 002",
 			Description: "one end half duplex, the other full: late collisions and retransmissions",
-			apply:       func(c *Config) { c.Duplex = Mismatch }},
+			settings:    map[string]string{"duplex": Mismatch.String()}},
 	}
 	for i := range siteNames {
 		for j := i + 1; j < len(siteNames); j++ {
-			rtt := time.Duration(siteRTTms[i][j]) * time.Millisecond
 			ps = append(ps, Profile{
 				Name:        siteNames[i] + "-" + siteNames[j],
 				Description: fmt.Sprintf("WAN %s to %s, %d ms RTT, %s", title(siteNames[i]), title(siteNames[j]), siteRTTms[i][j], WANRate),
 				Source:      "seed 000 latency matrix",
-				apply: func(c *Config) {
-					c.RTT, c.Rate, c.Window = rtt, WANRate, AutotunedWindow
-				},
+				settings:    wan(fmt.Sprintf("%dms", siteRTTms[i][j])),
 			})
 		}
 	}
@@ -124,7 +142,7 @@ func LookupProfile(name string) (Profile, bool) {
 			return Profile{
 				Name:        name,
 				Description: fmt.Sprintf("WAN link of %s RTT at %s", units.FormatDuration(rtt), WANRate),
-				apply:       func(c *Config) { c.RTT, c.Rate, c.Window = rtt, WANRate, AutotunedWindow },
+				settings:    wan(d),
 			}, true
 		}
 	}

@@ -42,20 +42,7 @@ func Trim(runs []float64, rule RepeatSpec) Stat {
 		return st
 	}
 	st.Min, st.Max = slices.Min(runs), slices.Max(runs)
-	kept := slices.Clone(runs)
-	if rule.DiscardFirst && len(kept) > 1 {
-		kept = kept[1:]
-	}
-	if rule.Trim == "min-max" && len(kept) >= 3 {
-		sort.Float64s(kept)
-		kept = kept[1 : len(kept)-1]
-	}
-	var sum float64
-	for _, v := range kept {
-		sum += v
-	}
-	st.Kept = len(kept)
-	st.Mean = sum / float64(len(kept))
+	st.Mean, st.Kept = measure.TrimmedMean(runs, rule.DiscardFirst, rule.Trim == "min-max")
 	return st
 }
 

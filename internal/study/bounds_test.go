@@ -63,10 +63,10 @@ func TestCountsAndSizesBeyondTheirBoundsAreRefusedAtParse(t *testing.T) {
 		{"mss = 0", func(s string) string {
 			return overLinksOnly(strings.Replace(s, `profile = "${net}"`, "profile = \"${net}\"\nmss = 0", 1))
 		},
-			"demo.toml:15: link.0.mss: mss: want 536 to 65495 bytes"},
+			"demo.toml:15: link.0.mss: mss 0: want 536 to 65495 bytes"},
 		{"mss too small for IPv4", func(s string) string {
 			return overLinksOnly(strings.Replace(s, `profile = "${net}"`, "profile = \"${net}\"\nmss = 100", 1))
-		}, "link.0.mss: mss: want 536 to 65495 bytes"},
+		}, "link.0.mss: mss 100: want 536 to 65495 bytes"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -194,12 +194,31 @@ func RelativeSpread(stats ...Stat) string {
 	return fmt.Sprintf("%s each; runs within ±%.0f %% of the values kept", plural(runs, "run", "runs"), worst*100)
 }
 
+// Unmeasured says what MergeFindings says of the parts of a run that
+// measured nothing.
+type Unmeasured int
+
+const (
+	// SayUnmeasured gives each such part a line with its reason: the
+	// parts are what the study compares (each engine of a key-lookup run),
+	// so one that measured nothing is news.
+	SayUnmeasured Unmeasured = iota
+	// OmitUnmeasured leaves them out, and a part that alone measured the
+	// finding stands as its own finding under its label: the parts are the
+	// values of a dimension a user's sweep added (the engine of an rbar
+	// study swept over both), where a value without the experiment is no
+	// news.
+	OmitUnmeasured
+)
+
 // MergeFindings makes one finding of a finding judged on each of several
 // parts of a run (each engine of a sweep, say), labelled: each part's
 // figures and reasons under its label; reproduced when every part that
 // measured it reproduced it, differs when any differs, not measured when
-// none measured it.
-func MergeFindings(p Published, labels []string, each []report.Finding) report.Finding {
+// none measured it. The parts that measured nothing are said unless
+// unmeasured is OmitUnmeasured.
+func MergeFindings(p Published, labels []string, each []report.Finding, unmeasured ...Unmeasured) report.Finding {
+	omit := len(unmeasured) > 0 && unmeasured[0] == OmitUnmeasured
 	var measured []int
 	for i, f := range each {
 		if f.Verdict != report.NotMeasured {
@@ -208,9 +227,8 @@ func MergeFindings(p Published, labels []string, each []report.Finding) report.F
 	}
 	switch {
 	case len(each) == 0:
-		return report.Finding{Published: p.Finding, Verdict: report.NotMeasured, Measured: "-", Model: "-",
-			Why: "This run has no point that measures it."}
-	case len(each) == 1:
+		return NotMeasured(p, "This run has no point that measures it.")
+	case len(each) == 1, len(measured) == 0 && omit:
 		return each[0]
 	case len(measured) == 0:
 		out := each[0]
@@ -220,7 +238,25 @@ func MergeFindings(p Published, labels []string, each []report.Finding) report.F
 		}
 		out.Why = strings.Join(whys, "\n")
 		return out
+	case len(measured) == 1 && omit:
+		return labelled(each[measured[0]], labels[measured[0]])
 	}
+	out := mergeMeasured(p, labels, each, measured)
+	if !omit {
+		whys := []string{out.Why}
+		for i, f := range each {
+			if f.Verdict == report.NotMeasured {
+				whys = append(whys, labels[i]+": not measured. "+f.Why)
+			}
+		}
+		out.Why = strings.Join(whys, "\n")
+	}
+	return out
+}
+
+// mergeMeasured merges the parts that measured a finding, each under its
+// label.
+func mergeMeasured(p Published, labels []string, each []report.Finding, measured []int) report.Finding {
 	out := report.Finding{Published: p.Finding, Verdict: report.Reproduced}
 	var ms, models, spreads, whys []string
 	sameModel := true
@@ -237,11 +273,6 @@ func MergeFindings(p Published, labels []string, each []report.Finding) report.F
 			out.Verdict = report.Differs
 		}
 	}
-	for i, f := range each {
-		if f.Verdict == report.NotMeasured {
-			whys = append(whys, labels[i]+": not measured. "+f.Why)
-		}
-	}
 	out.Measured = strings.Join(ms, "\n")
 	out.Model = strings.Join(models, "\n")
 	if sameModel {
@@ -252,7 +283,77 @@ func MergeFindings(p Published, labels []string, each []report.Finding) report.F
 	return out
 }
 
+// labelled is one part's finding under its label, but for its model,
+// which mergeMeasured also leaves unlabelled when every part shares it.
+func labelled(f report.Finding, label string) report.Finding {
+	label += ": "
+	f.Measured, f.Why = label+f.Measured, label+f.Why
+	if f.Spread != "" {
+		f.Spread = label + f.Spread
+	}
+	return f
+}
+
 // NotMeasured is a finding this run has no figure for, and why.
 func NotMeasured(p Published, why string) report.Finding {
 	return report.Finding{Published: p.Finding, Measured: "-", Model: "-", Verdict: report.NotMeasured, Why: why}
+}
+
+// EngineGroup is the combinations of a run on one engine (and one table
+// size, when the run measured several), labelled for people.
+type EngineGroup struct {
+	Label     string // "PostgreSQL", or "MariaDB, 100000 rows"
+	Engine    string // the engine's name ("mariadb")
+	Summaries []*Summary
+}
+
+// EngineGroups puts a run's combinations in groups by the engine they ran
+// on and, when the run measured several table sizes (the workload's rows),
+// by size, in the order the run first measured each: the parts of a study
+// that sets each engine's figures beside the seed's.
+func (rd *RunData) EngineGroups() []EngineGroup {
+	sizes := map[int64]bool{}
+	for _, s := range rd.Summaries {
+		sizes[s.Params.Int("rows")] = true
+	}
+	var out []EngineGroup
+	at := map[string]int{}
+	for _, s := range rd.Summaries {
+		eng := s.Results[0].Instance().Engine
+		label := EngineTitle(eng)
+		if len(sizes) > 1 {
+			label += fmt.Sprintf(", %d rows", s.Params.Int("rows"))
+		}
+		i, ok := at[label]
+		if !ok {
+			i = len(out)
+			at[label] = i
+			out = append(out, EngineGroup{Label: label, Engine: eng})
+		}
+		out[i].Summaries = append(out[i].Summaries, s)
+	}
+	return out
+}
+
+// JudgeEach judges a finding on each part of a run apart (each engine's
+// comparison, say) and merges the answers, each under its part's label
+// (MergeFindings).
+func JudgeEach[P any](p Published, parts []P, label func(P) string, judge func(P) report.Finding) report.Finding {
+	var labels []string
+	var each []report.Finding
+	for _, part := range parts {
+		labels = append(labels, label(part))
+		each = append(each, judge(part))
+	}
+	return MergeFindings(p, labels, each)
+}
+
+// Unlike makes a reproduced finding differ when its points did not run as
+// the seed's did (unlike says how; "" when they did), and says so first.
+func Unlike(f report.Finding, unlike string) report.Finding {
+	if unlike != "" && f.Verdict == report.Reproduced {
+		f.Verdict = report.Differs
+		f.Why = unlike + " " + f.Why
+	}
+	return f
 }

@@ -2,10 +2,13 @@ package study
 
 import (
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/dbrig/dbrig/internal/engine"
 	"github.com/dbrig/dbrig/internal/report"
+	"github.com/dbrig/dbrig/internal/workload"
 )
 
 func TestMergeFindings(t *testing.T) {
@@ -46,6 +49,38 @@ func TestMergeFindings(t *testing.T) {
 	}
 }
 
+// TestMergeFindingsOmitsUnmeasured: a part that measured nothing is not
+// said, and a part that alone measured the finding stands as its own
+// finding under its label.
+func TestMergeFindingsOmitsUnmeasured(t *testing.T) {
+	p := Published{Finding: "lookups cost more"}
+	ok := report.Finding{Verdict: report.Reproduced, Measured: "3x", Model: "4x", Why: "as the seed", Spread: "3 runs"}
+	no := report.Finding{Verdict: report.Differs, Measured: "1x", Model: "4x", Why: "one page a lookup"}
+	none := report.Finding{Verdict: report.NotMeasured, Measured: "-", Model: "-", Why: "no lookup ran"}
+	labels := []string{"engine=postgres", "engine=mariadb"}
+	for _, tc := range []struct {
+		name string
+		each []report.Finding
+		want report.Finding
+	}{
+		{"one part measured", []report.Finding{none, ok}, report.Finding{Verdict: report.Reproduced,
+			Measured: "engine=mariadb: 3x", Model: "4x", Why: "engine=mariadb: as the seed", Spread: "engine=mariadb: 3 runs"}},
+		{"no part measured", []report.Finding{none, none}, none},
+		{"both measured", []report.Finding{no, ok}, report.Finding{Published: p.Finding, Verdict: report.Differs,
+			Measured: "engine=postgres: 1x\nengine=mariadb: 3x", Model: "4x",
+			Why: "engine=postgres: differs. one page a lookup\nengine=mariadb: reproduced. as the seed", Spread: "engine=mariadb: 3 runs"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := MergeFindings(p, labels, tc.each, OmitUnmeasured); got != tc.want {
+				t.Errorf("got %+v\nwant %+v", got, tc.want)
+			}
+		})
+	}
+	if got := MergeFindings(p, labels, []report.Finding{ok, none}, SayUnmeasured); !strings.Contains(got.Why, "engine=mariadb: not measured. no lookup ran") {
+		t.Errorf("SayUnmeasured left the part that measured nothing out: %+v", got)
+	}
+}
+
 func TestFormatTimesAndWithin(t *testing.T) {
 	for _, tc := range []struct {
 		v    float64
@@ -62,5 +97,49 @@ func TestFormatTimesAndWithin(t *testing.T) {
 		if in := Within(tc.got, tc.want, tc.f); in != tc.in {
 			t.Errorf("Within(%v, %v, %v) = %v, want %v", tc.got, tc.want, tc.f, in, tc.in)
 		}
+	}
+}
+
+func TestEngineGroups(t *testing.T) {
+	t.Parallel()
+	sum := func(eng string, rows int64, path string) *Summary {
+		r := workload.Result{Params: workload.Params{"instance": "db", "rows": rows, "path": path},
+			Instances: []engine.InstanceConfig{{Name: "db", Engine: eng}}}
+		return &Summary{Params: r.Params, Results: []workload.Result{r}}
+	}
+	rd := &RunData{Summaries: []*Summary{sum("mariadb", 10, "scan"), sum("postgres", 10, "scan"), sum("mariadb", 10, "lookup")}}
+	gs := rd.EngineGroups()
+	if len(gs) != 2 || gs[0].Label != "MariaDB" || gs[0].Engine != "mariadb" || len(gs[0].Summaries) != 2 ||
+		gs[0].Summaries[1].Params.String("path") != "lookup" || gs[1].Label != "PostgreSQL" {
+		t.Errorf("one size: %+v", gs)
+	}
+	rd.Summaries = append(rd.Summaries, sum("mariadb", 20, "scan"))
+	var labels []string
+	for _, g := range rd.EngineGroups() {
+		labels = append(labels, g.Label)
+	}
+	if want := []string{"MariaDB, 10 rows", "PostgreSQL, 10 rows", "MariaDB, 20 rows"}; !slices.Equal(labels, want) {
+		t.Errorf("two sizes: %q, want %q", labels, want)
+	}
+}
+
+func TestJudgeEachAndUnlike(t *testing.T) {
+	t.Parallel()
+	p := Published{Finding: "lookups cost more"}
+	parts := []string{"PostgreSQL", "MariaDB"}
+	f := JudgeEach(p, parts, func(s string) string { return s }, func(s string) report.Finding {
+		f := report.Finding{Verdict: report.Reproduced, Measured: "3x", Why: "as the seed"}
+		if s == "MariaDB" {
+			return Unlike(f, "A page was not cached.")
+		}
+		return Unlike(f, "")
+	})
+	if f.Verdict != report.Differs || !strings.Contains(f.Why, "PostgreSQL: reproduced. as the seed") ||
+		!strings.Contains(f.Why, "MariaDB: differs. A page was not cached. as the seed") {
+		t.Errorf("merged %+v", f)
+	}
+	no := report.Finding{Verdict: report.Differs, Why: "one page a lookup"}
+	if got := Unlike(no, "A page was not cached."); got != no {
+		t.Errorf("a finding that differs changed: %+v", got)
 	}
 }

@@ -16,7 +16,6 @@ import (
 	"github.com/dbrig/dbrig/internal/engine"
 	"github.com/dbrig/dbrig/internal/link"
 	"github.com/dbrig/dbrig/internal/report"
-	"github.com/dbrig/dbrig/internal/units"
 	"github.com/dbrig/dbrig/internal/workload"
 )
 
@@ -121,13 +120,43 @@ type LinkSpec struct {
 	Name    string   `toml:"name"`
 	Between []string `toml:"between"`
 	Profile string   `toml:"profile"`
-	RTT     string   `toml:"rtt"`
-	Rate    string   `toml:"rate"`
-	Window  string   `toml:"window"`
-	Jitter  string   `toml:"jitter"`
-	Loss    string   `toml:"loss"`
-	Duplex  string   `toml:"duplex"`
-	MSS     any      `toml:"mss"`
+	// Settings override the profile's: a value for any key of
+	// link.Params (rtt, rate, window, ...), as the file wrote it.
+	Settings map[string]any `toml:"-"`
+	// unknown are the keys that are neither the above nor a setting.
+	unknown []string
+}
+
+// UnmarshalTOML takes a [[link]] table's settings from link.Params, so that
+// a study file has every setting a flag has, read by the same parser. The
+// types of name, between and profile were checked before decoding.
+func (l *LinkSpec) UnmarshalTOML(data any) error {
+	table, _ := data.(map[string]any)
+	for k, v := range table {
+		switch k {
+		case "name":
+			l.Name, _ = v.(string)
+		case "profile":
+			l.Profile, _ = v.(string)
+		case "between":
+			list, _ := v.([]any)
+			for _, site := range list {
+				name, _ := site.(string)
+				l.Between = append(l.Between, name)
+			}
+		default:
+			if p, ok := link.LookupParam(k); !ok || p.Key() != k {
+				l.unknown = append(l.unknown, k)
+				continue
+			}
+			if l.Settings == nil {
+				l.Settings = map[string]any{}
+			}
+			l.Settings[k] = v
+		}
+	}
+	sort.Strings(l.unknown)
+	return nil
 }
 
 // RepeatSpec says how often each combination runs and how runs are combined.
@@ -352,6 +381,9 @@ func (v *validator) validate(reg *Registry) {
 	pairs := map[string]bool{}
 	for i, l := range s.Links {
 		key := fmt.Sprintf("link.%d", i)
+		for _, k := range l.unknown {
+			v.add(key+"."+k, "unknown key (see docs/studies.md for the keys a study file has)")
+		}
 		if len(l.Between) != 2 {
 			v.add(key+".between", "want two site names, e.g. [\"client\", \"db\"]")
 			continue
@@ -596,21 +628,6 @@ func pairKey(a, b string) string {
 	return a + "\x00" + b
 }
 
-// validationField names the field of a link's spec that a validation error
-// is about, when the error names one that the spec sets.
-func validationField(err error, fields []struct {
-	name, val string
-	apply     func(string) error
-}) string {
-	msg := strings.ToLower(err.Error())
-	for _, f := range fields {
-		if f.val != "" && strings.Contains(msg, f.name) {
-			return f.name
-		}
-	}
-	return "profile"
-}
-
 // ScaleNames lists the study's scales, sorted.
 func (s *Spec) ScaleNames() []string { return sortedKeys(s.Scales) }
 
@@ -638,15 +655,9 @@ func (e *linkError) Error() string { return e.err.Error() }
 // resolveLink turns a link's spec into a mode and configuration for one
 // point's sweep values. Its errors are *linkError, naming the field.
 func resolveLink(l LinkSpec, subst func(string) (string, error)) (mode string, cfg link.Config, err error) {
-	field := "profile"
-	defer func() {
-		if err != nil {
-			err = &linkError{field: field, err: err}
-		}
-	}()
 	profile, err := subst(l.Profile)
 	if err != nil {
-		return "", cfg, err
+		return "", cfg, &linkError{field: "profile", err: err}
 	}
 	switch profile {
 	case ProfileUnix, ProfileDirect:
@@ -654,48 +665,34 @@ func resolveLink(l LinkSpec, subst func(string) (string, error)) (mode string, c
 	default:
 		mode = "link"
 		if cfg, err = link.ParseProfile(profile); err != nil {
-			return "", cfg, err
+			return "", cfg, &linkError{field: "profile", err: err}
 		}
 	}
-	fields := []struct {
-		name, val string
-		apply     func(string) error
-	}{
-		{"rtt", l.RTT, func(x string) (e error) { cfg.RTT, e = units.ParseDuration(x); return }},
-		{"rate", l.Rate, func(x string) error { r, e := units.ParseRate(x); cfg.Rate = r; return e }},
-		{"window", l.Window, func(x string) error { w, e := units.ParseSize(x); cfg.Window = w; return e }},
-		{"jitter", l.Jitter, func(x string) (e error) { cfg.Jitter, e = units.ParseDuration(x); return }},
-		{"loss", l.Loss, func(x string) (e error) { cfg.Loss, e = units.ParsePercent(x); return }},
-		{"duplex", l.Duplex, func(x string) (e error) { cfg.Duplex, e = link.ParseDuplex(x); return }},
-	}
-	for _, f := range fields {
-		if f.val == "" {
-			continue
+	settings := map[string]any{}
+	for _, p := range link.Params() {
+		v, ok := l.Settings[p.Key()]
+		if !ok || v == "" {
+			continue // "" sets nothing, as when each key was a string field
 		}
-		field = f.name
-		x, err := subst(f.val)
-		if err != nil {
-			return "", cfg, err
+		if s, isText := v.(string); isText {
+			if v, err = subst(s); err != nil {
+				return "", cfg, &linkError{field: p.Key(), err: err}
+			}
 		}
 		if mode != "link" {
-			return "", cfg, fmt.Errorf("%s is set, but profile %q bypasses the emulated link", f.name, profile)
+			return "", cfg, &linkError{field: p.Key(), err: fmt.Errorf("%s is set, but profile %q bypasses the emulated link", p.Key(), profile)}
 		}
-		if err := f.apply(x); err != nil {
-			return "", cfg, fmt.Errorf("%s: %w", f.name, err)
-		}
+		settings[p.Key()] = v
 	}
-	if l.MSS != nil {
-		field = "mss"
-		n, ok := workload.IntOf(l.MSS)
-		if !ok || n < link.MinMSS || n > link.MaxMSS {
-			// 0 would be the model's default, not the 0 bytes written.
-			return "", cfg, fmt.Errorf("mss: want %d to %d bytes (the segment every IPv4 host accepts, the largest IPv4 datagram less its headers), got %s", link.MinMSS, link.MaxMSS, workload.Describe(l.MSS))
+	if cfg, err = link.Override(cfg, settings); err != nil {
+		// The first problem names the key; all of them are said there.
+		field := "profile"
+		var pe *link.ParamError
+		if errors.As(err, &pe) && !pe.FromBase {
+			p, _ := link.LookupParam(pe.Param)
+			field = p.Key()
 		}
-		cfg.MSS = int(n)
-	}
-	if err := cfg.Validate(); err != nil {
-		field = validationField(err, fields)
-		return "", cfg, err
+		return "", cfg, &linkError{field: field, err: err}
 	}
 	return mode, cfg, nil
 }

@@ -1,11 +1,9 @@
-// Package georeplication is the geo-replication study: transactional replication across a WAN: push, pull and the TCP window (seed 000).
 package georeplication
 
 import (
 	_ "embed"
 
 	"github.com/dbrig/dbrig/internal/study"
-	"github.com/dbrig/dbrig/internal/workload/georep"
 )
 
 //go:embed geo-replication.toml
@@ -18,7 +16,7 @@ func Study() study.Builtin {
 		File:     file,
 		Path:     "studies/georeplication/geo-replication.toml",
 		Workload: "georep",
-		Judges:   georep.Judges(),
-		Report:   georep.Report,
+		Judges:   Judges(),
+		Report:   Report,
 	}
 }

@@ -1,11 +1,9 @@
-// Package keylookup is the key-lookup study: a key lookup against a scan, even in memory (seed 002's engine notes).
 package keylookup
 
 import (
 	_ "embed"
 
 	"github.com/dbrig/dbrig/internal/study"
-	"github.com/dbrig/dbrig/internal/workload/keylookup"
 )
 
 //go:embed key-lookup.toml
@@ -17,8 +15,8 @@ func Study() study.Builtin {
 		Name:     "key-lookup",
 		File:     file,
 		Path:     "studies/keylookup/key-lookup.toml",
-		Workload: "keylookup",
-		Judges:   keylookup.Judges(),
-		Report:   keylookup.Report,
+		Workload: "key-lookup",
+		Judges:   Judges(),
+		Report:   Report,
 	}
 }

@@ -1,11 +1,9 @@
-// Package readahead is the read-ahead study: a cold scan with and without read-ahead (seed 002's engine notes).
 package readahead
 
 import (
 	_ "embed"
 
 	"github.com/dbrig/dbrig/internal/study"
-	"github.com/dbrig/dbrig/internal/workload/readahead"
 )
 
 //go:embed read-ahead.toml
@@ -17,8 +15,8 @@ func Study() study.Builtin {
 		Name:     "read-ahead",
 		File:     file,
 		Path:     "studies/readahead/read-ahead.toml",
-		Workload: "readahead",
-		Judges:   readahead.Judges(),
-		Report:   readahead.Report,
+		Workload: "read-ahead",
+		Judges:   Judges(),
+		Report:   Report,
 	}
 }

@@ -1,11 +1,9 @@
-// Package tpchparallel is the tpch-parallel study: parallel query scaling on the 22 TPC-H queries (seed 002).
 package tpchparallel
 
 import (
 	_ "embed"
 
 	"github.com/dbrig/dbrig/internal/study"
-	"github.com/dbrig/dbrig/internal/workload/tpch"
 )
 
 //go:embed tpch-parallel.toml
@@ -18,7 +16,7 @@ func Study() study.Builtin {
 		File:     file,
 		Path:     "studies/tpchparallel/tpch-parallel.toml",
 		Workload: "tpch",
-		Judges:   tpch.Judges(),
-		Report:   tpch.Report,
+		Judges:   Judges(),
+		Report:   Report,
 	}
 }

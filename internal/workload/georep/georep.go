@@ -266,3 +266,21 @@ func (w *georep) Run(ctx context.Context, env *workload.Env) (workload.Measureme
 	m.Notes = append(m.Notes, "payload "+w.payload.String()+", "+strconv.Itoa(rows)+" rows")
 	return m, nil
 }
+
+// Metrics are what the scenarios measure.
+var Metrics = []workload.MetricSpec{
+	{Name: "seconds", Unit: workload.Seconds, Better: workload.Lower, Headline: true, Doc: "from the first insert's commit (or the agent's start on a stored backlog, or the initialization's start) until the subscriber holds the last row"},
+	{Name: "rows_per_s", Unit: workload.PerSecond, Better: workload.Higher, Headline: true, Doc: "rows replicated per second"},
+	{Name: "mb_per_s", Unit: workload.Count, Better: workload.Higher, Doc: "payload megabytes (10^6) replicated per second"},
+	{Name: "rows", Unit: workload.Count, Better: workload.Higher, Doc: "rows replicated"},
+	{Name: "payload_bytes", Unit: workload.Bytes, Better: workload.Higher, Doc: "the rows' payload"},
+	{Name: "round_trips", Unit: workload.Count, Better: workload.Lower, Doc: "buffers the agent's writer sent, one answer each"},
+	{Name: "sent_bytes", Unit: workload.Bytes, Better: workload.Lower, Doc: "what the agent's writer sent to the subscriber"},
+	{Name: "read_bytes", Unit: workload.Bytes, Better: workload.Lower, Doc: "what the agent's reader read from the distribution database"},
+	{Name: "pipeline", Unit: workload.Count, Better: workload.Higher, Doc: "buffers the writer kept in flight"},
+	{Name: "commits", Unit: workload.Count, Better: workload.Lower, Doc: "subscriber transactions"},
+	{Name: "batch_size", Unit: workload.Count, Better: workload.Higher, Doc: "postgres_fdw's batch_size"},
+	{Name: "init_bytes", Unit: workload.Bytes, Better: workload.Lower, Doc: "what the initialization copied: COPY's bytes, or the backup archive's"},
+	{Name: "shipped_bytes", Unit: workload.Bytes, Better: workload.Lower, Doc: "the backup archive as it crossed the link, compressed"},
+	{Name: "dump_seconds", Unit: workload.Seconds, Better: workload.Lower, Doc: "pg_dump's part of a backup initialization"},
+}

@@ -39,8 +39,8 @@ func pointLink(r workload.Result) workload.LinkResult {
 	return r.Links[0]
 }
 
-// volume is the bytes of the rows that crossed the link.
-func volume(r workload.Result) float64 {
+// Volume is V, the bytes of the rows that crossed the link.
+func Volume(r workload.Result) float64 {
 	switch r.Params.String("scenario") {
 	case "push", "push-pipelined":
 		return r.Metrics["sent_bytes"]
@@ -70,7 +70,7 @@ func Model(r workload.Result, _ []workload.Result) workload.Prediction {
 		return workload.Prediction{}
 	}
 	l := pointLink(r)
-	v, rtt := volume(r), l.RTTSeconds
+	v, rtt := Volume(r), l.RTTSeconds
 	rate := l.RateBitsPerS
 	serial := 0.0
 	if rate > 0 {

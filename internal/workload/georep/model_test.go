@@ -55,14 +55,3 @@ func TestModelFollowsTheSeedsPhysics(t *testing.T) {
 		t.Errorf("a direct connection got a model: %v", p.Metrics)
 	}
 }
-
-func TestGainClassesFollowTheSeed(t *testing.T) {
-	for _, tt := range []struct {
-		gain float64
-		want string
-	}{{-5.28, "no real gain"}, {104.78, "a speed-up of 1.25x to 5x"}, {317.84, "a speed-up of 1.25x to 5x"}, {1298.96, "a speed-up of 5x or more"}, {11345.13, "a speed-up of 5x or more"}} {
-		if got := gainClass(tt.gain); got != tt.want {
-			t.Errorf("gainClass(%v) = %q, want %q", tt.gain, got, tt.want)
-		}
-	}
-}

@@ -14,6 +14,7 @@
 // lookup costs (lookupDepth), the input of the page-count model (Model):
 // pages(lookup) = rows × pages per lookup + index pages.
 //
-// The judges compare each engine's ratios with the seed's and with the
-// model; Report sets the seed's row beside each engine's.
+// The key-lookup study (studies/keylookup) judges each engine's ratios
+// against the seed's and the model's, and sets the seed's row beside each
+// engine's.
 package keylookup

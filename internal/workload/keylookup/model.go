@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"maps"
 
-	"github.com/dbrig/dbrig/internal/study"
 	"github.com/dbrig/dbrig/internal/workload"
 )
 
@@ -40,7 +39,7 @@ func sweepKey(r workload.Result) string {
 	p := maps.Clone(r.Params)
 	delete(p, "path")
 	b, _ := json.Marshal(p)
-	in := study.InstanceOf(r)
+	in := r.Instance()
 	return string(b) + "|" + in.Engine + "|" + in.Target
 }
 

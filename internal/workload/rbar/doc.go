@@ -43,6 +43,7 @@
 // packet of the result, headers included.
 //
 // The model (model.go) predicts each point from the fastest path of the
-// same engine, transport, experiment and client; report.go draws and judges
-// the results, per engine when a study sweeps it.
+// same engine, transport, experiment and client. The rbar-latency study
+// (studies/rbarlatency) draws and judges the results, per engine when a
+// study sweeps it.
 package rbar

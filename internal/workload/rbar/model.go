@@ -36,8 +36,10 @@ func linkOf(r workload.Result) workload.LinkResult {
 	return r.Links[0]
 }
 
-// speedRank orders links from fastest: unix, direct TCP, then by RTT.
-func speedRank(l workload.LinkResult) float64 {
+// SpeedRank orders links from fastest: unix, direct TCP, then by RTT. The
+// model fits on the fastest; the study's report draws the links in this
+// order.
+func SpeedRank(l workload.LinkResult) float64 {
 	switch l.Mode {
 	case "unix":
 		return -2
@@ -45,18 +47,6 @@ func speedRank(l workload.LinkResult) float64 {
 		return -1
 	}
 	return l.RTTSeconds
-}
-
-// engineOf is the engine of the instance the point's client talked to
-// ("" in results without instances).
-func engineOf(r workload.Result) string {
-	name := r.Params.String("instance")
-	for _, in := range r.Instances {
-		if in.Name == name {
-			return in.Engine
-		}
-	}
-	return ""
 }
 
 // groupKey is what a point shares with its reference on the fastest link:
@@ -72,7 +62,7 @@ func groupKey(r workload.Result) string {
 	if linkOf(r).Mode == "unix" {
 		transport = "unix"
 	}
-	return fmt.Sprintf("%s|%s|%s|%s|%d|%s|%s|%d|%s", engineOf(r), exp, r.Params.String("row_by_row"),
+	return fmt.Sprintf("%s|%s|%s|%s|%d|%s|%s|%d|%s", r.Instance().Engine, exp, r.Params.String("row_by_row"),
 		r.Params.String("client_cost"), r.Client.GOMAXPROCS, r.Client.CPUs, r.Params.String("instance"), rows, transport)
 }
 
@@ -86,7 +76,7 @@ func Reference(r workload.Result, all []workload.Result) (ref []workload.Result,
 		if !o.OK() || groupKey(o) != key || o.Metrics == nil {
 			continue
 		}
-		if rank := speedRank(linkOf(o)); rank < best {
+		if rank := SpeedRank(linkOf(o)); rank < best {
 			best, bestCombo = rank, o.Combo
 		}
 	}

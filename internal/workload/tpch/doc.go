@@ -10,9 +10,10 @@
 // beside the data for the points. Run sets the degree, notes the workers
 // each plan asks for, runs the stream `streams` times (each answer checked
 // against the serial one) and keeps each query's mean by the seed's rule
-// (SeedRule). Model fits Amdahl's law per query over the degrees measured
-// so far; the judges and Report read the fit stored with the sweep's last
-// point.
+// (the first stream and each query's fastest and slowest dropped). Model
+// fits Amdahl's law per query over the degrees measured so far; the
+// tpch-parallel study's judges and report sections (studies/tpchparallel)
+// read the fit stored with the sweep's last point.
 //
 // The queries and schema are files in queries/ENGINE and schema/, embedded
 // in the binary. PowerTest writes the study `dbrig load tpch` runs.

@@ -11,7 +11,6 @@ import (
 	"gonum.org/v1/gonum/stat"
 
 	"github.com/dbrig/dbrig/internal/engine"
-	"github.com/dbrig/dbrig/internal/study"
 	"github.com/dbrig/dbrig/internal/workload"
 )
 
@@ -61,25 +60,25 @@ type point struct {
 	r      workload.Result
 }
 
-// sweepKey is what the results of one degree sweep share: the workload's
+// SweepKey is what the results of one degree sweep share: the workload's
 // parameters but the degree, and the server.
-func sweepKey(r workload.Result) string {
+func SweepKey(r workload.Result) string {
 	p := maps.Clone(r.Params)
 	delete(p, "degree")
 	b, _ := json.Marshal(p)
-	in := study.InstanceOf(r)
+	in := r.Instance()
 	return string(b) + "|" + in.Engine + "|" + in.Target + "|" + in.CPUs
 }
 
-// effectiveProcesses is n of the model for a result: the processes that may
+// EffectiveProcesses is n of the model for a result: the processes that may
 // work on a query, at most the server's CPUs when dbrig knows them (its own
 // instance: the CPUs it is pinned to, else the host's).
-func effectiveProcesses(r workload.Result) float64 {
+func EffectiveProcesses(r workload.Result) float64 {
 	n := r.Metrics["processes"]
 	if n == 0 {
 		n = r.Metrics["degree"] + 1
 	}
-	in := study.InstanceOf(r)
+	in := r.Instance()
 	cpus := 0.0
 	if in.CPUs != "" {
 		if list, err := engine.ParseCPUList(in.CPUs); err == nil {
@@ -96,15 +95,15 @@ func effectiveProcesses(r workload.Result) float64 {
 
 // sweepOf returns the measured results of r's sweep, r included.
 func sweepOf(r workload.Result, all []workload.Result) []point {
-	key := sweepKey(r)
+	key := SweepKey(r)
 	rs := slices.Clone(all)
 	if !slices.ContainsFunc(all, func(o workload.Result) bool { return o.Key == r.Key && o.Started.Equal(r.Started) }) {
 		rs = append(rs, r)
 	}
 	var out []point
 	for _, o := range rs {
-		if o.Measured() && o.Metrics != nil && sweepKey(o) == key {
-			out = append(out, point{degree: int(o.Metrics["degree"]), n: effectiveProcesses(o), r: o})
+		if o.Measured() && o.Metrics != nil && SweepKey(o) == key {
+			out = append(out, point{degree: int(o.Metrics["degree"]), n: EffectiveProcesses(o), r: o})
 		}
 	}
 	return out
@@ -142,8 +141,8 @@ func fitMetric(ps []point, metric string) (t1, s float64, ok bool) {
 	return t1, s, ok
 }
 
-// fractionName is the model's stored serial fraction of a metric.
-func fractionName(metric string) string {
+// FractionName is the model's stored serial fraction of a metric.
+func FractionName(metric string) string {
 	return strings.TrimSuffix(strings.TrimSuffix(metric, "_ms"), "_s") + "_serial_fraction"
 }
 
@@ -156,7 +155,7 @@ func Model(r workload.Result, all []workload.Result) workload.Prediction {
 		return workload.Prediction{}
 	}
 	ps := sweepOf(r, all)
-	n := effectiveProcesses(r)
+	n := EffectiveProcesses(r)
 	pred := workload.Prediction{Metrics: map[string]float64{}}
 	var distinct []float64
 	for _, p := range ps {
@@ -166,7 +165,7 @@ func Model(r workload.Result, all []workload.Result) workload.Prediction {
 	}
 	metrics := []string{"total_s"}
 	for q := 1; q <= NumQueries; q++ {
-		metrics = append(metrics, metricName(q))
+		metrics = append(metrics, MetricName(q))
 	}
 	for _, m := range metrics {
 		if _, measured := r.Metrics[m]; !measured {
@@ -177,7 +176,7 @@ func Model(r workload.Result, all []workload.Result) workload.Prediction {
 			continue
 		}
 		pred.Metrics[m] = Amdahl(t1, s, n)
-		pred.Metrics[fractionName(m)] = s
+		pred.Metrics[FractionName(m)] = s
 	}
 	if len(pred.Metrics) == 0 {
 		return workload.Prediction{}

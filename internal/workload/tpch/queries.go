@@ -28,9 +28,9 @@ type Query struct {
 // Name is "Q1" ... "Q22".
 func (q Query) Name() string { return "Q" + strconv.Itoa(q.N) }
 
-// metricName is the query's metric: q01_ms ... q22_ms (zero-padded so that
+// MetricName is the query's metric: q01_ms ... q22_ms (zero-padded so that
 // metrics sort in query order).
-func metricName(n int) string { return fmt.Sprintf("q%02d_ms", n) }
+func MetricName(n int) string { return fmt.Sprintf("q%02d_ms", n) }
 
 // Queries returns the selected queries in the dialect of an engine, with
 // the substitution parameters that depend on the scale factor set (Q11's

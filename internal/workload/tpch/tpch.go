@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/dbrig/dbrig/internal/engine"
-	"github.com/dbrig/dbrig/internal/study"
+	"github.com/dbrig/dbrig/internal/measure"
 	"github.com/dbrig/dbrig/internal/topology"
 	"github.com/dbrig/dbrig/internal/workload"
 )
@@ -67,15 +67,17 @@ func metricSpecs() []workload.MetricSpec {
 	}
 	for n := 1; n <= NumQueries; n++ {
 		ms = append(ms,
-			workload.MetricSpec{Name: metricName(n), Unit: workload.Milliseconds, Better: workload.Lower,
+			workload.MetricSpec{Name: MetricName(n), Unit: workload.Milliseconds, Better: workload.Lower,
 				Doc: fmt.Sprintf("Q%d's time: the mean of its streams after the first stream and its fastest and slowest are dropped", n)},
-			workload.MetricSpec{Name: workersName(n), Unit: workload.Count,
+			workload.MetricSpec{Name: WorkersName(n), Unit: workload.Count,
 				Doc: fmt.Sprintf("parallel workers Q%d's plan asks for at this degree (EXPLAIN's Workers Planned)", n)})
 	}
 	return ms
 }
 
-func workersName(n int) string { return fmt.Sprintf("q%02d_workers", n) }
+// WorkersName is the metric of the parallel workers a query's plan asks
+// for: q01_workers ... q22_workers.
+func WorkersName(n int) string { return fmt.Sprintf("q%02d_workers", n) }
 
 type tpch struct {
 	sf       float64
@@ -305,7 +307,7 @@ func (w *tpch) Run(ctx context.Context, env *workload.Env) (workload.Measurement
 		if err != nil {
 			return m, fmt.Errorf("EXPLAIN %s: %w", q.Name(), err)
 		}
-		m.Metrics[workersName(q.N)] = float64(n)
+		m.Metrics[WorkersName(q.N)] = float64(n)
 	}
 
 	serverPID := 0
@@ -344,15 +346,17 @@ func (w *tpch) Run(ctx context.Context, env *workload.Env) (workload.Measurement
 	if other, ok := otherCPUs(before, sampleCPU(serverPID)); ok {
 		m.Metrics["other_cpus"] = other
 	}
-	rule := SeedRule()
 	var total_s float64
 	kept := 0
 	for i, q := range queries {
-		st := study.Trim(times[i], rule)
-		m.Metrics[metricName(q.N)] = st.Mean
-		m.Series[metricName(q.N)] = times[i]
-		total_s += st.Mean / 1000
-		kept = st.Kept
+		// The seed's rule inside one point: the first stream is dropped,
+		// then each query's fastest and slowest stream, and the rest are
+		// averaged.
+		var mean float64
+		mean, kept = measure.TrimmedMean(times[i], true, true)
+		m.Metrics[MetricName(q.N)] = mean
+		m.Series[MetricName(q.N)] = times[i]
+		total_s += mean / 1000
 	}
 	m.Metrics["total_s"] = total_s
 	m.Series["total_s"] = totals
@@ -363,13 +367,6 @@ func (w *tpch) Run(ctx context.Context, env *workload.Env) (workload.Measurement
 		m.Metrics["host_cpus"] = float64(cpus)
 	}
 	return m, nil
-}
-
-// SeedRule is the seed's repetition rule inside one point: the first stream
-// is dropped, then each query's fastest and slowest stream, and the rest
-// are averaged.
-func SeedRule() study.RepeatSpec {
-	return study.RepeatSpec{Runs: 10, DiscardFirst: true, Trim: "min-max"}
 }
 
 // settle makes the session run at the point's degree. A study sets the

@@ -100,14 +100,14 @@ func TestGoldenAnswers(t *testing.T) {
 		t.Fatalf("run at degree 1: %v", err)
 	}
 	for q := 1; q <= NumQueries; q++ {
-		if v, ok := m.Metrics[metricName(q)]; !ok || v <= 0 {
+		if v, ok := m.Metrics[MetricName(q)]; !ok || v <= 0 {
 			t.Errorf("Q%d: time %v, %v", q, v, ok)
 		}
-		if _, ok := m.Metrics[workersName(q)]; !ok {
+		if _, ok := m.Metrics[WorkersName(q)]; !ok {
 			t.Errorf("Q%d: no planned workers", q)
 		}
-		if len(m.Series[metricName(q)]) != 3 {
-			t.Errorf("Q%d: %d streams recorded, want 3", q, len(m.Series[metricName(q)]))
+		if len(m.Series[MetricName(q)]) != 3 {
+			t.Errorf("Q%d: %d streams recorded, want 3", q, len(m.Series[MetricName(q)]))
 		}
 	}
 	if m.Metrics["total_s"] <= 0 || m.Metrics["degree"] != 1 || m.Metrics["processes"] != 2 || m.Metrics["streams_kept"] != 2 { // 3 streams: the first dropped, two too few to trim
@@ -299,7 +299,7 @@ func TestMariaDB(t *testing.T) {
 	if err != nil {
 		t.Fatalf("run on MariaDB: %v", err)
 	}
-	if m.Metrics["total_s"] <= 0 || m.Metrics["processes"] != 1 || m.Metrics[workersName(1)] != 0 {
+	if m.Metrics["total_s"] <= 0 || m.Metrics["processes"] != 1 || m.Metrics[WorkersName(1)] != 0 {
 		t.Errorf("metrics: %v", m.Metrics)
 	}
 	_, err = newTestWorkload(t, goldenScale, 1, 2, "all").Run(ctx, env)

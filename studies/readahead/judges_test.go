@@ -13,16 +13,13 @@ import (
 	"github.com/dbrig/dbrig/internal/report"
 	"github.com/dbrig/dbrig/internal/study"
 	"github.com/dbrig/dbrig/internal/workload"
+	"github.com/dbrig/dbrig/internal/workload/readahead"
 )
 
 func theStudy(t *testing.T) *study.Spec {
 	t.Helper()
-	b, ok := readStudy("read-ahead")
-	if !ok {
-		t.Fatal("no built-in study read-ahead")
-	}
-	reg := study.NewRegistry(engine.NewRegistry(postgres.New(""), mariadb.New("")), []workload.Kind{Kind()}, study.Builtin{Workload: "readahead", Judges: Judges(), Report: Report})
-	spec, err := study.Parse("studies/readahead/read-ahead.toml", b, reg)
+	reg := study.NewRegistry(engine.NewRegistry(postgres.New(""), mariadb.New("")), []workload.Kind{readahead.Kind()}, Study())
+	spec, err := study.Parse("studies/readahead/read-ahead.toml", file, reg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +69,7 @@ func runData(t *testing.T, byEngine map[string][]scan, skipped string) *study.Ru
 				r.Metrics["engine_read_ahead_pages"] = s.engineRA
 				r.Metrics["engine_read_ahead_threshold"] = 56
 			}
-			pred := Model(r, all)
+			pred := readahead.Model(r, all)
 			r.Model, r.Formula = pred.Metrics, pred.Formula
 			all = append(all, r)
 		}
@@ -87,8 +84,8 @@ func runData(t *testing.T, byEngine map[string][]scan, skipped string) *study.Ru
 // seedLike scans as the seed's did: 8 s with large reads at 200 MB/s, 21 s
 // with 8 KiB reads at 80 MB/s, each its bytes over the device's throughput.
 var seedLike = []scan{
-	{setting: Default, seconds: 8, mbPerS: 200, bytesPerRead: 400 << 10, deviceMBPerS: 200},
-	{setting: Minimal, seconds: 21, mbPerS: 76, bytesPerRead: 8 << 10, deviceMBPerS: 80},
+	{setting: readahead.Default, seconds: 8, mbPerS: 200, bytesPerRead: 400 << 10, deviceMBPerS: 200},
+	{setting: readahead.Minimal, seconds: 21, mbPerS: 76, bytesPerRead: 8 << 10, deviceMBPerS: 80},
 }
 
 func judge(t *testing.T, rd *study.RunData, id string) report.Finding {
@@ -105,13 +102,13 @@ func judge(t *testing.T, rd *study.RunData, id string) report.Finding {
 func TestJudges(t *testing.T) {
 	// A fast device: read-ahead barely matters, the scan is the CPU's.
 	cpuBound := []scan{
-		{setting: Default, seconds: 4, mbPerS: 400, bytesPerRead: 1 << 20, deviceMBPerS: 2000},
-		{setting: Minimal, seconds: 5, mbPerS: 320, bytesPerRead: 8 << 10, deviceMBPerS: 330},
+		{setting: readahead.Default, seconds: 4, mbPerS: 400, bytesPerRead: 1 << 20, deviceMBPerS: 2000},
+		{setting: readahead.Minimal, seconds: 5, mbPerS: 320, bytesPerRead: 8 << 10, deviceMBPerS: 330},
 	}
 	// InnoDB: page-sized reads either way, more of them in flight.
 	innodb := []scan{
-		{setting: Default, seconds: 8, mbPerS: 200, bytesPerRead: 16 << 10, deviceMBPerS: 80, engineRA: 90000},
-		{setting: Minimal, seconds: 20, mbPerS: 80, bytesPerRead: 16 << 10, deviceMBPerS: 80},
+		{setting: readahead.Default, seconds: 8, mbPerS: 200, bytesPerRead: 16 << 10, deviceMBPerS: 80, engineRA: 90000},
+		{setting: readahead.Minimal, seconds: 20, mbPerS: 80, bytesPerRead: 16 << 10, deviceMBPerS: 80},
 	}
 	warm := []scan{seedLike[0], seedLike[1]}
 	warm[1].resident = 5000
@@ -149,48 +146,12 @@ func TestJudges(t *testing.T) {
 	}
 }
 
-func TestModelAndResolve(t *testing.T) {
+// TestModelIsStoredWithEachScan: each point stores its time as its bytes
+// over its own device's throughput.
+func TestModelIsStoredWithEachScan(t *testing.T) {
 	rd := runData(t, map[string][]scan{"postgres": seedLike}, "")
 	if got := rd.Results[1].Model["seconds"]; math.Abs(got-20) > 1e-9 {
 		t.Errorf("1,600 MB at 80 MB/s: model %v s, want 20", got)
-	}
-	if p := Model(workload.Result{Metrics: map[string]float64{"bytes_read": 1}}, nil); p.Metrics != nil {
-		t.Errorf("a point without the device's throughput has a model: %v", p)
-	}
-	for _, tc := range []struct {
-		in      string
-		kb      int
-		off, ok bool
-	}{
-		{Default, 2560, false, true}, {Minimal, 4, true, true}, {Off, 0, true, true}, {"128KiB", 128, false, true},
-		{"1MiB", 1024, false, true}, {"1000", 0, false, false}, {"fast", 0, false, false},
-	} {
-		kb, off, err := resolve(tc.in, 2560)
-		if (err == nil) != tc.ok || (tc.ok && (kb != tc.kb || off != tc.off)) {
-			t.Errorf("resolve(%q) = %d, %v, %v", tc.in, kb, off, err)
-		}
-	}
-	// A bad read_ahead is refused by its declaration, at parse.
-	for _, p := range Kind().Params {
-		if _, err := p.Normalize("fast"); p.Name == "read_ahead" && err == nil {
-			t.Error("a bad read_ahead was accepted")
-		}
-	}
-}
-
-func TestReport(t *testing.T) {
-	rd := runData(t, map[string][]scan{"postgres": seedLike, "mariadb": seedLike}, "")
-	d := &report.Doc{}
-	Report(rd, d)
-	if len(d.Sections) != 1 || len(d.Charts) != 1 {
-		t.Fatalf("report %+v", d)
-	}
-	rows := d.Sections[0].Tables[0].Rows
-	if len(rows) != 6 || !strings.HasPrefix(rows[0][0], "seed") || rows[2][0] != "PostgreSQL" || rows[5][0] != "MariaDB" {
-		t.Errorf("rows %q", rows)
-	}
-	if len(d.Charts[0].XCategories) != 4 || len(d.Charts[0].Series[1].Points) != 4 {
-		t.Errorf("chart %+v", d.Charts[0])
 	}
 }
 

@@ -13,18 +13,15 @@ import (
 	"github.com/dbrig/dbrig/internal/report"
 	"github.com/dbrig/dbrig/internal/study"
 	"github.com/dbrig/dbrig/internal/workload"
+	"github.com/dbrig/dbrig/internal/workload/keylookup"
 )
 
 // theStudy parses the built-in study, whose published figures the judges
 // read.
 func theStudy(t *testing.T) *study.Spec {
 	t.Helper()
-	b, ok := readStudy("key-lookup")
-	if !ok {
-		t.Fatal("no built-in study key-lookup")
-	}
-	reg := study.NewRegistry(engine.NewRegistry(postgres.New(""), mariadb.New("")), []workload.Kind{Kind()}, study.Builtin{Workload: "keylookup", Judges: Judges(), Report: Report})
-	spec, err := study.Parse("studies/keylookup/key-lookup.toml", b, reg)
+	reg := study.NewRegistry(engine.NewRegistry(postgres.New(""), mariadb.New("")), []workload.Kind{keylookup.Kind()}, Study())
+	spec, err := study.Parse("studies/keylookup/key-lookup.toml", file, reg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,16 +51,16 @@ func runData(t *testing.T, sides ...side) *study.RunData {
 	var all []workload.Result
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	for _, s := range sides {
-		for _, path := range []string{Scan, Lookup} {
-			if path == Lookup && s.noLookup {
+		for _, path := range []string{keylookup.Scan, keylookup.Lookup} {
+			if path == keylookup.Lookup && s.noLookup {
 				continue
 			}
 			ms, pages := s.scanMS, s.scanPages
-			if path == Lookup {
+			if path == keylookup.Lookup {
 				ms, pages = s.lookupMS, s.lookPages
 			}
 			if pages == 0 {
-				pages = PredictPages(path, s.rows, s.tablePages, s.indexPages, s.depth)
+				pages = keylookup.PredictPages(path, s.rows, s.tablePages, s.indexPages, s.depth)
 			}
 			combo := fmt.Sprintf("engine=%s path=%s", s.engine, path)
 			r := workload.Result{
@@ -77,7 +74,7 @@ func runData(t *testing.T, sides ...side) *study.RunData {
 					"rows": s.rows, "table_pages": s.tablePages, "index_pages": s.indexPages, "lookup_depth": s.depth, "page_bytes": 8192,
 				},
 			}
-			pred := Model(r, all)
+			pred := keylookup.Model(r, all)
 			r.Model, r.Formula = pred.Metrics, pred.Formula
 			all = append(all, r)
 		}
@@ -103,7 +100,7 @@ func judge(t *testing.T, rd *study.RunData, id string) report.Finding {
 func TestJudges(t *testing.T) {
 	pgLike := side{engine: "postgres", rows: 200_000, tablePages: 200_000, indexPages: 550, depth: 1, scanMS: 70, lookupMS: 35}
 	tooMuch := seedLike
-	tooMuch.lookPages = 1.3 * PredictPages(Lookup, seedLike.rows, seedLike.tablePages, seedLike.indexPages, seedLike.depth)
+	tooMuch.lookPages = 1.3 * keylookup.PredictPages(keylookup.Lookup, seedLike.rows, seedLike.tablePages, seedLike.indexPages, seedLike.depth)
 	uncached := seedLike
 	uncached.physical = 1000
 	slowPerPage := seedLike
@@ -146,7 +143,7 @@ func TestJudges(t *testing.T) {
 // TestModel checks the page model on the seed's own figures and the time
 // model's scaling by the other path's measured time per page.
 func TestModel(t *testing.T) {
-	seedModel := PredictPages(Lookup, 2_000_000, 2_008_931, 5_000, 4)
+	seedModel := keylookup.PredictPages(keylookup.Lookup, 2_000_000, 2_008_931, 5_000, 4)
 	if off := (8_130_363 - seedModel) / seedModel; math.Abs(off) > modelTolerance {
 		t.Errorf("the model is %.1f %% off the seed's own lookups", 100*off)
 	}
@@ -164,22 +161,5 @@ func TestModel(t *testing.T) {
 	}
 	if !strings.Contains(lookup.Formula, "200000 × 4 + 500") {
 		t.Errorf("formula %q", lookup.Formula)
-	}
-}
-
-// TestReport sets the seed's row beside each engine's.
-func TestReport(t *testing.T) {
-	rd := runData(t, seedLike)
-	d := &report.Doc{}
-	Report(rd, d)
-	if len(d.Sections) != 1 || len(d.Sections[0].Tables) != 1 || len(d.Charts) != 1 {
-		t.Fatalf("report: %+v", d)
-	}
-	rows := d.Sections[0].Tables[0].Rows
-	if len(rows) != 2 || !strings.HasPrefix(rows[0][0], "seed") || rows[0][4] != "2,008,931" || rows[1][0] != "MariaDB" || rows[1][6] != "4.00x" {
-		t.Errorf("table rows %q", rows)
-	}
-	if got := d.Charts[0].XCategories; len(got) != 2 || got[0] != "seed" {
-		t.Errorf("chart categories %q", got)
 	}
 }

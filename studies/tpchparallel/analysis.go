@@ -1,4 +1,4 @@
-package tpch
+package tpchparallel
 
 import (
 	"fmt"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/dbrig/dbrig/internal/study"
 	"github.com/dbrig/dbrig/internal/workload"
+	"github.com/dbrig/dbrig/internal/workload/tpch"
 )
 
 // sweep is one degree sweep of a run: the same data and server at every
@@ -46,14 +47,14 @@ func analyze(rd *study.RunData) []*sweep {
 		if _, ok := last.Metrics["total_s"]; !ok {
 			continue
 		}
-		key := sweepKey(last)
+		key := tpch.SweepKey(last)
 		sw, ok := byKey[key]
 		if !ok {
-			sw = &sweep{engine: study.InstanceOf(last).Engine, sf: last.Params.Float("scale_factor"), streams: int(last.Params.Int("streams"))}
+			sw = &sweep{engine: last.Instance().Engine, sf: last.Params.Float("scale_factor"), streams: int(last.Params.Int("streams"))}
 			byKey[key] = sw
 			out = append(out, sw)
 		}
-		sw.levels = append(sw.levels, level{degree: int(last.Metrics["degree"]), n: effectiveProcesses(last), sum: sm})
+		sw.levels = append(sw.levels, level{degree: int(last.Metrics["degree"]), n: tpch.EffectiveProcesses(last), sum: sm})
 		for i := range sm.Results {
 			r := &sm.Results[i]
 			if sw.fit == nil || r.Model["amdahl_points"] >= sw.fit.Model["amdahl_points"] {
@@ -113,7 +114,7 @@ func (sw *sweep) fraction(metric string) float64 {
 	if sw.fit == nil {
 		return math.NaN()
 	}
-	if v, ok := sw.fit.Model[fractionName(metric)]; ok {
+	if v, ok := sw.fit.Model[tpch.FractionName(metric)]; ok {
 		return v
 	}
 	return math.NaN()
@@ -140,8 +141,8 @@ func (sw *sweep) busy() string {
 // queries lists the query numbers the sweep measured.
 func (sw *sweep) queries() []int {
 	var out []int
-	for q := 1; q <= NumQueries; q++ {
-		if len(sw.levels) > 0 && !math.IsNaN(sw.levels[0].mean(metricName(q))) {
+	for q := 1; q <= tpch.NumQueries; q++ {
+		if len(sw.levels) > 0 && !math.IsNaN(sw.levels[0].mean(tpch.MetricName(q))) {
 			out = append(out, q)
 		}
 	}
@@ -202,7 +203,7 @@ func (t seedTable) fit(q int) (float64, bool) {
 			ts = append(ts, v)
 		}
 	}
-	return FitAmdahl(ns, ts, t1)
+	return tpch.FitAmdahl(ns, ts, t1)
 }
 
 func median(vs []float64) float64 {

@@ -1,4 +1,4 @@
-package georep
+package georeplication
 
 import (
 	"fmt"
@@ -9,6 +9,7 @@ import (
 	"github.com/dbrig/dbrig/internal/report"
 	"github.com/dbrig/dbrig/internal/study"
 	"github.com/dbrig/dbrig/internal/workload"
+	"github.com/dbrig/dbrig/internal/workload/georep"
 )
 
 // measured is one hand-made point: a scenario's seconds on a link.
@@ -25,12 +26,8 @@ var wanRTT = map[string]float64{"tukwila-blueridge": 0.077, "tukwila-dublin": 0.
 // each within ±1 %.
 func runData(t *testing.T, pts []measured) *study.RunData {
 	t.Helper()
-	b, ok := readStudy("geo-replication")
-	if !ok {
-		t.Fatal("no built-in study geo-replication")
-	}
-	reg := study.NewRegistry(engine.NewRegistry(postgres.New("")), []workload.Kind{Kind()}, study.Builtin{Workload: "georep", Judges: Judges(), Report: Report})
-	spec, err := study.Parse("geo-replication.toml", b, reg)
+	reg := study.NewRegistry(engine.NewRegistry(postgres.New("")), []workload.Kind{georep.Kind()}, Study())
+	spec, err := study.Parse("geo-replication.toml", file, reg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,5 +120,16 @@ func TestJudgesSayBothVerdicts(t *testing.T) {
 				t.Errorf("verdict %s, want %s: measured %q; why %q", f.Verdict, tc.want, f.Measured, f.Why)
 			}
 		})
+	}
+}
+
+func TestGainClassesFollowTheSeed(t *testing.T) {
+	for _, tt := range []struct {
+		gain float64
+		want string
+	}{{-5.28, "no real gain"}, {104.78, "a speed-up of 1.25x to 5x"}, {317.84, "a speed-up of 1.25x to 5x"}, {1298.96, "a speed-up of 5x or more"}, {11345.13, "a speed-up of 5x or more"}} {
+		if got := gainClass(tt.gain); got != tt.want {
+			t.Errorf("gainClass(%v) = %q, want %q", tt.gain, got, tt.want)
+		}
 	}
 }

@@ -3,11 +3,11 @@ package keylookup
 import (
 	"fmt"
 	"math"
-	"sort"
 	"strings"
 
 	"github.com/dbrig/dbrig/internal/report"
 	"github.com/dbrig/dbrig/internal/study"
+	"github.com/dbrig/dbrig/internal/workload/keylookup"
 )
 
 // The judges' tolerances, chosen before any measurement and said in each
@@ -25,27 +25,19 @@ const (
 	followFactor = 1.5
 )
 
+// Judges decide the seed's findings, by their ids in key-lookup.toml, on
+// each engine's comparison apart.
 func Judges() map[string]study.Judge {
-	each := func(f func(c comparison, p study.Published) report.Finding) study.Judge {
+	each := func(judge func(c comparison, p study.Published) report.Finding) study.Judge {
 		return func(rd *study.RunData, p study.Published) report.Finding {
-			cs := comparisons(rd)
-			var labels []string
-			var out []report.Finding
-			for _, c := range cs {
-				labels = append(labels, c.label)
+			return study.JudgeEach(p, comparisons(rd), labelOf, func(c comparison) report.Finding {
 				if why := c.incomplete(); why != "" {
-					out = append(out, notMeasured(p, why))
-					continue
+					return study.NotMeasured(p, why)
 				}
-				f := f(c, p)
-				if why := c.uncached(); why != "" && f.Verdict == report.Reproduced {
-					f.Verdict = report.Differs
-					f.Why = why + " " + f.Why
-				}
-				f.Spread = rdSpread(rd, c)
-				out = append(out, f)
-			}
-			return study.MergeFindings(p, labels, out)
+				f := study.Unlike(judge(c, p), c.uncached())
+				f.Spread = rd.Spread("time_ms", c.scan.Stats["time_ms"], c.lookup.Stats["time_ms"])
+				return f
+			})
 		}
 	}
 	return map[string]study.Judge{
@@ -56,16 +48,14 @@ func Judges() map[string]study.Judge {
 	}
 }
 
-func notMeasured(p study.Published, why string) report.Finding {
-	return report.Finding{Published: p.Finding, Measured: "-", Model: "-", Verdict: report.NotMeasured, Why: why}
-}
-
 // comparison is a scan and a lookup path over one table on one server.
 type comparison struct {
 	label        string
 	engine       string
 	scan, lookup *study.Summary
 }
+
+func labelOf(c comparison) string { return c.label }
 
 func (c comparison) incomplete() string {
 	switch {
@@ -94,12 +84,13 @@ func (c comparison) uncached() string {
 	return "Not every page was cached (" + strings.Join(parts, ", ") + "), as the seed's were: the server's cache is smaller than the table."
 }
 
-func (c comparison) timeRatio() float64  { return c.lookup.Mean("time_ms") / c.scan.Mean("time_ms") }
+func (c comparison) timeRatio() float64 { return c.lookup.Mean("time_ms") / c.scan.Mean("time_ms") }
+
 func (c comparison) pagesRatio() float64 { return c.lookup.Mean("pages") / c.scan.Mean("pages") }
 
 // modelPages is the model's count of a path's page visits.
 func modelPages(s *study.Summary) float64 {
-	return PredictPages(s.Params.String("path"), s.Mean("rows"), s.Mean("table_pages"), s.Mean("index_pages"), s.Mean("lookup_depth"))
+	return keylookup.PredictPages(s.Params.String("path"), s.Mean("rows"), s.Mean("table_pages"), s.Mean("index_pages"), s.Mean("lookup_depth"))
 }
 
 func (c comparison) modelRatio() float64 { return modelPages(c.lookup) / modelPages(c.scan) }
@@ -118,40 +109,20 @@ func plural(v float64, one, many string) string {
 	return num(v) + " " + many
 }
 
-func rdSpread(rd *study.RunData, c comparison) string {
-	return rd.Spread("time_ms", c.scan.Stats["time_ms"], c.lookup.Stats["time_ms"])
-}
-
 // comparisons pairs the paths of each engine (and table size, when a run
 // has several), in the order the run measured them.
 func comparisons(rd *study.RunData) []comparison {
-	by := map[string]*comparison{}
-	var order []string
-	sizes := map[int64]bool{}
-	for _, s := range rd.Summaries {
-		sizes[s.Params.Int("rows")] = true
-	}
-	for _, s := range rd.Summaries {
-		eng := study.InstanceOf(s.Results[0]).Engine
-		label := study.EngineTitle(eng)
-		if len(sizes) > 1 {
-			label += fmt.Sprintf(", %d rows", s.Params.Int("rows"))
+	var out []comparison
+	for _, g := range rd.EngineGroups() {
+		c := comparison{label: g.Label, engine: g.Engine}
+		for _, s := range g.Summaries {
+			if s.Params.String("path") == keylookup.Scan {
+				c.scan = s
+			} else {
+				c.lookup = s
+			}
 		}
-		c, ok := by[label]
-		if !ok {
-			c = &comparison{label: label, engine: eng}
-			by[label] = c
-			order = append(order, label)
-		}
-		if s.Params.String("path") == Scan {
-			c.scan = s
-		} else {
-			c.lookup = s
-		}
-	}
-	out := make([]comparison, 0, len(order))
-	for _, l := range order {
-		out = append(out, *by[l])
+		out = append(out, c)
 	}
 	return out
 }
@@ -193,7 +164,7 @@ func judgeLookupTime(c comparison, p study.Published) report.Finding {
 	}
 	switch {
 	case p.Value <= 0:
-		return notMeasured(p, "The study gives no published ratio (value) to compare with.")
+		return study.NotMeasured(p, "The study gives no published ratio (value) to compare with.")
 	case study.Within(got, p.Value, ratioFactor):
 		f.Verdict = report.Reproduced
 		f.Why = fmt.Sprintf("The lookups took %s the scan's time, within a factor %g of the seed's %s: looking rows up costs several times a scan even with every page cached.",
@@ -219,7 +190,7 @@ func pagesWhy(c comparison) string {
 func judgeLookupPages(c comparison, p study.Published) report.Finding {
 	seedScan, seedLookup, _, ok := seedPages(p)
 	if !ok {
-		return notMeasured(p, "The study gives no published page counts (figures scan_pages and lookup_pages) to compare with.")
+		return study.NotMeasured(p, "The study gives no published page counts (figures scan_pages and lookup_pages) to compare with.")
 	}
 	want := seedLookup / seedScan
 	got := c.pagesRatio()
@@ -294,79 +265,4 @@ func judgeTimeFollowsPages(c comparison, p study.Published) report.Finding {
 			study.FormatTimes(t/pg), followFactor, 1000*c.scan.Mean("time_ms")/c.scan.Mean("pages"), 1000*c.lookup.Mean("time_ms")/c.lookup.Mean("pages"))
 	}
 	return f
-}
-
-// Report adds the seed's figures beside each engine's, and a chart of the
-// ratios.
-func Report(rd *study.RunData, d *report.Doc) {
-	cs := comparisons(rd)
-	var pub study.Published
-	var seedTime float64
-	for _, p := range rd.Spec.Published {
-		switch p.ID {
-		case "lookup-pages":
-			pub = p
-		case "lookup-time":
-			seedTime = p.Value
-		}
-	}
-	seedScan, seedLookup, seedRows, haveSeed := seedPages(pub)
-	t := report.Table{
-		Title: "The seed beside ours",
-		Columns: []string{"", "rows", "rows a page", "pages per lookup", "scan pages", "lookup pages", "pages ratio", "model ratio",
-			"scan time", "lookup time", "time ratio", "cached"},
-		Note: "Pages are the seed's logical reads: pages visited in the server's cache (PostgreSQL: EXPLAIN (ANALYZE, BUFFERS) shared hits and reads; MariaDB: Innodb_buffer_pool_read_requests), for one execution. Times are the median of each point's timed executions, averaged over the runs. 'cached' says whether every page came from the server's cache.",
-	}
-	if haveSeed {
-		t.Rows = append(t.Rows, []string{"seed (SQL Server 2005)", count(seedRows), "1", "4", count(seedScan), count(seedLookup),
-			study.FormatTimes(seedLookup / seedScan), study.FormatTimes((seedRows*4 + pub.Figures["index_leaf_pages"]) / seedScan), "-", "-", "~" + study.FormatTimes(seedTime), "yes"})
-	}
-	chart := report.Chart{ID: "ratios", Title: "Lookups against the scan", YLabel: "lookup / scan",
-		Note: "Bars: the lookup path's time and pages over the scan's; dashed: the model's pages ratio (rows × pages per lookup + index pages, over the table's pages)."}
-	var cats []string
-	timeS := report.Series{Name: "time ratio", Style: report.Bars}
-	pageS := report.Series{Name: "pages ratio", Style: report.Bars}
-	modelS := report.Series{Name: "model", Style: report.Model}
-	if haveSeed {
-		cats = append(cats, "seed")
-		timeS.Points = append(timeS.Points, report.XY{X: 0, Y: seedTime, Label: "the seed: almost three times"})
-		pageS.Points = append(pageS.Points, report.XY{X: 0, Y: seedLookup / seedScan})
-		modelS.Points = append(modelS.Points, report.XY{X: 0, Y: (seedRows*4 + pub.Figures["index_leaf_pages"]) / seedScan})
-	}
-	for _, c := range cs {
-		if c.incomplete() != "" {
-			continue
-		}
-		x := float64(len(cats))
-		cats = append(cats, c.label)
-		cached := "yes"
-		if c.uncached() != "" {
-			cached = "no"
-		}
-		t.Rows = append(t.Rows, []string{c.label, count(c.scan.Mean("rows")), num(c.scan.Mean("rows") / c.scan.Mean("table_pages")),
-			num(c.scan.Mean("lookup_depth")), count(c.scan.Mean("pages")), count(c.lookup.Mean("pages")), study.FormatTimes(c.pagesRatio()),
-			study.FormatTimes(c.modelRatio()), study.FormatSeconds(c.scan.Mean("time_ms") / 1000), study.FormatSeconds(c.lookup.Mean("time_ms") / 1000),
-			study.FormatTimes(c.timeRatio()), cached})
-		timeS.Points = append(timeS.Points, report.XY{X: x, Y: c.timeRatio(), Label: c.label})
-		pageS.Points = append(pageS.Points, report.XY{X: x, Y: c.pagesRatio(), Label: c.label})
-		modelS.Points = append(modelS.Points, report.XY{X: x, Y: c.modelRatio(), Label: c.layout()})
-	}
-	chart.XCategories = cats
-	chart.Series = []report.Series{timeS, pageS, modelS}
-	d.Charts = append(d.Charts, chart)
-	d.Sections = append(d.Sections, report.Section{Title: "Key lookup against scan, engine by engine", Tables: []report.Table{t}, Text: handlerText(cs)})
-}
-
-// handlerText adds MariaDB's handler counters, which say which path ran.
-func handlerText(cs []comparison) string {
-	var parts []string
-	for _, c := range cs {
-		if c.engine != "mariadb" || c.incomplete() != "" {
-			continue
-		}
-		parts = append(parts, fmt.Sprintf("%s: the scan read %s rows in order (Handler_read_rnd_next); the lookups read %s index entries (Handler_read_next), one lookup each.",
-			c.label, count(c.scan.Mean("handler_read_rnd_next")), count(c.lookup.Mean("handler_read_next"))))
-	}
-	sort.Strings(parts)
-	return strings.Join(parts, " ")
 }

@@ -1,4 +1,4 @@
-package tpch
+package tpchparallel
 
 import (
 	"fmt"
@@ -13,18 +13,15 @@ import (
 	"github.com/dbrig/dbrig/internal/report"
 	"github.com/dbrig/dbrig/internal/study"
 	"github.com/dbrig/dbrig/internal/workload"
+	"github.com/dbrig/dbrig/internal/workload/tpch"
 )
 
 // theStudy parses the built-in study, whose published figures the judges
 // read.
 func theStudy(t *testing.T) *study.Spec {
 	t.Helper()
-	b, ok := readStudy("tpch-parallel")
-	if !ok {
-		t.Fatal("no built-in study tpch-parallel")
-	}
-	reg := study.NewRegistry(engine.NewRegistry(postgres.New(""), mariadb.New("")), []workload.Kind{Kind()}, study.Builtin{Workload: "tpch", Judges: Judges(), Report: Report})
-	spec, err := study.Parse("studies/tpchparallel/tpch-parallel.toml", b, reg)
+	reg := study.NewRegistry(engine.NewRegistry(postgres.New(""), mariadb.New("")), []workload.Kind{tpch.Kind()}, Study())
+	spec, err := study.Parse("studies/tpchparallel/tpch-parallel.toml", file, reg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,14 +61,14 @@ func runData(t *testing.T, cpus float64, levels []handMade) *study.RunData {
 		}
 		n := math.Min(float64(l.degree+1), cpus)
 		var total float64
-		for q := 1; q <= NumQueries; q++ {
+		for q := 1; q <= tpch.NumQueries; q++ {
 			v := l.time(q, n)
-			r.Metrics[metricName(q)] = v
-			r.Metrics[workersName(q)] = l.workers
+			r.Metrics[tpch.MetricName(q)] = v
+			r.Metrics[tpch.WorkersName(q)] = l.workers
 			total += v / 1000
 		}
 		r.Metrics["total_s"] = total
-		pred := Model(r, all)
+		pred := tpch.Model(r, all)
 		r.Model, r.Formula = pred.Metrics, pred.Formula
 		all = append(all, r)
 	}
@@ -87,7 +84,7 @@ func seedScaling(t *testing.T) func(q int, n float64) float64 {
 	}
 	return func(q int, n float64) float64 {
 		s, _ := seed.fit(q)
-		return Amdahl(seed.query[q][1]/100, s, n)
+		return tpch.Amdahl(seed.query[q][1]/100, s, n)
 	}
 }
 
@@ -111,7 +108,7 @@ func TestJudges(t *testing.T) {
 	seed, _ := seedOf(theStudy(t))
 	reversed := func(q int, n float64) float64 {
 		s, _ := seed.fit(q)
-		return Amdahl(seed.query[q][1]/100, 0.4-s, n)
+		return tpch.Amdahl(seed.query[q][1]/100, 0.4-s, n)
 	}
 	// From 8 to 16 processes Q17 slows down, as in the seed.
 	slowQ17 := func(q int, n float64) float64 {
@@ -164,12 +161,12 @@ func TestModelIsStoredAndReportShowsIt(t *testing.T) {
 		t.Errorf("the serial point alone has a model: %v", first.Model)
 	}
 	seed, _ := seedOf(rd.Spec)
-	for q := 1; q <= NumQueries; q++ {
+	for q := 1; q <= tpch.NumQueries; q++ {
 		want, _ := seed.fit(q)
-		if got := last.Model[fractionName(metricName(q))]; math.Abs(got-want) > 1e-9 {
+		if got := last.Model[tpch.FractionName(tpch.MetricName(q))]; math.Abs(got-want) > 1e-9 {
 			t.Errorf("Q%d: stored s = %v, want %v", q, got, want)
 		}
-		if got, want := last.Model[metricName(q)], last.Metrics[metricName(q)]; math.Abs(got-want) > 1e-9*want {
+		if got, want := last.Model[tpch.MetricName(q)], last.Metrics[tpch.MetricName(q)]; math.Abs(got-want) > 1e-9*want {
 			t.Errorf("Q%d: model %v ms, measured %v ms on an exact Amdahl curve", q, got, want)
 		}
 	}
@@ -177,7 +174,7 @@ func TestModelIsStoredAndReportShowsIt(t *testing.T) {
 		t.Errorf("model of the last point: %v points, formula %q", last.Model["amdahl_points"], last.Formula)
 	}
 	// A stored value the times would not give shows as stored.
-	rd.Summaries[2].Results[0].Model[fractionName(metricName(1))] = 0.4242
+	rd.Summaries[2].Results[0].Model[tpch.FractionName(tpch.MetricName(1))] = 0.4242
 	d := &report.Doc{}
 	Report(rd, d)
 	if len(d.Sections) != 1 || !strings.Contains(fmt.Sprint(d.Sections[0].Tables[0].Rows[0]), "42.4 %") {

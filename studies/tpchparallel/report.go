@@ -1,4 +1,4 @@
-package tpch
+package tpchparallel
 
 import (
 	"fmt"
@@ -7,6 +7,7 @@ import (
 
 	"github.com/dbrig/dbrig/internal/report"
 	"github.com/dbrig/dbrig/internal/study"
+	"github.com/dbrig/dbrig/internal/workload/tpch"
 )
 
 // Report adds the charts and the seed's table beside ours. The findings
@@ -17,7 +18,7 @@ func Report(rd *study.RunData, d *report.Doc) {
 	for i, sw := range analyze(rd) {
 		suffix := ""
 		if i > 0 {
-			suffix = fmt.Sprintf(" (%s, scale factor %s)", sw.engine, FormatScale(sw.sf))
+			suffix = fmt.Sprintf(" (%s, scale factor %s)", sw.engine, tpch.FormatScale(sw.sf))
 		}
 		d.Charts = append(d.Charts, totalChart(sw, i, suffix), speedupChart(sw, seed, haveSeed, i, suffix))
 		if _, ok := sw.serial(); ok && len(sw.parallel()) > 0 {
@@ -34,7 +35,7 @@ func caption(sw *sweep) string {
 		kept = sw.levels[0].mean("streams_kept")
 	}
 	return fmt.Sprintf("%s at TPC-H scale factor %s; each query's time is the mean of %.0f of its %d streams (the first stream and each query's fastest and slowest dropped, the seed's rule)",
-		study.EngineTitle(sw.engine), FormatScale(sw.sf), kept, sw.streams)
+		study.EngineTitle(sw.engine), tpch.FormatScale(sw.sf), kept, sw.streams)
 }
 
 func totalChart(sw *sweep, i int, suffix string) report.Chart {
@@ -59,7 +60,7 @@ func totalChart(sw *sweep, i int, suffix string) report.Chart {
 		}
 		line.Points = append(line.Points, report.XY{X: x, Y: l.mean("total_s"), Label: levelName(l)})
 		if haveSerial && !math.IsNaN(s) {
-			model.Points = append(model.Points, report.XY{X: x, Y: Amdahl(serial.mean("total_s"), s, l.n), Label: fmt.Sprintf("s = %s, n = %g", pct(s), l.n)})
+			model.Points = append(model.Points, report.XY{X: x, Y: tpch.Amdahl(serial.mean("total_s"), s, l.n), Label: fmt.Sprintf("s = %s, n = %g", pct(s), l.n)})
 		}
 	}
 	c.Series = []report.Series{runs, line}
@@ -128,9 +129,9 @@ func perQueryChart(sw *sweep, seed seedTable, haveSeed bool, i int, suffix strin
 	ours := report.Series{Name: "here", Style: report.Bars}
 	pred := report.Series{Name: "seed, at the same n", Style: report.Bars}
 	for k, q := range qs {
-		ours.Points = append(ours.Points, report.XY{X: float64(k), Y: sw.speedup(top, metricName(q)), Label: fmt.Sprintf("Q%d, %g workers planned", q, top.mean(workersName(q)))})
+		ours.Points = append(ours.Points, report.XY{X: float64(k), Y: sw.speedup(top, tpch.MetricName(q)), Label: fmt.Sprintf("Q%d, %g workers planned", q, top.mean(tpch.WorkersName(q)))})
 		if s, ok := seed.fit(q); ok && haveSeed {
-			pred.Points = append(pred.Points, report.XY{X: float64(k), Y: SpeedupAt(s, top.n), Label: fmt.Sprintf("Q%d, seed s = %s", q, pct(s))})
+			pred.Points = append(pred.Points, report.XY{X: float64(k), Y: tpch.SpeedupAt(s, top.n), Label: fmt.Sprintf("Q%d, seed s = %s", q, pct(s))})
 		}
 	}
 	c.Series = []report.Series{ours}
@@ -153,7 +154,7 @@ func fractionChart(sw *sweep, seed seedTable, haveSeed bool, i int, suffix strin
 	ours := report.Series{Name: "here", Style: report.Bars}
 	theirs := report.Series{Name: "seed", Style: report.Bars}
 	for k, q := range qs {
-		if v := sw.fraction(metricName(q)); !math.IsNaN(v) {
+		if v := sw.fraction(tpch.MetricName(q)); !math.IsNaN(v) {
 			ours.Points = append(ours.Points, report.XY{X: float64(k), Y: 100 * v, Label: fmt.Sprintf("Q%d", q)})
 		}
 		if s, ok := seed.fit(q); ok && haveSeed {
@@ -219,7 +220,7 @@ func tableSection(sw *sweep, seed seedTable, haveSeed bool, suffix string) repor
 		}
 		if workersAt.sum != nil {
 			if q > 0 {
-				r = append(r, fmt.Sprintf("%g", workersAt.mean(workersName(q))))
+				r = append(r, fmt.Sprintf("%g", workersAt.mean(tpch.WorkersName(q))))
 			} else {
 				r = append(r, "")
 			}
@@ -227,7 +228,7 @@ func tableSection(sw *sweep, seed seedTable, haveSeed bool, suffix string) repor
 		return r
 	}
 	for _, q := range sw.queries() {
-		t.Rows = append(t.Rows, row(fmt.Sprintf("Q%d", q), metricName(q), q, seed.query[q], 1, ms))
+		t.Rows = append(t.Rows, row(fmt.Sprintf("Q%d", q), tpch.MetricName(q), q, seed.query[q], 1, ms))
 	}
 	t.Rows = append(t.Rows, row("total (s)", "total_s", 0, seed.totals, 1, func(v float64) string {
 		if math.IsNaN(v) {

@@ -1,4 +1,4 @@
-package tpch
+package tpchparallel
 
 import (
 	"fmt"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/dbrig/dbrig/internal/report"
 	"github.com/dbrig/dbrig/internal/study"
+	"github.com/dbrig/dbrig/internal/workload/tpch"
 )
 
 // The tolerances of the judges, chosen before any measurement and said in
@@ -34,6 +35,7 @@ const (
 	slowerBy = 1.1
 )
 
+// Judges decide the seed's findings, by their ids in tpch-parallel.toml.
 func Judges() map[string]study.Judge {
 	return map[string]study.Judge{
 		"total-speedup":         judgeTotalSpeedup,
@@ -44,25 +46,21 @@ func Judges() map[string]study.Judge {
 	}
 }
 
-func notMeasured(p study.Published, why string) report.Finding {
-	return report.Finding{Published: p.Finding, Measured: "-", Model: "-", Verdict: report.NotMeasured, Why: why}
-}
-
 // mainSweep is the sweep the judges read: the one with the most degrees,
 // with its serial degree and at least one parallel one.
 func mainSweep(rd *study.RunData, p study.Published) (*sweep, *report.Finding) {
 	sws := analyze(rd)
 	if len(sws) == 0 {
-		f := notMeasured(p, "No point of this run was measured.")
+		f := study.NotMeasured(p, "No point of this run was measured.")
 		return nil, &f
 	}
 	sw := sws[0]
 	if _, ok := sw.serial(); !ok {
-		f := notMeasured(p, "Speedups are against the serial degree 0, which this run did not measure.")
+		f := study.NotMeasured(p, "Speedups are against the serial degree 0, which this run did not measure.")
 		return nil, &f
 	}
 	if len(sw.parallel()) == 0 {
-		f := notMeasured(p, "This run measured no degree with more than one process (a parallel degree on a server with more than one CPU).")
+		f := study.NotMeasured(p, "This run measured no degree with more than one process (a parallel degree on a server with more than one CPU).")
 		return nil, &f
 	}
 	return sw, nil
@@ -76,7 +74,7 @@ func judgeTotalSpeedup(rd *study.RunData, p study.Published) report.Finding {
 	seed, _ := seedOf(rd.Spec)
 	seedS, ok := seed.fit(0)
 	if !ok {
-		return notMeasured(p, "The study publishes no totals by MAXDOP (total_maxdop1 ... figures) to compare with.")
+		return study.NotMeasured(p, "The study publishes no totals by MAXDOP (total_maxdop1 ... figures) to compare with.")
 	}
 	serial, _ := sw.serial()
 	var parts []string
@@ -95,10 +93,10 @@ func judgeTotalSpeedup(rd *study.RunData, p study.Published) report.Finding {
 	}
 	top, _ := sw.top()
 	got := sw.speedup(top, "total_s")
-	want := SpeedupAt(seedS, top.n)
+	want := tpch.SpeedupAt(seedS, top.n)
 	f := report.Finding{
 		Published: p.Finding,
-		Measured:  fmt.Sprintf("scale factor %s: %s", FormatScale(sw.sf), strings.Join(parts, ", ")),
+		Measured:  fmt.Sprintf("scale factor %s: %s", tpch.FormatScale(sw.sf), strings.Join(parts, ", ")),
 		Model: fmt.Sprintf("Amdahl with the seed's totals' serial fraction (%s): %s at n = %g; fitted here: s = %s",
 			pct(seedS), study.FormatTimes(want), top.n, pct(sw.fraction("total_s"))),
 	}
@@ -145,7 +143,7 @@ func loads(sw *sweep) string {
 func serialQueries(sw *sweep, l level) string {
 	var none []string
 	for _, q := range sw.queries() {
-		if l.mean(workersName(q)) == 0 {
+		if l.mean(tpch.WorkersName(q)) == 0 {
 			none = append(none, fmt.Sprintf("Q%d", q))
 		}
 	}
@@ -167,11 +165,11 @@ func judgeQueriesScale(rd *study.RunData, p study.Published) report.Finding {
 	lo, hi := math.Inf(1), math.Inf(-1)
 	var loQ, hiQ int
 	for _, q := range qs {
-		sp := sw.speedup(first, metricName(q))
+		sp := sw.speedup(first, tpch.MetricName(q))
 		if sp >= gainFloor {
 			faster++
 		} else {
-			slow = append(slow, fmt.Sprintf("Q%d %s (%g workers planned)", q, study.FormatTimes(sp), first.mean(workersName(q))))
+			slow = append(slow, fmt.Sprintf("Q%d %s (%g workers planned)", q, study.FormatTimes(sp), first.mean(tpch.WorkersName(q))))
 		}
 		if sp < lo {
 			lo, loQ = sp, q
@@ -185,7 +183,7 @@ func judgeQueriesScale(rd *study.RunData, p study.Published) report.Finding {
 	var preds []float64
 	for _, q := range qs {
 		if s, ok := seed.fit(q); ok {
-			preds = append(preds, SpeedupAt(s, first.n))
+			preds = append(preds, tpch.SpeedupAt(s, first.n))
 		}
 	}
 	if len(preds) > 0 {
@@ -218,7 +216,7 @@ func judgeQueriesScale(rd *study.RunData, p study.Published) report.Finding {
 func fractions(rd *study.RunData, sw *sweep) (qs []int, ours, seeds []float64) {
 	seed, _ := seedOf(rd.Spec)
 	for _, q := range sw.queries() {
-		o := sw.fraction(metricName(q))
+		o := sw.fraction(tpch.MetricName(q))
 		s, ok := seed.fit(q)
 		if math.IsNaN(o) || !ok {
 			continue
@@ -237,7 +235,7 @@ func judgeAmdahlFraction(rd *study.RunData, p study.Published) report.Finding {
 	}
 	qs, ours, seeds := fractions(rd, sw)
 	if len(qs) == 0 {
-		return notMeasured(p, "No query has both a fitted serial fraction here and the seed's times by MAXDOP.")
+		return study.NotMeasured(p, "No query has both a fitted serial fraction here and the seed's times by MAXDOP.")
 	}
 	mo, ms := median(ours), median(seeds)
 	f := report.Finding{
@@ -314,7 +312,7 @@ func judgeWhichQueries(rd *study.RunData, p study.Published) report.Finding {
 	}
 	qs, ours, seeds := fractions(rd, sw)
 	if len(qs) < 5 {
-		return notMeasured(p, "Ranking needs the serial fractions of at least 5 queries both here and in the seed.")
+		return study.NotMeasured(p, "Ranking needs the serial fractions of at least 5 queries both here and in the seed.")
 	}
 	rho := stat.Correlation(ranks(ours), ranks(seeds), nil)
 	f := report.Finding{
@@ -340,7 +338,7 @@ func judgeWhichQueries(rd *study.RunData, p study.Published) report.Finding {
 func judgeSlowerAtHighDegree(rd *study.RunData, p study.Published) report.Finding {
 	sws := analyze(rd)
 	if len(sws) == 0 {
-		return notMeasured(p, "No point of this run was measured.")
+		return study.NotMeasured(p, "No point of this run was measured.")
 	}
 	sw := sws[0]
 	// The two highest distinct process counts of 8 or more.
@@ -359,12 +357,12 @@ func judgeSlowerAtHighDegree(rd *study.RunData, p study.Published) report.Findin
 		for _, l := range sw.levels {
 			most = max(most, l.n)
 		}
-		return notMeasured(p, fmt.Sprintf("Needs two degrees of at least 8 processes each within the server's CPUs (the seed went from 8 to 16 threads); this run reached n = %g.", most))
+		return study.NotMeasured(p, fmt.Sprintf("Needs two degrees of at least 8 processes each within the server's CPUs (the seed went from 8 to 16 threads); this run reached n = %g.", most))
 	}
 	a, b := high[len(high)-2], high[len(high)-1]
 	var slower []string
 	for _, q := range sw.queries() {
-		ta, tb := a.mean(metricName(q)), b.mean(metricName(q))
+		ta, tb := a.mean(tpch.MetricName(q)), b.mean(tpch.MetricName(q))
 		if tb > ta*slowerBy {
 			slower = append(slower, fmt.Sprintf("Q%d (%s → %s ms)", q, ms(ta), ms(tb)))
 		}

@@ -7,31 +7,8 @@ import (
 
 	"github.com/dbrig/dbrig/internal/report"
 	"github.com/dbrig/dbrig/internal/study"
-	"github.com/dbrig/dbrig/internal/workload"
+	"github.com/dbrig/dbrig/internal/workload/readahead"
 )
-
-// The model: a scan that waits for its reads takes the bytes it reads over
-// the device's throughput at the size of those reads,
-//
-//	time = bytes read / device throughput (at that read size)
-//
-// the seed's own arithmetic (16,000 MB at ~200 MB/s is 80 s, at ~80 MB/s
-// 200 s). The throughput is measured at each point: a plain sequential
-// read of the table's file by dbrig, cold, read as the engine reads it.
-
-// Model predicts a point's time from its bytes and its device's measured
-// throughput.
-func Model(r workload.Result, _ []workload.Result) workload.Prediction {
-	m := r.Metrics
-	if m == nil || m["device_mb_per_s"] <= 0 || m["bytes_read"] <= 0 {
-		return workload.Prediction{}
-	}
-	return workload.Prediction{
-		Metrics: map[string]float64{"seconds": m["bytes_read"] / 1e6 / m["device_mb_per_s"]},
-		Formula: fmt.Sprintf("time = bytes read / the device's throughput at that read size = %.0f MB / %.1f MB/s (a plain read of %s a read)",
-			m["bytes_read"]/1e6, m["device_mb_per_s"], kib(m["device_bytes_per_read"])),
-	}
-}
 
 // The judges' tolerances, chosen before any measurement and said in each
 // verdict.
@@ -44,30 +21,23 @@ const (
 	modelTolerance = 0.25
 )
 
+// Judges decide the seed's findings, by their ids in read-ahead.toml, on
+// each engine's comparison apart.
 func Judges() map[string]study.Judge {
-	each := func(f func(c comparison, p study.Published) report.Finding) study.Judge {
+	each := func(judge func(c comparison, p study.Published) report.Finding) study.Judge {
 		return func(rd *study.RunData, p study.Published) report.Finding {
 			cs := comparisons(rd)
 			if len(cs) == 0 {
-				return notMeasured(p, "No point was measured."+skippedWhy(rd))
+				return study.NotMeasured(p, "No point was measured."+skippedWhy(rd))
 			}
-			var labels []string
-			var out []report.Finding
-			for _, c := range cs {
-				labels = append(labels, c.label)
+			return study.JudgeEach(p, cs, labelOf, func(c comparison) report.Finding {
 				if why := c.incomplete(); why != "" {
-					out = append(out, notMeasured(p, why))
-					continue
+					return study.NotMeasured(p, why)
 				}
-				f := f(c, p)
-				if why := c.warm(); why != "" && f.Verdict == report.Reproduced {
-					f.Verdict = report.Differs
-					f.Why = why + " " + f.Why
-				}
+				f := study.Unlike(judge(c, p), c.warm())
 				f.Spread = rd.Spread("seconds", c.with.Stats["seconds"], c.without.Stats["seconds"])
-				out = append(out, f)
-			}
-			return study.MergeFindings(p, labels, out)
+				return f
+			})
 		}
 	}
 	return map[string]study.Judge{
@@ -76,10 +46,6 @@ func Judges() map[string]study.Judge {
 		"throughput": each(judgeThroughput),
 		"model":      each(judgeModel),
 	}
-}
-
-func notMeasured(p study.Published, why string) report.Finding {
-	return report.Finding{Published: p.Finding, Measured: "-", Model: "-", Verdict: report.NotMeasured, Why: why}
 }
 
 // skippedWhy gives the reason points were skipped (not root, no loop
@@ -103,6 +69,8 @@ type comparison struct {
 	// discard: the study's rule drops each setting's first run.
 	discard bool
 }
+
+func labelOf(c comparison) string { return c.label }
 
 func (c comparison) incomplete() string {
 	switch {
@@ -143,55 +111,41 @@ func pageBytes(engineName string) float64 {
 
 func (c comparison) slowdown() float64 { return c.without.Mean("seconds") / c.with.Mean("seconds") }
 
+// comparisons sets each engine's scans (and each table size's, when a run
+// has several) with and without read-ahead, in the order the run measured
+// them.
 func comparisons(rd *study.RunData) []comparison {
-	by := map[string]*comparison{}
-	var order []string
-	sizes := map[int64]bool{}
-	for _, s := range rd.Summaries {
-		sizes[s.Params.Int("rows")] = true
-	}
-	for _, s := range rd.Summaries {
-		eng := study.InstanceOf(s.Results[0]).Engine
-		label := study.EngineTitle(eng)
-		if len(sizes) > 1 {
-			label += fmt.Sprintf(", %d rows", s.Params.Int("rows"))
+	var out []comparison
+	for _, g := range rd.EngineGroups() {
+		c := comparison{label: g.Label, engine: g.Engine, discard: rd.Plan.Repeat.DiscardFirst}
+		for _, s := range g.Summaries {
+			c.add(s)
 		}
-		c, ok := by[label]
-		if !ok {
-			c = &comparison{label: label, engine: eng, discard: rd.Plan.Repeat.DiscardFirst}
-			by[label] = c
-			order = append(order, label)
-		}
-		switch s.Params.String("read_ahead") {
-		case Default:
-			c.with = s
-		case Minimal:
-			if c.without != nil {
-				c.others = append(c.others, c.without)
-			}
-			c.without = s
-		case Off:
-			if c.without == nil {
-				c.without = s
-			} else {
-				c.others = append(c.others, s)
-			}
-		default:
-			c.others = append(c.others, s)
-		}
-	}
-	out := make([]comparison, 0, len(order))
-	for _, l := range order {
-		out = append(out, *by[l])
+		out = append(out, c)
 	}
 	return out
 }
 
-func kib(b float64) string {
-	if b >= 1<<20 {
-		return fmt.Sprintf("%.2f MiB", b/(1<<20))
+// add puts a setting's scans in their place: the default read-ahead is
+// with, the last minimal (else the first off) without, any other beside.
+func (c *comparison) add(s *study.Summary) {
+	switch s.Params.String("read_ahead") {
+	case readahead.Default:
+		c.with = s
+	case readahead.Minimal:
+		if c.without != nil {
+			c.others = append(c.others, c.without)
+		}
+		c.without = s
+	case readahead.Off:
+		if c.without == nil {
+			c.without = s
+		} else {
+			c.others = append(c.others, s)
+		}
+	default:
+		c.others = append(c.others, s)
 	}
-	return fmt.Sprintf("%.1f KiB", b/1024)
 }
 
 func mbs(v float64) string { return fmt.Sprintf("%.0f MB/s", v) }
@@ -216,7 +170,7 @@ func setting(s *study.Summary) string {
 func judgeScanTime(c comparison, p study.Published) report.Finding {
 	want := p.Figures["without_s"] / p.Figures["with_s"]
 	if !(want > 0) {
-		return notMeasured(p, "The study gives no published times (figures with_s and without_s) to compare with.")
+		return study.NotMeasured(p, "The study gives no published times (figures with_s and without_s) to compare with.")
 	}
 	got := c.slowdown()
 	f := report.Finding{
@@ -241,19 +195,19 @@ func judgeScanTime(c comparison, p study.Published) report.Finding {
 // readsWhy explains a difference by the device's reads.
 func readsWhy(c comparison) string {
 	return fmt.Sprintf("the device read %s a read at %s (%.1f in flight) with read-ahead, %s at %s (%.1f in flight) without.",
-		kib(c.with.Mean("bytes_per_read")), mbs(c.with.Mean("mb_per_s")), c.with.Mean("queue_depth"),
-		kib(c.without.Mean("bytes_per_read")), mbs(c.without.Mean("mb_per_s")), c.without.Mean("queue_depth"))
+		readahead.FormatReadSize(c.with.Mean("bytes_per_read")), mbs(c.with.Mean("mb_per_s")), c.with.Mean("queue_depth"),
+		readahead.FormatReadSize(c.without.Mean("bytes_per_read")), mbs(c.without.Mean("mb_per_s")), c.without.Mean("queue_depth"))
 }
 
 func judgeReadSize(c comparison, p study.Published) report.Finding {
 	wantWith, wantWithout := p.Figures["with_kb"]*1024, p.Figures["without_kb"]*1024
 	if wantWith <= 0 || wantWithout <= 0 {
-		return notMeasured(p, "The study gives no published read sizes (figures with_kb and without_kb) to compare with.")
+		return study.NotMeasured(p, "The study gives no published read sizes (figures with_kb and without_kb) to compare with.")
 	}
 	with, without := c.with.Mean("bytes_per_read"), c.without.Mean("bytes_per_read")
 	f := report.Finding{
 		Published: p.Finding,
-		Measured:  fmt.Sprintf("%s a read with read-ahead %s, %s with %s", kib(with), setting(c.with), kib(without), setting(c.without)),
+		Measured:  fmt.Sprintf("%s a read with read-ahead %s, %s with %s", readahead.FormatReadSize(with), setting(c.with), readahead.FormatReadSize(without), setting(c.without)),
 		Model:     fmt.Sprintf("the device's read-ahead bounds a read: %.0f KiB and %.0f KiB", c.with.Mean("read_ahead_kb"), c.without.Mean("read_ahead_kb")),
 	}
 	if c.engine == "mariadb" {
@@ -262,13 +216,13 @@ func judgeReadSize(c comparison, p study.Published) report.Finding {
 	switch {
 	case with >= wantWith && without <= 2*wantWithout:
 		f.Verdict = report.Reproduced
-		f.Why = fmt.Sprintf("With read-ahead the reads averaged at least the seed's %s; without, about a page each (at most twice the seed's %s).", kib(wantWith), kib(wantWithout))
+		f.Why = fmt.Sprintf("With read-ahead the reads averaged at least the seed's %s; without, about a page each (at most twice the seed's %s).", readahead.FormatReadSize(wantWith), readahead.FormatReadSize(wantWithout))
 	case with < wantWith:
 		f.Verdict = report.Differs
-		f.Why = fmt.Sprintf("With read-ahead the reads averaged %s, under the seed's %s: %s", kib(with), kib(wantWith), sizeWhy(c))
+		f.Why = fmt.Sprintf("With read-ahead the reads averaged %s, under the seed's %s: %s", readahead.FormatReadSize(with), readahead.FormatReadSize(wantWith), sizeWhy(c))
 	default:
 		f.Verdict = report.Differs
-		f.Why = fmt.Sprintf("Without read-ahead the reads averaged %s, more than twice the seed's %s.", kib(without), kib(wantWithout))
+		f.Why = fmt.Sprintf("Without read-ahead the reads averaged %s, more than twice the seed's %s.", readahead.FormatReadSize(without), readahead.FormatReadSize(wantWithout))
 	}
 	return f
 }
@@ -284,7 +238,7 @@ func sizeWhy(c comparison) string {
 func judgeThroughput(c comparison, p study.Published) report.Finding {
 	want := p.Figures["with_mb_s"] / p.Figures["without_mb_s"]
 	if !(want > 0) {
-		return notMeasured(p, "The study gives no published throughputs (figures with_mb_s and without_mb_s) to compare with.")
+		return study.NotMeasured(p, "The study gives no published throughputs (figures with_mb_s and without_mb_s) to compare with.")
 	}
 	got := c.with.Mean("mb_per_s") / c.without.Mean("mb_per_s")
 	f := report.Finding{
@@ -292,8 +246,8 @@ func judgeThroughput(c comparison, p study.Published) report.Finding {
 		Measured: fmt.Sprintf("%s with read-ahead, %s without: %s",
 			mbs(c.with.Mean("mb_per_s")), mbs(c.without.Mean("mb_per_s")), study.FormatTimes(got)),
 		Model: fmt.Sprintf("a plain read of the file at the same read sizes: %s (%s a read) and %s (%s a read)",
-			mbs(c.with.Mean("device_mb_per_s")), kib(c.with.Mean("device_bytes_per_read")),
-			mbs(c.without.Mean("device_mb_per_s")), kib(c.without.Mean("device_bytes_per_read"))),
+			mbs(c.with.Mean("device_mb_per_s")), readahead.FormatReadSize(c.with.Mean("device_bytes_per_read")),
+			mbs(c.without.Mean("device_mb_per_s")), readahead.FormatReadSize(c.without.Mean("device_bytes_per_read"))),
 	}
 	if study.Within(got, want, ratioFactor) {
 		f.Verdict = report.Reproduced
@@ -343,7 +297,7 @@ func judgeModel(c comparison, p study.Published) report.Finding {
 	f := report.Finding{Published: p.Finding, Measured: strings.Join(ms, "; "), Model: strings.Join(ps, "; ")}
 	switch {
 	case math.IsNaN(worst):
-		return notMeasured(p, "The device's throughput was not measured.")
+		return study.NotMeasured(p, "The device's throughput was not measured.")
 	case math.Abs(worst) <= modelTolerance:
 		f.Verdict = report.Reproduced
 		f.Why = fmt.Sprintf("Both scans took their bytes over the device's throughput at their read size, within %.0f %%: the read size sets the time, as the seed's arithmetic says.", 100*modelTolerance)
@@ -355,55 +309,4 @@ func judgeModel(c comparison, p study.Published) report.Finding {
 		f.Why = fmt.Sprintf("With read-ahead %s the scan took %.0f %% less than its bytes over the plain read's throughput: it had more reads in flight than a plain read at that size (%s).", worstSetting, -100*worst, readsWhy(c))
 	}
 	return f
-}
-
-// Report sets the seed's scans beside each engine's, with the model.
-func Report(rd *study.RunData, d *report.Doc) {
-	var fig map[string]float64
-	for _, p := range rd.Spec.Published {
-		if p.ID == "scan-time" {
-			fig = p.Figures
-		}
-	}
-	t := report.Table{
-		Title:   "The seed beside ours",
-		Columns: []string{"", "read-ahead", "time", "MB/s", "a read", "in flight", "read-ahead pages", "plain read MB/s", "model time", "cold"},
-		Note:    "Each row is a setting's mean over its runs. 'a read' and 'in flight' are the device's average read size and queue depth during the scan (/proc/diskstats); 'read-ahead pages' InnoDB's (Innodb_buffer_pool_read_ahead); 'plain read' dbrig reading the table's file at the scan's read size with no database; model time = bytes read / that throughput. 'cold': no page of the table in the OS cache when the scan started, the server freshly restarted.",
-	}
-	if fig != nil {
-		t.Rows = append(t.Rows,
-			[]string{"seed (SQL Server 2005)", "on", fmt.Sprintf("%.0f s", fig["with_s"]), "180-200", "> 350 KiB", "-", "~20,000 a second", "-", "80 s (16,000 MB / 200 MB/s)", "yes"},
-			[]string{"seed (SQL Server 2005)", "off (trace flag 652)", fmt.Sprintf("%.0f s", fig["without_s"]), "~80", "~8 KiB", "-", "0", "-", "200 s (16,000 MB / 80 MB/s)", "yes"})
-	}
-	chart := report.Chart{ID: "scan-time", Title: "Cold scan time by read-ahead", YLabel: "seconds",
-		Note: "Bars: each setting's scan time (mean of its runs); dashed: the model, bytes read over the device's throughput at that read size."}
-	measured := report.Series{Name: "scan", Style: report.Bars}
-	model := report.Series{Name: "model", Style: report.Model}
-	for _, c := range comparisons(rd) {
-		for _, s := range append([]*study.Summary{c.with, c.without}, c.others...) {
-			if s == nil {
-				continue
-			}
-			cold := "yes"
-			if s.Mean("resident_before") > 0 {
-				cold = "no"
-			}
-			rap := "-"
-			if st := s.Stats["engine_read_ahead_pages"]; st.Kept > 0 {
-				rap = fmt.Sprintf("%.0f", st.Mean)
-			}
-			t.Rows = append(t.Rows, []string{c.label, setting(s), secs(s.Mean("seconds")), fmt.Sprintf("%.0f", s.Mean("mb_per_s")),
-				kib(s.Mean("bytes_per_read")), fmt.Sprintf("%.1f", s.Mean("queue_depth")), rap,
-				fmt.Sprintf("%.0f", s.Mean("device_mb_per_s")), secs(modelSeconds(s, c.discard)), cold})
-			x := float64(len(chart.XCategories))
-			chart.XCategories = append(chart.XCategories, c.label+" "+s.Params.String("read_ahead"))
-			measured.Points = append(measured.Points, report.XY{X: x, Y: s.Mean("seconds"), Label: setting(s)})
-			if m := modelSeconds(s, c.discard); !math.IsNaN(m) {
-				model.Points = append(model.Points, report.XY{X: x, Y: m, Label: "bytes / plain read's MB/s"})
-			}
-		}
-	}
-	chart.Series = []report.Series{measured, model}
-	d.Charts = append(d.Charts, chart)
-	d.Sections = append(d.Sections, report.Section{Title: "Cold scans, engine by engine", Tables: []report.Table{t}})
 }

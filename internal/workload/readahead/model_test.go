@@ -1,0 +1,37 @@
+package readahead
+
+import (
+	"testing"
+
+	"github.com/dbrig/dbrig/internal/workload"
+)
+
+func TestModelAndResolve(t *testing.T) {
+	t.Parallel()
+	p := Model(workload.Result{Metrics: map[string]float64{"bytes_read": 1600e6, "device_mb_per_s": 80, "device_bytes_per_read": 8 << 10}}, nil)
+	if got := p.Metrics["seconds"]; got != 20 {
+		t.Errorf("1,600 MB at 80 MB/s: model %v s, want 20 (%s)", got, p.Formula)
+	}
+	if p := Model(workload.Result{Metrics: map[string]float64{"bytes_read": 1}}, nil); p.Metrics != nil {
+		t.Errorf("a point without the device's throughput has a model: %v", p)
+	}
+	for _, tc := range []struct {
+		in      string
+		kb      int
+		off, ok bool
+	}{
+		{Default, 2560, false, true}, {Minimal, 4, true, true}, {Off, 0, true, true}, {"128KiB", 128, false, true},
+		{"1MiB", 1024, false, true}, {"1000", 0, false, false}, {"fast", 0, false, false},
+	} {
+		kb, off, err := resolve(tc.in, 2560)
+		if (err == nil) != tc.ok || (tc.ok && (kb != tc.kb || off != tc.off)) {
+			t.Errorf("resolve(%q) = %d, %v, %v", tc.in, kb, off, err)
+		}
+	}
+	// A bad read_ahead is refused by its declaration, at parse.
+	for _, p := range Kind().Params {
+		if _, err := p.Normalize("fast"); p.Name == "read_ahead" && err == nil {
+			t.Error("a bad read_ahead was accepted")
+		}
+	}
+}

@@ -1,0 +1,127 @@
+package georeplication
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+
+	"github.com/dbrig/dbrig/internal/study"
+	"github.com/dbrig/dbrig/internal/workload/georep"
+)
+
+// The seed's legacy (Windows Server 2003, SQL Server 2005) and autotuned
+// (Windows Server 2008, SQL Server 2008) stacks are the study's two window
+// profiles; the seed's gain is (A - B) / B × 100 with A the legacy time.
+const (
+	legacy    = "legacy-window"
+	autotuned = "autotuned"
+)
+
+// row of the seed's Table 2, as the study reproduces it.
+type table2Row struct {
+	id, label string
+	scenario  string
+	payload   string
+	seedBytes float64 // the seed's volume, to scale our rate to its size
+}
+
+var table2 = []table2Row{
+	{"push-char", "push, 1 KB character rows (1 GB)", "push", "char-1k", 1e9},
+	{"pull-char", "pull, 1 KB character rows (1 GB)", "pull", "char-1k", 1e9},
+	{"linked-server", "linked server, 1 KB character rows (10 MB)", "fdw-row", "char-1k", 10e6},
+	{"push-binary", "push, varbinary(max) rows (112 MB)", "push", "bytea-1.1k", 112e6},
+	{"pull-binary", "pull, varbinary(max) rows (112 MB)", "pull", "bytea-1.1k", 112e6},
+}
+
+type analysis struct {
+	rd   *study.RunData
+	sums map[string]*study.Summary // by key(scenario, payload, rows, wan, window)
+	wans []string                  // link base profiles, by RTT
+}
+
+func key(scenario, payload string, rows int64, wan, window string) string {
+	return fmt.Sprintf("%s|%s|%d|%s|%s", scenario, payload, rows, wan, window)
+}
+
+// splitProfile cuts "tukwila-blueridge+legacy-window" into its base and
+// window modifier.
+func splitProfile(p string) (wan, window string) {
+	wan, window, _ = strings.Cut(p, "+")
+	return wan, window
+}
+
+func newAnalysis(rd *study.RunData) *analysis {
+	a := &analysis{rd: rd, sums: map[string]*study.Summary{}}
+	rtt := map[string]float64{}
+	for _, s := range rd.Summaries {
+		r := s.Results[0]
+		wan, window := splitProfile(study.LinkOf(r).Profile)
+		a.sums[key(s.Params.String("scenario"), s.Params.String("payload"), s.Params.Int("rows"), wan, window)] = s
+		if _, ok := rtt[wan]; !ok {
+			rtt[wan] = study.LinkOf(r).RTTSeconds
+			a.wans = append(a.wans, wan)
+		}
+	}
+	sort.SliceStable(a.wans, func(i, j int) bool { return rtt[a.wans[i]] < rtt[a.wans[j]] })
+	return a
+}
+
+// largest finds the largest row count measured for a scenario and payload
+// on both windows of a WAN.
+func (a *analysis) largest(scenario, payload, wan string) int64 {
+	var best int64
+	for _, s := range a.rd.Summaries {
+		if s.Params.String("scenario") != scenario || s.Params.String("payload") != payload {
+			continue
+		}
+		w, _ := splitProfile(study.LinkOf(s.Results[0]).Profile)
+		rows := s.Params.Int("rows")
+		if w == wan && rows > best && a.sums[key(scenario, payload, rows, wan, legacy)] != nil && a.sums[key(scenario, payload, rows, wan, autotuned)] != nil {
+			best = rows
+		}
+	}
+	return best
+}
+
+func (a *analysis) get(scenario, payload string, rows int64, wan, window string) *study.Summary {
+	return a.sums[key(scenario, payload, rows, wan, window)]
+}
+
+// model is a summary's model prediction, from its last run.
+func model(s *study.Summary, metric string) float64 {
+	if s == nil {
+		return math.NaN()
+	}
+	if v, ok := georep.Model(s.Results[len(s.Results)-1], nil).Metrics[metric]; ok {
+		return v
+	}
+	return math.NaN()
+}
+
+func fmtGain(g float64) string {
+	if math.IsNaN(g) {
+		return "-"
+	}
+	return fmt.Sprintf("%.0f %%", g)
+}
+
+func fmtSec(s float64) string {
+	if math.IsNaN(s) {
+		return "-"
+	}
+	return study.FormatMetric("seconds", s)
+}
+
+// gainClass puts a gain in words by the speed-up it means (1 + gain/100).
+func gainClass(g float64) string {
+	switch speedup := 1 + g/100; {
+	case math.IsNaN(g):
+		return "not measured"
+	case speedup < 1.25:
+		return "no real gain"
+	case speedup < 5:
+		return "a speed-up of 1.25x to 5x"
+	}
+	return "a speed-up of 5x or more"
+}

@@ -1,0 +1,144 @@
+package rbarlatency
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/dbrig/dbrig/internal/study"
+	"github.com/dbrig/dbrig/internal/units"
+	"github.com/dbrig/dbrig/internal/workload/rbar"
+)
+
+type analysis struct {
+	rd    *study.RunData
+	links []string // link profiles in speed order
+	// by experiment, client cost, link profile and facet
+	sums map[string]*study.Summary
+	// facetOf names a combination's values of swept variables the
+	// study's own grouping does not cover; facets lists them in order.
+	facetOf func(*study.Summary) string
+	facets  []string
+	// facet is the one the judges read now.
+	facet string
+}
+
+func key(exp, cost, net, facet string) string { return exp + "|" + cost + "|" + net + "|" + facet }
+
+func baseKey(s *study.Summary) string {
+	return key(s.Params.String("experiment"), s.Params.String("client_cost"), study.LinkOf(s.Results[0]).Profile, "")
+}
+
+func newAnalysis(rd *study.RunData) *analysis {
+	a := &analysis{rd: rd, sums: map[string]*study.Summary{}}
+	a.facetOf, a.facets = rd.Facets(baseKey)
+	rank := map[string]float64{}
+	for _, s := range rd.Summaries {
+		l := study.LinkOf(s.Results[len(s.Results)-1])
+		a.sums[key(s.Params.String("experiment"), s.Params.String("client_cost"), l.Profile, a.facetOf(s))] = s
+		if _, ok := rank[l.Profile]; !ok {
+			rank[l.Profile] = rbar.SpeedRank(l)
+			a.links = append(a.links, l.Profile)
+		}
+	}
+	slices.SortStableFunc(a.links, func(x, y string) int {
+		switch {
+		case rank[x] < rank[y]:
+			return -1
+		case rank[x] > rank[y]:
+			return 1
+		}
+		return 0
+	})
+	return a
+}
+
+const fast = "0s"
+
+// slowCost finds the slow client's cost in the run ("25us"), if any.
+func (a *analysis) slowCost() string {
+	for _, s := range a.rd.Summaries {
+		if c := s.Params.String("client_cost"); c != fast && c != "" {
+			return c
+		}
+	}
+	return ""
+}
+
+func (a *analysis) sum(exp, cost, net string) *study.Summary {
+	return a.sums[key(exp, cost, net, a.facet)]
+}
+
+func (a *analysis) mean(exp, cost, net, metric string) float64 {
+	if s := a.sum(exp, cost, net); s != nil {
+		return s.Mean(metric)
+	}
+	return math.NaN()
+}
+
+func (a *analysis) stat(exp, cost, net, metric string) study.Stat {
+	if s := a.sum(exp, cost, net); s != nil {
+		return s.Stats[metric]
+	}
+	return study.Stat{}
+}
+
+// predicted is the model's value stored when the point ran (its last run).
+func (a *analysis) predicted(exp, cost, net, metric string) float64 {
+	return storedModel(a.sum(exp, cost, net), metric)
+}
+
+func storedModel(s *study.Summary, metric string) float64 {
+	if s == nil {
+		return math.NaN()
+	}
+	if v, ok := s.Results[len(s.Results)-1].Model[metric]; ok {
+		return v
+	}
+	return math.NaN()
+}
+
+// wanLink reports whether a link's RTT is at least 1 ms: there the round
+// trip dominates a row; below it the proxy's own cost per round trip shows.
+func (a *analysis) wanLink(net string) bool {
+	s := a.sum("client-row-by-row", fast, net)
+	return s != nil && study.LinkOf(s.Results[0]).RTTSeconds >= 1e-3
+}
+
+// consumerRate is what the client absorbs of a stream on the fastest TCP
+// path (direct loopback, no link), the model's consumer rate for links.
+func (a *analysis) consumerRate(exp string) (float64, string) {
+	if v := a.mean(exp, fast, "direct", "throughput_bps"); !math.IsNaN(v) {
+		return v, "direct loopback TCP"
+	}
+	return a.mean(exp, fast, "unix", "throughput_bps"), "the unix socket"
+}
+
+func usDur(us float64) (d time.Duration) { return time.Duration(us * 1e3) }
+
+// linkLabel is a category of the link axis: the profile and its RTT.
+func (a *analysis) linkLabel(net string) string {
+	for _, s := range a.rd.Summaries {
+		l := study.LinkOf(s.Results[0])
+		if l.Profile != net {
+			continue
+		}
+		switch l.Mode {
+		case "unix":
+			return "unix socket"
+		case "direct":
+			return "direct TCP"
+		}
+		return fmt.Sprintf("%s (%s)", net, units.FormatDuration(time.Duration(l.RTTSeconds*1e9)))
+	}
+	return net
+}
+
+func (a *analysis) categories() []string {
+	var out []string
+	for _, n := range a.links {
+		out = append(out, a.linkLabel(n))
+	}
+	return out
+}
