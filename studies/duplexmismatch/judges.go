@@ -102,15 +102,11 @@ func perMix(rd *study.RunData, p study.Published, judge func([]loadoltp.DuplexPa
 	if len(mixes) == 0 {
 		return study.NotMeasured(p, "Needs an OLTP mix on "+loadoltp.GbE+" and on "+loadoltp.GbE+"+duplex-mismatch at the same users.")
 	}
-	var labels []string
-	var each []report.Finding
-	for _, m := range mixes {
+	return study.JudgeEach(p, mixes, func(m string) string { return "mix " + m }, func(m string) report.Finding {
 		f := judge(by[m])
 		f.Published = p.Finding
-		labels = append(labels, "mix "+m)
-		each = append(each, f)
-	}
-	return study.MergeFindings(p, labels, each)
+		return f
+	})
 }
 
 func judgeCollapse(rd *study.RunData, p study.Published) report.Finding {
@@ -283,18 +279,17 @@ func judgeServerIdle(rd *study.RunData, p study.Published) report.Finding {
 }
 
 func judgeReportingUnaffected(rd *study.RunData, p study.Published) report.Finding {
-	var labels []string
-	var each []report.Finding
+	var reports []loadoltp.DuplexPair
 	for _, x := range loadoltp.DuplexPairs(rd) {
 		if x.ReportQuery {
-			labels = append(labels, "on "+x.Wire)
-			each = append(each, judgeReport(rd, p, x))
+			reports = append(reports, x)
 		}
 	}
-	if len(each) == 0 {
+	if len(reports) == 0 {
 		return study.NotMeasured(p, "Needs the reporting mix on "+loadoltp.GbE+" and on "+loadoltp.GbE+"+duplex-mismatch at the same users.")
 	}
-	return study.MergeFindings(p, labels, each)
+	return study.JudgeEach(p, reports, func(x loadoltp.DuplexPair) string { return "on " + x.Wire },
+		func(x loadoltp.DuplexPair) report.Finding { return judgeReport(rd, p, x) })
 }
 
 // judgeReport judges one reporting pair.

@@ -44,13 +44,7 @@ func Judges() map[string]study.Judge {
 			if len(ss) == 0 {
 				return study.NotMeasured(p, "No point was measured.")
 			}
-			var labels []string
-			var out []report.Finding
-			for _, s := range ss {
-				labels = append(labels, s.label)
-				out = append(out, f(s, p))
-			}
-			return study.MergeFindings(p, labels, out)
+			return study.JudgeEach(p, ss, func(s side) string { return s.label }, func(s side) report.Finding { return f(s, p) })
 		}
 	}
 	return map[string]study.Judge{
