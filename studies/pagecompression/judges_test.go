@@ -174,11 +174,3 @@ func TestSpearman(t *testing.T) {
 		t.Errorf("two points: %v", r)
 	}
 }
-
-// TestRegisteredForTheWorkload: the judges and the report section are
-// registered under the workload kind's own name, or no run uses them.
-func TestRegisteredForTheWorkload(t *testing.T) {
-	if got, want := Study().Workload, pagecompress.Kind().Name; got != want {
-		t.Errorf("registered for workload %q; the kind is %q", got, want)
-	}
-}
