@@ -10,6 +10,7 @@ import (
 	"github.com/dbrig/dbrig/studies/duplexmismatch"
 	"github.com/dbrig/dbrig/studies/georeplication"
 	"github.com/dbrig/dbrig/studies/keylookup"
+	"github.com/dbrig/dbrig/studies/loadoltp"
 	"github.com/dbrig/dbrig/studies/pagecompression"
 	"github.com/dbrig/dbrig/studies/rbarlatency"
 	"github.com/dbrig/dbrig/studies/readahead"
@@ -27,6 +28,7 @@ func All() []study.Builtin {
 		readahead.Study(),
 		pagecompression.Study(),
 		consolidation.Study(),
+		loadoltp.Study(),
 		transportoltp.Study(),
 		duplexmismatch.Study(),
 	}

@@ -12,7 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/dbrig/dbrig/internal/study"
 	"github.com/dbrig/dbrig/internal/units"
 	"github.com/dbrig/dbrig/internal/workload"
 )
@@ -89,14 +88,14 @@ func Run(dir string) (*Diagnosis, error) {
 	case !fi.IsDir():
 		return nil, inputErr("%s is a file, not a run directory", dir)
 	}
-	resultsPath := filepath.Join(dir, study.ResultsFile)
+	resultsPath := filepath.Join(dir, workload.ResultsFile)
 	if _, err := os.Stat(resultsPath); err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil, inputErr("%s is not a dbrig run directory: it has no %s", dir, study.ResultsFile)
+			return nil, inputErr("%s is not a dbrig run directory: it has no %s", dir, workload.ResultsFile)
 		}
 		return nil, inputErr("%s: %w", resultsPath, err)
 	}
-	results, err := study.ReadResults(dir)
+	results, err := workload.ReadResults(dir)
 	if err != nil {
 		return nil, inputErr("%w", err)
 	}

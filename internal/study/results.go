@@ -1,11 +1,8 @@
 package study
 
 import (
-	"bufio"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"time"
@@ -15,10 +12,10 @@ import (
 
 // Files of a run directory.
 const (
-	ResultsFile     = "results.jsonl"    // one Result per finished point
-	SpecFile        = "spec.toml"        // the study file as run
-	RunFile         = "run.json"         // scale, command line, dbrig version
-	EnvironmentFile = "environment.json" // the host and servers
+	ResultsFile     = workload.ResultsFile // one Result per finished point
+	SpecFile        = "spec.toml"          // the study file as run
+	RunFile         = "run.json"           // scale, command line, dbrig version
+	EnvironmentFile = "environment.json"   // the host and servers
 )
 
 // Finished splits a run's results into the points that finished (measured,
@@ -76,43 +73,8 @@ func (w *ResultWriter) Write(r workload.Result) error {
 // Close closes the file.
 func (w *ResultWriter) Close() error { return w.f.Close() }
 
-// ReadResults reads results.jsonl. A torn last line (a crash in the middle
-// of a write) is ignored; any other bad line is an error naming it.
-func ReadResults(dir string) ([]workload.Result, error) {
-	f, err := os.Open(filepath.Join(dir, ResultsFile))
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return decodeResults(f, filepath.Join(dir, ResultsFile))
-}
-
-func decodeResults(r io.Reader, name string) ([]workload.Result, error) {
-	var out []workload.Result
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 1<<20), 256<<20)
-	var pending error
-	line := 0
-	for sc.Scan() {
-		line++
-		if pending != nil {
-			return nil, pending
-		}
-		if len(sc.Bytes()) == 0 {
-			continue
-		}
-		var res workload.Result
-		if err := json.Unmarshal(sc.Bytes(), &res); err != nil {
-			pending = fmt.Errorf("%s:%d: not a result: %w", name, line, err)
-			continue
-		}
-		out = append(out, res)
-	}
-	return out, sc.Err()
-}
+// ReadResults reads results.jsonl: [workload.ReadResults].
+func ReadResults(dir string) ([]workload.Result, error) { return workload.ReadResults(dir) }
 
 // RunInfo is what run.json records about a run.
 type RunInfo struct {

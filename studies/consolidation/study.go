@@ -1,11 +1,9 @@
-// Package consolidation is the consolidation study: server consolidation: many small databases per instance (seed 003).
 package consolidation
 
 import (
 	_ "embed"
 
 	"github.com/dbrig/dbrig/internal/study"
-	"github.com/dbrig/dbrig/internal/workload/tenants"
 )
 
 //go:embed consolidation.toml
@@ -18,7 +16,7 @@ func Study() study.Builtin {
 		File:     file,
 		Path:     "studies/consolidation/consolidation.toml",
 		Workload: "tenants",
-		Judges:   tenants.Judges(),
-		Report:   tenants.Report,
+		Judges:   Judges(),
+		Report:   Report,
 	}
 }

@@ -1,4 +1,3 @@
-// Package duplexmismatch is the duplex-mismatch study: a duplex mismatch under OLTP and under a reporting query (seed 002).
 package duplexmismatch
 
 import (
@@ -10,9 +9,6 @@ import (
 //go:embed duplex-mismatch.toml
 var file []byte
 
-// Its findings are judged, and its report drawn, by transport-oltp's
-// package, which registers the oltp workload's judges and sections.
-
 // Study is the study as main registers it.
 func Study() study.Builtin {
 	return study.Builtin{
@@ -20,5 +16,6 @@ func Study() study.Builtin {
 		File:     file,
 		Path:     "studies/duplexmismatch/duplex-mismatch.toml",
 		Workload: "oltp",
+		Judges:   Judges(),
 	}
 }

@@ -1,11 +1,9 @@
-// Package pagecompression is the page-compression study: page-level compression follows the data's order (seed 002's engine notes).
 package pagecompression
 
 import (
 	_ "embed"
 
 	"github.com/dbrig/dbrig/internal/study"
-	"github.com/dbrig/dbrig/internal/workload/pagecompress"
 )
 
 //go:embed page-compression.toml
@@ -18,7 +16,7 @@ func Study() study.Builtin {
 		File:     file,
 		Path:     "studies/pagecompression/page-compression.toml",
 		Workload: "page-compression",
-		Judges:   pagecompress.Judges(),
-		Report:   pagecompress.Report,
+		Judges:   Judges(),
+		Report:   Report,
 	}
 }

@@ -1,11 +1,9 @@
-// Package transportoltp is the transport-oltp study: network transports under an e-commerce OLTP load (seed 001).
 package transportoltp
 
 import (
 	_ "embed"
 
 	"github.com/dbrig/dbrig/internal/study"
-	"github.com/dbrig/dbrig/internal/workload/oltp"
 )
 
 //go:embed transport-oltp.toml
@@ -18,7 +16,6 @@ func Study() study.Builtin {
 		File:     file,
 		Path:     "studies/transportoltp/transport-oltp.toml",
 		Workload: "oltp",
-		Judges:   oltp.Judges(),
-		Report:   oltp.Report,
+		Judges:   Judges(),
 	}
 }

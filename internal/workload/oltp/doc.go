@@ -19,12 +19,14 @@
 // the models ([Model], model.go: the closed loop's asymptotes and knee,
 // fitted on each users curve with the peak by seed 001's top-4 rule
 // ([Peak]); at a duplex mismatch, seed 002's stalls of one RTO per hit
-// transaction), the judges of the studies transport-oltp and
-// duplex-mismatch (judges.go, by published finding id) and the report
-// (report.go, report_curves.go: the users charts with the model, each
-// curve's peak and gain over lan-1g, the mismatch beside full duplex, the
-// stalls package diagnose finds). [Standalone] writes `dbrig load oltp`'s run as a study of one
-// instance, and [Live] lets the command print each second and serve
-// Prometheus metrics. docs/load.md is the user's guide, with the measured
-// comparison against pgbench and sysbench (bench_test.go, make bench-oltp).
+// transaction), stored with each point under the names [ModelKnee] ...
+// for the reports to read back. The report of every run (the users charts
+// with the model, each curve's peak and gain over lan-1g, the mismatch
+// beside full duplex, the stalls package diagnose finds) is
+// studies/loadoltp's; the judges of the studies are studies/transportoltp's
+// and studies/duplexmismatch's. [Standalone] writes `dbrig load oltp`'s run
+// as a study of one instance, and [Live] lets the command print each second
+// and serve Prometheus metrics. Package oltptest makes hand-made results
+// for tests. docs/load.md is the user's guide, with the measured comparison
+// against pgbench and sysbench (bench_test.go, make bench-oltp).
 package oltp

@@ -30,7 +30,11 @@ var txNames = [numTxTypes]string{"browse", "search", "view-product", "add-to-car
 func (t txType) String() string { return txNames[t] }
 
 // metricName is the type's name inside metric names ("view_product").
-func (t txType) metricName() string { return strings.ReplaceAll(txNames[t], "-", "_") }
+func (t txType) metricName() string { return TxMetricName(txNames[t]) }
+
+// TxMetricName is a transaction type's name inside metric names:
+// "view_product" for view-product, as in view_product_tps.
+func TxMetricName(tx string) string { return strings.ReplaceAll(tx, "-", "_") }
 
 // txTypeNamed finds a type by name.
 func txTypeNamed(name string) (txType, bool) {
@@ -135,6 +139,9 @@ func (m Mix) types() []txType {
 	}
 	return out
 }
+
+// ReportOnly reports whether the mix is the reporting query alone.
+func (m Mix) ReportOnly() bool { return len(m.weights) == 1 && m.weights[0].tx == salesReport }
 
 // writes reports whether the mix changes data.
 func (m Mix) writes() bool {

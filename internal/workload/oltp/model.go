@@ -6,10 +6,10 @@ import (
 	"maps"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/dbrig/dbrig/internal/diagnose"
-	"github.com/dbrig/dbrig/internal/study"
 	"github.com/dbrig/dbrig/internal/workload"
 )
 
@@ -34,9 +34,9 @@ import (
 // mismatch can cost. h is measured (the transactions in the RTO-spaced
 // clusters of the point's own distribution), each charged one RTO.
 
-// peakPoints is how many of a curve's best points the peak averages:
+// PeakPoints is how many of a curve's best points the peak averages:
 // seed 001 reported "an average of the top 4 scores".
-const peakPoints = 4
+const PeakPoints = 4
 
 // Peak is seed 001's peak throughput: the mean of the top 4 values, and
 // the indices of those kept. With fewer than 4 values the rule cannot
@@ -58,10 +58,10 @@ func Peak(tps []float64) (float64, []int) {
 	switch {
 	case len(idx) == 0:
 		return math.NaN(), nil
-	case len(idx) < peakPoints:
+	case len(idx) < PeakPoints:
 		idx = idx[:1]
 	default:
-		idx = idx[:peakPoints]
+		idx = idx[:PeakPoints]
 	}
 	sum := 0.0
 	for _, i := range idx {
@@ -71,24 +71,14 @@ func Peak(tps []float64) (float64, []int) {
 	return sum / float64(len(idx)), idx
 }
 
-// transportOf names how a point's client reached the server: "unix",
-// "direct" (loopback TCP) or the emulated link's profile.
-func transportOf(r workload.Result) string {
-	l := study.LinkOf(r)
-	if l.Mode == "unix" || l.Mode == "direct" {
-		return l.Mode
-	}
-	return l.Profile
-}
+// Mismatched reports whether the point's link runs at a duplex mismatch.
+func Mismatched(r workload.Result) bool { return r.Link().Duplex == "mismatch" }
 
-// mismatched reports whether the point's link runs at a duplex mismatch.
-func mismatched(r workload.Result) bool { return study.LinkOf(r).Duplex == "mismatch" }
-
-// curveKey is what a point shares with the other points of its curve:
+// CurveKey is what a point shares with the other points of its curve:
 // everything but its users (parameters, links, servers, client). noDuplex
 // leaves a duplex mismatch out of the link's profile, to find a
 // mismatched point's full-duplex twin.
-func curveKey(r workload.Result, noDuplex bool) string {
+func CurveKey(r workload.Result, noDuplex bool) string {
 	p := maps.Clone(r.Params)
 	delete(p, "users")
 	params, _ := json.Marshal(p) // keys sorted
@@ -105,19 +95,19 @@ func curveKey(r workload.Result, noDuplex bool) string {
 	return string(params) + "|" + strings.Join(links, ",") + "|" + string(inst) + "|" + string(client)
 }
 
-// curvePoint is one users value of a curve, its runs averaged.
-type curvePoint struct {
-	users, tps, meanMS float64
-	runs               int
+// CurvePoint is one users value of a curve, its runs averaged.
+type CurvePoint struct {
+	Users, TPS, MeanMS float64
+	Runs               int
 }
 
 // curveOf gathers the closed-loop points measured so far that share r's
 // curve, one per users value, in users order.
-func curveOf(r workload.Result, all []workload.Result) []curvePoint {
-	key := curveKey(r, false)
-	by := map[float64]*curvePoint{}
+func curveOf(r workload.Result, all []workload.Result) []CurvePoint {
+	key := CurveKey(r, false)
+	by := map[float64]*CurvePoint{}
 	for _, o := range append(slices.Clone(all), r) {
-		if !o.Measured() || o.Params.Float("rate") > 0 || curveKey(o, false) != key {
+		if !o.Measured() || o.Params.Float("rate") > 0 || CurveKey(o, false) != key {
 			continue
 		}
 		tps, okT := o.Metrics["tps"]
@@ -128,14 +118,14 @@ func curveOf(r workload.Result, all []workload.Result) []curvePoint {
 		u := o.Params.Float("users")
 		cp := by[u]
 		if cp == nil {
-			cp = &curvePoint{users: u}
+			cp = &CurvePoint{Users: u}
 			by[u] = cp
 		}
-		cp.tps = (cp.tps*float64(cp.runs) + tps) / float64(cp.runs+1)
-		cp.meanMS = (cp.meanMS*float64(cp.runs) + mean) / float64(cp.runs+1)
-		cp.runs++
+		cp.TPS = (cp.TPS*float64(cp.Runs) + tps) / float64(cp.Runs+1)
+		cp.MeanMS = (cp.MeanMS*float64(cp.Runs) + mean) / float64(cp.Runs+1)
+		cp.Runs++
 	}
-	var out []curvePoint
+	var out []CurvePoint
 	for _, u := range slices.Sorted(maps.Keys(by)) {
 		out = append(out, *by[u])
 	}
@@ -157,33 +147,35 @@ func (m ClosedLoop) TPS(n float64) float64 {
 	return math.Min(n/((m.BaseMS+m.ThinkMS)/1000), m.Peak)
 }
 
-// thinkMS is a point's mean think and keying time per transaction.
-func thinkMS(p workload.Params) float64 {
+// ThinkMS is a point's mean think and keying time per transaction.
+func ThinkMS(p workload.Params) float64 {
 	return ms(p.Duration("think")) + ms(p.Duration("keying"))
 }
 
-func fitClosedLoop(curve []curvePoint, think float64) ClosedLoop {
+// FitClosedLoop fits the closed-loop model on a curve's points, in users
+// order, with think the think and keying time per transaction (ms).
+func FitClosedLoop(curve []CurvePoint, think float64) ClosedLoop {
 	tps := make([]float64, len(curve))
 	for i, c := range curve {
-		tps[i] = c.tps
+		tps[i] = c.TPS
 	}
 	peak, top := Peak(tps)
-	m := ClosedLoop{BaseUsers: curve[0].users, BaseMS: curve[0].meanMS, ThinkMS: think, Peak: peak, PeakPoints: len(top)}
+	m := ClosedLoop{BaseUsers: curve[0].Users, BaseMS: curve[0].MeanMS, ThinkMS: think, Peak: peak, PeakPoints: len(top)}
 	m.Knee = m.Peak * (m.BaseMS + m.ThinkMS) / 1000
 	return m
 }
 
-// Model metric names stored with each point.
+// Model metric names stored with each point, which reports read back.
 const (
-	modelKnee     = "knee_users"
-	modelPeak     = "peak_tps"
-	modelBase     = "base_response_ms"
-	modelBaseN    = "base_users"
-	modelThink    = "think_ms"
-	modelStall    = "stall_model_tps"
-	modelHitShare = "hit_share"
-	modelRTO      = "rto_ms"
-	modelFullMean = "full_duplex_mean_ms"
+	ModelKnee     = "knee_users"
+	ModelPeak     = "peak_tps"
+	ModelBase     = "base_response_ms"
+	ModelBaseN    = "base_users"
+	ModelThink    = "think_ms"
+	ModelStall    = "stall_model_tps"
+	ModelHitShare = "hit_share"
+	ModelRTO      = "rto_ms"
+	ModelFullMean = "full_duplex_mean_ms"
 )
 
 // Model predicts a point's throughput: the closed loop's asymptotes fitted
@@ -195,20 +187,20 @@ func Model(r workload.Result, all []workload.Result) workload.Prediction {
 	}
 	if rate := r.Params.Float("rate"); rate > 0 {
 		return workload.Prediction{Metrics: map[string]float64{"tps": rate},
-			Formula: fmt.Sprintf("open loop: tps = the arrival rate, %s/s, while the server keeps up", formatTPS(rate))}
+			Formula: fmt.Sprintf("open loop: tps = the arrival rate, %s/s, while the server keeps up", FormatTPS(rate))}
 	}
 	curve := curveOf(r, all)
 	if len(curve) == 0 {
 		return workload.Prediction{}
 	}
 	n := r.Params.Float("users")
-	m := fitClosedLoop(curve, thinkMS(r.Params))
+	m := FitClosedLoop(curve, ThinkMS(r.Params))
 	pred := workload.Prediction{Metrics: map[string]float64{
-		"tps": m.TPS(n), modelKnee: m.Knee, modelPeak: m.Peak, modelBase: m.BaseMS, modelBaseN: m.BaseUsers, modelThink: m.ThinkMS,
+		"tps": m.TPS(n), ModelKnee: m.Knee, ModelPeak: m.Peak, ModelBase: m.BaseMS, ModelBaseN: m.BaseUsers, ModelThink: m.ThinkMS,
 	}}
 	pred.Formula = fmt.Sprintf("closed loop: tps = min(N / (R0 + Z), X_peak) = min(%g / (%s + %s), %s/s) = %s/s; R0 = the mean response at %g users (the lightest load so far), X_peak = the mean of the top %d points so far (seed 001's rule; the highest while there are fewer than 4); knee N* = X_peak × (R0 + Z) = %.0f users",
-		n, fmtMS(m.BaseMS), fmtMS(m.ThinkMS), formatTPS(m.Peak), formatTPS(m.TPS(n)), m.BaseUsers, m.PeakPoints, m.Knee)
-	if mismatched(r) {
+		n, FormatMS(m.BaseMS), FormatMS(m.ThinkMS), FormatTPS(m.Peak), FormatTPS(m.TPS(n)), m.BaseUsers, m.PeakPoints, m.Knee)
+	if Mismatched(r) {
 		if s, ok := stallModel(r, all); ok {
 			for k, v := range s.metrics {
 				pred.Metrics[k] = v
@@ -229,11 +221,11 @@ type stallPrediction struct {
 // stallModel is seed 002's model of a mismatched point: its full-duplex
 // twin's response at the same users plus one RTO per hit transaction.
 func stallModel(r workload.Result, all []workload.Result) (stallPrediction, bool) {
-	key, users := curveKey(r, true), r.Params.Float("users")
+	key, users := CurveKey(r, true), r.Params.Float("users")
 	var sum float64
 	runs := 0
 	for _, o := range all {
-		if o.Measured() && !mismatched(o) && o.Params.Float("users") == users && curveKey(o, true) == key {
+		if o.Measured() && !Mismatched(o) && o.Params.Float("users") == users && CurveKey(o, true) == key {
 			if v, ok := o.Metrics["mean_ms"]; ok {
 				sum += v
 				runs++
@@ -250,20 +242,28 @@ func stallModel(r workload.Result, all []workload.Result) (stallPrediction, bool
 	if sig.Found {
 		share = sig.HitShare
 	}
-	rto := 1000 * study.LinkOf(r).RTOSeconds
+	rto := 1000 * r.Link().RTOSeconds
 	if rto == 0 {
 		rto = 200.2
 	}
-	z := thinkMS(r.Params)
+	z := ThinkMS(r.Params)
 	tps := users / ((full + z + share*rto) / 1000)
 	return stallPrediction{tps: tps,
-		metrics: map[string]float64{modelStall: tps, modelHitShare: share, modelRTO: rto, modelFullMean: full},
+		metrics: map[string]float64{ModelStall: tps, ModelHitShare: share, ModelRTO: rto, ModelFullMean: full},
 		formula: fmt.Sprintf("duplex mismatch: tps = N / (R_full + Z + h × RTO) = %g / (%s + %s + %.2f %% × %s) = %s/s; R_full = the full-duplex mean response at %g users, h = the transactions in RTO-spaced clusters (dbrig diagnose), each charged one RTO",
-			users, fmtMS(full), fmtMS(z), 100*share, fmtMS(rto), formatTPS(tps), users)}, true
+			users, FormatMS(full), FormatMS(z), 100*share, FormatMS(rto), FormatTPS(tps), users)}, true
 }
 
-// fmtMS writes milliseconds for a formula: "3.2 ms", "210 µs".
-func fmtMS(v float64) string {
+// FormatTPS writes transactions per second: "9120", "87.5".
+func FormatTPS(v float64) string {
+	if v >= 100 {
+		return strconv.FormatFloat(v, 'f', 0, 64)
+	}
+	return strconv.FormatFloat(v, 'f', 1, 64)
+}
+
+// FormatMS writes milliseconds for a formula: "3.2 ms", "210 µs".
+func FormatMS(v float64) string {
 	switch {
 	case math.IsNaN(v):
 		return "-"

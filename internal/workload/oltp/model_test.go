@@ -1,4 +1,4 @@
-package oltp
+package oltp_test
 
 import (
 	"math"
@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/dbrig/dbrig/internal/diagnose"
+	"github.com/dbrig/dbrig/internal/workload/oltp"
+	"github.com/dbrig/dbrig/internal/workload/oltp/oltptest"
 )
 
 func TestPeakIsTheMeanOfTheTopFour(t *testing.T) {
@@ -19,13 +21,13 @@ func TestPeakIsTheMeanOfTheTopFour(t *testing.T) {
 		{[]float64{10, 20}, 20, []int{1}},
 		{[]float64{7, 9, 9, 9, 9, 1}, 9, []int{1, 2, 3, 4}},
 	} {
-		got, idx := Peak(tc.tps)
+		got, idx := oltp.Peak(tc.tps)
 		if got != tc.want || !slices.Equal(idx, tc.idx) {
 			t.Errorf("Peak(%v) = %v, %v; want %v, %v", tc.tps, got, idx, tc.want, tc.idx)
 		}
 	}
-	if v, idx := Peak(nil); !math.IsNaN(v) || idx != nil {
-		t.Errorf("Peak(nil) = %v, %v", v, idx)
+	if v, idx := oltp.Peak(nil); !math.IsNaN(v) || idx != nil {
+		t.Errorf("oltp.Peak(nil) = %v, %v", v, idx)
 	}
 }
 
@@ -33,8 +35,8 @@ func TestPeakIsTheMeanOfTheTopFour(t *testing.T) {
 // so far, the last point's on the whole curve; a mismatched point's on
 // its full-duplex twin and its own stalls.
 func TestModelStoredWithEachPoint(t *testing.T) {
-	rd := handRun(t, "transport-oltp", "10ms", closedLoop("shop", "unix", 0.5, 10, 5000, quickUsers, nil))
-	first, last := rd.Results[0], rd.Results[len(rd.Results)-1]
+	results := oltptest.Results("transport-oltp", "10ms", oltptest.ClosedLoop("shop", "unix", 0.5, 10, 5000, oltptest.QuickUsers, nil))
+	first, last := results[0], results[len(results)-1]
 	// The first point is its own lightest load and its own peak: Little's
 	// law gives back its throughput.
 	if math.Abs(first.Model["tps"]-first.Metrics["tps"]) > 1e-6 {
@@ -43,27 +45,27 @@ func TestModelStoredWithEachPoint(t *testing.T) {
 	// The last point's peak is the mean of the top 4 of the five (952,
 	// 3810, 5000, 5000, 5000), its knee that peak × (0.5 + 10 ms).
 	peak := (3*5000 + 40/0.0105) / 4
-	if math.Abs(last.Model[modelPeak]-peak) > 1e-6 || math.Abs(last.Model[modelKnee]-peak*0.0105) > 1e-6 || math.Abs(last.Model["tps"]-peak) > 1e-6 {
+	if math.Abs(last.Model[oltp.ModelPeak]-peak) > 1e-6 || math.Abs(last.Model[oltp.ModelKnee]-peak*0.0105) > 1e-6 || math.Abs(last.Model["tps"]-peak) > 1e-6 {
 		t.Errorf("last point: model %v, want peak %v, knee %v", last.Model, peak, peak*0.0105)
 	}
 	if !strings.Contains(last.Formula, "knee N* = X_peak × (R0 + Z) = 49 users") {
 		t.Errorf("formula: %s", last.Formula)
 	}
 
-	rd = duplexRun(t, duplexOpts{tpsRatio: 0.3, meanRatio: 1.6, stalled: true, over1s: 2, cpuMM: 0.5, reportMM: 1})
-	for _, r := range rd.Results {
-		if !mismatched(r) || r.Params.String("mix") != "shop" || r.Params.Int("users") != 32 {
+	results = oltptest.Results("duplex-mismatch", "0s", oltptest.Duplex(oltptest.DuplexOpts{TPSRatio: 0.3, MeanRatio: 1.6, Stalled: true, Over1s: 2, CPUMM: 0.5, ReportMM: 1}))
+	for _, r := range results {
+		if !oltp.Mismatched(r) || r.Params.String("mix") != "shop" || r.Params.Int("users") != 32 {
 			continue
 		}
 		var full float64
-		for _, o := range rd.Results {
-			if !mismatched(o) && o.Params.String("mix") == "shop" && o.Params.Int("users") == 32 {
+		for _, o := range results {
+			if !oltp.Mismatched(o) && o.Params.String("mix") == "shop" && o.Params.Int("users") == 32 {
 				full = o.Metrics["mean_ms"]
 			}
 		}
 		h := diagnose.DetectWith(r.Histograms["latency"], diagnose.Evidence{Users: 32, SecondMax: r.Series["max_ms"]}).HitShare
 		want := 32 / ((full + h*200.2) / 1000)
-		if math.Abs(r.Model[modelStall]-want) > 1e-6 || r.Model["tps"] != r.Model[modelStall] || h == 0 {
+		if math.Abs(r.Model[oltp.ModelStall]-want) > 1e-6 || r.Model["tps"] != r.Model[oltp.ModelStall] || h == 0 {
 			t.Errorf("stall model %v, want %v (h %v, full %v ms)", r.Model, want, h, full)
 		}
 		if !strings.Contains(r.Formula, "duplex mismatch: tps = N / (R_full + Z + h × RTO)") {

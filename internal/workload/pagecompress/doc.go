@@ -16,6 +16,7 @@
 // The model is distinct values per page (model.go): a page dictionary's
 // ratio from D, R and the row's and value's bytes, a line in D fitted over
 // the points for zstd, and for MariaDB the pages' deflate sizes in whole
-// file system blocks. The judges read the study's measure: zstd per page on
-// PostgreSQL, the engine's own on MariaDB.
+// file system blocks. The page-compression study's judges and report
+// sections (studies/pagecompression) read the study's measure: zstd per
+// page on PostgreSQL, the engine's own on MariaDB.
 package pagecompress

@@ -8,7 +8,6 @@ import (
 
 	"gonum.org/v1/gonum/stat"
 
-	"github.com/dbrig/dbrig/internal/study"
 	"github.com/dbrig/dbrig/internal/workload"
 )
 
@@ -46,7 +45,7 @@ func sweepKey(r workload.Result) string {
 	delete(p, "order")
 	delete(p, "period")
 	b, _ := json.Marshal(p)
-	in := study.InstanceOf(r)
+	in := r.Instance()
 	return string(b) + "|" + in.Engine + "|" + in.Target + "|" + in.Settings["innodb_page_size"]
 }
 

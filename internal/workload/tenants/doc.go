@@ -62,8 +62,9 @@
 // # Model and findings
 //
 // The model (model.go) is the closed loop capped by the CPU:
-// TPM = min(N × 60 / (R0 + Z), 60 × C / D). The judges (judges.go) decide
-// the seed's six findings from the study's experiments, which the sweep
-// variable "experiment" names (databases, instances, affinity, memory, wal,
-// durability); report.go draws each experiment with the model's line.
+// TPM = min(N × 60 / (R0 + Z), 60 × C / D). The consolidation study
+// (studies/consolidation) judges the seed's six findings from its
+// experiments, which the sweep variable "experiment" names (databases,
+// instances, affinity, memory, wal, durability), and draws each experiment
+// with the model's line.
 package tenants

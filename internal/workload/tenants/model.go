@@ -26,57 +26,61 @@ import (
 // the measurement whenever they filled every idle moment, as a busy shared
 // machine's do.)
 
-// closedLoop is the model's two bounds for a point.
-type closedLoop struct {
-	n, r0, z  float64 // connections, seconds, seconds
-	d, c      float64 // CPU seconds per transaction, CPUs
-	thinkTPM  float64 // N × 60 / (R0 + Z)
-	cpuTPM    float64 // 60 × C / D (NaN when D is unknown)
-	tpm       float64 // the smaller
-	saturated bool    // the CPU bound is the smaller
+// ClosedLoop is the model's two bounds for a point.
+type ClosedLoop struct {
+	N, R0, Z  float64 // connections, seconds, seconds
+	D, C      float64 // CPU seconds per transaction, CPUs
+	ThinkTPM  float64 // N × 60 / (R0 + Z)
+	CPUTPM    float64 // 60 × C / D (NaN when D is unknown)
+	TPM       float64 // the smaller
+	Saturated bool    // the CPU bound is the smaller
 }
 
-func (m closedLoop) resource() string {
-	if m.saturated {
+// Resource names the bound that limits: "CPU" or "think time".
+func (m ClosedLoop) Resource() string {
+	if m.Saturated {
 		return "CPU"
 	}
 	return "think time"
 }
 
-// loopOf is the model of a result, with R0 from the results before it.
-func loopOf(r workload.Result, all []workload.Result) (closedLoop, bool) {
+// LoopOf is the model of a result, with R0 from the results before it on
+// the same engine; false when the result has no connections or response.
+func LoopOf(r workload.Result, all []workload.Result) (ClosedLoop, bool) {
 	n := r.Metrics["databases"]
 	// The think time as the client kept it: its timers wake late on a
 	// busy host, and that lateness is part of each connection's cycle.
 	z := (r.Metrics["think_ms"] + r.Metrics["think_lag_ms"]) / 1000
 	r0 := r.Metrics["response_ms"] / 1000
 	if n <= 0 || r0 <= 0 {
-		return closedLoop{}, false
+		return ClosedLoop{}, false
 	}
-	eng := engineOf(r)
+	eng := EngineOf(r)
 	for _, o := range all {
-		if !o.Measured() || engineOf(o) != eng {
+		if !o.Measured() || EngineOf(o) != eng {
 			continue
 		}
 		if v := o.Metrics["response_ms"] / 1000; v > 0 && v < r0 {
 			r0 = v
 		}
 	}
-	m := closedLoop{n: n, r0: r0, z: z, cpuTPM: math.NaN()}
-	m.thinkTPM = n * 60 / (r0 + z)
-	m.tpm = m.thinkTPM
+	m := ClosedLoop{N: n, R0: r0, Z: z, CPUTPM: math.NaN()}
+	m.ThinkTPM = n * 60 / (r0 + z)
+	m.TPM = m.ThinkTPM
 	if d := r.Metrics["cpu_ms_per_tx"] / 1000; d > 0 && r.Metrics["host_cpus"] > 0 {
-		m.d = d
-		m.c = r.Metrics["host_cpus"]
-		m.cpuTPM = 60 * m.c / d
-		if m.cpuTPM < m.thinkTPM {
-			m.tpm, m.saturated = m.cpuTPM, true
+		m.D = d
+		m.C = r.Metrics["host_cpus"]
+		m.CPUTPM = 60 * m.C / d
+		if m.CPUTPM < m.ThinkTPM {
+			m.TPM, m.Saturated = m.CPUTPM, true
 		}
 	}
 	return m, true
 }
 
-func engineOf(r workload.Result) string {
+// EngineOf is the engine of the point's instances: each engine's points
+// have their own R0.
+func EngineOf(r workload.Result) string {
 	if len(r.Instances) > 0 {
 		return r.Instances[0].Engine
 	}
@@ -85,15 +89,15 @@ func engineOf(r workload.Result) string {
 
 // Model predicts a point's TPM from the closed loop and the CPU's ceiling.
 func Model(r workload.Result, all []workload.Result) workload.Prediction {
-	m, ok := loopOf(r, all)
+	m, ok := LoopOf(r, all)
 	if !ok {
 		return workload.Prediction{}
 	}
-	p := workload.Prediction{Metrics: map[string]float64{"tpm": m.tpm, "tpm_per_db": m.tpm / m.n}}
-	p.Formula = fmt.Sprintf("closed loop: TPM = N × 60 / (R0 + Z) = %.0f × 60 / (%s + %s) = %.0f", m.n, ms(m.r0), ms(m.z), m.thinkTPM)
-	if !math.IsNaN(m.cpuTPM) {
-		p.Formula += fmt.Sprintf(" until the CPU saturates at 60 × C / D = 60 × %.2f CPUs / %s = %.0f", m.c, ms(m.d), m.cpuTPM)
-		if m.saturated {
+	p := workload.Prediction{Metrics: map[string]float64{"tpm": m.TPM, "tpm_per_db": m.TPM / m.N}}
+	p.Formula = fmt.Sprintf("closed loop: TPM = N × 60 / (R0 + Z) = %.0f × 60 / (%s + %s) = %.0f", m.N, Millis(m.R0), Millis(m.Z), m.ThinkTPM)
+	if !math.IsNaN(m.CPUTPM) {
+		p.Formula += fmt.Sprintf(" until the CPU saturates at 60 × C / D = 60 × %.2f CPUs / %s = %.0f", m.C, Millis(m.D), m.CPUTPM)
+		if m.Saturated {
 			p.Formula += ": the CPU is the resource that limits"
 		} else {
 			p.Formula += ": no resource saturates"
@@ -102,8 +106,9 @@ func Model(r workload.Result, all []workload.Result) workload.Prediction {
 	return p
 }
 
-// ms prints seconds as milliseconds.
-func ms(s float64) string {
+// Millis prints seconds as milliseconds ("2.0 ms", "1.25 ms", "310 µs"),
+// as the model's formula and the study's report write them.
+func Millis(s float64) string {
 	switch {
 	case s >= 0.01:
 		return fmt.Sprintf("%.1f ms", s*1000)

@@ -1,4 +1,4 @@
-package pagecompress
+package pagecompression
 
 import (
 	"fmt"
@@ -13,16 +13,16 @@ import (
 	"github.com/dbrig/dbrig/internal/report"
 	"github.com/dbrig/dbrig/internal/study"
 	"github.com/dbrig/dbrig/internal/workload"
+	"github.com/dbrig/dbrig/internal/workload/pagecompress"
 )
 
+// theStudy parses the study's own file, whose published findings the
+// judges read.
 func theStudy(t *testing.T) *study.Spec {
 	t.Helper()
-	b, ok := readStudy("page-compression")
-	if !ok {
-		t.Fatal("no built-in study page-compression")
-	}
-	reg := study.NewRegistry(engine.NewRegistry(postgres.New(""), mariadb.New("")), []workload.Kind{Kind()}, study.Builtin{Workload: "pagecompress", Judges: Judges(), Report: Report})
-	spec, err := study.Parse("studies/pagecompression/page-compression.toml", b, reg)
+	b := Study()
+	reg := study.NewRegistry(engine.NewRegistry(postgres.New(""), mariadb.New("")), []workload.Kind{pagecompress.Kind()}, b)
+	spec, err := study.Parse(b.Path, b.File, reg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +72,7 @@ func runData(t *testing.T, byEngine map[string][]point) *study.RunData {
 				r.Metrics["page_bytes"] = 65536
 			}
 			r.Instances = []engine.InstanceConfig{in}
-			pred := Model(r, all)
+			pred := pagecompress.Model(r, all)
 			r.Model, r.Formula = pred.Metrics, pred.Formula
 			all = append(all, r)
 		}
@@ -83,12 +83,12 @@ func runData(t *testing.T, byEngine map[string][]point) *study.RunData {
 // seedLike compresses as the seed's pages did: barely on cid, ten times on
 // filler, alike with every value distinct.
 var seedLike = []point{
-	{ByCID, 80, 1.1, 55}, {ByFiller, 80, 10, 1.2}, {ByCID, 0, 1.05, 58}, {ByFiller, 0, 1.05, 58},
+	{pagecompress.ByCID, 80, 1.1, 55}, {pagecompress.ByFiller, 80, 10, 1.2}, {pagecompress.ByCID, 0, 1.05, 58}, {pagecompress.ByFiller, 0, 1.05, 58},
 }
 
 // zstdLike compresses as a byte-level codec does: well in either order.
 var zstdLike = []point{
-	{ByCID, 80, 14.7, 55}, {ByFiller, 80, 16.5, 1.2}, {ByCID, 0, 14.6, 58}, {ByFiller, 0, 19, 58},
+	{pagecompress.ByCID, 80, 14.7, 55}, {pagecompress.ByFiller, 80, 16.5, 1.2}, {pagecompress.ByCID, 0, 14.6, 58}, {pagecompress.ByFiller, 0, 19, 58},
 }
 
 func judge(t *testing.T, rd *study.RunData, id string) report.Finding {
@@ -104,7 +104,7 @@ func judge(t *testing.T, rd *study.RunData, id string) report.Finding {
 
 func TestJudges(t *testing.T) {
 	capped := cappedByBlocks()
-	shuffled := []point{{ByCID, 80, 1.1, 55}, {ByFiller, 80, 10, 30}}
+	shuffled := []point{{pagecompress.ByCID, 80, 1.1, 55}, {pagecompress.ByFiller, 80, 10, 30}}
 	for _, tc := range []struct {
 		name    string
 		points  map[string][]point
@@ -115,14 +115,14 @@ func TestJudges(t *testing.T) {
 		{"cid order barely compresses", map[string][]point{"postgres": seedLike}, "cid-order", report.Reproduced, "at most 1.5x"},
 		{"cid order compresses well", map[string][]point{"postgres": zstdLike}, "cid-order", report.Differs, "zstd finds what repeats inside each value"},
 		{"filler order ten times", map[string][]point{"postgres": seedLike}, "filler-order", report.Reproduced, "within a factor 2 of the seed's ~10.0x. Duplicates share pages"},
-		{"filler order ten times, cid order too", map[string][]point{"postgres": {{ByCID, 80, 9, 55}, {ByFiller, 80, 10, 1.2}}}, "filler-order", report.Reproduced, "the ratio does not come from the order"},
+		{"filler order ten times, cid order too", map[string][]point{"postgres": {{pagecompress.ByCID, 80, 9, 55}, {pagecompress.ByFiller, 80, 10, 1.2}}}, "filler-order", report.Reproduced, "the ratio does not come from the order"},
 		{"filler order held by blocks", map[string][]point{"mariadb": capped}, "filler-order", report.Differs, "whole 4 KiB blocks"},
 		{"the order decides", map[string][]point{"postgres": seedLike}, "order-decides", report.Reproduced, "9.09x better clustered on filler"},
 		{"the order barely matters", map[string][]point{"postgres": zstdLike}, "order-decides", report.Differs, "only 1.12x better"},
 		{"distinct values decide", map[string][]point{"postgres": seedLike}, "distinct-values", report.Reproduced, "clustered on filler one or two"},
 		{"duplicates on many pages", map[string][]point{"postgres": shuffled}, "distinct-values", report.Differs, "duplicates did not share pages"},
 		{"distinct values as the seed's, ratios alike", map[string][]point{"mariadb": capped}, "distinct-values", report.Differs, "did not compress at least 5 % better"},
-		{"a page holds most of the values", map[string][]point{"postgres": {{ByCID, 80, 1.1, 40}, {ByFiller, 80, 10, 1}}}, "distinct-values", report.Reproduced, "the table's 73 distinct values"},
+		{"a page holds most of the values", map[string][]point{"postgres": {{pagecompress.ByCID, 80, 1.1, 40}, {pagecompress.ByFiller, 80, 10, 1}}}, "distinct-values", report.Reproduced, "the table's 73 distinct values"},
 		{"no gain without duplicates", map[string][]point{"postgres": seedLike}, "all-distinct", report.Reproduced, "within 15 %"},
 		{"a gain without duplicates", map[string][]point{"postgres": zstdLike}, "all-distinct", report.Differs, "differ by 30 %"},
 		{"no all-distinct points", map[string][]point{"postgres": seedLike[:2]}, "all-distinct", report.NotMeasured, "period 0"},
@@ -140,35 +140,9 @@ func TestJudges(t *testing.T) {
 	}
 }
 
-func TestModel(t *testing.T) {
-	// The seed's own pages: ~80 rows of ~113 bytes, values of 100: the
-	// dictionary gives ~1x with 73 distinct values and several times
-	// with one.
-	if r := DictionaryRatio(80, 73, 113, 100); r < 0.9 || r > 1.2 {
-		t.Errorf("the seed's cid order: %.2fx", r)
-	}
-	if r := DictionaryRatio(80, 1, 113, 100); r < 6 {
-		t.Errorf("the seed's filler order: %.2fx", r)
-	}
-	rd := runData(t, map[string][]point{"postgres": seedLike})
-	first, second := rd.Results[0], rd.Results[1]
-	if _, ok := first.Model["ratio"]; ok {
-		t.Errorf("one point fitted a line: %v", first.Model)
-	}
-	// Two points: the line passes through both.
-	if got := second.Model["ratio"]; math.Abs(got-10) > 1e-6 {
-		t.Errorf("the line through two points predicts %v for the second, want 10", got)
-	}
-	if !strings.Contains(second.Formula, "zstd bytes per page") || !strings.Contains(second.Formula, "page dictionary") {
-		t.Errorf("formula %q", second.Formula)
-	}
-	maria := runData(t, map[string][]point{"mariadb": cappedByBlocks()})
-	if got := maria.Results[0].Model["ratio"]; got != 3.9 {
-		t.Errorf("MariaDB's model is its blocks ratio: %v", got)
-	}
+func cappedByBlocks() []point {
+	return []point{{pagecompress.ByCID, 80, 3.9, 70}, {pagecompress.ByFiller, 80, 3.9, 1.4}}
 }
-
-func cappedByBlocks() []point { return []point{{ByCID, 80, 3.9, 70}, {ByFiller, 80, 3.9, 1.4}} }
 
 func TestReport(t *testing.T) {
 	rd := runData(t, map[string][]point{"postgres": seedLike, "mariadb": cappedByBlocks()})

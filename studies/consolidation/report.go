@@ -1,4 +1,4 @@
-package tenants
+package consolidation
 
 import (
 	"fmt"
@@ -9,6 +9,7 @@ import (
 	"github.com/dbrig/dbrig/internal/report"
 	"github.com/dbrig/dbrig/internal/study"
 	"github.com/dbrig/dbrig/internal/units"
+	"github.com/dbrig/dbrig/internal/workload/tenants"
 )
 
 // Report adds a TPM chart per experiment with the model's line, the
@@ -62,8 +63,8 @@ func loopCurve(ps []point, perDB bool) (report.Series, string) {
 	r0 = math.Inf(1)
 	for _, p := range ps {
 		if p.modeled {
-			r0 = min(r0, p.model.r0)
-			z += p.model.z
+			r0 = min(r0, p.model.R0)
+			z += p.model.Z
 		}
 	}
 	if math.IsInf(r0, 1) {
@@ -76,10 +77,10 @@ func loopCurve(ps []point, perDB bool) (report.Series, string) {
 	last := ps[len(ps)-1]
 	top := last.mean("databases")
 	ceiling := math.Inf(1)
-	why := fmt.Sprintf("R0 = %s (the lowest response), Z = %s (think time as kept)", ms(r0), ms(z))
-	if d, c := last.model.d, last.model.c; d > 0 {
+	why := fmt.Sprintf("R0 = %s (the lowest response), Z = %s (think time as kept)", tenants.Millis(r0), tenants.Millis(z))
+	if d, c := last.model.D, last.model.C; d > 0 {
 		ceiling = 60 * c / d
-		why += fmt.Sprintf(", the CPU's ceiling 60 × %.0f CPUs / %s per transaction (at %s) = %s TPM", c, ms(d), last.label(), tpmText(ceiling))
+		why += fmt.Sprintf(", the CPU's ceiling 60 × %.0f CPUs / %s per transaction (at %s) = %s TPM", c, tenants.Millis(d), last.label(), tpmText(ceiling))
 	}
 	// The curve runs past the last point to the knee, where the CPU
 	// saturates, so the chart shows how far the run was from it.
@@ -185,7 +186,7 @@ func barsChart(ps []point, exp, title string) report.Chart {
 		cats = append(cats, p.label())
 		measured.Points = append(measured.Points, report.XY{X: float64(i), Y: p.tpm(), Label: fmt.Sprintf("%s: %s TPM, ±%.1f %%", p.label(), tpmText(p.tpm()), p.noise())})
 		if p.modeled {
-			model.Points = append(model.Points, report.XY{X: float64(i), Y: p.model.tpm, Label: fmt.Sprintf("%s: %s", p.label(), limitedBy(p))})
+			model.Points = append(model.Points, report.XY{X: float64(i), Y: p.model.TPM, Label: fmt.Sprintf("%s: %s", p.label(), limitedBy(p))})
 		}
 	}
 	c := report.Chart{
@@ -227,11 +228,11 @@ func pointTables(a *analysis, eng, suffix string) report.Section {
 			}
 			model, limit := "-", "-"
 			if p.modeled {
-				model, limit = tpmText(p.model.tpm), p.model.resource()
+				model, limit = tpmText(p.model.TPM), p.model.Resource()
 			}
 			tp.Rows = append(tp.Rows, []string{ex.name, p.label(), tpmText(p.tpm()), model, limit, tpmText(p.mean("tpm_per_db")),
 				tpmText(p.mean("tpm_db_min")) + " - " + tpmText(p.mean("tpm_db_max")),
-				ms(p.mean("response_ms") / 1000), pc(0.95), pc(0.99), fmt.Sprintf("%.0f", p.mean("errors")), fmt.Sprintf("±%.1f %%", p.noise())})
+				tenants.Millis(p.mean("response_ms") / 1000), pc(0.95), pc(0.99), fmt.Sprintf("%.0f", p.mean("errors")), fmt.Sprintf("±%.1f %%", p.noise())})
 			res.Rows = append(res.Rows, []string{ex.name, p.label(), msOrDash(p.mean("cpu_ms_per_tx")),
 				fmt.Sprintf("%s / %s / %s", num(p.mean("server_cpus")), num(p.mean("client_cpus")), num(p.mean("other_cpus"))), pctOrDash(hostBusy(p)),
 				size(p.mean("backend_private_bytes")), size(p.mean("plan_cache_bytes")), size(p.mean("instance_memory_bytes")),
@@ -259,7 +260,7 @@ func msOrDash(v float64) string {
 	if math.IsNaN(v) {
 		return "-"
 	}
-	return ms(v / 1000)
+	return tenants.Millis(v / 1000)
 }
 
 func pctOrDash(v float64) string {
@@ -358,7 +359,7 @@ func baselineSection(a *analysis, eng, suffix string) (report.Section, bool) {
 				continue
 			}
 			tpms = append(tpms, p.tpm())
-			t.Rows = append(t.Rows, []string{ex.name, fmt.Sprintf("%.0f", p.mean("databases")), tpmText(p.tpm()), ms(p.mean("response_ms") / 1000), num(p.mean("other_cpus"))})
+			t.Rows = append(t.Rows, []string{ex.name, fmt.Sprintf("%.0f", p.mean("databases")), tpmText(p.tpm()), tenants.Millis(p.mean("response_ms") / 1000), num(p.mean("other_cpus"))})
 		}
 	}
 	if len(tpms) < 2 {
@@ -414,7 +415,7 @@ func twoCoresSection(a *analysis) report.Section {
 	for _, eng := range a.engines {
 		for _, ex := range experiments {
 			for _, p := range a.points(eng, ex.name) {
-				if p.modeled && p.model.d > 0 && (!found || p.mean("databases") > top.mean("databases")) {
+				if p.modeled && p.model.D > 0 && (!found || p.mean("databases") > top.mean("databases")) {
 					top, found = p, true
 				}
 			}
@@ -426,9 +427,9 @@ func twoCoresSection(a *analysis) report.Section {
 	}
 	fmt.Fprintf(&b, "The seed ran SQL Server on 8 CPUs with up to 16 instances of 500 databases, their clients on other machines. This machine has %.0f CPUs, which the servers share with dbrig's client and with other engineers' work. ", cpus)
 	if found {
-		d, r0, z := top.model.d, top.model.r0, top.model.z
+		d, r0, z := top.model.D, top.model.R0, top.model.Z
 		fmt.Fprintf(&b, "Here a transaction cost %s of CPU, servers and client together (at %s), so %.0f CPUs' ceiling is about %s TPM, which %.0f connections with 18 ms of think time would reach; the seed's 8 × 500 = 4,000 connections would ask for %s TPM, and 8 CPUs of the same speed would raise the ceiling to %s. ",
-			ms(d), top.label(), cpus, tpmText(60*cpus/d), math.Ceil(cpus/d*(r0+z)), tpmText(4000*60/(r0+z)), tpmText(60*8/d))
+			tenants.Millis(d), top.label(), cpus, tpmText(60*cpus/d), math.Ceil(cpus/d*(r0+z)), tpmText(4000*60/(r0+z)), tpmText(60*8/d))
 	}
 	b.WriteString("So: CPU affinity cannot give 8 instances a CPU and a cache each (two instances pinned to a CPU each is the most this machine can pin, and the client still moves between them); 16 instances cannot contend for 32 GB as the seed's did; and once the CPU saturates, more instances or more memory cannot raise the TPM, which is what the seed saw at 16 instances. ")
 	if priv := top.mean("backend_private_bytes"); found && !math.IsNaN(priv) && priv > 0 {

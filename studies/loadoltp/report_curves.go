@@ -1,4 +1,4 @@
-package oltp
+package loadoltp
 
 import (
 	"fmt"
@@ -13,28 +13,28 @@ import (
 	"github.com/dbrig/dbrig/internal/report"
 	"github.com/dbrig/dbrig/internal/study"
 	"github.com/dbrig/dbrig/internal/units"
-	"github.com/dbrig/dbrig/internal/workload"
+	"github.com/dbrig/dbrig/internal/workload/oltp"
 )
 
 // lineName names a curve in a chart of its mix: its facet without the
 // mix's own value, which the chart's title carries.
-func lineName(rd *study.RunData, c *curve, perMix bool) string {
-	if c.facet == "" {
+func lineName(rd *study.RunData, c *Curve, perMix bool) string {
+	if c.Facet == "" {
 		return "tps"
 	}
 	if !perMix {
-		return c.facet
+		return c.Facet
 	}
 	var parts []string
-	for _, part := range strings.Fields(c.facet) {
+	for _, part := range strings.Fields(c.Facet) {
 		k, v, _ := strings.Cut(part, "=")
-		if v == c.mix && slices.Contains(rd.Spec.SweepKeys, k) {
+		if v == c.Mix && slices.Contains(rd.Spec.SweepKeys, k) {
 			continue
 		}
 		parts = append(parts, part)
 	}
 	if len(parts) == 0 {
-		return c.facet
+		return c.Facet
 	}
 	return strings.Join(parts, " ")
 }
@@ -42,15 +42,15 @@ func lineName(rd *study.RunData, c *curve, perMix bool) string {
 // usersCharts draw throughput and mean response time against the users,
 // a chart of each per mix, a line per curve with its closed-loop model
 // dashed through it and its knee marked.
-func usersCharts(rd *study.RunData, cs []*curve) []report.Chart {
+func usersCharts(rd *study.RunData, cs []*Curve) []report.Chart {
 	swept := false
 	for _, c := range cs {
-		swept = swept || len(c.points) > 1
+		swept = swept || len(c.Points) > 1
 	}
 	if !swept {
 		return nil
 	}
-	mixes := mixesOf(cs)
+	mixes := Mixes(cs)
 	perMix := len(mixes) > 1
 	var tpsCharts, respCharts []report.Chart
 	for i, mix := range mixes {
@@ -64,7 +64,7 @@ func usersCharts(rd *study.RunData, cs []*curve) []report.Chart {
 			Note: "Dashed: the closed-loop model's response, max(R0, users / X_peak - Z): flat below the knee, then growing by 1 / X_peak for every user added."}
 		knees := report.Series{Name: "knees", Style: report.Points}
 		for _, c := range cs {
-			if c.mix != mix {
+			if c.Mix != mix {
 				continue
 			}
 			name := lineName(rd, c, perMix)
@@ -73,9 +73,9 @@ func usersCharts(rd *study.RunData, cs []*curve) []report.Chart {
 			model := report.Series{Name: name + " model", Style: report.Model}
 			resp := report.Series{Name: name, Style: report.Line}
 			respModel := report.Series{Name: name + " model", Style: report.Model}
-			m := c.model
+			m := c.Model
 			xs := []float64{}
-			for _, s := range c.points {
+			for _, s := range c.Points {
 				u := s.Params.Float("users")
 				xs = append(xs, u)
 				line.Points = append(line.Points, report.XY{X: u, Y: s.Mean("tps"), Label: label(rd, s)})
@@ -91,7 +91,7 @@ func usersCharts(rd *study.RunData, cs []*curve) []report.Chart {
 			if m.Knee > 0 && !math.IsInf(m.Knee, 0) {
 				m.Knee = math.Round(m.Knee*10) / 10
 				xs = append(xs, m.Knee)
-				knees.Points = append(knees.Points, report.XY{X: m.Knee, Y: m.Peak, Label: fmt.Sprintf("%s: knee at %.0f users, %s/s", name, m.Knee, formatTPS(m.Peak))})
+				knees.Points = append(knees.Points, report.XY{X: m.Knee, Y: m.Peak, Label: fmt.Sprintf("%s: knee at %.0f users, %s/s", name, m.Knee, oltp.FormatTPS(m.Peak))})
 			}
 			slices.Sort(xs)
 			for _, x := range slices.Compact(xs) {
@@ -117,34 +117,34 @@ func usersCharts(rd *study.RunData, cs []*curve) []report.Chart {
 // peaksSection is a row per curve: its peak by seed 001's rule, the points
 // it averages, its gain over Gigabit Ethernet's peak in the same mix, the
 // model's knee, the server's CPUs at the peak, and the errors.
-func peaksSection(rd *study.RunData, cs []*curve) (report.Section, bool) {
-	t := report.Table{Columns: []string{"curve", "peak", "from users", "gain over " + gbe, "knee (users)", "R0", "Z", "server CPUs at the peak", "errors", "over limit"}}
+func peaksSection(rd *study.RunData, cs []*Curve) (report.Section, bool) {
+	t := report.Table{Columns: []string{"curve", "peak", "from users", "gain over " + GbE, "knee (users)", "R0", "Z", "server CPUs at the peak", "errors", "over limit"}}
 	haveGbE := false
 	for _, c := range cs {
-		if len(c.points) < 2 {
+		if len(c.Points) < 2 {
 			continue
 		}
-		peak, top := c.peak()
+		peak, top := c.Peak()
 		gain := "-"
-		if g, ok := gainOverGbE(cs, c.mix, c.transport); ok && !c.mismatch {
+		if g, ok := GainOverGbE(cs, c.Mix, c.Transport); ok && !c.Mismatch {
 			gain = study.FormatPercent(g)
 			haveGbE = true
 		}
 		cpu := "-"
-		if v := serverCPU(top...); !math.IsNaN(v) {
+		if v := ServerCPU(top...); !math.IsNaN(v) {
 			cpu = fmt.Sprintf("%.2f", v)
 		}
 		var errs, over float64
-		for _, s := range c.points {
+		for _, s := range c.Points {
 			errs += s.Mean("errors")
 			over += s.Mean("over_limit")
 		}
-		m := c.model
+		m := c.Model
 		knee := "-"
 		if !math.IsNaN(m.Knee) {
 			knee = fmt.Sprintf("%.0f", m.Knee)
 		}
-		t.Rows = append(t.Rows, []string{c.name(), formatTPS(peak) + "/s", usersList(top), gain, knee, fmtMS(m.BaseMS), fmtMS(m.ThinkMS), cpu,
+		t.Rows = append(t.Rows, []string{c.Name(), oltp.FormatTPS(peak) + "/s", UsersList(top), gain, knee, oltp.FormatMS(m.BaseMS), oltp.FormatMS(m.ThinkMS), cpu,
 			strconv.FormatFloat(errs, 'f', -1, 64), strconv.FormatFloat(over, 'f', -1, 64)})
 	}
 	if len(t.Rows) == 0 {
@@ -152,7 +152,7 @@ func peaksSection(rd *study.RunData, cs []*curve) (report.Section, bool) {
 	}
 	text := "Each curve's peak is the mean of its top 4 points (seed 001: \"an average of the top 4 scores\"; its highest point when it has fewer than 4). "
 	if haveGbE {
-		text += "The gain over " + gbe + " is seed 001's: (peak - peak on " + gbe + ") / peak on " + gbe + ", in the same mix. "
+		text += "The gain over " + GbE + " is seed 001's: (peak - peak on " + GbE + ") / peak on " + GbE + ", in the same mix. "
 	}
 	text += "The knee is the closed-loop model's, stored with the curve's last point: R0 is the mean response at the lightest load, Z the think time per transaction. Server CPUs are the CPU time of the server's processes per second while the peak's points ran (the monitoring connection's samples"
 	if n := rd.Environment.CPUs; n > 0 {
@@ -162,92 +162,33 @@ func peaksSection(rd *study.RunData, cs []*curve) (report.Section, bool) {
 	return report.Section{Title: "Peak throughput and the knee", Text: text, Tables: []report.Table{t}}, true
 }
 
-// duplexPair is a mismatched combination and its full-duplex twin: the
-// same parameters (users, or an open loop's rate) on the same link at full
-// duplex.
-type duplexPair struct {
-	mix         string
-	wire        string // the link's rate: "1Gbit/s"
-	users, rate float64
-	full, mm    *study.Summary
-	reportQuery bool
-}
-
-// open reports whether the pair ran an open loop (a given load).
-func (x duplexPair) open() bool { return x.rate > 0 }
-
-// load names the pair's load: "32 users", "500/s (open loop, 32 users)".
-func (x duplexPair) load() string {
-	if x.open() {
-		return fmt.Sprintf("%s/s (open loop, %g users)", formatTPS(x.rate), x.users)
-	}
-	return fmt.Sprintf("%g users", x.users)
-}
-
-// wireOf names a point's link by its rate: "1gbit", "100mbit".
-func wireOf(r workload.Result) string {
-	l := study.LinkOf(r)
-	if l.RateBitsPerS == 0 {
-		return l.Profile
-	}
-	return units.Rate(l.RateBitsPerS).String()
-}
-
-// duplexPairs matches each mismatched combination with its full-duplex
-// twin, in the run's order.
-func duplexPairs(rd *study.RunData) []duplexPair {
-	var out []duplexPair
-	for _, ms := range rd.Summaries {
-		if len(ms.Results) == 0 || !mismatched(ms.Results[0]) {
-			continue
-		}
-		key := curveKey(ms.Results[0], true)
-		for _, fs := range rd.Summaries {
-			if len(fs.Results) == 0 || mismatched(fs.Results[0]) || fs.Params.Int("users") != ms.Params.Int("users") || curveKey(fs.Results[0], true) != key {
-				continue
-			}
-			mix := ms.Params.String("mix")
-			out = append(out, duplexPair{mix: mix, wire: wireOf(ms.Results[0]), users: ms.Params.Float("users"), rate: ms.Params.Float("rate"),
-				full: fs, mm: ms, reportQuery: isReporting(mix)})
-			break
-		}
-	}
-	return out
-}
-
-// isReporting reports whether a mix is the reporting query alone.
-func isReporting(mix string) bool {
-	m, err := ParseMix(mix)
-	return err == nil && len(m.weights) == 1 && m.weights[0].tx == salesReport
-}
-
 // duplexSection sets each mismatched point beside its full-duplex twin:
 // throughput, mean, median, tail and the outliers, the link's losses and
 // the stall model; and a chart of both distributions per mix.
-func duplexSection(rd *study.RunData, cs []*curve) (report.Section, []report.Chart, bool) {
-	pairs := duplexPairs(rd)
+func duplexSection(rd *study.RunData, cs []*Curve) (report.Section, []report.Chart, bool) {
+	pairs := DuplexPairs(rd)
 	if len(pairs) == 0 {
 		return report.Section{}, nil, false
 	}
 	t := report.Table{Columns: []string{"mix", "link", "load", "tps full", "tps mismatch", "ratio", "mean full", "mean mismatch", "ratio",
 		"p50 full", "p50 mismatch", "p99 full", "p99 mismatch", "≥ 200 ms full", "≥ 200 ms mismatch", "> 1 s mismatch", "segments lost", "users' time stalled", "stall model"}}
 	for _, p := range pairs {
-		hf, hm := p.full.Histograms["latency"], p.mm.Histograms["latency"]
-		row := []string{p.mix, p.wire, p.load(), formatTPS(p.full.Mean("tps")), formatTPS(p.mm.Mean("tps")), ratio(p.mm.Mean("tps"), p.full.Mean("tps")),
-			fmtMS(p.full.Mean("mean_ms")), fmtMS(p.mm.Mean("mean_ms")), ratio(p.mm.Mean("mean_ms"), p.full.Mean("mean_ms"))}
-		row = append(row, quantile(hf, 0.5), quantile(hm, 0.5), quantile(hf, 0.99), quantile(hm, 0.99),
+		hf, hm := p.Full.Histograms["latency"], p.Mismatched.Histograms["latency"]
+		row := []string{p.Mix, p.Wire, p.Load(), oltp.FormatTPS(p.Full.Mean("tps")), oltp.FormatTPS(p.Mismatched.Mean("tps")), ratio(p.Mismatched.Mean("tps"), p.Full.Mean("tps")),
+			oltp.FormatMS(p.Full.Mean("mean_ms")), oltp.FormatMS(p.Mismatched.Mean("mean_ms")), ratio(p.Mismatched.Mean("mean_ms"), p.Full.Mean("mean_ms"))}
+		row = append(row, Quantile(hf, 0.5), Quantile(hm, 0.5), Quantile(hf, 0.99), Quantile(hm, 0.99),
 			over(hf, 200*time.Millisecond), over(hm, 200*time.Millisecond), strconv.FormatInt(countOver(hm, time.Second), 10))
 		var lost, fwd int64
-		for _, r := range p.mm.Results {
-			l := study.LinkOf(r)
+		for _, r := range p.Mismatched.Results {
+			l := r.Link()
 			lost += l.LostSegments
 			fwd += l.ForwardSegments
 		}
-		share, _ := stalledShare(p.mm)
+		share, _ := StalledShare(p.Mismatched)
 		row = append(row, fmt.Sprintf("%d of %d", lost, fwd), fmt.Sprintf("%.1f %%", 100*share))
 		model := "-"
-		if v, ok := p.mm.Results[len(p.mm.Results)-1].Model[modelStall]; ok {
-			model = formatTPS(v) + "/s"
+		if v, ok := p.Mismatched.Results[len(p.Mismatched.Results)-1].Model[oltp.ModelStall]; ok {
+			model = oltp.FormatTPS(v) + "/s"
 		}
 		t.Rows = append(t.Rows, append(row, model))
 	}
@@ -255,24 +196,24 @@ func duplexSection(rd *study.RunData, cs []*curve) (report.Section, []report.Cha
 	var charts []report.Chart
 	var groups []string
 	for _, p := range pairs {
-		if g := p.mix + " " + p.wire; !slices.Contains(groups, g) {
+		if g := p.Mix + " " + p.Wire; !slices.Contains(groups, g) {
 			groups = append(groups, g)
 		}
 	}
 	for i, g := range groups {
-		var top *duplexPair
+		var top *DuplexPair
 		for j := range pairs {
-			if pairs[j].mix+" "+pairs[j].wire == g && !pairs[j].open() && (top == nil || pairs[j].users > top.users) {
+			if pairs[j].Mix+" "+pairs[j].Wire == g && !pairs[j].Open() && (top == nil || pairs[j].Users > top.Users) {
 				top = &pairs[j]
 			}
 		}
 		if top == nil {
 			continue
 		}
-		c := report.Chart{ID: fmt.Sprintf("oltp-duplex-%d", i+1), Title: fmt.Sprintf("Response times at full duplex and at a duplex mismatch, mix %s, %s, %g users", top.mix, top.wire, top.users),
+		c := report.Chart{ID: fmt.Sprintf("oltp-duplex-%d", i+1), Title: fmt.Sprintf("Response times at full duplex and at a duplex mismatch, mix %s, %s, %g users", top.Mix, top.Wire, top.Users),
 			XLabel: "response time (ms)", YLabel: "transactions", XLog: true, YLog: true,
 			Note: "How many transactions took each time (bins of a fifth of a decade; empty bins left out), from the distributions merged over the combination's runs. A retransmission stall shows as a cluster from 200 ms on, and at its multiples."}
-		c.Series = append(c.Series, binSeries("full duplex", top.full.Histograms["latency"]), binSeries("duplex mismatch", top.mm.Histograms["latency"]))
+		c.Series = append(c.Series, binSeries("full duplex", top.Full.Histograms["latency"]), binSeries("duplex mismatch", top.Mismatched.Histograms["latency"]))
 		charts = append(charts, c)
 	}
 	return report.Section{Title: "Duplex mismatch beside full duplex", Text: text, Tables: []report.Table{t}}, charts, true
@@ -304,7 +245,9 @@ func ratio(a, b float64) string {
 	return fmt.Sprintf("%.2f", a/b)
 }
 
-func quantile(h *measure.Histogram, q float64) string {
+// Quantile writes a distribution's quantile q as a duration, "-" when it
+// is empty.
+func Quantile(h *measure.Histogram, q float64) string {
 	if h == nil || h.Count() == 0 {
 		return "-"
 	}
@@ -335,7 +278,7 @@ func stallsSection(rd *study.RunData) (report.Section, bool) {
 	t := report.Table{Columns: []string{"point", "stalled", "clusters", "≥ 200 ms", "> 1 s", "median", "by transaction"}}
 	checked := 0
 	for _, s := range rd.Summaries {
-		for _, p := range stalls(s) {
+		for _, p := range Stalls(s) {
 			checked++
 			if !p.Found {
 				continue

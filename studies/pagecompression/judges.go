@@ -1,15 +1,14 @@
-package pagecompress
+package pagecompression
 
 import (
 	"fmt"
 	"math"
 	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/dbrig/dbrig/internal/report"
 	"github.com/dbrig/dbrig/internal/study"
-	"github.com/dbrig/dbrig/internal/workload"
+	"github.com/dbrig/dbrig/internal/workload/pagecompress"
 )
 
 // The judges' tolerances, chosen before any measurement and said in each
@@ -35,20 +34,17 @@ const (
 // seedPeriod is the seed's period when the study does not give one.
 const seedPeriod = 80
 
+// Judges decide the seed's findings by the ids of page-compression.toml,
+// on each engine (and page size) of a run apart, merged into one finding
+// that is reproduced only when every side reproduces it.
 func Judges() map[string]study.Judge {
 	each := func(f func(s side, p study.Published) report.Finding) study.Judge {
 		return func(rd *study.RunData, p study.Published) report.Finding {
 			ss := sides(rd)
 			if len(ss) == 0 {
-				return report.Finding{Published: p.Finding, Measured: "-", Model: "-", Verdict: report.NotMeasured, Why: "No point was measured."}
+				return study.NotMeasured(p, "No point was measured.")
 			}
-			var labels []string
-			var out []report.Finding
-			for _, s := range ss {
-				labels = append(labels, s.label)
-				out = append(out, f(s, p))
-			}
-			return study.MergeFindings(p, labels, out)
+			return study.JudgeEach(p, ss, func(s side) string { return s.label }, func(s side) report.Finding { return f(s, p) })
 		}
 	}
 	return map[string]study.Judge{
@@ -58,10 +54,6 @@ func Judges() map[string]study.Judge {
 		"distinct-values": each(judgeDistinctValues),
 		"all-distinct":    each(judgeAllDistinct),
 	}
-}
-
-func notMeasured(p study.Published, why string) report.Finding {
-	return report.Finding{Published: p.Finding, Measured: "-", Model: "-", Verdict: report.NotMeasured, Why: why}
 }
 
 // side is one engine (and page size) of a run: its points by order and
@@ -118,7 +110,7 @@ func sides(rd *study.RunData) []side {
 		sizes[s.Params.Int("rows")] = true
 	}
 	for _, sm := range rd.Summaries {
-		in := study.InstanceOf(sm.Results[0])
+		in := sm.Results[0].Instance()
 		label := "PostgreSQL"
 		if in.Engine == "mariadb" {
 			label = "MariaDB"
@@ -154,9 +146,9 @@ func period(p study.Published) int64 {
 }
 
 func judgeCIDOrder(s side, p study.Published) report.Finding {
-	sm := s.get(ByCID, period(p))
+	sm := s.get(pagecompress.ByCID, period(p))
 	if sm == nil {
-		return notMeasured(p, fmt.Sprintf("The table clustered on cid with period %d was not measured.", period(p)))
+		return study.NotMeasured(p, fmt.Sprintf("The table clustered on cid with period %d was not measured.", period(p)))
 	}
 	got := sm.Mean("ratio")
 	f := report.Finding{Published: p.Finding, Measured: s.measure() + ": " + s.describe(sm), Model: s.model(sm)}
@@ -182,21 +174,21 @@ func codecWhy(s side, sm *study.Summary) string {
 }
 
 func judgeFillerOrder(s side, p study.Published) report.Finding {
-	sm := s.get(ByFiller, period(p))
+	sm := s.get(pagecompress.ByFiller, period(p))
 	if sm == nil {
-		return notMeasured(p, fmt.Sprintf("The table clustered on filler with period %d was not measured.", period(p)))
+		return study.NotMeasured(p, fmt.Sprintf("The table clustered on filler with period %d was not measured.", period(p)))
 	}
 	got := sm.Mean("ratio")
 	f := report.Finding{Published: p.Finding, Measured: s.measure() + ": " + s.describe(sm), Model: s.model(sm)}
 	want := p.Value
 	if want <= 0 {
-		return notMeasured(p, "The study gives no published ratio (value) to compare with.")
+		return study.NotMeasured(p, "The study gives no published ratio (value) to compare with.")
 	}
 	switch {
 	case got >= want/tenFactor && got <= want*tenFactor:
 		f.Verdict = report.Reproduced
 		f.Why = fmt.Sprintf("Clustered on filler the pages compressed %s, within a factor %g of the seed's ~%s.", study.FormatTimes(got), tenFactor, study.FormatTimes(want))
-		if cid := s.get(ByCID, period(p)); cid != nil && cid.Mean("ratio") >= got/(1+sameWithin) {
+		if cid := s.get(pagecompress.ByCID, period(p)); cid != nil && cid.Mean("ratio") >= got/(1+sameWithin) {
 			f.Why += fmt.Sprintf(" But clustered on cid they compressed %s: here the ratio does not come from the order.", study.FormatTimes(cid.Mean("ratio")))
 		} else {
 			f.Why += " Duplicates share pages."
@@ -216,9 +208,9 @@ func judgeFillerOrder(s side, p study.Published) report.Finding {
 }
 
 func judgeOrderDecides(s side, p study.Published) report.Finding {
-	cid, filler := s.get(ByCID, period(p)), s.get(ByFiller, period(p))
+	cid, filler := s.get(pagecompress.ByCID, period(p)), s.get(pagecompress.ByFiller, period(p))
 	if cid == nil || filler == nil {
-		return notMeasured(p, fmt.Sprintf("Both orders with period %d are needed.", period(p)))
+		return study.NotMeasured(p, fmt.Sprintf("Both orders with period %d are needed.", period(p)))
 	}
 	got := filler.Mean("ratio") / cid.Mean("ratio")
 	want := p.Value
@@ -232,7 +224,7 @@ func judgeOrderDecides(s side, p study.Published) report.Finding {
 		f.Model += fmt.Sprintf("; deflate in whole blocks: %s and %s", study.FormatTimes(filler.Mean("blocks_ratio")), study.FormatTimes(cid.Mean("blocks_ratio")))
 	}
 	if want <= 0 {
-		return notMeasured(p, "The study gives no published gain (value) to compare with.")
+		return study.NotMeasured(p, "The study gives no published gain (value) to compare with.")
 	}
 	if got >= want/gainFactor {
 		f.Verdict = report.Reproduced
@@ -252,9 +244,9 @@ func judgeOrderDecides(s side, p study.Published) report.Finding {
 }
 
 func judgeDistinctValues(s side, p study.Published) report.Finding {
-	cid, filler := s.get(ByCID, period(p)), s.get(ByFiller, period(p))
+	cid, filler := s.get(pagecompress.ByCID, period(p)), s.get(pagecompress.ByFiller, period(p))
 	if cid == nil || filler == nil {
-		return notMeasured(p, fmt.Sprintf("Both orders with period %d are needed.", period(p)))
+		return study.NotMeasured(p, fmt.Sprintf("Both orders with period %d are needed.", period(p)))
 	}
 	dc, df, rc := cid.Mean("distinct_per_page"), filler.Mean("distinct_per_page"), cid.Mean("rows_per_page")
 	// A page can hold at most its rows' worth of distinct values, and at
@@ -295,9 +287,9 @@ func judgeDistinctValues(s side, p study.Published) report.Finding {
 }
 
 func judgeAllDistinct(s side, p study.Published) report.Finding {
-	cid, filler := s.get(ByCID, 0), s.get(ByFiller, 0)
+	cid, filler := s.get(pagecompress.ByCID, 0), s.get(pagecompress.ByFiller, 0)
 	if cid == nil || filler == nil {
-		return notMeasured(p, "Both orders with every value distinct (period 0) are needed.")
+		return study.NotMeasured(p, "Both orders with every value distinct (period 0) are needed.")
 	}
 	g := filler.Mean("ratio") / cid.Mean("ratio")
 	f := report.Finding{
@@ -365,97 +357,4 @@ func spearman(xs, ys []float64) float64 {
 		return math.NaN()
 	}
 	return sxy / math.Sqrt(sxx*syy)
-}
-
-// Report sets the seed's ratios beside every point's, with the models,
-// and charts each page's compression against its distinct values.
-func Report(rd *study.RunData, d *report.Doc) {
-	t := report.Table{
-		Title: "The seed beside ours",
-		Columns: []string{"", "clustered on", "period", "rows a page", "distinct a page", "measure", "zstd", "S2", "deflate",
-			"MariaDB's own", "model: blocks", "model: dictionary"},
-		Note: "The measure is zstd over each page on PostgreSQL and MariaDB's PAGE_COMPRESSED table (its allocated blocks against the same table uncompressed) on MariaDB. zstd, S2 and deflate compress each page of the table on its own. Model: blocks is each leaf page's deflate size plus 40 bytes in whole file system blocks (MariaDB); dictionary is a page dictionary of whole values, the seed's engine's way: R × w / (R × (w − v + 1) + D × v).",
-	}
-	t.Rows = append(t.Rows,
-		[]string{"seed (SQL Server 2008 PAGE)", "cid", "80", "~80", "80 (73 unique strings)", "slightly > 1x", "-", "-", "-", "-", "-", "-"},
-		[]string{"seed (SQL Server 2008 PAGE)", "filler", "80", "~80", "1", "~10x", "-", "-", "-", "-", "-", "-"})
-	chart := report.Chart{ID: "by-distinct", Title: "Each page's zstd ratio by its distinct values", XLabel: "distinct filler values on the page", YLabel: "page / zstd size",
-		XLog: true, YLog: true,
-		Note: "One dot per number of distinct values a page held, in each point: the mean zstd ratio of those pages. Fewer distinct values, better compression; the line is a page dictionary's ratio on the same pages (the seed's mechanism)."}
-	for _, s := range sides(rd) {
-		keys := make([]string, 0, len(s.points))
-		for k := range s.points {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
-		dots := report.Series{Name: s.label, Style: report.Points}
-		model := report.Series{Name: s.label + ": page dictionary", Style: report.Model}
-		for _, k := range keys {
-			sm := s.points[k]
-			last := sm.Results[len(sm.Results)-1]
-			engineRatio, blocks := "-", "-"
-			if s.engine == "mariadb" {
-				engineRatio, blocks = study.FormatTimes(sm.Mean("engine_ratio")), study.FormatTimes(sm.Mean("blocks_ratio"))
-			}
-			per := strconv.FormatInt(sm.Params.Int("period"), 10)
-			if per == "0" {
-				per = "none (all distinct)"
-			}
-			t.Rows = append(t.Rows, []string{s.label, sm.Params.String("order"), per, fmt.Sprintf("%.1f", sm.Mean("rows_per_page")),
-				fmt.Sprintf("%.1f", sm.Mean("distinct_per_page")), study.FormatTimes(sm.Mean("ratio")), study.FormatTimes(sm.Mean("zstd_ratio")), study.FormatTimes(sm.Mean("s2_ratio")),
-				study.FormatTimes(sm.Mean("deflate_ratio")), engineRatio, blocks, study.FormatTimes(last.Model["dictionary_ratio"])})
-			pages, zb := last.Series["pages_by_distinct"], last.Series["zstd_bytes_by_distinct"]
-			for dv := range pages {
-				if pages[dv] > 0 && dv < len(zb) && zb[dv] > 0 {
-					dots.Points = append(dots.Points, report.XY{X: float64(dv), Y: sm.Mean("page_bytes") / zb[dv],
-						Label: fmt.Sprintf("%s, %.0f pages", k, pages[dv])})
-				}
-			}
-		}
-		if sm := firstOf(s); sm != nil {
-			r, w, v := sm.Mean("rows_per_page"), sm.Mean("row_bytes"), sm.Mean("value_bytes")
-			for _, dv := range []float64{1, 2, 5, 10, 20, 50, 100, 200, 500} {
-				if dv <= r {
-					model.Points = append(model.Points, report.XY{X: dv, Y: DictionaryRatio(r, dv, w, v)})
-				}
-			}
-		}
-		chart.Series = append(chart.Series, dots, model)
-	}
-	d.Charts = append(d.Charts, chart)
-	d.Sections = append(d.Sections, report.Section{Title: "Page compression by data order", Tables: []report.Table{t}, Text: strings.TrimSpace(fitText(rd))})
-}
-
-func firstOf(s side) *study.Summary {
-	for _, k := range []string{at(ByCID, seedPeriod), at(ByFiller, seedPeriod)} {
-		if sm, ok := s.points[k]; ok {
-			return sm
-		}
-	}
-	for _, sm := range s.points {
-		return sm
-	}
-	return nil
-}
-
-// fitText states the line zstd's bytes per page follow, from the last
-// point of each sweep.
-func fitText(rd *study.RunData) string {
-	var parts []string
-	for _, s := range sides(rd) {
-		var last *workload.Result
-		for _, sm := range s.points {
-			r := sm.Results[len(sm.Results)-1]
-			if last == nil || r.Started.After(last.Started) {
-				last = &r
-			}
-		}
-		if last != nil && strings.Contains(last.Formula, "zstd bytes per page") {
-			parts = append(parts, s.label+": "+last.Formula[strings.Index(last.Formula, "zstd bytes per page"):]+".")
-		}
-	}
-	if len(parts) == 0 {
-		return ""
-	}
-	return "The line in distinct values per page, fitted over every point: " + strings.Join(parts, " ")
 }

@@ -1,4 +1,4 @@
-package tenants
+package consolidation
 
 import (
 	"fmt"
@@ -7,6 +7,7 @@ import (
 
 	"github.com/dbrig/dbrig/internal/report"
 	"github.com/dbrig/dbrig/internal/study"
+	"github.com/dbrig/dbrig/internal/workload/tenants"
 )
 
 // The tolerances of the judges, chosen before any measurement and said in
@@ -35,7 +36,7 @@ const (
 
 type judgeFunc func(a *analysis, engine string, p study.Published) report.Finding
 
-// Judges decide the seed's findings by the ids of studies/consolidation/consolidation.toml.
+// Judges decide the seed's findings by the ids of consolidation.toml.
 // A run on both engines is judged on each: the finding shows both and is
 // reproduced only when both reproduce it.
 func Judges() map[string]study.Judge {
@@ -68,15 +69,15 @@ func (c comparison) noiseNote(meets bool) string {
 	return fmt.Sprintf(" The change is within the points' noise and other processes' reach (±%.0f %%), so it does not count.", 100*(c.noise+c.interference))
 }
 
-func notMeasured(p study.Published, why string) report.Finding {
-	return report.Finding{Published: p.Finding, Measured: "-", Model: "-", Verdict: report.NotMeasured, Why: why}
-}
-
-// merge makes one finding of one judged per engine.
+// merge makes one finding of one judged per engine. Unlike
+// study.MergeFindings it shows every engine's figures in the engines'
+// order, "-" where one measured nothing, each engine's model even when
+// they agree, and a finding no engine measured with every engine's
+// reason: a reader compares the engines line by line.
 func merge(p study.Published, engines []string, each []report.Finding) report.Finding {
 	switch len(each) {
 	case 0:
-		return notMeasured(p, "No point of this run was measured.")
+		return study.NotMeasured(p, "No point of this run was measured.")
 	case 1:
 		return each[0]
 	}
@@ -124,7 +125,7 @@ func modelText(ps ...point) string {
 		if !p.modeled {
 			continue
 		}
-		parts = append(parts, fmt.Sprintf("%s %s TPM (%s)", p.label(), tpmText(p.model.tpm), limitedBy(p)))
+		parts = append(parts, fmt.Sprintf("%s %s TPM (%s)", p.label(), tpmText(p.model.TPM), limitedBy(p)))
 	}
 	if len(parts) == 0 {
 		return "-"
@@ -133,8 +134,8 @@ func modelText(ps ...point) string {
 }
 
 func limitedBy(p point) string {
-	if p.model.saturated {
-		return fmt.Sprintf("CPU-bound at %.2f CPUs, %s per transaction", p.model.c, ms(p.model.d))
+	if p.model.Saturated {
+		return fmt.Sprintf("CPU-bound at %.2f CPUs, %s per transaction", p.model.C, tenants.Millis(p.model.D))
 	}
 	return "think-time bound"
 }
@@ -157,7 +158,7 @@ func cpuBusy(p point) string {
 func judgeInstances(a *analysis, engine string, p study.Published) report.Finding {
 	ps := sortedBy(a.points(engine, expInstances), "instances")
 	if len(ps) < 2 || ps[0].mean("instances") != 1 {
-		return notMeasured(p, "Needs the experiment \"instances\" with one instance and more, holding the same databases.")
+		return study.NotMeasured(p, "Needs the experiment \"instances\" with one instance and more, holding the same databases.")
 	}
 	one, most := ps[0], ps[len(ps)-1]
 	var parts []string
@@ -181,7 +182,7 @@ func judgeInstances(a *analysis, engine string, p study.Published) report.Findin
 	} else {
 		f.Verdict = report.Differs
 		f.Why = fmt.Sprintf("%.0f instances ran %s against one instance holding the same databases (%s needed for the seed's gain).", k, pct(g), pct(instancesGain)) + c.noiseNote(g >= instancesGain)
-		if most.model.saturated || one.model.saturated {
+		if most.model.Saturated || one.model.Saturated {
 			f.Why += " The CPU limits here, and every instance shares the same CPUs: more instances cannot raise that ceiling (the seed's 16 instances added nothing for the same reason)."
 		}
 		f.Why += " The seed's gain came from SQL Server 2000's procedure cache, which one 32-bit instance could not grow to hold 200 plans for thousands of databases; PostgreSQL keeps each connection's plans in its own backend and MariaDB each connection's procedures in its own cache, so one instance has no shared plan cache to outgrow." + cpuBusy(most)
@@ -192,7 +193,7 @@ func judgeInstances(a *analysis, engine string, p study.Published) report.Findin
 func judgePerDatabase(a *analysis, engine string, p study.Published) report.Finding {
 	ps := sortedBy(a.points(engine, expDatabases), "databases_per_instance")
 	if len(ps) < 2 {
-		return notMeasured(p, "Needs the experiment \"databases\" with at least two database counts on one instance.")
+		return study.NotMeasured(p, "Needs the experiment \"databases\" with at least two database counts on one instance.")
 	}
 	few, many := ps[0], ps[len(ps)-1]
 	var parts []string
@@ -215,15 +216,15 @@ func judgePerDatabase(a *analysis, engine string, p study.Published) report.Find
 		f.Verdict = report.Reproduced
 		f.Why = fmt.Sprintf("From %s to %s each database's TPM fell by %.0f %% (at least %.0f %% needed, beyond the noise).", few.label(), many.label(), 100*fall, 100*perDBFall)
 		switch {
-		case many.model.saturated:
-			f.Why += fmt.Sprintf(" The model says why: with %s the CPU saturates (%s per transaction), so every database added shares the same ceiling.", many.label(), ms(many.model.d))
+		case many.model.Saturated:
+			f.Why += fmt.Sprintf(" The model says why: with %s the CPU saturates (%s per transaction), so every database added shares the same ceiling.", many.label(), tenants.Millis(many.model.D))
 		case hostBusy(many) >= fullHost:
 			f.Why += fmt.Sprintf(" The model, which leaves other processes out, puts the knee where the CPU saturates beyond %s; here other processes' work (%.2f CPUs) filled the host's CPUs, so the ceiling came sooner.", many.label(), many.mean("other_cpus"))
 		}
 	} else {
 		f.Verdict = report.Differs
 		f.Why = fmt.Sprintf("From %s to %s each database's TPM changed by %s (a fall of %.0f %% needed).", few.label(), many.label(), pct(-fall), 100*perDBFall) + c.noiseNote(fall >= perDBFall)
-		if !many.model.saturated {
+		if !many.model.Saturated {
 			f.Why += fmt.Sprintf(" The model puts the knee, where the CPU saturates, beyond %s: below it each connection keeps its pace, 60 / (R + Z) transactions a minute, whatever the others do.", many.label())
 		}
 	}
@@ -240,7 +241,7 @@ func judgeMemoryFloor(a *analysis, engine string, p study.Published) report.Find
 	}
 	open = sortedBy(open, "buffer_bytes")
 	if len(open) < 3 {
-		return notMeasured(p, "Needs the experiment \"memory\" with three buffer sizes and no cap: a small floor, the default and a large static size.")
+		return study.NotMeasured(p, "Needs the experiment \"memory\" with three buffer sizes and no cap: a small floor, the default and a large static size.")
 	}
 	floor, static := open[0], open[len(open)-1]
 	def := open[len(open)/2]
@@ -290,7 +291,7 @@ func judgeAffinity(a *analysis, engine string, p study.Published) report.Finding
 		}
 	}
 	if pinned == nil || free == nil {
-		return notMeasured(p, "Needs the experiment \"affinity\" with the instances pinned and unpinned.")
+		return study.NotMeasured(p, "Needs the experiment \"affinity\" with the instances pinned and unpinned.")
 	}
 	c := compare(*free, *pinned, "tpm")
 	g := c.g
@@ -298,7 +299,7 @@ func judgeAffinity(a *analysis, engine string, p study.Published) report.Finding
 		Published: p.Finding,
 		Measured: fmt.Sprintf("%.0f instances × %.0f databases: unpinned %s TPM, pinned %s TPM (%s); context switches are not counted, the CPU per transaction was %s unpinned and %s pinned",
 			pinned.mean("instances"), pinned.mean("databases_per_instance"), tpmText(free.tpm()), tpmText(pinned.tpm()), pct(g),
-			ms(free.mean("cpu_ms_per_tx")/1000), ms(pinned.mean("cpu_ms_per_tx")/1000)),
+			tenants.Millis(free.mean("cpu_ms_per_tx")/1000), tenants.Millis(pinned.mean("cpu_ms_per_tx")/1000)),
 		Model:  modelText(*free, *pinned),
 		Spread: spread(*free, *pinned),
 	}
@@ -331,7 +332,7 @@ func judgeLogApart(a *analysis, engine string, p study.Published) report.Finding
 		}
 	}
 	if together == nil || (sameDisk == nil && device == nil) {
-		return notMeasured(p, "Needs the experiment \"wal\" with the WAL together with the data and apart.")
+		return study.NotMeasured(p, "Needs the experiment \"wal\" with the WAL together with the data and apart.")
 	}
 	var parts []string
 	parts = append(parts, fmt.Sprintf("together %s TPM", tpmText(together.tpm())))
@@ -397,7 +398,7 @@ func judgeRecoveryModel(a *analysis, engine string, p study.Published) report.Fi
 		}
 	}
 	if full == nil || bulk == nil {
-		return notMeasured(p, "Needs the experiment \"durability\" with the full recovery model's analogue (the log kept for point-in-time recovery, commits waiting for the disk) and the bulk-logged one (minimal log, commits waiting).")
+		return study.NotMeasured(p, "Needs the experiment \"durability\" with the full recovery model's analogue (the log kept for point-in-time recovery, commits waiting for the disk) and the bulk-logged one (minimal log, commits waiting).")
 	}
 	ratio := full.tpm() / bulk.tpm()
 	c := compare(*bulk, *full, "tpm")

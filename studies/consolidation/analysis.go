@@ -1,4 +1,4 @@
-package tenants
+package consolidation
 
 import (
 	"fmt"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/dbrig/dbrig/internal/study"
 	"github.com/dbrig/dbrig/internal/workload"
+	"github.com/dbrig/dbrig/internal/workload/tenants"
 )
 
 // The consolidation study names each of its comparisons with the sweep
@@ -43,7 +44,7 @@ type point struct {
 	exp    string
 	// model is the closed loop of the combination's last run, with R0
 	// from the results before it (as when the point ran).
-	model   closedLoop
+	model   tenants.ClosedLoop
 	modeled bool
 }
 
@@ -156,7 +157,7 @@ func analyze(rd *study.RunData) *analysis {
 	}
 	for _, s := range rd.Summaries {
 		last := s.Results[len(s.Results)-1]
-		p := point{s: s, engine: engineOf(last), exp: fmt.Sprint(s.Values[experimentVar])}
+		p := point{s: s, engine: tenants.EngineOf(last), exp: fmt.Sprint(s.Values[experimentVar])}
 		if _, ok := s.Values[experimentVar]; !ok {
 			p.exp = ""
 		}
@@ -166,7 +167,7 @@ func analyze(rd *study.RunData) *analysis {
 				before = append(before, r)
 			}
 		}
-		p.model, p.modeled = loopOf(last, before)
+		p.model, p.modeled = tenants.LoopOf(last, before)
 		k := p.engine + "|" + p.exp
 		a.by[k] = append(a.by[k], p)
 		if !slices.Contains(a.engines, p.engine) {

@@ -1,4 +1,4 @@
-package oltp
+package loadoltp
 
 import (
 	"fmt"
@@ -9,6 +9,7 @@ import (
 	"github.com/dbrig/dbrig/internal/report"
 	"github.com/dbrig/dbrig/internal/study"
 	"github.com/dbrig/dbrig/internal/units"
+	"github.com/dbrig/dbrig/internal/workload/oltp"
 )
 
 // Report adds the workload's tables and charts: every transaction type's
@@ -24,7 +25,7 @@ func Report(rd *study.RunData, d *report.Doc) {
 		return
 	}
 	d.Sections = append(d.Sections, transactionsSection(rd))
-	cs := curvesOf(rd)
+	cs := Curves(rd)
 	d.Charts = append(d.Charts, usersCharts(rd, cs)...)
 	if sec, ok := peaksSection(rd, cs); ok {
 		d.Sections = append(d.Sections, sec)
@@ -60,15 +61,15 @@ func transactionsSection(rd *study.RunData) report.Section {
 	t := report.Table{Columns: append(slices.Clone(dims), "transaction", "tps", "mean", "p50", "p95", "p99", "p99.9", "max", "errors", "over limit")}
 	open := false
 	for _, s := range rd.Summaries {
-		mix, err := ParseMix(s.Params.String("mix"))
+		mix, err := oltp.ParseMix(s.Params.String("mix"))
 		if err != nil {
 			continue
 		}
 		open = open || s.Params.Float("rate") > 0
 		names := []string{""}
-		for _, tx := range mix.types() {
-			if len(mix.weights) > 1 {
-				names = append(names, tx.String())
+		if txs := mix.TxTypes(); len(txs) > 1 {
+			for _, tx := range txs {
+				names = append(names, tx.Name)
 			}
 		}
 		for _, name := range names {
@@ -79,10 +80,9 @@ func transactionsSection(rd *study.RunData) report.Section {
 			hist, prefix, shown := "latency", "", "all"
 			if name != "" {
 				hist, shown = "latency/"+name, name
-				tx, _ := txTypeNamed(name)
-				prefix = tx.metricName() + "_"
+				prefix = oltp.TxMetricName(name) + "_"
 			}
-			row = append(row, shown, formatTPS(s.Stats[prefix+"tps"].Mean))
+			row = append(row, shown, oltp.FormatTPS(s.Stats[prefix+"tps"].Mean))
 			h := s.Histograms[hist]
 			if h == nil || h.Count() == 0 {
 				row = append(row, "-", "-", "-", "-", "-", "-")
@@ -107,13 +107,6 @@ func transactionsSection(rd *study.RunData) report.Section {
 		text += " In an open loop a response time runs from the transaction's intended start, so time spent waiting behind a slow server counts."
 	}
 	return report.Section{Title: "Transactions", Text: text, Tables: []report.Table{t}}
-}
-
-func formatTPS(v float64) string {
-	if v >= 100 {
-		return strconv.FormatFloat(v, 'f', 0, 64)
-	}
-	return strconv.FormatFloat(v, 'f', 1, 64)
 }
 
 // secondsCharts draw each combination's measured seconds (of its first

@@ -1,4 +1,4 @@
-package oltp
+package loadoltp
 
 import (
 	"fmt"
@@ -13,6 +13,7 @@ import (
 	"github.com/dbrig/dbrig/internal/report"
 	"github.com/dbrig/dbrig/internal/study"
 	"github.com/dbrig/dbrig/internal/workload"
+	"github.com/dbrig/dbrig/internal/workload/oltp"
 )
 
 // sweptRun is hand-made run data of `dbrig load oltp --users 10,20` with a
@@ -20,8 +21,8 @@ import (
 // one run of the shop, with its distributions.
 func sweptRun(t *testing.T) *study.RunData {
 	t.Helper()
-	s := Standalone{Engine: "postgres", Users: []int{10, 20}, Scale: 0.01, Mix: "shop", Duration: time.Second, TxLimit: 30 * time.Second, Seed: 1}
-	reg := study.NewRegistry(engine.NewRegistry(postgres.New(""), mariadb.New("")), []workload.Kind{Kind()}, study.Builtin{Workload: "oltp", Judges: Judges(), Report: Report})
+	s := oltp.Standalone{Engine: "postgres", Users: []int{10, 20}, Scale: 0.01, Mix: "shop", Duration: time.Second, TxLimit: 30 * time.Second, Seed: 1}
+	reg := study.NewRegistry(engine.NewRegistry(postgres.New(""), mariadb.New("")), []workload.Kind{oltp.Kind()}, Study())
 	spec, err := study.Parse("load-oltp.toml", s.Spec(), reg)
 	if err != nil {
 		t.Fatal(err)
@@ -40,12 +41,12 @@ func sweptRun(t *testing.T) *study.RunData {
 			}
 			m := map[string]float64{"tps": tps, "errors": 1, "over_limit": 0}
 			hist := map[string]*measure.Histogram{"latency": measure.NewHistogram()}
-			for _, tx := range Mixes[0].types() {
-				m[tx.metricName()+"_tps"] = tps / 5
-				m[tx.metricName()+"_errors"] = 0
+			for _, tx := range oltp.Mixes[0].TxTypes() {
+				m[oltp.TxMetricName(tx.Name)+"_tps"] = tps / 5
+				m[oltp.TxMetricName(tx.Name)+"_errors"] = 0
 				h := measure.NewHistogram()
 				h.Record(time.Duration(users) * time.Millisecond)
-				hist["latency/"+tx.String()] = h
+				hist["latency/"+tx.Name] = h
 				hist["latency"].Merge(h)
 			}
 			combo := fmt.Sprintf("users=%d net=%s", users, net)
@@ -108,5 +109,14 @@ func TestReportKeepsEverySweptDimension(t *testing.T) {
 	}
 	if seconds != 4 {
 		t.Errorf("%d per-second charts, want 4", seconds)
+	}
+}
+
+// TestRegisteredForTheWorkload: the sections are registered under the
+// workload kind's own name (there is no study file to say it), or no run
+// draws them.
+func TestRegisteredForTheWorkload(t *testing.T) {
+	if got, want := Study().Workload, oltp.Kind().Name; got != want {
+		t.Errorf("registered for workload %q; the kind is %q", got, want)
 	}
 }
