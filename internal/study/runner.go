@@ -52,6 +52,9 @@ type Runner struct {
 	// Sites start the instances of sites placed on other hosts (the
 	// spec's [site.NAME] host, or --host), by site name.
 	Sites map[string]topology.Starter
+	// checked: the plan passed CheckBeforeStart already (study.Run checks
+	// it before anything starts, and the check runs servers' programs).
+	checked bool
 }
 
 // Outcome is what a run did.
@@ -92,8 +95,10 @@ func (r *Runner) Run(ctx context.Context) (out Outcome, err error) {
 	if r.Progress == nil {
 		r.Progress = nopProgress{}
 	}
-	if err := CheckBeforeStart(ctx, r.Plan, r.Registry.Engines()); err != nil {
-		return out, err
+	if !r.checked {
+		if err := CheckBeforeStart(ctx, r.Plan, r.Registry.Engines()); err != nil {
+			return out, err
+		}
 	}
 	topo := topology.New(topology.Options{
 		Engines: r.Registry.Engines(), Targets: r.Targets, Log: r.Log, SeriesInterval: r.SeriesInterval, Sites: r.Sites,
@@ -262,12 +267,7 @@ func (r *Runner) prepareDir(ctx context.Context, targets []TargetEnvironment) er
 	specPath := filepath.Join(r.Dir, SpecFile)
 	var info RunInfo
 	if err := readJSON(filepath.Join(r.Dir, RunFile), &info); err == nil {
-		if info.Study != spec.Name || info.Scale != r.Plan.Scale {
-			return fmt.Errorf("%s holds a run of %s (scale %q), not of %s (scale %q)", r.Dir, info.Study, info.Scale, spec.Name, r.Plan.Scale)
-		}
-		if info.Options.Engine != r.Plan.Options.Engine || !maps.Equal(info.Options.Targets, r.Plan.Options.Targets) {
-			return fmt.Errorf("%s was run with %s; it resumes with the same, not %s", r.Dir, info.Options, r.Plan.Options)
-		}
+		// The run is this plan's: study.Run checked it (checkResume).
 		info.Resumed = append(info.Resumed, time.Now().UTC())
 	} else {
 		info = RunInfo{Study: spec.Name, Scale: r.Plan.Scale, Options: r.Plan.Options, SpecPath: spec.File, Command: r.CommandLine,

@@ -23,8 +23,8 @@
 // duplex-mismatch (judges.go, by published finding id) and the report
 // (report.go, report_curves.go: the users charts with the model, each
 // curve's peak and gain over lan-1g, the mismatch beside full duplex, the
-// stalls package diagnose finds). [Standalone] writes `dbrig load oltp`'s run as a study of one
-// instance, and [Live] lets the command print each second and serve
+// stalls package diagnose finds). Its load mode (loadmode.go) makes `dbrig load oltp`, whose
+// flags are the parameters, and [Live] lets the command print each second and serve
 // Prometheus metrics. docs/load.md is the user's guide, with the measured
 // comparison against pgbench and sysbench (bench_test.go, make bench-oltp).
 package oltp
