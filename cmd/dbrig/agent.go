@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"slices"
 	"strconv"
@@ -20,6 +19,7 @@ import (
 	"github.com/dbrig/dbrig/internal/load"
 	"github.com/dbrig/dbrig/internal/study"
 	"github.com/dbrig/dbrig/internal/topology"
+	"github.com/dbrig/dbrig/internal/workload"
 	"github.com/dbrig/dbrig/internal/workload/oltp"
 )
 
@@ -71,19 +71,14 @@ You do not run this by hand; the coordinator does.`,
 	fl.StringVar(&f.index, "index", "", "this agent's share `N` with --connect (e.g. $JOB_COMPLETION_INDEX)")
 	fl.StringVar(&f.address, "address", "", "the `ADDRESS` at which other hosts reach this one's servers (default: the one the coordinator reached it by)")
 	fl.DurationVar(&f.silence, "silence", agent.DefaultSilence, "stop everything when the coordinator says nothing for this long")
-	fl.StringVar(&f.bins.pg, "pg-bin", "", "PostgreSQL server binaries `DIR` on this host (default: newest found)")
-	fl.StringVar(&f.bins.mariadb, "mariadb-bin", "", "MariaDB installation `DIR` on this host (default: found on PATH)")
+	f.bins.register(fl, " on this host")
 	fl.BoolVar(&f.verbose, "verbose", false, "log what the agent does to stderr")
 	return cmd
 }
 
 func runAgent(ctx context.Context, a *app, f agentFlags) error {
-	level := slog.LevelWarn
-	if f.verbose {
-		level = slog.LevelInfo
-	}
 	opts := agent.ServeOptions{Version: a.version, Workloads: agentWorkloads(), Engines: newEngines(f.bins),
-		Silence: f.silence, Address: f.address, Index: -1, Log: slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: level}))}
+		Silence: f.silence, Address: f.address, Index: -1, Log: newLogger(a, f.verbose)}
 	if f.connect == "" {
 		if f.index != "" {
 			return usageError(errors.New("--index: goes with --connect (over ssh the coordinator gives each agent its share)"))
@@ -268,4 +263,37 @@ func printAgents(w io.Writer, reps []agent.AgentReport) {
 			fmt.Fprintf(w, "  %s: %s\n", r.Name, r.Error)
 		}
 	}
+}
+
+// loadAgents starts the agents a load of virtual users spreads over
+// (--agents), or waits for them to dial in (--listen-agents), once every
+// point's users can be shared among them.
+func loadAgents(ctx context.Context, a *app, f fleetFlags, users []any) ([]*agent.Agent, error) {
+	var agents []*agent.Agent
+	if f.listen != "" {
+		var err error
+		if agents, err = acceptAgents(ctx, a, f); err != nil {
+			return nil, err
+		}
+	} else {
+		targets, err := doctor.ReadHostsFile(f.agents)
+		if err != nil {
+			return nil, usageError(fmt.Errorf("--agents: %w", err))
+		}
+		for _, u := range users {
+			n, _ := workload.IntOf(u)
+			if _, err := agent.Shares(load.Config{Users: int(n)}, len(targets)); err != nil {
+				return nil, usageError(fmt.Errorf("--users %d, --agents %s: %w", n, f.agents, err))
+			}
+		}
+		fmt.Fprintf(a.stderr, "dbrig: starting %d load agents\n", len(targets))
+		if agents, err = startAgents(ctx, a, f, targets); err != nil {
+			return nil, failure(err)
+		}
+	}
+	for _, ag := range agents {
+		fmt.Fprintf(a.stderr, "dbrig: agent %s (%s, %d CPUs): clock offset %s, rtt %s\n", ag.Name, ag.Hello.Host, ag.Hello.CPUs,
+			ag.Offset.Round(time.Microsecond), ag.RTT.Round(time.Microsecond))
+	}
+	return agents, nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/dbrig/dbrig/internal/engine/mariadb"
 	"github.com/dbrig/dbrig/internal/engine/postgres"
@@ -36,4 +37,12 @@ func checkBinFlags(cmd *cobra.Command, _ []string) error {
 		}
 	}
 	return usageError(errors.Join(errs...))
+}
+
+// register adds the flags that name where each engine's server programs
+// are, the same on every command that starts servers (run, load, agent);
+// where says on which host ("" for this one).
+func (b *binDirs) register(fl *pflag.FlagSet, where string) {
+	fl.StringVar(&b.pg, "pg-bin", "", "PostgreSQL server binaries `DIR`"+where+" (default: newest found)")
+	fl.StringVar(&b.mariadb, "mariadb-bin", "", "MariaDB server binaries `DIR`"+where+" (default: found on PATH, /usr/sbin, /usr/bin)")
 }

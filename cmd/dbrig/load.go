@@ -6,27 +6,27 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
-	"math"
-	"path/filepath"
-	"strconv"
+	"slices"
 	"strings"
-	"text/tabwriter"
-	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/dbrig/dbrig/internal/agent"
+	"github.com/dbrig/dbrig/internal/load"
+	"github.com/dbrig/dbrig/internal/report"
 	"github.com/dbrig/dbrig/internal/study"
 	"github.com/dbrig/dbrig/internal/term"
 	"github.com/dbrig/dbrig/internal/topology"
 	"github.com/dbrig/dbrig/internal/workload"
-	"github.com/dbrig/dbrig/internal/workload/tpch"
+	"github.com/dbrig/dbrig/studies"
 )
 
-// newLoadCmd is the parent of the standard loads: each subcommand runs one
-// workload against one server, outside a study file, through the same
-// runner, run directory and report as a study.
+// newLoadCmd is the parent of the loads: every workload kind with a load
+// mode (workload.Kind.Load) has a subcommand that runs it against one
+// server, outside a study file, through the same pipeline, run directory
+// and report as a study. Adding one is a kind in workloads().
 func newLoadCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "load WORKLOAD",
@@ -38,18 +38,19 @@ starts, stops or reconfigures it, makes one database of its own there and
 removes it at the end (unless --keep). Without --target dbrig starts its own
 server, as a study does, and stops it at the end.
 
+Each workload's flags are its parameters, which a study file's [workload]
+table takes with the same names (in snake case) and bounds.
+
 Exit codes: 0 success, 1 the load failed, 2 bad flags, 130 interrupted.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return usageError(fmt.Errorf("name a workload: %s (see 'dbrig load --help')", strings.Join(loadNames(cmd), ", ")))
 		},
 	}
-	// The registry of loads.
-	for _, newSub := range []func(*app) *cobra.Command{
-		newLoadOLTPCmd,
-		newLoadTPCHCmd,
-	} {
-		cmd.AddCommand(newSub(a))
+	for _, k := range workloads() {
+		if k.Load != nil {
+			cmd.AddCommand(newLoadKindCmd(a, k))
+		}
 	}
 	return cmd
 }
@@ -62,90 +63,233 @@ func loadNames(cmd *cobra.Command) []string {
 	return out
 }
 
-// loadRun is one load, written as a study of one instance named "db".
-type loadRun struct {
-	name   string // the workload: the run directory is runs/load-NAME-<time>
-	spec   []byte // the study file
-	target string // the user's server (a URI or env:VAR), or ""
-	engine string // the engine dbrig starts when there is no target
-	out    string
-	keep   bool
-	bins   binDirs
-	log    bool
-	// reg, when set, is the registry to run with (a workload's kind with a
-	// live view of the run); progress, when set, replaces the bars.
-	reg      *study.Registry
-	progress study.Progress
-	// fleet, when set, places sites on hosts (--host).
-	fleet *fleetFlags
+// loadFlags are the flags every load command takes, whatever its kind.
+type loadFlags struct {
+	target, engine string
+	bins           binDirs
+	out            string
+	json           bool
+	keep           bool
+	verbose        bool
+	metricsAddr    string
+	fleet          fleetFlags
+	samples        string
 }
 
-// runLoad runs a load like a study: the same checks, runner, results and
-// report. It returns the run's directory, its outcome and results.
-func runLoad(ctx context.Context, a *app, l loadRun) (dir string, out study.Outcome, runErr error, err error) {
-	reg := l.reg
-	if reg == nil {
-		reg = newRegistry(l.bins)
+// register adds the shared flags to a load command. The link's flags (an
+// emulated link between the client and the server) belong here too.
+func (f *loadFlags) register(cmd *cobra.Command, kind string) {
+	fl := cmd.Flags()
+	fl.StringVar(&f.target, "target", "", "your server: `URI` (postgres://user@host:5432/db, mariadb://user@host:3306/db, host=/var/run/postgresql) or env:VAR")
+	fl.StringVar(&f.engine, "engine", "postgres", "the engine of the server dbrig starts when there is no --target: postgres or mariadb")
+	f.bins.register(fl, "")
+	fl.BoolVar(&f.json, "json", false, "print one JSON document on stdout (the progress and per-second lines go to stderr)")
+	fl.StringVar(&f.metricsAddr, "metrics-addr", "", "serve Prometheus metrics of the virtual users at http://`HOST:PORT`/metrics for the whole run (HOST empty: 127.0.0.1)")
+	fl.StringVar(&f.out, "out", "", "run directory to create (default runs/load-"+kind+"-YYYYMMDD-HHMMSS)")
+	fl.BoolVar(&f.keep, "keep", false, "keep the data: the server's directory, or the database on a target")
+	fl.BoolVar(&f.verbose, "verbose", false, "log what dbrig does to stderr")
+	f.fleet.register(cmd, true)
+	fl.StringVar(&f.samples, "samples", "", "with --agents: write every measured transaction's latency in µs to `FILE`, one per line (to check a merge; costs 8 bytes per transaction on the wire)")
+	_ = fl.MarkHidden("samples")
+}
+
+// check reports every shared flag that is wrong, or wrong for this kind,
+// at once.
+func (f *loadFlags) check(k workload.Kind, changed func(string) bool) error {
+	var errs []error
+	if f.target != "" && changed("engine") {
+		errs = append(errs, errors.New("--target and --engine both choose the server: a target's engine is its URI's"))
 	}
-	logins, engines, err := parseTargets(nonEmpty("db=", l.target), reg.Engines(), a.getenv)
+	spreads := f.fleet.agents != "" || f.fleet.listen != ""
+	if !k.Load.VirtualUsers {
+		for _, name := range []string{"agents", "listen-agents", "agent-count", "metrics-addr", "samples"} {
+			if changed(name) {
+				errs = append(errs, fmt.Errorf("--%s: goes with a load of virtual users (%s); load %s runs none", name, strings.Join(virtualUserKinds(), ", "), k.Name))
+			}
+		}
+		return errors.Join(errs...)
+	}
+	if f.fleet.agents != "" && f.target == "" && !slices.ContainsFunc(f.fleet.hosts, func(h string) bool { return strings.HasPrefix(h, "db=") }) {
+		errs = append(errs, errors.New("--agents: agents on other hosts cannot reach a server on this machine's loopback: give --target URI (at an address they reach) or --host db=ssh://[user@]host (dbrig starts the server there)"))
+	}
+	if f.fleet.agents != "" && f.fleet.listen != "" {
+		errs = append(errs, errors.New("--agents and --listen-agents: agents are started by ssh, or dial in; not both"))
+	}
+	if f.samples != "" && !spreads {
+		errs = append(errs, errors.New("--samples: goes with --agents"))
+	}
+	return errors.Join(errs...)
+}
+
+func virtualUserKinds() []string {
+	var out []string
+	for _, k := range workloads() {
+		if k.Load != nil && k.Load.VirtualUsers {
+			out = append(out, "load "+k.Name)
+		}
+	}
+	return out
+}
+
+// newLoadKindCmd makes dbrig load KIND from the kind's load mode: its
+// help, the shared flags and a flag for each of its parameters.
+func newLoadKindCmd(a *app, k workload.Kind) *cobra.Command {
+	var f loadFlags
+	var pf *paramFlags
+	cmd := &cobra.Command{
+		Use:     k.Name,
+		Short:   k.Load.Short,
+		Long:    k.Load.Long,
+		Example: k.Load.Example,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runLoad(cmd.Context(), a, k, &f, pf, cmd.Flags().Changed)
+		},
+	}
+	f.register(cmd, k.Name)
+	pf = addParamFlags(cmd.Flags(), k)
+	for _, p := range k.Params { // the flags a load cannot go without
+		if p.Default == nil && hasFlag(k, p) {
+			unit, _ := pflag.UnquoteUsage(cmd.Flags().Lookup(p.FlagName()))
+			cmd.Use += " --" + p.FlagName() + " " + unit
+		}
+	}
+	return cmd
+}
+
+// loadInfo is a load as its view shows it.
+type loadInfo struct {
+	kind          string
+	engine, title string // the server's engine, and its name for people
+	target        bool
+	params        workload.Params // the first point's, as planned
+	sweep         []any
+}
+
+// loadView shows one kind's load: as it runs and at its end.
+type loadView interface {
+	// kind is the kind to run, with what the view watches wired in.
+	kind(workload.Kind) workload.Kind
+	// progress shows the runner's progress (nil: the bars or lines a
+	// study shows).
+	progress() study.Progress
+	// starting is told the load once it is planned, before anything starts.
+	starting(loadInfo)
+	// summary is the load's end: a JSON document (--json), or text.
+	summary(loadInfo, *study.Ran, error) any
+	print(io.Writer, any)
+}
+
+// usersView is a view of virtual users: they may run on load agents, and
+// their metrics may be served while they run.
+type usersView interface {
+	loadView
+	spread(agents []*agent.Agent)
+	metrics() prometheus.Collector
+}
+
+// loadViews are the kinds' own views of a load; a kind without one shows
+// its findings as dbrig run does.
+var loadViews = map[string]func(*app, *loadFlags) loadView{
+	"oltp": newOLTPView,
+	"tpch": newTPCHView,
+}
+
+func viewOf(a *app, k workload.Kind, f *loadFlags) loadView {
+	if newView, ok := loadViews[k.Name]; ok {
+		return newView(a, f)
+	}
+	return &studyView{a: a}
+}
+
+// runLoad runs one load: the flags checked, the values made a study file
+// and parsed as one, then the pipeline a study runs through.
+func runLoad(ctx context.Context, a *app, k workload.Kind, f *loadFlags, pf *paramFlags, changed func(string) bool) error {
+	if err := f.check(k, changed); err != nil {
+		return usageError(err)
+	}
+	if err := checkOut(f.out); err != nil {
+		return err
+	}
+	reg := newRegistry(f.bins)
+	info := loadInfo{kind: k.Name, engine: f.engine, target: f.target != ""}
+	logins, targetEngines, err := parseTargets(nonEmpty("db=", f.target), reg.Engines(), a.getenv)
 	if err != nil {
-		return "", out, nil, usageError(err)
+		return usageError(err)
 	}
-	opts := study.PlanOptions{Targets: engines}
-	spec, err := study.Parse("load-"+l.name+".toml", l.spec, reg)
+	if e, ok := targetEngines["db"]; ok {
+		info.engine = e
+	}
+	eng, ok := reg.Engines().Lookup(info.engine)
+	if !ok {
+		return usageError(fmt.Errorf("--engine %s: want one of %s", f.engine, strings.Join(reg.Engines().Names(), ", ")))
+	}
+	info.title = eng.Title()
+	given, sweep, err := pf.values()
 	if err != nil {
-		return "", out, nil, usageError(err)
+		return usageError(err)
 	}
-	var sites map[string]topology.Starter
-	if l.fleet != nil {
-		var siteAgents []*agent.Agent
-		sites, siteAgents, err = placeSites(ctx, a, *l.fleet, spec)
+	view := viewOf(a, k, f)
+	reg = study.NewRegistry(reg.Engines(), withKind(workloads(), view.kind(k)), studies.All()...)
+	spec, err := study.ParseLoad(study.LoadRequest{Kind: k, Engine: info.engine, Target: info.target, Params: given, Sweep: sweep}, reg)
+	if err != nil {
+		return usageError(pf.flagErrors(err))
+	}
+	info.sweep, _ = spec.Sweep[k.Load.Sweep].([]any)
+	if uv, ok := view.(usersView); ok {
+		stop, err := serveUsers(ctx, a, f, uv, info.sweep)
 		if err != nil {
-			return "", out, nil, err
+			return err
 		}
-		defer func() { _ = agent.CloseAll(context.WithoutCancel(ctx), siteAgents) }()
+		defer stop()
 	}
-	plan, err := spec.PlanWith("", opts)
-	if err != nil {
-		return "", out, nil, usageError(err)
+	ran, err := study.Run(ctx, reg, study.Options{
+		Spec: spec, Targets: logins, TargetEngines: targetEngines, Dir: f.out, Keep: f.keep,
+		Place: f.fleet.placer(a), Progress: cmpProgress(view.progress(), a), Log: newLogger(a, f.verbose),
+		Version: a.version, CommandLine: redactedArgs(a),
+		Starting: func(plan *study.Plan, dir string) {
+			info.params = plan.Combos[0].Params
+			view.starting(info)
+			fmt.Fprintf(a.stderr, "dbrig: load %s on %s (%s) into %s\n", k.Name, info.where(), pluralPoints(len(plan.Points())), dir)
+		},
+	})
+	if ran == nil {
+		return runError(err)
 	}
-	if err := study.CheckBeforeStart(ctx, plan, reg.Engines()); err != nil {
-		var es study.SpecErrors
-		if errors.As(err, &es) {
-			return "", out, nil, usageError(err)
+	doc := view.summary(info, ran, err)
+	if f.json {
+		enc := json.NewEncoder(a.stdout)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(doc)
+	} else {
+		view.print(a.stdout, doc)
+	}
+	return loadOutcome(a, ran, err)
+}
+
+func (l loadInfo) where() string {
+	if l.target {
+		return "the target server"
+	}
+	return "a " + l.engine + " server dbrig starts"
+}
+
+func pluralPoints(n int) string {
+	if n == 1 {
+		return "1 point"
+	}
+	return fmt.Sprintf("%d points", n)
+}
+
+// withKind is the registry's kinds with one replaced by a view's.
+func withKind(kinds []workload.Kind, k workload.Kind) []workload.Kind {
+	out := slices.Clone(kinds)
+	for i := range out {
+		if out[i].Name == k.Name {
+			out[i] = k
 		}
-		return "", out, nil, failure(err)
 	}
-	dir = l.out
-	if dir == "" {
-		dir = filepath.Join("runs", fmt.Sprintf("load-%s-%s", l.name, time.Now().Format("20060102-150405")))
-	}
-	var progress study.Progress = &study.LineProgress{W: a.stderr}
-	if l.progress != nil {
-		progress = l.progress
-	} else if term.IsTerminal(a.stderr) && a.getenv("TERM") != "dumb" {
-		progress = &study.BarProgress{W: a.stderr}
-	}
-	level := slog.LevelWarn
-	if l.log {
-		level = slog.LevelInfo
-	}
-	where := "a " + l.engine + " server dbrig starts"
-	if l.target != "" {
-		where = "the target server"
-	}
-	points := fmt.Sprintf("%d points", len(plan.Points()))
-	if len(plan.Points()) == 1 {
-		points = "1 point"
-	}
-	fmt.Fprintf(a.stderr, "dbrig: load %s on %s (%s) into %s\n", l.name, where, points, dir)
-	r := &study.Runner{
-		Plan: plan, Registry: reg, Dir: dir, Targets: logins, Keep: l.keep,
-		Progress: progress, Log: slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: level})),
-		Version: a.version, CommandLine: redactedArgs(a), Sites: sites,
-	}
-	out, runErr = r.Run(ctx)
-	return dir, out, runErr, nil
+	return out
 }
 
 func nonEmpty(prefix, v string) []string {
@@ -155,271 +299,92 @@ func nonEmpty(prefix, v string) []string {
 	return []string{prefix + v}
 }
 
+// serveUsers gives a view of virtual users its load agents (--agents,
+// --listen-agents) and serves its metrics (--metrics-addr); stop closes
+// both.
+func serveUsers(ctx context.Context, a *app, f *loadFlags, v usersView, users []any) (stop func(), err error) {
+	var stops []func()
+	stop = func() {
+		for i := len(stops) - 1; i >= 0; i-- {
+			stops[i]()
+		}
+	}
+	if f.fleet.agents != "" || f.fleet.listen != "" {
+		agents, err := loadAgents(ctx, a, f.fleet, users)
+		if err != nil {
+			return nil, err
+		}
+		stops = append(stops, func() { _ = agent.CloseAll(context.WithoutCancel(ctx), agents) })
+		v.spread(agents)
+	}
+	if f.metricsAddr != "" {
+		runCtx, cancel := context.WithCancel(ctx)
+		srv, err := load.ServeMetrics(runCtx, f.metricsAddr, v.metrics())
+		if err != nil {
+			cancel()
+			stop()
+			return nil, usageError(fmt.Errorf("--metrics-addr: %w", err))
+		}
+		fmt.Fprintf(a.stderr, "dbrig: Prometheus metrics at http://%s/metrics\n", srv.Addr())
+		stops = append(stops, func() {
+			cancel()
+			if err := srv.Wait(); err != nil {
+				fmt.Fprintf(a.stderr, "dbrig: %v\n", err)
+			}
+		})
+	}
+	return stop, nil
+}
+
 // loadOutcome turns a load's run error into the command's error, after its
 // output is written.
-func loadOutcome(a *app, dir string, out study.Outcome, runErr error) error {
+func loadOutcome(a *app, ran *study.Ran, runErr error) error {
 	switch {
 	case runErr == nil:
 		return nil
 	case errors.Is(runErr, context.Canceled):
-		fmt.Fprintf(a.stderr, "dbrig: interrupted: %d finished points are saved in %s%s\n", countOK(out.Results), dir, cutShort(out))
+		fmt.Fprintf(a.stderr, "dbrig: interrupted: %d finished points are saved in %s%s\n", countOK(ran.Results), ran.Dir, cutShort(ran.Outcome))
 		return runErr
 	case errors.Is(runErr, study.ErrPointFailed):
-		return failure(fmt.Errorf("%v (the results so far are in %s)", runErr, dir))
+		return failure(fmt.Errorf("%v (the results so far are in %s)", runErr, ran.Dir))
 	}
 	return failure(runErr)
 }
 
-type loadTPCHFlags struct {
-	target  string
-	engine  string
-	scale   float64
-	degree  string
-	runs    int
-	queries string
-	json    bool
-	out     string
-	keep    bool
-	bins    binDirs
-	verbose bool
+// serverVersion is the version of the load's server, as the run recorded it.
+func serverVersion(ran *study.Ran, engineName string) string {
+	if ran.Run == nil {
+		return ""
+	}
+	v := ran.Run.Environment.Servers[engineName]
+	for _, t := range ran.Run.Environment.Targets {
+		v = t.Version
+	}
+	return v
 }
 
-func newLoadTPCHCmd(a *app) *cobra.Command {
-	var f loadTPCHFlags
-	cmd := &cobra.Command{
-		Use:   "tpch --scale SF [--target URI | --engine postgres] [--degree N[,N...]] [--runs N]",
-		Short: "A TPC-H power test: the 22 queries, each answer checked",
-		Long: `load tpch loads TPC-H data at scale factor SF (tpchgen-cli's, streamed into
-COPY), adds the keys and indexes, analyzes, records each query's answer from a
-serial run (checked against the answers dbrig ships for the scale factors it
-has them for), then runs the stream of 22 queries --runs times at each
---degree: the first stream is dropped, then each query's fastest and slowest,
-and the rest averaged (seed 002's rule). Every answer of every stream must
-match the serial run's, or the load fails.
+// studyView shows a load as dbrig run shows a study: its findings.
+type studyView struct{ a *app }
 
---degree is PostgreSQL's max_parallel_workers_per_gather (0 = serial); give a
-list (0,2,4) to compare degrees: the report then has each query's speedup and
-Amdahl serial fraction. On a server dbrig starts the degree is a server
-setting; on a target, dbrig's session sets it. MariaDB has no parallel query:
-it runs degree 0 only.
-
-Needs tpchgen-cli (scripts/install-deps installs it; DBRIG_TPCHGEN names it).`,
-		Example: `  dbrig load tpch --scale 0.1                        # a server dbrig starts, serial
-  dbrig load tpch --scale 1 --degree 0,2 --runs 4     # serial and two workers, with speedups
-  dbrig load tpch --scale 1 --target env:MY_PG_URI    # your server; no password on the command line
-  dbrig load tpch --scale 0.01 --json                 # a summary for machines on stdout`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return loadTPCH(cmd.Context(), a, f, cmd.Flags().Changed("engine"))
-		},
-	}
-	fl := cmd.Flags()
-	fl.Float64Var(&f.scale, "scale", 0, "TPC-H scale factor `SF` (1 = 1 GB; 0.01 for seconds)")
-	fl.StringVar(&f.target, "target", "", "your server: `URI` (postgres://user@host:5432/db, host=/var/run/postgresql) or env:VAR")
-	fl.StringVar(&f.engine, "engine", "postgres", "the engine of the server dbrig starts when there is no --target")
-	fl.StringVar(&f.degree, "degree", "0", "parallel degree(s) `N[,N...]`: max_parallel_workers_per_gather, 0 = serial")
-	fl.IntVar(&f.runs, "runs", 4, "times the stream runs at each degree (the first is dropped; with 4 or more, each query's fastest and slowest too)")
-	fl.StringVar(&f.queries, "queries", "all", `the queries: "all", or e.g. "1,3,6" or "1-5,14"`)
-	fl.BoolVar(&f.json, "json", false, "print a JSON summary on stdout (progress goes to stderr)")
-	fl.StringVar(&f.out, "out", "", "run directory to create (default runs/load-tpch-YYYYMMDD-HHMMSS)")
-	fl.BoolVar(&f.keep, "keep", false, "keep the data: the server's directory, or the database on a target")
-	fl.StringVar(&f.bins.pg, "pg-bin", "", "PostgreSQL server binaries `DIR` (default: newest found)")
-	fl.BoolVar(&f.verbose, "verbose", false, "log what dbrig does to stderr")
-	return cmd
+func (v *studyView) kind(k workload.Kind) workload.Kind { return k }
+func (v *studyView) progress() study.Progress           { return nil }
+func (v *studyView) starting(loadInfo)                  {}
+func (v *studyView) summary(_ loadInfo, ran *study.Ran, err error) any {
+	return newRunJSON(ran, err)
 }
 
-func parseDegrees(s string) ([]int, error) {
-	var out []int
-	for _, part := range strings.Split(s, ",") {
-		d, err := strconv.Atoi(strings.TrimSpace(part))
-		if err != nil || d < 0 || d > tpch.MaxDegree {
-			return nil, fmt.Errorf("--degree %s: want whole numbers from 0 to %d, e.g. 0 or 0,2,4", s, tpch.MaxDegree)
-		}
-		for _, o := range out {
-			if o == d {
-				return nil, fmt.Errorf("--degree %s: %d is given twice", s, d)
-			}
-		}
-		out = append(out, d)
+func (v *studyView) print(w io.Writer, doc any) {
+	j := doc.(runJSON)
+	if j.doc != nil {
+		_ = report.WriteSummary(w, j.doc, term.ColorEnabled(w, v.a.getenv))
+		fmt.Fprintf(w, "\nreport: %s\n", j.HTML)
 	}
-	return out, nil
 }
 
-func loadTPCH(ctx context.Context, a *app, f loadTPCHFlags, engineSet bool) error {
-	if !(f.scale > 0) || math.IsInf(f.scale, 0) || f.scale > tpch.MaxScale {
-		return usageError(fmt.Errorf("--scale: want the TPC-H scale factor, a number above 0 (e.g. 0.01, 1, 10) and at most %d, TPC-H's largest", tpch.MaxScale))
-	}
-	if f.runs < 1 || f.runs > study.MaxRuns {
-		return usageError(fmt.Errorf("--runs %d: want 1 to %d", f.runs, study.MaxRuns))
-	}
-	degrees, err := parseDegrees(f.degree)
-	if err != nil {
-		return usageError(err)
-	}
-	if _, err := tpch.ParseSelection(f.queries); err != nil {
-		return usageError(fmt.Errorf("--%w", err))
-	}
-	if f.target != "" && engineSet {
-		return usageError(errors.New("--target and --engine both choose the server: a target's engine is its URI's"))
-	}
-	if err := checkOut(f.out); err != nil {
-		return err
-	}
-	reg := newRegistry(f.bins)
-	eng, ok := reg.Engines().Lookup(f.engine)
-	if !ok {
-		return usageError(fmt.Errorf("--engine %s: want one of %s", f.engine, strings.Join(reg.Engines().Names(), ", ")))
-	}
-	engineName := f.engine
-	if f.target != "" {
-		_, kinds, err := parseTargets([]string{"db=" + f.target}, reg.Engines(), a.getenv)
-		if err != nil {
-			return usageError(err)
-		}
-		engineName = kinds["db"]
-		eng, _ = reg.Engines().Lookup(engineName)
-	}
-	pt := tpch.PowerTest{Engine: engineName, Scale: f.scale, Degrees: degrees, Streams: f.runs, Queries: f.queries, Target: f.target != ""}
-	dir, out, runErr, err := runLoad(ctx, a, loadRun{name: "tpch", spec: pt.Spec(), target: f.target, engine: engineName,
-		out: f.out, keep: f.keep, bins: f.bins, log: f.verbose})
-	if err != nil {
-		return err
-	}
-	htmlPath, mdPath, _, repErr := writeReport(dir, reg)
-	if repErr != nil && runErr == nil {
-		return failure(fmt.Errorf("write the report: %w", repErr))
-	}
-	sum := summarizeTPCH(pt, dir, htmlPath, mdPath, out.Results, runErr)
-	sum.title = eng.Title()
-	if rd, err := study.LoadRun(dir, reg); err == nil {
-		sum.Server = rd.Environment.Servers[engineName]
-		for _, t := range rd.Environment.Targets {
-			sum.Server = t.Version
-		}
-	}
-	if f.json {
-		enc := json.NewEncoder(a.stdout)
-		enc.SetIndent("", "  ")
-		_ = enc.Encode(sum)
-	} else {
-		printTPCH(a.stdout, sum)
-	}
-	return loadOutcome(a, dir, out, runErr)
-}
-
-// tpchSummary is what `dbrig load tpch` prints, and with --json its shape.
-type tpchSummary struct {
-	Dir         string          `json:"dir"`
-	HTML        string          `json:"report_html,omitempty"`
-	Markdown    string          `json:"report_md,omitempty"`
-	Engine      string          `json:"engine"`
-	Server      string          `json:"server_version,omitempty"`
-	ScaleFactor float64         `json:"scale_factor"`
-	Streams     int             `json:"streams"`
-	Rule        string          `json:"rule"`
-	Points      []tpchPointJSON `json:"points"`
-	Error       string          `json:"error,omitempty"`
-	queries     []int           // the selected queries, in order
-	title       string          // the engine's name for people
-}
-
-type tpchPointJSON struct {
-	Degree  int                `json:"degree"`
-	TotalS  float64            `json:"total_s,omitempty"`
-	Speedup float64            `json:"speedup,omitempty"` // against degree 0
-	Queries map[string]float64 `json:"query_ms,omitempty"`
-	Workers map[string]float64 `json:"workers_planned,omitempty"`
-	Notes   []string           `json:"notes,omitempty"`
-	Skipped string             `json:"skipped,omitempty"`
-	Error   string             `json:"error,omitempty"`
-}
-
-func summarizeTPCH(pt tpch.PowerTest, dir, html, md string, results []workload.Result, runErr error) tpchSummary {
-	s := tpchSummary{Dir: dir, HTML: html, Markdown: md, Engine: pt.Engine, ScaleFactor: pt.Scale, Streams: pt.Streams,
-		Rule: "each query's time is the mean of its streams after the first stream and its fastest and slowest are dropped (seed 002's rule)"}
-	s.queries, _ = tpch.ParseSelection(pt.Queries)
-	if runErr != nil {
-		s.Error = runErr.Error()
-	}
-	serialTotal := 0.0
-	for _, r := range results {
-		p := tpchPointJSON{Degree: int(r.Params.Int("degree")), Notes: r.Notes, Skipped: r.Skipped, Error: r.Error}
-		if r.Measured() {
-			p.TotalS = r.Metrics["total_s"]
-			p.Queries, p.Workers = map[string]float64{}, map[string]float64{}
-			for _, q := range s.queries {
-				p.Queries[fmt.Sprintf("Q%d", q)] = r.Metrics[fmt.Sprintf("q%02d_ms", q)]
-				p.Workers[fmt.Sprintf("Q%d", q)] = r.Metrics[fmt.Sprintf("q%02d_workers", q)]
-			}
-			if p.Degree == 0 {
-				serialTotal = p.TotalS
-			}
-		}
-		s.Points = append(s.Points, p)
-	}
-	for i, p := range s.Points {
-		if serialTotal > 0 && p.TotalS > 0 {
-			s.Points[i].Speedup = serialTotal / p.TotalS
-		}
-	}
-	return s
-}
-
-// printTPCH prints each query's time at each degree, and the total.
-func printTPCH(w io.Writer, s tpchSummary) {
-	server := s.title
-	if s.Server != "" {
-		server += " " + s.Server
-	}
-	fmt.Fprintf(w, "TPC-H power test, %s, scale factor %s, %d streams per degree: %s.\n\n", server, tpch.FormatScale(s.ScaleFactor), s.Streams, s.Rule)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	header := "query\t"
-	for _, p := range s.Points {
-		header += fmt.Sprintf("degree %d (ms)\t", p.Degree)
-	}
-	fmt.Fprintln(tw, header)
-	for _, q := range s.queries {
-		line := fmt.Sprintf("Q%d\t", q)
-		for _, p := range s.Points {
-			if v, ok := p.Queries[fmt.Sprintf("Q%d", q)]; ok {
-				line += fmt.Sprintf("%.1f\t", v)
-			} else {
-				line += "-\t"
-			}
-		}
-		fmt.Fprintln(tw, line)
-	}
-	total := "total (s)\t"
-	speed := "speedup\t"
-	for _, p := range s.Points {
-		if p.TotalS > 0 {
-			total += fmt.Sprintf("%.2f\t", p.TotalS)
-		} else {
-			total += "-\t"
-		}
-		if p.Speedup > 0 {
-			speed += fmt.Sprintf("%.2fx\t", p.Speedup)
-		} else {
-			speed += "-\t"
-		}
-	}
-	fmt.Fprintln(tw, total)
-	if len(s.Points) > 1 {
-		fmt.Fprintln(tw, speed)
-	}
-	tw.Flush()
-	for _, p := range s.Points {
-		for _, n := range p.Notes {
-			fmt.Fprintf(w, "degree %d: %s\n", p.Degree, n)
-		}
-		if p.Skipped != "" {
-			fmt.Fprintf(w, "degree %d skipped: %s\n", p.Degree, p.Skipped)
-		}
-		if p.Error != "" {
-			fmt.Fprintf(w, "degree %d FAILED: %s\n", p.Degree, p.Error)
-		}
-	}
-	if s.HTML != "" {
-		fmt.Fprintf(w, "\nreport: %s\n", s.HTML)
+// placer places a load's sites on the hosts of --host, if any.
+func (f *fleetFlags) placer(a *app) func(context.Context, *study.Spec) (map[string]topology.Starter, func(), error) {
+	return func(ctx context.Context, spec *study.Spec) (map[string]topology.Starter, func(), error) {
+		sites, agents, err := placeSites(ctx, a, *f, spec)
+		return sites, func() { _ = agent.CloseAll(context.WithoutCancel(ctx), agents) }, err
 	}
 }

@@ -161,7 +161,7 @@ func TestLoadTPCHUsage(t *testing.T) {
 		{[]string{"load", "tpch", "--scale", "1", "--degree", "two"}, "--degree two: want whole numbers"},
 		{[]string{"load", "tpch", "--scale", "1", "--degree", "1,1"}, "1 is given twice"},
 		{[]string{"load", "tpch", "--scale", "1", "--runs", "0"}, "--runs 0"},
-		{[]string{"load", "tpch", "--scale", "200000"}, "--scale: want the TPC-H scale factor, a number above 0 (e.g. 0.01, 1, 10) and at most 100000"},
+		{[]string{"load", "tpch", "--scale", "200000"}, "--scale 200000: want the TPC-H scale factor, a number above 0 (e.g. 0.01, 1, 10) and at most 100000"},
 		{[]string{"load", "tpch", "--scale", "1", "--runs", "5000"}, "--runs 5000: want 1 to 1000"},
 		{[]string{"load", "tpch", "--scale", "1", "--queries", "0"}, "--queries"},
 		{[]string{"load", "tpch", "--scale", "1", "--engine", "oracle"}, "--engine oracle: want one of"},

@@ -2,23 +2,18 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"os"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/spf13/cobra"
 
 	"github.com/dbrig/dbrig/internal/agent"
-	"github.com/dbrig/dbrig/internal/doctor"
 	"github.com/dbrig/dbrig/internal/engine"
 	"github.com/dbrig/dbrig/internal/load"
 	"github.com/dbrig/dbrig/internal/measure"
@@ -27,302 +22,62 @@ import (
 	"github.com/dbrig/dbrig/internal/units"
 	"github.com/dbrig/dbrig/internal/workload"
 	"github.com/dbrig/dbrig/internal/workload/oltp"
-	"github.com/dbrig/dbrig/studies"
 )
 
-type loadOLTPFlags struct {
-	target      string
-	engine      string
-	users       string
-	duration    time.Duration
-	warmUp      time.Duration
-	rampUp      time.Duration
-	rate        float64
-	arrival     string
-	maxInFlight int
-	think       time.Duration
-	thinkFixed  bool
-	keying      time.Duration
-	mix         string
-	scale       float64
-	txLimit     time.Duration
-	seed        int64
-	json        bool
-	metricsAddr string
-	out         string
-	keep        bool
-	bins        binDirs
-	verbose     bool
-	fleet       fleetFlags
-	samples     string
+// oltpView shows the shop's load: a line per second, each point's tables,
+// its agents, and the document --json prints.
+type oltpView struct {
+	a *app
+	f *loadFlags
+	w *oltpWatcher
+	// live is what the workload tells the view as it runs.
+	live *oltp.Live
 }
 
-func newLoadOLTPCmd(a *app) *cobra.Command {
-	var f loadOLTPFlags
-	cmd := &cobra.Command{
-		Use:   "oltp [--target URI | --engine postgres] --users N --duration D [--rate R] [--think T] [--mix NAME] [--scale S]",
-		Short: "An online shop's transactions under virtual users, closed or open loop",
-		Long: `load oltp makes an online shop at scale factor S (100,000 customers and 10,000
-items with their stock per unit, orders with their lines, carts), then runs a
-mix of transactions under N virtual users, each with its own connection and
-every statement prepared. It prints a line per second and ends with each
-transaction type's throughput, response-time percentiles (p50, p95, p99,
-p99.9, max) and errors by class.
-
-Mixes: shop (browse 30, search 20, view-product 35, add-to-cart 10,
-place-order 5; place-order is one write transaction that takes stock from
-popular items, where concurrent orders wait for each other), point-select
-(one primary-key lookup per transaction: pgbench -S's work), browse-only,
-orders, reporting (a sales report over every order line), or weights such as
-"view-product=9,place-order=1".
-
-Closed loop (the default): each user runs a transaction, thinks (--think,
-negative-exponential unless --think-fixed), and runs the next. Open loop
-(--rate R): transactions arrive R times a second whatever the server does,
-and each response time runs from the transaction's intended start, so a
-stalled server shows the queueing its clients would see; arrivals that could
-not start are counted, never dropped silently.
-
-The run directory (runs/load-oltp-YYYYMMDD-HHMMSS unless --out) reads like a
-study's: 'dbrig report' and 'dbrig compare' read it. --users 10,20,40 sweeps
-the users. With --target URI the server is yours: dbrig never starts, stops
-or reconfigures it, makes one database there and removes it at the end
-(unless --keep). Without --target dbrig starts its own server and stops it.
-
-Exit codes: 0 success, 1 the load failed, 2 bad flags, 130 interrupted.`,
-		Example: `  dbrig load oltp --users 16 --duration 1m                  # a PostgreSQL server dbrig starts
-  dbrig load oltp --engine mariadb --users 8 --duration 30s --mix point-select
-  dbrig load oltp --users 32 --rate 2000 --duration 1m       # open loop: 2,000 arrivals a second
-  dbrig load oltp --target env:MY_PG_URI --users 50 --think 1s --duration 10m
-  dbrig load oltp --users 8 --duration 1m --json --metrics-addr :9464 > run.json`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return loadOLTP(cmd.Context(), a, f, cmd.Flags().Changed("engine"))
-		},
-	}
-	fl := cmd.Flags()
-	fl.StringVar(&f.target, "target", "", "your server: `URI` (postgres://user@host:5432/db, mariadb://user@host:3306/db) or env:VAR")
-	fl.StringVar(&f.engine, "engine", "postgres", "the engine of the server dbrig starts when there is no --target: postgres or mariadb")
-	fl.StringVar(&f.users, "users", "10", "virtual users `N`, each with its own connection (N,N,... sweeps them)")
-	fl.DurationVar(&f.duration, "duration", 30*time.Second, "the measured interval `D`")
-	fl.DurationVar(&f.warmUp, "warm-up", 5*time.Second, "run before the measured interval and discarded")
-	fl.DurationVar(&f.rampUp, "ramp-up", 0, "start the users evenly over this time (an open loop's rate rises over it); within --warm-up")
-	fl.Float64Var(&f.rate, "rate", 0, "open loop: transactions arriving per second `R` (0: closed loop)")
-	fl.StringVar(&f.arrival, "arrival", "poisson", "open loop: poisson (as pgbench -R) or fixed spacing")
-	fl.IntVar(&f.maxInFlight, "max-in-flight", 0, "open loop: arrivals beyond this many unfinished are counted and not started (0: users + 10 s of arrivals)")
-	fl.DurationVar(&f.think, "think", 0, "closed loop: each user's pause `T` after a transaction (negative-exponential with mean T, capped at 10 T)")
-	fl.BoolVar(&f.thinkFixed, "think-fixed", false, "closed loop: pause exactly --think instead")
-	fl.DurationVar(&f.keying, "keying", 0, "closed loop: each user's pause before a transaction")
-	fl.StringVar(&f.mix, "mix", "shop", "the transactions `NAME`: "+strings.Join(oltp.MixNames(), ", ")+", or weights such as view-product=9,place-order=1")
-	fl.Float64Var(&f.scale, "scale", 1, "scale factor `S`: 100,000 customers and 10,000 items per unit")
-	fl.DurationVar(&f.txLimit, "tx-limit", 30*time.Second, "count transactions slower than this (seed 001 counted those over 30 s)")
-	fl.Int64Var(&f.seed, "seed", 1, "seed of every random choice")
-	fl.BoolVar(&f.json, "json", false, "print one JSON document on stdout (the per-second lines go to stderr)")
-	fl.StringVar(&f.metricsAddr, "metrics-addr", "", "serve Prometheus metrics at http://`HOST:PORT`/metrics for the whole run (HOST empty: 127.0.0.1)")
-	fl.StringVar(&f.out, "out", "", "run directory to create (default runs/load-oltp-YYYYMMDD-HHMMSS)")
-	fl.BoolVar(&f.keep, "keep", false, "keep the data: the server's directory, or the database on a target")
-	fl.StringVar(&f.bins.pg, "pg-bin", "", "PostgreSQL server binaries `DIR` (default: newest found)")
-	fl.StringVar(&f.bins.mariadb, "mariadb-bin", "", "MariaDB installation `DIR` (default: found on PATH)")
-	fl.BoolVar(&f.verbose, "verbose", false, "log what dbrig does to stderr")
-	f.fleet.register(cmd, true)
-	fl.StringVar(&f.samples, "samples", "", "with --agents: write every measured transaction's latency in µs to `FILE`, one per line (to check a merge; costs 8 bytes per transaction on the wire)")
-	_ = fl.MarkHidden("samples")
-	return cmd
-}
-
-// parseUsers reads --users: one count, or several to sweep.
-func parseUsers(s string) ([]int, error) {
-	var out []int
-	for _, part := range strings.Split(s, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(part))
-		if err != nil || n < 1 || n > oltp.MaxUsers {
-			return nil, fmt.Errorf("--users %s: want whole numbers from 1 to %d, e.g. 10 or 10,20,40 (%s)", s, oltp.MaxUsers, oltp.MaxUsersWhy)
-		}
-		out = append(out, n)
-	}
-	return out, nil
-}
-
-// checkOLTPFlags reports every bad flag at once.
-func checkOLTPFlags(f loadOLTPFlags, engineSet bool) ([]int, error) {
-	var errs []error
-	users, err := parseUsers(f.users)
-	errs = append(errs, err)
-	if _, err := oltp.ParseMix(f.mix); err != nil {
-		errs = append(errs, fmt.Errorf("--%w", err))
-	}
-	if !(f.scale > 0) || f.scale > oltp.MaxScale || math.IsInf(f.scale, 0) {
-		errs = append(errs, fmt.Errorf("--scale %v: want a number above 0 and at most %d (0.01, 1, 10 ...)", f.scale, oltp.MaxScale))
-	}
-	if f.duration <= 0 {
-		errs = append(errs, fmt.Errorf("--duration %v: want a positive duration, e.g. 30s or 10m", f.duration))
-	}
-	for _, d := range []struct {
-		name string
-		v    time.Duration
-	}{{"duration", f.duration}, {"warm-up", f.warmUp}, {"ramp-up", f.rampUp}, {"think", f.think}, {"keying", f.keying}, {"tx-limit", f.txLimit}} {
-		switch {
-		case d.v < 0:
-			errs = append(errs, fmt.Errorf("--%s %v: must not be negative", d.name, d.v))
-		case d.v > workload.MaxDuration:
-			errs = append(errs, fmt.Errorf("--%s %v: at most %v (%s)", d.name, d.v, workload.MaxDuration, workload.DurationWhy))
-		}
-	}
-	if f.rampUp > f.warmUp {
-		errs = append(errs, fmt.Errorf("--ramp-up %v: longer than --warm-up %v, so the measured interval would include users still starting", f.rampUp, f.warmUp))
-	}
-	if f.rate < 0 || math.IsNaN(f.rate) || math.IsInf(f.rate, 0) || f.rate > oltp.MaxRate {
-		errs = append(errs, fmt.Errorf("--rate %v: want transactions per second up to %d (%s), 0 for a closed loop", f.rate, oltp.MaxRate, oltp.MaxRateWhy))
-	}
-	if f.arrival != "poisson" && f.arrival != "fixed" {
-		errs = append(errs, fmt.Errorf("--arrival %s: want poisson or fixed", f.arrival))
-	}
-	if f.rate > 0 && (f.think != 0 || f.keying != 0 || f.thinkFixed) {
-		errs = append(errs, errors.New("--think/--keying: closed-loop settings; an open loop's pace is its --rate"))
-	}
-	if f.rate == 0 && f.maxInFlight != 0 {
-		errs = append(errs, errors.New("--max-in-flight: an open-loop setting; give a --rate"))
-	}
-	if f.maxInFlight < 0 || f.maxInFlight > oltp.MaxInFlight {
-		errs = append(errs, fmt.Errorf("--max-in-flight %d: want 0 to %d (%s)", f.maxInFlight, oltp.MaxInFlight, oltp.MaxInFlightWhy))
-	}
-	if f.target != "" && engineSet {
-		errs = append(errs, errors.New("--target and --engine both choose the server: a target's engine is its URI's"))
-	}
-	if f.fleet.agents != "" && f.target == "" && !slices.ContainsFunc(f.fleet.hosts, func(h string) bool { return strings.HasPrefix(h, "db=") }) {
-		errs = append(errs, errors.New("--agents: agents on other hosts cannot reach a server on this machine's loopback: give --target URI (at an address they reach) or --host db=ssh://[user@]host (dbrig starts the server there)"))
-	}
-	if f.fleet.agents != "" && f.fleet.listen != "" {
-		errs = append(errs, errors.New("--agents and --listen-agents: agents are started by ssh, or dial in; not both"))
-	}
-	if f.samples != "" && f.fleet.agents == "" && f.fleet.listen == "" {
-		errs = append(errs, errors.New("--samples: goes with --agents"))
-	}
-	return users, errors.Join(errs...)
-}
-
-func loadOLTP(ctx context.Context, a *app, f loadOLTPFlags, engineSet bool) error {
-	users, err := checkOLTPFlags(f, engineSet)
-	if err != nil {
-		return usageError(err)
-	}
-	if err := checkOut(f.out); err != nil {
-		return err
-	}
-	engines := newEngines(f.bins)
-	eng, ok := engines.Lookup(f.engine)
-	if !ok {
-		return usageError(fmt.Errorf("--engine %s: want one of %s", f.engine, strings.Join(engines.Names(), ", ")))
-	}
-	engineName := f.engine
-	if f.target != "" {
-		_, kinds, err := parseTargets([]string{"db=" + f.target}, engines, a.getenv)
-		if err != nil {
-			return usageError(err)
-		}
-		engineName = kinds["db"]
-		eng, _ = engines.Lookup(engineName)
-	}
-
-	// Where the per-second lines go: stdout, or stderr when stdout carries
+func newOLTPView(a *app, f *loadFlags) loadView {
+	// The per-second lines go to stdout, or to stderr when stdout carries
 	// the JSON document.
 	lines := a.stdout
 	if f.json {
 		lines = a.stderr
 	}
 	w := &oltpWatcher{out: lines, style: term.Style{Enabled: term.ColorEnabled(lines, a.getenv)}, notes: a.stderr}
-	live := w.live()
-	if f.fleet.agents != "" || f.fleet.listen != "" {
-		var agents []*agent.Agent
-		if f.fleet.listen != "" {
-			if agents, err = acceptAgents(ctx, a, f.fleet); err != nil {
-				return err
-			}
-		} else {
-			targets, err := doctor.ReadHostsFile(f.fleet.agents)
-			if err != nil {
-				return usageError(fmt.Errorf("--agents: %w", err))
-			}
-			for _, u := range users {
-				if _, err := agent.Shares(load.Config{Users: u}, len(targets)); err != nil {
-					return usageError(fmt.Errorf("--users %d, --agents %s: %w", u, f.fleet.agents, err))
-				}
-			}
-			fmt.Fprintf(a.stderr, "dbrig: starting %d load agents\n", len(targets))
-			if agents, err = startAgents(ctx, a, f.fleet, targets); err != nil {
-				return failure(err)
-			}
-		}
-		defer func() { _ = agent.CloseAll(context.WithoutCancel(ctx), agents) }()
-		for _, ag := range agents {
-			fmt.Fprintf(a.stderr, "dbrig: agent %s (%s, %d CPUs): clock offset %s, rtt %s\n", ag.Name, ag.Hello.Host, ag.Hello.CPUs,
-				ag.Offset.Round(time.Microsecond), ag.RTT.Round(time.Microsecond))
-		}
-		live.Spread = func(ctx context.Context, cfg load.Config, login engine.Conn, p oltp.AgentParams) (*load.Result, error) {
-			cfg.KeepSamples = f.samples != ""
-			out, err := agent.RunLoad(ctx, agents, agent.LoadSpec{Workload: "oltp", Params: p, Login: login, Config: cfg, OnInterval: live.OnInterval})
-			if out != nil {
-				w.mu.Lock()
-				w.agents = append(w.agents, out.Agents)
-				w.mu.Unlock()
-				printAgents(w.out, out.Agents)
-				if f.samples != "" && out.Result != nil {
-					if werr := writeSamples(f.samples, out.Samples); werr != nil {
-						err = errors.Join(err, werr)
-					}
-				}
-				return out.Result, err
-			}
+	return &oltpView{a: a, f: f, w: w, live: w.live()}
+}
+
+func (v *oltpView) kind(workload.Kind) workload.Kind { return oltp.KindWith(v.live) }
+func (v *oltpView) progress() study.Progress         { return &noteProgress{w: v.a.stderr} }
+func (v *oltpView) metrics() prometheus.Collector    { return &v.w.metrics }
+func (v *oltpView) starting(l loadInfo)              { v.w.describe(l) }
+
+func (v *oltpView) summary(l loadInfo, ran *study.Ran, runErr error) any {
+	sum := v.w.summary(l, ran, runErr)
+	sum.Server = serverVersion(ran, l.engine)
+	return sum
+}
+
+func (v *oltpView) print(w io.Writer, doc any) { printOLTPEnd(w, v.w.style, doc.(oltpSummary)) }
+
+// spread runs each point's users on the agents instead of in this process.
+func (v *oltpView) spread(agents []*agent.Agent) {
+	w, samples := v.w, v.f.samples
+	v.live.Spread = func(ctx context.Context, cfg load.Config, login engine.Conn, p oltp.AgentParams) (*load.Result, error) {
+		cfg.KeepSamples = samples != ""
+		out, err := agent.RunLoad(ctx, agents, agent.LoadSpec{Workload: "oltp", Params: p, Login: login, Config: cfg, OnInterval: v.live.OnInterval})
+		if out == nil {
 			return nil, err
 		}
-	}
-	reg := study.NewRegistry(engines, []workload.Kind{oltp.KindWith(live)}, studies.All()...)
-
-	runCtx, stopMetrics := context.WithCancel(ctx)
-	defer stopMetrics()
-	var metricsSrv *load.MetricsServer
-	if f.metricsAddr != "" {
-		metricsSrv, err = load.ServeMetrics(runCtx, f.metricsAddr, &w.metrics)
-		if err != nil {
-			return usageError(fmt.Errorf("--metrics-addr: %w", err))
+		w.mu.Lock()
+		w.agents = append(w.agents, out.Agents)
+		w.mu.Unlock()
+		printAgents(w.out, out.Agents)
+		if samples != "" && out.Result != nil {
+			if werr := writeSamples(samples, out.Samples); werr != nil {
+				err = errors.Join(err, werr)
+			}
 		}
-		fmt.Fprintf(a.stderr, "dbrig: Prometheus metrics at http://%s/metrics\n", metricsSrv.Addr())
+		return out.Result, err
 	}
-
-	spec := oltp.Standalone{Engine: engineName, Users: users, Scale: f.scale, Mix: f.mix, Duration: f.duration, WarmUp: f.warmUp,
-		RampUp: f.rampUp, Rate: f.rate, Arrival: f.arrival, MaxInFlight: f.maxInFlight, Think: f.think, ThinkFixed: f.thinkFixed,
-		Keying: f.keying, TxLimit: f.txLimit, Seed: f.seed, Target: f.target != ""}
-	w.describe(spec, eng.Title())
-	dir, out, runErr, err := runLoad(ctx, a, loadRun{name: "oltp", spec: spec.Spec(), target: f.target, engine: engineName,
-		out: f.out, keep: f.keep, bins: f.bins, log: f.verbose, reg: reg, progress: &noteProgress{w: a.stderr}, fleet: &f.fleet})
-	stopMetrics()
-	if metricsSrv != nil {
-		if err := metricsSrv.Wait(); err != nil {
-			fmt.Fprintf(a.stderr, "dbrig: %v\n", err)
-		}
-	}
-	if err != nil {
-		return err
-	}
-	htmlPath, mdPath, _, repErr := writeReport(dir, reg)
-	if repErr != nil && runErr == nil {
-		return failure(fmt.Errorf("write the report: %w", repErr))
-	}
-	sum := w.summary(spec, dir, htmlPath, mdPath, out, runErr)
-	if rd, err := study.LoadRun(dir, reg); err == nil {
-		sum.Server = rd.Environment.Servers[engineName]
-		for _, t := range rd.Environment.Targets {
-			sum.Server = t.Version
-		}
-	}
-	if f.json {
-		enc := json.NewEncoder(a.stdout)
-		enc.SetIndent("", "  ")
-		_ = enc.Encode(sum)
-	} else {
-		printOLTPEnd(a.stdout, w.style, sum)
-	}
-	return loadOutcome(a, dir, out, runErr)
 }
 
 // printOLTPEnd ends the output for people: what qualifies a point's
@@ -399,24 +154,26 @@ func (w *oltpWatcher) live() *oltp.Live {
 	}
 }
 
-func (w *oltpWatcher) describe(s oltp.Standalone, title string) {
+func (w *oltpWatcher) describe(l loadInfo) {
+	p := l.params
 	loop := "closed loop"
+	think := p.Duration("think")
 	switch {
-	case s.Rate > 0:
-		loop = fmt.Sprintf("open loop, %s arrivals at %s/s", s.Arrival, strconv.FormatFloat(s.Rate, 'f', -1, 64))
-	case s.Think > 0 && s.ThinkFixed:
-		loop += ", think time " + units.FormatDuration(s.Think)
-	case s.Think > 0:
-		loop += fmt.Sprintf(", think time negative-exponential with mean %s", units.FormatDuration(s.Think))
+	case p.Float("rate") > 0:
+		loop = fmt.Sprintf("open loop, %s arrivals at %s/s", p.String("arrival"), strconv.FormatFloat(p.Float("rate"), 'f', -1, 64))
+	case think > 0 && p.String("think_distribution") == "fixed":
+		loop += ", think time " + units.FormatDuration(think)
+	case think > 0:
+		loop += fmt.Sprintf(", think time negative-exponential with mean %s", units.FormatDuration(think))
 	default:
 		loop += ", no think time"
 	}
-	users := make([]string, len(s.Users))
-	for i, u := range s.Users {
-		users[i] = strconv.Itoa(u)
+	users := make([]string, len(l.sweep))
+	for i, u := range l.sweep {
+		users[i] = fmt.Sprint(u)
 	}
-	fmt.Fprintf(w.notes, "dbrig: %s, mix %s, %s users, %s, scale factor %s; warm-up %s, then %s measured\n", title, s.Mix,
-		strings.Join(users, ", "), loop, strconv.FormatFloat(s.Scale, 'f', -1, 64), units.FormatDuration(s.WarmUp), units.FormatDuration(s.Duration))
+	fmt.Fprintf(w.notes, "dbrig: %s, mix %s, %s users, %s, scale factor %s; warm-up %s, then %s measured\n", l.title, p.String("mix"),
+		strings.Join(users, ", "), loop, strconv.FormatFloat(p.Float("scale_factor"), 'f', -1, 64), units.FormatDuration(p.Duration("warm_up")), units.FormatDuration(p.Duration("duration")))
 }
 
 // swappableCollector serves the metrics of the point running now, and of
@@ -528,8 +285,9 @@ func typeJSON(t load.TypeResult) oltpTypeJSON {
 		LatencyMs: latencyJSON(t.Latency), ServiceMs: latencyJSON(t.Service)}
 }
 
-func (w *oltpWatcher) summary(s oltp.Standalone, dir, html, md string, out study.Outcome, runErr error) oltpSummary {
-	sum := oltpSummary{Dir: dir, HTML: html, Markdown: md, Engine: s.Engine, Target: s.Target, Mix: s.Mix, ScaleFactor: s.Scale}
+func (w *oltpWatcher) summary(l loadInfo, ran *study.Ran, runErr error) oltpSummary {
+	out := ran.Outcome
+	sum := oltpSummary{Dir: ran.Dir, HTML: ran.HTML, Markdown: ran.Markdown, Engine: l.engine, Target: l.target, Mix: l.params.String("mix"), ScaleFactor: l.params.Float("scale_factor")}
 	if runErr != nil {
 		sum.Error = runErr.Error()
 	}
@@ -555,9 +313,10 @@ func (w *oltpWatcher) summary(s oltp.Standalone, dir, html, md string, out study
 	for _, r := range out.Interrupted {
 		sum.InterruptedPoints = append(sum.InterruptedPoints, point(r))
 	}
-	for _, u := range s.Users { // cut short before it measured anything: not in the run
-		if res := byUsers[u]; res != nil {
-			p := oltpPointJSON{Users: u}
+	for _, users := range l.sweep { // cut short before it measured anything: not in the run
+		u, _ := workload.IntOf(users)
+		if res := byUsers[int(u)]; res != nil {
+			p := oltpPointJSON{Users: int(u)}
 			p.fill(res)
 			sum.InterruptedPoints = append(sum.InterruptedPoints, p)
 		}

@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -50,20 +49,6 @@ func newRegistry(dirs binDirs) *study.Registry {
 // workloads lists the workload kinds dbrig knows.
 func workloads() []workload.Kind {
 	return []workload.Kind{rbar.Kind(), georep.Kind(), tpch.Kind(), keylookup.Kind(), readahead.Kind(), pagecompress.Kind(), oltp.Kind(), tenants.Kind()}
-}
-
-// loadStudy reads a study by built-in name or file path.
-func loadStudy(arg string, reg *study.Registry) (*study.Spec, error) {
-	if st, err := os.Stat(arg); err == nil && !st.IsDir() {
-		return study.LoadFile(arg, reg)
-	}
-	if b, ok := reg.Builtin(arg); ok {
-		return study.Parse(b.Path, b.File, reg)
-	}
-	if strings.HasSuffix(arg, ".toml") || strings.ContainsRune(arg, '/') {
-		return nil, fmt.Errorf("study file %s: no such file", arg)
-	}
-	return nil, fmt.Errorf("no built-in study %q and no such file (built-in: %s; see `dbrig studies`)", arg, strings.Join(reg.Studies(), ", "))
 }
 
 type runFlags struct {
@@ -124,8 +109,7 @@ Exit codes: 0 every point succeeded, 1 a point failed (the message names it),
 	fl.BoolVar(&f.json, "json", false, "print a JSON summary on stdout (progress goes to stderr)")
 	fl.BoolVar(&f.keep, "keep", false, "keep the instances' directories (data, logs) after the run")
 	fl.BoolVar(&f.keepGoing, "keep-going", false, "run the remaining points after one fails")
-	fl.StringVar(&f.bins.pg, "pg-bin", "", "PostgreSQL server binaries `DIR` (default: newest found)")
-	fl.StringVar(&f.bins.mariadb, "mariadb-bin", "", "MariaDB server binaries `DIR` (default: found on PATH, /usr/sbin, /usr/bin)")
+	f.bins.register(fl, "")
 	fl.StringVar(&f.engine, "engine", "", "run every instance on this `ENGINE` (postgres, mariadb)")
 	fl.StringArrayVar(&f.targets, "target", nil, "replace instance NAME by your server: `NAME=URI` or NAME=env:VAR (repeatable)")
 	fl.BoolVar(&f.verbose, "verbose", false, "log what dbrig does to stderr")
@@ -147,95 +131,59 @@ func runStudy(ctx context.Context, a *app, args []string, f runFlags) error {
 	if err != nil {
 		return usageError(err)
 	}
-	opts := study.PlanOptions{Engine: f.engine, Targets: targetEngines}
 	if err := checkOut(f.out); err != nil {
 		return err
 	}
-	var spec *study.Spec
-	dir := f.out
-	switch {
-	case f.resume != "":
-		if f.out != "" {
-			return usageError(errors.New("--resume and --out both name the run directory: give one"))
-		}
-		rd, err := study.LoadRun(f.resume, reg)
-		if err != nil {
-			return usageError(fmt.Errorf("resume %s: %w", f.resume, err))
-		}
-		if len(args) == 1 && args[0] != rd.Spec.Name && args[0] != rd.Info.SpecPath {
-			return usageError(fmt.Errorf("%s holds a run of %s, not %s", f.resume, rd.Spec.Name, args[0]))
-		}
-		if scale != "" && scale != rd.Info.Scale {
-			return usageError(fmt.Errorf("%s was run at scale %q; it resumes at that scale, not %q", f.resume, rd.Info.Scale, scale))
-		}
-		if f.engine != "" && f.engine != rd.Info.Options.Engine {
-			return usageError(fmt.Errorf("%s was run with %s; it resumes with the same", f.resume, rd.Info.Options))
-		}
-		for name := range rd.Info.Options.Targets {
-			if _, ok := targets[name]; !ok {
-				return usageError(fmt.Errorf("%s was run with --target %s: give it again to resume (dbrig does not store its login)", f.resume, name))
-			}
-		}
-		opts = rd.Info.Options
-		spec, scale, dir = rd.Spec, rd.Info.Scale, f.resume
-	case len(args) == 0:
-		return usageError(fmt.Errorf("name a study or a study file (built-in: %s)", strings.Join(reg.Studies(), ", ")))
-	default:
-		if spec, err = loadStudy(args[0], reg); err != nil {
-			return usageError(err)
-		}
+	if f.resume != "" && f.out != "" {
+		return usageError(errors.New("--resume and --out both name the run directory: give one"))
 	}
-	plan, err := spec.PlanWith(scale, opts)
-	if err != nil {
-		return usageError(err)
+	name := ""
+	if len(args) == 1 {
+		name = args[0]
 	}
-	// Every setting is checked by its engine, and what the instances ask of
-	// this machine, before anything starts.
-	if err := study.CheckBeforeStart(ctx, plan, reg.Engines()); err != nil {
-		var es study.SpecErrors
-		if errors.As(err, &es) {
-			return usageError(err)
-		}
-		return failure(err)
-	}
-	if dir == "" {
-		dir = filepath.Join("runs", fmt.Sprintf("%s-%s", spec.Name, time.Now().Format("20060102-150405")))
-	}
-
-	progressOut := a.stderr
-	var progress study.Progress = &study.LineProgress{W: progressOut}
-	if term.IsTerminal(progressOut) && a.getenv("TERM") != "dumb" {
-		progress = &study.BarProgress{W: progressOut}
-	}
-	level := slog.LevelWarn
-	if f.verbose {
-		level = slog.LevelInfo
-	}
-	log := slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: level}))
-	fmt.Fprintf(a.stderr, "dbrig: running %s (scale %s, %d points) into %s\n", spec.Name, orDefault(plan.Scale, "default"), len(plan.Points()), dir)
-
-	r := &study.Runner{
-		Plan: plan, Registry: reg, Dir: dir, Targets: targets, Keep: f.keep, KeepGoing: f.keepGoing,
-		Progress: progress, Log: log, Version: a.version, CommandLine: redactedArgs(a),
-	}
-	out, runErr := r.Run(ctx)
-
-	// Write the report from whatever finished, also after a failure.
-	htmlPath, mdPath, doc, repErr := writeReport(dir, reg)
-	if repErr != nil && runErr == nil {
-		return failure(fmt.Errorf("write the report: %w", repErr))
+	ran, err := study.Run(ctx, reg, study.Options{
+		Study: name, Resume: f.resume, Scale: scale, Engine: f.engine, Targets: targets, TargetEngines: targetEngines,
+		Dir: f.out, Keep: f.keep, KeepGoing: f.keepGoing, Progress: newProgress(a), Log: newLogger(a, f.verbose),
+		Version: a.version, CommandLine: redactedArgs(a),
+		Starting: func(plan *study.Plan, dir string) {
+			fmt.Fprintf(a.stderr, "dbrig: running %s (scale %s, %d points) into %s\n", plan.Spec.Name, orDefault(plan.Scale, "default"), len(plan.Points()), dir)
+		},
+	})
+	if ran == nil {
+		return runError(err)
 	}
 	if f.json {
-		_ = printRunJSON(a.stdout, dir, htmlPath, mdPath, out, doc, runErr)
-	} else if doc != nil {
-		_ = report.WriteSummary(a.stdout, doc, term.ColorEnabled(a.stdout, a.getenv))
-		fmt.Fprintf(a.stdout, "\nreport: %s\n", htmlPath)
+		_ = printJSON(a.stdout, newRunJSON(ran, err))
+	} else if ran.Doc != nil {
+		_ = report.WriteSummary(a.stdout, ran.Doc, term.ColorEnabled(a.stdout, a.getenv))
+		fmt.Fprintf(a.stdout, "\nreport: %s\n", ran.HTML)
 	}
+	return runOutcome(a, ran, err, f.keep)
+}
+
+// runError is the command's error for a run that did not start: the
+// user's input (exit 2), or a check that could not run (exit 1).
+func runError(err error) error {
+	var in *study.InputError
+	var ee *exitError
+	switch {
+	case errors.As(err, &ee):
+		return err
+	case errors.As(err, &in):
+		return usageError(err)
+	}
+	return failure(err)
+}
+
+// runOutcome turns a study's run error into the command's error, after
+// its output is written, saying how to go on.
+func runOutcome(a *app, ran *study.Ran, runErr error, kept bool) error {
+	dir := ran.Dir
 	switch {
 	case runErr == nil:
 		return nil
 	case errors.Is(runErr, context.Canceled):
-		fmt.Fprintf(a.stderr, "dbrig: interrupted: %d finished points are saved in %s%s; resume with: dbrig run --resume %s\n", countOK(out.Results), dir, cutShort(out), dir)
+		fmt.Fprintf(a.stderr, "dbrig: interrupted: %d finished points are saved in %s%s; resume with: dbrig run --resume %s\n", countOK(ran.Results), dir, cutShort(ran.Outcome), dir)
 		return runErr
 	case errors.Is(runErr, study.ErrPointFailed):
 		what := runErr.Error()
@@ -244,13 +192,40 @@ func runStudy(ctx context.Context, a *app, args []string, f runFlags) error {
 			what = "point " + pe.Key + " failed"
 		}
 		keep := ""
-		if !f.keep {
+		if !kept {
 			keep = "; --keep keeps the instances' directories and server logs for inspection"
 		}
 		return failure(fmt.Errorf("%s (the error is above and in %s)%s.\nResults so far are in %s; once the cause is fixed, dbrig run --resume %s runs the points that are missing (with the study as saved in %s: after a change to the study file, run the file again)",
 			what, filepath.Join(dir, study.ResultsFile), keep, dir, dir, filepath.Join(dir, study.SpecFile)))
 	}
 	return failure(runErr)
+}
+
+// newProgress shows a run's progress on stderr: bars on a terminal, lines
+// otherwise.
+func newProgress(a *app) study.Progress {
+	if term.IsTerminal(a.stderr) && a.getenv("TERM") != "dumb" {
+		return &study.BarProgress{W: a.stderr}
+	}
+	return &study.LineProgress{W: a.stderr}
+}
+
+// cmpProgress is p, or the default progress when p is nil.
+func cmpProgress(p study.Progress, a *app) study.Progress {
+	if p != nil {
+		return p
+	}
+	return newProgress(a)
+}
+
+// newLogger logs what dbrig does to stderr: warnings, and with --verbose
+// every step.
+func newLogger(a *app, verbose bool) *slog.Logger {
+	level := slog.LevelWarn
+	if verbose {
+		level = slog.LevelInfo
+	}
+	return slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: level}))
 }
 
 // parseTargets reads --target NAME=URI (or NAME=env:VAR) flags: the logins
@@ -351,16 +326,6 @@ func orDefault(s, def string) string {
 	return s
 }
 
-func writeReport(dir string, reg *study.Registry) (htmlPath, mdPath string, doc *report.Doc, err error) {
-	rd, err := study.LoadRun(dir, reg)
-	if err != nil {
-		return "", "", nil, err
-	}
-	doc = study.BuildReport(rd)
-	htmlPath, mdPath, err = report.WriteFiles(dir, doc)
-	return htmlPath, mdPath, doc, err
-}
-
 type runJSON struct {
 	Dir      string `json:"dir"`
 	HTML     string `json:"report_html,omitempty"`
@@ -374,19 +339,27 @@ type runJSON struct {
 	Unreachable int              `json:"unreachable"`
 	Error       string           `json:"error,omitempty"`
 	Findings    []report.Finding `json:"findings,omitempty"`
+	doc         *report.Doc
 }
 
-func printRunJSON(w io.Writer, dir, html, md string, out study.Outcome, doc *report.Doc, runErr error) error {
-	j := runJSON{Dir: dir, HTML: html, Markdown: md, Ran: out.Ran, Done: out.Done, Failed: out.Failed, Unreachable: out.Unreachable}
+// newRunJSON is the JSON summary of a run that started.
+func newRunJSON(ran *study.Ran, runErr error) runJSON {
+	out := ran.Outcome
+	j := runJSON{Dir: ran.Dir, HTML: ran.HTML, Markdown: ran.Markdown, Ran: out.Ran, Done: out.Done, Failed: out.Failed, Unreachable: out.Unreachable, doc: ran.Doc}
 	if runErr != nil {
 		j.Error = runErr.Error()
 	}
-	if doc != nil {
-		j.Findings = doc.Findings
+	if ran.Doc != nil {
+		j.Findings = ran.Doc.Findings
 	}
+	return j
+}
+
+// printJSON prints one indented JSON document.
+func printJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
-	return enc.Encode(j)
+	return enc.Encode(v)
 }
 
 func newReportCmd(a *app) *cobra.Command {
@@ -414,7 +387,8 @@ directory is not a dbrig run directory (or none was given).`,
 			var docs []runJSON
 			var notRuns, failed []error
 			for i, dir := range args {
-				htmlPath, mdPath, doc, err := rebuildReport(dir, reg)
+				rep, err := rebuildReport(dir, reg)
+				htmlPath, mdPath, doc := rep.HTML, rep.Markdown, rep.Doc
 				var notRun *notRunDirError
 				switch {
 				case errors.As(err, &notRun):
@@ -470,15 +444,15 @@ func (e *notRunDirError) Error() string {
 }
 
 // rebuildReport rebuilds one run directory's report.
-func rebuildReport(dir string, reg *study.Registry) (htmlPath, mdPath string, doc *report.Doc, err error) {
+func rebuildReport(dir string, reg *study.Registry) (study.Report, error) {
 	if _, err := os.Stat(filepath.Join(dir, study.RunFile)); err != nil {
-		return "", "", nil, &notRunDirError{dir: dir}
+		return study.Report{}, &notRunDirError{dir: dir}
 	}
-	htmlPath, mdPath, doc, err = writeReport(dir, reg)
+	rep, err := study.WriteReport(dir, reg)
 	if err != nil {
-		return "", "", nil, fmt.Errorf("report of %s: %w", dir, err)
+		return study.Report{}, fmt.Errorf("report of %s: %w", dir, err)
 	}
-	return htmlPath, mdPath, doc, nil
+	return rep, nil
 }
 
 // reportOutcome is dbrig report's error and exit code: 2 when a directory
@@ -515,7 +489,7 @@ func newStudiesCmd(a *app) *cobra.Command {
 			}
 			var rows []row
 			for _, name := range reg.Studies() {
-				spec, err := loadStudy(name, reg)
+				spec, err := study.Open(name, reg)
 				if err != nil {
 					return failure(fmt.Errorf("built-in study %s: %w", name, err))
 				}

@@ -6,10 +6,10 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/dbrig/dbrig/internal/engine/postgres/pgtest"
 	"github.com/dbrig/dbrig/internal/study"
+	"github.com/dbrig/dbrig/internal/workload"
 	"github.com/dbrig/dbrig/internal/workload/oltp"
 	"github.com/dbrig/dbrig/internal/workload/tpch"
 )
@@ -91,9 +91,15 @@ func TestBuiltInStudiesSetOnlyWhatAStudyMay(t *testing.T) {
 		files[name] = b.File
 	}
 	for _, eng := range reg.Engines().Names() {
-		files["load-tpch-"+eng] = tpch.PowerTest{Engine: eng, Scale: 1, Degrees: []int{0, 2}, Streams: 3, Queries: "all"}.Spec()
-		files["load-oltp-"+eng] = oltp.Standalone{Engine: eng, Users: []int{8, 200}, Scale: 1, Mix: "shop", Duration: time.Minute,
-			WarmUp: time.Second, Arrival: "poisson", Keying: time.Second, TxLimit: time.Minute}.Spec()
+		var err error
+		if files["load-tpch-"+eng], err = study.LoadSpec(study.LoadRequest{Kind: tpch.Kind(), Engine: eng,
+			Params: workload.Params{"scale_factor": 1.0, "streams": int64(3)}, Sweep: []any{int64(0), int64(2)}}); err != nil {
+			t.Fatal(err)
+		}
+		if files["load-oltp-"+eng], err = study.LoadSpec(study.LoadRequest{Kind: oltp.Kind(), Engine: eng,
+			Params: workload.Params{"duration": "1m0s", "warm_up": "1s", "keying": "1s", "tx_limit": "1m0s"}, Sweep: []any{int64(8), int64(200)}}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	for name, text := range files {
 		spec, err := study.Parse(name+".toml", text, reg)

@@ -374,7 +374,7 @@ func (s *Spec) resolve(combo map[string]any, sc Scale, scale string, opts PlanOp
 		if where != "" {
 			msg += " (for " + where + ")"
 		}
-		errs = append(errs, SpecError{File: s.File, Line: lineOf(s.lines, key), Key: key, Msg: msg})
+		errs = append(errs, SpecError{File: s.File, Line: lineOf(s.lines, key), Key: key, Msg: msg, Err: err})
 	}
 	substAny := func(key string, v any) any {
 		str, ok := v.(string)

@@ -52,6 +52,9 @@ type Runner struct {
 	// Sites start the instances of sites placed on other hosts (the
 	// spec's [site.NAME] host, or --host), by site name.
 	Sites map[string]topology.Starter
+	// checked: the plan passed CheckBeforeStart already (study.Run checks
+	// it before anything starts, and the check runs servers' programs).
+	checked bool
 }
 
 // Outcome is what a run did.
@@ -92,17 +95,16 @@ func (r *Runner) Run(ctx context.Context) (out Outcome, err error) {
 	if r.Progress == nil {
 		r.Progress = nopProgress{}
 	}
-	spec := r.Plan.Spec
-	if err := CheckBeforeStart(ctx, r.Plan, r.Registry.Engines()); err != nil {
-		return out, err
+	if !r.checked {
+		if err := CheckBeforeStart(ctx, r.Plan, r.Registry.Engines()); err != nil {
+			return out, err
+		}
 	}
 	topo := topology.New(topology.Options{
 		Engines: r.Registry.Engines(), Targets: r.Targets, Log: r.Log, SeriesInterval: r.SeriesInterval, Sites: r.Sites,
 		Start: engine.StartOptions{BaseDir: r.BaseDir, Keep: r.Keep, Log: r.Log},
 	})
-	// cleanups are what workloads made outside the servers (Env.Cleanup):
-	// removed once the servers that use them have stopped.
-	var cleanups []func(context.Context) error
+	st := &runState{topo: topo, kind: r.Plan.Spec.Kind()}
 	defer func() {
 		// Stop servers even when ctx is cancelled, and even after a panic.
 		if p := recover(); p != nil {
@@ -113,8 +115,8 @@ func (r *Runner) Run(ctx context.Context) (out Outcome, err error) {
 		if cerr := topo.Close(stopCtx); cerr != nil {
 			err = errors.Join(err, cerr)
 		}
-		for i := len(cleanups) - 1; i >= 0; i-- {
-			if cerr := cleanups[i](stopCtx); cerr != nil {
+		for i := len(st.cleanups) - 1; i >= 0; i-- {
+			if cerr := st.cleanups[i](stopCtx); cerr != nil {
 				err = errors.Join(err, fmt.Errorf("clean up after the workload: %w", cerr))
 			}
 		}
@@ -129,9 +131,25 @@ func (r *Runner) Run(ctx context.Context) (out Outcome, err error) {
 	if err := r.prepareDir(ctx, targets); err != nil {
 		return out, err
 	}
-	existing, err := ReadResults(r.Dir)
+	todo, err := r.pending(st, &out)
 	if err != nil {
 		return out, err
+	}
+	w, err := OpenResults(r.Dir)
+	if err != nil {
+		return out, err
+	}
+	defer w.Close()
+	err = r.runPending(ctx, st, w, todo, &out)
+	return r.finish(out, st.results), err
+}
+
+// pending lists the points without a result in the directory yet, and
+// counts the others done; the results so far go to the state.
+func (r *Runner) pending(st *runState, out *Outcome) ([]Point, error) {
+	existing, err := ReadResults(r.Dir)
+	if err != nil {
+		return nil, err
 	}
 	existing, _ = Finished(existing)
 	done := map[string]bool{}
@@ -140,13 +158,7 @@ func (r *Runner) Run(ctx context.Context) (out Outcome, err error) {
 			done[res.Key] = true
 		}
 	}
-	all := append([]workload.Result(nil), existing...)
-	w, err := OpenResults(r.Dir)
-	if err != nil {
-		return out, err
-	}
-	defer w.Close()
-
+	st.results = append(st.results, existing...)
 	points := r.Plan.Points()
 	var todo []Point
 	for _, p := range points {
@@ -157,18 +169,24 @@ func (r *Runner) Run(ctx context.Context) (out Outcome, err error) {
 		}
 	}
 	r.Progress.Start(len(points), out.Done)
-	kind := spec.Kind()
-	lastPrepare := "\x00unprepared" // the first point always prepares (targets were attached before it)
+	return todo, nil
+}
+
+// runPending runs the points one after another, each result on disk
+// before the next starts, until one fails (unless KeepGoing) or the
+// context ends.
+func (r *Runner) runPending(ctx context.Context, st *runState, w *ResultWriter, todo []Point, out *Outcome) error {
+	total := out.Done + len(todo)
 	for i, p := range todo {
 		if err := ctx.Err(); err != nil {
-			return r.finish(out, all), err
+			return err
 		}
-		res, perr := r.runPoint(ctx, topo, kind, p, out.Done+i+1, len(points), &lastPrepare, all, &cleanups)
+		res, perr := r.runPoint(ctx, st, p, out.Done+i+1, total)
 		if perr != nil && ctx.Err() != nil {
-			if werr := r.recordInterrupted(&out, w, kind, res); werr != nil {
-				return r.finish(out, all), errors.Join(ctx.Err(), werr)
+			if werr := r.recordInterrupted(out, w, st.kind, res); werr != nil {
+				return errors.Join(ctx.Err(), werr)
 			}
-			return r.finish(out, all), ctx.Err()
+			return ctx.Err()
 		}
 		var unreachable *topology.Unreachable
 		switch {
@@ -180,22 +198,43 @@ func (r *Runner) Run(ctx context.Context) (out Outcome, err error) {
 			res.Error = perr.Error()
 		}
 		if werr := w.Write(res); werr != nil {
-			return r.finish(out, all), werr
+			return werr
 		}
-		all = append(all, res)
+		st.results = append(st.results, res)
 		out.Ran++
-		r.Progress.EndPoint(PointLine(kind, res))
+		r.Progress.EndPoint(PointLine(st.kind, res))
 		if perr != nil {
 			out.Failed++
 			if !r.KeepGoing {
-				return r.finish(out, all), &PointError{Key: p.Key(), Err: perr}
+				return &PointError{Key: p.Key(), Err: perr}
 			}
 		}
 	}
 	if out.Failed > 0 {
-		return r.finish(out, all), fmt.Errorf("%w: %d of %d points failed", ErrPointFailed, out.Failed, out.Ran)
+		return fmt.Errorf("%w: %d of %d points failed", ErrPointFailed, out.Failed, out.Ran)
 	}
-	return r.finish(out, all), nil
+	return nil
+}
+
+// runState is what one point leaves to the next: the servers and links,
+// the data they hold, the results so far and what to remove at the end.
+type runState struct {
+	topo *topology.Topology
+	kind workload.Kind
+	// prepared is the PrepareKey of the data the instances hold; nil
+	// until a point prepares it (and again after a Prepare failed), so
+	// that the next point prepares whatever its key.
+	prepared *string
+	results  []workload.Result
+	// cleanups are what workloads made outside the servers (Env.Cleanup):
+	// removed once the servers that use them have stopped.
+	cleanups []func(context.Context) error
+}
+
+// needsPrepare reports whether a point must prepare its data: on fresh
+// instances, or when it needs other data than they hold.
+func (st *runState) needsPrepare(fresh bool, key string) bool {
+	return fresh || st.prepared == nil || *st.prepared != key
 }
 
 // recordInterrupted records a point an interrupt cut short, when it
@@ -228,12 +267,7 @@ func (r *Runner) prepareDir(ctx context.Context, targets []TargetEnvironment) er
 	specPath := filepath.Join(r.Dir, SpecFile)
 	var info RunInfo
 	if err := readJSON(filepath.Join(r.Dir, RunFile), &info); err == nil {
-		if info.Study != spec.Name || info.Scale != r.Plan.Scale {
-			return fmt.Errorf("%s holds a run of %s (scale %q), not of %s (scale %q)", r.Dir, info.Study, info.Scale, spec.Name, r.Plan.Scale)
-		}
-		if info.Options.Engine != r.Plan.Options.Engine || !maps.Equal(info.Options.Targets, r.Plan.Options.Targets) {
-			return fmt.Errorf("%s was run with %s; it resumes with the same, not %s", r.Dir, info.Options, r.Plan.Options)
-		}
+		// The run is this plan's: study.Run checked it (checkResume).
 		info.Resumed = append(info.Resumed, time.Now().UTC())
 	} else {
 		info = RunInfo{Study: spec.Name, Scale: r.Plan.Scale, Options: r.Plan.Options, SpecPath: spec.File, Command: r.CommandLine,
@@ -315,79 +349,36 @@ func DatabaseName(study string) string {
 	}, strings.ToLower(study))
 }
 
-func (r *Runner) runPoint(ctx context.Context, topo *topology.Topology, kind workload.Kind, p Point, n, total int, lastPrepare *string, all []workload.Result, cleanups *[]func(context.Context) error) (res workload.Result, err error) {
+// runPoint runs one point: its topology, its data when the point needs
+// other data than the instances hold, and the workload, watched by a
+// monitor on each server.
+func (r *Runner) runPoint(ctx context.Context, st *runState, p Point, n, total int) (res workload.Result, err error) {
 	c := p.Combo
 	res = workload.Result{Study: r.Plan.Spec.Name, Key: p.Key(), Combo: c.Key, Run: p.Run, Values: c.Values, Params: c.Params, Client: c.Client, Started: time.Now().UTC()}
 	r.Progress.StartPoint(n, total, p.Key())
 	defer func() {
 		if rec := recover(); rec != nil {
-			err = fmt.Errorf("panic in workload %s: %v\n%s", kind.Name, rec, debug.Stack())
+			err = fmt.Errorf("panic in workload %s: %v\n%s", st.kind.Name, rec, debug.Stack())
 		}
 	}()
-
-	var links []topology.Link
-	for _, l := range c.Links {
-		links = append(links, topology.Link{Name: l.Name, Between: l.Between, Mode: l.Mode, Profile: l.Profile, Config: l.Config})
-	}
 	res.Instances = c.Instances
-	changes, err := topo.Apply(ctx, c.Instances, links)
-	if err != nil {
-		return res, fmt.Errorf("bring up the topology: %w", err)
-	}
-	fresh := false
-	for _, name := range slices.Sorted(maps.Keys(changes)) {
-		if changes[name].Fresh() {
-			fresh = true
-		}
-		if ch := changes[name]; ch == topology.Reloaded || ch == topology.Restarted {
-			r.Progress.Note(fmt.Sprintf("%s %s with its new settings", name, ch))
-		}
-	}
-	w, err := kind.New(c.Params)
+	fresh, err := r.applyTopology(ctx, st.topo, c)
 	if err != nil {
 		return res, err
 	}
-	env := &workload.Env{
-		Params:     c.Params,
-		Database:   DatabaseName(r.Plan.Spec.Name),
-		ClientSite: c.Client.Site,
-		Log:        r.Log.With("point", p.Key()),
-		Progress:   r.Progress.Update,
-		Conn: func(from, instance, db string) (workload.Endpoint, error) {
-			return topo.Conn(ctx, from, instance, db)
-		},
-		Instance: topo.Instance,
-		Via:      topo.Via,
-		Set:      func(name string) []string { return c.Sets[name] },
-		Cleanup:  func(f func(context.Context) error) { *cleanups = append(*cleanups, f) },
-		SiteOf: func(name string) string {
-			for _, in := range c.Instances {
-				if in.Name == name {
-					return in.Site
-				}
-			}
-			return ""
-		},
+	w, err := st.kind.New(c.Params)
+	if err != nil {
+		return res, err
 	}
-	key := ""
-	if kind.PrepareKey != nil {
-		key = kind.PrepareKey(c.Params)
+	env := r.pointEnv(ctx, st, p)
+	if err := r.prepare(ctx, st, w, env, fresh); err != nil {
+		return res, err
 	}
-	if fresh || key != *lastPrepare {
-		r.Progress.Note("preparing data")
-		if err := w.Prepare(ctx, env); err != nil {
-			*lastPrepare = "\x00unprepared"
-			return res, fmt.Errorf("prepare: %w", err)
-		}
-		*lastPrepare = key
-		topo.ResetLinks() // the point's link statistics start now
-	}
-
 	// Each server is watched while the workload runs, over a connection
 	// opened before the workload's own.
 	var samplers []*monitor.Sampler
 	for _, in := range c.Instances {
-		if inst := topo.Instance(in.Name); inst != nil {
+		if inst := st.topo.Instance(in.Name); inst != nil {
 			samplers = append(samplers, monitor.Start(ctx, inst, env.Database, r.MonitorInterval))
 		}
 	}
@@ -399,7 +390,7 @@ func (r *Runner) runPoint(ctx context.Context, topo *topology.Topology, kind wor
 	start := time.Now()
 	var m workload.Measurement
 	if c.Client.Constrained() {
-		m, err = r.runConstrained(ctx, topo, kind, c, env)
+		m, err = r.runConstrained(ctx, st.topo, st.kind, c, env)
 	} else {
 		m, err = safeRun(ctx, w, env)
 	}
@@ -407,7 +398,7 @@ func (r *Runner) runPoint(ctx context.Context, topo *topology.Topology, kind wor
 	for _, s := range samplers {
 		res.Monitor = append(res.Monitor, s.Stop())
 	}
-	res.Links = linkResults(topo.Stats())
+	res.Links = linkResults(st.topo.Stats())
 	if err != nil {
 		if ctx.Err() != nil && len(m.Metrics) > 0 {
 			res.Status = workload.StatusInterrupted
@@ -416,11 +407,80 @@ func (r *Runner) runPoint(ctx context.Context, topo *topology.Topology, kind wor
 		return res, err
 	}
 	res.Keep(m)
-	if kind.Model != nil {
-		pred := kind.Model(res, all)
+	if st.kind.Model != nil {
+		pred := st.kind.Model(res, st.results)
 		res.Model, res.Formula = pred.Metrics, pred.Formula
 	}
 	return res, nil
+}
+
+// applyTopology brings up a point's instances and links, and reports
+// whether an instance is fresh (its data is to be made).
+func (r *Runner) applyTopology(ctx context.Context, topo *topology.Topology, c *Combo) (fresh bool, err error) {
+	var links []topology.Link
+	for _, l := range c.Links {
+		links = append(links, topology.Link{Name: l.Name, Between: l.Between, Mode: l.Mode, Profile: l.Profile, Config: l.Config})
+	}
+	changes, err := topo.Apply(ctx, c.Instances, links)
+	if err != nil {
+		return false, fmt.Errorf("bring up the topology: %w", err)
+	}
+	for _, name := range slices.Sorted(maps.Keys(changes)) {
+		if changes[name].Fresh() {
+			fresh = true
+		}
+		if ch := changes[name]; ch == topology.Reloaded || ch == topology.Restarted {
+			r.Progress.Note(fmt.Sprintf("%s %s with its new settings", name, ch))
+		}
+	}
+	return fresh, nil
+}
+
+// pointEnv is what the workload sees of its point.
+func (r *Runner) pointEnv(ctx context.Context, st *runState, p Point) *workload.Env {
+	c := p.Combo
+	return &workload.Env{
+		Params:     c.Params,
+		Database:   DatabaseName(r.Plan.Spec.Name),
+		ClientSite: c.Client.Site,
+		Log:        r.Log.With("point", p.Key()),
+		Progress:   r.Progress.Update,
+		Conn: func(from, instance, db string) (workload.Endpoint, error) {
+			return st.topo.Conn(ctx, from, instance, db)
+		},
+		Instance: st.topo.Instance,
+		Via:      st.topo.Via,
+		Set:      func(name string) []string { return c.Sets[name] },
+		Cleanup:  func(f func(context.Context) error) { st.cleanups = append(st.cleanups, f) },
+		SiteOf: func(name string) string {
+			for _, in := range c.Instances {
+				if in.Name == name {
+					return in.Site
+				}
+			}
+			return ""
+		},
+	}
+}
+
+// prepare makes the point's data when the instances are fresh or hold
+// other data (Kind.PrepareKey); the links' statistics start after it.
+func (r *Runner) prepare(ctx context.Context, st *runState, w workload.Workload, env *workload.Env, fresh bool) error {
+	key := ""
+	if st.kind.PrepareKey != nil {
+		key = st.kind.PrepareKey(env.Params)
+	}
+	if !st.needsPrepare(fresh, key) {
+		return nil
+	}
+	r.Progress.Note("preparing data")
+	st.prepared = nil
+	if err := w.Prepare(ctx, env); err != nil {
+		return fmt.Errorf("prepare: %w", err)
+	}
+	st.prepared = &key
+	st.topo.ResetLinks() // the point's link statistics start now
+	return nil
 }
 
 func (r *Runner) runConstrained(ctx context.Context, topo *topology.Topology, kind workload.Kind, c *Combo, env *workload.Env) (workload.Measurement, error) {

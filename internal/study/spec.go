@@ -195,7 +195,13 @@ type SpecError struct {
 	Line int
 	Key  string
 	Msg  string
+	// Err is the check's own error, when a parameter's declaration or
+	// its kind's CheckParams refused the value: a load command words it
+	// for its flag.
+	Err error
 }
+
+func (e SpecError) Unwrap() error { return e.Err }
 
 func (e SpecError) Error() string {
 	loc := e.File

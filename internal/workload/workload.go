@@ -50,6 +50,10 @@ type Kind struct {
 	// each other (max_in_flight without a rate), each at the parameter it
 	// names: at parse, like every other value, and not once servers run.
 	CheckParams func(p Params) []ParamError
+	// Load, when set, gives the kind a command of its own, dbrig load
+	// NAME, that runs it against one server outside a study file, its
+	// flags made from Params.
+	Load *LoadMode
 }
 
 // ParamError is a problem with one parameter's value.
@@ -185,6 +189,8 @@ type ParamSpec struct {
 	// Check, when set, refuses a value that the kind and bounds let
 	// through (a mix naming no transaction); it gets the canonical value.
 	Check func(v any) error
+	// Flag is how the parameter reads as a flag of dbrig load KIND.
+	Flag FlagSpec
 }
 
 // Bounded reports whether a parameter that takes a quantity declares its
@@ -201,16 +207,25 @@ func (ps ParamSpec) Bounded() bool {
 	return true
 }
 
+// ValueError is a value that a parameter's kind or bounds refuse (a
+// negative count, a number past its most), as opposed to one its own
+// Check or the kind's CheckParams refuse: a flag says what its kind and
+// bounds take instead.
+type ValueError struct{ Err error }
+
+func (e *ValueError) Error() string { return e.Err.Error() }
+func (e *ValueError) Unwrap() error { return e.Err }
+
 // Normalize checks a value against the spec and returns it in canonical
 // form: int64 for Int and Size, string for Duration and String, float64,
 // bool.
 func (ps ParamSpec) Normalize(v any) (any, error) {
 	n, err := ps.normalizeKind(v)
 	if err != nil {
-		return nil, err
+		return nil, &ValueError{err}
 	}
 	if err := ps.checkBounds(n); err != nil {
-		return nil, err
+		return nil, &ValueError{err}
 	}
 	if ps.Check != nil {
 		if err := ps.Check(n); err != nil {

@@ -21,9 +21,9 @@ import (
 // one run of the shop, with its distributions.
 func sweptRun(t *testing.T) *study.RunData {
 	t.Helper()
-	s := oltp.Standalone{Engine: "postgres", Users: []int{10, 20}, Scale: 0.01, Mix: "shop", Duration: time.Second, TxLimit: 30 * time.Second, Seed: 1}
 	reg := study.NewRegistry(engine.NewRegistry(postgres.New(""), mariadb.New("")), []workload.Kind{oltp.Kind()}, Study())
-	spec, err := study.Parse("load-oltp.toml", s.Spec(), reg)
+	spec, err := study.ParseLoad(study.LoadRequest{Kind: oltp.Kind(), Engine: "postgres",
+		Params: workload.Params{"scale_factor": 0.01, "duration": "1s"}, Sweep: []any{int64(10), int64(20)}}, reg)
 	if err != nil {
 		t.Fatal(err)
 	}

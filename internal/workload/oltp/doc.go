@@ -24,9 +24,10 @@
 // with the model, each curve's peak and gain over lan-1g, the mismatch
 // beside full duplex, the stalls package diagnose finds) is
 // studies/loadoltp's; the judges of the studies are studies/transportoltp's
-// and studies/duplexmismatch's. [Standalone] writes `dbrig load oltp`'s run
-// as a study of one instance, and [Live] lets the command print each second
-// and serve Prometheus metrics. Package oltptest makes hand-made results
-// for tests. docs/load.md is the user's guide, with the measured comparison
-// against pgbench and sysbench (bench_test.go, make bench-oltp).
+// and studies/duplexmismatch's. Its load mode (loadmode.go) makes `dbrig
+// load oltp`, whose flags are the parameters, and [Live] lets the command
+// print each second and serve Prometheus metrics. Package oltptest makes
+// hand-made results for tests. docs/load.md is the user's guide, with the
+// measured comparison against pgbench and sysbench (bench_test.go, make
+// bench-oltp).
 package oltp

@@ -3,7 +3,7 @@ package oltp
 import (
 	"context"
 	"fmt"
-	"math"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -43,7 +43,8 @@ func KindWith(live *Live) workload.Kind {
 		Name:        "oltp",
 		Doc:         "an online shop's transactions under virtual users, closed or open loop (seeds 001 and 002)",
 		Params:      params(),
-		CheckParams: checkParams,
+		CheckParams: load.CheckParams,
+		Load:        loadMode(),
 		New: func(p workload.Params) (workload.Workload, error) {
 			w, err := newWorkload(p)
 			if err != nil {
@@ -60,69 +61,20 @@ func KindWith(live *Live) workload.Kind {
 	}
 }
 
+// params are the shop's own parameters and the load layer's.
 func params() []workload.ParamSpec {
-	week := func(p workload.ParamSpec) workload.ParamSpec {
-		p.MaxDuration, p.Why = workload.MaxDuration, workload.DurationWhy
-		return p
-	}
-	return []workload.ParamSpec{
+	own := []workload.ParamSpec{
 		{Name: "mix", Kind: workload.StringParam, Default: "shop",
 			Doc:   "the transactions: shop, point-select, browse-only, orders, reporting, or weights such as \"view-product=9,place-order=1\"",
-			Check: func(v any) error { _, err := ParseMix(fmt.Sprint(v)); return err }},
-		{Name: "users", Kind: workload.IntParam, Default: int64(10),
-			Doc: "virtual users, each with its own connection (in an open loop, the workers that serve arrivals)",
-			Max: MaxUsers, Why: MaxUsersWhy},
+			Check: func(v any) error { _, err := ParseMix(fmt.Sprint(v)); return err },
+			Flag:  workload.FlagSpec{Help: "the transactions `NAME`: " + strings.Join(MixNames(), ", ") + ", or weights such as view-product=9,place-order=1"}},
 		{Name: "scale_factor", Kind: workload.FloatParam, Default: 1.0,
 			Doc:      "data size: 100,000 customers and 10,000 items per unit (as pgbench's scale)",
-			MaxFloat: MaxScale, Why: "a billion customers"},
-		week(workload.ParamSpec{Name: "duration", Kind: workload.DurationParam, Default: "30s", Doc: "the measured interval", Check: workload.PositiveDuration}),
-		week(workload.ParamSpec{Name: "warm_up", Kind: workload.DurationParam, Default: "5s", Doc: "run before the measured interval, and discarded"}),
-		week(workload.ParamSpec{Name: "ramp_up", Kind: workload.DurationParam, Default: "0s",
-			Doc: "users start evenly over this time (an open loop's rate rises over it); within warm_up"}),
-		{Name: "rate", Kind: workload.FloatParam, Default: 0.0, AllowZero: true,
-			Doc:      "open loop: transactions arriving per second, latency measured from each one's intended start (0: closed loop)",
-			MaxFloat: MaxRate, Why: MaxRateWhy},
-		{Name: "arrival", Kind: workload.StringParam, Default: "poisson", Choices: []string{"poisson", "fixed"},
-			Doc: "open loop: Poisson arrivals (as pgbench -R) or evenly spaced"},
-		{Name: "max_in_flight", Kind: workload.IntParam, Default: int64(0), AllowZero: true,
-			Doc: "open loop: transactions arrived and not finished beyond which arrivals are counted and not started (0: users plus 10 s of arrivals)",
-			Max: MaxInFlight, Why: MaxInFlightWhy},
-		week(workload.ParamSpec{Name: "think", Kind: workload.DurationParam, Default: "0s", Doc: "closed loop: each user's pause after a transaction"}),
-		{Name: "think_distribution", Kind: workload.StringParam, Default: "exponential", Choices: []string{"exponential", "fixed"},
-			Doc: "closed loop: pauses drawn from a negative exponential with mean think, capped at 10 × (TPC-C's rule), or exactly think"},
-		week(workload.ParamSpec{Name: "keying", Kind: workload.DurationParam, Default: "0s", Doc: "closed loop: each user's pause before a transaction"}),
-		week(workload.ParamSpec{Name: "tx_limit", Kind: workload.DurationParam, Default: "30s",
-			Doc: "transactions slower than this are counted (seed 001 counted those over 30 s)"}),
-		{Name: "seed", Kind: workload.IntParam, Default: int64(1), AllowZero: true, Doc: "seeds every random choice",
-			Max: math.MaxInt64, Why: "any whole number"},
+			MaxFloat: MaxScale, Why: "a billion customers",
+			Flag: workload.FlagSpec{Name: "scale", Help: "scale factor `S`: 100,000 customers and 10,000 items per unit"}},
 		{Name: "instance", Kind: workload.StringParam, Default: "db", Doc: "the instance that holds the shop"},
 	}
-}
-
-// Bounds of the load, shared by the study's parameters and the flags of
-// `dbrig load oltp`.
-const (
-	MaxUsers    = 100_000
-	MaxUsersWhy = "each user holds a connection of its own: 1,000 users on each of 100 agents is the largest load docs/distributed.md plans"
-	MaxRate     = 10_000_000
-	MaxRateWhy  = "ten times the largest load docs/distributed.md plans, a million a second over 20 agents"
-	// MaxInFlight bounds an open loop's queue of arrivals, which is
-	// allocated whole.
-	MaxInFlight    = 1 << 24
-	MaxInFlightWhy = "the queue of arrivals is allocated whole, 8 bytes each: 128 MiB"
-)
-
-// checkParams refuses at parse values that are wrong only beside each
-// other.
-func checkParams(p workload.Params) []workload.ParamError {
-	var errs []workload.ParamError
-	if n := p.Int("max_in_flight"); n != 0 && p.Float("rate") == 0 {
-		errs = append(errs, workload.ParamError{Param: "max_in_flight", Err: fmt.Errorf("max_in_flight = %d: an open-loop setting; set a rate", n)})
-	}
-	if ramp, warm := p.Duration("ramp_up"), p.Duration("warm_up"); ramp > warm {
-		errs = append(errs, workload.ParamError{Param: "ramp_up", Err: fmt.Errorf("ramp_up = %s: longer than warm_up = %s, so the measured interval would include users still starting", ramp, warm)})
-	}
-	return errs
+	return append(own, load.Params()...)
 }
 
 type oltp struct {
@@ -141,32 +93,7 @@ func newWorkload(p workload.Params) (*oltp, error) {
 	if err != nil {
 		return nil, err
 	}
-	sf := p.Float("scale_factor")
-	arrival := load.Poisson
-	if p.String("arrival") == "fixed" {
-		arrival = load.Fixed
-	}
-	cfg := load.Config{
-		Users:    int(p.Int("users")),
-		RampUp:   p.Duration("ramp_up"),
-		WarmUp:   p.Duration("warm_up"),
-		Duration: p.Duration("duration"),
-		TxLimit:  p.Duration("tx_limit"),
-		Seed:     uint64(p.Int("seed")),
-	}
-	if rate := p.Float("rate"); rate != 0 {
-		cfg.Rate, cfg.Arrival, cfg.MaxInFlight = rate, arrival, int(p.Int("max_in_flight"))
-	} else {
-		cfg.Think = load.Think{Mean: p.Duration("think"), Exponential: p.String("think_distribution") == "exponential"}
-		cfg.Keying = p.Duration("keying")
-		if cfg.Think.Mean == 0 {
-			cfg.Think = load.Think{}
-		}
-	}
-	if err := cfg.Validate(); err != nil {
-		return nil, err
-	}
-	return &oltp{mix: mix, mixName: p.String("mix"), sf: sf, cfg: cfg, instance: p.String("instance")}, nil
+	return &oltp{mix: mix, mixName: p.String("mix"), sf: p.Float("scale_factor"), cfg: load.ConfigOf(p), instance: p.String("instance")}, nil
 }
 
 // Prepare makes the database, the tables and their data at the scale

@@ -16,5 +16,6 @@
 // read the fit stored with the sweep's last point.
 //
 // The queries and schema are files in queries/ENGINE and schema/, embedded
-// in the binary. PowerTest writes the study `dbrig load tpch` runs.
+// in the binary. Its load mode (loadmode.go) makes `dbrig load tpch`, whose flags are the
+// parameters.
 package tpch

@@ -1,0 +1,196 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/dbrig/dbrig/internal/study"
+	"github.com/dbrig/dbrig/internal/workload"
+)
+
+// paramFlags are the flags of dbrig load KIND made from the kind's
+// parameters (cockroach's workload CLI makes its flags from each
+// generator's flag set the same way): --name-in-kebab-case, typed by the
+// parameter's kind, the command's default, the parameter's help. Their
+// values are checked by nothing here: they become a study file's
+// [workload] table, which study.Parse checks as it checks any study file,
+// and flagErrors words its errors for the flags.
+type paramFlags struct {
+	kind workload.Kind
+	fs   *pflag.FlagSet
+}
+
+func addParamFlags(fs *pflag.FlagSet, k workload.Kind) *paramFlags {
+	for _, p := range k.Params {
+		if !hasFlag(k, p) {
+			continue
+		}
+		def := p.Default
+		if v, ok := k.Load.Defaults[p.Name]; ok {
+			def = v
+		}
+		name, help := p.FlagName(), p.FlagHelp()
+		switch {
+		case p.Name == k.Load.Sweep: // a list, each value a point
+			fs.String(name, fmt.Sprint(def), help)
+		case p.Kind == workload.IntParam:
+			n, _ := workload.IntOf(def)
+			fs.Int64(name, n, help)
+		case p.Kind == workload.FloatParam:
+			x, _ := def.(float64)
+			fs.Float64(name, x, help)
+		case p.Kind == workload.DurationParam:
+			d, _ := time.ParseDuration(fmt.Sprint(def))
+			fs.Duration(name, d, help)
+		case p.Kind == workload.BoolParam, p.Flag.Switch != "":
+			b, _ := def.(bool)
+			fs.Bool(name, b, help)
+		default: // strings, sizes, instances: as written
+			str, _ := def.(string)
+			fs.String(name, str, help)
+		}
+	}
+	return &paramFlags{kind: k, fs: fs}
+}
+
+// hasFlag reports whether a parameter has a flag: the command sets the
+// others itself.
+func hasFlag(k workload.Kind, p workload.ParamSpec) bool {
+	_, fixed := k.Load.Fixed[p.Name]
+	return !fixed
+}
+
+// values are the parameters the user set, each as a study file's key
+// takes it, and the swept parameter's values: what becomes the load's
+// study file.
+func (pf *paramFlags) values() (workload.Params, []any, error) {
+	given := workload.Params{}
+	for _, p := range pf.kind.Params {
+		name := p.FlagName()
+		if !hasFlag(pf.kind, p) || p.Name == pf.kind.Load.Sweep || !pf.fs.Changed(name) {
+			continue
+		}
+		var v any
+		switch fl := pf.fs.Lookup(name); {
+		case p.Flag.Switch != "":
+			if on, _ := pf.fs.GetBool(name); on {
+				v = p.Flag.Switch
+			} else {
+				v = p.Default
+			}
+		case p.Kind == workload.IntParam:
+			v, _ = pf.fs.GetInt64(name)
+		case p.Kind == workload.FloatParam:
+			v, _ = pf.fs.GetFloat64(name)
+		case p.Kind == workload.BoolParam:
+			v, _ = pf.fs.GetBool(name)
+		default: // a duration as it prints ("1m0s"), strings as written
+			v = fl.Value.String()
+		}
+		given[p.Name] = v
+	}
+	sweep, err := pf.sweep()
+	return given, sweep, err
+}
+
+// sweep reads the swept parameter's list (10,20,40): each value a point,
+// none twice. Only a list's syntax is checked here; each value is the
+// study's to check.
+func (pf *paramFlags) sweep() ([]any, error) {
+	name := pf.kind.Load.Sweep
+	i := slices.IndexFunc(pf.kind.Params, func(p workload.ParamSpec) bool { return p.Name == name })
+	if i < 0 || !pf.fs.Changed(pf.kind.Params[i].FlagName()) {
+		return nil, nil
+	}
+	p := pf.kind.Params[i]
+	list := pf.fs.Lookup(p.FlagName()).Value.String()
+	var out []any
+	for _, part := range strings.Split(list, ",") {
+		part = strings.TrimSpace(part)
+		var v any = part
+		if p.Kind == workload.IntParam {
+			n, err := strconv.ParseInt(part, 10, 64)
+			if err != nil {
+				return nil, fmt.Errorf("--%s %s: %s", p.FlagName(), list, p.FlagWant(true))
+			}
+			v = n
+		}
+		if slices.Contains(out, v) {
+			return nil, fmt.Errorf("--%s %s: %s is given twice", p.FlagName(), list, part)
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+// flagErrors words the errors of a load's study file for the flags that
+// set its values: "--users 0: want whole numbers from 1 to 100000 (...)"
+// where the file would say "workload.users: want a positive integer".
+func (pf *paramFlags) flagErrors(err error) error {
+	var es study.SpecErrors
+	if !errors.As(err, &es) {
+		return err
+	}
+	var out []error
+	seen := map[string]bool{}
+	for _, e := range es {
+		fe := pf.flagError(e)
+		if !seen[fe.Error()] {
+			seen[fe.Error()] = true
+			out = append(out, fe)
+		}
+	}
+	return errors.Join(out...)
+}
+
+func (pf *paramFlags) flagError(e study.SpecError) error {
+	name := study.ParamOfKey(e.Key)
+	i := slices.IndexFunc(pf.kind.Params, func(p workload.ParamSpec) bool { return p.Name == name })
+	if i < 0 || !hasFlag(pf.kind, pf.kind.Params[i]) {
+		return e
+	}
+	p := pf.kind.Params[i]
+	flag := "--" + p.FlagName()
+	shown := pf.fs.Lookup(p.FlagName()).Value.String()
+	want := p.FlagWant(name == pf.kind.Load.Sweep)
+	var ve *workload.ValueError
+	switch {
+	case e.Err == nil && !pf.fs.Changed(p.FlagName()) && want != "":
+		return fmt.Errorf("%s: %s", flag, want) // a required flag left out
+	case e.Err == nil:
+		return e
+	case errors.As(e.Err, &ve) && want != "":
+		return fmt.Errorf("%s %s: %s", flag, shown, want)
+	}
+	msg := pf.flagWords(e.Err.Error())
+	switch {
+	case strings.HasPrefix(msg, flag):
+		return errors.New(msg)
+	case strings.HasPrefix(msg, p.Name+" ") || strings.HasPrefix(msg, p.Name+":"):
+		return errors.New(flag + strings.TrimPrefix(msg, p.Name))
+	}
+	return fmt.Errorf("%s %s: %s", flag, shown, msg)
+}
+
+// flagWords writes a parameter's "name = value" in a check's message as
+// its flag's "--name value" (a switch's "name = choice" as "--name").
+func (pf *paramFlags) flagWords(msg string) string {
+	for _, p := range pf.kind.Params {
+		if !hasFlag(pf.kind, p) {
+			continue
+		}
+		if p.Flag.Switch != "" {
+			msg = regexp.MustCompile(`\b`+regexp.QuoteMeta(p.Name+" = "+p.Flag.Switch)+`\b`).ReplaceAllLiteralString(msg, "--"+p.FlagName())
+			continue
+		}
+		msg = regexp.MustCompile(`\b`+regexp.QuoteMeta(p.Name)+` = `).ReplaceAllLiteralString(msg, "--"+p.FlagName()+" ")
+	}
+	return msg
+}

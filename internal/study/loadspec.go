@@ -1,0 +1,129 @@
+package study
+
+import (
+	"bytes"
+	"fmt"
+	"maps"
+	"strings"
+
+	"github.com/BurntSushi/toml"
+
+	"github.com/dbrig/dbrig/internal/workload"
+)
+
+// LoadRequest is one run of dbrig load KIND: a kind's values against one
+// server.
+type LoadRequest struct {
+	Kind workload.Kind
+	// Engine is the server's: the one dbrig starts, or the target's.
+	Engine string
+	// Target says the server is the user's.
+	Target bool
+	// Params are the values the user gave (the flags set); the others are
+	// the command's defaults, else the declared ones.
+	Params workload.Params
+	// Sweep are the swept parameter's values (Kind.Load.Sweep), a point
+	// each; none: one point at its default.
+	Sweep []any
+}
+
+// LoadName is the study name of dbrig load KIND: its run directories are
+// runs/load-KIND-<time>, its database dbrig_load_KIND.
+func LoadName(kind string) string { return "load-" + kind }
+
+// loadFile is a load's study file, in the order a person reads one.
+type loadFile struct {
+	Name     string `toml:"name"`
+	Title    string `toml:"title"`
+	Question string `toml:"question"`
+	Source   struct {
+		Study string `toml:"study"`
+	} `toml:"source"`
+	Instance []loadInstance `toml:"instance"`
+	Client   struct {
+		Site string `toml:"site"`
+	} `toml:"client"`
+	Workload map[string]any   `toml:"workload"`
+	Sweep    map[string][]any `toml:"sweep"`
+	Repeat   struct {
+		Runs int `toml:"runs"`
+	} `toml:"repeat"`
+}
+
+type loadInstance struct {
+	Name     string         `toml:"name"`
+	Engine   string         `toml:"engine"`
+	Settings map[string]any `toml:"settings,omitempty"`
+}
+
+// LoadSpec writes a load as a study file of one instance, "db", whose
+// client is on the server's site (its unix socket when dbrig can reach
+// one, else the address the target's URI gives; no emulated link), with
+// a point of one run for each value of the swept parameter. The values
+// are written as given: Parse checks them as it checks any study file's.
+func LoadSpec(req LoadRequest) ([]byte, error) {
+	mode := req.Kind.Load
+	if mode == nil || mode.Describe == nil {
+		return nil, fmt.Errorf("workload %q has no load mode", req.Kind.Name)
+	}
+	values := workload.Params{}
+	for _, p := range req.Kind.Params {
+		if p.Default != nil {
+			values[p.Name] = p.Default
+		}
+	}
+	maps.Copy(values, mode.Defaults)
+	maps.Copy(values, req.Params)
+	maps.Copy(values, mode.Fixed)
+	sweep := req.Sweep
+	if len(sweep) == 0 {
+		if v, ok := values[mode.Sweep]; ok {
+			sweep = []any{v}
+		}
+	}
+	if len(sweep) > 0 {
+		values[mode.Sweep] = sweep[0]
+	}
+	head := mode.Describe(workload.LoadValues{Engine: req.Engine, Target: req.Target, Params: values, Sweep: sweep})
+	f := loadFile{Name: LoadName(req.Kind.Name), Title: head.Title, Question: head.Question,
+		Instance: []loadInstance{{Name: "db", Engine: req.Engine}}, Workload: map[string]any{"kind": req.Kind.Name}}
+	f.Source.Study, f.Client.Site, f.Repeat.Runs = head.Source, "db", 1
+	if !req.Target {
+		f.Instance[0].Settings = head.Settings
+	}
+	maps.Copy(f.Workload, values)
+	if len(sweep) > 0 {
+		f.Workload[mode.Sweep] = "${" + mode.Sweep + "}"
+		f.Sweep = map[string][]any{mode.Sweep: sweep}
+	}
+	var b bytes.Buffer
+	b.WriteString("# Written by `dbrig load " + req.Kind.Name + "`; `dbrig report DIR` rebuilds its report.\n")
+	enc := toml.NewEncoder(&b)
+	enc.Indent = ""
+	if err := enc.Encode(f); err != nil {
+		return nil, fmt.Errorf("write the load as a study file: %w", err)
+	}
+	return b.Bytes(), nil
+}
+
+// ParseLoad writes a load as a study file and parses it: its values are
+// refused as a study file's are, each SpecError at its parameter's key
+// (workload.NAME) with the check's own error.
+func ParseLoad(req LoadRequest, reg *Registry) (*Spec, error) {
+	text, err := LoadSpec(req)
+	if err != nil {
+		return nil, err
+	}
+	return Parse(LoadName(req.Kind.Name)+".toml", text, reg)
+}
+
+// ParamOfKey names the workload parameter a study file's key sets
+// (workload.NAME, sweep.NAME), or "".
+func ParamOfKey(key string) string {
+	for _, prefix := range []string{"workload.", "sweep."} {
+		if name, ok := strings.CutPrefix(key, prefix); ok {
+			return name
+		}
+	}
+	return ""
+}
