@@ -1,7 +1,8 @@
 // Package load drives a workload with virtual users and measures it: the one
-// load layer every load-driven workload of dbrig uses (OLTP, many tenants,
-// TPC-H streams). It knows nothing of databases except how to classify their
-// errors.
+// load layer of dbrig's workloads under virtual users (the online shop of
+// `dbrig load oltp`, many tenants, pgbench-compatible scripts; TPC-H's
+// power test runs its queries one stream at a time without it). It knows
+// nothing of databases except how to classify their errors.
 //
 // # Plugging a workload in
 //
