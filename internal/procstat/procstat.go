@@ -7,6 +7,12 @@
 // Everything here reads files; nothing is cached. Reading another user's
 // smaps_rollup or io needs the same user or root (dbrig runs its servers
 // as an account of its own, and as root reads them).
+//
+// It parses /proc itself rather than through prometheus/procfs, which
+// would make it 49 lines shorter but slower (the benchmarks beside it, on a
+// machine of about 190 processes): procfs reads each process's stat with
+// fmt.Fscan over all its fields, and every line of /proc/stat, so
+// TreeUsage took 2.9 ms against 2.2 and HostBusy 69 us against 24.
 package procstat
 
 import (

@@ -502,7 +502,7 @@ func (run *agentRun) read(dist *pgconn.PgConn, r *renderer) error {
 				if err != nil {
 					return fmt.Errorf("command %d: %w", cmd, err)
 				}
-				xactLSN = b.FinalLSN
+				xactLSN = LSN(b.FinalLSN)
 			case kindRelation:
 				msg = append([]byte(nil), msg...) // kept beyond this chunk
 				fallthrough

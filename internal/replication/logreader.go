@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jackc/pglogrepl"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/dbrig/dbrig/internal/engine/postgres"
@@ -294,7 +295,7 @@ func (run *logReaderRun) loop(ctx context.Context) error {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-status.C:
-			if err := run.stream.sendStatus(run.confirmed, run.confirmed, false); err != nil {
+			if err := run.stream.sendStatus(run.confirmed); err != nil {
 				return err
 			}
 		case <-timer.C:
@@ -323,32 +324,32 @@ func (run *logReaderRun) handle(ctx context.Context, msg []byte, timer *time.Tim
 	}
 	switch msg[0] {
 	case 'k':
-		ka, err := parseKeepalive(msg)
+		ka, err := pglogrepl.ParsePrimaryKeepaliveMessage(msg[1:])
 		if err != nil {
-			return err
+			return fmt.Errorf("replication stream: %w", err)
 		}
 		// Between transactions with nothing pending, everything before the
 		// server's position has been received and stored: confirm it, so
 		// the slot does not hold WAL for changes outside the publication.
-		if !run.inXact && run.pendingXacts == 0 && ka.WALEnd > run.confirmed {
-			run.confirmed = ka.WALEnd
+		if !run.inXact && run.pendingXacts == 0 && LSN(ka.ServerWALEnd) > run.confirmed {
+			run.confirmed = LSN(ka.ServerWALEnd)
 			run.r.mu.Lock()
 			run.r.stats.ConfirmedLSN = run.confirmed
 			run.r.mu.Unlock()
 		}
 		if ka.ReplyRequested || !run.inXact {
-			return run.stream.sendStatus(run.confirmed, run.confirmed, false)
+			return run.stream.sendStatus(run.confirmed)
 		}
 		return nil
 	case 'w':
 	default:
 		return nil
 	}
-	xl, err := parseXLogData(msg)
+	xl, err := pglogrepl.ParseXLogData(msg[1:])
 	if err != nil {
-		return err
+		return fmt.Errorf("replication stream: %w", err)
 	}
-	data := xl.Data
+	data := xl.WALData
 	if len(data) == 0 {
 		return nil
 	}
@@ -359,9 +360,9 @@ func (run *logReaderRun) handle(ctx context.Context, msg []byte, timer *time.Tim
 			return err
 		}
 		run.inXact = true
-		run.xactLSN = b.FinalLSN
+		run.xactLSN = LSN(b.FinalLSN)
 		// Received again after a restart: stored already.
-		run.skipping = b.FinalLSN <= run.lastCommit
+		run.skipping = LSN(b.FinalLSN) <= run.lastCommit
 		if !run.skipping {
 			run.addMessage(data)
 		}
@@ -393,8 +394,8 @@ func (run *logReaderRun) handle(ctx context.Context, msg []byte, timer *time.Tim
 			return nil
 		}
 		run.addMessage(data)
-		run.lastCommit = c.CommitLSN
-		run.pendingEnd = c.EndLSN
+		run.lastCommit = LSN(c.CommitLSN)
+		run.pendingEnd = LSN(c.TransactionEndLSN)
 		if run.pendingXacts == 0 {
 			run.pendingSince = time.Now()
 			timer.Reset(run.r.cfg.CommitInterval)
@@ -520,5 +521,5 @@ func (run *logReaderRun) commit(ctx context.Context) error {
 	s.ConfirmedLSN = run.confirmed
 	run.r.mu.Unlock()
 	run.pendingXacts, run.pendingCmds, run.pendingBytes, run.storedBytes = 0, 0, 0, 0
-	return run.stream.sendStatus(run.confirmed, run.confirmed, false)
+	return run.stream.sendStatus(run.confirmed)
 }

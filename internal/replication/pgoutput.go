@@ -5,13 +5,21 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"time"
+
+	"github.com/jackc/pglogrepl"
 )
 
 // This file decodes the messages of PostgreSQL's pgoutput plugin, protocol
 // version 1 (https://www.postgresql.org/docs/15/protocol-logicalrep-message-formats.html).
 // The log reader stores each message unchanged in the distribution table;
 // the distribution agent decodes them to build the statements it applies.
+//
+// pglogrepl decodes the fixed-size Begin and Commit messages. The others,
+// which the agent decodes once per change it applies, stay decoded here:
+// pglogrepl's decoders index past the end of a short message (a panic, where
+// a damaged stored command must be an error that stops only the agent) and
+// copy each value into an allocation of its own (for a six-column insert,
+// 18 allocations against 1, and twice the time: 649 ns against 310).
 
 // Command kinds, as stored in the distribution table's kind column: the
 // pgoutput message type byte.
@@ -29,15 +37,12 @@ const (
 type LSN uint64
 
 // String formats the LSN as PostgreSQL does ("16/B374D848").
-func (l LSN) String() string { return fmt.Sprintf("%X/%X", uint64(l)>>32, uint32(l)) }
+func (l LSN) String() string { return pglogrepl.LSN(l).String() }
 
 // ParseLSN reads "16/B374D848".
 func ParseLSN(s string) (LSN, error) {
-	var hi, lo uint32
-	if _, err := fmt.Sscanf(s, "%X/%X", &hi, &lo); err != nil {
-		return 0, fmt.Errorf("LSN %q: %w", s, err)
-	}
-	return LSN(uint64(hi)<<32 | uint64(lo)), nil
+	l, err := pglogrepl.ParseLSN(s)
+	return LSN(l), err
 }
 
 // MarshalJSON writes the LSN in PostgreSQL's text form, as a string: the
@@ -62,13 +67,6 @@ func (l *LSN) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// pgEpoch is the origin of PostgreSQL's timestamps.
-var pgEpoch = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
-
-func pgTime(us int64) time.Time { return pgEpoch.Add(time.Duration(us) * time.Microsecond) }
-
-func toPgTime(t time.Time) int64 { return t.Sub(pgEpoch).Microseconds() }
-
 // column is one column of a relation as pgoutput describes it.
 type column struct {
 	Name   string
@@ -90,19 +88,6 @@ type relation struct {
 type tupleValue struct {
 	Kind byte // 'n' null, 'u' unchanged TOAST, 't' text, 'b' binary
 	Data []byte
-}
-
-// beginMsg, commitMsg are a source transaction's boundaries.
-type beginMsg struct {
-	FinalLSN LSN // the commit record's LSN
-	Time     time.Time
-	XID      uint32
-}
-
-type commitMsg struct {
-	CommitLSN LSN
-	EndLSN    LSN
-	Time      time.Time
 }
 
 // changeMsg is an Insert, Update or Delete.
@@ -228,17 +213,17 @@ func (d *decoder) tuple() []tupleValue {
 	return vals
 }
 
-func parseBegin(b []byte) (beginMsg, error) {
-	d := decoder{b: b[1:]}
-	m := beginMsg{FinalLSN: LSN(d.u64()), Time: pgTime(int64(d.u64())), XID: d.u32()}
-	return m, wrapDecode("Begin", d.err)
+// parseBegin and parseCommit read a source transaction's boundaries.
+func parseBegin(b []byte) (pglogrepl.BeginMessage, error) {
+	var m pglogrepl.BeginMessage
+	err := m.Decode(b[1:])
+	return m, wrapDecode("Begin", err)
 }
 
-func parseCommit(b []byte) (commitMsg, error) {
-	d := decoder{b: b[1:]}
-	d.u8() // flags
-	m := commitMsg{CommitLSN: LSN(d.u64()), EndLSN: LSN(d.u64()), Time: pgTime(int64(d.u64()))}
-	return m, wrapDecode("Commit", d.err)
+func parseCommit(b []byte) (pglogrepl.CommitMessage, error) {
+	var m pglogrepl.CommitMessage
+	err := m.Decode(b[1:])
+	return m, wrapDecode("Commit", err)
 }
 
 func parseRelation(b []byte) (*relation, error) {
@@ -304,52 +289,7 @@ func wrapDecode(what string, err error) error {
 	return fmt.Errorf("decode pgoutput %s message: %w", what, err)
 }
 
-// xlogData is one 'w' message of the replication stream.
-type xlogData struct {
-	WALStart LSN
-	WALEnd   LSN
-	Data     []byte
-}
-
-// keepalive is one 'k' message of the replication stream.
-type keepalive struct {
-	WALEnd         LSN
-	ReplyRequested bool
-}
-
-func parseXLogData(b []byte) (xlogData, error) {
-	if len(b) < 25 {
-		return xlogData{}, fmt.Errorf("XLogData message of %d bytes: %w", len(b), errShort)
-	}
-	return xlogData{
-		WALStart: LSN(binary.BigEndian.Uint64(b[1:])),
-		WALEnd:   LSN(binary.BigEndian.Uint64(b[9:])),
-		Data:     b[25:],
-	}, nil
-}
-
-func parseKeepalive(b []byte) (keepalive, error) {
-	if len(b) < 18 {
-		return keepalive{}, fmt.Errorf("keepalive message of %d bytes: %w", len(b), errShort)
-	}
-	return keepalive{WALEnd: LSN(binary.BigEndian.Uint64(b[1:])), ReplyRequested: b[17] != 0}, nil
-}
-
-// standbyStatus encodes a Standby Status Update.
-func standbyStatus(written, flushed LSN, now time.Time, reply bool) []byte {
-	b := make([]byte, 34)
-	b[0] = 'r'
-	binary.BigEndian.PutUint64(b[1:], uint64(written))
-	binary.BigEndian.PutUint64(b[9:], uint64(flushed))
-	binary.BigEndian.PutUint64(b[17:], uint64(flushed))
-	binary.BigEndian.PutUint64(b[25:], uint64(toPgTime(now)))
-	if reply {
-		b[33] = 1
-	}
-	return b
-}
-
-// quoteLiteralString quotes s for a replication command option value.
+// quoteOption quotes s for a replication command option value.
 func quoteOption(s string) string { return "'" + escapeQuotes(s) + "'" }
 
 func escapeQuotes(s string) string {

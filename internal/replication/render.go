@@ -484,7 +484,7 @@ func (r *renderer) render(cmd int64, kind byte, xactLSN LSN, data []byte) (full 
 		}
 		r.begin()
 		r.xacts++
-		r.lastCommit = commitPoint{cmd: cmd, lsn: c.EndLSN, time: c.Time}
+		r.lastCommit = commitPoint{cmd: cmd, lsn: LSN(c.TransactionEndLSN), time: c.CommitTime}
 		if r.xacts >= int64(r.commitBatch) {
 			r.commit()
 		}

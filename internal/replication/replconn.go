@@ -6,10 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"sync"
 	"time"
 
+	"github.com/jackc/pglogrepl"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgproto3"
 
@@ -101,106 +101,65 @@ type slotInfo struct {
 // connection. With export, the slot's consistent point is exported as a
 // snapshot that stays usable while the connection stays open and idle.
 func createSlot(ctx context.Context, rc *pgconn.PgConn, slot string, export bool) (slotInfo, error) {
-	snap := "NOEXPORT_SNAPSHOT"
+	opts := pglogrepl.CreateReplicationSlotOptions{Mode: pglogrepl.LogicalReplication, SnapshotAction: "NOEXPORT_SNAPSHOT"}
 	if export {
-		snap = "EXPORT_SNAPSHOT"
+		opts.SnapshotAction = "EXPORT_SNAPSHOT"
 	}
-	sql := fmt.Sprintf("CREATE_REPLICATION_SLOT %s LOGICAL pgoutput %s", quoteIdent(slot), snap)
-	res, err := rc.Exec(ctx, sql).ReadAll()
+	res, err := pglogrepl.CreateReplicationSlot(ctx, rc, quoteIdent(slot), "pgoutput", opts)
 	if err != nil {
 		return slotInfo{}, fmt.Errorf("create replication slot %q: %w", slot, err)
 	}
-	if len(res) != 1 || len(res[0].Rows) != 1 || len(res[0].Rows[0]) < 3 {
-		return slotInfo{}, fmt.Errorf("create replication slot %q: unexpected reply", slot)
-	}
-	row := res[0].Rows[0]
-	lsn, err := ParseLSN(string(row[1]))
+	lsn, err := ParseLSN(res.ConsistentPoint)
 	if err != nil {
 		return slotInfo{}, fmt.Errorf("create replication slot %q: consistent point: %w", slot, err)
 	}
-	return slotInfo{ConsistentPoint: lsn, Snapshot: string(row[2])}, nil
+	return slotInfo{ConsistentPoint: lsn, Snapshot: res.SnapshotName}, nil
 }
 
 // replStream is a running START_REPLICATION stream. Its receive goroutine
-// delivers every CopyData payload (copied) on Messages; it ends, closing
-// Messages, when the connection fails or Close is called. Err then says why.
+// reads ahead of the log reader, which meanwhile stores what it has: it
+// delivers every CopyData payload (copied) on messages, and ends, closing
+// messages, when the connection fails or Close is called. Err then says why.
 type replStream struct {
-	conn     net.Conn
+	conn     *pgconn.PgConn
 	messages chan []byte
 	done     chan struct{}
-	wmu      sync.Mutex
 	errMu    sync.Mutex
 	err      error
 	closed   chan struct{}
 	once     sync.Once
 }
 
-// startReplication takes over the replication connection rc and starts
-// streaming the slot from start (0: from the slot's confirmed position),
-// with column values in binary form when binaryValues is set.
+// startReplication starts streaming the slot from start (0: from the
+// slot's confirmed position) on the replication connection rc, which the
+// stream then owns, with column values in binary form when binaryValues is
+// set.
 func startReplication(ctx context.Context, rc *pgconn.PgConn, slot, publication string, start LSN, binaryValues bool) (*replStream, error) {
-	if err := rc.SyncConn(ctx); err != nil {
-		rc.Close(ctx)
-		return nil, fmt.Errorf("start replication: %w", err)
-	}
-	hc, err := rc.Hijack()
-	if err != nil {
-		rc.Close(ctx)
-		return nil, fmt.Errorf("start replication: %w", err)
-	}
-	opts := ""
+	args := []string{`"proto_version" '1'`, `"publication_names" ` + quoteOption(quoteIdent(publication))}
 	if binaryValues {
-		opts = `, "binary" 'true'`
+		args = append(args, `"binary" 'true'`)
 	}
-	sql := fmt.Sprintf(`START_REPLICATION SLOT %s LOGICAL %s ("proto_version" '1', "publication_names" %s%s)`,
-		quoteIdent(slot), start, quoteOption(quoteIdent(publication)), opts)
-	msg, err := (&pgproto3.Query{String: sql}).Encode(nil)
+	err := pglogrepl.StartReplication(ctx, rc, quoteIdent(slot), pglogrepl.LSN(start),
+		pglogrepl.StartReplicationOptions{Mode: pglogrepl.LogicalReplication, PluginArgs: args})
 	if err != nil {
-		hc.Conn.Close()
-		return nil, err
-	}
-	stop := context.AfterFunc(ctx, func() { hc.Conn.SetDeadline(time.Now()) })
-	defer stop()
-	if _, err := hc.Conn.Write(msg); err != nil {
-		hc.Conn.Close()
+		rc.Close(context.WithoutCancel(ctx))
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
 		return nil, fmt.Errorf("start replication on slot %q: %w", slot, err)
 	}
-	// Wait for CopyBothResponse, or the error.
-	for {
-		m, err := hc.Frontend.Receive()
-		if err != nil {
-			hc.Conn.Close()
-			if ctx.Err() != nil {
-				return nil, ctx.Err()
-			}
-			return nil, fmt.Errorf("start replication on slot %q: %w", slot, err)
-		}
-		switch m := m.(type) {
-		case *pgproto3.CopyBothResponse:
-			if !stop() {
-				hc.Conn.Close()
-				return nil, ctx.Err()
-			}
-			hc.Conn.SetDeadline(time.Time{})
-			s := &replStream{conn: hc.Conn, messages: make(chan []byte, 256), done: make(chan struct{}), closed: make(chan struct{})}
-			go s.receive(hc.Frontend) // owned by s; ends when the connection closes
-			return s, nil
-		case *pgproto3.ErrorResponse:
-			hc.Conn.Close()
-			return nil, fmt.Errorf("start replication on slot %q: %w", slot, pgconn.ErrorResponseToPgError(m))
-		case *pgproto3.NoticeResponse, *pgproto3.ParameterStatus:
-		default:
-			hc.Conn.Close()
-			return nil, fmt.Errorf("start replication on slot %q: unexpected %T", slot, m)
-		}
-	}
+	s := &replStream{conn: rc, messages: make(chan []byte, 256), done: make(chan struct{}), closed: make(chan struct{})}
+	go s.receive() // owned by s; ends when the connection closes
+	return s, nil
 }
 
-func (s *replStream) receive(fe *pgproto3.Frontend) {
+// receive reads without a context, which would cost a watch per message:
+// Close ends the read with a deadline.
+func (s *replStream) receive() {
 	defer close(s.done)
 	defer close(s.messages)
 	for {
-		m, err := fe.Receive()
+		m, err := s.conn.ReceiveMessage(context.Background())
 		if err != nil {
 			s.setErr(fmt.Errorf("receive from the replication stream: %w", err))
 			return
@@ -244,28 +203,33 @@ func (s *replStream) Err() error {
 	return s.err
 }
 
-// sendStatus reports the flushed position to the server.
-func (s *replStream) sendStatus(written, flushed LSN, reply bool) error {
-	msg, err := (&pgproto3.CopyData{Data: standbyStatus(written, flushed, time.Now(), reply)}).Encode(nil)
+// sendStatus reports the position received, flushed and applied (the
+// distribution database holds everything before it). Only the log reader's
+// loop sends; the receive goroutine only reads, so the two share the
+// socket without a lock.
+func (s *replStream) sendStatus(confirmed LSN) error {
+	// A peer that stopped reading must not hold the loop forever.
+	s.conn.Conn().SetWriteDeadline(time.Now().Add(30 * time.Second))
+	err := pglogrepl.SendStandbyStatusUpdate(context.Background(), s.conn, pglogrepl.StandbyStatusUpdate{WALWritePosition: pglogrepl.LSN(confirmed)})
 	if err != nil {
-		return err
-	}
-	s.wmu.Lock()
-	defer s.wmu.Unlock()
-	s.conn.SetWriteDeadline(time.Now().Add(30 * time.Second))
-	if _, err := s.conn.Write(msg); err != nil {
 		return fmt.Errorf("send a standby status update: %w", err)
 	}
 	return nil
 }
 
-// Close ends the stream and waits for the receive goroutine.
+// Close ends the stream: a read deadline in the past ends the receive
+// goroutine's read (a read error other than a timeout would make pgconn
+// send a cancel request over a new connection), then the connection is
+// closed.
 func (s *replStream) Close() {
 	s.once.Do(func() {
 		s.errMu.Lock()
 		close(s.closed)
 		s.errMu.Unlock()
-		s.conn.Close()
+		s.conn.Conn().SetReadDeadline(time.Now())
 	})
 	<-s.done
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	s.conn.Close(ctx)
 }

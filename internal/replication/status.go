@@ -258,7 +258,7 @@ func pendingCommands(ctx context.Context, dist *pgx.Conn, publication string, ap
 				}
 				if firstCommit.IsZero() {
 					if c, err := parseCommit(msg); err == nil {
-						firstCommit = c.Time
+						firstCommit = c.CommitTime.UTC()
 					}
 				}
 			default:

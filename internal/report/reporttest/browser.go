@@ -2,7 +2,6 @@ package reporttest
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,12 +13,21 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/cdproto/log"
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/chromedp"
 )
 
 // This file checks a written HTML report in a real browser: headless
-// Chromium, driven over the DevTools protocol (no Node, no WebDriver). It is
-// for tests (this package's and end-to-end ones); dbrig itself never starts
-// a browser.
+// Chromium, driven over the DevTools protocol by chromedp (no Node, no
+// WebDriver), through a pipe, so Chromium listens on no port. It is for
+// tests (this package's and end-to-end ones); dbrig itself never starts a
+// browser.
 
 // ErrNoChromium is returned by [FindChromium] and [CheckInBrowser] when no
 // Chromium binary can be found. Tests skip on it locally and fail on it in CI.
@@ -111,7 +119,7 @@ const chartStatusJS = `(() => {
     }
     out.push({id: el.id, instance: !!inst, painted, points, finished: el.getAttribute("data-rendered") === "1"});
   }
-  return JSON.stringify(out);
+  return out;
 })()`
 
 // CheckInBrowser opens the HTML report at htmlPath in headless Chromium
@@ -140,25 +148,22 @@ func CheckInBrowser(ctx context.Context, htmlPath, pngPath string) (BrowserCheck
 	defer b.stop()
 	res, err = b.check(ctx, abs, pngPath)
 	if err != nil {
-		return res, fmt.Errorf("check %s in a browser: %w%s", htmlPath, err, b.stderrTail())
+		return res, fmt.Errorf("check %s in a browser: %w%s", htmlPath, err, b.outputTail())
 	}
 	return res, nil
 }
 
-// browser is one running headless Chromium with a DevTools connection.
+// browser is one headless Chromium that chromedp runs, with one tab.
 type browser struct {
-	cmd     *exec.Cmd
+	tab     context.Context // chromedp's context of the tab
+	cancel  func()          // closes the tab, kills Chromium and waits for it
+	pid     int             // Chromium's, which leads its process group
 	profile string
-	exited  chan struct{} // closed when the process has been waited for
-	stderr  *tailBuffer
-	conn    *cdpConn
+	output  *tailBuffer
 	once    sync.Once
 
-	mu      sync.Mutex
-	session string
-	events  BrowserCheck // ConsoleErrors and ExternalRequests, filled by events
-	loaded  chan struct{}
-	loadOne sync.Once
+	mu     sync.Mutex
+	events BrowserCheck // ConsoleErrors and ExternalRequests, filled by events
 }
 
 func startChromium(ctx context.Context, bin string) (*browser, error) {
@@ -166,27 +171,6 @@ func startChromium(ctx context.Context, bin string) (*browser, error) {
 	if err != nil {
 		return nil, fmt.Errorf("start chromium: %w", err)
 	}
-	b := &browser{profile: profile, exited: make(chan struct{}), stderr: &tailBuffer{max: 4096}, loaded: make(chan struct{})}
-	b.cmd = exec.Command(bin,
-		"--headless",
-		"--no-sandbox", // dbrig's tests may run as root, where the sandbox refuses to start
-		"--disable-gpu",
-		"--disable-quic",
-		"--disable-dev-shm-usage",
-		"--no-first-run",
-		"--no-default-browser-check",
-		"--disable-background-networking",
-		"--disable-component-update",
-		"--disable-sync",
-		"--disable-extensions",
-		"--hide-scrollbars",
-		"--mute-audio",
-		fmt.Sprintf("--window-size=%d,%d", browserWidth, browserHeight),
-		"--remote-debugging-address=127.0.0.1",
-		"--remote-debugging-port=0",
-		"--user-data-dir="+profile,
-		"about:blank",
-	)
 	// Chromium puts its singleton socket (org.chromium.Chromium.*) and, with
 	// --disable-dev-shm-usage, its shared memory in TMPDIR, and removes them
 	// only on a clean exit, which SIGKILL is not: inside the profile they go
@@ -196,162 +180,118 @@ func startChromium(ctx context.Context, bin string) (*browser, error) {
 		_ = os.RemoveAll(profile)
 		return nil, fmt.Errorf("start chromium: %w", err)
 	}
-	b.cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
-	// Its own process group, so that stop kills Chromium and every process
-	// it started; and killed with the test binary if that dies first.
-	b.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	b.cmd.Stdout = b.stderr
-	b.cmd.Stderr = b.stderr
-	if err := b.cmd.Start(); err != nil {
-		_ = os.RemoveAll(profile)
-		return nil, fmt.Errorf("start %s: %w", bin, err)
+	b := &browser{profile: profile, output: &tailBuffer{max: 4096}}
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(bin),
+		chromedp.NoSandbox, // dbrig's tests may run as root, where the sandbox refuses to start
+		chromedp.DisableGPU,
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.WindowSize(browserWidth, browserHeight),
+		chromedp.UserDataDir(profile),
+		chromedp.Env("TMPDIR="+tmp),
+		chromedp.CombinedOutput(b.output),
+		// Its own process group, so that stop kills Chromium and every
+		// process it started; and killed with the test binary if that dies
+		// first (chromedp starts it from a thread locked for its life, as
+		// Pdeathsig needs).
+		chromedp.ModifyCmdFunc(func(cmd *exec.Cmd) {
+			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+		}),
+	)
+	alloc, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
+	tab, cancelTab := chromedp.NewContext(alloc, chromedp.WithListener(b.event))
+	b.tab = tab
+	b.cancel = func() { cancelTab(); cancelAlloc() }
+	// The first command starts Chromium and opens the tab, which lives as
+	// long as the context that command gets: the tab's own.
+	err = resize(tab, browserWidth, browserHeight)
+	if c := chromedp.FromContext(tab); c.Browser != nil && c.Browser.Process() != nil {
+		b.pid = c.Browser.Process().Pid
 	}
-	go func() {
-		_ = b.cmd.Wait()
-		close(b.exited)
-	}()
-	wsURL, err := b.devtoolsURL(ctx)
 	if err != nil {
-		b.stop()
-		return nil, fmt.Errorf("start %s: %w%s", bin, err, b.stderrTail())
-	}
-	b.conn, err = dialCDP(ctx, wsURL, b.event)
-	if err != nil {
+		err = fmt.Errorf("start %s: %w%s", bin, err, b.outputTail())
 		b.stop()
 		return nil, err
 	}
 	return b, nil
 }
 
-// devtoolsURL waits for Chromium to write the DevToolsActivePort file in
-// its profile (the port it chose, and the browser's websocket path).
-func (b *browser) devtoolsURL(ctx context.Context) (string, error) {
-	path := filepath.Join(b.profile, "DevToolsActivePort")
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		if data, err := os.ReadFile(path); err == nil {
-			lines := strings.Fields(string(data))
-			if len(lines) >= 2 {
-				return "ws://127.0.0.1:" + lines[0] + lines[1], nil
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return "", fmt.Errorf("wait for DevToolsActivePort: %w", ctx.Err())
-		case <-b.exited:
-			return "", fmt.Errorf("chromium exited before it listened (%s)", b.cmd.ProcessState)
-		case <-tick.C:
-		}
-	}
-}
-
-// stop closes the connection, kills Chromium's process group, waits for it
-// and removes its profile. It may be called more than once.
+// stop kills Chromium's process group, lets chromedp wait for Chromium,
+// and removes the profile. It may be called more than once.
 func (b *browser) stop() {
 	b.once.Do(func() {
-		if b.conn != nil {
-			b.conn.close()
+		if b.pid > 0 {
+			_ = syscall.Kill(-b.pid, syscall.SIGKILL)
 		}
-		if b.cmd.Process != nil {
-			_ = syscall.Kill(-b.cmd.Process.Pid, syscall.SIGKILL)
-			<-b.exited
-		}
+		b.cancel()
 		_ = os.RemoveAll(b.profile)
 	})
 }
 
-func (b *browser) stderrTail() string {
-	if s := strings.TrimSpace(b.stderr.String()); s != "" {
+func (b *browser) outputTail() string {
+	if s := strings.TrimSpace(b.output.String()); s != "" {
 		return "\nchromium said:\n" + s
 	}
 	return ""
 }
 
 // event collects console errors and requests beyond the file.
-func (b *browser) event(method, session string, params json.RawMessage) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if session != b.session || b.session == "" {
+func (b *browser) event(ev any) {
+	var msg string
+	switch ev := ev.(type) {
+	case *runtime.EventConsoleAPICalled:
+		if ev.Type != runtime.ConsoleAPICalledTypeError && ev.Type != runtime.ConsoleAPICalledTypeAssert {
+			return
+		}
+		msg = "console." + string(ev.Type) + ": " + strings.Join(argTexts(ev.Args), " ")
+	case *runtime.EventExceptionThrown:
+		d := ev.ExceptionDetails
+		text := d.Text
+		if d.Exception != nil && d.Exception.Description != "" {
+			text += " " + d.Exception.Description
+		}
+		msg = fmt.Sprintf("exception at line %d: %s", d.LineNumber+1, text)
+	case *log.EventEntryAdded:
+		if ev.Entry.Level != log.EntryLevelError {
+			return
+		}
+		msg = string(ev.Entry.Source) + ": " + ev.Entry.Text
+		if ev.Entry.URL != "" {
+			msg += " (" + ev.Entry.URL + ")"
+		}
+	case *network.EventRequestWillBeSent:
+		u, err := url.Parse(ev.Request.URL)
+		if err != nil || (u.Scheme != "file" && u.Scheme != "data" && u.Scheme != "blob" && u.Scheme != "about") {
+			b.mu.Lock()
+			b.events.ExternalRequests = append(b.events.ExternalRequests, ev.Request.URL)
+			b.mu.Unlock()
+		}
+		return
+	default:
 		return
 	}
-	switch method {
-	case "Page.loadEventFired":
-		b.loadOne.Do(func() { close(b.loaded) })
-	case "Runtime.consoleAPICalled":
-		var p struct {
-			Type string `json:"type"`
-			Args []struct {
-				Value       any    `json:"value"`
-				Description string `json:"description"`
-			} `json:"args"`
-		}
-		if json.Unmarshal(params, &p) != nil || (p.Type != "error" && p.Type != "assert") {
-			return
-		}
-		var parts []string
-		for _, a := range p.Args {
-			if a.Value != nil {
-				parts = append(parts, fmt.Sprint(a.Value))
-			} else {
-				parts = append(parts, a.Description)
-			}
-		}
-		b.events.ConsoleErrors = append(b.events.ConsoleErrors, "console."+p.Type+": "+strings.Join(parts, " "))
-	case "Runtime.exceptionThrown":
-		var p struct {
-			Details struct {
-				Text      string `json:"text"`
-				URL       string `json:"url"`
-				Line      int    `json:"lineNumber"`
-				Exception struct {
-					Description string `json:"description"`
-				} `json:"exception"`
-			} `json:"exceptionDetails"`
-		}
-		if json.Unmarshal(params, &p) != nil {
-			return
-		}
-		msg := p.Details.Text
-		if p.Details.Exception.Description != "" {
-			msg += " " + p.Details.Exception.Description
-		}
-		b.events.ConsoleErrors = append(b.events.ConsoleErrors, fmt.Sprintf("exception at line %d: %s", p.Details.Line+1, msg))
-	case "Log.entryAdded":
-		var p struct {
-			Entry struct {
-				Level  string `json:"level"`
-				Source string `json:"source"`
-				Text   string `json:"text"`
-				URL    string `json:"url"`
-			} `json:"entry"`
-		}
-		if json.Unmarshal(params, &p) != nil || p.Entry.Level != "error" {
-			return
-		}
-		msg := p.Entry.Source + ": " + p.Entry.Text
-		if p.Entry.URL != "" {
-			msg += " (" + p.Entry.URL + ")"
-		}
-		b.events.ConsoleErrors = append(b.events.ConsoleErrors, msg)
-	case "Network.requestWillBeSent":
-		var p struct {
-			Request struct {
-				URL string `json:"url"`
-			} `json:"request"`
-		}
-		if json.Unmarshal(params, &p) != nil {
-			return
-		}
-		u, err := url.Parse(p.Request.URL)
-		if err != nil || (u.Scheme != "file" && u.Scheme != "data" && u.Scheme != "blob" && u.Scheme != "about") {
-			b.events.ExternalRequests = append(b.events.ExternalRequests, p.Request.URL)
-		}
-	}
+	b.mu.Lock()
+	b.events.ConsoleErrors = append(b.events.ConsoleErrors, msg)
+	b.mu.Unlock()
 }
 
-// check opens the page in a new tab, waits for the charts and takes the
-// screenshot.
+// argTexts shows a console call's arguments: a primitive by its value, an
+// object by its description.
+func argTexts(args []*runtime.RemoteObject) []string {
+	var parts []string
+	for _, a := range args {
+		var v any
+		if len(a.Value) > 0 && json.Unmarshal(a.Value, &v) == nil && v != nil {
+			parts = append(parts, fmt.Sprint(v))
+		} else {
+			parts = append(parts, a.Description)
+		}
+	}
+	return parts
+}
+
+// check opens the page, waits for the charts and takes the screenshot.
 func (b *browser) check(ctx context.Context, abs, pngPath string) (BrowserCheck, error) {
 	var res BrowserCheck
 	if err := b.open(ctx, abs); err != nil {
@@ -379,54 +319,37 @@ func (b *browser) check(ctx context.Context, abs, pngPath string) (BrowserCheck,
 	return res, nil
 }
 
-// open makes a new tab, attaches to it, and loads the file at abs in it.
+// inTab returns the tab's context, ended also when ctx ends: chromedp
+// runs actions on its own contexts.
+func (b *browser) inTab(ctx context.Context) (context.Context, context.CancelFunc) {
+	tab, cancel := context.WithCancel(b.tab)
+	stop := context.AfterFunc(ctx, cancel)
+	return tab, func() { stop(); cancel() }
+}
+
+// open loads the file at abs in the tab and waits for its load event.
 func (b *browser) open(ctx context.Context, abs string) error {
-	c := b.conn
-	var target struct {
-		TargetID string `json:"targetId"`
-	}
-	if err := c.call(ctx, "", "Target.createTarget", map[string]any{"url": "about:blank"}, &target); err != nil {
-		return err
-	}
-	var attached struct {
-		SessionID string `json:"sessionId"`
-	}
-	if err := c.call(ctx, "", "Target.attachToTarget", map[string]any{"targetId": target.TargetID, "flatten": true}, &attached); err != nil {
-		return err
-	}
-	s := attached.SessionID
-	b.mu.Lock()
-	b.session = s
-	b.mu.Unlock()
-	for _, m := range []string{"Runtime.enable", "Log.enable", "Page.enable", "Network.enable"} {
-		if err := c.call(ctx, s, m, nil, nil); err != nil {
-			return err
-		}
-	}
-	if err := b.setViewport(ctx, browserWidth, browserHeight); err != nil {
-		return err
-	}
+	tab, done := b.inTab(ctx)
+	defer done()
 	fileURL := (&url.URL{Scheme: "file", Path: filepath.ToSlash(abs)}).String()
-	var nav struct {
-		ErrorText string `json:"errorText"`
+	if err := chromedp.Do(tab, chromedp.Navigate(fileURL)); err != nil {
+		return fmt.Errorf("open %s: %w", fileURL, err)
 	}
-	if err := c.call(ctx, s, "Page.navigate", map[string]any{"url": fileURL}, &nav); err != nil {
-		return err
-	}
-	if nav.ErrorText != "" {
-		return fmt.Errorf("open %s: %s", fileURL, nav.ErrorText)
-	}
-	select {
-	case <-b.loaded:
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("wait for %s to load: %w", fileURL, ctx.Err())
-	}
+	return nil
 }
 
 func (b *browser) setViewport(ctx context.Context, width, height int) error {
-	viewport := map[string]any{"width": width, "height": height, "deviceScaleFactor": 1, "mobile": false}
-	return b.conn.call(ctx, b.session, "Emulation.setDeviceMetricsOverride", viewport, nil)
+	tab, done := b.inTab(ctx)
+	defer done()
+	return resize(tab, width, height)
+}
+
+// resize sizes the page only: chromedp's EmulateViewport also resets touch
+// emulation, a second round trip that slowed each resize.
+func resize(tab context.Context, width, height int) error {
+	viewport := emulation.SetDeviceMetricsOverrideParams{Width: int64(width), Height: int64(height), DeviceScaleFactor: 1}
+	_, err := chromedp.Call(tab, emulation.SetDeviceMetricsOverride, viewport)
+	return err
 }
 
 // waitCharts waits until every chart reports its drawing finished
@@ -435,9 +358,9 @@ func (b *browser) setViewport(ctx context.Context, width, height int) error {
 func (b *browser) waitCharts(ctx context.Context) ([]ChartStatus, error) {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		charts, err := b.chartStatus(ctx)
-		if err != nil {
-			return nil, err
+		var charts []ChartStatus
+		if err := b.evaluate(ctx, chartStatusJS, &charts); err != nil {
+			return nil, fmt.Errorf("read the charts' state: %w", err)
 		}
 		// Charts are set up by the page's own script before the load event:
 		// one with no echarts instance by now will never get one.
@@ -456,75 +379,44 @@ func (b *browser) waitCharts(ctx context.Context) ([]ChartStatus, error) {
 	}
 }
 
-// evaluate runs a JavaScript expression in the page and decodes its value
-// (returned by value) into out.
+// evaluate runs a JavaScript expression in the page, awaiting a promise,
+// and decodes its value into out.
 func (b *browser) evaluate(ctx context.Context, expr string, out any) error {
-	var r struct {
-		Result struct {
-			Value json.RawMessage `json:"value"`
-		} `json:"result"`
-		ExceptionDetails *struct {
-			Text      string `json:"text"`
-			Exception struct {
-				Description string `json:"description"`
-			} `json:"exception"`
-		} `json:"exceptionDetails"`
+	tab, done := b.inTab(ctx)
+	defer done()
+	v, err := chromedp.Run(tab, chromedp.Evaluate[[]byte](expr, chromedp.EvalAwaitPromise))
+	if err != nil {
+		return fmt.Errorf("evaluate in the page: %w", err)
 	}
-	params := map[string]any{"expression": expr, "returnByValue": true, "awaitPromise": true}
-	if err := b.conn.call(ctx, b.session, "Runtime.evaluate", params, &r); err != nil {
-		return err
-	}
-	if e := r.ExceptionDetails; e != nil {
-		return fmt.Errorf("evaluate in the page: %s %s", e.Text, e.Exception.Description)
-	}
-	if out == nil {
-		return nil
-	}
-	if err := json.Unmarshal(r.Result.Value, out); err != nil {
-		return fmt.Errorf("evaluate in the page: decode %s: %w", r.Result.Value, err)
+	if err := json.Unmarshal(v, out); err != nil {
+		return fmt.Errorf("evaluate in the page: decode %s: %w", v, err)
 	}
 	return nil
-}
-
-func (b *browser) chartStatus(ctx context.Context) ([]ChartStatus, error) {
-	var js string
-	if err := b.evaluate(ctx, chartStatusJS, &js); err != nil {
-		return nil, fmt.Errorf("read the charts' state: %w", err)
-	}
-	var out []ChartStatus
-	if err := json.Unmarshal([]byte(js), &out); err != nil {
-		return nil, fmt.Errorf("read the charts' state: %w", err)
-	}
-	return out, nil
 }
 
 // screenshot grows the viewport to the page's height (so nothing is cut
 // and the charts keep their width) and saves a PNG of it.
 func (b *browser) screenshot(ctx context.Context, pngPath string) error {
-	c, s := b.conn, b.session
-	var m struct {
-		CSSContentSize struct {
-			Height float64 `json:"height"`
-		} `json:"cssContentSize"`
-	}
-	if err := c.call(ctx, s, "Page.getLayoutMetrics", nil, &m); err != nil {
-		return err
-	}
-	h := min(max(int(m.CSSContentSize.Height+0.5), browserHeight), maxScreenshotPix)
-	if err := b.setViewport(ctx, browserWidth, h); err != nil {
-		return err
-	}
-	var shot struct {
-		Data string `json:"data"`
-	}
-	if err := c.call(ctx, s, "Page.captureScreenshot", map[string]any{"format": "png", "captureBeyondViewport": true}, &shot); err != nil {
-		return err
-	}
-	png, err := base64.StdEncoding.DecodeString(shot.Data)
+	tab, done := b.inTab(ctx)
+	defer done()
+	m, err := chromedp.Call(tab, page.GetLayoutMetrics, cdp.Empty{})
 	if err != nil {
-		return fmt.Errorf("decode screenshot: %w", err)
+		return err
 	}
-	if err := os.WriteFile(pngPath, png, 0o644); err != nil {
+	h := browserHeight
+	if m.CSSContentSize != nil {
+		h = int(m.CSSContentSize.Height + 0.5)
+	}
+	h = min(max(h, browserHeight), maxScreenshotPix)
+	if err := resize(tab, browserWidth, h); err != nil {
+		return err
+	}
+	beyond := true
+	shot, err := chromedp.Call(tab, page.CaptureScreenshot, page.CaptureScreenshotParams{Format: page.CaptureScreenshotFormatPng, CaptureBeyondViewport: &beyond})
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(pngPath, shot.Data, 0o644); err != nil {
 		return fmt.Errorf("save screenshot: %w", err)
 	}
 	return nil

@@ -178,7 +178,7 @@ func TestBrowserStopKillsAll(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pgid := b.cmd.Process.Pid
+	pgid := b.pid
 	if live := liveProcesses(t, pgid, b.profile); len(live) == 0 {
 		t.Fatal("found no Chromium process while it runs: the check below would prove nothing")
 	}
