@@ -477,7 +477,7 @@ func newStudiesCmd(a *app) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "studies",
-		Short: "List the built-in studies",
+		Short: "List the built-in studies ('dbrig studies show NAME' prints one's file)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			reg := newRegistry(binDirs{})
@@ -517,6 +517,7 @@ func newStudiesCmd(a *app) *cobra.Command {
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the list as JSON")
+	cmd.AddCommand(newStudiesShowCmd(a))
 	return cmd
 }
 
