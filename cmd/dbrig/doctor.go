@@ -48,6 +48,7 @@ or the database was unreachable, 2 bad usage (flags, hosts file, --link).`,
 		Example: `  dbrig doctor
   dbrig doctor --link tukwila-dublin --link 20ms:10gbit
   dbrig doctor --db postgres://postgres@localhost/postgres
+  dbrig doctor --db env:MY_PG
   dbrig doctor --hosts fleet.txt --parallel 16 --timeout 30s --json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -73,7 +74,7 @@ or the database was unreachable, 2 bad usage (flags, hosts file, --link).`,
 			}
 			errs = append(errs, checkSSHFlags(hostsFile, sshConfig, sshOptions)...)
 			if dbURI != "" {
-				db, err := doctor.ParseDatabase(dbURI)
+				db, err := doctorDatabase(dbURI, a.getenv)
 				if err != nil {
 					errs = append(errs, err)
 				}
@@ -127,7 +128,7 @@ or the database was unreachable, 2 bad usage (flags, hosts file, --link).`,
 	f := cmd.Flags()
 	f.StringVar(&hostsFile, "hosts", "", "check the hosts listed in `FILE` over ssh, one [user@]host[:port] per line")
 	f.StringArrayVar(&links, "link", nil, "a link the database traffic crosses, to check TCP buffers against: `RTT:RATE` (150ms:1gbit, 77ms:10gigabit, \"20 ms:100 Mbps\"), PROFILE:RATE or PROFILE (tukwila-dublin); repeatable")
-	f.StringVar(&dbURI, "db", "", "check a PostgreSQL server's settings (`URI`; put the password in PGPASSWORD or ~/.pgpass, not here)")
+	f.StringVar(&dbURI, "db", "", "check a PostgreSQL server's settings: `[db=]URI` or [db=]env:VAR (env:VAR, PGPASSWORD or ~/.pgpass keep the password out of the process list)")
 	f.BoolVar(&jsonOut, "json", false, "write the report as JSON (fields in docs/doctor.md)")
 	f.IntVar(&parallel, "parallel", 8, "check `N` hosts at a time")
 	timeout = 20 * time.Second
@@ -137,6 +138,17 @@ or the database was unreachable, 2 bad usage (flags, hosts file, --link).`,
 	f.StringArrayVar(&snapshots, "snapshot", nil, "check a snapshot `FILE` saved from the collector (dbrig doctor --print-collector | ssh HOST sh -s > FILE) instead of a live host; repeatable")
 	f.BoolVar(&printScript, "print-collector", false, "print the shell script that --hosts runs on each host, and exit")
 	return cmd
+}
+
+// doctorDatabase reads --db as every flag naming a server of the user's
+// is read: a value that does not parse, or a server that is not
+// PostgreSQL's, is refused before anything dials.
+func doctorDatabase(value string, getenv func(string) string) (*doctor.Database, error) {
+	arg, err := parseServerArg("db", "db", "postgres", value, newEngines(binDirs{}), getenv)
+	if err != nil {
+		return nil, err
+	}
+	return doctor.ParseDatabase(arg.uri)
 }
 
 // checkSSHFlags refuses ssh flags that ssh would reject on every host, or

@@ -80,7 +80,7 @@ type loadFlags struct {
 // emulated link between the client and the server) belong here too.
 func (f *loadFlags) register(cmd *cobra.Command, kind string) {
 	fl := cmd.Flags()
-	fl.StringVar(&f.target, "target", "", "your server: `URI` (postgres://user@host:5432/db, mariadb://user@host:3306/db, host=/var/run/postgresql) or env:VAR")
+	fl.StringVar(&f.target, "target", "", "your server: `[db=]URI` (postgres://user@host:5432/db, mariadb://user@host:3306/db, host=/var/run/postgresql) or [db=]env:VAR")
 	fl.StringVar(&f.engine, "engine", "postgres", "the engine of the server dbrig starts when there is no --target: postgres or mariadb")
 	f.bins.register(fl, "")
 	fl.BoolVar(&f.json, "json", false, "print one JSON document on stdout (the progress and per-second lines go to stderr)")
@@ -213,7 +213,7 @@ func runLoad(ctx context.Context, a *app, k workload.Kind, f *loadFlags, pf *par
 	}
 	reg := newRegistry(f.bins)
 	info := loadInfo{kind: k.Name, engine: f.engine, target: f.target != ""}
-	logins, targetEngines, err := parseTargets(nonEmpty("db=", f.target), reg.Engines(), a.getenv)
+	logins, targetEngines, err := loadTarget(f.target, reg.Engines(), a.getenv)
 	if err != nil {
 		return usageError(err)
 	}
@@ -290,13 +290,6 @@ func withKind(kinds []workload.Kind, k workload.Kind) []workload.Kind {
 		}
 	}
 	return out
-}
-
-func nonEmpty(prefix, v string) []string {
-	if v == "" {
-		return nil
-	}
-	return []string{prefix + v}
 }
 
 // serveUsers gives a view of virtual users its load agents (--agents,

@@ -14,7 +14,7 @@ import (
 var secretEnv = []string{"DBRIG_PUBLISHER", "DBRIG_SUBSCRIBER"}
 
 // connFlags are the flags whose value is a connection string, or env:VAR
-// naming one (run's --target: NAME=URI or NAME=env:VAR).
+// naming one, after an optional NAME= (splitConnName).
 var connFlags = []string{"--target", "--db", "--publisher", "--subscriber"}
 
 // userSecrets returns the passwords in every connection string the user
@@ -78,10 +78,6 @@ func parsedSecrets(s string, c engine.Conn) []string {
 // look like one, and the environment variables named by env:VAR or read by
 // name.
 func connectionTexts(args []string, getenv func(string) string) []string {
-	command := ""
-	if i := slices.IndexFunc(args, func(a string) bool { return !strings.HasPrefix(a, "-") }); i >= 0 {
-		command = args[i]
-	}
 	var texts []string
 	for i, a := range args {
 		flag, value, inline := strings.Cut(a, "=")
@@ -90,10 +86,8 @@ func connectionTexts(args []string, getenv func(string) string) []string {
 		}
 		switch {
 		case slices.Contains(connFlags, flag) && (inline || i+1 < len(args)):
-			if _, uri, named := strings.Cut(value, "="); named && command == "run" {
-				value = uri
-			}
-			texts = append(texts, value)
+			_, conn := splitConnName(value)
+			texts = append(texts, conn)
 		case looksLikeConnection(a):
 			texts = append(texts, a)
 		}

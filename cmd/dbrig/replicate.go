@@ -108,8 +108,8 @@ sides differ, 2 bad flags, URIs or tables, 130 interrupted.`,
 	}
 	fl := cmd.Flags()
 	fl.SortFlags = false
-	fl.StringVar(&f.publisher, "publisher", "", "publisher database `URI` (postgres://user:password@host:port/db, or key=value); default $DBRIG_PUBLISHER")
-	fl.StringVar(&f.subscriber, "subscriber", "", "subscriber database `URI`; default $DBRIG_SUBSCRIBER")
+	fl.StringVar(&f.publisher, "publisher", "", "publisher database: `[publisher=]URI` (postgres://user:password@host:port/db, or key=value) or [publisher=]env:VAR; default $DBRIG_PUBLISHER")
+	fl.StringVar(&f.subscriber, "subscriber", "", "subscriber database: `[subscriber=]URI` or [subscriber=]env:VAR; default $DBRIG_SUBSCRIBER")
 	fl.StringVar(&f.tables, "tables", "", "setup, verify: comma-separated `tables` to publish (schema.table; default every table of the publisher database)")
 	fl.StringVar(&f.mode, "mode", "push", "where the agent runs: push (beside the distribution database) or pull (beside the subscriber); with --link it decides which connection crosses the emulated WAN")
 	fl.StringVar(&f.init, "init", "none", "setup: how the subscriber gets the existing rows: snapshot (COPY), backup (pg_dump/pg_restore) or none")
@@ -151,18 +151,19 @@ func (f *replicateFlags) config(a *app, action string) (replication.Config, erro
 	var errs []error
 	cfg := replication.Config{Publication: f.publication, DistributionDB: f.distDB}
 	parse := func(flag, env, val string, dst *postgres.ConnInfo) {
-		if val == "" {
-			val = a.getenv(env)
+		if val == "" && a.getenv(env) != "" {
+			val = "env:" + env
 		}
 		if val == "" {
-			errs = append(errs, fmt.Errorf("--%s is required (or $%s): the %s database's URI, such as postgres://user:password@host:5432/db", flag, env, flag))
+			errs = append(errs, fmt.Errorf("--%s is required (or $%s): the %s database's URI, such as postgres://user:password@host:5432/db, or env:VAR", flag, env, flag))
 			return
 		}
-		ci, err := postgres.ParseConnInfo(val)
+		arg, err := parseServerArg(flag, flag, "postgres", val, newEngines(binDirs{}), a.getenv)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("--%s: %v", flag, err))
+			errs = append(errs, err)
 			return
 		}
+		ci := postgres.ConnInfoOf(arg.login)
 		if ci.Database == "" {
 			errs = append(errs, fmt.Errorf("--%s %s: name the database (…/dbname)", flag, ci))
 		}

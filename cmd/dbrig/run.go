@@ -80,11 +80,14 @@ The default scale is the study's default (quick for the built-in studies).
 --engine puts every instance on another engine (postgres, mariadb). --target
 NAME=URI replaces the study's instance NAME by a server you already run
 (postgres://..., mysql://... or mariadb://...; NAME=env:VAR reads the URI from
-the environment variable VAR, so no password shows in the process list). dbrig
-never starts, stops or reconfigures a target: it creates one database of its
-own there (dbrig_<study>, or a schema when the login may not create databases)
-and removes it at the end unless --keep. The emulated links still apply in
-front of a target.
+the environment variable VAR, so no password shows in the process list; NAME=
+may be left out when the study has one instance). dbrig never starts, stops or
+reconfigures a target: it creates one database of its own there (dbrig_<study>,
+or a schema when the login may not create databases) and removes it at the end
+unless --keep. A target runs with its own server settings: where one differs
+from the study's, the run records both and warns; a study that sweeps a setting
+of the instance is refused (copy it with 'dbrig studies show NAME' and drop the
+sweep). The emulated links still apply in front of a target.
 
 Exit codes: 0 every point succeeded, 1 a point failed (the message names it),
 2 the study file or flags are wrong (nothing was started), 130 interrupted
@@ -111,7 +114,7 @@ Exit codes: 0 every point succeeded, 1 a point failed (the message names it),
 	fl.BoolVar(&f.keepGoing, "keep-going", false, "run the remaining points after one fails")
 	f.bins.register(fl, "")
 	fl.StringVar(&f.engine, "engine", "", "run every instance on this `ENGINE` (postgres, mariadb)")
-	fl.StringArrayVar(&f.targets, "target", nil, "replace instance NAME by your server: `NAME=URI` or NAME=env:VAR (repeatable)")
+	fl.StringArrayVar(&f.targets, "target", nil, "replace instance NAME by your server: `[NAME=]URI` or [NAME=]env:VAR (NAME: the study's only instance when left out; repeatable)")
 	fl.BoolVar(&f.verbose, "verbose", false, "log what dbrig does to stderr")
 	return cmd
 }
@@ -226,36 +229,6 @@ func newLogger(a *app, verbose bool) *slog.Logger {
 		level = slog.LevelInfo
 	}
 	return slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: level}))
-}
-
-// parseTargets reads --target NAME=URI (or NAME=env:VAR) flags: the logins
-// by instance name, and each target's engine by the URI's scheme. No error
-// shows a password.
-func parseTargets(flags []string, engines *engine.Registry, getenv func(string) string) (map[string]engine.Conn, map[string]string, error) {
-	if len(flags) == 0 {
-		return nil, nil, nil
-	}
-	logins, kinds := map[string]engine.Conn{}, map[string]string{}
-	for _, fl := range flags {
-		name, uri, ok := strings.Cut(fl, "=")
-		if !ok || name == "" || uri == "" {
-			return nil, nil, errors.New("--target: want NAME=URI or NAME=env:VAR, e.g. --target db=postgres://user@host/db")
-		}
-		if v, fromEnv := strings.CutPrefix(uri, "env:"); fromEnv {
-			if uri = getenv(v); uri == "" {
-				return nil, nil, fmt.Errorf("--target %s=env:%s: the environment variable %s is empty or unset", name, v, v)
-			}
-		}
-		if _, dup := logins[name]; dup {
-			return nil, nil, fmt.Errorf("--target %s is given twice", name)
-		}
-		e, login, err := engines.ParseTarget(uri)
-		if err != nil {
-			return nil, nil, fmt.Errorf("--target %s: %w", name, err)
-		}
-		logins[name], kinds[name] = login, e.Name()
-	}
-	return logins, kinds, nil
 }
 
 // redactedArgs is the command line as run.json and reports record it,
@@ -477,7 +450,7 @@ func newStudiesCmd(a *app) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "studies",
-		Short: "List the built-in studies",
+		Short: "List the built-in studies ('dbrig studies show NAME' prints one's file)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			reg := newRegistry(binDirs{})
@@ -517,6 +490,7 @@ func newStudiesCmd(a *app) *cobra.Command {
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the list as JSON")
+	cmd.AddCommand(newStudiesShowCmd(a))
 	return cmd
 }
 

@@ -36,14 +36,18 @@ type Environment struct {
 }
 
 // TargetEnvironment is a user's server that stood in for an instance: its
-// version and the settings it runs with that differ from the engine's
-// defaults (never a password).
+// version, the settings it runs with that differ from the engine's
+// defaults (never a password), and the study's server settings it runs
+// with other values of its own.
 type TargetEnvironment struct {
 	Name     string            `json:"name"`
 	Engine   string            `json:"engine"`
 	Version  string            `json:"version"`
 	Server   string            `json:"server"` // the login without its password
 	Settings map[string]string `json:"settings,omitempty"`
+	// Differs are the study's server settings the target runs with
+	// another value, which every point ran with.
+	Differs []SettingDiff `json:"settings_differ_from_study,omitempty"`
 }
 
 // CaptureEnvironment reads what it can of the host; missing pieces stay

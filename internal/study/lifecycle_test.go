@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -374,17 +375,23 @@ func TestTargetRunsTheStudyOnTheUsersServer(t *testing.T) {
 	}
 	assertNoSecret(t, dir, login.Password())
 
-	// A server-level setting that differs is refused before the first point.
+	// A server-level setting that differs runs with the target's value,
+	// both recorded: dbrig never changes a target.
 	spec = strings.Replace(spec, `work_mem = "7MB"`, `shared_buffers = "512MB"`, 1)
 	s, err = Parse("ping.toml", []byte(spec), reg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	p, _ = s.PlanWith("", opts)
-	r = &Runner{Plan: p, Registry: reg, Dir: t.TempDir(), Targets: map[string]engine.Conn{"db": login}}
-	out, err = r.Run(ctx)
-	if err == nil || !strings.Contains(err.Error(), "shared_buffers") || !strings.Contains(err.Error(), "never changes") || out.Ran != 0 {
-		t.Errorf("Run with a differing server setting = %v (ran %d), want a refusal before any point", err, out.Ran)
+	dir = t.TempDir()
+	r = &Runner{Plan: p, Registry: reg, Dir: dir, Targets: map[string]engine.Conn{"db": login}, ClientCommand: []string{os.Args[0]}}
+	if out, err = r.Run(ctx); err != nil || out.Ran != 6 {
+		t.Errorf("Run with a differing server setting = %v (ran %d), want the 6 points run on the target's value", err, out.Ran)
+	}
+	env = Environment{}
+	want := SettingDiff{Name: "shared_buffers", Study: "512MB", Target: "128MB"}
+	if err := readJSON(filepath.Join(dir, EnvironmentFile), &env); err != nil || len(env.Targets) != 1 || !slices.Equal(env.Targets[0].Differs, []SettingDiff{want}) {
+		t.Errorf("environment targets = %+v (%v), want the difference %+v", env.Targets, err, want)
 	}
 }
 

@@ -94,7 +94,7 @@ func Run(ctx context.Context, reg *Registry, o Options) (*Ran, error) {
 	}
 	plan, err := spec.PlanWith(scale, opts)
 	if err != nil {
-		return nil, inputError(err)
+		return nil, inputError(builtinHint(reg, spec, err))
 	}
 	dir := cmp.Or(o.Resume, o.Dir, filepath.Join("runs", fmt.Sprintf("%s-%s", spec.Name, time.Now().Format("20060102-150405"))))
 	if o.Resume == "" {
@@ -105,7 +105,7 @@ func Run(ctx context.Context, reg *Registry, o Options) (*Ran, error) {
 	if err := CheckBeforeStart(ctx, plan, reg.Engines()); err != nil {
 		var es SpecErrors
 		if errors.As(err, &es) {
-			return nil, inputError(err)
+			return nil, inputError(builtinHint(reg, spec, err))
 		}
 		return nil, err
 	}
@@ -127,14 +127,17 @@ func Run(ctx context.Context, reg *Registry, o Options) (*Ran, error) {
 }
 
 // open reads what to run: the study, its scale and options, checked
-// against the run a resumed directory holds.
-func (o Options) open(reg *Registry) (*Spec, string, PlanOptions, error) {
-	opts := PlanOptions{Engine: o.Engine, Targets: o.TargetEngines}
+// against the run a resumed directory holds. A target given without a
+// name gets the study's only instance's.
+func (o *Options) open(reg *Registry) (*Spec, string, PlanOptions, error) {
 	switch {
 	case o.Resume != "":
 		rd, err := LoadRun(o.Resume, reg)
 		if err != nil {
-			return nil, "", opts, inputError(fmt.Errorf("resume %s: %w", o.Resume, err))
+			return nil, "", PlanOptions{}, inputError(fmt.Errorf("resume %s: %w", o.Resume, err))
+		}
+		if err := o.nameTargets(rd.Spec); err != nil {
+			return nil, "", PlanOptions{}, err
 		}
 		info := rd.Info
 		// The targets' logins are not stored: each is given again, and
@@ -147,16 +150,36 @@ func (o Options) open(reg *Registry) (*Spec, string, PlanOptions, error) {
 		}
 		want := PlanOptions{Engine: cmp.Or(o.Engine, info.Options.Engine), Targets: given}
 		if err := checkResume(o.Resume, info, cmp.Or(o.Study, info.Study), cmp.Or(o.Scale, info.Scale), want); err != nil {
-			return nil, "", opts, inputError(err)
+			return nil, "", PlanOptions{}, inputError(err)
 		}
 		return rd.Spec, info.Scale, info.Options, nil
 	case o.Spec != nil:
-		return o.Spec, o.Scale, opts, nil
+		err := o.nameTargets(o.Spec)
+		return o.Spec, o.Scale, o.planOptions(), err
 	case o.Study == "":
-		return nil, "", opts, inputError(fmt.Errorf("name a study or a study file (built-in: %s)", strings.Join(reg.Studies(), ", ")))
+		return nil, "", PlanOptions{}, inputError(fmt.Errorf("name a study or a study file (built-in: %s)", strings.Join(reg.Studies(), ", ")))
 	}
 	spec, err := Open(o.Study, reg)
-	return spec, o.Scale, opts, inputError(err)
+	if err != nil {
+		return nil, "", PlanOptions{}, inputError(err)
+	}
+	err = o.nameTargets(spec)
+	return spec, o.Scale, o.planOptions(), err
+}
+
+func (o *Options) planOptions() PlanOptions {
+	return PlanOptions{Engine: o.Engine, Targets: o.TargetEngines}
+}
+
+// nameTargets names a target given without a name after the study's only
+// instance.
+func (o *Options) nameTargets(spec *Spec) error {
+	logins, engines, err := nameTargets(spec, o.Targets, o.TargetEngines)
+	if err != nil {
+		return inputError(err)
+	}
+	o.Targets, o.TargetEngines = logins, engines
+	return nil
 }
 
 // checkRunDir refuses a run directory that already holds another run: a

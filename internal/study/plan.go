@@ -124,12 +124,20 @@ func (s *Spec) PlanWith(scale string, opts PlanOptions) (*Plan, error) {
 	if errs := s.checkOptions(opts); len(errs) > 0 {
 		return nil, errs
 	}
-	return s.plan(scale, opts)
+	plan, err := s.plan(scale, opts)
+	if err != nil {
+		return nil, err
+	}
+	if errs := plan.checkTargetSweeps(); len(errs) > 0 {
+		return nil, errs
+	}
+	return plan, nil
 }
 
 // checkOptions refuses an engine or targets the study cannot take: a target
-// is one server that dbrig never reconfigures, so nothing about it may be
-// swept, counted, pinned, capped or placed.
+// is one server that dbrig never reconfigures, so it may not be counted,
+// pinned, capped or placed, nor its engine swept (its settings' sweeps are
+// refused once the plan shows which values its points take).
 func (s *Spec) checkOptions(opts PlanOptions) SpecErrors {
 	var errs SpecErrors
 	add := func(key, format string, args ...any) {
@@ -161,18 +169,6 @@ func (s *Spec) checkOptions(opts PlanOptions) SpecErrors {
 		for attr, val := range map[string]any{"count": in.Count, "cpus": in.CPUs, "memory": in.Memory, "data_dir": in.DataDir, "wal_dir": in.WALDir} {
 			if val != nil && val != "" {
 				add(key+"."+attr, "instance %q is --target %s: %s, so it has no %s", name, name, why, attr)
-			}
-		}
-		for sk, sv := range in.Settings {
-			if str, ok := sv.(string); ok && varRef.MatchString(str) {
-				add(key+".settings."+sk, "is swept (%s), and instance %q is --target %s: %s", str, name, name, why)
-			}
-			if sub, ok := sv.(map[string]any); ok {
-				for ek, ev := range sub {
-					if str, ok := ev.(string); ok && varRef.MatchString(str) {
-						add(key+".settings."+sk+"."+ek, "is swept (%s), and instance %q is --target %s: %s", str, name, name, why)
-					}
-				}
 			}
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dbrig/dbrig/internal/engine"
 	"github.com/dbrig/dbrig/internal/report"
 	"github.com/dbrig/dbrig/internal/units"
 	"github.com/dbrig/dbrig/internal/workload"
@@ -347,7 +348,7 @@ func instanceRows(rd *RunData) [][2]string {
 				add(in.Name, "wal_dir", in.WALDir)
 			}
 			for _, k := range slices.Sorted(maps.Keys(in.Settings)) {
-				add(in.Name, k, in.Settings[k])
+				add(in.Name, k, ranSetting(rd, in, k))
 			}
 		}
 	}
@@ -368,9 +369,36 @@ func instanceRows(rd *RunData) [][2]string {
 		for _, k := range slices.Sorted(maps.Keys(t.Settings)) {
 			set = append(set, k+"="+t.Settings[k])
 		}
-		rows = append(rows, [2]string{"target " + t.Name, fmt.Sprintf("%s %s at %s; settings that differ from the defaults: %s", t.Engine, t.Version, t.Server, strings.Join(set, ", "))})
+		row := fmt.Sprintf("%s %s at %s; settings that differ from the defaults: %s", t.Engine, t.Version, t.Server, strings.Join(set, ", "))
+		if len(t.Differs) > 0 {
+			var differs []string
+			for _, d := range t.Differs {
+				differs = append(differs, d.String())
+			}
+			row += "; the study's server settings it ran with values of its own (dbrig never reconfigures a target): " + strings.Join(differs, "; ")
+		}
+		rows = append(rows, [2]string{"target " + t.Name, row})
 	}
 	return rows
+}
+
+// ranSetting is the value of a setting an instance ran with: the study's,
+// or on a target that runs with its own, both.
+func ranSetting(rd *RunData, in engine.InstanceConfig, name string) string {
+	if in.Target == "" {
+		return in.Settings[name]
+	}
+	for _, t := range rd.Environment.Targets {
+		if t.Name != in.Name {
+			continue
+		}
+		for _, d := range t.Differs {
+			if d.Name == name {
+				return "study: " + d.Study + ", target: " + d.Target + " (the target's ran)"
+			}
+		}
+	}
+	return in.Settings[name]
 }
 
 // distributionSection lists the percentiles of every distribution the

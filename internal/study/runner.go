@@ -299,9 +299,12 @@ func (r *Runner) prepareDir(ctx context.Context, targets []TargetEnvironment) er
 }
 
 // attachTargets connects to every target before the first point, checks
-// that it gives what the study needs (its settings, a database of dbrig's
-// own), and records its version and settings in the environment. A target
-// that refuses fails the run here, with what was missing.
+// that it gives what the study needs (a database of dbrig's own), and
+// records its version and settings in the environment: a server setting
+// of the study's that the target runs with another value is recorded
+// beside it, with one warning, since the target's value is the one the
+// points run with. A target that refuses fails the run here, with what
+// was missing.
 func (r *Runner) attachTargets(ctx context.Context, topo *topology.Topology) ([]TargetEnvironment, error) {
 	if len(r.Plan.Options.Targets) == 0 {
 		return nil, nil
@@ -320,22 +323,40 @@ func (r *Runner) attachTargets(ctx context.Context, topo *topology.Topology) ([]
 	if _, err := topo.Apply(ctx, targets, nil); err != nil {
 		return nil, err // it names the target
 	}
-	db := DatabaseName(r.Plan.Spec.Name)
 	var envs []TargetEnvironment
 	for _, t := range targets {
-		inst := topo.Instance(t.Name)
-		if err := inst.CreateDatabase(ctx, db); err != nil {
-			return nil, fmt.Errorf("target %q cannot hold the workload's database %s: %w", t.Name, db, err)
-		}
-		te := TargetEnvironment{Name: t.Name, Engine: inst.Engine(), Version: inst.Version(), Server: inst.Login("").String()}
-		if d, ok := inst.(interface {
-			NonDefaultSettings(context.Context) (map[string]string, error)
-		}); ok {
-			te.Settings, _ = d.NonDefaultSettings(ctx)
+		te, err := r.targetEnvironment(ctx, topo.Instance(t.Name), t)
+		if err != nil {
+			return nil, err
 		}
 		envs = append(envs, te)
 	}
+	if w := targetSettingsWarning(envs); w != "" {
+		r.Log.Warn(w)
+	}
 	return envs, nil
+}
+
+// targetEnvironment makes the workload's database on an attached target
+// and describes the target for the environment.
+func (r *Runner) targetEnvironment(ctx context.Context, inst engine.Instance, cfg engine.InstanceConfig) (TargetEnvironment, error) {
+	db := DatabaseName(r.Plan.Spec.Name)
+	if err := inst.CreateDatabase(ctx, db); err != nil {
+		return TargetEnvironment{}, fmt.Errorf("target %q cannot hold the workload's database %s: %w", cfg.Name, db, err)
+	}
+	te := TargetEnvironment{Name: cfg.Name, Engine: inst.Engine(), Version: inst.Version(), Server: inst.Login("").String()}
+	if d, ok := inst.(interface {
+		NonDefaultSettings(context.Context) (map[string]string, error)
+	}); ok {
+		te.Settings, _ = d.NonDefaultSettings(ctx)
+	}
+	eng, ok := r.Registry.Engines().Lookup(cfg.Engine)
+	if !ok {
+		return TargetEnvironment{}, fmt.Errorf("target %q: unknown engine %q", cfg.Name, cfg.Engine)
+	}
+	var err error
+	te.Differs, err = compareServerSettings(ctx, eng, inst, cfg.Settings)
+	return te, err
 }
 
 // DatabaseName is the database a study's workload makes on every instance:

@@ -330,8 +330,6 @@ func TestEngineOverrideAndTargetsAreCheckedAgainstTheStudy(t *testing.T) {
 		{"flat settings on another engine", PlanOptions{Engine: "mariadb"},
 			`instance.0.settings: settings work_mem are for postgres (engine = "postgres") and this point runs mariadb`},
 		{"unknown instance", PlanOptions{Targets: map[string]string{"nosuch": "postgres"}}, `--target: study demo has no instance "nosuch" (it has: db)`},
-		{"swept setting on a target", PlanOptions{Targets: map[string]string{"db": "postgres"}},
-			"demo.toml:7: instance.0.settings.work_mem: is swept (${mem}), and instance \"db\" is --target db"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -340,6 +338,20 @@ func TestEngineOverrideAndTargetsAreCheckedAgainstTheStudy(t *testing.T) {
 				t.Errorf("PlanWith(%+v) = %v, want %q", tt.opts, err, tt.want)
 			}
 		})
+	}
+	// A setting with one value at every point is no sweep: the target
+	// runs with its own value, recorded beside the study's. One that takes
+	// two values cannot be given by one server dbrig never reconfigures.
+	if _, err := s.PlanWith("", PlanOptions{Targets: map[string]string{"db": "postgres"}}); err != nil {
+		t.Errorf("PlanWith(target, work_mem = one value) = %v, want a plan", err)
+	}
+	swept, err := Parse("demo.toml", []byte(strings.Replace(goodSpec, `mem = ["4MB"]`, `mem = ["4MB", "64MB"]`, 1)), reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = swept.PlanWith("", PlanOptions{Targets: map[string]string{"db": "postgres"}})
+	if want := `demo.toml:7: instance.0.settings.work_mem: the study sweeps work_mem over 4MB, 64MB, and instance "db" is --target db: dbrig cannot reconfigure your server`; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("PlanWith(target, work_mem swept) = %v, want %q", err, want)
 	}
 	// A target may not be counted, pinned, capped or placed.
 	src := strings.Replace(strings.Replace(goodSpec, `settings = { work_mem = "${mem}" }`, "count = 2\ncpus = \"0\"", 1), "mem = [\"4MB\"]\n", "", 1)

@@ -17,7 +17,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -274,22 +273,9 @@ func (t *Topology) bringUp(ctx context.Context, cfg engine.InstanceConfig) (*run
 	if err != nil {
 		return nil, err
 	}
-	session, server := eng.SplitSettings(ctx, cfg.Settings)
-	var errs []error
-	for _, k := range slices.Sorted(maps.Keys(server)) {
-		have, err := inst.Setting(ctx, k)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		if !SameSetting(have, server[k]) {
-			errs = append(errs, fmt.Errorf("the study sets %s = %q, and target %q runs with %q: dbrig never changes a target's server settings (set it on the server, or run a copy of the study without it)", k, server[k], cfg.Name, have))
-		}
-	}
-	if err := errors.Join(errs...); err != nil {
-		_ = inst.Stop(context.WithoutCancel(ctx))
-		return nil, err
-	}
+	// The server-level ones stay as the target has them: the study
+	// compares and records them (dbrig never changes a target).
+	session, _ := eng.SplitSettings(ctx, cfg.Settings)
 	return &running{cfg: cfg, inst: inst, session: session}, nil
 }
 
