@@ -22,21 +22,23 @@ import (
 // Spec is a study file: what is measured, on what, how often, and which
 // published figures it reproduces.
 type Spec struct {
-	Name         string              `toml:"name"`
-	Title        string              `toml:"title"`
-	Question     string              `toml:"question"`
-	DefaultScale string              `toml:"default_scale"`
-	Source       Source              `toml:"source"`
-	Published    []Published         `toml:"published"`
-	Instances    []InstanceSpec      `toml:"instance"`
-	Client       ClientSpec          `toml:"client"`
-	Links        []LinkSpec          `toml:"link"`
-	Sites        map[string]SiteSpec `toml:"site"`
-	Workload     map[string]any      `toml:"workload"`
-	Sweep        map[string]any      `toml:"sweep"`
-	Repeat       RepeatSpec          `toml:"repeat"`
-	Scales       map[string]Scale    `toml:"scale"`
-	Limits       []string            `toml:"limits"`
+	Name         string      `toml:"name"`
+	Title        string      `toml:"title"`
+	Question     string      `toml:"question"`
+	DefaultScale string      `toml:"default_scale"`
+	Source       Source      `toml:"source"`
+	Published    []Published `toml:"published"`
+	// Expect are the study's own expectations, judged with no judge in Go.
+	Expect    []Expectation       `toml:"expect"`
+	Instances []InstanceSpec      `toml:"instance"`
+	Client    ClientSpec          `toml:"client"`
+	Links     []LinkSpec          `toml:"link"`
+	Sites     map[string]SiteSpec `toml:"site"`
+	Workload  map[string]any      `toml:"workload"`
+	Sweep     map[string]any      `toml:"sweep"`
+	Repeat    RepeatSpec          `toml:"repeat"`
+	Scales    map[string]Scale    `toml:"scale"`
+	Limits    []string            `toml:"limits"`
 
 	// Filled by Parse.
 	File      string        `toml:"-"`
@@ -488,6 +490,7 @@ func (v *validator) validate(reg *Registry) {
 		}
 		ids[p.ID] = true
 	}
+	v.checkExpectations(kind, ok, ids)
 
 	// Scales: each valid, and every point of each resolvable.
 	if s.DefaultScale != "" {
