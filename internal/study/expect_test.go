@@ -353,3 +353,31 @@ func TestParseExpectThreshold(t *testing.T) {
 		t.Errorf("an alias of a metric the kind lacks: %v", err)
 	}
 }
+
+// TestSweepVariableNothingRefersTo: a sweep variable that changes nothing
+// a point runs is refused at its line rather than multiplying the plan; one
+// a scale's when rule matches on, or its set refers to, changes something.
+func TestSweepVariableNothingRefersTo(t *testing.T) {
+	t.Parallel()
+	reg := NewRegistry(testEngines(), []workload.Kind{expectKind()})
+	refused := []struct{ name, sweep, want string }{
+		{"not a parameter", `users = [1, 10]`, `demo.toml:20: sweep.users: no ${users} refers to it and no scale's when rule matches it, so each of its values would run the same points again: refer to it as ${users}`},
+		{"a parameter's name", `rows = [10, 100]`, `demo.toml:20: sweep.rows: no ${rows} refers to it and no scale's when rule matches it, so each of its values would run the same points again: to sweep the workload's parameter rows, write rows = "${rows}" under [workload]`},
+	}
+	for _, tt := range refused {
+		src := strings.Replace(expectSpec, "mode = [\"a\", \"b\"]\n", "mode = [\"a\", \"b\"]\n"+tt.sweep+"\n", 1)
+		if _, err := Parse("demo.toml", []byte(src), reg); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: Parse = %v\nwant %q", tt.name, err, tt.want)
+		}
+	}
+	used := strings.Replace(expectSpec, "mode = [\"a\", \"b\"]\n", "mode = [\"a\", \"b\"]\nsize = [\"1KiB\"]\nphase = [\"warm\", \"cold\"]\n", 1) + `
+[scale.quick]
+set = { size = "${size}" }
+[[scale.quick.when]]
+match = { phase = "cold" }
+set = { rows = 10 }
+`
+	if _, err := Parse("demo.toml", []byte(used), reg); err != nil {
+		t.Errorf("a variable a scale's set refers to and one a when rule matches: %v", err)
+	}
+}

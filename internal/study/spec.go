@@ -537,6 +537,7 @@ func (v *validator) validate(reg *Registry) {
 	if !ok || !sweepOK {
 		return
 	}
+	v.checkSweepUsed()
 	// Every point of the base plan and of each scale must resolve.
 	for _, scale := range append([]string{""}, s.ScaleNames()...) {
 		if _, err := s.plan(scale, PlanOptions{}); err != nil {
