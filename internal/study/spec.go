@@ -22,23 +22,24 @@ import (
 // Spec is a study file: what is measured, on what, how often, and which
 // published figures it reproduces.
 type Spec struct {
-	Name         string      `toml:"name"`
-	Title        string      `toml:"title"`
-	Question     string      `toml:"question"`
-	DefaultScale string      `toml:"default_scale"`
-	Source       Source      `toml:"source"`
-	Published    []Published `toml:"published"`
+	Name         string              `toml:"name"`
+	Title        string              `toml:"title"`
+	Question     string              `toml:"question"`
+	DefaultScale string              `toml:"default_scale"`
+	Source       Source              `toml:"source"`
+	Published    []Published         `toml:"published"`
+	Instances    []InstanceSpec      `toml:"instance"`
+	Client       ClientSpec          `toml:"client"`
+	Links        []LinkSpec          `toml:"link"`
+	Sites        map[string]SiteSpec `toml:"site"`
+	Workload     map[string]any      `toml:"workload"`
+	Sweep        map[string]any      `toml:"sweep"`
+	Repeat       RepeatSpec          `toml:"repeat"`
+	Scales       map[string]Scale    `toml:"scale"`
+	Limits       []string            `toml:"limits"`
+
 	// Expect are the study's own expectations, judged with no judge in Go.
-	Expect    []Expectation       `toml:"expect"`
-	Instances []InstanceSpec      `toml:"instance"`
-	Client    ClientSpec          `toml:"client"`
-	Links     []LinkSpec          `toml:"link"`
-	Sites     map[string]SiteSpec `toml:"site"`
-	Workload  map[string]any      `toml:"workload"`
-	Sweep     map[string]any      `toml:"sweep"`
-	Repeat    RepeatSpec          `toml:"repeat"`
-	Scales    map[string]Scale    `toml:"scale"`
-	Limits    []string            `toml:"limits"`
+	Expect []Expectation `toml:"expect"`
 
 	// Filled by Parse.
 	File      string        `toml:"-"`
