@@ -41,7 +41,8 @@ server, as a study does, and stops it at the end.
 Each workload's flags are its parameters, which a study file's [workload]
 table takes with the same names (in snake case) and bounds.
 
-Exit codes: 0 success, 1 the load failed, 2 bad flags, 130 interrupted.`,
+Exit codes: 0 success, 1 the load failed or an --expect threshold failed,
+2 bad flags, 130 interrupted.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return usageError(fmt.Errorf("name a workload: %s (see 'dbrig load --help')", strings.Join(loadNames(cmd), ", ")))
@@ -74,6 +75,9 @@ type loadFlags struct {
 	metricsAddr    string
 	fleet          fleetFlags
 	samples        string
+	// expect are the thresholds of --expect, read by check.
+	expect       []string
+	expectations []*study.Expectation
 }
 
 // register adds the shared flags to a load command. The link's flags (an
@@ -91,12 +95,17 @@ func (f *loadFlags) register(cmd *cobra.Command, kind string) {
 	f.fleet.register(cmd, true)
 	fl.StringVar(&f.samples, "samples", "", "with --agents: write every measured transaction's latency in µs to `FILE`, one per line (to check a merge; costs 8 bytes per transaction on the wire)")
 	_ = fl.MarkHidden("samples")
+	fl.StringArrayVar(&f.expect, "expect", nil, "a threshold every point must meet, as k6 writes them: `METRIC<VALUE` (p99<50ms, tps>=2000, errors=0; repeatable); a failed one exits 1")
 }
 
 // check reports every shared flag that is wrong, or wrong for this kind,
 // at once.
 func (f *loadFlags) check(k workload.Kind, changed func(string) bool) error {
 	var errs []error
+	var err error
+	if f.expectations, err = parseExpectFlags(f.expect, k); err != nil {
+		errs = append(errs, err)
+	}
 	if f.target != "" && changed("engine") {
 		errs = append(errs, errors.New("--target and --engine both choose the server: a target's engine is its URI's"))
 	}
@@ -257,14 +266,16 @@ func runLoad(ctx context.Context, a *app, k workload.Kind, f *loadFlags, pf *par
 		return runError(err)
 	}
 	doc := view.summary(info, ran, err)
+	checks := judgeExpectations(f.expectations, ran)
 	if f.json {
 		enc := json.NewEncoder(a.stdout)
 		enc.SetIndent("", "  ")
-		_ = enc.Encode(doc)
+		_ = enc.Encode(withExpectations(doc, checks))
 	} else {
 		view.print(a.stdout, doc)
+		printExpectations(a.stdout, term.Style{Enabled: term.ColorEnabled(a.stdout, a.getenv)}, checks)
 	}
-	return loadOutcome(a, ran, err)
+	return expectOutcome(loadOutcome(a, ran, err), checks)
 }
 
 func (l loadInfo) where() string {

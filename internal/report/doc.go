@@ -87,6 +87,10 @@ const (
 	Reproduced  Verdict = "reproduced"
 	Differs     Verdict = "differs"
 	NotMeasured Verdict = "not measured"
+	// WithinNoise is a bound that falls inside the runs' own range: some
+	// runs are on either side of it, so the runs neither show nor refute
+	// it. It is never a pass.
+	WithinNoise Verdict = "within noise"
 )
 
 // Finding is one published finding beside what dbrig measured.
@@ -94,7 +98,7 @@ type Finding struct {
 	Published string  // what the source found, in its words, with its figure
 	Measured  string  // what dbrig measured here, with the figure
 	Model     string  // what the model predicts
-	Verdict   Verdict // reproduced / differs / not measured
+	Verdict   Verdict // reproduced / differs / within noise / not measured
 	Why       string  // the verdict in words: why it holds or differs
 	// Spread is the runs' own spread the verdict was judged against
 	// ("3 runs each: 309-953 Mbit/s"), so a reader can weigh it.

@@ -156,7 +156,7 @@ func blankCell(s string) bool {
 }
 
 type verdictCounts struct {
-	Reproduced, Differs, NotMeasured, Other int
+	Reproduced, Differs, WithinNoise, NotMeasured, Other int
 }
 
 func countVerdicts(fs []Finding) verdictCounts {
@@ -167,6 +167,8 @@ func countVerdicts(fs []Finding) verdictCounts {
 			c.Reproduced++
 		case Differs:
 			c.Differs++
+		case WithinNoise:
+			c.WithinNoise++
 		case NotMeasured:
 			c.NotMeasured++
 		default:
@@ -184,6 +186,8 @@ func verdictClass(v Verdict) string {
 		return "v-differs"
 	case NotMeasured:
 		return "v-not-measured"
+	case WithinNoise:
+		return "v-within-noise"
 	}
 	return "v-other"
 }

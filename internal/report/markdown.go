@@ -298,6 +298,9 @@ func statsLine(d *Doc) string {
 	if c.Differs > 0 {
 		vs = append(vs, plural(c.Differs, "differs", "differ"))
 	}
+	if c.WithinNoise > 0 {
+		vs = append(vs, fmt.Sprintf("%d within noise", c.WithinNoise))
+	}
 	if c.NotMeasured > 0 {
 		vs = append(vs, fmt.Sprintf("%d not measured", c.NotMeasured))
 	}

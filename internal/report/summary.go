@@ -122,7 +122,7 @@ func verdictStyle(st term.Style, v Verdict, s string) string {
 		return st.Green(s)
 	case Differs:
 		return st.Red(s)
-	case NotMeasured:
+	case NotMeasured, WithinNoise:
 		return st.Yellow(s)
 	}
 	return s

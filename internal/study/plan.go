@@ -768,3 +768,64 @@ func (s *Spec) resolveInstance(i int, in InstanceSpec, subst func(string, any) a
 func (c *Combo) SettingKey(instance, setting string) string {
 	return c.settingKeys[instance+"/"+setting]
 }
+
+// checkSweepUsed refuses a sweep variable that changes nothing a point
+// runs: no ${var} of the workload's parameters, an instance, a link, the
+// client or a scale's set refers to it, and no scale's when rule matches
+// on it. Its values would multiply the plan with points that all run the
+// same, and the report would set them side by side as if they differed.
+func (v *validator) checkSweepUsed() {
+	s := v.spec
+	used := map[string]bool{}
+	refer := func(x any) { collectRefs(x, used) }
+	for _, in := range s.Instances {
+		for _, x := range []any{in.Engine, in.Count, in.CPUs, in.Memory, in.DataDir, in.WALDir, in.Settings} {
+			refer(x)
+		}
+	}
+	refer(s.Client.GOMAXPROCS)
+	refer(s.Client.CPUs)
+	for _, l := range s.Links {
+		refer(l.Profile)
+		refer(l.Settings)
+	}
+	refer(s.Workload)
+	for _, sc := range s.Scales {
+		refer(sc.Set)
+		for _, r := range sc.When {
+			refer(r.Set)
+			for name := range r.Match {
+				used[name] = true
+			}
+		}
+	}
+	for _, name := range s.SweepKeys {
+		if used[name] {
+			continue
+		}
+		hint := "refer to it as ${" + name + "} in the workload's parameters, an instance, a link or the client, or remove it"
+		if slices.ContainsFunc(s.kind.Params, func(p workload.ParamSpec) bool { return p.Name == name }) {
+			hint = fmt.Sprintf("to sweep the workload's parameter %s, write %s = \"${%s}\" under [workload]", name, name, name)
+		}
+		v.add("sweep."+name, "no ${%s} refers to it and no scale's when rule matches it, so each of its values would run the same points again: %s", name, hint)
+	}
+}
+
+// collectRefs marks every sweep variable a value refers to, in its
+// strings, lists and tables.
+func collectRefs(x any, into map[string]bool) {
+	switch t := x.(type) {
+	case string:
+		for _, m := range varRef.FindAllStringSubmatch(t, -1) {
+			into[m[1]] = true
+		}
+	case []any:
+		for _, e := range t {
+			collectRefs(e, into)
+		}
+	case map[string]any:
+		for _, e := range t {
+			collectRefs(e, into)
+		}
+	}
+}

@@ -82,6 +82,9 @@ func BuildReport(rd *RunData) *report.Doc {
 			d.Findings = append(d.Findings, judge(rd, p))
 		}
 	}
+	for i := range s.Expect {
+		d.Findings = append(d.Findings, s.Expect[i].finding(rd))
+	}
 	for _, add := range s.reports {
 		add(rd, d)
 	}

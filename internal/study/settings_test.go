@@ -18,7 +18,7 @@ func TestSettingsAStudyMayNotSet(t *testing.T) {
 	t.Parallel()
 	reg := NewRegistry(engine.NewRegistry(postgres.New(""), mariadb.New("")), []workload.Kind{testKind()})
 	with := func(settings string) string {
-		return strings.Replace(goodSpec, `settings = { work_mem = "${mem}" }`, "[instance.settings]\n"+settings, 1)
+		return withoutMem(strings.Replace(goodSpec, `settings = { work_mem = "${mem}" }`, "[instance.settings]\n"+settings, 1))
 	}
 	tests := []struct {
 		name, settings string
@@ -68,8 +68,8 @@ func TestSettingsAStudyMayNotSet(t *testing.T) {
 func TestSettingsRuleOnEveryEngineAPointRuns(t *testing.T) {
 	t.Parallel()
 	reg := NewRegistry(engine.NewRegistry(postgres.New(""), mariadb.New("")), []workload.Kind{testKind()})
-	src := strings.Replace(goodSpec, `settings = { work_mem = "${mem}" }`,
-		"[instance.settings.postgres]\nwork_mem = \"4MB\"\n[instance.settings.mariadb]\nport = 3306\ninit_connect = \"DO 1\"", 1)
+	src := withoutMem(strings.Replace(goodSpec, `settings = { work_mem = "${mem}" }`,
+		"[instance.settings.postgres]\nwork_mem = \"4MB\"\n[instance.settings.mariadb]\nport = 3306\ninit_connect = \"DO 1\"", 1))
 	s, err := Parse("demo.toml", []byte(src), reg)
 	if err != nil {
 		t.Fatalf("the postgres points set nothing of MariaDB's: %v", err)
@@ -95,3 +95,7 @@ func TestSettingsRuleOnEveryEngineAPointRuns(t *testing.T) {
 		t.Errorf("a swept value with a newline: Parse = %v", err)
 	}
 }
+
+// withoutMem drops the sweep of mem from a study whose settings no longer
+// refer to it, which would be refused as a variable that changes nothing.
+func withoutMem(spec string) string { return strings.Replace(spec, "mem = [\"4MB\"]\n", "", 1) }

@@ -38,6 +38,9 @@ type Spec struct {
 	Scales       map[string]Scale    `toml:"scale"`
 	Limits       []string            `toml:"limits"`
 
+	// Expect are the study's own expectations, judged with no judge in Go.
+	Expect []Expectation `toml:"expect"`
+
 	// Filled by Parse.
 	File      string        `toml:"-"`
 	Text      string        `toml:"-"`
@@ -488,6 +491,7 @@ func (v *validator) validate(reg *Registry) {
 		}
 		ids[p.ID] = true
 	}
+	v.checkExpectations(kind, ok, ids)
 
 	// Scales: each valid, and every point of each resolvable.
 	if s.DefaultScale != "" {
@@ -534,6 +538,7 @@ func (v *validator) validate(reg *Registry) {
 	if !ok || !sweepOK {
 		return
 	}
+	v.checkSweepUsed()
 	// Every point of the base plan and of each scale must resolve.
 	for _, scale := range append([]string{""}, s.ScaleNames()...) {
 		if _, err := s.plan(scale, PlanOptions{}); err != nil {
