@@ -87,6 +87,10 @@ const (
 	Reproduced  Verdict = "reproduced"
 	Differs     Verdict = "differs"
 	NotMeasured Verdict = "not measured"
+	// WithinNoise is a bound that falls inside the runs' own range: some
+	// runs are on either side of it, so the runs neither show nor refute
+	// it. It is never a pass.
+	WithinNoise Verdict = "within noise"
 )
 
 // Finding is one published finding beside what dbrig measured.
