@@ -113,15 +113,19 @@ func fmtSec(s float64) string {
 	return study.FormatMetric("seconds", s)
 }
 
-// gainClass puts a gain in words by the speed-up it means (1 + gain/100).
-func gainClass(g float64) string {
-	switch speedup := 1 + g/100; {
-	case math.IsNaN(g):
-		return "not measured"
-	case speedup < 1.25:
-		return "no real gain"
-	case speedup < 5:
-		return "a speed-up of 1.25x to 5x"
-	}
-	return "a speed-up of 5x or more"
+// speedupTolerance is how far, as a factor either way, a measured
+// speed-up may lie from the seed's and still say the same: each of the two
+// times on a busy machine moves by up to about 20 %, so their ratio by up
+// to about 1.5x.
+const speedupTolerance = 1.5
+
+// sameSpeedup reports whether two gains (the seed's (A - B) / B × 100)
+// mean speed-ups within speedupTolerance of each other, on a log scale: a
+// slowdown is as far from a speed-up as the ratio says, and 14x is not
+// 114x.
+func sameSpeedup(got, published float64) bool {
+	return math.Abs(math.Log((1+got/100)/(1+published/100))) <= math.Log(speedupTolerance)
 }
+
+// speedup puts a gain as the speed-up it means: "13.99x", "0.95x".
+func speedup(g float64) string { return fmt.Sprintf("%.2fx", 1+g/100) }
