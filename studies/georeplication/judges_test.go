@@ -2,6 +2,7 @@ package georeplication
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/dbrig/dbrig/internal/engine"
@@ -53,7 +54,7 @@ func runData(t *testing.T, pts []measured) *study.RunData {
 				Values: map[string]any{"scenario": p.scenario, "wan": p.wan, "window": p.window, "payload": p.payload, "rows": p.rows},
 				Params: workload.Params{"scenario": p.scenario, "payload": p.payload, "rows": p.rows, "buffer_size": int64(40000)},
 				Links: []workload.LinkResult{{Profile: p.wan + "+" + p.window, Mode: "link", RTTSeconds: wanRTT[p.wan], RateBitsPerS: 1e9,
-					WindowBytes: window, ReverseBytes: p.rows * 1100, ForwardBytes: p.rows * 1100}},
+					WindowBytes: window, SendBufferBytes: map[string]int64{stack: 8192}[p.window], ReverseBytes: p.rows * 1100, ForwardBytes: p.rows * 1100}},
 				Metrics: m,
 			})
 		}
@@ -140,5 +141,29 @@ func TestSameSpeedupOnALogScale(t *testing.T) {
 		if got := sameSpeedup(tt.got, tt.published); got != tt.want {
 			t.Errorf("sameSpeedup(%v, %v) = %v, want %v", tt.got, tt.published, got, tt.want)
 		}
+	}
+}
+
+// TestTheLegacyStackIsTheSeedsA: where a run measured the whole 2003 stack
+// (window and send buffer), the gains are judged against it, not against
+// the window alone.
+func TestTheLegacyStackIsTheSeedsA(t *testing.T) {
+	t.Parallel()
+	pts := []measured{
+		{"push", "char-1k", "tukwila-blueridge", legacy, 1000, 2.0, nil}, // the window alone: no gain
+		{"push", "char-1k", "tukwila-blueridge", stack, 1000, 4.2, nil},  // five round trips a buffer
+		{"push", "char-1k", "tukwila-blueridge", autotuned, 1000, 2.0, nil},
+	}
+	f := verdictOf(t, runData(t, pts), "push-char")
+	if f.Verdict != report.Reproduced || !strings.Contains(f.Measured, "8 KB send buffer") {
+		t.Errorf("verdict %s: measured %q; why %q", f.Verdict, f.Measured, f.Why)
+	}
+	f = verdictOf(t, runData(t, pts[:1:1]), "push-char")
+	if f.Verdict != report.NotMeasured {
+		t.Errorf("without a B point: %s", f.Verdict)
+	}
+	f = verdictOf(t, runData(t, []measured{pts[0], pts[2]}), "push-char")
+	if f.Verdict != report.Differs || !strings.Contains(f.Measured, "a 64 KiB window") {
+		t.Errorf("the window alone: verdict %s: measured %q", f.Verdict, f.Measured)
 	}
 }
