@@ -90,6 +90,8 @@ func TestCompareTwoRuns(t *testing.T) {
 	}
 	if st, err := os.Stat(html); err != nil || st.Size() < 1000 {
 		t.Errorf("--html wrote %v, %v", st, err)
+	} else if page, _ := os.ReadFile(html); strings.Contains(string(page), "0 points (0 combinations") {
+		t.Errorf("the comparison's page counts a plan it has none of: %q", "0 points (0 combinations")
 	}
 
 	other := emptyRun(t, "other")

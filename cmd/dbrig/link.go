@@ -1,13 +1,16 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"strconv"
 	"strings"
+	"sync"
 	"text/tabwriter"
 	"time"
 
@@ -156,7 +159,8 @@ func (durationFlag) Type() string { return "duration" }
 // runLink runs the proxy until the command's context ends (SIGINT/SIGTERM).
 func runLink(cmd *cobra.Command, a *app, f linkFlags, cfg link.Config) error {
 	ctx := cmd.Context()
-	p, err := link.Listen(ctx, f.listen, f.upstream, cfg)
+	report := &upstreamReport{a: a, jsonOut: f.jsonOut, upstream: f.upstream}
+	p, err := link.Listen(ctx, f.listen, f.upstream, cfg, link.WithLogger(slog.New(report)))
 	if err != nil {
 		return failure(err)
 	}
@@ -330,4 +334,58 @@ func listProfiles(w io.Writer, jsonOut bool) error {
 Modifiers (+name) change a base profile: --profile tukwila-dublin+legacy-window.
 rtt-<duration> (such as rtt-23ms) is a WAN link of that RTT at 1gbit with a 16MiB window.`))
 	return err
+}
+
+// burstGap is how long the upstream must go without a failed dial before
+// the next failure is said again.
+const burstGap = time.Second
+
+// upstreamReport says on stderr (and, with --json, on stdout) that the
+// upstream could not be reached, once per burst of failures: a client the
+// link turns away sees only a reset, and a burst of them one line each
+// would drown the statistics.
+type upstreamReport struct {
+	a        *app
+	jsonOut  bool
+	upstream string
+
+	mu     sync.Mutex
+	last   time.Time // the burst's latest failure
+	within int       // failures in the burst after the one said
+}
+
+func (u *upstreamReport) Enabled(context.Context, slog.Level) bool { return true }
+func (u *upstreamReport) WithAttrs([]slog.Attr) slog.Handler       { return u }
+func (u *upstreamReport) WithGroup(string) slog.Handler            { return u }
+
+func (u *upstreamReport) Handle(_ context.Context, r slog.Record) error {
+	if r.Message != "link: dial upstream" {
+		return nil
+	}
+	var why string
+	r.Attrs(func(at slog.Attr) bool {
+		if at.Key == "err" {
+			why = at.Value.String()
+		}
+		return true
+	})
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if !u.last.IsZero() && r.Time.Sub(u.last) < burstGap {
+		u.last = r.Time
+		u.within++
+		return nil
+	}
+	more := u.within
+	u.last, u.within = r.Time, 0
+	if u.jsonOut {
+		writeJSON(u.a.stdout, map[string]any{"event": "upstream_unreachable", "time": r.Time.Format(time.RFC3339Nano),
+			"upstream": u.upstream, "error": why, "earlier_failures_unreported": more})
+	}
+	line := fmt.Sprintf("dbrig link: cannot reach the upstream %s: %s; the client's connection was reset", u.upstream, why)
+	if more > 0 {
+		line += fmt.Sprintf(" (and %d more in the previous burst)", more)
+	}
+	fmt.Fprintln(u.a.stderr, line)
+	return nil
 }

@@ -443,3 +443,42 @@ func TestLinkFlagsOverrideProfile(t *testing.T) {
 		t.Errorf("config %+v, want rtt 6ms from the flag, rate 1gbit from the profile, window 1000 and mss 536", c)
 	}
 }
+
+// TestLinkSaysTheUpstreamIsDown: clients the link turns away because its
+// upstream refuses see only a reset; the link says why on stderr and in
+// --json, once for a burst of such clients.
+func TestLinkSaysTheUpstreamIsDown(t *testing.T) {
+	t.Parallel()
+	down := freePort(t) // nothing listens there
+	addr, out, errs, stop := startLinkCmd(t, "--upstream", down, "--json", "--stats-interval", "0")
+	first := time.Now()
+	const clients = 5
+	for range clients {
+		c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+		if err != nil {
+			continue // reset before the handshake finished
+		}
+		c.SetDeadline(time.Now().Add(10 * time.Second))
+		if _, err := c.Read(make([]byte, 1)); err == nil {
+			t.Errorf("a client of a link whose upstream is down read data")
+		}
+		c.Close()
+	}
+	burst := time.Since(first)
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(errs.String(), "cannot reach the upstream") && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if code := stop(); code != 0 {
+		t.Fatalf("exit %d: %s", code, errs.String())
+	}
+	said := strings.Count(errs.String(), "dbrig link: cannot reach the upstream "+down)
+	if said == 0 || !strings.Contains(out.String(), `"event":"upstream_unreachable"`) {
+		t.Fatalf("the link did not say its upstream was down;\nstderr: %s\nstdout: %s", errs.String(), out.String())
+	}
+	// The clients came back to back: one burst, said once, unless the
+	// machine spread them further apart than a burst's gap.
+	if burst < burstGap && said != 1 {
+		t.Errorf("said %d times for %d clients in %s, want once per burst:\n%s", said, clients, burst, errs.String())
+	}
+}

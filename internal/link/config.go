@@ -55,6 +55,9 @@ const (
 	// LegacyWindow is the largest window without window scaling (RFC 1323):
 	// Windows Server 2003's receive window in seed 000.
 	LegacyWindow = 65535
+	// LegacySendBuffer is the default Winsock send buffer of Windows Server
+	// 2003 in seed 000 ("the default Winsock buffer size is 8 KB").
+	LegacySendBuffer = 8 << 10
 	// AutotunedWindow is a receive window that autotuning grows to (Windows
 	// Server 2008, Linux with large tcp_rmem), seed 000.
 	AutotunedWindow = 16 << 20
@@ -79,6 +82,12 @@ type Config struct {
 	// Window is the most bytes in flight per direction of one connection
 	// (0 = unlimited).
 	Window units.Size
+	// SendBuffer is the most bytes the sending application may have
+	// unacknowledged per direction (0 = unlimited): an old stack's fixed
+	// send buffer holds bytes until they are acknowledged, so it bounds
+	// what is in flight as a window does (seed 000: Windows Server 2003's
+	// 8 KB Winsock buffer).
+	SendBuffer units.Size
 	// Loss is the probability that a segment is lost; recovery is modelled
 	// as a stall of one retransmission timeout.
 	Loss float64
@@ -132,7 +141,7 @@ func (c Config) MinRTOOrDefault() time.Duration {
 // Impaired reports whether the link changes anything at all.
 func (c Config) Impaired() bool {
 	return c.RTT > 0 || c.ForwardDelay > 0 || c.ReverseDelay > 0 || c.Jitter > 0 ||
-		c.Rate > 0 || c.Window > 0 || c.Loss > 0 || c.Duplex != FullDuplex
+		c.Rate > 0 || c.Window > 0 || c.SendBuffer > 0 || c.Loss > 0 || c.Duplex != FullDuplex
 }
 
 // Bounds of the model's settings. Beyond them a value is a typo, and some
@@ -167,14 +176,27 @@ const (
 // naming the setting, its value and its bound (the bounds of [Params]).
 func (c Config) Validate() error { return errors.Join(checkRead(c, nil, nil)...) }
 
+// InFlight is the most bytes one direction of a connection may have in
+// flight: the smaller of the window and the send buffer (0 = unlimited).
+func (c Config) InFlight() units.Size {
+	switch {
+	case c.Window <= 0:
+		return max(c.SendBuffer, 0)
+	case c.SendBuffer <= 0:
+		return c.Window
+	}
+	return min(c.Window, c.SendBuffer)
+}
+
 // WindowLimitedRate is the most a single connection can carry through the
 // window: window / RTT in bits per second (0 when unlimited).
 func (c Config) WindowLimitedRate() units.Rate {
 	rtt := c.EffectiveRTT()
-	if c.Window <= 0 || rtt <= 0 {
+	w := c.InFlight()
+	if w <= 0 || rtt <= 0 {
 		return 0
 	}
-	return units.Rate(float64(c.Window) * 8 / rtt.Seconds())
+	return units.Rate(float64(w) * 8 / rtt.Seconds())
 }
 
 // BulkRate is the model's steady rate of one bulk transfer in one direction:
@@ -209,6 +231,9 @@ func (c Config) String() string {
 	}
 	if c.Window > 0 {
 		parts = append(parts, "window "+c.Window.String())
+	}
+	if c.SendBuffer > 0 {
+		parts = append(parts, "sndbuf "+c.SendBuffer.String())
 	}
 	if c.Jitter > 0 {
 		parts = append(parts, "jitter "+units.FormatDuration(c.Jitter))

@@ -222,7 +222,7 @@ type segment struct {
 func newFlow(m *medium, rec *recorder, d direction) *flow {
 	cfg := m.cfg
 	fwd, rev := cfg.OneWay()
-	f := &flow{m: m, rec: rec, dir: d, delay: fwd, ackDelay: rev, window: int64(cfg.Window),
+	f := &flow{m: m, rec: rec, dir: d, delay: fwd, ackDelay: rev, window: int64(cfg.InFlight()),
 		mss: cfg.SegmentSize(), rto: cfg.RetransmitTimeout()}
 	if d == reverse {
 		f.delay, f.ackDelay = rev, fwd

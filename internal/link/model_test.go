@@ -98,6 +98,9 @@ func TestModelBulkRate(t *testing.T) {
 		{"legacy window 100ms on 1gbit", Config{RTT: 100 * time.Millisecond, Window: LegacyWindow, Rate: units.Gbit},
 			units.Rate(LegacyWindow * 8 / (0.1 + mss/1e3))},
 		{"legacy window 77ms", Config{RTT: 77 * time.Millisecond, Window: LegacyWindow}, units.Rate(LegacyWindow * 8 / 0.077)},
+		// The 2003 stack: its 8 KB send buffer, not its window, bounds what is in flight.
+		{"legacy stack 77ms", Config{RTT: 77 * time.Millisecond, Window: LegacyWindow, SendBuffer: LegacySendBuffer}, units.Rate(LegacySendBuffer * 8 / 0.077)},
+		{"send buffer above the window", Config{RTT: 77 * time.Millisecond, Window: LegacyWindow, SendBuffer: AutotunedWindow}, units.Rate(LegacyWindow * 8 / 0.077)},
 		{"asymmetric delays", Config{ForwardDelay: 70 * time.Millisecond, ReverseDelay: 30 * time.Millisecond, Window: 256 * units.KiB},
 			units.Rate(256 * 1024 * 8 / 0.1)},
 		// With a window well above the bandwidth-delay product the rate rules.
@@ -111,7 +114,7 @@ func TestModelBulkRate(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			fwd, _, rec := newTestFlows(t, tt.cfg)
 			left := 64 << 20
-			if w := int(tt.cfg.Window); w > 0 {
+			if w := int(tt.cfg.InFlight()); w > 0 {
 				left -= left % w // whole windows, so the last round trip is a full one
 			}
 			s := &sender{f: fwd, left: left, now: t0}
@@ -126,8 +129,8 @@ func TestModelBulkRate(t *testing.T) {
 				t.Errorf("steady rate %s differs from Config.BulkRate %s by more than 2%%", got, br)
 			}
 			st := rec.snapshot().Forward
-			if w := int64(tt.cfg.Window); w > 0 && st.MaxInFlight != w {
-				t.Errorf("max in flight %d, want the window %d", st.MaxInFlight, w)
+			if w := int64(tt.cfg.InFlight()); w > 0 && st.MaxInFlight != w {
+				t.Errorf("max in flight %d, want the window or send buffer %d", st.MaxInFlight, w)
 			}
 			t.Logf("%s: %s (Config.BulkRate %s), max in flight %d", tt.cfg, got, tt.cfg.BulkRate(), st.MaxInFlight)
 		})

@@ -99,6 +99,7 @@ var params = []Param{
 		func(c *Config) *time.Duration { return &c.ReverseDelay }, MaxRTT, beyondMoon),
 	rateParam(),
 	windowParam(),
+	sendBufferParam(),
 	durationParam("jitter", "extra delay per segment, uniform in [0, `duration`] (such as 2ms); never reorders",
 		func(c *Config) *time.Duration { return &c.Jitter }, MaxRTT, beyondMoon),
 	lossParam(),
@@ -200,6 +201,30 @@ func windowParam() Param {
 	p.relate = func(c Config, spell func(string) string) (string, string) {
 		if c.Window > 0 && int(c.Window) < c.SegmentSize() {
 			return c.Window.String(), fmt.Sprintf("smaller than one segment (%s %d bytes): want at least the segment, or 0 for unlimited",
+				spell("mss"), c.SegmentSize())
+		}
+		return "", ""
+	}
+	return p
+}
+
+func sendBufferParam() Param {
+	p := field[units.Size]{of: func(c *Config) *units.Size { return &c.SendBuffer }, parse: units.ParseSize,
+		show: units.Size.String,
+		complain: func(w units.Size) string {
+			switch {
+			case w < 0:
+				return "must not be negative"
+			case w > MaxWindow:
+				return fmt.Sprintf("at most %s (%s)", units.Size(MaxWindow), windowScaled)
+			}
+			return ""
+		},
+	}.param("sndbuf", "the sender's buffer: most bytes the sending application may have unacknowledged per direction, beside the window (a `size` such as 8KiB; 0 = unlimited); at least --mss",
+		fmt.Sprintf("0 (unlimited), or one segment (mss) to %s: %s", units.Size(MaxWindow), windowScaled))
+	p.relate = func(c Config, spell func(string) string) (string, string) {
+		if c.SendBuffer > 0 && int(c.SendBuffer) < c.SegmentSize() {
+			return c.SendBuffer.String(), fmt.Sprintf("smaller than one segment (%s %d bytes): want at least the segment, or 0 for unlimited",
 				spell("mss"), c.SegmentSize())
 		}
 		return "", ""

@@ -26,6 +26,7 @@ func TestProfilesKeepTheirConfigs(t *testing.T) {
 		"duplex-mismatch":                        {Duplex: Mismatch},
 		"half-duplex":                            {Duplex: HalfDuplex},
 		"legacy-window":                          {Window: 65535},
+		"legacy-stack":                           {Window: 65535, SendBuffer: 8192},
 		"dublin-tukwila":                         {RTT: 150000000, Rate: 1e+09, Window: 16777216},
 		"blueridge-quincy":                       {RTT: 68000000, Rate: 1e+09, Window: 16777216},
 		"rtt-23ms":                               {RTT: 23000000, Rate: 1e+09, Window: 16777216},

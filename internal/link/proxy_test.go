@@ -82,24 +82,26 @@ func bulk(t *testing.T, cfg Config, n int) (units.Rate, Stats) {
 
 func TestFidelityWindow(t *testing.T) {
 	for _, tt := range []struct {
-		rtt    time.Duration
-		window units.Size
+		rtt            time.Duration
+		window, sndbuf units.Size
 	}{
-		{50 * time.Millisecond, LegacyWindow},
-		{20 * time.Millisecond, 256 * units.KiB},
+		{50 * time.Millisecond, LegacyWindow, 0},
+		{20 * time.Millisecond, 256 * units.KiB, 0},
+		// The 2003 stack: the 8 KB send buffer bounds what is in flight.
+		{50 * time.Millisecond, LegacyWindow, LegacySendBuffer},
 	} {
-		cfg := Config{RTT: tt.rtt, Window: tt.window, Rate: units.Gbit}
-		want := cfg.BulkRate()
+		cfg := Config{RTT: tt.rtt, Window: tt.window, SendBuffer: tt.sndbuf, Rate: units.Gbit}
+		want, inFlight := cfg.BulkRate(), cfg.InFlight()
 		// Whole windows, so the last round trip is a full one.
-		got, st := bulk(t, cfg, int(tt.window)*int(2*time.Second/tt.rtt))
+		got, st := bulk(t, cfg, int(inFlight)*int(2*time.Second/tt.rtt))
 		ratio := float64(got) / float64(want)
-		t.Logf("window %s at %s RTT: %s, model %s, ratio %.4f; max in flight %d, %d window stalls",
-			tt.window, units.FormatDuration(tt.rtt), got, want, ratio, st.Forward.MaxInFlight, st.Forward.WindowStalls)
+		t.Logf("%s: %s, model %s, ratio %.4f; max in flight %d, %d window stalls",
+			cfg, got, want, ratio, st.Forward.MaxInFlight, st.Forward.WindowStalls)
 		if ratio < 0.85 || ratio > 1.02 {
-			t.Errorf("window %s at %s RTT: %s, want the model's %s (-15%%/+2%%)", tt.window, tt.rtt, got, want)
+			t.Errorf("%s: %s, want the model's %s (-15%%/+2%%)", cfg, got, want)
 		}
-		if st.Forward.MaxInFlight != int64(tt.window) {
-			t.Errorf("max in flight %d, want the window %d", st.Forward.MaxInFlight, tt.window)
+		if st.Forward.MaxInFlight != int64(inFlight) {
+			t.Errorf("%s: max in flight %d, want %d", cfg, st.Forward.MaxInFlight, inFlight)
 		}
 	}
 }

@@ -94,6 +94,12 @@ type IntervalHistograms struct {
 // second.
 func (iv Interval) String() string {
 	o := iv.Overall
+	if iv.Phase == Stopping {
+		// Only what was in flight at the end finishes here, over a
+		// sliver of a second: a rate of it would read as a result.
+		return fmt.Sprintf("%6s %-8s %d operations in flight at the end finished after it (not measured), errors %d",
+			units.FormatDuration(iv.Start+iv.Length), iv.Phase, o.Ops, o.Errors.Total())
+	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "%6s %-8s users %d  tps %.0f  p50 %s  p99 %s  max %s  errors %d",
 		units.FormatDuration(iv.Start+iv.Length), iv.Phase, iv.Users, o.TPS(iv.Length),

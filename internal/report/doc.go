@@ -64,8 +64,11 @@ type Counts struct {
 }
 
 // Line says it in one sentence: "207 points (69 combinations × 3 runs):
-// 205 measured, 1 failed, 1 not run yet".
+// 205 measured, 1 failed, 1 not run yet"; "" when there was no plan.
 func (c Counts) Line() string {
+	if c.Planned == 0 {
+		return "" // a document of no plan of its own (a comparison of two runs)
+	}
 	s := fmt.Sprintf("%s (%s × %s): %d measured", plural(c.Planned, "point", "points"),
 		plural(c.Combinations, "combination", "combinations"), plural(c.Runs, "run", "runs"), c.Measured)
 	if c.Failed > 0 {

@@ -307,7 +307,9 @@ func statsLine(d *Doc) string {
 	if len(vs) > 0 {
 		parts[0] += " (" + strings.Join(vs, ", ") + ")"
 	}
-	parts = append(parts, d.Counts.Line())
+	if line := d.Counts.Line(); line != "" {
+		parts = append(parts, line)
+	}
 	if g := formatTime(d.Generated); g != "" {
 		parts = append(parts, "generated "+g)
 	}

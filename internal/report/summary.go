@@ -81,11 +81,12 @@ func WriteSummary(w io.Writer, d *Doc, color bool) error {
 	}
 
 	p("\n")
-	line := d.Counts.Line()
-	if d.Counts.Failed > 0 {
-		line = st.Red(line)
+	if line := d.Counts.Line(); line != "" {
+		if d.Counts.Failed > 0 {
+			line = st.Red(line)
+		}
+		p("%s %s\n", st.Bold("Points:"), line)
 	}
-	p("%s %s\n", st.Bold("Points:"), line)
 	for i, f := range d.Failures {
 		if i == summaryMaxFailures {
 			p("  ... and %d more (see the report)\n", len(d.Failures)-summaryMaxFailures)

@@ -81,7 +81,7 @@ func HeadlineFigures(k workload.Kind, r workload.Result) string {
 	}
 	var parts []string
 	for _, name := range names {
-		s := name + " " + format(name, r.Metrics[name])
+		s := workload.MetricLabel(name) + " " + format(name, r.Metrics[name])
 		if m, ok := r.Model[name]; ok {
 			s += fmt.Sprintf(" (model %s, %+.0f%%)", format(name, m), PercentError(r.Metrics[name], m))
 		}
@@ -102,6 +102,31 @@ type LineProgress struct {
 	total int
 	last  time.Time
 	key   string
+	steps steps
+}
+
+// steps numbers a point's phases: a workload reports each phase's
+// progress from zero (loading, then querying), so a fall in the share done
+// starts the next step rather than showing progress going backwards.
+type steps struct {
+	n    int
+	last float64
+}
+
+// at records done of total and says which step it belongs to ("" for the
+// first of a point).
+func (s *steps) at(done, total int64) string {
+	share := float64(done) / float64(total)
+	if s.n == 0 {
+		s.n = 1
+	} else if share < s.last {
+		s.n++
+	}
+	s.last = share
+	if s.n == 1 {
+		return ""
+	}
+	return fmt.Sprintf("step %d: ", s.n)
 }
 
 func (p *LineProgress) Start(points, skipped int) {
@@ -113,7 +138,7 @@ func (p *LineProgress) Start(points, skipped int) {
 func (p *LineProgress) StartPoint(n, total int, key string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.n, p.total, p.key, p.last = n, total, key, time.Now()
+	p.n, p.total, p.key, p.last, p.steps = n, total, key, time.Now(), steps{}
 }
 
 func (p *LineProgress) Note(msg string) {}
@@ -121,9 +146,13 @@ func (p *LineProgress) Note(msg string) {}
 func (p *LineProgress) Update(done, total int64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if time.Since(p.last) >= 10*time.Second && total > 0 {
+	if total <= 0 {
+		return
+	}
+	step := p.steps.at(done, total)
+	if time.Since(p.last) >= 10*time.Second {
 		p.last = time.Now()
-		fmt.Fprintf(p.W, "[%d/%d] %s: %d%%\n", p.n, p.total, p.key, done*100/total)
+		fmt.Fprintf(p.W, "[%d/%d] %s: %s%d%%\n", p.n, p.total, p.key, step, done*100/total)
 	}
 }
 
@@ -144,6 +173,8 @@ type BarProgress struct {
 	overall *mpb.Bar
 	point   *mpb.Bar
 	label   string
+	step    string
+	steps   steps
 	n       int
 	total   int
 }
@@ -160,7 +191,7 @@ func (b *BarProgress) Start(points, skipped int) {
 func (b *BarProgress) StartPoint(n, total int, key string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.n, b.total, b.label = n, total, key
+	b.n, b.total, b.label, b.step, b.steps = n, total, key, "", steps{}
 	if b.point != nil {
 		b.point.Abort(true)
 	}
@@ -168,7 +199,7 @@ func (b *BarProgress) StartPoint(n, total int, key string) {
 		mpb.PrependDecorators(decor.Any(func(decor.Statistics) string {
 			b.mu.Lock()
 			defer b.mu.Unlock()
-			return b.label
+			return b.label + strings.TrimSuffix(" ("+strings.TrimSuffix(b.step, ": ")+")", " ()")
 		}, decor.WCSyncSpaceR)),
 		mpb.AppendDecorators(decor.Percentage(decor.WCSyncSpace)),
 		mpb.BarRemoveOnComplete(),
@@ -186,6 +217,9 @@ func (b *BarProgress) Note(msg string) {
 func (b *BarProgress) Update(done, total int64) {
 	b.mu.Lock()
 	bar := b.point
+	if total > 0 {
+		b.step = b.steps.at(done, total)
+	}
 	b.mu.Unlock()
 	if bar != nil && total > 0 {
 		bar.SetTotal(total, false)

@@ -3,6 +3,7 @@ package study
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -54,6 +55,33 @@ func FormatTimes(v float64) string {
 
 // Within reports whether got is within a factor f of want either way.
 func Within(got, want, f float64) bool { return got >= want/f && got <= want*f }
+
+// RunRange is the lowest and highest run of a figure, leaving out a
+// discarded first run as the mean does; NaN without runs.
+func RunRange(s Stat, discardFirst bool) (lo, hi float64) {
+	runs := s.Runs
+	if discardFirst && len(runs) > 1 {
+		runs = runs[1:]
+	}
+	if len(runs) == 0 {
+		return math.NaN(), math.NaN()
+	}
+	return slices.Min(runs), slices.Max(runs)
+}
+
+// Band judges a figure whose runs span [lo, hi] against the band [min,
+// max]: reproduced when every run's value is inside, differs when none is,
+// and within noise when the runs fall on both sides of a bound, where two
+// runs of the same study could give either verdict.
+func Band(lo, hi, min, max float64) report.Verdict {
+	switch {
+	case lo >= min && hi <= max:
+		return report.Reproduced
+	case hi < min || lo > max:
+		return report.Differs
+	}
+	return report.WithinNoise
+}
 
 // InstanceOf is the configuration of the instance a point ran on:
 // [workload.Result.Instance], for reports.

@@ -143,3 +143,24 @@ func TestJudgeEachAndUnlike(t *testing.T) {
 		t.Errorf("a finding that differs changed: %+v", got)
 	}
 }
+
+func TestBandSaysWithinNoiseWhenRunsStraddleABound(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		lo, hi float64
+		want   report.Verdict
+	}{
+		{1.2, 1.4, report.Reproduced},
+		{0.5, 0.6, report.Differs},
+		{2.1, 3, report.Differs},
+		{0.9, 1.3, report.WithinNoise},
+		{1.5, 2.5, report.WithinNoise},
+	} {
+		if got := Band(tc.lo, tc.hi, 1, 2); got != tc.want {
+			t.Errorf("Band(%g, %g, 1, 2) = %q, want %q", tc.lo, tc.hi, got, tc.want)
+		}
+	}
+	if lo, hi := RunRange(Stat{Runs: []float64{9, 1, 2, 3}}, true); lo != 1 || hi != 3 {
+		t.Errorf("RunRange without the discarded first run = %g..%g, want 1..3", lo, hi)
+	}
+}

@@ -553,6 +553,7 @@ func linkResults(stats []topology.LinkStats) []workload.LinkResult {
 			}
 			lr.RateBitsPerS = float64(l.Config.Rate)
 			lr.WindowBytes = int64(l.Config.Window)
+			lr.SendBufferBytes = int64(l.Config.SendBuffer)
 			lr.Description = l.Config.String()
 		} else {
 			lr.Description = map[string]string{"unix": "unix socket, no link", "direct": "loopback TCP, no link"}[l.Mode]

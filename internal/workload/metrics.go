@@ -3,6 +3,7 @@ package workload
 import (
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/dbrig/dbrig/internal/units"
@@ -95,4 +96,28 @@ func FormatNumber(v float64) string {
 		return fmt.Sprintf("%.3g", v)
 	}
 	return fmt.Sprintf("%.3g", v)
+}
+
+// MetricLabel is a metric's name for a line that prints its value with its
+// unit: the unit the name carries goes ("p99_ms 4.27ms" would say it
+// twice), so p99_ms is "p99", time_ms "time", seconds "time", us_per_row
+// "time per row" and throughput_bps "throughput".
+func MetricLabel(name string) string {
+	if name == "seconds" {
+		return "time"
+	}
+	for _, suffix := range []string{"_ms", "_us", "_bps", "_bytes"} {
+		if rest, ok := strings.CutSuffix(name, suffix); ok && rest != "" {
+			return rest
+		}
+	}
+	if rest, ok := strings.CutSuffix(name, "_s"); ok && rest != "" && !strings.HasSuffix(rest, "_per") {
+		return rest
+	}
+	for _, prefix := range []string{"us_per_", "ms_per_", "s_per_"} {
+		if rest, ok := strings.CutPrefix(name, prefix); ok && rest != "" {
+			return "time per " + strings.ReplaceAll(rest, "_", " ")
+		}
+	}
+	return name
 }

@@ -88,12 +88,15 @@ type LinkResult struct {
 	Duplex       string  `json:"duplex,omitempty"`
 	RateBitsPerS float64 `json:"rate_bps,omitempty"`
 	WindowBytes  int64   `json:"window_bytes,omitempty"`
-	Description  string  `json:"description"`
-	ForwardBytes int64   `json:"forward_bytes"`
-	ReverseBytes int64   `json:"reverse_bytes"`
-	Connections  int64   `json:"connections"`
-	WindowStalls int64   `json:"window_stalls,omitempty"`
-	LostSegments int64   `json:"lost_segments,omitempty"`
+	// SendBufferBytes bounds what the sender may have unacknowledged, beside
+	// the window (0 = unlimited).
+	SendBufferBytes int64  `json:"sndbuf_bytes,omitempty"`
+	Description     string `json:"description"`
+	ForwardBytes    int64  `json:"forward_bytes"`
+	ReverseBytes    int64  `json:"reverse_bytes"`
+	Connections     int64  `json:"connections"`
+	WindowStalls    int64  `json:"window_stalls,omitempty"`
+	LostSegments    int64  `json:"lost_segments,omitempty"`
 	// Segments carried each way (a lost one counted once).
 	ForwardSegments int64   `json:"forward_segments,omitempty"`
 	ReverseSegments int64   `json:"reverse_segments,omitempty"`
@@ -127,4 +130,16 @@ func (c ResolvedClient) Constrained() bool { return c.GOMAXPROCS > 0 || c.CPUs !
 func (r *Result) Keep(m Measurement) {
 	r.Metrics, r.Series, r.SeriesInterval, r.Histograms = m.Metrics, m.Series, m.SeriesInterval, m.Histograms
 	r.Notes, r.Warnings = m.Notes, m.Warnings
+}
+
+// InFlightBytes is the most one direction may have in flight: the smaller
+// of the window and the send buffer (0 = unlimited).
+func (l LinkResult) InFlightBytes() int64 {
+	switch {
+	case l.WindowBytes <= 0:
+		return max(l.SendBufferBytes, 0)
+	case l.SendBufferBytes <= 0:
+		return l.WindowBytes
+	}
+	return min(l.WindowBytes, l.SendBufferBytes)
 }

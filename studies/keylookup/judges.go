@@ -256,10 +256,18 @@ func judgeTimeFollowsPages(c comparison, p study.Published) report.Finding {
 		Measured:  fmt.Sprintf("%s the time for %s the pages", study.FormatTimes(t), study.FormatTimes(pg)),
 		Model:     fmt.Sprintf("time ratio = pages ratio = %s", study.FormatTimes(pg)),
 	}
-	if study.Within(t, pg, followFactor) {
-		f.Verdict = report.Reproduced
-		f.Why = fmt.Sprintf("The time ratio is within a factor %g of the pages ratio (the seed: 3x for 4.05x): with every page cached, the pages visited set the time.", followFactor)
-	} else {
+	// Each run of the lookups against each run of the scan: the ratios
+	// two runs of this study could give.
+	llo, lhi := study.RunRange(c.lookup.Stats["time_ms"], false)
+	slo, shi := study.RunRange(c.scan.Stats["time_ms"], false)
+	lo, hi := llo/shi, lhi/slo
+	f.Spread = fmt.Sprintf("the runs give time ratios from %s to %s", study.FormatTimes(lo), study.FormatTimes(hi))
+	switch f.Verdict = study.Band(lo, hi, pg/followFactor, pg*followFactor); f.Verdict {
+	case report.Reproduced:
+		f.Why = fmt.Sprintf("The time ratio is within a factor %g of the pages ratio in every run (the seed: 3x for 4.05x): with every page cached, the pages visited set the time.", followFactor)
+	case report.WithinNoise:
+		f.Why = fmt.Sprintf("The runs' time ratios (%s to %s) fall on both sides of a factor %g of the pages ratio (%s): two runs of this study could say either.", study.FormatTimes(lo), study.FormatTimes(hi), followFactor, study.FormatTimes(pg))
+	default:
 		f.Verdict = report.Differs
 		f.Why = fmt.Sprintf("The time ratio is %s of the pages ratio, beyond a factor %g: a page visit did not cost the same on both paths here (%.3g µs a page on the scan, %.3g µs on the lookups).",
 			study.FormatTimes(t/pg), followFactor, 1000*c.scan.Mean("time_ms")/c.scan.Mean("pages"), 1000*c.lookup.Mean("time_ms")/c.lookup.Mean("pages"))

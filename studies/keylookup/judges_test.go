@@ -2,6 +2,7 @@ package keylookup
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"strings"
 	"testing"
@@ -161,5 +162,42 @@ func TestModel(t *testing.T) {
 	}
 	if !strings.Contains(lookup.Formula, "200000 × 4 + 500") {
 		t.Errorf("formula %q", lookup.Formula)
+	}
+}
+
+// TestTimeFollowsPagesWeighsTheRuns: the lookups' runs at 200, 300 and 400
+// ms against a 100 ms scan give time ratios of 2x to 4x, on both sides of
+// the pages ratio's band: within noise, where the mean alone (3x)
+// reproduced it.
+func TestTimeFollowsPagesWeighsTheRuns(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		runs []float64 // the lookups' further runs, ms
+		want report.Verdict
+	}{
+		{"runs agree", []float64{290, 310}, report.Reproduced},
+		{"runs straddle the bound", []float64{200, 400}, report.WithinNoise},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rd := runData(t, seedLike)
+			all := rd.Results
+			for _, r := range rd.Results {
+				for i, ms := range tc.runs {
+					x := r
+					x.Run = i + 2
+					x.Key = fmt.Sprintf("%s #%d", r.Combo, x.Run)
+					x.Metrics = maps.Clone(r.Metrics)
+					if r.Params.String("path") == keylookup.Lookup {
+						x.Metrics["time_ms"] = ms
+					}
+					all = append(all, x)
+				}
+			}
+			rd.Results, rd.Summaries = all, study.Summarize(all, rd.Plan.Repeat)
+			if f := judge(t, rd, "time-follows-pages"); f.Verdict != tc.want {
+				t.Errorf("verdict %q, want %q; measured %s; spread %s; why %s", f.Verdict, tc.want, f.Measured, f.Spread, f.Why)
+			}
+		})
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/dbrig/dbrig/internal/report"
 	"github.com/dbrig/dbrig/internal/study"
 	"github.com/dbrig/dbrig/internal/units"
+	"github.com/dbrig/dbrig/internal/workload"
 	"github.com/dbrig/dbrig/internal/workload/oltp"
 )
 
@@ -127,20 +128,25 @@ func secondsCharts(rd *study.RunData) []report.Chart {
 		if step == 0 {
 			step = 1
 		}
-		c := report.Chart{ID: fmt.Sprintf("oltp-seconds-%d", i), Title: "Each second, " + label(rd, s), XLabel: "seconds into the measured interval",
-			YLabel: "transactions per second; milliseconds",
-			Note:   "Throughput and the median, 99th percentile and maximum response time of each second, from the run's per-second series (first run)."}
+		// One unit per axis: the rate and the response times apart, so
+		// that neither lies flat against the other's scale.
+		tc := report.Chart{ID: fmt.Sprintf("oltp-seconds-%d", i), Title: "Each second, " + label(rd, s) + ": throughput", XLabel: "seconds into the measured interval",
+			YLabel: "transactions per second", Note: "Throughput of each second, from the run's per-second series (first run)."}
+		lc := report.Chart{ID: fmt.Sprintf("oltp-seconds-%d-latency", i), Title: "Each second, " + label(rd, s) + ": response time", XLabel: "seconds into the measured interval",
+			YLabel: "response time (ms)", Note: "The median, 99th percentile and maximum response time of each second (first run)."}
 		for _, name := range []string{"tps", "p50_ms", "p99_ms", "max_ms"} {
-			sr := report.Series{Name: name, Style: report.Line}
-			if name == "tps" {
-				sr.Style = report.Area
-			}
+			sr := report.Series{Name: workload.MetricLabel(name), Style: report.Line}
 			for j, v := range r.Series[name] {
 				sr.Points = append(sr.Points, report.XY{X: float64(j+1) * step, Y: v})
 			}
-			c.Series = append(c.Series, sr)
+			if name == "tps" {
+				sr.Style = report.Area
+				tc.Series = append(tc.Series, sr)
+			} else {
+				lc.Series = append(lc.Series, sr)
+			}
 		}
-		out = append(out, c)
+		out = append(out, tc, lc)
 	}
 	return out
 }

@@ -71,8 +71,14 @@ func usersCharts(rd *study.RunData, cs []*Curve) []report.Chart {
 			line := report.Series{Name: name, Style: report.Line}
 			runs := report.Series{Name: name + " (runs)", Style: report.Points}
 			model := report.Series{Name: name + " model", Style: report.Model}
-			resp := report.Series{Name: name, Style: report.Line}
-			respModel := report.Series{Name: name + " model", Style: report.Model}
+			// A curve without a facet is named by its metric: the response
+			// chart's is the mean response, not tps.
+			respName := name
+			if c.Facet == "" {
+				respName = "mean response"
+			}
+			resp := report.Series{Name: respName, Style: report.Line}
+			respModel := report.Series{Name: respName + " model", Style: report.Model}
 			m := c.Model
 			xs := []float64{}
 			for _, s := range c.Points {
@@ -96,7 +102,7 @@ func usersCharts(rd *study.RunData, cs []*Curve) []report.Chart {
 			slices.Sort(xs)
 			for _, x := range slices.Compact(xs) {
 				model.Points = append(model.Points, report.XY{X: x, Y: m.TPS(x), Label: name + " model"})
-				respModel.Points = append(respModel.Points, report.XY{X: x, Y: math.Max(m.BaseMS, 1000*x/m.Peak-m.ThinkMS), Label: name + " model"})
+				respModel.Points = append(respModel.Points, report.XY{X: x, Y: math.Max(m.BaseMS, 1000*x/m.Peak-m.ThinkMS), Label: respName + " model"})
 			}
 			tc.Series = append(tc.Series, line)
 			if len(runs.Points) > 0 {

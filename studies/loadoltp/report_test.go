@@ -2,6 +2,7 @@ package loadoltp
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -100,15 +101,24 @@ func TestReportKeepsEverySweptDimension(t *testing.T) {
 			t.Errorf("place-order at users=20 net=lan-1g: %q", r)
 		}
 	}
-	// Four combinations: each one's seconds charted.
+	// Four combinations: each one's seconds charted, the rate and the
+	// response times on charts of their own, one unit per axis.
 	seconds := 0
 	for _, c := range d.Charts {
-		if strings.HasPrefix(c.ID, "oltp-seconds-") {
-			seconds++
+		if !strings.HasPrefix(c.ID, "oltp-seconds-") {
+			continue
+		}
+		seconds++
+		var names []string
+		for _, sr := range c.Series {
+			names = append(names, sr.Name)
+		}
+		if got := strings.Join(names, ","); got != "tps" && got != "p50,p99,max" {
+			t.Errorf("chart %s draws %s: the rate and the response times share an axis", c.ID, got)
 		}
 	}
-	if seconds != 4 {
-		t.Errorf("%d per-second charts, want 4", seconds)
+	if seconds != 8 {
+		t.Errorf("%d per-second charts, want 8 (two per combination)", seconds)
 	}
 }
 
@@ -118,5 +128,36 @@ func TestReportKeepsEverySweptDimension(t *testing.T) {
 func TestRegisteredForTheWorkload(t *testing.T) {
 	if got, want := Study().Workload, oltp.Kind().Name; got != want {
 		t.Errorf("registered for workload %q; the kind is %q", got, want)
+	}
+}
+
+// TestResponseLegendNamesTheResponse: with one curve (no facet) the
+// response chart's lines are the mean response and its model, not "tps".
+func TestResponseLegendNamesTheResponse(t *testing.T) {
+	rd := sweptRun(t)
+	rd.Spec.SweepKeys = slices.DeleteFunc(slices.Clone(rd.Spec.SweepKeys), func(k string) bool { return k == "net" })
+	var kept []workload.Result
+	for _, r := range rd.Results {
+		if r.Values["net"] == "unix" {
+			r.Values = map[string]any{"users": r.Values["users"]}
+			r.Combo = fmt.Sprintf("users=%d", r.Params.Int("users"))
+			kept = append(kept, r)
+		}
+	}
+	rd.Results, rd.Summaries = kept, study.Summarize(kept, rd.Plan.Repeat)
+	found := false
+	for _, c := range study.BuildReport(rd).Charts {
+		if !strings.HasPrefix(c.ID, "oltp-response") {
+			continue
+		}
+		found = true
+		for _, sr := range c.Series {
+			if strings.HasPrefix(sr.Name, "tps") {
+				t.Errorf("response chart %s has a line named %q", c.ID, sr.Name)
+			}
+		}
+	}
+	if !found {
+		t.Fatal("no response chart")
 	}
 }

@@ -106,13 +106,68 @@ func (a *analysis) wanLink(net string) bool {
 	return s != nil && study.LinkOf(s.Results[0]).RTTSeconds >= 1e-3
 }
 
-// consumerRate is what the client absorbs of a stream on the fastest TCP
-// path (direct loopback, no link), the model's consumer rate for links.
-func (a *analysis) consumerRate(exp string) (float64, string) {
-	if v := a.mean(exp, fast, "direct", "throughput_bps"); !math.IsNaN(v) {
-		return v, "direct loopback TCP"
+// noLink is a stream on the fastest path without a link: its rate, where
+// it ran, and the CPUs the server's processes kept busy (NaN when no sample
+// says). The rate is what the slower end manages: the client absorbing, or
+// the server sending from its one process per session.
+type noLink struct {
+	rate      float64
+	where     string
+	serverCPU float64
+}
+
+// serverBoundCPU is the server's busy CPUs from which the rate without a
+// link is taken for the server's: a session's rows leave one process (a
+// PostgreSQL backend, a MariaDB thread), so one busy CPU is its ceiling.
+const serverBoundCPU = 0.85
+
+// serverBound reports whether the server, not the consumer, set the rate.
+func (n noLink) serverBound() bool { return n.serverCPU >= serverBoundCPU }
+
+// ends names what set the rate without a link, for a finding's text.
+func (n noLink) ends() string {
+	switch {
+	case n.serverBound():
+		return fmt.Sprintf("the server sends %s on %s (its process busy %.2f CPUs)", units.Rate(n.rate), n.where, n.serverCPU)
+	case math.IsNaN(n.serverCPU):
+		return fmt.Sprintf("the path without a link carries %s on %s", units.Rate(n.rate), n.where)
 	}
-	return a.mean(exp, fast, "unix", "throughput_bps"), "the unix socket"
+	return fmt.Sprintf("the client absorbs %s on %s (the server's process busy %.2f CPUs)", units.Rate(n.rate), n.where, n.serverCPU)
+}
+
+// noLinkRate is the stream's rate without a link (direct loopback, else
+// the unix socket), the model's consumer rate for links.
+func (a *analysis) noLinkRate(exp string) noLink {
+	for _, p := range []struct{ net, where string }{{"direct", "direct loopback TCP"}, {"unix", "the unix socket"}} {
+		if v := a.mean(exp, fast, p.net, "throughput_bps"); !math.IsNaN(v) {
+			return noLink{rate: v, where: p.where, serverCPU: a.serverCPU(exp, fast, p.net)}
+		}
+	}
+	return noLink{rate: math.NaN(), where: "no path without a link", serverCPU: math.NaN()}
+}
+
+// serverCPU is the mean CPUs the server's processes kept busy over a
+// combination's runs; NaN when unknown (no sample, or a target's
+// processes, which dbrig cannot see).
+func (a *analysis) serverCPU(exp, cost, net string) float64 {
+	s := a.sum(exp, cost, net)
+	if s == nil {
+		return math.NaN()
+	}
+	var sum float64
+	n := 0
+	for _, r := range s.Results {
+		for _, m := range r.Monitor {
+			if c := m.Summarize().MeanCPU; c >= 0 {
+				sum += c
+				n++
+			}
+		}
+	}
+	if n == 0 {
+		return math.NaN()
+	}
+	return sum / float64(n)
 }
 
 func usDur(us float64) (d time.Duration) { return time.Duration(us * 1e3) }

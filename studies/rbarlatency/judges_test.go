@@ -7,6 +7,7 @@ import (
 	"github.com/dbrig/dbrig/internal/engine"
 	"github.com/dbrig/dbrig/internal/engine/mariadb"
 	"github.com/dbrig/dbrig/internal/engine/postgres"
+	"github.com/dbrig/dbrig/internal/monitor"
 	"github.com/dbrig/dbrig/internal/report"
 	"github.com/dbrig/dbrig/internal/study"
 	"github.com/dbrig/dbrig/internal/workload"
@@ -19,6 +20,7 @@ type point struct {
 	exp, cost, net string
 	rows           float64
 	metrics, model map[string]float64
+	serverCPU      float64 // the server's busy CPUs, when sampled
 }
 
 var rtts = map[string]float64{"unix": 0, "direct": 0, "lan-1g": 0.0002, "infiniband": 0.00002, "rtt-1ms": 0.001, "rtt-77ms": 0.077}
@@ -51,7 +53,7 @@ func runData(t *testing.T, pts ...point) *study.RunData {
 				Values:  map[string]any{"experiment": p.exp, "net": p.net, "client_cost": p.cost},
 				Params:  workload.Params{"experiment": p.exp, "client_cost": p.cost, "rows": int64(p.rows)},
 				Links:   []workload.LinkResult{{Profile: p.net, Mode: mode, RTTSeconds: rtts[p.net]}},
-				Metrics: m, Model: p.model,
+				Metrics: m, Model: p.model, Monitor: monitorOf(p.serverCPU),
 			})
 		}
 	}
@@ -99,6 +101,14 @@ func TestJudgesSayBothVerdicts(t *testing.T) {
 			{exp: "cursor-messages", cost: fast, net: "lan-1g", rows: 1e5, metrics: sec(2.0)},
 			{exp: "cursor-messages", cost: fast, net: "infiniband", rows: 1e5, metrics: sec(2.8)},
 		}, report.Differs},
+		{"infiniband-resultsets", []point{ // slower by 5 %, beyond the runs' spread: was reproduced, sign unseen
+			{exp: "cursor-messages", cost: fast, net: "lan-1g", rows: 1e5, metrics: sec(2.0)},
+			{exp: "cursor-messages", cost: fast, net: "infiniband", rows: 1e5, metrics: sec(2.1)},
+		}, report.Differs},
+		{"infiniband-resultsets", []point{ // slower by 1 %, the runs overlap
+			{exp: "cursor-messages", cost: fast, net: "lan-1g", rows: 1e5, metrics: sec(2.0)},
+			{exp: "cursor-messages", cost: fast, net: "infiniband", rows: 1e5, metrics: sec(2.01)},
+		}, report.WithinNoise},
 		{"round-trip-per-row", []point{
 			{exp: "client-row-by-row", cost: fast, net: "unix", rows: 2e4, metrics: map[string]float64{"us_per_row": 30}, model: map[string]float64{"us_per_row": 30}},
 			{exp: "client-row-by-row", cost: fast, net: "rtt-77ms", rows: 20, metrics: map[string]float64{"us_per_row": 77200}, model: map[string]float64{"us_per_row": 77064}},
@@ -111,7 +121,7 @@ func TestJudgesSayBothVerdicts(t *testing.T) {
 			{exp: "cursor-messages", cost: fast, net: "lan-1g", rows: 1e5, metrics: map[string]float64{"us_per_row": 20}},
 			{exp: "cursor-messages", cost: "25us", net: "lan-1g", rows: 4e4, metrics: map[string]float64{"us_per_row": 46}},
 			{exp: "cursor-messages", cost: fast, net: "infiniband", rows: 1e5, metrics: map[string]float64{"us_per_row": 19.6}},
-		}, report.Reproduced},
+		}, report.NotMeasured}, // the client's cost is dbrig's own setting: it shows, and confirms nothing
 		{"slow-client", []point{ // the client's 25 µs hardly shows: something else decides
 			{exp: "cursor-messages", cost: fast, net: "lan-1g", rows: 1e5, metrics: map[string]float64{"us_per_row": 200}},
 			{exp: "cursor-messages", cost: "25us", net: "lan-1g", rows: 4e4, metrics: map[string]float64{"us_per_row": 210}},
@@ -133,6 +143,14 @@ func TestJudgesSayBothVerdicts(t *testing.T) {
 			{exp: "wide-rows", cost: fast, net: "direct", rows: 2e4, metrics: map[string]float64{"throughput_bps": 7e9}},
 			{exp: "wide-rows", cost: fast, net: "infiniband", rows: 2e4, metrics: map[string]float64{"throughput_bps": 1.3e9}},
 		}, report.Differs},
+		{"wide-rows-consumer", []point{ // the server's one process was the bound without a link: was "the consumer decides"
+			{exp: "wide-rows", cost: fast, net: "direct", rows: 2e4, metrics: map[string]float64{"throughput_bps": 7e9}, serverCPU: 0.98},
+			{exp: "wide-rows", cost: fast, net: "infiniband", rows: 2e4, metrics: map[string]float64{"throughput_bps": 6.5e9}},
+		}, report.NotMeasured},
+		{"wide-rows-consumer", []point{ // the server had CPU to spare: the consumer decides
+			{exp: "wide-rows", cost: fast, net: "direct", rows: 2e4, metrics: map[string]float64{"throughput_bps": 7e9}, serverCPU: 0.4},
+			{exp: "wide-rows", cost: fast, net: "infiniband", rows: 2e4, metrics: map[string]float64{"throughput_bps": 6.5e9}},
+		}, report.Reproduced},
 	}
 	for _, tt := range tests {
 		t.Run(tt.id+"/"+string(tt.want), func(t *testing.T) {
@@ -220,4 +238,13 @@ func TestJudgesReadEachEngine(t *testing.T) {
 			}
 		})
 	}
+}
+
+// monitorOf is a monitor's series with the server busy cpu CPUs; none
+// when cpu is 0 (not sampled).
+func monitorOf(cpu float64) []monitor.Series {
+	if cpu == 0 {
+		return nil
+	}
+	return []monitor.Series{{Instance: "db", Engine: postgres.Name, Samples: []monitor.Sample{{CPU: cpu}, {CPU: cpu}}}}
 }

@@ -283,8 +283,11 @@ func modelSeconds(s *study.Summary, discardFirst bool) float64 {
 }
 
 func judgeModel(c comparison, p study.Published) report.Finding {
-	var ms, ps []string
+	var ms, ps, spread []string
 	worst, worstSetting := 0.0, ""
+	// Each setting's runs give errors from lo to hi; the verdict holds
+	// for every run, for none, or for some (within noise).
+	verdicts := map[report.Verdict]bool{}
 	for _, s := range []*study.Summary{c.with, c.without} {
 		model := modelSeconds(s, c.discard)
 		off := (s.Mean("seconds") - model) / model
@@ -293,12 +296,19 @@ func judgeModel(c comparison, p study.Published) report.Finding {
 		if math.IsNaN(off) || math.Abs(off) > math.Abs(worst) {
 			worst, worstSetting = off, s.Params.String("read_ahead")
 		}
+		lo, hi := study.RunRange(s.Stats["seconds"], c.discard)
+		lo, hi = (lo-model)/model, (hi-model)/model
+		spread = append(spread, fmt.Sprintf("%s: runs %+.0f %% to %+.0f %%", setting(s), 100*lo, 100*hi))
+		verdicts[study.Band(lo, hi, -modelTolerance, modelTolerance)] = true
 	}
-	f := report.Finding{Published: p.Finding, Measured: strings.Join(ms, "; "), Model: strings.Join(ps, "; ")}
+	f := report.Finding{Published: p.Finding, Measured: strings.Join(ms, "; "), Model: strings.Join(ps, "; "), Spread: strings.Join(spread, "; ")}
 	switch {
 	case math.IsNaN(worst):
 		return study.NotMeasured(p, "The device's throughput was not measured.")
-	case math.Abs(worst) <= modelTolerance:
+	case verdicts[report.WithinNoise] && !verdicts[report.Differs]:
+		f.Verdict = report.WithinNoise
+		f.Why = fmt.Sprintf("The runs' errors against the model fall on both sides of ±%.0f %% (%s): two runs of this study could say either.", 100*modelTolerance, strings.Join(spread, "; "))
+	case math.Abs(worst) <= modelTolerance && !verdicts[report.Differs]:
 		f.Verdict = report.Reproduced
 		f.Why = fmt.Sprintf("Both scans took their bytes over the device's throughput at their read size, within %.0f %%: the read size sets the time, as the seed's arithmetic says.", 100*modelTolerance)
 	case worst > 0:

@@ -33,6 +33,12 @@ const (
 	rankFloor = 0.4
 	// slowerBy: a query "got slower" at a higher degree beyond 10 %.
 	slowerBy = 1.1
+	// busyGuard: other processes' CPUs while the streams ran from which a
+	// query that did not gain may have lost to the machine, not the degree
+	// (half of one of this machine's two CPUs).
+	busyGuard = 0.5
+	// seedSlower: the queries the seed saw slower from 8 to 16 threads.
+	seedSlower = 3
 )
 
 // Judges decide the seed's findings, by their ids in tpch-parallel.toml.
@@ -164,11 +170,17 @@ func judgeQueriesScale(rd *study.RunData, p study.Published) report.Finding {
 	var slow []string
 	lo, hi := math.Inf(1), math.Inf(-1)
 	var loQ, hiQ int
+	var impossible []string
 	for _, q := range qs {
 		sp := sw.speedup(first, tpch.MetricName(q))
-		if sp >= gainFloor {
+		switch {
+		case sp > first.n*1.1:
+			// More than the processes can give: the two points ran
+			// under different loads, so the gain is not the degree's.
+			impossible = append(impossible, fmt.Sprintf("Q%d %s", q, study.FormatTimes(sp)))
+		case sp >= gainFloor:
 			faster++
-		} else {
+		default:
 			slow = append(slow, fmt.Sprintf("Q%d %s (%g workers planned)", q, study.FormatTimes(sp), first.mean(tpch.WorkersName(q))))
 		}
 		if sp < lo {
@@ -196,18 +208,29 @@ func judgeQueriesScale(rd *study.RunData, p study.Published) report.Finding {
 		Model: model,
 	}
 	need := int(math.Ceil(scaleShare * float64(len(qs))))
-	if faster >= need {
+	serial, _ := sw.serial()
+	other := max(serial.mean("other_cpus"), first.mean("other_cpus")) // NaN when not measured
+	switch {
+	case faster >= need:
 		f.Verdict = report.Reproduced
 		f.Why = fmt.Sprintf("%d of %d queries gained at least %.0f %% at the first parallel degree (%.0f %% needed)", faster, len(qs), 100*(gainFloor-1), 100*scaleShare)
 		if len(slow) > 0 {
 			f.Why += "; not: " + strings.Join(slow, ", ")
 		}
 		f.Why += "."
-	} else {
+	case faster+len(impossible) >= need:
+		f.Verdict = report.WithinNoise
+		f.Why = fmt.Sprintf("%d of %d queries gained at least %.0f %%, and %s more than %g processes can give: the serial and the parallel points ran under different loads, so this run cannot tell how those scale.%s", faster, len(qs), 100*(gainFloor-1), strings.Join(impossible, ", "), first.n, loads(sw))
+	case other >= busyGuard:
+		f.Verdict = report.WithinNoise
+		f.Why = fmt.Sprintf("Only %d of %d queries gained at least %.0f %% (%d needed), but other processes on this host took %.1f CPUs while the streams ran: the machine's load, not the degree, may have held back %s.", faster, len(qs), 100*(gainFloor-1), need, other, strings.Join(slow, ", "))
+	default:
 		f.Verdict = report.Differs
 		f.Why = fmt.Sprintf("Only %d of %d queries gained at least %.0f %% (%d needed); not: %s.", faster, len(qs), 100*(gainFloor-1), need, strings.Join(slow, ", "))
 	}
-	f.Why += sw.busy()
+	if f.Verdict != report.WithinNoise {
+		f.Why += sw.busy()
+	}
 	return f
 }
 
@@ -361,19 +384,37 @@ func judgeSlowerAtHighDegree(rd *study.RunData, p study.Published) report.Findin
 	}
 	a, b := high[len(high)-2], high[len(high)-1]
 	var slower []string
+	clear := 0
 	for _, q := range sw.queries() {
-		ta, tb := a.mean(tpch.MetricName(q)), b.mean(tpch.MetricName(q))
+		name := tpch.MetricName(q)
+		ta, tb := a.mean(name), b.mean(name)
 		if tb > ta*slowerBy {
 			slower = append(slower, fmt.Sprintf("Q%d (%s → %s ms)", q, ms(ta), ms(tb)))
+			sa, sb := a.sum.Stats[name], b.sum.Stats[name]
+			if len(sa.Runs) >= 2 && len(sb.Runs) >= 2 && study.Separated(sa, sb) {
+				clear++
+			}
 		}
 	}
 	f := report.Finding{Published: p.Finding, Model: "Amdahl's law never predicts a slowdown: time(n) falls with n for any s ≤ 1"}
+	f.Measured = fmt.Sprintf("from %s to %s: no query took more than %.0f %% longer", levelName(a), levelName(b), 100*(slowerBy-1))
 	if len(slower) > 0 {
-		f.Measured = fmt.Sprintf("from %s to %s: %s", levelName(a), levelName(b), strings.Join(slower, ", "))
+		f.Measured = fmt.Sprintf("from %s to %s: %s; %d of them beyond their runs' spread", levelName(a), levelName(b), strings.Join(slower, ", "), clear)
+	}
+	// The seed saw three queries slower; one or two of 22 beyond 10 % is
+	// what a busy machine's noise gives, and a slowdown counts only where
+	// the two degrees' runs do not overlap.
+	switch {
+	case clear >= seedSlower:
 		f.Verdict = report.Reproduced
-		f.Why = fmt.Sprintf("%d queries took more than %.0f %% longer with more processes: their workers cost more than they divide.", len(slower), 100*(slowerBy-1))
-	} else {
-		f.Measured = fmt.Sprintf("from %s to %s: no query took more than %.0f %% longer", levelName(a), levelName(b), 100*(slowerBy-1))
+		f.Why = fmt.Sprintf("%d queries took more than %.0f %% longer with more processes, beyond their runs' spread: their workers cost more than they divide.", clear, 100*(slowerBy-1))
+	case len(slower) >= seedSlower:
+		f.Verdict = report.WithinNoise
+		f.Why = fmt.Sprintf("%d queries took more than %.0f %% longer with more processes, but only %d beyond their runs' spread (one run per degree cannot say: a copy of the study with [repeat] runs = 3 can).", len(slower), 100*(slowerBy-1), clear)
+	case len(slower) > 0:
+		f.Verdict = report.Differs
+		f.Why = fmt.Sprintf("Only %d of %d queries took more than %.0f %% longer with more processes, where the seed saw %d: one or two such queries are what this machine's noise gives.", len(slower), len(sw.queries()), 100*(slowerBy-1), seedSlower)
+	default:
 		f.Verdict = report.Differs
 		f.Why = "No query got slower with more processes here."
 	}

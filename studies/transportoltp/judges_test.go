@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/dbrig/dbrig/internal/report"
+	"github.com/dbrig/dbrig/internal/study"
 	"github.com/dbrig/dbrig/internal/workload/oltp/oltptest"
 	"github.com/dbrig/dbrig/studies/loadoltp/loadoltptest"
 )
@@ -84,6 +85,35 @@ func TestTransportJudges(t *testing.T) {
 			f := loadoltptest.Judge(t, Study(), loadoltptest.Run(t, Study(), "10ms", tc.pts), tc.id)
 			if f.Verdict != tc.want || !strings.Contains(f.Measured+" "+f.Why, tc.says) {
 				t.Errorf("verdict %q, want %q with %q;\nmeasured: %s\nmodel: %s\nwhy: %s", f.Verdict, tc.want, tc.says, f.Measured, f.Model, f.Why)
+			}
+		})
+	}
+}
+
+// TestEthernetCleanSaysWhatItCannotSee: a point whose transactions end
+// within its warm-up, measured interval and grace cannot show one over the
+// 30 s limit; the judge says that half is not measured, and judges it
+// where the points are long enough.
+func TestEthernetCleanSaysWhatItCannotSee(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name           string
+		warm, duration string
+		says, notSays  string
+	}{
+		{"quick points", "2s", "10s", "that half is not measured", "no error and no transaction over"},
+		{"long points", "5s", "2m", "no error and no transaction over 30s", "not measured"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rd := loadoltptest.Run(t, Study(), "10ms", transports(1.4, 1.05))
+			for i := range rd.Results {
+				rd.Results[i].Params["warm_up"], rd.Results[i].Params["duration"] = tc.warm, tc.duration
+			}
+			rd.Summaries = study.Summarize(rd.Results, rd.Plan.Repeat)
+			f := loadoltptest.Judge(t, Study(), rd, "ethernet-clean")
+			text := f.Measured + " " + f.Why
+			if f.Verdict != report.Reproduced || !strings.Contains(text, tc.says) || strings.Contains(text, tc.notSays) {
+				t.Errorf("verdict %q, want reproduced saying %q and not %q;\nmeasured: %s\nwhy: %s", f.Verdict, tc.says, tc.notSays, f.Measured, f.Why)
 			}
 		})
 	}

@@ -58,8 +58,8 @@ func streamRate(l workload.LinkResult) float64 {
 	if l.RateBitsPerS > 0 {
 		rate = l.RateBitsPerS
 	}
-	if l.WindowBytes > 0 && l.RTTSeconds > 0 {
-		rate = math.Min(rate, float64(l.WindowBytes)*8/l.RTTSeconds)
+	if l.InFlightBytes() > 0 && l.RTTSeconds > 0 {
+		rate = math.Min(rate, float64(l.InFlightBytes())*8/l.RTTSeconds)
 	}
 	return rate
 }
@@ -82,8 +82,8 @@ func Model(r workload.Result, _ []workload.Result) workload.Prediction {
 	case "push":
 		buffer := float64(r.Params.Int("buffer_size"))
 		perBuffer := 1.0
-		if l.WindowBytes > 0 {
-			perBuffer = math.Ceil(buffer / float64(l.WindowBytes))
+		if l.InFlightBytes() > 0 {
+			perBuffer = math.Ceil(buffer / float64(l.InFlightBytes()))
 		}
 		trips := math.Ceil(v / buffer)
 		t = trips*perBuffer*rtt + serial
@@ -114,9 +114,9 @@ func Model(r workload.Result, _ []workload.Result) workload.Prediction {
 		b := math.Max(1, r.Metrics["batch_size"])
 		rows := r.Metrics["rows"]
 		perBatch := 1.0
-		if l.WindowBytes > 0 && rows > 0 {
+		if l.InFlightBytes() > 0 && rows > 0 {
 			// A batch larger than the window waits for acknowledgements.
-			perBatch = math.Ceil(b * v / rows / float64(l.WindowBytes))
+			perBatch = math.Ceil(b * v / rows / float64(l.InFlightBytes()))
 		}
 		trips := math.Ceil(rows/b)*perBatch + 3
 		t = trips*rtt + serial

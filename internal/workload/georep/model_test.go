@@ -28,6 +28,9 @@ func TestModelFollowsTheSeedsPhysics(t *testing.T) {
 		// whatever the window (the buffer fits in either).
 		{"push, legacy window", point("push", legacyW, map[string]float64{"sent_bytes": mb}, 0, 0), 25*0.077 + mb*8/1e9},
 		{"push, autotuned window", point("push", autoW, map[string]float64{"sent_bytes": mb}, 0, 0), 25*0.077 + mb*8/1e9},
+		// The 2003 stack's 8 KB send buffer: each 40 KB buffer takes five.
+		{"push, legacy stack", legacyStack(point("push", legacyW, map[string]float64{"sent_bytes": mb}, 0, 0)), 25*5*0.077 + mb*8/1e9},
+		{"pull, legacy stack", legacyStack(point("pull", legacyW, map[string]float64{"read_bytes": mb}, 0, 0)), mb*8/(8192*8/0.077) + 0.077},
 		// Pull streams: 64 KiB per RTT, or the link's rate.
 		{"pull, legacy window", point("pull", legacyW, map[string]float64{"read_bytes": mb}, 0, 0), mb*8/(legacyW*8/0.077) + 0.077},
 		{"pull, autotuned window", point("pull", autoW, map[string]float64{"read_bytes": mb}, 0, 0), mb*8/1e9 + 0.077},
@@ -54,4 +57,10 @@ func TestModelFollowsTheSeedsPhysics(t *testing.T) {
 	if p := Model(direct, nil); len(p.Metrics) != 0 {
 		t.Errorf("a direct connection got a model: %v", p.Metrics)
 	}
+}
+
+// legacyStack gives r's link the 2003 stack's 8 KB send buffer.
+func legacyStack(r workload.Result) workload.Result {
+	r.Links[0].SendBufferBytes = 8192
+	return r
 }

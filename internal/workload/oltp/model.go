@@ -88,7 +88,7 @@ func CurveKey(r workload.Result, noDuplex bool) string {
 		if noDuplex {
 			profile = strings.ReplaceAll(profile, "+duplex-mismatch", "")
 		}
-		links = append(links, fmt.Sprintf("%s=%s:%s:%g:%g:%d", l.Name, l.Mode, profile, l.RTTSeconds, l.RateBitsPerS, l.WindowBytes))
+		links = append(links, fmt.Sprintf("%s=%s:%s:%g:%g:%d", l.Name, l.Mode, profile, l.RTTSeconds, l.RateBitsPerS, l.InFlightBytes()))
 	}
 	inst, _ := json.Marshal(r.Instances)
 	client, _ := json.Marshal(r.Client)

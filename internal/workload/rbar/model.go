@@ -142,8 +142,8 @@ func Model(r workload.Result, all []workload.Result) workload.Prediction {
 		if l.RateBitsPerS > 0 && l.RateBitsPerS < rate {
 			rate, limit = l.RateBitsPerS, "the link's rate"
 		}
-		if l.WindowBytes > 0 && rtt > 0 {
-			if w := float64(l.WindowBytes) * 8 / rtt; w < rate {
+		if l.InFlightBytes() > 0 && rtt > 0 {
+			if w := float64(l.InFlightBytes()) * 8 / rtt; w < rate {
 				rate, limit = w, "window / RTT"
 			}
 		}
