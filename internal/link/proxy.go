@@ -48,8 +48,8 @@ func WithLogger(l *slog.Logger) Option {
 func withClock(c clock) Option { return func(o *options) { o.clock = c } }
 
 const (
-	// chunkSize is the largest read from a socket, but for bigChunkSize on
-	// a link with no impairment during a bulk transfer.
+	// chunkSize is the largest read from a socket, but for bigChunkSize
+	// during a bulk transfer.
 	chunkSize    = 64 << 10
 	bigChunkSize = 256 << 10
 	// minRcvBuf is the smallest kernel receive buffer of an impaired link's
@@ -443,14 +443,19 @@ func (c *conn) copyDirect(d direction, src, dst net.Conn) {
 // they would on a real path.
 func (c *conn) read(d direction, in *inbox, src net.Conn) {
 	r := newStampedReader(src, c.p.clock, c.p.wall != nil)
+	// Reads fill large chunks during a bulk transfer (a read filled the
+	// chunk before), where fewer system calls carry the rate, but only
+	// where the read-ahead is large beside them.
+	bulkOK, bulk := in.budget >= 4*bigChunkSize, false
 	for in.waitRoom(c.done) {
-		ch := c.p.chunks.Get().(*chunk)
+		ch := c.p.getChunk(bulk)
 		n, at, err := r.Read(ch.buf)
 		if n > 0 {
 			in.push(arrival{c: ch, n: n, at: at})
 		} else {
-			c.p.chunks.Put(ch)
+			c.p.putChunk(ch)
 		}
+		bulk = bulkOK && n == len(ch.buf) || bulk && n > chunkSize
 		if err != nil {
 			if err == io.EOF {
 				in.push(arrival{fin: true, at: at})
@@ -556,7 +561,7 @@ func (c *conn) schedule(f *flow, in *inbox, dst net.Conn) {
 		}
 		for ; head < done; head++ {
 			if out[head].last {
-				c.p.chunks.Put(out[head].c)
+				c.p.putChunk(out[head].c)
 			}
 			out[head] = item{}
 		}
@@ -611,6 +616,21 @@ func (c *conn) schedule(f *flow, in *inbox, dst net.Conn) {
 
 // chunk is the buffer of one read; its segments point into it.
 type chunk struct{ buf []byte }
+
+func (p *Proxy) getChunk(big bool) *chunk {
+	if big {
+		return p.bigChunks.Get().(*chunk)
+	}
+	return p.chunks.Get().(*chunk)
+}
+
+func (p *Proxy) putChunk(c *chunk) {
+	if len(c.buf) == bigChunkSize {
+		p.bigChunks.Put(c)
+		return
+	}
+	p.chunks.Put(c)
+}
 
 // arrival is one read (or the FIN) and when it arrived.
 type arrival struct {
