@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/dbrig/dbrig/internal/units"
 )
 
@@ -27,7 +29,14 @@ import (
 //
 //	GOAL <name> <ours> <peer> <ratio> <goal> <met|MISSED>
 //
-// which `make bench-link` collects into a table.
+// which `make bench-link` collects into a table, and where the time goes as
+// one line
+//
+//	WHERE <name> <what was measured>
+//
+// A bulk transfer's CPU time per KiB (the whole process: sender, link and
+// receiver) against direct loopback's is the link's cost, which holds it
+// below direct where the CPU is the limit, as on a small, shared machine.
 
 const (
 	benchChunk  = 256 << 10
@@ -87,6 +96,54 @@ func receivedRate(b testing.TB, addr string, total int64) float64 {
 		b.Fatalf("the sink read %d bytes in no time", n)
 	}
 	return float64(n) / span.Seconds()
+}
+
+// transfer is what one bulk transfer measured.
+type transfer struct {
+	rate      float64 // bytes per second, as its receiver saw them
+	cpuPerKiB float64 // the process's CPU time per KiB sent, in ns
+}
+
+// measuredTransfer sends total bytes to a timedSink at addr.
+func measuredTransfer(b testing.TB, addr string, total int64) transfer {
+	start := processCPU(b)
+	rate := receivedRate(b, addr, total)
+	return transfer{rate: rate, cpuPerKiB: float64(processCPU(b)-start) / float64(total/1024)}
+}
+
+// processCPU returns the CPU time (user and system) the process has used.
+func processCPU(b testing.TB) time.Duration {
+	var ru unix.Rusage
+	if err := unix.Getrusage(unix.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+func rates(ts []transfer) []float64 { return each(ts, func(t transfer) float64 { return t.rate }) }
+func cpuPerKiB(ts []transfer) []float64 {
+	return each(ts, func(t transfer) float64 { return t.cpuPerKiB })
+}
+
+func each[T any](v []T, f func(T) float64) []float64 {
+	r := make([]float64, len(v))
+	for i, x := range v {
+		r[i] = f(x)
+	}
+	return r
+}
+
+// printCPUCost prints a WHERE line: the CPU time per KiB of the link's
+// transfers against direct loopback's. Both count the sender and the
+// receiver; the difference is the link's. Where the CPU is the limit, as on
+// a small, shared machine, it is what holds the link below direct.
+func printCPUCost(b *testing.B, name string, direct, link []transfer) {
+	cost := median(ratios(cpuPerKiB(link), cpuPerKiB(direct)))
+	b.ReportMetric(median(cpuPerKiB(direct)), "direct-cpu-ns/KiB")
+	b.ReportMetric(median(cpuPerKiB(link)), "link-cpu-ns/KiB")
+	b.ReportMetric(cost, "cpu-per-byte-ratio")
+	fmt.Fprintf(os.Stdout, "WHERE %s CPU time per KiB moved (sender, link and receiver in one process): %.0f ns through the link, %.0f ns direct (%.1fx)\n",
+		name, median(cpuPerKiB(link)), median(cpuPerKiB(direct)), cost)
 }
 
 // roundTrips runs n 64-byte ping-pongs on one connection and returns each
@@ -163,9 +220,10 @@ func BenchmarkProxyVsDirect(b *testing.B) {
 	const bulk = 64 << 20
 	rounds := max(b.N, benchRounds)
 	b.ResetTimer()
-	direct, proxied := alternate(b, rounds,
-		func() float64 { return receivedRate(b, sinkAddr, bulk) },
-		func() float64 { return receivedRate(b, sinkLink, bulk) })
+	directT, proxiedT := alternate(b, rounds,
+		func() transfer { return measuredTransfer(b, sinkAddr, bulk) },
+		func() transfer { return measuredTransfer(b, sinkLink, bulk) })
+	direct, proxied := rates(directT), rates(proxiedT)
 	rttDirect, rttLink := alternate(b, rounds,
 		func() time.Duration { return median(roundTrips(b, echoAddr, rttSamples)) },
 		func() time.Duration { return median(roundTrips(b, echoLink, rttSamples)) })
@@ -185,6 +243,13 @@ func BenchmarkProxyVsDirect(b *testing.B) {
 		fmt.Sprintf("%.2f", ratio), ">=0.90", ratio >= 0.9)
 	printGoal("link-unimpaired-rtt", fmt.Sprintf("%.1fus", us(median(rttLink))), fmt.Sprintf("%.1fus", us(median(rttDirect))),
 		fmt.Sprintf("%+.1fus", us(addedMedian)), "<=+5us", addedMedian <= 5*time.Microsecond)
+	printCPUCost(b, "link-unimpaired-throughput", directT, proxiedT)
+	fmt.Fprintf(os.Stdout, "WHERE link-unimpaired-rtt the link adds %.2fx direct's own round trip: each way, a message waits for one more wake-up, read and write, in the link's relay\n",
+		median(ratios(durations(added), durations(rttDirect))))
+}
+
+func durations(ds []time.Duration) []float64 {
+	return each(ds, func(d time.Duration) float64 { return float64(d) })
 }
 
 // BenchmarkImpairedVsDirect measures an impaired link's delivered rate
@@ -227,9 +292,10 @@ func benchImpaired(b *testing.B, name string, cfg Config) {
 	}
 	rounds := max(b.N, benchRounds)
 	b.ResetTimer()
-	direct, delivered := alternate(b, rounds,
-		func() float64 { return receivedRate(b, sinkAddr, size) },
-		func() float64 { return receivedRate(b, linkAddr, size) })
+	directT, deliveredT := alternate(b, rounds,
+		func() transfer { return measuredTransfer(b, sinkAddr, size) },
+		func() transfer { return measuredTransfer(b, linkAddr, size) })
+	direct, delivered := rates(directT), rates(deliveredT)
 	expected := make([]float64, rounds)
 	for i, d := range direct {
 		expected[i] = d
@@ -246,4 +312,5 @@ func benchImpaired(b *testing.B, name string, cfg Config) {
 		goal = fmt.Sprintf(">=0.90*min(%s,direct)", mbps(cfg.Rate.BytesPerSecond()))
 	}
 	printGoal("link-"+name, mbps(median(delivered)), mbps(median(direct)), fmt.Sprintf("%.2f", ratio), goal, ratio >= 0.9)
+	printCPUCost(b, "link-"+name, directT, deliveredT)
 }
