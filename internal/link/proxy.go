@@ -48,14 +48,15 @@ func WithLogger(l *slog.Logger) Option {
 func withClock(c clock) Option { return func(o *options) { o.clock = c } }
 
 const (
-	// chunkSize is the largest read from a socket, but for bigChunkSize on
-	// a link with no impairment during a bulk transfer.
+	// chunkSize is the largest read from a socket, but for bigChunkSize
+	// during a bulk transfer.
 	chunkSize    = 64 << 10
 	bigChunkSize = 256 << 10
-	// rcvBuf is the kernel receive buffer of both legs of an impaired link:
-	// small, so that a full window pushes back on the sender instead of
-	// piling up in the proxy's kernel buffers.
-	rcvBuf = 32 << 10
+	// minRcvBuf is the smallest kernel receive buffer of an impaired link's
+	// legs, and autotunedRcvBuf the buffer past which the kernel's
+	// autotuning is left on instead; see receiveBuffer.
+	minRcvBuf       = 32 << 10
+	autotunedRcvBuf = 1 << 20
 	// maxBatch bounds one write of delivered segments.
 	maxBatch = 1 << 20
 	// readAhead bounds how much a reader holds beyond the window.
@@ -71,6 +72,7 @@ type Proxy struct {
 	network   string // of the upstream: "tcp" or "unix"
 	address   string
 	impaired  bool
+	rcvBuf    int // the legs' SO_RCVBUF; 0: the kernel's autotuning
 	ln        net.Listener
 	clock     clock
 	wall      *wallClock // owned and closed by Close; nil when a clock was given
@@ -135,7 +137,7 @@ func newProxy(cfg Config, opts ...Option) (*Proxy, error) {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	p := &Proxy{cfg: cfg, impaired: cfg.Impaired(), clock: o.clock, med: newMedium(cfg), log: o.logger,
+	p := &Proxy{cfg: cfg, impaired: cfg.Impaired(), rcvBuf: receiveBuffer(cfg), clock: o.clock, med: newMedium(cfg), log: o.logger,
 		conns: make(map[*conn]struct{})}
 	if p.clock == nil {
 		wc, err := newWallClock()
@@ -207,16 +209,44 @@ func (p *Proxy) live() []*conn {
 	return cs
 }
 
-// control sets the small receive buffer on the listener (accepted sockets
-// inherit it) and on upstream sockets before they connect, so that the
-// window scale they advertise matches.
+// rcvBufSpan is how long the kernel receive buffer of an impaired link's
+// legs holds at the link's rate: the time its reader may wait for the CPU
+// before the sender stalls.
+const rcvBufSpan = time.Millisecond
+
+// receiveBuffer returns the kernel receive buffer of an impaired link's legs,
+// or 0 to leave it to the kernel's autotuning. It is small, so that a full
+// window pushes back on the sender instead of piling up in the proxy's
+// kernel buffers, but no smaller than what arrives at the link's rate in
+// rcvBufSpan: a reader woken for every 32 KiB cannot keep up with 10 Gbit/s,
+// and its sender's stalls then hold the link below its rate. A window-limited
+// link needs no more than a window. Past autotunedRcvBuf the kernel sizes it:
+// a buffer asked for is capped at net.core.rmem_max (208 KiB on a stock
+// kernel), autotuning is not.
+func receiveBuffer(cfg Config) int {
+	want := int64(autotunedRcvBuf)
+	if cfg.Rate > 0 {
+		want = int64(cfg.Rate.BytesPerSecond() * rcvBufSpan.Seconds())
+	}
+	if cfg.Window > 0 {
+		want = min(want, int64(cfg.Window))
+	}
+	if want >= autotunedRcvBuf {
+		return 0
+	}
+	return int(max(want, minRcvBuf))
+}
+
+// control sets an impaired link's receive buffer on the listener (accepted
+// sockets inherit it) and on upstream sockets before they connect, so that
+// the window scale they advertise matches.
 func (p *Proxy) control(_, _ string, rc syscall.RawConn) error {
-	if !p.impaired {
+	if !p.impaired || p.rcvBuf == 0 {
 		return nil
 	}
 	var serr error
 	err := rc.Control(func(fd uintptr) {
-		serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUF, rcvBuf)
+		serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUF, p.rcvBuf)
 	})
 	return errors.Join(err, serr)
 }
@@ -413,14 +443,19 @@ func (c *conn) copyDirect(d direction, src, dst net.Conn) {
 // they would on a real path.
 func (c *conn) read(d direction, in *inbox, src net.Conn) {
 	r := newStampedReader(src, c.p.clock, c.p.wall != nil)
+	// Reads fill large chunks during a bulk transfer (a read filled the
+	// chunk before), where fewer system calls carry the rate, but only
+	// where the read-ahead is large beside them.
+	bulkOK, bulk := in.budget >= 4*bigChunkSize, false
 	for in.waitRoom(c.done) {
-		ch := c.p.chunks.Get().(*chunk)
+		ch := c.p.getChunk(bulk)
 		n, at, err := r.Read(ch.buf)
 		if n > 0 {
 			in.push(arrival{c: ch, n: n, at: at})
 		} else {
-			c.p.chunks.Put(ch)
+			c.p.putChunk(ch)
 		}
+		bulk = bulkOK && n == len(ch.buf) || bulk && n > chunkSize
 		if err != nil {
 			if err == io.EOF {
 				in.push(arrival{fin: true, at: at})
@@ -526,7 +561,7 @@ func (c *conn) schedule(f *flow, in *inbox, dst net.Conn) {
 		}
 		for ; head < done; head++ {
 			if out[head].last {
-				c.p.chunks.Put(out[head].c)
+				c.p.putChunk(out[head].c)
 			}
 			out[head] = item{}
 		}
@@ -581,6 +616,21 @@ func (c *conn) schedule(f *flow, in *inbox, dst net.Conn) {
 
 // chunk is the buffer of one read; its segments point into it.
 type chunk struct{ buf []byte }
+
+func (p *Proxy) getChunk(big bool) *chunk {
+	if big {
+		return p.bigChunks.Get().(*chunk)
+	}
+	return p.chunks.Get().(*chunk)
+}
+
+func (p *Proxy) putChunk(c *chunk) {
+	if len(c.buf) == bigChunkSize {
+		p.bigChunks.Put(c)
+		return
+	}
+	p.chunks.Put(c)
+}
 
 // arrival is one read (or the FIN) and when it arrived.
 type arrival struct {

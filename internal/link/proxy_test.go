@@ -491,3 +491,42 @@ func TestUpstreamDownResetsClient(t *testing.T) {
 		t.Errorf("read through a link whose upstream is down: %v, want a reset", err)
 	}
 }
+
+// TestReceiveBufferHoldsAMillisecondAtTheRate: an impaired link's legs ask
+// for a receive buffer of what arrives in a millisecond at the link's rate
+// (at least 32 KiB, at most a window), and leave the kernel's autotuning on
+// past 1 MiB: with 32 KiB a 10 Gbit/s link's reader was woken so often that
+// it carried 0.41 of the rate.
+func TestReceiveBufferHoldsAMillisecondAtTheRate(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		profile string
+		want    int
+	}{
+		{"lan-1g", 125000},
+		{"tukwila-dublin+legacy-window", LegacyWindow},
+		{"rtt-77ms", 125000},
+		{"lan-10g", 0},
+		{"infiniband", 0},
+	} {
+		cfg, err := ParseProfile(tt.profile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := receiveBuffer(cfg); got != tt.want {
+			t.Errorf("%s: receive buffer %d, want %d", tt.profile, got, tt.want)
+		}
+	}
+	for _, tt := range []struct {
+		cfg  Config
+		want int
+	}{
+		{Config{RTT: 10 * time.Millisecond, Rate: 20 * units.Mbit, Window: AutotunedWindow}, minRcvBuf},
+		{Config{RTT: time.Millisecond, Window: AutotunedWindow}, 0},
+		{Config{RTT: time.Millisecond}, 0},
+	} {
+		if got := receiveBuffer(tt.cfg); got != tt.want {
+			t.Errorf("%v: receive buffer %d, want %d", tt.cfg, got, tt.want)
+		}
+	}
+}
