@@ -143,8 +143,12 @@ func newLoadKindCmd(a *app, k workload.Kind) *cobra.Command {
 		Example: k.Load.Example,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			pf.args = args
 			return runLoad(cmd.Context(), a, k, &f, pf, cmd.Flags().Changed)
 		},
+	}
+	if k.Load.Args != "" { // the arguments fill a parameter
+		cmd.Args, cmd.Use = cobra.ArbitraryArgs, cmd.Use+" "+k.Load.ArgsUsage
 	}
 	f.register(cmd, k.Name)
 	pf = addParamFlags(cmd.Flags(), k)
