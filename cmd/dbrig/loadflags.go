@@ -144,7 +144,8 @@ func (pf *paramFlags) sweep() ([]any, error) {
 // flagErrors words the errors of a load's study file for the flags that
 // set its values: "--users 0: want whole numbers from 1 to 100000 (...)"
 // where the file would say "workload.users: want a positive integer".
-func (pf *paramFlags) flagErrors(err error) error {
+// Other keys' errors are worded by other, when it knows them.
+func (pf *paramFlags) flagErrors(err error, other func(study.SpecError) (error, bool)) error {
 	var es study.SpecErrors
 	if !errors.As(err, &es) {
 		return err
@@ -152,7 +153,10 @@ func (pf *paramFlags) flagErrors(err error) error {
 	var out []error
 	seen := map[string]bool{}
 	for _, e := range es {
-		fe := pf.flagError(e)
+		fe, ok := other(e)
+		if !ok {
+			fe = pf.flagError(e)
+		}
 		if !seen[fe.Error()] {
 			seen[fe.Error()] = true
 			out = append(out, fe)
