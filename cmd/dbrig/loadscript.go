@@ -86,12 +86,7 @@ func (v *scriptView) starting(l loadInfo) {
 // scriptSummary is what `dbrig load script --json` prints: oltp's document
 // with the scripts' own figures in each point (docs/load.md).
 type scriptSummary struct {
-	Dir               string            `json:"dir"`
-	HTML              string            `json:"report_html,omitempty"`
-	Markdown          string            `json:"report_md,omitempty"`
-	Engine            string            `json:"engine"`
-	Server            string            `json:"server_version,omitempty"`
-	Target            bool              `json:"target"`
+	loadRunJSON
 	Scripts           string            `json:"scripts"`
 	Protocol          string            `json:"protocol"`
 	MaxTries          int64             `json:"max_tries"`
@@ -132,8 +127,8 @@ type statementJSON struct {
 
 func (v *scriptView) summary(l loadInfo, ran *study.Ran, runErr error) any {
 	shop := v.w.summary(l, ran, runErr)
-	sum := scriptSummary{Dir: shop.Dir, HTML: shop.HTML, Markdown: shop.Markdown, Engine: shop.Engine, Server: serverVersion(ran, l.engine),
-		Target: shop.Target, Scripts: l.params.String("script"), Protocol: l.params.String("protocol"), MaxTries: l.params.Int("max_tries"), Error: shop.Error}
+	sum := scriptSummary{loadRunJSON: shop.loadRunJSON, Scripts: l.params.String("script"), Protocol: l.params.String("protocol"), MaxTries: l.params.Int("max_tries"), Error: shop.Error}
+	sum.Server = serverVersion(ran, l.engine)
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	reports := v.reports
@@ -189,7 +184,7 @@ func (v *scriptView) print(w io.Writer, doc any) {
 		}
 		fmt.Fprintln(w)
 	}
-	shop := oltpSummary{Points: make([]oltpPointJSON, len(sum.Points)), HTML: sum.HTML}
+	shop := oltpSummary{loadRunJSON: sum.loadRunJSON, Points: make([]oltpPointJSON, len(sum.Points))}
 	for i, p := range sum.Points {
 		shop.Points[i] = p.oltpPointJSON
 	}

@@ -71,7 +71,7 @@ SELECT :n AS branches;
 )
 
 // TestLoadScript: dbrig load script runs pgbench's three built-ins and two
-// weighted files with \gset and \if on both engines, ending with each
+// weighted files with \gset and \if on both engines through a link, ending with each
 // script's and each statement's figures (--json), the files' texts kept in
 // the run directory.
 func TestLoadScript(t *testing.T) {
@@ -93,7 +93,7 @@ func TestLoadScript(t *testing.T) {
 			}
 			dir := filepath.Join(t.TempDir(), "load")
 			code, stdout, stderr := runDbrig(t, base, nil, "load", "script", "tpcb-like@2", "simple-update", "select-only", orders+"@3", branches,
-				"--engine", engineName, "--init", "-M", "prepared", "--users", "3", "--duration", "1s", "--warm-up", "300ms", "--json", "--out", dir)
+				"--engine", engineName, "--init", "-M", "prepared", "--link", "lan-1g", "--users", "3", "--duration", "1s", "--warm-up", "300ms", "--json", "--out", dir)
 			if code != 0 {
 				t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
 			}
@@ -116,6 +116,10 @@ func TestLoadScript(t *testing.T) {
 			}
 			if st := p.Scripts[3].Statements; len(st) != 8 || st[2].Line != 3 || st[2].LatencyMs["p50"] <= 0 {
 				t.Errorf("orders.sql's statements: %+v", st)
+			}
+			results, err := study.ReadResults(dir)
+			if err != nil || len(results) != 1 || len(results[0].Links) != 1 || results[0].Links[0].Profile != "lan-1g" || results[0].Links[0].ForwardBytes == 0 {
+				t.Errorf("results (%v): the point's link is not recorded", err)
 			}
 			spec, err := os.ReadFile(filepath.Join(dir, study.SpecFile))
 			if err != nil || !strings.Contains(string(spec), `\if :bal >= 0`) || !strings.Contains(string(spec), "SELECT :n AS branches;") {

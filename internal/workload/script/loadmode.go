@@ -2,11 +2,11 @@ package script
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/dbrig/dbrig/internal/engine/mariadb"
 	"github.com/dbrig/dbrig/internal/engine/postgres"
+	"github.com/dbrig/dbrig/internal/load"
 	"github.com/dbrig/dbrig/internal/workload"
 )
 
@@ -55,12 +55,7 @@ interrupted.`,
 // enough connection slots for every user and dbrig's own sessions.
 func describeLoad(v workload.LoadValues) workload.LoadHead {
 	p := v.Params
-	users := make([]string, len(v.Sweep))
-	most := int64(0)
-	for i, u := range v.Sweep {
-		n, _ := workload.IntOf(u)
-		users[i], most = strconv.FormatInt(n, 10), max(most, n)
-	}
+	users, most := load.SweptUsers(v.Sweep)
 	scripts := p.String("script")
 	head := workload.LoadHead{
 		Title:    "pgbench scripts: " + scripts,
