@@ -23,9 +23,27 @@ func TestLoadLink(t *testing.T) {
 		base := pgtest.BaseDir(t)
 		dir := filepath.Join(t.TempDir(), "load")
 		code, stdout, stderr := runDbrig(t, base, nil, "load", "script", "select-only", "--init", "--link", "lan-1g,rtt-5ms",
-			"--users", "1,4", "--duration", "1s", "--warm-up", "200ms", "--out", dir)
+			"--users", "1,4", "--duration", "1s", "--warm-up", "200ms", "--json", "--out", dir)
 		if code != 0 {
 			t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+		}
+		j := decodeJSON[struct {
+			Points []struct {
+				Users   int     `json:"users"`
+				Link    string  `json:"link"`
+				TPS     float64 `json:"tps"`
+				Scripts []struct {
+					Ops int64 `json:"transactions"`
+				} `json:"scripts"`
+			} `json:"points"`
+		}](t, stdout)
+		if len(j.Points) != 4 {
+			t.Fatalf("--json: %d points", len(j.Points))
+		}
+		for _, p := range j.Points {
+			if p.Link == "" || p.TPS <= 0 || len(p.Scripts) != 1 || p.Scripts[0].Ops == 0 {
+				t.Errorf("--json point: %+v", p)
+			}
 		}
 		results, err := study.ReadResults(dir)
 		if err != nil || len(results) != 4 {
