@@ -144,7 +144,7 @@ func newLoadKindCmd(a *app, k workload.Kind) *cobra.Command {
 		Example: k.Load.Example,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			pf.args = args
+			pf.args = append(pf.args, args...)
 			return runLoad(cmd.Context(), a, k, &f, pf, cmd.Flags().Changed)
 		},
 	}

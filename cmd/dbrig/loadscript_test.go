@@ -71,7 +71,7 @@ SELECT :n AS branches;
 )
 
 // TestLoadScript: dbrig load script runs pgbench's three built-ins and two
-// weighted files with \gset and \if on both engines through a link, ending with each
+// weighted files (given as pgbench's -b and -f, and as an argument) with \gset and \if on both engines through a link, ending with each
 // script's and each statement's figures (--json), the files' texts kept in
 // the run directory.
 func TestLoadScript(t *testing.T) {
@@ -92,7 +92,7 @@ func TestLoadScript(t *testing.T) {
 				}
 			}
 			dir := filepath.Join(t.TempDir(), "load")
-			code, stdout, stderr := runDbrig(t, base, nil, "load", "script", "tpcb-like@2", "simple-update", "select-only", orders+"@3", branches,
+			code, stdout, stderr := runDbrig(t, base, nil, "load", "script", "-b", "tpcb-like@2", "-b", "simple-update", "--builtin", "select-only", "-f", orders+"@3", branches,
 				"--engine", engineName, "--init", "-M", "prepared", "--link", "lan-1g", "--users", "3", "--duration", "1s", "--warm-up", "300ms", "--json", "--out", dir)
 			if code != 0 {
 				t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
