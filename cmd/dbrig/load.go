@@ -75,13 +75,13 @@ type loadFlags struct {
 	metricsAddr    string
 	fleet          fleetFlags
 	samples        string
+	link           loadLinkFlags
 	// expect are the thresholds of --expect, read by check.
 	expect       []string
 	expectations []*study.Expectation
 }
 
-// register adds the shared flags to a load command. The link's flags (an
-// emulated link between the client and the server) belong here too.
+// register adds the shared flags to a load command, the link's among them.
 func (f *loadFlags) register(cmd *cobra.Command, kind string) {
 	fl := cmd.Flags()
 	fl.StringVar(&f.target, "target", "", "your server: `[db=]URI` (postgres://user@host:5432/db, mariadb://user@host:3306/db, host=/var/run/postgresql) or [db=]env:VAR")
@@ -96,6 +96,7 @@ func (f *loadFlags) register(cmd *cobra.Command, kind string) {
 	fl.StringVar(&f.samples, "samples", "", "with --agents: write every measured transaction's latency in µs to `FILE`, one per line (to check a merge; costs 8 bytes per transaction on the wire)")
 	_ = fl.MarkHidden("samples")
 	fl.StringArrayVar(&f.expect, "expect", nil, "a threshold every point must meet, as k6 writes them: `METRIC<VALUE` (p99<50ms, tps>=2000, errors=0; repeatable); a failed one exits 1")
+	f.link.register(fl)
 }
 
 // check reports every shared flag that is wrong, or wrong for this kind,
@@ -152,8 +153,12 @@ func newLoadKindCmd(a *app, k workload.Kind) *cobra.Command {
 		Example: k.Load.Example,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			pf.args = append(pf.args, args...)
 			return runLoad(cmd.Context(), a, k, &f, pf, cmd.Flags().Changed)
 		},
+	}
+	if k.Load.Args != "" { // the arguments fill a parameter
+		cmd.Args, cmd.Use = cobra.ArbitraryArgs, cmd.Use+" "+k.Load.ArgsUsage
 	}
 	f.register(cmd, k.Name)
 	pf = addParamFlags(cmd.Flags(), k)
@@ -189,19 +194,25 @@ type loadView interface {
 	print(io.Writer, any)
 }
 
-// usersView is a view of virtual users: they may run on load agents, and
-// their metrics may be served while they run.
+// usersView is a view of virtual users: their metrics may be served while
+// they run.
 type usersView interface {
 	loadView
-	spread(agents []*agent.Agent)
 	metrics() prometheus.Collector
+}
+
+// spreadView is a view of virtual users that may run on load agents.
+type spreadView interface {
+	usersView
+	spread(agents []*agent.Agent)
 }
 
 // loadViews are the kinds' own views of a load; a kind without one shows
 // its findings as dbrig run does.
 var loadViews = map[string]func(*app, *loadFlags) loadView{
-	"oltp": newOLTPView,
-	"tpch": newTPCHView,
+	"oltp":   newOLTPView,
+	"tpch":   newTPCHView,
+	"script": newScriptView,
 }
 
 func viewOf(a *app, k workload.Kind, f *loadFlags) loadView {
@@ -238,11 +249,15 @@ func runLoad(ctx context.Context, a *app, k workload.Kind, f *loadFlags, pf *par
 	if err != nil {
 		return usageError(err)
 	}
+	linkReq, err := f.link.request()
+	if err != nil {
+		return usageError(err)
+	}
 	view := viewOf(a, k, f)
 	reg = study.NewRegistry(reg.Engines(), withKind(workloads(), view.kind(k)), studies.All()...)
-	spec, err := study.ParseLoad(study.LoadRequest{Kind: k, Engine: info.engine, Target: info.target, Params: given, Sweep: sweep}, reg)
+	spec, err := study.ParseLoad(study.LoadRequest{Kind: k, Engine: info.engine, Target: info.target, Params: given, Sweep: sweep, Link: linkReq}, reg)
 	if err != nil {
-		return usageError(pf.flagErrors(err))
+		return usageError(pf.flagErrors(err, f.link.flagError))
 	}
 	info.sweep, _ = spec.Sweep[k.Load.Sweep].([]any)
 	if uv, ok := view.(usersView); ok {
@@ -314,12 +329,16 @@ func serveUsers(ctx context.Context, a *app, f *loadFlags, v usersView, users []
 		}
 	}
 	if f.fleet.agents != "" || f.fleet.listen != "" {
+		sv, ok := v.(spreadView)
+		if !ok {
+			return nil, usageError(errors.New("--agents, --listen-agents: this load's users run in this process only (load oltp's run on agents)"))
+		}
 		agents, err := loadAgents(ctx, a, f.fleet, users)
 		if err != nil {
 			return nil, err
 		}
 		stops = append(stops, func() { _ = agent.CloseAll(context.WithoutCancel(ctx), agents) })
-		v.spread(agents)
+		sv.spread(agents)
 	}
 	if f.metricsAddr != "" {
 		runCtx, cancel := context.WithCancel(ctx)

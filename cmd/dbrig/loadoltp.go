@@ -94,13 +94,18 @@ func printOLTPEnd(w io.Writer, style term.Style, sum oltpSummary) {
 }
 
 // noteProgress prints the runner's notes (preparing data, a point that
-// failed) as lines; the per-second lines show the run itself.
+// failed, which point starts) as lines; the per-second lines show the run
+// itself.
 type noteProgress struct{ w io.Writer }
 
-func (p *noteProgress) Start(int, int)              {}
-func (p *noteProgress) StartPoint(int, int, string) {}
-func (p *noteProgress) Note(msg string)             { fmt.Fprintf(p.w, "dbrig: %s\n", msg) }
-func (p *noteProgress) Update(int64, int64)         {}
+func (p *noteProgress) Start(int, int) {}
+func (p *noteProgress) StartPoint(n, total int, key string) {
+	if total > 1 { // which point the lines below are, when there are several (users and links)
+		fmt.Fprintf(p.w, "dbrig: point %d/%d: %s\n", n, total, key)
+	}
+}
+func (p *noteProgress) Note(msg string)     { fmt.Fprintf(p.w, "dbrig: %s\n", msg) }
+func (p *noteProgress) Update(int64, int64) {}
 func (p *noteProgress) EndPoint(line string) {
 	if strings.Contains(line, "FAILED") || strings.Contains(line, "skipped") || strings.Contains(line, "WARNING") || strings.Contains(line, "interrupted") {
 		fmt.Fprintf(p.w, "dbrig: %s\n", line)
@@ -202,14 +207,24 @@ func (s *swappableCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
+// loadRunJSON is the head of a load's --json document: where its run
+// directory and reports are, and the server it ran on.
+type loadRunJSON struct {
+	Dir      string `json:"dir"`
+	HTML     string `json:"report_html,omitempty"`
+	Markdown string `json:"report_md,omitempty"`
+	Engine   string `json:"engine"`
+	Server   string `json:"server_version,omitempty"`
+	Target   bool   `json:"target"`
+}
+
+func newLoadRunJSON(l loadInfo, ran *study.Ran) loadRunJSON {
+	return loadRunJSON{Dir: ran.Dir, HTML: ran.HTML, Markdown: ran.Markdown, Engine: l.engine, Target: l.target}
+}
+
 // oltpSummary is what `dbrig load oltp --json` prints.
 type oltpSummary struct {
-	Dir         string          `json:"dir"`
-	HTML        string          `json:"report_html,omitempty"`
-	Markdown    string          `json:"report_md,omitempty"`
-	Engine      string          `json:"engine"`
-	Server      string          `json:"server_version,omitempty"`
-	Target      bool            `json:"target"`
+	loadRunJSON
 	Mix         string          `json:"mix"`
 	ScaleFactor float64         `json:"scale_factor"`
 	Points      []oltpPointJSON `json:"points"`
@@ -222,7 +237,9 @@ type oltpSummary struct {
 }
 
 type oltpPointJSON struct {
-	Users           int            `json:"users"`
+	Users int `json:"users"`
+	// Link is the point's link profile, when --link swept several.
+	Link            string         `json:"link,omitempty"`
 	Mode            string         `json:"mode"`
 	Rate            float64        `json:"rate,omitempty"`
 	Arrival         string         `json:"arrival,omitempty"`
@@ -287,23 +304,26 @@ func typeJSON(t load.TypeResult) oltpTypeJSON {
 
 func (w *oltpWatcher) summary(l loadInfo, ran *study.Ran, runErr error) oltpSummary {
 	out := ran.Outcome
-	sum := oltpSummary{Dir: ran.Dir, HTML: ran.HTML, Markdown: ran.Markdown, Engine: l.engine, Target: l.target, Mix: l.params.String("mix"), ScaleFactor: l.params.Float("scale_factor")}
+	sum := oltpSummary{loadRunJSON: newLoadRunJSON(l, ran), Mix: l.params.String("mix"), ScaleFactor: l.params.Float("scale_factor")}
 	if runErr != nil {
 		sum.Error = runErr.Error()
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	sum.Agents = w.agents
-	byUsers := map[int]*load.Result{}
+	// The points of one number of users (several links) ran in the order
+	// the run lists them.
+	byUsers := map[int][]*load.Result{}
 	for _, r := range w.results {
-		byUsers[r.Users] = r
+		byUsers[r.Users] = append(byUsers[r.Users], r)
 	}
 	point := func(r workload.Result) oltpPointJSON {
 		u := int(r.Params.Int("users"))
-		p := oltpPointJSON{Users: u, Notes: r.Notes, Warnings: r.Warnings, Error: r.Error}
-		if res := byUsers[u]; res != nil {
-			delete(byUsers, u)
-			p.fill(res)
+		link, _ := r.Values["link"].(string)
+		p := oltpPointJSON{Users: u, Link: link, Notes: r.Notes, Warnings: r.Warnings, Error: r.Error}
+		if res := byUsers[u]; len(res) > 0 {
+			byUsers[u] = res[1:]
+			p.fill(res[0])
 		}
 		return p
 	}
@@ -315,11 +335,12 @@ func (w *oltpWatcher) summary(l loadInfo, ran *study.Ran, runErr error) oltpSumm
 	}
 	for _, users := range l.sweep { // cut short before it measured anything: not in the run
 		u, _ := workload.IntOf(users)
-		if res := byUsers[int(u)]; res != nil {
+		for _, res := range byUsers[int(u)] {
 			p := oltpPointJSON{Users: int(u)}
 			p.fill(res)
 			sum.InterruptedPoints = append(sum.InterruptedPoints, p)
 		}
+		delete(byUsers, int(u))
 	}
 	return sum
 }
