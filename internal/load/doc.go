@@ -128,10 +128,10 @@
 // # Errors
 //
 // Failed operations are counted per type by [ErrorClass]: serialization
-// failure, deadlock, timeout, connection lost, other. [ClassifyError]
-// understands pgx (SQLSTATE 40001, 40P01, 57014, 55P03, class 08, 57P01,
-// closed connections), go-sql-driver/mysql (1213, 1205, 2006, 2013, 1040,
-// driver.ErrBadConn) and the standard library's context and network errors.
+// failure, deadlock, timeout, connection lost, other. The engines class
+// their errors ([engine.Error], from an engine's session; PostgreSQL's by
+// SQLSTATE, MariaDB's by error number); [ClassifyError] reads that class,
+// else the standard library's context and network errors.
 // An operation slower than [Config.TxLimit] (30 s by default, as seed 001
 // counted) is counted as over the limit whether it succeeded or not.
 //
