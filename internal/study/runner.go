@@ -449,6 +449,7 @@ func (r *Runner) pointEnv(ctx context.Context, st *runState, p Point) *workload.
 			return st.topo.Conn(ctx, from, instance, db)
 		},
 		Instance: st.topo.Instance,
+		Engines:  r.Registry.Engines(),
 		Via:      st.topo.Via,
 		Set:      func(name string) []string { return c.Sets[name] },
 		Cleanup:  func(f func(context.Context) error) { st.cleanups = append(st.cleanups, f) },
