@@ -174,6 +174,10 @@ type Dialect struct {
 	BackslashEscapes bool
 	// EndIsCommit: END ends a transaction as COMMIT does (PostgreSQL).
 	EndIsCommit bool
+	// ParallelQuery: the server may run one query on several processes,
+	// and EXPLAIN says how many it plans as "Workers Planned: N"
+	// (PostgreSQL); without it every query runs on one thread.
+	ParallelQuery bool
 	// SlotsForSuperusers: the server keeps connection slots for
 	// superusers, so a workload's users that log in as one may take the
 	// slots monitoring needs (PostgreSQL's

@@ -23,14 +23,15 @@ var (
 )
 
 // Dialect is PostgreSQL's: $n parameters, the extended protocol's unnamed
-// statements, pipelines, INSERT ... RETURNING, standard strings, END, and
-// slots kept for superusers.
+// statements, pipelines, INSERT ... RETURNING, standard strings, END, parallel
+// query, and slots kept for superusers.
 func (e *Engine) Dialect() engine.Dialect {
 	return engine.Dialect{
 		Placeholder:        func(n int) string { return "$" + strconv.Itoa(n) },
 		UnnamedStatements:  true,
 		Pipeline:           true,
 		EndIsCommit:        true,
+		ParallelQuery:      true,
 		SlotsForSuperusers: true,
 	}
 }
