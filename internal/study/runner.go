@@ -379,7 +379,7 @@ func (r *Runner) runPoint(ctx context.Context, st *runState, p Point, n, total i
 	var samplers []*monitor.Sampler
 	for _, in := range c.Instances {
 		if inst := st.topo.Instance(in.Name); inst != nil {
-			samplers = append(samplers, monitor.Start(ctx, inst, env.Database, r.MonitorInterval))
+			samplers = append(samplers, monitor.Start(ctx, r.Registry.Engines(), inst, env.Database, r.MonitorInterval))
 		}
 	}
 	defer func() { // on a panic too; Stop again is harmless
