@@ -14,26 +14,27 @@
 // default [ClassifyError] would not understand also implements
 // [ErrorClassifier].
 //
-//	type pointSelect struct{ db *postgres.Instance }
-//	type selectWorker struct{ conn *pgx.Conn }
+//	type pointSelect struct {
+//		engines *engine.Registry // Env.Engines
+//		login   engine.Conn
+//	}
+//	type selectWorker struct{ s engine.Session }
 //
 //	func (p *pointSelect) Mix() []load.TxType { return []load.TxType{{Name: "point-select", Weight: 1}} }
 //
 //	func (p *pointSelect) NewWorker(ctx context.Context, id int) (load.Worker, error) {
-//		conn, err := p.db.Connect(ctx, "bench") // one connection per virtual user
-//		return &selectWorker{conn: conn}, err
+//		// One connection per virtual user, in the login's engine's driver.
+//		s, err := p.engines.OpenSession(ctx, p.login, engine.SessionOptions{Blocking: true})
+//		return &selectWorker{s: s}, err
 //	}
 //
-//	func (w *selectWorker) Do(ctx context.Context, tx int) error {
-//		_, err := w.conn.Exec(ctx, "select 1")
-//		return err
-//	}
+//	func (w *selectWorker) Do(ctx context.Context, tx int) error { return w.s.Exec(ctx, "select 1") }
 //
-//	func (w *selectWorker) Close() error { return w.conn.Close(context.Background()) }
+//	func (w *selectWorker) Close() error { return w.s.Close(context.Background()) }
 //
 // and a run of it (see Example for one that runs):
 //
-//	r, err := load.NewRunner(load.Config{Users: 8, WarmUp: 5 * time.Second, Duration: time.Minute}, &pointSelect{db})
+//	r, err := load.NewRunner(load.Config{Users: 8, WarmUp: 5 * time.Second, Duration: time.Minute}, &pointSelect{engines, login})
 //	...
 //	res, err := r.Run(ctx)
 //	...
