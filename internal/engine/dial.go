@@ -2,8 +2,10 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"sync/atomic"
+	"time"
 
 	"github.com/dbrig/dbrig/internal/blockconn"
 )
@@ -63,4 +65,54 @@ func TrafficOf(c net.Conn) (out, in int64) {
 		return cc.Traffic()
 	}
 	return 0, 0
+}
+
+// ContextWatch makes the end of the context a blocking session's
+// statements run under interrupt the one in flight, through the
+// connection's deadline: one callback per context (a run's), where a
+// driver registers and removes one around every statement.
+type ContextWatch struct {
+	stop    func() bool
+	watched context.Context
+}
+
+// Watch watches ctx for conn, unless it is the context watched already.
+func (w *ContextWatch) Watch(ctx context.Context, conn net.Conn) {
+	if ctx == w.watched {
+		return
+	}
+	w.Stop()
+	w.watched = ctx
+	if conn != nil {
+		w.stop = context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Now()) }) // shuts a blocking socket down
+	}
+}
+
+// Stop ends the watch.
+func (w *ContextWatch) Stop() {
+	if w.stop != nil {
+		w.stop()
+		w.stop = nil
+	}
+}
+
+// Watched is the context watched, or none.
+func (w *ContextWatch) Watched() context.Context {
+	if w.watched != nil {
+		return w.watched
+	}
+	return context.Background()
+}
+
+// Failed classifies a session's failed statement's error; on a blocking
+// session it says that the end of ctx interrupted the statement when that
+// is what did (the error is then the socket's).
+func Failed(ctx context.Context, blocking bool, err error, classify func(error) (ErrorClass, error)) error {
+	if err == nil {
+		return nil
+	}
+	if blocking && ctx.Err() != nil {
+		err = fmt.Errorf("%w (%w)", ctx.Err(), err)
+	}
+	return Classified(err, classify)
 }

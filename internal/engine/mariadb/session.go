@@ -48,8 +48,9 @@ type session struct {
 	rows     rows
 	scratch  []byte
 
-	stop    func() bool
-	watched context.Context
+	// watch interrupts a blocking session's statement when the context
+	// it runs under ends.
+	watch engine.ContextWatch
 }
 
 // textConn is the driver connection without a context, so without the
@@ -84,35 +85,14 @@ func (e *Engine) OpenSession(ctx context.Context, c engine.Conn, o engine.Sessio
 	return s, nil
 }
 
-// watch makes ctx's end interrupt a blocking session's statement in
-// flight through the connection's deadline.
-func (s *session) watch(ctx context.Context) {
-	if ctx == s.watched {
-		return
-	}
-	if s.stop != nil {
-		s.stop()
-	}
-	s.watched = ctx
-	if s.netc != nil {
-		s.stop = context.AfterFunc(ctx, func() { _ = s.netc.SetDeadline(time.Now()) })
-	}
-}
-
 func (s *session) fail(ctx context.Context, err error) error {
-	if err == nil {
-		return nil
-	}
-	if s.blocking && ctx.Err() != nil {
-		err = fmt.Errorf("%w (%w)", ctx.Err(), err)
-	}
-	return engine.Classified(err, classify)
+	return engine.Failed(ctx, s.blocking, err, classify)
 }
 
 // text runs a statement as COM_QUERY, with its values written in.
 func (s *session) text(ctx context.Context, q string, args []driver.Value) (driver.Rows, error) {
 	if s.blocking {
-		s.watch(ctx)
+		s.watch.Watch(ctx, s.netc)
 		return s.conn.(textConn).Query(q, args)
 	}
 	named := make([]driver.NamedValue, len(args))
@@ -179,7 +159,7 @@ func (s *session) Query(ctx context.Context, sql string, args *engine.Args) engi
 func (s *session) Prepare(ctx context.Context, sql string) (engine.Stmt, error) {
 	pctx := ctx
 	if s.blocking {
-		s.watch(ctx)
+		s.watch.Watch(ctx, s.netc)
 		pctx = context.Background()
 	}
 	st, err := s.conn.(driver.ConnPrepareContext).PrepareContext(pctx, sql)
@@ -194,7 +174,7 @@ func (s *session) QueryPrepared(ctx context.Context, st engine.Stmt, args *engin
 	var dr driver.Rows
 	var err error
 	if s.blocking {
-		s.watch(ctx)
+		s.watch.Watch(ctx, s.netc)
 		dr, err = s.stmts[st].Query(s.bind(args)) //nolint:staticcheck // the context-free call skips the driver's watch
 	} else {
 		dr, err = s.stmts[st].(driver.StmtQueryContext).QueryContext(ctx, named(s.bind(args)))
@@ -209,7 +189,7 @@ func (s *session) ExecPrepared(ctx context.Context, st engine.Stmt, args *engine
 	var res driver.Result
 	var err error
 	if s.blocking {
-		s.watch(ctx)
+		s.watch.Watch(ctx, s.netc)
 		res, err = s.stmts[st].Exec(s.bind(args)) //nolint:staticcheck // the context-free call skips the driver's watch
 	} else {
 		res, err = s.stmts[st].(driver.StmtExecContext).ExecContext(ctx, named(s.bind(args)))
@@ -240,7 +220,7 @@ func (s *session) execText(ctx context.Context, q string) (engine.Result, error)
 	var res driver.Result
 	var err error
 	if s.blocking {
-		s.watch(ctx)
+		s.watch.Watch(ctx, s.netc)
 		res, err = s.conn.(textConn).Exec(q, nil)
 	} else {
 		res, err = s.conn.(driver.ExecerContext).ExecContext(ctx, q, nil)
@@ -418,9 +398,7 @@ func (s *session) Traffic() (out, in int64) { return engine.TrafficOf(s.netc) }
 func (s *session) BackendPID() int { return 0 }
 
 func (s *session) Close(context.Context) error {
-	if s.stop != nil {
-		s.stop()
-	}
+	s.watch.Stop()
 	for _, st := range s.stmts {
 		_ = st.Close()
 	}

@@ -53,10 +53,9 @@ type session struct {
 	bufs     [][]byte
 	rows     rows
 	pipeline *pgconn.Pipeline
-	// stop ends the watch of the context a blocking session runs under
-	// (see watch).
-	stop    func() bool
-	watched context.Context
+	// watch interrupts a blocking session's statement when the context
+	// it runs under ends.
+	watch engine.ContextWatch
 }
 
 // OpenSession connects as the login says.
@@ -90,33 +89,14 @@ func (s *session) ctxFor(ctx context.Context) context.Context {
 	if !s.blocking {
 		return ctx
 	}
-	s.watch(ctx)
+	s.watch.Watch(ctx, s.pc.Conn())
 	return context.Background()
-}
-
-// watch makes ctx's end interrupt a statement in flight: the connection's
-// deadline passes and its read returns.
-func (s *session) watch(ctx context.Context) {
-	if ctx == s.watched {
-		return
-	}
-	if s.stop != nil {
-		s.stop()
-	}
-	s.watched = ctx
-	s.stop = context.AfterFunc(ctx, func() { _ = s.pc.Conn().SetDeadline(time.Now()) }) // shuts a blocking socket down
 }
 
 // fail classifies a failed statement's error, saying that the run's end
 // interrupted it when that is what did.
 func (s *session) fail(ctx context.Context, err error) error {
-	if err == nil {
-		return nil
-	}
-	if s.blocking && ctx.Err() != nil {
-		err = fmt.Errorf("%w (%w)", ctx.Err(), err)
-	}
-	return engine.Classified(err, classify)
+	return engine.Failed(ctx, s.blocking, err, classify)
 }
 
 func (s *session) Exec(ctx context.Context, sql ...string) error {
@@ -215,9 +195,7 @@ func (s *session) Traffic() (out, in int64)          { return engine.TrafficOf(s
 func (s *session) BackendPID() int                   { return int(s.pc.PID()) }
 
 func (s *session) Close(ctx context.Context) error {
-	if s.stop != nil {
-		s.stop()
-	}
+	s.watch.Stop()
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	// The session ends with its Terminate message: the server may close
@@ -266,15 +244,7 @@ func (s *session) EndPipeline() error {
 		}
 		break // the sync, or nothing left
 	}
-	return s.fail(s.watchedOr(), cmp.Or(first, p.Close()))
-}
-
-// watchedOr is the context a blocking session watches (for fail), or none.
-func (s *session) watchedOr() context.Context {
-	if s.watched != nil {
-		return s.watched
-	}
-	return context.Background()
+	return s.fail(s.watch.Watched(), cmp.Or(first, p.Close()))
 }
 
 func isServerError(err error) bool {
