@@ -17,7 +17,7 @@ func TestLoadNamesNoDriver(t *testing.T) {
 		t.Fatalf("go list: %v", err)
 	}
 	imports := strings.Fields(string(out))
-	if !slices.Contains(imports, "github.com/dbrig/dbrig/internal/engine") {
+	if !slices.Contains(imports, "github.com/dbrig/dbrig/internal/measure") {
 		t.Fatalf("go list gave load's imports as %q", imports)
 	}
 	for _, driver := range []string{"github.com/jackc/pgx/v5", "github.com/jackc/pgx/v5/pgconn", "github.com/go-sql-driver/mysql"} {
