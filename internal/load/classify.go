@@ -1,46 +1,29 @@
 package load
 
 import (
-	"context"
-	"database/sql/driver"
 	"encoding/json"
 	"errors"
-	"io"
-	"net"
-	"os"
 	"strconv"
 	"strings"
-	"syscall"
 
-	"github.com/go-sql-driver/mysql"
-	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/dbrig/dbrig/internal/engine"
+	"github.com/dbrig/dbrig/internal/engine/mariadb"
+	"github.com/dbrig/dbrig/internal/engine/postgres"
 )
 
-// ErrorClass is what kind of failure an operation had. A performance engineer
-// reads them differently: serialization failures and deadlocks are the price
-// of contention and are retried by applications, timeouts are the server (or
-// a lock) being too slow, a lost connection is an outage or a limit.
-type ErrorClass uint8
+// ErrorClass is what kind of failure an operation had: the engine's
+// session says, in [engine.ErrorClass].
+type ErrorClass = engine.ErrorClass
 
 // The error classes, in the order results list them.
 const (
-	Serialization  ErrorClass = iota // could not serialize (SQLSTATE 40001)
-	Deadlock                         // deadlock detected and this transaction chosen as victim
-	Timeout                          // statement, lock-wait or network timeout
-	ConnectionLost                   // connection closed, reset, refused or dropped by the server
-	OtherError                       // anything else
-	numErrorClasses
+	Serialization   = engine.Serialization
+	Deadlock        = engine.Deadlock
+	Timeout         = engine.Timeout
+	ConnectionLost  = engine.ConnectionLost
+	OtherError      = engine.OtherError
+	numErrorClasses = engine.NumErrorClasses
 )
-
-var errorClassNames = [numErrorClasses]string{"serialization", "deadlock", "timeout", "connection", "other"}
-
-// String is the class's name as results and metrics show it.
-func (c ErrorClass) String() string {
-	if c < numErrorClasses {
-		return errorClassNames[c]
-	}
-	return "unknown"
-}
 
 // ErrorClasses lists every class, in order.
 func ErrorClasses() []ErrorClass {
@@ -70,7 +53,7 @@ func (e *ErrorCounts) add(o *ErrorCounts) {
 func (e ErrorCounts) MarshalJSON() ([]byte, error) {
 	m := make(map[string]int64, len(e))
 	for i, c := range e {
-		m[errorClassNames[i]] = c
+		m[ErrorClass(i).String()] = c
 	}
 	return json.Marshal(m)
 }
@@ -81,8 +64,8 @@ func (e *ErrorCounts) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &m); err != nil {
 		return err
 	}
-	for i, name := range errorClassNames {
-		e[i] = m[name]
+	for i := range e {
+		e[i] = m[ErrorClass(i).String()]
 	}
 	return nil
 }
@@ -92,7 +75,7 @@ func (e ErrorCounts) String() string {
 	var parts []string
 	for i, c := range e {
 		if c != 0 {
-			parts = append(parts, errorClassNames[i]+" "+strconv.FormatInt(c, 10))
+			parts = append(parts, ErrorClass(i).String()+" "+strconv.FormatInt(c, 10))
 		}
 	}
 	if len(parts) == 0 {
@@ -101,97 +84,27 @@ func (e ErrorCounts) String() string {
 	return strings.Join(parts, ", ")
 }
 
-// ClassifyError is the default classifier. It understands PostgreSQL errors
-// as pgx returns them, MySQL and MariaDB errors as go-sql-driver/mysql returns
-// them, and the standard library's context, network and system errors, also
-// when wrapped. A workload with errors of its own implements
-// [ErrorClassifier] and may fall back to this function.
+// ClassifyError is the default classifier: the class an engine's session
+// gave the error (every error of an [engine.Session] has one), else the
+// class the engine whose driver made it gives it, else what the standard
+// library's context, network and system errors say, also when wrapped. A
+// workload with errors of its own implements [ErrorClassifier] and may
+// fall back to this function.
 func ClassifyError(err error) ErrorClass {
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) {
-		return classifySQLState(pgErr.Code)
+	var e *engine.Error
+	if errors.As(err, &e) {
+		return e.Class
 	}
-	var myErr *mysql.MySQLError
-	if errors.As(err, &myErr) {
-		return classifyMySQL(myErr)
+	// The workloads that still speak their engine's driver themselves
+	// (oltp, script, tenants, tpch, rbar) return the driver's errors:
+	// their engine reads them, until they run on engine sessions too.
+	// What a driver says of its own errors comes before what the error
+	// it wraps (a deadline, a reset) says, as a session's classifier has it.
+	generic := engine.GenericClass(err)
+	for _, byDriver := range []func(error) ErrorClass{postgres.ClassifyError, mariadb.ClassifyError} {
+		if c := byDriver(err); c != generic {
+			return c
+		}
 	}
-	var connectErr *pgconn.ConnectError
-	switch {
-	case errors.As(err, &connectErr),
-		errors.Is(err, pgconn.ErrConnClosed),
-		errors.Is(err, mysql.ErrInvalidConn),
-		errors.Is(err, driver.ErrBadConn):
-		return ConnectionLost
-	case errors.Is(err, context.DeadlineExceeded),
-		errors.Is(err, os.ErrDeadlineExceeded),
-		pgconn.Timeout(err):
-		return Timeout
-	}
-	var netErr net.Error
-	if errors.As(err, &netErr) && netErr.Timeout() {
-		return Timeout
-	}
-	switch {
-	case errors.Is(err, io.EOF),
-		errors.Is(err, io.ErrUnexpectedEOF),
-		errors.Is(err, net.ErrClosed),
-		errors.Is(err, syscall.ECONNRESET),
-		errors.Is(err, syscall.ECONNREFUSED),
-		errors.Is(err, syscall.ECONNABORTED),
-		errors.Is(err, syscall.EPIPE):
-		return ConnectionLost
-	}
-	var opErr *net.OpError
-	if errors.As(err, &opErr) {
-		return ConnectionLost
-	}
-	return OtherError
-}
-
-// classifySQLState maps a PostgreSQL SQLSTATE.
-func classifySQLState(code string) ErrorClass {
-	switch code {
-	case "40001": // serialization_failure
-		return Serialization
-	case "40P01": // deadlock_detected
-		return Deadlock
-	case "57014", // query_canceled: statement_timeout
-		"55P03", // lock_not_available: lock_timeout, NOWAIT
-		"25P03": // idle_in_transaction_session_timeout
-		return Timeout
-	case "57P01", "57P02", "57P03", // admin_shutdown, crash_shutdown, cannot_connect_now
-		"53300": // too_many_connections
-		return ConnectionLost
-	}
-	if strings.HasPrefix(code, "08") { // connection exception
-		return ConnectionLost
-	}
-	return OtherError
-}
-
-// classifyMySQL maps a MySQL or MariaDB server (or client) error number.
-func classifyMySQL(e *mysql.MySQLError) ErrorClass {
-	switch e.Number {
-	case 1213: // ER_LOCK_DEADLOCK (SQLSTATE 40001 in MySQL: it is a deadlock victim)
-		return Deadlock
-	case 1020: // ER_CHECKREAD: MariaDB snapshot isolation saw a concurrent change
-		return Serialization
-	case 1205, // ER_LOCK_WAIT_TIMEOUT
-		1317, // ER_QUERY_INTERRUPTED
-		1969, // ER_STATEMENT_TIMEOUT (MariaDB max_statement_time)
-		3024: // ER_QUERY_TIMEOUT (MySQL max_execution_time)
-		return Timeout
-	case 1040, // ER_CON_COUNT_ERROR: too many connections
-		1053,                         // ER_SERVER_SHUTDOWN
-		1927,                         // ER_CONNECTION_KILLED (MariaDB)
-		2002, 2003, 2006, 2013, 2055: // client: cannot connect, gone away, lost connection
-		return ConnectionLost
-	}
-	if string(e.SQLState[:]) == "40001" {
-		return Serialization
-	}
-	if e.SQLState[0] == '0' && e.SQLState[1] == '8' {
-		return ConnectionLost
-	}
-	return OtherError
+	return generic
 }

@@ -10,73 +10,32 @@ import (
 	"os"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/dbrig/dbrig/internal/engine"
 )
 
-// pgError is the error value pgx returns for a server error.
-func pgError(code string) error {
-	return &pgconn.PgError{Severity: "ERROR", Code: code, Message: "server says " + code}
+// classedError is an error as an engine's session returns it: of a class.
+func classedError(class ErrorClass) error {
+	return &engine.Error{Class: class, Err: errors.New("the server says " + class.String())}
 }
 
-func myError(number uint16, state string) error {
-	e := &mysql.MySQLError{Number: number, Message: "server says " + fmt.Sprint(number)}
-	copy(e.SQLState[:], state)
-	return e
-}
-
+// TestClassifyError holds the default classifier to the class an engine's
+// session gave an error, wrapped or not, and to the classes of the
+// standard library's errors.
 func TestClassifyError(t *testing.T) {
-	// Real connection failures from the drivers themselves: dialling a port
-	// nothing listens on.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	closedAddr := ln.Addr().(*net.TCPAddr)
-	ln.Close()
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-	defer cancel()
-	_, pgConnectErr := pgconn.Connect(ctx, fmt.Sprintf("host=127.0.0.1 port=%d user=x dbname=x sslmode=disable connect_timeout=5", closedAddr.Port))
-	if pgConnectErr == nil {
-		t.Fatal("connecting to a closed port succeeded")
-	}
-	myConnector, err := mysql.NewConnector(&mysql.Config{Net: "tcp", Addr: closedAddr.String(), User: "x", AllowNativePasswords: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, myConnectErr := myConnector.Connect(ctx)
-	if myConnectErr == nil {
-		t.Fatal("connecting to a closed port succeeded")
-	}
-
+	t.Parallel()
 	tests := []struct {
 		name string
 		err  error
 		want ErrorClass
 	}{
-		{"pg serialization_failure", pgError("40001"), Serialization},
-		{"pg deadlock_detected", pgError("40P01"), Deadlock},
-		{"pg statement_timeout", pgError("57014"), Timeout},
-		{"pg lock_timeout", pgError("55P03"), Timeout},
-		{"pg admin_shutdown", pgError("57P01"), ConnectionLost},
-		{"pg too_many_connections", pgError("53300"), ConnectionLost},
-		{"pg connection_failure", pgError("08006"), ConnectionLost},
-		{"pg unique_violation", pgError("23505"), OtherError},
-		{"pg wrapped by the workload", fmt.Errorf("new-order: commit: %w", pgError("40001")), Serialization},
-		{"pg connect refused", pgConnectErr, ConnectionLost},
-		{"pg conn closed", fmt.Errorf("exec: %w", pgconn.ErrConnClosed), ConnectionLost},
-		{"mysql deadlock", myError(1213, "40001"), Deadlock},
-		{"mysql lock wait timeout", myError(1205, "HY000"), Timeout},
-		{"mariadb max_statement_time", myError(1969, "70100"), Timeout},
-		{"mysql server gone away", myError(2006, "HY000"), ConnectionLost},
-		{"mysql lost connection", myError(2013, "HY000"), ConnectionLost},
-		{"mysql too many connections", myError(1040, "08004"), ConnectionLost},
-		{"mysql duplicate key", myError(1062, "23000"), OtherError},
-		{"mysql invalid connection", mysql.ErrInvalidConn, ConnectionLost},
+		{"an engine's serialization failure", classedError(Serialization), Serialization},
+		{"wrapped by the workload", fmt.Errorf("new-order: commit: %w", classedError(Deadlock)), Deadlock},
+		{"an engine's class wins over a deadline around it", fmt.Errorf("%w (%w)", context.DeadlineExceeded, classedError(ConnectionLost)), ConnectionLost},
 		{"database/sql bad conn", driver.ErrBadConn, ConnectionLost},
-		{"mysql connect refused", myConnectErr, ConnectionLost},
 		{"context deadline", context.DeadlineExceeded, Timeout},
 		{"i/o deadline", fmt.Errorf("read: %w", os.ErrDeadlineExceeded), Timeout},
 		{"connection reset", &net.OpError{Op: "read", Net: "tcp", Err: os.NewSyscallError("read", syscall.ECONNRESET)}, ConnectionLost},
@@ -105,5 +64,31 @@ func TestErrorCountsJSONRoundTrip(t *testing.T) {
 	}
 	if s := in.String(); s != "serialization 3, timeout 1" {
 		t.Errorf("String() = %q", s)
+	}
+}
+
+// TestClassifyDriverErrors holds the default classifier to the classes of
+// the errors of the drivers some workloads still speak themselves, before
+// what the errors they wrap say.
+func TestClassifyDriverErrors(t *testing.T) {
+	t.Parallel()
+	myDeadlock := &mysql.MySQLError{Number: 1213, Message: "deadlock"}
+	copy(myDeadlock.SQLState[:], "40001")
+	for _, tt := range []struct {
+		name string
+		err  error
+		want ErrorClass
+	}{
+		{"pg serialization_failure", &pgconn.PgError{Code: "40001"}, Serialization},
+		{"pg too_many_connections", fmt.Errorf("connect: %w", &pgconn.PgError{Code: "53300"}), ConnectionLost},
+		{"pg conn closed", pgconn.ErrConnClosed, ConnectionLost},
+		{"mysql deadlock", myDeadlock, Deadlock},
+		{"mysql deadlock under a deadline", fmt.Errorf("%w (%w)", context.DeadlineExceeded, myDeadlock), Deadlock},
+		{"mysql invalid connection", mysql.ErrInvalidConn, ConnectionLost},
+		{"pg unique_violation", &pgconn.PgError{Code: "23505"}, OtherError},
+	} {
+		if got := ClassifyError(tt.err); got != tt.want {
+			t.Errorf("%s: ClassifyError(%v) = %v, want %v", tt.name, tt.err, got, tt.want)
+		}
 	}
 }

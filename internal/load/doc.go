@@ -15,26 +15,27 @@
 // default [ClassifyError] would not understand also implements
 // [ErrorClassifier].
 //
-//	type pointSelect struct{ db *postgres.Instance }
-//	type selectWorker struct{ conn *pgx.Conn }
+//	type pointSelect struct {
+//		engines *engine.Registry // Env.Engines
+//		login   engine.Conn
+//	}
+//	type selectWorker struct{ s engine.Session }
 //
 //	func (p *pointSelect) Mix() []load.TxType { return []load.TxType{{Name: "point-select", Weight: 1}} }
 //
 //	func (p *pointSelect) NewWorker(ctx context.Context, id int) (load.Worker, error) {
-//		conn, err := p.db.Connect(ctx, "bench") // one connection per virtual user
-//		return &selectWorker{conn: conn}, err
+//		// One connection per virtual user, in the login's engine's driver.
+//		s, err := p.engines.OpenSession(ctx, p.login, engine.SessionOptions{Blocking: true})
+//		return &selectWorker{s: s}, err
 //	}
 //
-//	func (w *selectWorker) Do(ctx context.Context, tx int) error {
-//		_, err := w.conn.Exec(ctx, "select 1")
-//		return err
-//	}
+//	func (w *selectWorker) Do(ctx context.Context, tx int) error { return w.s.Exec(ctx, "select 1") }
 //
-//	func (w *selectWorker) Close() error { return w.conn.Close(context.Background()) }
+//	func (w *selectWorker) Close() error { return w.s.Close(context.Background()) }
 //
 // and a run of it (see Example for one that runs):
 //
-//	r, err := load.NewRunner(load.Config{Users: 8, WarmUp: 5 * time.Second, Duration: time.Minute}, &pointSelect{db})
+//	r, err := load.NewRunner(load.Config{Users: 8, WarmUp: 5 * time.Second, Duration: time.Minute}, &pointSelect{engines, login})
 //	...
 //	res, err := r.Run(ctx)
 //	...
@@ -129,10 +130,10 @@
 // # Errors
 //
 // Failed operations are counted per type by [ErrorClass]: serialization
-// failure, deadlock, timeout, connection lost, other. [ClassifyError]
-// understands pgx (SQLSTATE 40001, 40P01, 57014, 55P03, class 08, 57P01,
-// closed connections), go-sql-driver/mysql (1213, 1205, 2006, 2013, 1040,
-// driver.ErrBadConn) and the standard library's context and network errors.
+// failure, deadlock, timeout, connection lost, other. The engines class
+// their errors ([engine.Error], from an engine's session; PostgreSQL's by
+// SQLSTATE, MariaDB's by error number); [ClassifyError] reads that class,
+// else the standard library's context and network errors.
 // An operation slower than [Config.TxLimit] (30 s by default, as seed 001
 // counted) is counted as over the limit whether it succeeded or not.
 //

@@ -408,7 +408,7 @@ func TestErrorsAreClassifiedAndCountedPerType(t *testing.T) {
 			n[tx]++
 			switch {
 			case tx == 1 && n[tx]%4 == 0:
-				return time.Millisecond, pgError("40001")
+				return time.Millisecond, classedError(Serialization)
 			case tx == 0 && n[tx]%10 == 0:
 				return 2 * time.Second, context.DeadlineExceeded
 			}

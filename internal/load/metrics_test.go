@@ -47,7 +47,7 @@ func TestPrometheusMetricsMatchTheRun(t *testing.T) {
 		var n atomic.Int64 // shared by the users
 		wl := &timedWorkload{mix: mix, service: func(id, k, tx int) (time.Duration, error) {
 			if n.Add(1)%5 == 0 && tx == 1 {
-				return 3 * time.Millisecond, pgError("40P01")
+				return 3 * time.Millisecond, classedError(Deadlock)
 			}
 			return time.Duration(1+k%7) * time.Millisecond, nil
 		}}

@@ -3,6 +3,7 @@ package load_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/dbrig/dbrig/internal/engine"
 	"github.com/dbrig/dbrig/internal/engine/postgres"
 	"github.com/dbrig/dbrig/internal/engine/postgres/pgtest"
 	"github.com/dbrig/dbrig/internal/load"
@@ -112,20 +114,20 @@ func TestRealPostgresErrorsAreClassified(t *testing.T) {
 	inst := pgtest.Start(t, "errors", map[string]string{"deadlock_timeout": "50ms"})
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	connect := func() *pgx.Conn {
+	// The errors come from the engine's own sessions, which classify
+	// them, as every workload's do.
+	connect := func() engine.Session {
 		t.Helper()
-		c, err := inst.Connect(ctx, "postgres")
+		login, _ := inst.UnixLogin("postgres")
+		c, err := postgres.New("").OpenSession(ctx, login, engine.SessionOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { c.Close(context.Background()) })
 		return c
 	}
-	exec := func(c *pgx.Conn, sql string) error {
-		_, err := c.Exec(ctx, sql)
-		return err
-	}
-	must := func(c *pgx.Conn, sql string) {
+	exec := func(c engine.Session, sql string) error { return c.Exec(ctx, sql) }
+	must := func(c engine.Session, sql string) {
 		t.Helper()
 		if err := exec(c, sql); err != nil {
 			t.Fatalf("%s: %v", sql, err)
@@ -183,19 +185,13 @@ func TestRealPostgresErrorsAreClassified(t *testing.T) {
 	must(b, "rollback")
 
 	short, cancelShort := context.WithTimeout(ctx, 50*time.Millisecond)
-	_, err := a.Exec(short, "select pg_sleep(5)")
+	err := a.Exec(short, "select pg_sleep(5)")
 	cancelShort()
 	check("client deadline", err, load.Timeout)
 
 	// The server ends a session (an administrator, a failover).
 	victim := connect()
-	var pid int
-	if err := victim.QueryRow(ctx, "select pg_backend_pid()").Scan(&pid); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := b.Exec(ctx, "select pg_terminate_backend($1)", pid); err != nil {
-		t.Fatal(err)
-	}
+	must(b, fmt.Sprintf("select pg_terminate_backend(%d)", victim.BackendPID()))
 	time.Sleep(100 * time.Millisecond)
 	first := exec(victim, "select 1")
 	check("terminated session", first, load.ConnectionLost)

@@ -182,18 +182,21 @@ type Sampler struct {
 }
 
 // Start connects to the instance's monitoring login for database db and
-// samples it every interval (DefaultInterval when 0) until Stop. It returns
-// once the first connection is made or has failed, so that a workload
-// started afterwards finds the monitoring connection already in place; a
-// failure is recorded in the samples, not returned.
-func Start(ctx context.Context, inst engine.Instance, db string, interval time.Duration) *Sampler {
+// samples it every interval (DefaultInterval when 0) until Stop, through a
+// session of the instance's engine, which says how to read what the
+// server's sessions do (engine.ActivityReader). It returns once the first
+// connection is made or has failed, so that a workload started afterwards
+// finds the monitoring connection already in place; a failure is recorded
+// in the samples, not returned.
+func Start(ctx context.Context, engines *engine.Registry, inst engine.Instance, db string, interval time.Duration) *Sampler {
 	if interval <= 0 {
 		interval = DefaultInterval
 	}
-	login, via := monitorLogin(inst, db)
+	reader, _ := lookupReader(engines, inst.Engine())
+	login, via := monitorLogin(inst, reader, db)
 	s := &Sampler{
 		series:   Series{Instance: inst.Name(), Engine: inst.Engine(), Via: via, Interval: interval.Seconds()},
-		open:     openerFor(login),
+		open:     openerFor(engines, reader, login),
 		interval: interval,
 		done:     make(chan struct{}),
 	}
@@ -206,15 +209,25 @@ func Start(ctx context.Context, inst engine.Instance, db string, interval time.D
 	return s
 }
 
-func monitorLogin(inst engine.Instance, db string) (engine.Conn, string) {
+// lookupReader finds the engine's reader of its sessions' activity.
+func lookupReader(engines *engine.Registry, name string) (engine.ActivityReader, bool) {
+	if engines == nil {
+		return nil, false
+	}
+	e, ok := engines.Lookup(name)
+	if !ok {
+		return nil, false
+	}
+	r, ok := e.(engine.ActivityReader)
+	return r, ok
+}
+
+func monitorLogin(inst engine.Instance, reader engine.ActivityReader, db string) (engine.Conn, string) {
 	if m, ok := inst.(engine.Monitored); ok {
 		if c, ok := m.MonitorLogin(db); ok {
 			via := "dbrig's own login"
-			switch inst.Engine() {
-			case "postgres":
-				via = "the superuser through the unix socket: PostgreSQL's reserved superuser slots"
-			case "mariadb":
-				via = fmt.Sprintf("the extra port %d: its own connection slots beside max_connections", c.Port)
+			if reader != nil {
+				via = reader.MonitorVia(c)
 			}
 			return c, via
 		}
@@ -223,15 +236,38 @@ func monitorLogin(inst engine.Instance, db string) (engine.Conn, string) {
 	return c, "the target's login (" + c.String() + "): no connection slot is reserved for it"
 }
 
-func openerFor(login engine.Conn) opener {
-	switch login.Engine {
-	case "postgres":
-		return func(ctx context.Context) (source, error) { return openPostgres(ctx, login) }
-	case "mariadb":
-		return func(ctx context.Context) (source, error) { return openMaria(ctx, login) }
+// sessionSource reads the activity through one session of the engine.
+type sessionSource struct {
+	s      engine.Session
+	reader engine.ActivityReader
+}
+
+func (src sessionSource) read(ctx context.Context) (Sample, error) {
+	a, err := src.reader.ReadActivity(ctx, src.s)
+	if err != nil {
+		return Sample{}, err
 	}
-	return func(context.Context) (source, error) {
-		return nil, fmt.Errorf("no sampler for engine %q", login.Engine)
+	return Sample{Sessions: a.Sessions, Active: a.Active, Waiting: a.Waiting, IdleInTx: a.IdleInTx, Waits: a.Waits}, nil
+}
+
+func (src sessionSource) close() {
+	ctx, cancel := context.WithTimeout(context.Background(), connectTimeout)
+	defer cancel()
+	_ = src.s.Close(ctx)
+}
+
+func openerFor(engines *engine.Registry, reader engine.ActivityReader, login engine.Conn) opener {
+	if reader == nil {
+		return func(context.Context) (source, error) {
+			return nil, fmt.Errorf("no sampler for engine %q", login.Engine)
+		}
+	}
+	return func(ctx context.Context) (source, error) {
+		s, err := engines.OpenSession(ctx, login, engine.SessionOptions{Application: "dbrig monitor"})
+		if err != nil {
+			return nil, err
+		}
+		return sessionSource{s: s, reader: reader}, nil
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/dbrig/dbrig/internal/engine"
+	"github.com/dbrig/dbrig/internal/engine/enginetest"
 	"github.com/dbrig/dbrig/internal/engine/mariadb"
 	"github.com/dbrig/dbrig/internal/engine/mariadb/mariatest"
 	"github.com/dbrig/dbrig/internal/engine/postgres"
@@ -75,7 +76,7 @@ func TestPostgresSamplingSurvivesExhaustedConnections(t *testing.T) {
 	user.User = "load_user"
 	user = user.WithPassword("load-user-pw")
 
-	s := monitor.Start(ctx, inst, "postgres", interval)
+	s := monitor.Start(ctx, enginetest.Registry(), inst, "postgres", interval)
 	defer s.Stop()
 	if !strings.Contains(s.Series().Via, "reserved superuser slots") {
 		t.Errorf("via %q", s.Series().Via)
@@ -125,7 +126,7 @@ func TestPostgresSamplingSurvivesExhaustedConnections(t *testing.T) {
 			break
 		}
 	}
-	locked := monitor.Start(ctx, inst, "postgres", interval)
+	locked := monitor.Start(ctx, enginetest.Registry(), inst, "postgres", interval)
 	got = samplesAfter(t, locked, 0, 3)
 	lockedOut := locked.Stop()
 	for _, x := range got {
@@ -151,7 +152,7 @@ func TestMariaDBSamplingSurvivesExhaustedConnections(t *testing.T) {
 	inst := mariatest.Start(t, "monitor", map[string]string{"max_connections": "10"})
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
-	s := monitor.Start(ctx, inst, "", interval)
+	s := monitor.Start(ctx, enginetest.Registry(), inst, "", interval)
 	defer s.Stop()
 	if !strings.Contains(s.Series().Via, "extra port") {
 		t.Errorf("via %q", s.Series().Via)

@@ -163,6 +163,7 @@ func ClientMain(ctx context.Context, reg *Registry, stdin io.Reader, stdout, std
 	env := &workload.Env{
 		Params:     job.Params,
 		Database:   job.Database,
+		Engines:    reg.Engines(),
 		Set:        func(name string) []string { return job.Sets[name] },
 		ClientSite: job.ClientSite,
 		Log:        slog.New(slog.NewTextHandler(stderr, nil)),

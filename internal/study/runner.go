@@ -404,7 +404,7 @@ func (r *Runner) runPoint(ctx context.Context, st *runState, p Point, n, total i
 	var samplers []*monitor.Sampler
 	for _, in := range c.Instances {
 		if inst := st.topo.Instance(in.Name); inst != nil {
-			samplers = append(samplers, monitor.Start(ctx, inst, env.Database, r.MonitorInterval))
+			samplers = append(samplers, monitor.Start(ctx, r.Registry.Engines(), inst, env.Database, r.MonitorInterval))
 		}
 	}
 	defer func() { // on a panic too; Stop again is harmless
@@ -474,6 +474,7 @@ func (r *Runner) pointEnv(ctx context.Context, st *runState, p Point) *workload.
 			return st.topo.Conn(ctx, from, instance, db)
 		},
 		Instance: st.topo.Instance,
+		Engines:  r.Registry.Engines(),
 		Via:      st.topo.Via,
 		Set:      func(name string) []string { return c.Sets[name] },
 		Cleanup:  func(f func(context.Context) error) { st.cleanups = append(st.cleanups, f) },

@@ -115,6 +115,10 @@ type Env struct {
 	// A workload that needs one engine's own abilities asks for them
 	// (postgres.Local) and declares Kind.Engines.
 	Instance func(name string) engine.Instance
+	// Engines opens sessions in the driver of a login's engine
+	// (Engines.OpenSession) and says what each engine's SQL and protocol
+	// can do (Engines.Dialect), so that a workload names no engine.
+	Engines *engine.Registry
 	// Set lists the instances a study's [[instance]] NAME became for this
 	// point: NAME itself, or NAME-1 ... NAME-N with count = N.
 	Set func(name string) []string

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/dbrig/dbrig/internal/engine"
+	"github.com/dbrig/dbrig/internal/engine/enginetest"
 	"github.com/dbrig/dbrig/internal/engine/mariadb/mariatest"
 	"github.com/dbrig/dbrig/internal/engine/postgres/pgtest"
 )
@@ -36,13 +37,13 @@ func TestSessionOnEachEngine(t *testing.T) {
 				t.Fatal(err)
 			}
 			login, _ := inst.UnixLogin("dbrig_dbconn")
-			c, err := Open(ctx, login)
+			c, err := Open(ctx, enginetest.Registry(), login)
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer c.Close(ctx)
-			if c.Engine() != tc.name || (c.PG() != nil) != (tc.name == "postgres") {
-				t.Errorf("engine %q, PG %v", c.Engine(), c.PG() != nil)
+			if c.Engine() != tc.name || c.Dialect().Placeholder == nil {
+				t.Errorf("engine %q, dialect %+v", c.Engine(), c.Dialect())
 			}
 			if err := c.Exec(ctx, tc.set, "CREATE TABLE t (a int, b varchar(10))", "INSERT INTO t VALUES (1, 'x'), (2, NULL)"); err != nil {
 				t.Fatal(err)

@@ -93,7 +93,7 @@ func (w *keylookup) Prepare(ctx context.Context, env *workload.Env) error {
 	if !ok {
 		login = inst.Login(env.Database)
 	}
-	c, err := dbconn.Open(ctx, login)
+	c, err := dbconn.Open(ctx, env.Engines, login)
 	if err != nil {
 		return err
 	}
@@ -170,7 +170,7 @@ func (w *keylookup) Run(ctx context.Context, env *workload.Env) (workload.Measur
 	if err != nil {
 		return workload.Measurement{}, err
 	}
-	c, err := dbconn.Open(ctx, ep.Conn)
+	c, err := dbconn.Open(ctx, env.Engines, ep.Conn)
 	if err != nil {
 		return workload.Measurement{}, err
 	}

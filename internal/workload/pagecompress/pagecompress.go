@@ -2,13 +2,16 @@ package pagecompress
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"math"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"time"
 
+	"github.com/dbrig/dbrig/internal/engine"
 	"github.com/dbrig/dbrig/internal/topology"
 	"github.com/dbrig/dbrig/internal/workload"
 	"github.com/dbrig/dbrig/internal/workload/dbconn"
@@ -115,7 +118,7 @@ func (w *pagecompress) Prepare(ctx context.Context, env *workload.Env) error {
 	if !ok {
 		login = inst.Login(env.Database)
 	}
-	c, err := dbconn.Open(ctx, login)
+	c, err := dbconn.Open(ctx, env.Engines, login)
 	if err != nil {
 		return err
 	}
@@ -137,7 +140,7 @@ func (w *pagecompress) Run(ctx context.Context, env *workload.Env) (workload.Mea
 	if err != nil {
 		return workload.Measurement{}, err
 	}
-	c, err := dbconn.Open(ctx, ep.Conn)
+	c, err := dbconn.Open(ctx, env.Engines, ep.Conn)
 	if err != nil {
 		return workload.Measurement{}, err
 	}
@@ -285,42 +288,68 @@ func measurePostgres(ctx context.Context, c *dbconn.Conn, t string) (measured, e
 		return m, err
 	}
 	defer codec.close()
-	// Pages in binary: get_raw_page's bytea as the page's own bytes.
-	rr := c.PG().PgConn().ExecParams(ctx, "SELECT n, get_raw_page($1, 'main', n::int) FROM generate_series(0, $2::bigint - 1) AS n",
-		[][]byte{[]byte(t), []byte(strconv.FormatInt(nblocks, 10))}, nil, nil, []int16{0, 1})
-	var perr error
-	for rr.NextRow() && perr == nil {
-		vals := rr.Values()
-		blk, err := strconv.ParseInt(string(vals[0]), 10, 64)
-		if err != nil {
-			perr = err
-			break
-		}
-		st, err := pgPage(vals[1])
-		if err != nil {
-			perr = fmt.Errorf("page %d of %s: %w", blk, t, err)
-			break
-		}
+	if err := readPages(ctx, c, t, nblocks, &m, codec, func(blk int64) (int, int) {
 		cnt := byBlock[blk]
-		if cnt.rows != st.rows {
-			perr = fmt.Errorf("page %d of %s: %d line pointers, %d rows", blk, t, st.rows, cnt.rows)
-			break
-		}
-		st.distinct = cnt.distinct
-		st.compressed = codec.compress(vals[1])
-		m.pages = append(m.pages, st)
-		m.rows += int64(st.rows)
-	}
-	if _, err := rr.Close(); err != nil {
-		return m, fmt.Errorf("read the pages of %s (pageinspect's get_raw_page): %w", t, err)
-	}
-	if perr != nil {
-		return m, perr
+		return cnt.distinct, cnt.rows
+	}); err != nil {
+		return m, err
 	}
 	if len(m.pages) == 0 {
 		return m, fmt.Errorf("%s has no pages", t)
 	}
 	return m, nil
+}
+
+// readPages reads a table's heap pages through get_raw_page, checks each
+// page's line pointers against the rows counted (count: distinct fillers
+// and rows of a block), and adds each page, compressed on its own, to m.
+func readPages(ctx context.Context, c *dbconn.Conn, t string, nblocks int64, m *measured, codec *codecs, count func(blk int64) (distinct, rows int)) error {
+	// Pages as hex (a session reads text): decoded, the page's own bytes.
+	var args engine.Args
+	var page []byte
+	var perr error
+	err := engine.Each(ctx, c.Session, "SELECT n, encode(get_raw_page($1, 'main', n::int), 'hex') FROM generate_series(0, $2::bigint - 1) AS n",
+		args.Text(t).Int(nblocks), func(vals [][]byte) error {
+			blk, err := strconv.ParseInt(string(vals[0]), 10, 64)
+			if err != nil {
+				perr = err
+				return err
+			}
+			perr = addPage(m, codec, &page, vals[1], blk, count)
+			if perr != nil {
+				perr = fmt.Errorf("page %d of %s: %w", blk, t, perr)
+			}
+			return perr
+		})
+	if perr != nil {
+		return perr
+	}
+	if err != nil {
+		return fmt.Errorf("read the pages of %s (pageinspect's get_raw_page): %w", t, err)
+	}
+	return nil
+}
+
+// addPage decodes one page from hex into page and adds it to m.
+func addPage(m *measured, codec *codecs, page *[]byte, hexPage []byte, blk int64, count func(int64) (int, int)) error {
+	n := hex.DecodedLen(len(hexPage))
+	*page = slices.Grow((*page)[:0], n)[:n]
+	if _, err := hex.Decode(*page, hexPage); err != nil {
+		return err
+	}
+	st, err := pgPage(*page)
+	if err != nil {
+		return err
+	}
+	distinct, rows := count(blk)
+	if rows != st.rows {
+		return fmt.Errorf("%d line pointers, %d rows", st.rows, rows)
+	}
+	st.distinct = distinct
+	st.compressed = codec.compress(*page)
+	m.pages = append(m.pages, st)
+	m.rows += int64(st.rows)
+	return nil
 }
 
 // measureMariaDB reads the plain table's leaf pages from its file in key

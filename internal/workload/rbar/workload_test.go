@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/dbrig/dbrig/internal/engine"
+	"github.com/dbrig/dbrig/internal/engine/enginetest"
 	"github.com/dbrig/dbrig/internal/engine/mariadb/mariatest"
 	"github.com/dbrig/dbrig/internal/engine/postgres/pgtest"
 	"github.com/dbrig/dbrig/internal/workload"
@@ -26,6 +27,7 @@ func envOf(inst engine.Instance, unix bool) *workload.Env {
 		Database:   "dbrig_rbar_test",
 		ClientSite: "client",
 		Instance:   func(string) engine.Instance { return inst },
+		Engines:    enginetest.Registry(),
 		Conn: func(_, _, db string) (workload.Endpoint, error) {
 			if unix {
 				login, _ := inst.UnixLogin(db)

@@ -187,7 +187,7 @@ func (w *readahead) Prepare(ctx context.Context, env *workload.Env) error {
 	if !ok {
 		login = inst.Login(env.Database)
 	}
-	c, err := dbconn.Open(ctx, login)
+	c, err := dbconn.Open(ctx, env.Engines, login)
 	if err != nil {
 		return err
 	}
@@ -249,7 +249,7 @@ func (w *readahead) Run(ctx context.Context, env *workload.Env) (workload.Measur
 	if err != nil {
 		return m, err
 	}
-	where, err := readMarker(ctx, ep.Conn)
+	where, err := readMarker(ctx, env, ep.Conn)
 	if err != nil {
 		return m, err
 	}
@@ -293,7 +293,7 @@ func (w *readahead) Run(ctx context.Context, env *workload.Env) (workload.Measur
 	}
 	m.Metrics["resident_before"] = float64(resident)
 
-	c, err := dbconn.Open(ctx, ep.Conn)
+	c, err := dbconn.Open(ctx, env.Engines, ep.Conn)
 	if err != nil {
 		return m, err
 	}
@@ -376,8 +376,8 @@ type location struct {
 	tableBytes, pageBytes int64
 }
 
-func readMarker(ctx context.Context, login engine.Conn) (location, error) {
-	c, err := dbconn.Open(ctx, login)
+func readMarker(ctx context.Context, env *workload.Env, login engine.Conn) (location, error) {
+	c, err := dbconn.Open(ctx, env.Engines, login)
 	if err != nil {
 		return location{}, err
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/dbrig/dbrig/internal/blockdev"
 	"github.com/dbrig/dbrig/internal/engine"
+	"github.com/dbrig/dbrig/internal/engine/enginetest"
 	"github.com/dbrig/dbrig/internal/engine/mariadb/mariatest"
 	"github.com/dbrig/dbrig/internal/engine/postgres"
 	"github.com/dbrig/dbrig/internal/engine/postgres/pgtest"
@@ -27,6 +28,7 @@ func envFor(inst engine.Instance, db string, cleanups *[]func(context.Context) e
 		ClientSite: "client",
 		Log:        slog.New(slog.DiscardHandler),
 		Instance:   func(string) engine.Instance { return inst },
+		Engines:    enginetest.Registry(),
 		Conn: func(from, instance, db string) (workload.Endpoint, error) {
 			c, _ := inst.UnixLogin(db)
 			return workload.Endpoint{Conn: c, Transport: "unix"}, nil

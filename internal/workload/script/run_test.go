@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/dbrig/dbrig/internal/engine"
+	"github.com/dbrig/dbrig/internal/engine/enginetest"
 	"github.com/dbrig/dbrig/internal/engine/mariadb"
 	"github.com/dbrig/dbrig/internal/engine/postgres/pgtest"
 	"github.com/dbrig/dbrig/internal/load"
@@ -28,7 +29,7 @@ func execOn(t *testing.T, inst engine.Instance, db string, stmts ...string) {
 func withConn(t *testing.T, inst engine.Instance, db string, f func(*dbconn.Conn)) {
 	t.Helper()
 	login, _ := inst.UnixLogin(db)
-	c, err := dbconn.Open(t.Context(), login)
+	c, err := dbconn.Open(t.Context(), enginetest.Registry(), login)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/dbrig/dbrig/internal/engine"
+	"github.com/dbrig/dbrig/internal/engine/enginetest"
 	"github.com/dbrig/dbrig/internal/engine/mariadb/mariatest"
 	"github.com/dbrig/dbrig/internal/engine/postgres/pgtest"
 	"github.com/dbrig/dbrig/internal/workload"
@@ -27,6 +28,7 @@ func envFor(db string, insts ...engine.Instance) *workload.Env {
 		ClientSite: "client",
 		Log:        slog.New(slog.DiscardHandler),
 		Instance:   func(name string) engine.Instance { return by[name] },
+		Engines:    enginetest.Registry(),
 		Set:        func(string) []string { return names },
 		Conn: func(from, instance, db string) (workload.Endpoint, error) {
 			c, _ := by[instance].UnixLogin(db)

@@ -5,7 +5,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/dbrig/dbrig/internal/engine/postgres"
 	"github.com/dbrig/dbrig/internal/workload"
 )
 
@@ -55,7 +54,7 @@ func describeLoad(v workload.LoadValues) workload.LoadHead {
 		Question: fmt.Sprintf("How long does each of the 22 TPC-H queries take on this server at scale factor %s, degree %s?", sf, strings.Join(degrees, ", ")),
 		Source:   "The TPC-H power test: the stream of 22 queries with the specification's validation parameters, repeated with seed 002's rule",
 	}
-	if !v.Target && v.Engine == postgres.Name {
+	if !v.Target && v.Engine == "postgres" {
 		head.Settings = map[string]any{
 			"shared_buffers": "4GB", "work_mem": "64MB", "jit": "off", "max_worker_processes": int64(20),
 			"max_parallel_workers": "${degree}", "max_parallel_workers_per_gather": "${degree}",

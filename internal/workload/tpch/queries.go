@@ -13,7 +13,7 @@ import (
 // "Query Validation" values of each query's substitution parameters), and
 // the schema.
 //
-//go:embed queries schema
+//go:embed queries schema sql
 var sqlFiles embed.FS
 
 // NumQueries is the number of TPC-H queries.

@@ -143,7 +143,7 @@ func (w *tpch) Prepare(ctx context.Context, env *workload.Env) error {
 	if !ok {
 		login = inst.Login(env.Database)
 	}
-	s, err := openSession(ctx, login)
+	s, err := openSession(ctx, env.Engines, login)
 	if err != nil {
 		return err
 	}
@@ -196,7 +196,7 @@ func loadTables(ctx context.Context, env *workload.Env, login engine.Conn, progr
 			defer wg.Done()
 			defer func() { <-slots }()
 			start := time.Now()
-			n, err := loadTable(ctx, login, program, sf, t)
+			n, err := loadTable(ctx, env.Engines, login, program, sf, t)
 			if err != nil {
 				cancel(err)
 				return
@@ -215,8 +215,8 @@ func loadTables(ctx context.Context, env *workload.Env, login engine.Conn, progr
 }
 
 // loadTable streams one table from the generator into the database.
-func loadTable(ctx context.Context, login engine.Conn, program string, sf float64, table string) (int64, error) {
-	s, err := openSession(ctx, login)
+func loadTable(ctx context.Context, engines *engine.Registry, login engine.Conn, program string, sf float64, table string) (int64, error) {
+	s, err := openSession(ctx, engines, login)
 	if err != nil {
 		return 0, err
 	}
@@ -239,7 +239,7 @@ func loadTable(ctx context.Context, login engine.Conn, program string, sf float6
 // recordAnswers runs every query once serially, checks each answer against
 // the golden answers at this scale factor (when there are some) and stores
 // them for the points to check theirs against.
-func (w *tpch) recordAnswers(ctx context.Context, s session, queries []Query) error {
+func (w *tpch) recordAnswers(ctx context.Context, s *session, queries []Query) error {
 	if err := s.serial(ctx); err != nil {
 		return err
 	}
@@ -289,14 +289,14 @@ func (w *tpch) Run(ctx context.Context, env *workload.Env) (workload.Measurement
 	if err != nil {
 		return workload.Measurement{}, err
 	}
-	s, err := openSession(ctx, ep.Conn)
+	s, err := openSession(ctx, env.Engines, ep.Conn)
 	if err != nil {
 		return workload.Measurement{}, err
 	}
 	defer s.close(ctx)
 	m := workload.Measurement{Metrics: map[string]float64{}, Series: map[string][]float64{}}
 	processes, notes := 1, []string(nil)
-	if ep.Conn.Engine == "postgres" {
+	if s.dialect.ParallelQuery {
 		processes, notes, err = w.settle(ctx, s)
 	}
 	if err != nil {
@@ -379,7 +379,7 @@ func (w *tpch) Run(ctx context.Context, env *workload.Env) (workload.Measurement
 // it draws from); where the server runs with other values (a target) the
 // session sets its own and says so. It returns how many processes may work
 // on one query.
-func (w *tpch) settle(ctx context.Context, s session) (int, []string, error) {
+func (w *tpch) settle(ctx context.Context, s *session) (int, []string, error) {
 	var notes []string
 	get := func(name string) (int, error) {
 		v, err := s.setting(ctx, name)
@@ -428,7 +428,7 @@ func (w *tpch) settle(ctx context.Context, s session) (int, []string, error) {
 	return processes, notes, nil
 }
 
-func readAnswers(ctx context.Context, s session) (map[int]Answer, error) {
+func readAnswers(ctx context.Context, s *session) (map[int]Answer, error) {
 	rows, err := s.values(ctx, "SELECT q, nrows, hash FROM "+answersTable)
 	if err != nil {
 		return nil, fmt.Errorf("read the serial reference answers: %w", err)

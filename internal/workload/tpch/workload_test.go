@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/dbrig/dbrig/internal/engine"
+	"github.com/dbrig/dbrig/internal/engine/enginetest"
 	"github.com/dbrig/dbrig/internal/engine/mariadb/mariatest"
 	"github.com/dbrig/dbrig/internal/engine/postgres"
 	"github.com/dbrig/dbrig/internal/engine/postgres/pgtest"
@@ -58,6 +59,7 @@ func envFor(inst engine.Instance, db string) *workload.Env {
 		ClientSite: "client",
 		Log:        slog.New(slog.DiscardHandler),
 		Instance:   func(string) engine.Instance { return inst },
+		Engines:    enginetest.Registry(),
 		Conn: func(from, instance, db string) (workload.Endpoint, error) {
 			c, _ := inst.UnixLogin(db)
 			return workload.Endpoint{Conn: c, Transport: "unix"}, nil
@@ -146,7 +148,7 @@ func recordGolden(t *testing.T, inst engine.Instance) {
 		if err := w.Prepare(ctx, env); err != nil {
 			t.Fatal(err)
 		}
-		s, err := openSession(ctx, inst.Login(env.Database))
+		s, err := openSession(ctx, env.Engines, inst.Login(env.Database))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/dbrig/dbrig/internal/engine"
+	"github.com/dbrig/dbrig/internal/engine/enginetest"
 	"github.com/dbrig/dbrig/internal/engine/mariadb/mariatest"
 	"github.com/dbrig/dbrig/internal/engine/postgres/pgtest"
 	"github.com/dbrig/dbrig/internal/workload/dbconn"
@@ -48,7 +49,7 @@ func TestTableOnEachEngine(t *testing.T) {
 				t.Fatal(err)
 			}
 			login, _ := inst.UnixLogin("dbrig_widetable")
-			c, err := dbconn.Open(ctx, login)
+			c, err := dbconn.Open(ctx, enginetest.Registry(), login)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,0 +1,1 @@
+-- MariaDB runs every query on one thread: nothing to turn off.

@@ -1,0 +1,2 @@
+-- A system variable as the session sees it; %s is its name.
+SELECT @@%s
