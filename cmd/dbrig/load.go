@@ -74,10 +74,10 @@ type loadFlags struct {
 	metricsAddr    string
 	fleet          fleetFlags
 	samples        string
+	link           loadLinkFlags
 }
 
-// register adds the shared flags to a load command. The link's flags (an
-// emulated link between the client and the server) belong here too.
+// register adds the shared flags to a load command, the link's among them.
 func (f *loadFlags) register(cmd *cobra.Command, kind string) {
 	fl := cmd.Flags()
 	fl.StringVar(&f.target, "target", "", "your server: `URI` (postgres://user@host:5432/db, mariadb://user@host:3306/db, host=/var/run/postgresql) or env:VAR")
@@ -91,6 +91,7 @@ func (f *loadFlags) register(cmd *cobra.Command, kind string) {
 	f.fleet.register(cmd, true)
 	fl.StringVar(&f.samples, "samples", "", "with --agents: write every measured transaction's latency in µs to `FILE`, one per line (to check a merge; costs 8 bytes per transaction on the wire)")
 	_ = fl.MarkHidden("samples")
+	f.link.register(fl)
 }
 
 // check reports every shared flag that is wrong, or wrong for this kind,
@@ -143,8 +144,12 @@ func newLoadKindCmd(a *app, k workload.Kind) *cobra.Command {
 		Example: k.Load.Example,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			pf.args = args
 			return runLoad(cmd.Context(), a, k, &f, pf, cmd.Flags().Changed)
 		},
+	}
+	if k.Load.Args != "" { // the arguments fill a parameter
+		cmd.Args, cmd.Use = cobra.ArbitraryArgs, cmd.Use+" "+k.Load.ArgsUsage
 	}
 	f.register(cmd, k.Name)
 	pf = addParamFlags(cmd.Flags(), k)
@@ -229,11 +234,15 @@ func runLoad(ctx context.Context, a *app, k workload.Kind, f *loadFlags, pf *par
 	if err != nil {
 		return usageError(err)
 	}
+	linkReq, err := f.link.request()
+	if err != nil {
+		return usageError(err)
+	}
 	view := viewOf(a, k, f)
 	reg = study.NewRegistry(reg.Engines(), withKind(workloads(), view.kind(k)), studies.All()...)
-	spec, err := study.ParseLoad(study.LoadRequest{Kind: k, Engine: info.engine, Target: info.target, Params: given, Sweep: sweep}, reg)
+	spec, err := study.ParseLoad(study.LoadRequest{Kind: k, Engine: info.engine, Target: info.target, Params: given, Sweep: sweep, Link: linkReq}, reg)
 	if err != nil {
-		return usageError(pf.flagErrors(err))
+		return usageError(pf.flagErrors(err, f.link.flagError))
 	}
 	info.sweep, _ = spec.Sweep[k.Load.Sweep].([]any)
 	if uv, ok := view.(usersView); ok {

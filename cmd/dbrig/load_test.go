@@ -155,7 +155,7 @@ func TestLoadTPCHUsage(t *testing.T) {
 		args []string
 		says string
 	}{
-		{[]string{"load"}, "name a workload: oltp, tpch"},
+		{[]string{"load"}, "name a workload: oltp, script, tpch"},
 		{[]string{"load", "tpch"}, "--scale: want the TPC-H scale factor"},
 		{[]string{"load", "tpch", "--scale", "-1"}, "--scale"},
 		{[]string{"load", "tpch", "--scale", "1", "--degree", "two"}, "--degree two: want whole numbers"},

@@ -25,6 +25,9 @@ import (
 type paramFlags struct {
 	kind workload.Kind
 	fs   *pflag.FlagSet
+	// args are the command's arguments, which fill the parameter
+	// kind.Load.Args.
+	args []string
 }
 
 func addParamFlags(fs *pflag.FlagSet, k workload.Kind) *paramFlags {
@@ -36,35 +39,37 @@ func addParamFlags(fs *pflag.FlagSet, k workload.Kind) *paramFlags {
 		if v, ok := k.Load.Defaults[p.Name]; ok {
 			def = v
 		}
-		name, help := p.FlagName(), p.FlagHelp()
+		name, short, help := p.FlagName(), p.Flag.Short, p.FlagHelp()
 		switch {
 		case p.Name == k.Load.Sweep: // a list, each value a point
-			fs.String(name, fmt.Sprint(def), help)
+			fs.StringP(name, short, fmt.Sprint(def), help)
 		case p.Kind == workload.IntParam:
 			n, _ := workload.IntOf(def)
-			fs.Int64(name, n, help)
+			fs.Int64P(name, short, n, help)
 		case p.Kind == workload.FloatParam:
 			x, _ := def.(float64)
-			fs.Float64(name, x, help)
+			fs.Float64P(name, short, x, help)
 		case p.Kind == workload.DurationParam:
 			d, _ := time.ParseDuration(fmt.Sprint(def))
-			fs.Duration(name, d, help)
+			fs.DurationP(name, short, d, help)
 		case p.Kind == workload.BoolParam, p.Flag.Switch != "":
 			b, _ := def.(bool)
-			fs.Bool(name, b, help)
+			fs.BoolP(name, short, b, help)
+		case p.Flag.Repeat: // each one given adds to the list
+			fs.StringArrayP(name, short, nil, help)
 		default: // strings, sizes, instances: as written
 			str, _ := def.(string)
-			fs.String(name, str, help)
+			fs.StringP(name, short, str, help)
 		}
 	}
 	return &paramFlags{kind: k, fs: fs}
 }
 
 // hasFlag reports whether a parameter has a flag: the command sets the
-// others itself.
+// others itself, or its arguments fill them.
 func hasFlag(k workload.Kind, p workload.ParamSpec) bool {
 	_, fixed := k.Load.Fixed[p.Name]
-	return !fixed
+	return !fixed && p.Name != k.Load.Args
 }
 
 // values are the parameters the user set, each as a study file's key
@@ -72,6 +77,9 @@ func hasFlag(k workload.Kind, p workload.ParamSpec) bool {
 // study file.
 func (pf *paramFlags) values() (workload.Params, []any, error) {
 	given := workload.Params{}
+	if len(pf.args) > 0 {
+		given[pf.kind.Load.Args] = strings.Join(pf.args, ",")
+	}
 	for _, p := range pf.kind.Params {
 		name := p.FlagName()
 		if !hasFlag(pf.kind, p) || p.Name == pf.kind.Load.Sweep || !pf.fs.Changed(name) {
@@ -91,6 +99,9 @@ func (pf *paramFlags) values() (workload.Params, []any, error) {
 			v, _ = pf.fs.GetFloat64(name)
 		case p.Kind == workload.BoolParam:
 			v, _ = pf.fs.GetBool(name)
+		case p.Flag.Repeat:
+			list, _ := pf.fs.GetStringArray(name)
+			v = strings.Join(list, ",")
 		default: // a duration as it prints ("1m0s"), strings as written
 			v = fl.Value.String()
 		}
@@ -133,7 +144,8 @@ func (pf *paramFlags) sweep() ([]any, error) {
 // flagErrors words the errors of a load's study file for the flags that
 // set its values: "--users 0: want whole numbers from 1 to 100000 (...)"
 // where the file would say "workload.users: want a positive integer".
-func (pf *paramFlags) flagErrors(err error) error {
+// Other keys' errors are worded by other, when it knows them.
+func (pf *paramFlags) flagErrors(err error, other func(study.SpecError) (error, bool)) error {
 	var es study.SpecErrors
 	if !errors.As(err, &es) {
 		return err
@@ -141,7 +153,10 @@ func (pf *paramFlags) flagErrors(err error) error {
 	var out []error
 	seen := map[string]bool{}
 	for _, e := range es {
-		fe := pf.flagError(e)
+		fe, ok := other(e)
+		if !ok {
+			fe = pf.flagError(e)
+		}
 		if !seen[fe.Error()] {
 			seen[fe.Error()] = true
 			out = append(out, fe)
@@ -153,12 +168,19 @@ func (pf *paramFlags) flagErrors(err error) error {
 func (pf *paramFlags) flagError(e study.SpecError) error {
 	name := study.ParamOfKey(e.Key)
 	i := slices.IndexFunc(pf.kind.Params, func(p workload.ParamSpec) bool { return p.Name == name })
+	if name != "" && name == pf.kind.Load.Args && e.Err != nil {
+		return pf.argsError(e.Err)
+	}
 	if i < 0 || !hasFlag(pf.kind, pf.kind.Params[i]) {
 		return e
 	}
 	p := pf.kind.Params[i]
 	flag := "--" + p.FlagName()
 	shown := pf.fs.Lookup(p.FlagName()).Value.String()
+	if p.Flag.Repeat {
+		list, _ := pf.fs.GetStringArray(p.FlagName())
+		shown = strings.Join(list, " ")
+	}
 	want := p.FlagWant(name == pf.kind.Load.Sweep)
 	var ve *workload.ValueError
 	switch {
@@ -193,4 +215,21 @@ func (pf *paramFlags) flagWords(msg string) string {
 		msg = regexp.MustCompile(`\b`+regexp.QuoteMeta(p.Name)+` = `).ReplaceAllLiteralString(msg, "--"+p.FlagName()+" ")
 	}
 	return msg
+}
+
+// argsError words an error of the parameter the arguments fill: as it
+// is when it names an argument (a script's file:line), else after the
+// arguments, or the default the command took for want of any.
+func (pf *paramFlags) argsError(err error) error {
+	if len(pf.args) == 0 {
+		i := slices.IndexFunc(pf.kind.Params, func(p workload.ParamSpec) bool { return p.Name == pf.kind.Load.Args })
+		return fmt.Errorf("%v (the default, with no argument): %w", pf.kind.Params[i].Default, err)
+	}
+	for _, arg := range pf.args {
+		name, _, _ := strings.Cut(arg, "@")
+		if strings.Contains(err.Error(), name) {
+			return err
+		}
+	}
+	return fmt.Errorf("%s: %w", strings.Join(pf.args, " "), err)
 }

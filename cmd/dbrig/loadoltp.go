@@ -222,7 +222,9 @@ type oltpSummary struct {
 }
 
 type oltpPointJSON struct {
-	Users           int            `json:"users"`
+	Users int `json:"users"`
+	// Link is the point's link profile, when --link swept several.
+	Link            string         `json:"link,omitempty"`
 	Mode            string         `json:"mode"`
 	Rate            float64        `json:"rate,omitempty"`
 	Arrival         string         `json:"arrival,omitempty"`
@@ -294,16 +296,19 @@ func (w *oltpWatcher) summary(l loadInfo, ran *study.Ran, runErr error) oltpSumm
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	sum.Agents = w.agents
-	byUsers := map[int]*load.Result{}
+	// The points of one number of users (several links) ran in the order
+	// the run lists them.
+	byUsers := map[int][]*load.Result{}
 	for _, r := range w.results {
-		byUsers[r.Users] = r
+		byUsers[r.Users] = append(byUsers[r.Users], r)
 	}
 	point := func(r workload.Result) oltpPointJSON {
 		u := int(r.Params.Int("users"))
-		p := oltpPointJSON{Users: u, Notes: r.Notes, Warnings: r.Warnings, Error: r.Error}
-		if res := byUsers[u]; res != nil {
-			delete(byUsers, u)
-			p.fill(res)
+		link, _ := r.Values["link"].(string)
+		p := oltpPointJSON{Users: u, Link: link, Notes: r.Notes, Warnings: r.Warnings, Error: r.Error}
+		if res := byUsers[u]; len(res) > 0 {
+			byUsers[u] = res[1:]
+			p.fill(res[0])
 		}
 		return p
 	}
@@ -315,11 +320,12 @@ func (w *oltpWatcher) summary(l loadInfo, ran *study.Ran, runErr error) oltpSumm
 	}
 	for _, users := range l.sweep { // cut short before it measured anything: not in the run
 		u, _ := workload.IntOf(users)
-		if res := byUsers[int(u)]; res != nil {
+		for _, res := range byUsers[int(u)] {
 			p := oltpPointJSON{Users: int(u)}
 			p.fill(res)
 			sum.InterruptedPoints = append(sum.InterruptedPoints, p)
 		}
+		delete(byUsers, int(u))
 	}
 	return sum
 }

@@ -28,6 +28,7 @@ import (
 	"github.com/dbrig/dbrig/internal/workload/pagecompress"
 	"github.com/dbrig/dbrig/internal/workload/rbar"
 	"github.com/dbrig/dbrig/internal/workload/readahead"
+	"github.com/dbrig/dbrig/internal/workload/script"
 	"github.com/dbrig/dbrig/internal/workload/tenants"
 	"github.com/dbrig/dbrig/internal/workload/tpch"
 	"github.com/dbrig/dbrig/studies"
@@ -48,7 +49,7 @@ func newRegistry(dirs binDirs) *study.Registry {
 
 // workloads lists the workload kinds dbrig knows.
 func workloads() []workload.Kind {
-	return []workload.Kind{rbar.Kind(), georep.Kind(), tpch.Kind(), keylookup.Kind(), readahead.Kind(), pagecompress.Kind(), oltp.Kind(), tenants.Kind()}
+	return []workload.Kind{rbar.Kind(), georep.Kind(), tpch.Kind(), keylookup.Kind(), readahead.Kind(), pagecompress.Kind(), oltp.Kind(), tenants.Kind(), script.Kind()}
 }
 
 type runFlags struct {

@@ -38,6 +38,8 @@ type clientJob struct {
 	ClientSite string                    `json:"client_site"`
 	CPUs       string                    `json:"cpus"`
 	Endpoints  map[string]clientEndpoint `json:"endpoints"` // by instance name
+	// Files are the texts of the files the study read for its parameters.
+	Files map[string]string `json:"files,omitempty"`
 }
 
 type clientEndpoint struct {
@@ -165,6 +167,12 @@ func ClientMain(ctx context.Context, reg *Registry, stdin io.Reader, stdout, std
 		ClientSite: job.ClientSite,
 		Log:        slog.New(slog.NewTextHandler(stderr, nil)),
 		SiteOf:     func(string) string { return "" },
+		ReadFile: func(name string) ([]byte, error) {
+			if text, ok := job.Files[name]; ok {
+				return []byte(text), nil
+			}
+			return nil, fmt.Errorf("%s: %w", name, errNotRead)
+		},
 		Conn: func(from, instance, db string) (workload.Endpoint, error) {
 			e, ok := job.Endpoints[instance]
 			if !ok || from != job.ClientSite {

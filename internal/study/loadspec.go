@@ -25,7 +25,21 @@ type LoadRequest struct {
 	// Sweep are the swept parameter's values (Kind.Load.Sweep), a point
 	// each; none: one point at its default.
 	Sweep []any
+	// Link, when set, puts an emulated link between the users and the
+	// server.
+	Link *LoadLink
 }
+
+// LoadLink is a load's link: the profiles (more than one sweeps them,
+// crossed with the swept parameter) and the link's settings over them, as
+// a [[link]] table writes them.
+type LoadLink struct {
+	Profiles []string
+	Settings map[string]any
+}
+
+// loadLinkSweep is the sweep key of a load's link profiles.
+const loadLinkSweep = "link"
 
 // LoadName is the study name of dbrig load KIND: its run directories are
 // runs/load-KIND-<time>, its database dbrig_load_KIND.
@@ -43,6 +57,7 @@ type loadFile struct {
 	Client   struct {
 		Site string `toml:"site"`
 	} `toml:"client"`
+	Link     []map[string]any `toml:"link,omitempty"`
 	Workload map[string]any   `toml:"workload"`
 	Sweep    map[string][]any `toml:"sweep"`
 	Repeat   struct {
@@ -58,8 +73,9 @@ type loadInstance struct {
 
 // LoadSpec writes a load as a study file of one instance, "db", whose
 // client is on the server's site (its unix socket when dbrig can reach
-// one, else the address the target's URI gives; no emulated link), with
-// a point of one run for each value of the swept parameter. The values
+// one, else the address the target's URI gives), or behind the request's
+// link, with a point of one run for each value of the swept parameter
+// (and of the link's profiles). The values
 // are written as given: Parse checks them as it checks any study file's.
 func LoadSpec(req LoadRequest) ([]byte, error) {
 	mode := req.Kind.Load
@@ -96,6 +112,7 @@ func LoadSpec(req LoadRequest) ([]byte, error) {
 		f.Workload[mode.Sweep] = "${" + mode.Sweep + "}"
 		f.Sweep = map[string][]any{mode.Sweep: sweep}
 	}
+	f.addLink(req.Link)
 	var b bytes.Buffer
 	b.WriteString("# Written by `dbrig load " + req.Kind.Name + "`; `dbrig report DIR` rebuilds its report.\n")
 	enc := toml.NewEncoder(&b)
@@ -104,6 +121,31 @@ func LoadSpec(req LoadRequest) ([]byte, error) {
 		return nil, fmt.Errorf("write the load as a study file: %w", err)
 	}
 	return b.Bytes(), nil
+}
+
+// addLink writes a load's link as a study's: the users on a site of their
+// own, a [[link]] between it and the server's, its profile swept when
+// there are several.
+func (f *loadFile) addLink(l *LoadLink) {
+	if l == nil {
+		return
+	}
+	table := map[string]any{"between": []string{"client", "db"}, "profile": "loopback"}
+	maps.Copy(table, l.Settings)
+	switch len(l.Profiles) {
+	case 0: // the settings alone: over a link that changes nothing
+	case 1:
+		table["profile"] = l.Profiles[0]
+	default:
+		table["profile"] = "${" + loadLinkSweep + "}"
+		if f.Sweep == nil {
+			f.Sweep = map[string][]any{}
+		}
+		for _, p := range l.Profiles {
+			f.Sweep[loadLinkSweep] = append(f.Sweep[loadLinkSweep], p)
+		}
+	}
+	f.Client.Site, f.Link = "client", []map[string]any{table}
 }
 
 // ParseLoad writes a load as a study file and parses it: its values are

@@ -527,14 +527,22 @@ func (s *Spec) resolveParams(c *Combo, sc Scale, scale string, substAny func(str
 			}
 		}
 	}
-	if len(c.Params) == len(s.kind.Params) && s.kind.CheckParams != nil {
-		for _, pe := range s.kind.CheckParams(c.Params) {
-			at, ok := origin[pe.Param]
-			if !ok {
-				at = "workload." + pe.Param
-			}
-			fail(at, pe.Err)
+	if len(c.Params) < len(s.kind.Params) {
+		return
+	}
+	var errs []workload.ParamError
+	if s.kind.CheckParams != nil {
+		errs = s.kind.CheckParams(c.Params)
+	}
+	if s.kind.CheckFiles != nil {
+		errs = append(errs, s.kind.CheckFiles(c.Params, s.readFile)...)
+	}
+	for _, pe := range errs {
+		at, ok := origin[pe.Param]
+		if !ok {
+			at = "workload." + pe.Param
 		}
+		fail(at, pe.Err)
 	}
 }
 

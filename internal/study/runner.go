@@ -272,7 +272,11 @@ func (r *Runner) prepareDir(ctx context.Context, targets []TargetEnvironment) er
 	} else {
 		info = RunInfo{Study: spec.Name, Scale: r.Plan.Scale, Options: r.Plan.Options, SpecPath: spec.File, Command: r.CommandLine,
 			DbrigVersion: r.Version, Started: time.Now().UTC()}
-		if err := os.WriteFile(specPath, []byte(spec.Text), 0o644); err != nil {
+		text, err := spec.SavedText()
+		if err != nil {
+			return fmt.Errorf("save the spec: %w", err)
+		}
+		if err := os.WriteFile(specPath, []byte(text), 0o644); err != nil {
 			return fmt.Errorf("save the spec: %w", err)
 		}
 	}
@@ -457,6 +461,7 @@ func (r *Runner) pointEnv(ctx context.Context, st *runState, p Point) *workload.
 		Via:      st.topo.Via,
 		Set:      func(name string) []string { return c.Sets[name] },
 		Cleanup:  func(f func(context.Context) error) { st.cleanups = append(st.cleanups, f) },
+		ReadFile: r.Plan.Spec.ReadFile,
 		SiteOf: func(name string) string {
 			for _, in := range c.Instances {
 				if in.Name == name {
@@ -490,7 +495,7 @@ func (r *Runner) prepare(ctx context.Context, st *runState, w workload.Workload,
 
 func (r *Runner) runConstrained(ctx context.Context, topo *topology.Topology, kind workload.Kind, c *Combo, env *workload.Env) (workload.Measurement, error) {
 	job := clientJob{Kind: kind.Name, Params: c.Params, Database: env.Database, Sets: c.Sets,
-		ClientSite: c.Client.Site, CPUs: c.Client.CPUs, Endpoints: map[string]clientEndpoint{}}
+		ClientSite: c.Client.Site, CPUs: c.Client.CPUs, Endpoints: map[string]clientEndpoint{}, Files: r.Plan.Spec.filesRead()}
 	for _, in := range c.Instances {
 		e, err := topo.Conn(ctx, c.Client.Site, in.Name, env.Database)
 		var unreachable *topology.Unreachable

@@ -37,6 +37,9 @@ type Spec struct {
 	Repeat       RepeatSpec          `toml:"repeat"`
 	Scales       map[string]Scale    `toml:"scale"`
 	Limits       []string            `toml:"limits"`
+	// Files are files the workload's parameters name, held in the study
+	// file (a run directory's spec.toml holds every one the study read).
+	Files []FileSpec `toml:"file"`
 
 	// Filled by Parse.
 	File      string        `toml:"-"`
@@ -49,6 +52,7 @@ type Spec struct {
 	reports []func(*RunData, *report.Doc) `toml:"-"`
 	lines   map[string]int
 	engines *engine.Registry // whose StudySetting each setting meets
+	read    map[string]fileRead
 }
 
 // Source names the document a study reproduces.
@@ -488,6 +492,8 @@ func (v *validator) validate(reg *Registry) {
 		}
 		ids[p.ID] = true
 	}
+
+	v.checkFiles()
 
 	// Scales: each valid, and every point of each resolvable.
 	if s.DefaultScale != "" {

@@ -18,6 +18,10 @@ type LoadMode struct {
 	// Sweep names the parameter whose flag takes a list (10,20,40), a
 	// point for each value.
 	Sweep string
+	// Args, when set, names the parameter the command's arguments fill,
+	// joined by commas (dbrig load script a.sql@2 select-only); it has no
+	// flag then. ArgsUsage is how the usage line names them.
+	Args, ArgsUsage string
 	// Fixed are the parameters the command sets itself, with no flag (the
 	// instance that holds the data is the one server, "db").
 	Fixed Params
@@ -74,6 +78,12 @@ type FlagSpec struct {
 	// selects this choice (--think-fixed for think_distribution =
 	// "fixed").
 	Switch string
+	// Short is the flag's one-letter shorthand (-M for --protocol, as
+	// pgbench spells it).
+	Short string
+	// Repeat lets a String parameter's flag be given more than once, its
+	// values joined by commas (-D a=1 -D b=2 for define = "a=1,b=2").
+	Repeat bool
 }
 
 // FlagName is the parameter's flag in dbrig load KIND, without dashes.

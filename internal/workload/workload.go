@@ -55,6 +55,15 @@ type Kind struct {
 	// each other (max_in_flight without a rate), each at the parameter it
 	// names: at parse, like every other value, and not once servers run.
 	CheckParams func(p Params) []ParamError
+	// CheckFiles, when set, reads the files a point's parameters name (a
+	// script's) through read and refuses what is wrong in them, each at
+	// the parameter that named it: at parse, as CheckParams. The study
+	// reads a file where its file lies (a load's: in the working
+	// directory), keeps the text of each in the run directory, and gives
+	// the workload those texts alone (Env.ReadFile), so that a report, a
+	// resume and a client process read what ran, never a file changed
+	// since.
+	CheckFiles func(p Params, read ReadFile) []ParamError
 	// Load, when set, gives the kind a command of its own, dbrig load
 	// NAME, that runs it against one server outside a study file, its
 	// flags made from Params.
@@ -126,7 +135,14 @@ type Env struct {
 	// the servers that must outlive a point, such as a loop device under a
 	// tablespace. Nil in a client process.
 	Cleanup func(f func(ctx context.Context) error)
+	// ReadFile reads a file the point's parameters name, as the study read
+	// it when it was parsed (Kind.CheckFiles): its text, never the file
+	// as it is now.
+	ReadFile ReadFile
 }
+
+// ReadFile reads a file by the name a study's parameter gives it.
+type ReadFile func(name string) ([]byte, error)
 
 // Endpoint is how a client reaches one database.
 type Endpoint = topology.Endpoint

@@ -21,7 +21,7 @@ func TestAllocsPerTransaction(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name, statements := range map[string]float64{"select-only": 1, "tpcb-like": 7} {
-		src, _ := ParseFiles(name)
+		src, _ := ParseFiles(name, nil)
 		prog, err := Parse(src, Options{Protocol: Prepared})
 		if err != nil {
 			t.Fatal(err)

@@ -82,7 +82,7 @@ func processCPU(tb testing.TB) time.Duration {
 // a study's point runs it.
 func benchDbrig(b *testing.B, env *workload.Env, script string, clients int, d time.Duration) sample {
 	b.Helper()
-	p := testParams(b, workload.Params{"files": script, "protocol": Prepared, "users": int64(clients),
+	p := testParams(b, workload.Params{"script": script, "protocol": Prepared, "users": int64(clients),
 		"duration": d.String(), "warm_up": "500ms"})
 	w, err := newWorkload(p)
 	if err != nil {

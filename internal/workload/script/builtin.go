@@ -1,10 +1,14 @@
 package script
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"strconv"
 	"strings"
+
+	"github.com/dbrig/dbrig/internal/workload"
 )
 
 // builtins are pgbench 15's built-in scripts, word for word
@@ -47,9 +51,34 @@ func IsBuiltin(name string) bool { _, ok := builtins[name]; return ok }
 const maxWeight = 1<<31 - 1
 
 // ParseFiles reads a list "FILE[@WEIGHT],..." of script files and built-in
-// names (tpcb-like, simple-update, select-only) into sources; the weight
-// follows the last @, as pgbench's -f and -b take it.
-func ParseFiles(list string) ([]Source, error) {
+// names (tpcb-like, simple-update, select-only) into sources, each file
+// through read (os.ReadFile when nil); the weight defaults to 1, as
+// pgbench's -f FILE@WEIGHT and -b NAME@WEIGHT.
+func ParseFiles(list string, read workload.ReadFile) ([]Source, error) {
+	entries, err := parseList(list)
+	if err != nil {
+		return nil, err
+	}
+	if read == nil {
+		read = os.ReadFile
+	}
+	out := make([]Source, 0, len(entries))
+	for _, e := range entries {
+		if text, ok := builtins[e.Name]; ok {
+			out = append(out, Source{Name: e.Name, Text: text, Weight: e.Weight, Builtin: true})
+			continue
+		}
+		b, err := read(e.Name)
+		if err != nil {
+			return nil, openError(e.Name, err)
+		}
+		out = append(out, Source{Name: e.Name, Text: string(b), Weight: e.Weight})
+	}
+	return out, nil
+}
+
+// parseList reads "FILE[@WEIGHT],..." without reading the files.
+func parseList(list string) ([]Source, error) {
 	var out []Source
 	for _, spec := range strings.Split(list, ",") {
 		spec = strings.TrimSpace(spec)
@@ -67,17 +96,23 @@ func ParseFiles(list string) ([]Source, error) {
 			}
 			name, weight = spec[:at], int(w)
 		}
-		if text, ok := builtins[name]; ok {
-			out = append(out, Source{Name: name, Text: text, Weight: weight, Builtin: true})
-			continue
-		}
-		b, err := os.ReadFile(name)
-		if err != nil {
-			return nil, fmt.Errorf("could not open file %q: %w (the built-in scripts are %s)", name, err, strings.Join(BuiltinNames(), ", "))
-		}
-		out = append(out, Source{Name: name, Text: string(b), Weight: weight})
+		out = append(out, Source{Name: name, Weight: weight, Builtin: IsBuiltin(name)})
 	}
 	return out, nil
+}
+
+// openError says that a script could not be read: by the name the list
+// gave it, and where that led when it led elsewhere (beside a study file).
+func openError(name string, err error) error {
+	where := ""
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		if pe.Path != name {
+			where = " (" + pe.Path + ")"
+		}
+		err = pe.Err
+	}
+	return fmt.Errorf("could not open file %q%s: %w (the built-in scripts are %s)", name, where, err, strings.Join(BuiltinNames(), ", "))
 }
 
 // ParseDefines reads "NAME=VALUE,NAME=VALUE" (pgbench's -D, several at

@@ -31,7 +31,7 @@ func runWorkload(t *testing.T, inst engine.Instance, db string, prepare bool, se
 	defer cancel()
 	k := KindWith(nil)
 	p := testParams(t, set)
-	if errs := k.CheckParams(p); len(errs) > 0 {
+	if errs := kindErrors(k, p); len(errs) > 0 {
 		t.Fatalf("params: %v", errs)
 	}
 	w, err := k.New(p)
@@ -83,7 +83,7 @@ func TestBuiltinsOnEachEngine(t *testing.T) {
 			inst := e.start(t)
 			db := "dbrig_script_test"
 			for i, protocol := range []string{Prepared, Simple} {
-				set := workload.Params{"files": "tpcb-like@2,simple-update,select-only", "init": true, "users": int64(3),
+				set := workload.Params{"script": "tpcb-like@2,simple-update,select-only", "init": true, "users": int64(3),
 					"duration": "1s", "warm_up": "200ms", "protocol": protocol}
 				m, rep, _ := runWorkload(t, inst, db, i == 0, set)
 				if m.Metrics["errors"] != 0 || m.Metrics["tps"] == 0 {

@@ -87,3 +87,9 @@ func mustParse(tb testing.TB, text string, opts Options) *Program {
 }
 
 func fmtSscan(s string, n *int64) (int, error) { return fmt.Sscan(s, n) }
+
+// kindErrors are what a study's parse refuses of a point's parameters:
+// CheckParams's and CheckFiles's, the files read from the disk.
+func kindErrors(k workload.Kind, p workload.Params) []workload.ParamError {
+	return append(k.CheckParams(p), k.CheckFiles(p, nil)...)
+}

@@ -206,7 +206,7 @@ func TestFilesAndDefines(t *testing.T) {
 	dir := t.TempDir()
 	a := writeFile(t, dir, "a.sql", "SELECT 1;\n")
 	b := writeFile(t, dir, "b@c.sql", "SELECT 2;\n")
-	src, err := ParseFiles(a + "@3, select-only, " + b + "@0, tpcb-like@2")
+	src, err := ParseFiles(a+"@3, select-only, "+b+"@0, tpcb-like@2", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -223,12 +223,12 @@ func TestFilesAndDefines(t *testing.T) {
 		"no-such.sql": `could not open file "no-such.sql"`,
 		a + ",,":      `an empty entry`,
 	} {
-		_, err := ParseFiles(list)
+		_, err := ParseFiles(list, nil)
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: got %v, want %q", list, err, want)
 		}
 	}
-	zero, _ := ParseFiles("select-only@0")
+	zero, _ := ParseFiles("select-only@0", nil)
 	if _, err := Parse(zero, Options{}); err == nil || !strings.Contains(err.Error(), "total script weight must not be zero") {
 		t.Errorf("weight 0: %v", err)
 	}
@@ -278,13 +278,13 @@ func TestKindRefusesAtParse(t *testing.T) {
 		param string
 		want  string
 	}{
-		{map[string]any{"files": bad + "@2,select-only"}, "files", bad + `:3: \shell: dbrig does not run shell commands`},
-		{map[string]any{"files": pipe, "protocol": Simple}, "files", pipe + `:1: \startpipeline: cannot use pipeline mode with the simple query protocol`},
-		{map[string]any{"files": "select-only", "define": "x"}, "files", `invalid variable definition "x"`},
-		{map[string]any{"files": "select-only", "max_in_flight": int64(5)}, "max_in_flight", "an open-loop setting"},
-		{map[string]any{"files": "select-only", "ramp_up": "10s"}, "ramp_up", "longer than warm_up"},
+		{map[string]any{"script": bad + "@2,select-only"}, "script", bad + `:3: \shell: dbrig does not run shell commands`},
+		{map[string]any{"script": pipe, "protocol": Simple}, "script", pipe + `:1: \startpipeline: cannot use pipeline mode with the simple query protocol`},
+		{map[string]any{"script": "select-only", "define": "x"}, "script", `invalid variable definition "x"`},
+		{map[string]any{"script": "select-only", "max_in_flight": int64(5)}, "max_in_flight", "an open-loop setting"},
+		{map[string]any{"script": "select-only", "ramp_up": "10s"}, "ramp_up", "longer than warm_up"},
 	} {
-		errs := k.CheckParams(testParams(t, tc.set))
+		errs := kindErrors(k, testParams(t, tc.set))
 		found := false
 		for _, e := range errs {
 			found = found || e.Param == tc.param && strings.Contains(e.Err.Error(), tc.want)
@@ -293,7 +293,7 @@ func TestKindRefusesAtParse(t *testing.T) {
 			t.Errorf("%v: got %v, want %s: %q", tc.set, errs, tc.param, tc.want)
 		}
 	}
-	if errs := k.CheckParams(testParams(t, map[string]any{"files": pipe, "protocol": Prepared})); len(errs) != 0 {
+	if errs := kindErrors(k, testParams(t, map[string]any{"script": pipe, "protocol": Prepared})); len(errs) != 0 {
 		t.Errorf("a pipeline under the prepared protocol: %v", errs)
 	}
 	for _, ps := range k.Params {

@@ -38,7 +38,9 @@ func KindWith(live *Live) workload.Kind {
 		Name:        "script",
 		Doc:         "pgbench-compatible scripts (FILE[@WEIGHT], or the built-ins tpcb-like, simple-update, select-only) under virtual users, on PostgreSQL or MariaDB",
 		Params:      params(),
-		CheckParams: checkParams,
+		CheckParams: load.CheckParams,
+		CheckFiles:  checkFiles,
+		Load:        loadMode(),
 		New: func(p workload.Params) (workload.Workload, error) {
 			w, err := newWorkload(p)
 			if err != nil {
@@ -74,45 +76,23 @@ type scriptWorkload struct {
 var _ workload.Workload = (*scriptWorkload)(nil)
 
 func newWorkload(p workload.Params) (*scriptWorkload, error) {
-	if _, err := programOf(p, false); err != nil {
-		return nil, err
-	}
-	arrival := load.Poisson
-	if p.String("arrival") == "fixed" {
-		arrival = load.Fixed
-	}
-	seed := uint64(p.Int("random_seed"))
-	cfg := load.Config{
-		Users:    int(p.Int("users")),
-		RampUp:   p.Duration("ramp_up"),
-		WarmUp:   p.Duration("warm_up"),
-		Duration: p.Duration("duration"),
-		TxLimit:  p.Duration("tx_limit"),
-		Seed:     seed,
-	}
-	if rate := p.Float("rate"); rate != 0 {
-		cfg.Rate, cfg.Arrival, cfg.MaxInFlight = rate, arrival, int(p.Int("max_in_flight"))
-	} else if think := p.Duration("think"); think > 0 {
-		cfg.Think = load.Think{Mean: think, Exponential: p.String("think_distribution") == "exponential"}
-		cfg.Keying = p.Duration("keying")
-	} else {
-		cfg.Keying = p.Duration("keying")
-	}
+	cfg := load.ConfigOf(p)
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &scriptWorkload{params: p, cfg: cfg, init: p.Bool("init"), scale: int(p.Int("scale")), seed: seed,
+	return &scriptWorkload{params: p, cfg: cfg, init: p.Bool("init"), scale: int(p.Int("scale")), seed: cfg.Seed,
 		maxTries: int(p.Int("max_tries")), instance: p.String("instance")}, nil
 }
 
-// program reads the scripts for the engine they run on.
-func (w *scriptWorkload) program(engineName string) (*Program, error) {
+// program reads the scripts for the engine they run on, as the study
+// read them.
+func (w *scriptWorkload) program(engineName string, read workload.ReadFile) (*Program, error) {
 	switch engineName {
 	case postgres.Name, mariadb.EngineName:
 	default:
 		return nil, fmt.Errorf("scripts run on PostgreSQL and MariaDB, not %s", engineName)
 	}
-	prog, err := programOf(w.params, engineName == mariadb.EngineName)
+	prog, err := programOf(w.params, read, engineName == mariadb.EngineName)
 	if err != nil {
 		return nil, err
 	}
@@ -125,7 +105,7 @@ func (w *scriptWorkload) Prepare(ctx context.Context, env *workload.Env) error {
 	if inst == nil {
 		return fmt.Errorf("no instance %q", w.instance)
 	}
-	if _, err := w.program(inst.Engine()); err != nil {
+	if _, err := w.program(inst.Engine(), env.ReadFile); err != nil {
 		return err
 	}
 	if err := inst.CreateDatabase(ctx, env.Database); err != nil {
@@ -152,7 +132,7 @@ func (w *scriptWorkload) Run(ctx context.Context, env *workload.Env) (workload.M
 	if err != nil {
 		return workload.Measurement{}, err
 	}
-	prog, err := w.program(ep.Conn.Engine)
+	prog, err := w.program(ep.Conn.Engine, env.ReadFile)
 	if err != nil {
 		return workload.Measurement{}, err
 	}
