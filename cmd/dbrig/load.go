@@ -75,6 +75,7 @@ type loadFlags struct {
 	fleet          fleetFlags
 	samples        string
 	link           loadLinkFlags
+	predict        bool
 }
 
 // register adds the shared flags to a load command, the link's among them.
@@ -92,6 +93,7 @@ func (f *loadFlags) register(cmd *cobra.Command, kind string) {
 	fl.StringVar(&f.samples, "samples", "", "with --agents: write every measured transaction's latency in µs to `FILE`, one per line (to check a merge; costs 8 bytes per transaction on the wire)")
 	_ = fl.MarkHidden("samples")
 	f.link.register(fl)
+	fl.BoolVar(&f.predict, "predict", false, "calibrate the load for a few seconds through a link that changes nothing, then print each --link and --users point's predicted tps, response time and what dominates, without running them (docs/load.md#prediction)")
 }
 
 // check reports every shared flag that is wrong, or wrong for this kind,
@@ -240,9 +242,21 @@ func runLoad(ctx context.Context, a *app, k workload.Kind, f *loadFlags, pf *par
 	}
 	view := viewOf(a, k, f)
 	reg = study.NewRegistry(reg.Engines(), withKind(workloads(), view.kind(k)), studies.All()...)
-	spec, err := study.ParseLoad(study.LoadRequest{Kind: k, Engine: info.engine, Target: info.target, Params: given, Sweep: sweep, Link: linkReq}, reg)
+	req := study.LoadRequest{Kind: k, Engine: info.engine, Target: info.target, Params: given, Sweep: sweep, Link: linkReq}
+	if err := f.checkPredict(k, req); err != nil {
+		return usageError(err)
+	}
+	spec, err := study.ParseLoad(req, reg)
 	if err != nil {
 		return usageError(pf.flagErrors(err, f.link.flagError))
+	}
+	if f.predict {
+		plan, err := spec.Plan("")
+		if err != nil {
+			return usageError(pf.flagErrors(err, f.link.flagError))
+		}
+		return predictLoad(ctx, a, reg, req, plan, study.Options{Targets: logins, TargetEngines: targetEngines, Dir: f.out, Keep: f.keep,
+			Progress: cmpProgress(nil, a), Log: newLogger(a, f.verbose), Version: a.version, CommandLine: redactedArgs(a)}, f.json)
 	}
 	info.sweep, _ = spec.Sweep[k.Load.Sweep].([]any)
 	if uv, ok := view.(usersView); ok {

@@ -18,20 +18,60 @@ var loadParams = map[string]bool{"users": true, "think": true, "think_distributi
 	"rate": true, "arrival": true, "max_in_flight": true, "ramp_up": true, "warm_up": true, "duration": true}
 
 // ForPoint predicts a point before it runs, for a workload kind's Predict:
-// from the points measured before it on an unimpaired path (no link, or a
-// link that changes nothing) with the same parameters but the load's, it
-// takes the per-transaction figures of the one with the fewest users and
-// the capacity of the one with the most, and puts them through the
-// point's first link at its users and think time (or its rate). No
-// prediction when the point has no impaired link or no calibration ran
-// before it.
+// see Point. No prediction when the point has no impaired link or no
+// calibration ran before it.
 func ForPoint(r workload.Result, before []workload.Result) workload.Prediction {
+	pp, ok := Point(r, before)
+	if !ok {
+		return workload.Prediction{}
+	}
+	m := map[string]float64{TPSMetric: pp.TPS}
+	if pp.Response < time.Duration(math.MaxInt64) {
+		m["mean_ms"] = float64(pp.Response) / float64(time.Millisecond)
+	}
+	return workload.Prediction{Metrics: m, Formula: pp.Formula}
+}
+
+// PointEstimate is a point's prediction and how it was made.
+type PointEstimate struct {
+	Estimate
+	Calibration Calibration
+	Link        link.Config
+	// Formula says it in a line, for the report.
+	Formula string
+}
+
+// Point predicts a point from the points measured before it on an
+// unimpaired path (no link, or a link that changes nothing) with the same
+// parameters but the load's: it takes the per-transaction figures of the
+// one with the fewest users and the capacity of the one with the most, and
+// puts them through the point's first link at its users and think time
+// (or its rate). False when the point has no impaired link or no such
+// point ran before it.
+func Point(r workload.Result, before []workload.Result) (PointEstimate, bool) {
 	l := r.Link()
 	cfg := linkConfig(l)
 	if l.Mode != "link" || !cfg.Impaired() {
-		return workload.Prediction{}
+		return PointEstimate{}, false
 	}
-	var fewest, most *workload.Result
+	fewest, most := calibrationPoints(r, before)
+	if fewest == nil {
+		return PointEstimate{}, false
+	}
+	cal, _ := FromMetrics(fewest.Metrics, 0)
+	cal.Capacity, cal.CapacityUsers = most.Metrics[TPSMetric], int(most.Metrics[UsersMetric])
+	var e Estimate
+	if rate := r.Params.Float("rate"); rate > 0 {
+		e = Open(cal, cfg, rate)
+	} else {
+		e = Closed(cal, cfg, int(r.Params.Int("users")), r.Params.Duration("think"))
+	}
+	return PointEstimate{Estimate: e, Calibration: cal, Link: cfg, Formula: formula(cal, cfg, e, fewest.Key, most.Key)}, true
+}
+
+// calibrationPoints are the unimpaired points before r of its
+// parameters at the fewest and the most users.
+func calibrationPoints(r workload.Result, before []workload.Result) (fewest, most *workload.Result) {
 	for i := range before {
 		b := &before[i]
 		if !b.Measured() || !unimpaired(b.Link()) || !sameCost(b.Params, r.Params) {
@@ -47,22 +87,7 @@ func ForPoint(r workload.Result, before []workload.Result) workload.Prediction {
 			most = b
 		}
 	}
-	if fewest == nil {
-		return workload.Prediction{}
-	}
-	cal, _ := FromMetrics(fewest.Metrics, 0)
-	cal.Capacity, cal.CapacityUsers = most.Metrics[TPSMetric], int(most.Metrics[UsersMetric])
-	var e Estimate
-	if rate := r.Params.Float("rate"); rate > 0 {
-		e = Open(cal, cfg, rate)
-	} else {
-		e = Closed(cal, cfg, int(r.Params.Int("users")), r.Params.Duration("think"))
-	}
-	m := map[string]float64{TPSMetric: e.TPS}
-	if e.Response < time.Duration(math.MaxInt64) {
-		m["mean_ms"] = float64(e.Response) / float64(time.Millisecond)
-	}
-	return workload.Prediction{Metrics: m, Formula: formula(cal, cfg, e, fewest.Key, most.Key)}
+	return fewest, most
 }
 
 // formula says how the prediction was made, for the report.

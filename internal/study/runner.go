@@ -567,6 +567,15 @@ func linkResult(name string, between [2]string, profile, mode string, cfg link.C
 	return lr
 }
 
+// Planned is the point's result as it stands before the point runs: its
+// keys, values, parameters and links as configured, what a prediction may
+// read.
+func (p Point) Planned() workload.Result {
+	c := p.Combo
+	return workload.Result{Key: p.Key(), Combo: c.Key, Run: p.Run, Values: c.Values, Params: c.Params, Client: c.Client,
+		Instances: c.Instances, Links: plannedLinks(c.Links)}
+}
+
 // plannedLinks are a point's links as configured, before any traffic: what
 // a prediction made before the point runs may read.
 func plannedLinks(links []ResolvedLink) []workload.LinkResult {
