@@ -21,6 +21,11 @@ import (
 // calibration: seconds, not the sweep's length.
 var calibrationLength = workload.Params{"warm_up": "1s", "duration": "3s", "ramp_up": "0s"}
 
+// calibrationLinks are the calibration's paths: one that changes nothing
+// (what a transaction costs), and one that delays (what a round trip costs
+// beyond its RTT, the server and the client waking up after it).
+var calibrationLinks = []string{"loopback", "rtt-2ms"}
+
 // checkPredict refuses --predict where it cannot predict: a kind that
 // reports no round trips, a load without a link, a load spread on agents.
 func (f *loadFlags) checkPredict(k workload.Kind, req study.LoadRequest) error {
@@ -37,9 +42,9 @@ func (f *loadFlags) checkPredict(k workload.Kind, req study.LoadRequest) error {
 	return nil
 }
 
-// predictLoad calibrates the load briefly through a link that changes
-// nothing, at the fewest and the most users it sweeps, then prints each
-// planned point's prediction without running the sweep.
+// predictLoad calibrates the load briefly through the calibration's links,
+// at the fewest and the most users it sweeps, then prints each planned
+// point's prediction without running the sweep.
 func predictLoad(ctx context.Context, a *app, reg *study.Registry, req study.LoadRequest, plan *study.Plan, o study.Options, asJSON bool) error {
 	users := map[int64]bool{}
 	for _, p := range plan.Points() {
@@ -47,7 +52,7 @@ func predictLoad(ctx context.Context, a *app, reg *study.Registry, req study.Loa
 	}
 	counts := slices.Sorted(maps.Keys(users))
 	cal := req
-	cal.Link = &study.LoadLink{Profiles: []string{"loopback"}}
+	cal.Link = &study.LoadLink{Profiles: calibrationLinks}
 	cal.Sweep = []any{counts[0]}
 	if n := counts[len(counts)-1]; n != counts[0] {
 		cal.Sweep = append(cal.Sweep, n)

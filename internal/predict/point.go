@@ -60,13 +60,18 @@ func Point(r workload.Result, before []workload.Result) (PointEstimate, bool) {
 	}
 	cal, _ := FromMetrics(fewest.Metrics, 0)
 	cal.Capacity, cal.CapacityUsers = most.Metrics[TPSMetric], int(most.Metrics[UsersMetric])
+	from := fewest.Key
+	if d := delayedPoint(r, before, fewest.Metrics[UsersMetric]); d != nil {
+		cal = cal.WithDelayed(time.Duration(d.Metrics[WaitMetric]*float64(time.Millisecond)), linkConfig(d.Link()))
+		from += " and " + d.Key
+	}
 	var e Estimate
 	if rate := r.Params.Float("rate"); rate > 0 {
 		e = Open(cal, cfg, rate)
 	} else {
 		e = Closed(cal, cfg, int(r.Params.Int("users")), r.Params.Duration("think"))
 	}
-	return PointEstimate{Estimate: e, Calibration: cal, Link: cfg, Formula: formula(cal, cfg, e, fewest.Key, most.Key)}, true
+	return PointEstimate{Estimate: e, Calibration: cal, Link: cfg, Formula: formula(cal, cfg, e, from, most.Key)}, true
 }
 
 // calibrationPoints are the unimpaired points before r of its
@@ -90,12 +95,31 @@ func calibrationPoints(r workload.Result, before []workload.Result) (fewest, mos
 	return fewest, most
 }
 
+// delayedPoint is the latest point before r of its parameters at users
+// through a link of another configuration that delays but loses nothing:
+// what a round trip costs beyond its RTT. Never r's own configuration (a
+// repeat of r), which would make the prediction a fit.
+func delayedPoint(r workload.Result, before []workload.Result, users float64) *workload.Result {
+	own := linkConfig(r.Link())
+	for i := len(before) - 1; i >= 0; i-- {
+		b := &before[i]
+		l := b.Link()
+		if b.Measured() && l.Mode == "link" && linkConfig(l).RTT > 0 && linkConfig(l) != own && l.Duplex == "" && l.LostSegments == 0 &&
+			b.Metrics[UsersMetric] == users && sameCost(b.Params, r.Params) {
+			if _, ok := FromMetrics(b.Metrics, 0); ok {
+				return b
+			}
+		}
+	}
+	return nil
+}
+
 // formula says how the prediction was made, for the report.
 func formula(cal Calibration, cfg link.Config, e Estimate, from, capacityFrom string) string {
 	p := e.Parts
-	return fmt.Sprintf("predicted before the point ran: %.2f round trips × %s + server %s + client %s + serialization %s + window stalls %s = %s a transaction; "+
+	return fmt.Sprintf("predicted before the point ran: %.2f round trips × (%s + %s) + server %s + client %s + serialization %s + window stalls %s = %s a transaction; "+
 		"capacity %.0f tps at %d users (%s); %s dominates; calibrated on %s",
-		cal.RoundTrips, units.FormatDuration(cfg.EffectiveRTT()), units.FormatDuration(p.Server), units.FormatDuration(p.Client),
+		cal.RoundTrips, units.FormatDuration(cfg.EffectiveRTT()), units.FormatDuration(cal.TurnOverhead), units.FormatDuration(p.Server), units.FormatDuration(p.Client),
 		units.FormatDuration(p.Serialization), units.FormatDuration(p.WindowStalls), units.FormatDuration(p.Sum()),
 		cal.Capacity, cal.CapacityUsers, capacityFrom, e.Dominant, from)
 }

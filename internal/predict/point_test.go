@@ -38,6 +38,16 @@ func TestForPoint(t *testing.T) {
 	if p := ForPoint(point("unix", 4, "tpcb-like", unix, nil), before); p.Metrics != nil {
 		t.Errorf("no link to predict, yet %v", p.Metrics)
 	}
+	// A point through 2 ms before it, at the fewest users, waited 0.1 ms a
+	// round trip beyond its RTT: the prediction charges it; a repeat of
+	// the point's own link is never used.
+	two := workload.LinkResult{Mode: "link", RTTSeconds: 0.002}
+	delayed := append(before, point("two", 1, "tpcb-like", two, map[string]float64{"round_trips_per_tx": 7, "wait_ms_per_tx": 15.3, "users": 1}),
+		point("wan again", 1, "tpcb-like", wan, map[string]float64{"round_trips_per_tx": 7, "wait_ms_per_tx": 99, "users": 1}))
+	p = ForPoint(point("wan", 1, "tpcb-like", wan, nil), delayed)
+	if !near(p.Metrics["mean_ms"], 36.4, 0.002) || !strings.Contains(p.Formula, "calibrated on one and two") {
+		t.Errorf("with a delayed point: %v, %q", p.Metrics, p.Formula)
+	}
 	open := point("open", 4, "tpcb-like", wan, nil)
 	open.Params["rate"] = 3000.0
 	if p := ForPoint(open, before); p.Metrics["tps"] != 2000 || p.Metrics["mean_ms"] != 0 {

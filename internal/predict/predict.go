@@ -27,6 +27,24 @@ type Calibration struct {
 	// no bound).
 	Capacity      float64
 	CapacityUsers int
+	// TurnOverhead is what a round trip through a delayed path costs
+	// beyond its RTT: the server and the client, idle for the RTT, wake up
+	// (a CPU out of its idle state, a process scheduled again), which a
+	// path without delay, where they hardly sleep, does not show.
+	// Measured on a point with a delay (WithDelayed); 0: not measured.
+	TurnOverhead time.Duration
+}
+
+// WithDelayed adds the turn overhead measured on a point at the same
+// users through link l, whose transactions waited wait each: what the
+// waits took beyond the server, the RTTs, serialization and window stalls.
+func (c Calibration) WithDelayed(wait time.Duration, l link.Config) Calibration {
+	c.TurnOverhead = 0
+	if c.RoundTrips > 0 {
+		p := c.parts(l)
+		c.TurnOverhead = max(time.Duration(float64(wait-p.Server-p.Latency-p.Serialization-p.WindowStalls)/c.RoundTrips), 0)
+	}
+	return c
 }
 
 // Calibrate derives a calibration from a run's per-transaction means: the
@@ -87,7 +105,7 @@ func (p Parts) largest() string {
 // parts puts one transaction through the link.
 func (c Calibration) parts(l link.Config) Parts {
 	rtt := l.EffectiveRTT()
-	p := Parts{Client: c.Client, Server: c.Server, Latency: time.Duration(c.RoundTrips * float64(rtt))}
+	p := Parts{Client: c.Client, Server: c.Server, Latency: time.Duration(c.RoundTrips * float64(rtt+c.TurnOverhead))}
 	p.Serialization = l.SerializationTime(int64(math.Round(c.BytesOut))) + l.SerializationTime(int64(math.Round(c.BytesIn)))
 	p.WindowStalls = time.Duration((stalls(c.BytesOut, c.RoundTrips, l) + stalls(c.BytesIn, c.RoundTrips, l)) * float64(rtt))
 	return p

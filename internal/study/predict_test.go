@@ -89,7 +89,7 @@ profile = "loopback"
 rtt = "${rtt}"
 [workload]
 kind = "script"
-files = "tpcb-like"
+script = "tpcb-like"
 protocol = "prepared"
 init = true
 users = 1

@@ -55,7 +55,8 @@ func throughLink(t *testing.T, inst engine.Instance, db string, cfg link.Config,
 const maxLinkLateness = 50 * time.Microsecond
 
 // TestPredictionOfTPCBLike calibrates pgbench's tpcb-like (prepared) on a
-// link with no delay, predicts its throughput at RTT 1, 5 and 20 ms under
+// link with no delay and one of 2 ms (the turn overhead), predicts its
+// throughput at RTT 1, 5 and 20 ms under
 // 1 and 4 users, each prediction made before its point runs, then runs
 // each point through a real link and holds the measured tps within 5 % of
 // the prediction. A point whose link delivered late (a machine with no CPU
@@ -71,7 +72,7 @@ func TestPredictionOfTPCBLike(t *testing.T) {
 	const db = "dbrig_script_predict"
 	runWorkload(t, inst, db, true, workload.Params{"init": true, "scale": int64(predictScale), "duration": "100ms"})
 	point := func(users int) workload.Params {
-		return workload.Params{"files": "tpcb-like", "protocol": Prepared, "users": int64(users), "warm_up": "1s", "duration": "4s"}
+		return workload.Params{"script": "tpcb-like", "protocol": Prepared, "users": int64(users), "warm_up": "1s", "duration": "4s"}
 	}
 	one, _ := throughLink(t, inst, db, link.Config{}, point(1))
 	cal, ok := predict.FromMetrics(one.Metrics, 0)
@@ -80,9 +81,11 @@ func TestPredictionOfTPCBLike(t *testing.T) {
 	}
 	four, _ := throughLink(t, inst, db, link.Config{}, point(4))
 	cal.Capacity, cal.CapacityUsers = four.Metrics["tps"], 4
+	delayed, _ := throughLink(t, inst, db, link.Config{RTT: calibrationRTT}, point(1))
+	cal = cal.WithDelayed(time.Duration(delayed.Metrics["wait_ms_per_tx"]*float64(time.Millisecond)), link.Config{RTT: calibrationRTT})
 	var table strings.Builder
-	fmt.Fprintf(&table, "calibration (no delay): %.2f round trips, %.0f B out, %.0f B in, server %v, client %v a transaction; %.0f tps at 4 users\n",
-		cal.RoundTrips, cal.BytesOut, cal.BytesIn, cal.Server, cal.Client, cal.Capacity)
+	fmt.Fprintf(&table, "calibration (no delay): %.2f round trips, %.0f B out, %.0f B in, server %v, client %v a transaction; %.0f tps at 4 users; %v a round trip beyond the RTT at %v\n",
+		cal.RoundTrips, cal.BytesOut, cal.BytesIn, cal.Server, cal.Client, cal.Capacity, cal.TurnOverhead, calibrationRTT)
 	fmt.Fprintf(&table, "%-5s %5s %9s %9s %7s %-8s %13s %s\n", "rtt", "users", "predicted", "measured", "error", "dominant", "link lateness", "error at the delivered RTT")
 	var differs, late []string
 	for _, rtt := range []time.Duration{time.Millisecond, 5 * time.Millisecond, 20 * time.Millisecond} {
@@ -94,7 +97,9 @@ func TestPredictionOfTPCBLike(t *testing.T) {
 			lateness := (st.Forward.MeanLateness + st.Reverse.MeanLateness) / 2
 			// Beside the check, not in it: the prediction at the RTT the
 			// link delivered says how much of an error is the emulation's.
-			delivered := predict.Closed(cal, link.Config{RTT: rtt + 2*lateness}, users, 0)
+			undelayed := cal
+			undelayed.TurnOverhead = 0
+			delivered := predict.Closed(undelayed, link.Config{RTT: rtt + 2*lateness}, users, 0)
 			fmt.Fprintf(&table, "%-5s %5d %9.1f %9.1f %+6.1f%% %-8s %13v %+6.1f%%\n", rtt, users, e.TPS, m.Metrics["tps"], 100*c.Error, e.Dominant,
 				lateness.Round(time.Microsecond), 100*predict.Compare(delivered.TPS, m.Metrics["tps"]).Error)
 			name := fmt.Sprintf("%v x %d users", rtt, users)
@@ -114,6 +119,10 @@ func TestPredictionOfTPCBLike(t *testing.T) {
 		t.Skipf("the link delivered more than %v late on average at %s: the machine is too busy to give those points their RTT, not checked", maxLinkLateness, strings.Join(late, ", "))
 	}
 }
+
+// calibrationRTT is the delay of the calibration's delayed point, none
+// of the predicted ones.
+const calibrationRTT = 2 * time.Millisecond
 
 // predictScale keeps the branches' rows apart: at 4 users two transactions
 // seldom update the same branch, whose row lock the model does not see.
@@ -146,7 +155,7 @@ func TestPipelinedTPCBLikeTakesOneOrTwoRoundTrips(t *testing.T) {
 	runWorkload(t, inst, db, true, workload.Params{"init": true, "duration": "100ms"})
 	file := writeFile(t, t.TempDir(), "tpcb-pipelined.sql", pipelinedTPCB)
 	cfg := link.Config{RTT: 5 * time.Millisecond}
-	m, _ := throughLink(t, inst, db, cfg, workload.Params{"files": file, "protocol": Prepared, "users": int64(1), "duration": "1s"})
+	m, _ := throughLink(t, inst, db, cfg, workload.Params{"script": file, "protocol": Prepared, "users": int64(1), "duration": "1s"})
 	trips := m.Metrics["round_trips_per_tx"]
 	if trips < 1 || trips > 2 || m.Metrics["errors"] != 0 {
 		t.Fatalf("pipelined tpcb-like: %.2f round trips a transaction, %v errors; want 1 to 2, none", trips, m.Metrics["errors"])
