@@ -44,7 +44,8 @@ type PointEstimate struct {
 // Point predicts a point from the points measured before it on an
 // unimpaired path (no link, or a link that changes nothing) with the same
 // parameters but the load's: it takes the per-transaction figures of the
-// one with the fewest users and the capacity of the one with the most, and
+// one with the fewest users and the capacity of the one with the most, the
+// turn overhead of one through another delaying link (delayedPoint), and
 // puts them through the point's first link at its users and think time
 // (or its rate). False when the point has no impaired link or no such
 // point ran before it.
@@ -61,7 +62,11 @@ func Point(r workload.Result, before []workload.Result) (PointEstimate, bool) {
 	cal, _ := FromMetrics(fewest.Metrics, 0)
 	cal.Capacity, cal.CapacityUsers = most.Metrics[TPSMetric], int(most.Metrics[UsersMetric])
 	from := fewest.Key
-	if d := delayedPoint(r, before, fewest.Metrics[UsersMetric]); d != nil {
+	d := delayedPoint(r, before, float64(r.Params.Int("users")))
+	if d == nil {
+		d = delayedPoint(r, before, fewest.Metrics[UsersMetric])
+	}
+	if d != nil {
 		cal = cal.WithDelayed(time.Duration(d.Metrics[WaitMetric]*float64(time.Millisecond)), linkConfig(d.Link()))
 		from += " and " + d.Key
 	}
@@ -96,6 +101,8 @@ func calibrationPoints(r workload.Result, before []workload.Result) (fewest, mos
 }
 
 // delayedPoint is the latest point before r of its parameters at users
+// (r's own, else the calibration's fewest: the more users, the more of
+// them wake at once)
 // through a link of another configuration that delays but loses nothing:
 // what a round trip costs beyond its RTT. Never r's own configuration (a
 // repeat of r), which would make the prediction a fit.

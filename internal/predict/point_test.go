@@ -48,6 +48,12 @@ func TestForPoint(t *testing.T) {
 	if !near(p.Metrics["mean_ms"], 36.4, 0.002) || !strings.Contains(p.Formula, "calibrated on one and two") {
 		t.Errorf("with a delayed point: %v, %q", p.Metrics, p.Formula)
 	}
+	// At 4 users, the overhead measured at 4 users: 0.5 ms a round trip.
+	delayed = append(delayed, point("two at four", 4, "tpcb-like", two, map[string]float64{"round_trips_per_tx": 7, "wait_ms_per_tx": 18.1, "users": 4}))
+	p = ForPoint(point("wan", 4, "tpcb-like", wan, nil), delayed)
+	if !near(p.Metrics["mean_ms"], 39.2, 0.002) || !strings.Contains(p.Formula, "calibrated on one and two at four") {
+		t.Errorf("4 users with a delayed point at 4: %v, %q", p.Metrics, p.Formula)
+	}
 	open := point("open", 4, "tpcb-like", wan, nil)
 	open.Params["rate"] = 3000.0
 	if p := ForPoint(open, before); p.Metrics["tps"] != 2000 || p.Metrics["mean_ms"] != 0 {

@@ -81,25 +81,27 @@ func TestPredictionOfTPCBLike(t *testing.T) {
 	}
 	four, _ := throughLink(t, inst, db, link.Config{}, point(4))
 	cal.Capacity, cal.CapacityUsers = four.Metrics["tps"], 4
-	delayed, _ := throughLink(t, inst, db, link.Config{RTT: calibrationRTT}, point(1))
-	cal = cal.WithDelayed(time.Duration(delayed.Metrics["wait_ms_per_tx"]*float64(time.Millisecond)), link.Config{RTT: calibrationRTT})
+	// The turn overhead at each number of users, as predict.Point takes it.
+	withOverhead := map[int]predict.Calibration{}
+	for _, users := range []int{1, 4} {
+		delayed, _ := throughLink(t, inst, db, link.Config{RTT: calibrationRTT}, point(users))
+		withOverhead[users] = cal.WithDelayed(time.Duration(delayed.Metrics["wait_ms_per_tx"]*float64(time.Millisecond)), link.Config{RTT: calibrationRTT})
+	}
 	var table strings.Builder
-	fmt.Fprintf(&table, "calibration (no delay): %.2f round trips, %.0f B out, %.0f B in, server %v, client %v a transaction; %.0f tps at 4 users; %v a round trip beyond the RTT at %v\n",
-		cal.RoundTrips, cal.BytesOut, cal.BytesIn, cal.Server, cal.Client, cal.Capacity, cal.TurnOverhead, calibrationRTT)
+	fmt.Fprintf(&table, "calibration (no delay): %.2f round trips, %.0f B out, %.0f B in, server %v, client %v a transaction; %.0f tps at 4 users; %v a round trip beyond the RTT at 1 and 4 users through %v\n",
+		cal.RoundTrips, cal.BytesOut, cal.BytesIn, cal.Server, cal.Client, cal.Capacity, []time.Duration{withOverhead[1].TurnOverhead, withOverhead[4].TurnOverhead}, calibrationRTT)
 	fmt.Fprintf(&table, "%-5s %5s %9s %9s %7s %-8s %13s %s\n", "rtt", "users", "predicted", "measured", "error", "dominant", "link lateness", "error at the delivered RTT")
 	var differs, late []string
 	for _, rtt := range []time.Duration{time.Millisecond, 5 * time.Millisecond, 20 * time.Millisecond} {
 		for _, users := range []int{1, 4} {
 			cfg := link.Config{RTT: rtt}
-			e := predict.Closed(cal, cfg, users, 0) // made before the point runs
+			e := predict.Closed(withOverhead[users], cfg, users, 0) // made before the point runs
 			m, st := throughLink(t, inst, db, cfg, point(users))
 			c := predict.Compare(e.TPS, m.Metrics["tps"])
 			lateness := (st.Forward.MeanLateness + st.Reverse.MeanLateness) / 2
 			// Beside the check, not in it: the prediction at the RTT the
 			// link delivered says how much of an error is the emulation's.
-			undelayed := cal
-			undelayed.TurnOverhead = 0
-			delivered := predict.Closed(undelayed, link.Config{RTT: rtt + 2*lateness}, users, 0)
+			delivered := predict.Closed(cal, link.Config{RTT: rtt + 2*lateness}, users, 0)
 			fmt.Fprintf(&table, "%-5s %5d %9.1f %9.1f %+6.1f%% %-8s %13v %+6.1f%%\n", rtt, users, e.TPS, m.Metrics["tps"], 100*c.Error, e.Dominant,
 				lateness.Round(time.Microsecond), 100*predict.Compare(delivered.TPS, m.Metrics["tps"]).Error)
 			name := fmt.Sprintf("%v x %d users", rtt, users)
