@@ -146,7 +146,7 @@ func newLoadKindCmd(a *app, k workload.Kind) *cobra.Command {
 		Example: k.Load.Example,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			pf.args = args
+			pf.args = append(pf.args, args...)
 			return runLoad(cmd.Context(), a, k, &f, pf, cmd.Flags().Changed)
 		},
 	}
@@ -187,19 +187,25 @@ type loadView interface {
 	print(io.Writer, any)
 }
 
-// usersView is a view of virtual users: they may run on load agents, and
-// their metrics may be served while they run.
+// usersView is a view of virtual users: their metrics may be served while
+// they run.
 type usersView interface {
 	loadView
-	spread(agents []*agent.Agent)
 	metrics() prometheus.Collector
+}
+
+// spreadView is a view of virtual users that may run on load agents.
+type spreadView interface {
+	usersView
+	spread(agents []*agent.Agent)
 }
 
 // loadViews are the kinds' own views of a load; a kind without one shows
 // its findings as dbrig run does.
 var loadViews = map[string]func(*app, *loadFlags) loadView{
-	"oltp": newOLTPView,
-	"tpch": newTPCHView,
+	"oltp":   newOLTPView,
+	"tpch":   newTPCHView,
+	"script": newScriptView,
 }
 
 func viewOf(a *app, k workload.Kind, f *loadFlags) loadView {
@@ -333,12 +339,16 @@ func serveUsers(ctx context.Context, a *app, f *loadFlags, v usersView, users []
 		}
 	}
 	if f.fleet.agents != "" || f.fleet.listen != "" {
+		sv, ok := v.(spreadView)
+		if !ok {
+			return nil, usageError(errors.New("--agents, --listen-agents: this load's users run in this process only (load oltp's run on agents)"))
+		}
 		agents, err := loadAgents(ctx, a, f.fleet, users)
 		if err != nil {
 			return nil, err
 		}
 		stops = append(stops, func() { _ = agent.CloseAll(context.WithoutCancel(ctx), agents) })
-		v.spread(agents)
+		sv.spread(agents)
 	}
 	if f.metricsAddr != "" {
 		runCtx, cancel := context.WithCancel(ctx)

@@ -26,9 +26,18 @@ type paramFlags struct {
 	kind workload.Kind
 	fs   *pflag.FlagSet
 	// args are the command's arguments, which fill the parameter
-	// kind.Load.Args.
+	// kind.Load.Args: the argument flags' values, in the order given, then
+	// the positional ones.
 	args []string
 }
+
+// argFlag is one of kind.Load.ArgFlags: each value given adds to the
+// command's arguments, in the order of the command line across them.
+type argFlag struct{ args *[]string }
+
+func (a argFlag) String() string     { return "" }
+func (a argFlag) Set(s string) error { *a.args = append(*a.args, s); return nil }
+func (a argFlag) Type() string       { return "string" }
 
 func addParamFlags(fs *pflag.FlagSet, k workload.Kind) *paramFlags {
 	for _, p := range k.Params {
@@ -62,7 +71,11 @@ func addParamFlags(fs *pflag.FlagSet, k workload.Kind) *paramFlags {
 			fs.StringP(name, short, str, help)
 		}
 	}
-	return &paramFlags{kind: k, fs: fs}
+	pf := &paramFlags{kind: k, fs: fs}
+	for _, af := range k.Load.ArgFlags {
+		fs.VarP(argFlag{&pf.args}, af.Name, af.Short, af.Help)
+	}
+	return pf
 }
 
 // hasFlag reports whether a parameter has a flag: the command sets the

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -53,7 +54,7 @@ func (l *loadLinkFlags) request() (*study.LoadLink, error) {
 			if p == "" {
 				return nil, fmt.Errorf("--link %s: want profiles separated by commas, such as lan-1g,rtt-5ms", l.profiles)
 			}
-			if strings.Contains(strings.Join(req.Profiles, "\x00")+"\x00", p+"\x00") {
+			if slices.Contains(req.Profiles, p) {
 				return nil, fmt.Errorf("--link %s: %s is given twice", l.profiles, p)
 			}
 			req.Profiles = append(req.Profiles, p)

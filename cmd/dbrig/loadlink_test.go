@@ -23,9 +23,27 @@ func TestLoadLink(t *testing.T) {
 		base := pgtest.BaseDir(t)
 		dir := filepath.Join(t.TempDir(), "load")
 		code, stdout, stderr := runDbrig(t, base, nil, "load", "script", "select-only", "--init", "--link", "lan-1g,rtt-5ms",
-			"--users", "1,4", "--duration", "1s", "--warm-up", "200ms", "--out", dir)
+			"--users", "1,4", "--duration", "1s", "--warm-up", "200ms", "--json", "--out", dir)
 		if code != 0 {
 			t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+		}
+		j := decodeJSON[struct {
+			Points []struct {
+				Users   int     `json:"users"`
+				Link    string  `json:"link"`
+				TPS     float64 `json:"tps"`
+				Scripts []struct {
+					Ops int64 `json:"transactions"`
+				} `json:"scripts"`
+			} `json:"points"`
+		}](t, stdout)
+		if len(j.Points) != 4 {
+			t.Fatalf("--json: %d points", len(j.Points))
+		}
+		for _, p := range j.Points {
+			if p.Link == "" || p.TPS <= 0 || len(p.Scripts) != 1 || p.Scripts[0].Ops == 0 {
+				t.Errorf("--json point: %+v", p)
+			}
 		}
 		results, err := study.ReadResults(dir)
 		if err != nil || len(results) != 4 {
@@ -47,6 +65,29 @@ func TestLoadLink(t *testing.T) {
 		}
 		pgtest.WaitNoServers(t, base, 10*time.Second)
 		assertNoInstanceDirs(t, base)
+	})
+
+	// Points of the same users through different links are each their own
+	// in load oltp's document, each with its link and its figures.
+	t.Run("oltp, one users through two links", func(t *testing.T) {
+		t.Parallel()
+		base := pgtest.BaseDir(t)
+		dir := filepath.Join(t.TempDir(), "load")
+		code, stdout, stderr := runDbrig(t, base, nil, "load", "oltp", "--link", "unix,lan-1g", "--users", "2", "--mix", "point-select",
+			"--scale", "0.01", "--duration", "1s", "--warm-up", "200ms", "--json", "--out", dir)
+		if code != 0 {
+			t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+		}
+		j := decodeJSON[struct {
+			Points []struct {
+				Users int     `json:"users"`
+				Link  string  `json:"link"`
+				TPS   float64 `json:"tps"`
+			} `json:"points"`
+		}](t, stdout)
+		if len(j.Points) != 2 || j.Points[0].Link != "unix" || j.Points[1].Link != "lan-1g" || j.Points[0].TPS <= 0 || j.Points[1].TPS <= 0 {
+			t.Errorf("points: %+v", j.Points)
+		}
 	})
 
 	t.Run("target", func(t *testing.T) {

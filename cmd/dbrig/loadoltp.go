@@ -94,13 +94,18 @@ func printOLTPEnd(w io.Writer, style term.Style, sum oltpSummary) {
 }
 
 // noteProgress prints the runner's notes (preparing data, a point that
-// failed) as lines; the per-second lines show the run itself.
+// failed, which point starts) as lines; the per-second lines show the run
+// itself.
 type noteProgress struct{ w io.Writer }
 
-func (p *noteProgress) Start(int, int)              {}
-func (p *noteProgress) StartPoint(int, int, string) {}
-func (p *noteProgress) Note(msg string)             { fmt.Fprintf(p.w, "dbrig: %s\n", msg) }
-func (p *noteProgress) Update(int64, int64)         {}
+func (p *noteProgress) Start(int, int) {}
+func (p *noteProgress) StartPoint(n, total int, key string) {
+	if total > 1 { // which point the lines below are, when there are several (users and links)
+		fmt.Fprintf(p.w, "dbrig: point %d/%d: %s\n", n, total, key)
+	}
+}
+func (p *noteProgress) Note(msg string)     { fmt.Fprintf(p.w, "dbrig: %s\n", msg) }
+func (p *noteProgress) Update(int64, int64) {}
 func (p *noteProgress) EndPoint(line string) {
 	if strings.Contains(line, "FAILED") || strings.Contains(line, "skipped") || strings.Contains(line, "WARNING") || strings.Contains(line, "interrupted") {
 		fmt.Fprintf(p.w, "dbrig: %s\n", line)
@@ -202,14 +207,24 @@ func (s *swappableCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
+// loadRunJSON is the head of a load's --json document: where its run
+// directory and reports are, and the server it ran on.
+type loadRunJSON struct {
+	Dir      string `json:"dir"`
+	HTML     string `json:"report_html,omitempty"`
+	Markdown string `json:"report_md,omitempty"`
+	Engine   string `json:"engine"`
+	Server   string `json:"server_version,omitempty"`
+	Target   bool   `json:"target"`
+}
+
+func newLoadRunJSON(l loadInfo, ran *study.Ran) loadRunJSON {
+	return loadRunJSON{Dir: ran.Dir, HTML: ran.HTML, Markdown: ran.Markdown, Engine: l.engine, Target: l.target}
+}
+
 // oltpSummary is what `dbrig load oltp --json` prints.
 type oltpSummary struct {
-	Dir         string          `json:"dir"`
-	HTML        string          `json:"report_html,omitempty"`
-	Markdown    string          `json:"report_md,omitempty"`
-	Engine      string          `json:"engine"`
-	Server      string          `json:"server_version,omitempty"`
-	Target      bool            `json:"target"`
+	loadRunJSON
 	Mix         string          `json:"mix"`
 	ScaleFactor float64         `json:"scale_factor"`
 	Points      []oltpPointJSON `json:"points"`
@@ -289,7 +304,7 @@ func typeJSON(t load.TypeResult) oltpTypeJSON {
 
 func (w *oltpWatcher) summary(l loadInfo, ran *study.Ran, runErr error) oltpSummary {
 	out := ran.Outcome
-	sum := oltpSummary{Dir: ran.Dir, HTML: ran.HTML, Markdown: ran.Markdown, Engine: l.engine, Target: l.target, Mix: l.params.String("mix"), ScaleFactor: l.params.Float("scale_factor")}
+	sum := oltpSummary{loadRunJSON: newLoadRunJSON(l, ran), Mix: l.params.String("mix"), ScaleFactor: l.params.Float("scale_factor")}
 	if runErr != nil {
 		sum.Error = runErr.Error()
 	}

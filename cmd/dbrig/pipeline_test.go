@@ -67,6 +67,9 @@ func TestEveryLoadKindHasAGeneratedCommand(t *testing.T) {
 				t.Errorf("dbrig load %s has no --%s for its parameter %s", k.Name, p.FlagName(), p.Name)
 			}
 		}
+		for _, af := range k.Load.ArgFlags { // the kind's own, adding to its arguments
+			params[af.Name] = true
+		}
 		var others []string
 		cmd.Flags().VisitAll(func(f *pflag.Flag) {
 			if !params[f.Name] {
@@ -89,7 +92,7 @@ func TestEveryLoadKindHasAGeneratedCommand(t *testing.T) {
 			t.Errorf("load commands share different flags: %v and %v", shared[0], s)
 		}
 	}
-	for _, want := range []string{"target", "engine", "pg-bin", "mariadb-bin", "out", "json", "keep", "verbose", "metrics-addr", "agents", "host"} {
+	for _, want := range []string{"target", "engine", "pg-bin", "mariadb-bin", "out", "json", "keep", "verbose", "metrics-addr", "agents", "host", "link", "rtt", "link-rate"} {
 		if !slices.Contains(shared[0], want) {
 			t.Errorf("the shared flags %v lack --%s", shared[0], want)
 		}

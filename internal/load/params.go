@@ -3,6 +3,7 @@ package load
 import (
 	"fmt"
 	"math"
+	"strconv"
 
 	"github.com/dbrig/dbrig/internal/workload"
 )
@@ -110,4 +111,15 @@ func ConfigOf(p workload.Params) Config {
 	}
 	cfg.Keying = p.Duration("keying")
 	return cfg
+}
+
+// SweptUsers are a load's swept users as written, and the most of them: a
+// server dbrig starts needs a connection slot for each.
+func SweptUsers(sweep []any) (users []string, most int64) {
+	users = make([]string, len(sweep))
+	for i, u := range sweep {
+		n, _ := workload.IntOf(u)
+		users[i], most = strconv.FormatInt(n, 10), max(most, n)
+	}
+	return users, most
 }

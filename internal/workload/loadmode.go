@@ -22,6 +22,10 @@ type LoadMode struct {
 	// joined by commas (dbrig load script a.sql@2 select-only); it has no
 	// flag then. ArgsUsage is how the usage line names them.
 	Args, ArgsUsage string
+	// ArgFlags are flags that add to the arguments, each given as often as
+	// wanted, in the order given (pgbench's -f FILE and -b NAME); Name,
+	// Short and Help are read.
+	ArgFlags []FlagSpec
 	// Fixed are the parameters the command sets itself, with no flag (the
 	// instance that holds the data is the one server, "db").
 	Fixed Params

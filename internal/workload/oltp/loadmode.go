@@ -7,6 +7,7 @@ import (
 
 	"github.com/dbrig/dbrig/internal/engine/mariadb"
 	"github.com/dbrig/dbrig/internal/engine/postgres"
+	"github.com/dbrig/dbrig/internal/load"
 	"github.com/dbrig/dbrig/internal/workload"
 )
 
@@ -62,12 +63,7 @@ Exit codes: 0 success, 1 the load failed, 2 bad flags, 130 interrupted.`,
 // monitoring connection's reserved ones.
 func describeLoad(v workload.LoadValues) workload.LoadHead {
 	p := v.Params
-	users := make([]string, len(v.Sweep))
-	most := int64(0)
-	for i, u := range v.Sweep {
-		n, _ := workload.IntOf(u)
-		users[i], most = strconv.FormatInt(n, 10), max(most, n)
-	}
+	users, most := load.SweptUsers(v.Sweep)
 	loop := "a closed loop"
 	if rate := p.Float("rate"); rate > 0 {
 		loop = fmt.Sprintf("an open loop at %s transactions per second", strconv.FormatFloat(rate, 'f', -1, 64))

@@ -2,11 +2,11 @@ package script
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/dbrig/dbrig/internal/engine/mariadb"
 	"github.com/dbrig/dbrig/internal/engine/postgres"
+	"github.com/dbrig/dbrig/internal/load"
 	"github.com/dbrig/dbrig/internal/workload"
 )
 
@@ -42,9 +42,13 @@ interrupted.`,
   dbrig load script orders.sql@9 report.sql@1 -D region=west --users 16 --max-tries 10
   dbrig load script select-only --init --link lan-1g,tukwila-blueridge --users 1,8
   dbrig load script tpcb-like --target env:MY_PG_URI --users 32 --json > run.json`,
-		Sweep:        "users",
-		Args:         "script",
-		ArgsUsage:    "[FILE[@WEIGHT] | tpcb-like | simple-update | select-only ...]",
+		Sweep:     "users",
+		Args:      "script",
+		ArgsUsage: "[FILE[@WEIGHT] | tpcb-like | simple-update | select-only ...]",
+		ArgFlags: []workload.FlagSpec{
+			{Name: "file", Short: "f", Help: "a script `FILE[@WEIGHT]`, as an argument (pgbench -f; repeat it for more)"},
+			{Name: "builtin", Short: "b", Help: "a built-in script `NAME[@WEIGHT]`: tpcb-like, simple-update, select-only, as an argument (pgbench -b; repeat it for more)"},
+		},
 		Fixed:        workload.Params{"instance": "db"},
 		VirtualUsers: true,
 		Describe:     describeLoad,
@@ -55,12 +59,7 @@ interrupted.`,
 // enough connection slots for every user and dbrig's own sessions.
 func describeLoad(v workload.LoadValues) workload.LoadHead {
 	p := v.Params
-	users := make([]string, len(v.Sweep))
-	most := int64(0)
-	for i, u := range v.Sweep {
-		n, _ := workload.IntOf(u)
-		users[i], most = strconv.FormatInt(n, 10), max(most, n)
-	}
+	users, most := load.SweptUsers(v.Sweep)
 	scripts := p.String("script")
 	head := workload.LoadHead{
 		Title:    "pgbench scripts: " + scripts,
