@@ -142,3 +142,25 @@ func (d predictionDoc) print(w io.Writer) {
 	}
 	_ = tw.Flush()
 }
+
+// pointModel is a point's prediction, made and stored before it ran,
+// beside what it measured.
+type pointModel struct {
+	TPS float64 `json:"tps"`
+	// ErrorPct is (measured - predicted) / predicted, in percent.
+	ErrorPct float64 `json:"error_pct"`
+	Formula  string  `json:"formula"`
+}
+
+// modelOf is the prediction of the run's point of users through the link
+// profile (any, when the load has one link); nil when it has none.
+func modelOf(ran *study.Ran, users int, profile string) *pointModel {
+	for _, r := range ran.Results {
+		tps, ok := r.Model[predict.TPSMetric]
+		if !ok || r.Params.Int("users") != int64(users) || profile != "" && r.Link().Profile != profile {
+			continue
+		}
+		return &pointModel{TPS: tps, ErrorPct: 100 * predict.Compare(tps, r.Metrics[predict.TPSMetric]).Error, Formula: r.Formula}
+	}
+	return nil
+}

@@ -83,3 +83,42 @@ func TestLoadPredictUsage(t *testing.T) {
 		}
 	}
 }
+
+// TestLoadSweepShowsItsPredictions runs a swept load through loopback then
+// 5 ms: the 5 ms point's summary carries the prediction made from the
+// loopback point before it ran, beside its measured tps.
+func TestLoadSweepShowsItsPredictions(t *testing.T) {
+	pgtest.Binaries(t)
+	t.Parallel()
+	base := pgtest.BaseDir(t)
+	dir := filepath.Join(t.TempDir(), "load")
+	code, stdout, stderr := runDbrig(t, base, nil, "load", "script", "tpcb-like", "--init", "-M", "prepared", "--link", "loopback,rtt-5ms",
+		"--users", "1", "--duration", "1s", "--warm-up", "200ms", "--json", "--out", dir)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	doc := decodeJSON[struct {
+		Points []struct {
+			Link      string      `json:"link"`
+			TPS       float64     `json:"tps"`
+			Predicted *pointModel `json:"predicted"`
+		} `json:"points"`
+	}](t, stdout)
+	if len(doc.Points) != 2 {
+		t.Fatalf("%d points: %s", len(doc.Points), stdout)
+	}
+	for _, p := range doc.Points {
+		switch m := p.Predicted; p.Link {
+		case "loopback":
+			if m != nil {
+				t.Errorf("loopback, the calibration, was predicted: %+v", m)
+			}
+		case "rtt-5ms":
+			if m == nil || m.TPS <= 0 || m.TPS > 1/(7*0.005) || !strings.Contains(m.Formula, "calibrated on link=loopback") {
+				t.Errorf("rtt-5ms: %.1f tps measured, predicted %+v", p.TPS, m)
+			}
+		}
+	}
+	pgtest.WaitNoServers(t, base, 10*time.Second)
+	assertNoInstanceDirs(t, base)
+}
