@@ -93,7 +93,7 @@ func (f *loadFlags) register(cmd *cobra.Command, kind string) {
 	fl.StringVar(&f.samples, "samples", "", "with --agents: write every measured transaction's latency in µs to `FILE`, one per line (to check a merge; costs 8 bytes per transaction on the wire)")
 	_ = fl.MarkHidden("samples")
 	f.link.register(fl)
-	fl.BoolVar(&f.predict, "predict", false, "calibrate the load for a few seconds through a link that changes nothing, then print each --link and --users point's predicted tps, response time and what dominates, without running them (docs/load.md#prediction)")
+	fl.BoolVar(&f.predict, "predict", false, "calibrate the load for a few seconds through loopback and rtt-2ms, then print each --link and --users point's predicted tps, response time and what dominates, without running them (docs/load.md#prediction)")
 }
 
 // check reports every shared flag that is wrong, or wrong for this kind,
