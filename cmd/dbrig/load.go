@@ -76,6 +76,7 @@ type loadFlags struct {
 	fleet          fleetFlags
 	samples        string
 	link           loadLinkFlags
+	predict        bool
 	// expect are the thresholds of --expect, read by check.
 	expect       []string
 	expectations []*study.Expectation
@@ -97,6 +98,7 @@ func (f *loadFlags) register(cmd *cobra.Command, kind string) {
 	_ = fl.MarkHidden("samples")
 	fl.StringArrayVar(&f.expect, "expect", nil, "a threshold every point must meet, as k6 writes them: `METRIC<VALUE` (p99<50ms, tps>=2000, errors=0; repeatable); a failed one exits 1")
 	f.link.register(fl)
+	fl.BoolVar(&f.predict, "predict", false, "calibrate the load for a few seconds through loopback and rtt-2ms, then print each --link and --users point's predicted tps, response time and what dominates, without running them (docs/load.md#prediction)")
 }
 
 // check reports every shared flag that is wrong, or wrong for this kind,
@@ -255,9 +257,21 @@ func runLoad(ctx context.Context, a *app, k workload.Kind, f *loadFlags, pf *par
 	}
 	view := viewOf(a, k, f)
 	reg = study.NewRegistry(reg.Engines(), withKind(workloads(), view.kind(k)), studies.All()...)
-	spec, err := study.ParseLoad(study.LoadRequest{Kind: k, Engine: info.engine, Target: info.target, Params: given, Sweep: sweep, Link: linkReq}, reg)
+	req := study.LoadRequest{Kind: k, Engine: info.engine, Target: info.target, Params: given, Sweep: sweep, Link: linkReq}
+	if err := f.checkPredict(k, req); err != nil {
+		return usageError(err)
+	}
+	spec, err := study.ParseLoad(req, reg)
 	if err != nil {
 		return usageError(pf.flagErrors(err, f.link.flagError))
+	}
+	if f.predict {
+		plan, err := spec.Plan("")
+		if err != nil {
+			return usageError(pf.flagErrors(err, f.link.flagError))
+		}
+		return predictLoad(ctx, a, reg, req, plan, study.Options{Targets: logins, TargetEngines: targetEngines, Dir: f.out, Keep: f.keep,
+			Progress: cmpProgress(nil, a), Log: newLogger(a, f.verbose), Version: a.version, CommandLine: redactedArgs(a)}, f.json)
 	}
 	info.sweep, _ = spec.Sweep[k.Load.Sweep].([]any)
 	if uv, ok := view.(usersView); ok {

@@ -103,6 +103,8 @@ type scriptPointJSON struct {
 	Retried int64        `json:"retried"`
 	Retries int64        `json:"retries"`
 	Scripts []scriptJSON `json:"scripts,omitempty"`
+	// Predicted is the point's prediction, made before it ran (docs/load.md#prediction).
+	Predicted *pointModel `json:"predicted,omitempty"`
 }
 
 type scriptJSON struct {
@@ -135,7 +137,7 @@ func (v *scriptView) summary(l loadInfo, ran *study.Ran, runErr error) any {
 	// A point's scripts are the first report left of its users: the
 	// points of one number of users ran in the order the run lists them.
 	withScripts := func(p oltpPointJSON) scriptPointJSON {
-		sp := scriptPointJSON{oltpPointJSON: p}
+		sp := scriptPointJSON{oltpPointJSON: p, Predicted: modelOf(ran, p.Users, p.Link)}
 		for i, r := range reports {
 			if r.users == p.Users {
 				sp.fill(r.rep)
@@ -181,6 +183,9 @@ func (v *scriptView) print(w io.Writer, doc any) {
 			p.Failed, p.failedText(), p.Retried, p.Retries)
 		if o := p.Overall; o != nil && o.LatencyMs != nil {
 			fmt.Fprintf(w, "; latency average %.3f ms, p50 %.3f, p99 %.3f, max %.3f", o.LatencyMs["mean"], o.LatencyMs["p50"], o.LatencyMs["p99"], o.LatencyMs["max"])
+		}
+		if m := p.Predicted; m != nil {
+			fmt.Fprintf(w, "; predicted before it ran: tps = %.1f, error %+.1f %%", m.TPS, m.ErrorPct)
 		}
 		fmt.Fprintln(w)
 	}

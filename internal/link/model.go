@@ -44,6 +44,19 @@ func (c Config) RetransmitTimeout() time.Duration {
 	return c.EffectiveRTT() + c.MinRTOOrDefault()
 }
 
+// SerializationTime is how long n payload bytes take to leave the sender at
+// the link's rate, each segment's header bytes (Overhead) included, as the
+// medium's airtime charges them one segment after another; 0 when the rate
+// is unlimited. A model of a conversation adds it to each message.
+func (c Config) SerializationTime(n int64) time.Duration {
+	if c.Rate <= 0 || n <= 0 {
+		return 0
+	}
+	mss := int64(c.SegmentSize())
+	segments := (n + mss - 1) / mss
+	return time.Duration(float64(n+segments*int64(c.Overhead)) * 8e9 / float64(c.Rate))
+}
+
 // medium is the wire that all connections of one link share: a serializer
 // per direction, or one for both directions when the link is half duplex.
 // Serializing every connection on one medium is what a real link does: a

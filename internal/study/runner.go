@@ -412,6 +412,11 @@ func (r *Runner) runPoint(ctx context.Context, st *runState, p Point, n, total i
 			s.Stop()
 		}
 	}()
+	if st.kind.Predict != nil {
+		res.Links = plannedLinks(c.Links)
+		pred := st.kind.Predict(res, st.results)
+		res.Model, res.Formula = pred.Metrics, pred.Formula
+	}
 	start := time.Now()
 	var m workload.Measurement
 	if c.Client.Constrained() {
@@ -550,20 +555,7 @@ func linkResults(stats []topology.LinkStats) []workload.LinkResult {
 	var out []workload.LinkResult
 	for _, ls := range stats {
 		l := ls.Link
-		lr := workload.LinkResult{Name: l.Name, Between: l.Between, Profile: l.Profile, Mode: l.Mode}
-		if l.Mode == "link" {
-			lr.RTTSeconds = l.Config.EffectiveRTT().Seconds()
-			lr.RTOSeconds = l.Config.RetransmitTimeout().Seconds()
-			if l.Config.Duplex != link.FullDuplex {
-				lr.Duplex = l.Config.Duplex.String()
-			}
-			lr.RateBitsPerS = float64(l.Config.Rate)
-			lr.WindowBytes = int64(l.Config.Window)
-			lr.SendBufferBytes = int64(l.Config.SendBuffer)
-			lr.Description = l.Config.String()
-		} else {
-			lr.Description = map[string]string{"unix": "unix socket, no link", "direct": "loopback TCP, no link"}[l.Mode]
-		}
+		lr := linkResult(l.Name, l.Between, l.Profile, l.Mode, l.Config)
 		if ls.Used {
 			s := ls.Stats
 			lr.ForwardBytes, lr.ReverseBytes = s.Forward.Bytes, s.Reverse.Bytes
@@ -575,6 +567,44 @@ func linkResults(stats []topology.LinkStats) []workload.LinkResult {
 			lr.ForwardSeries, lr.ReverseSeries = s.Forward.Series, s.Reverse.Series
 		}
 		out = append(out, lr)
+	}
+	return out
+}
+
+// linkResult is a link's configuration as a point's result records it.
+func linkResult(name string, between [2]string, profile, mode string, cfg link.Config) workload.LinkResult {
+	lr := workload.LinkResult{Name: name, Between: between, Profile: profile, Mode: mode}
+	if mode != "link" {
+		lr.Description = map[string]string{"unix": "unix socket, no link", "direct": "loopback TCP, no link"}[mode]
+		return lr
+	}
+	lr.RTTSeconds = cfg.EffectiveRTT().Seconds()
+	lr.RTOSeconds = cfg.RetransmitTimeout().Seconds()
+	if cfg.Duplex != link.FullDuplex {
+		lr.Duplex = cfg.Duplex.String()
+	}
+	lr.RateBitsPerS = float64(cfg.Rate)
+	lr.WindowBytes = int64(cfg.Window)
+	lr.SendBufferBytes = int64(cfg.SendBuffer)
+	lr.Description = cfg.String()
+	return lr
+}
+
+// Planned is the point's result as it stands before the point runs: its
+// keys, values, parameters and links as configured, what a prediction may
+// read.
+func (p Point) Planned() workload.Result {
+	c := p.Combo
+	return workload.Result{Key: p.Key(), Combo: c.Key, Run: p.Run, Values: c.Values, Params: c.Params, Client: c.Client,
+		Instances: c.Instances, Links: plannedLinks(c.Links)}
+}
+
+// plannedLinks are a point's links as configured, before any traffic: what
+// a prediction made before the point runs may read.
+func plannedLinks(links []ResolvedLink) []workload.LinkResult {
+	var out []workload.LinkResult
+	for _, l := range links {
+		out = append(out, linkResult(l.Name, l.Between, l.Profile, l.Mode, l.Config))
 	}
 	return out
 }

@@ -35,6 +35,11 @@ type Kind struct {
 	// Model, when set, predicts a point's metrics from the results so far
 	// (models fitted on other points, e.g. per-row costs on the fastest link).
 	Model func(r Result, all []Result) Prediction
+	// Predict, when set, predicts a point before it runs, from its
+	// parameters, its links' configuration (r.Links, no traffic yet) and
+	// the points measured before it; the runner stores the prediction as
+	// the point's Model, so that it is never fitted on the point itself.
+	Predict func(r Result, before []Result) Prediction
 	// PrepareKey, when set, names the data a point needs: Prepare runs
 	// again only when it changes (default: once per topology).
 	PrepareKey func(p Params) string

@@ -84,8 +84,9 @@
 // Besides the load layer's figures (throughput, latency percentiles from
 // HDR histograms, errors by class, per script), each SQL command's latency
 // (pgbench -r) in an HDR histogram of its own, with its failures and
-// retries; and per transaction of each script the round trips (the times
-// the client waited for the server: one per statement, one per pipeline),
+// retries; and per transaction of each script the round trips (the turns
+// of the conversation on the wire, counted by the connection: a write after
+// a read; one per statement, one per pipeline),
 // the bytes each way on the wire, and where its time went: waiting for the
 // server, asleep in \sleep, or in the client. A [Report] prints them in
 // pgbench's words.

@@ -35,7 +35,7 @@ func metricSpecs() []workload.MetricSpec {
 		m("error_pct", workload.Percent, workload.Lower, "failed transactions in percent of those that ended"),
 		m("retried", workload.Count, workload.Lower, "transactions tried more than once after a serialization failure or a deadlock, succeeded or not (pgbench's \"retried\")"),
 		m("retries", workload.Count, workload.Lower, "tries after the first, every transaction (pgbench's \"retries\")"),
-		m("round_trips_per_tx", workload.Count, workload.Lower, "times a transaction waited for the server: one per statement, one per pipeline"),
+		m("round_trips_per_tx", workload.Count, workload.Lower, "turns of the conversation a transaction took on the wire (a write after a read): one per statement, one per pipeline"),
 		m("bytes_out_per_tx", workload.Bytes, workload.Lower, "bytes a transaction sent, on the wire"),
 		m("bytes_in_per_tx", workload.Bytes, workload.Lower, "bytes a transaction received, on the wire"),
 		m("wait_ms_per_tx", workload.Milliseconds, workload.Lower, "time a transaction waited for the server: the round trips and the server's work"),

@@ -31,8 +31,9 @@ type ScriptReport struct {
 	// Retried counts the transactions tried more than once (succeeded or
 	// not), Retries the tries after the first, as pgbench 15 counts them.
 	Retried, Retries int64
-	// RoundTrips are the times a transaction waited for the server (one
-	// per statement, one per pipeline); Bytes each way on the wire.
+	// RoundTrips are the turns of the conversation a transaction took on
+	// the wire, the writes after a read (one per statement, one per
+	// pipeline): what a link adds its delay to. Bytes each way on the wire.
 	RoundTrips, BytesOut, BytesIn float64
 	// Wait is the time waiting for the server (the round trips and the
 	// server's work), Sleep the time in \sleep, Client the rest: the

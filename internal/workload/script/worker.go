@@ -62,9 +62,14 @@ func (p *Program) TypeName(i int) string {
 	return fmt.Sprintf("%s#%d", p.Scripts[i].Name, n+1)
 }
 
-func (l *loadWorkload) open(ctx context.Context) (session, error) {
+// open connects a session and returns it with the connection under it,
+// whose turns are the round trips (nil when the driver dialled none of
+// ours).
+func (l *loadWorkload) open(ctx context.Context) (session, *countingConn, error) {
 	var s session
 	var err error
+	var wire *countingConn
+	ctx = withWire(ctx, &wire)
 	switch l.login.Engine {
 	case postgres.Name:
 		s, err = openPostgres(ctx, l.login, l.prog)
@@ -74,20 +79,20 @@ func (l *loadWorkload) open(ctx context.Context) (session, error) {
 		err = fmt.Errorf("scripts run on PostgreSQL and MariaDB, not %s", l.login.Engine)
 	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return s, nil
+	return s, wire, nil
 }
 
 func (l *loadWorkload) NewWorker(ctx context.Context, id int) (load.Worker, error) {
 	l.seedsOnce.Do(func() { l.seeds, l.defaultSeed = clientSeeds(l.seed, l.users) })
 	c := newClient(l.prog, id, l.scale, l.seed, l.seeds[id%len(l.seeds)], l.defaultSeed, l.clock)
-	s, err := l.open(ctx)
+	s, wire, err := l.open(ctx)
 	if err != nil {
 		return nil, err
 	}
 	c.sess = s
-	w := &worker{l: l, c: c}
+	w := &worker{l: l, c: c, wire: wire}
 	l.mu.Lock()
 	l.workers = append(l.workers, w)
 	l.mu.Unlock()
@@ -110,9 +115,22 @@ func (l *loadWorkload) stats() *clientStats {
 const reconnectBackoff = 100 * time.Millisecond
 
 type worker struct {
-	l       *loadWorkload
-	c       *client
+	l *loadWorkload
+	c *client
+	// wire is the session's connection, whose turns are the round trips
+	// the link sees; nil when unknown (the session's waits count then).
+	wire    *countingConn
 	retryAt time.Time
+}
+
+// trips is the round trips so far: the turns on the wire, else the times
+// the session waited for the server.
+func (w *worker) trips() int64 {
+	if w.wire != nil {
+		return w.wire.turns.Load()
+	}
+	_, _, n := w.c.sess.traffic()
+	return n
 }
 
 // Do runs script tx once as one transaction: tried again after a
@@ -139,16 +157,17 @@ func (w *worker) transaction(ctx context.Context, s int) error {
 	sc := &st.scripts[s]
 	c.save()
 	st.txWait, st.txSleep = 0, 0
-	out0, in0, trips0 := c.sess.traffic()
+	out0, in0, _ := c.sess.traffic()
+	trips0 := w.trips()
 	start := time.Now()
 	for tries := 1; ; tries++ {
 		err := c.run(ctx, s)
 		if err == nil {
 			end := time.Now()
 			if c.clock.counts(end) {
-				out, in, trips := c.sess.traffic()
+				out, in, _ := c.sess.traffic()
 				sc.ok++
-				sc.trips += trips - trips0
+				sc.trips += w.trips() - trips0
 				sc.bytesOut += out - out0
 				sc.bytesIn += in - in0
 				sc.wait += st.txWait
@@ -210,12 +229,12 @@ func (w *worker) reconnect(ctx context.Context) error {
 			return ctx.Err()
 		}
 	}
-	s, err := w.l.open(ctx)
+	s, wire, err := w.l.open(ctx)
 	if err != nil {
 		w.retryAt = time.Now().Add(reconnectBackoff)
 		return err
 	}
-	w.c.sess = s
+	w.c.sess, w.wire = s, wire
 	w.c.keepSlot = map[*SQL]keepSlots{}
 	return nil
 }

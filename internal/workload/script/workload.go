@@ -9,6 +9,7 @@ import (
 	"github.com/dbrig/dbrig/internal/engine/mariadb"
 	"github.com/dbrig/dbrig/internal/engine/postgres"
 	"github.com/dbrig/dbrig/internal/load"
+	"github.com/dbrig/dbrig/internal/predict"
 	"github.com/dbrig/dbrig/internal/workload"
 )
 
@@ -55,6 +56,9 @@ func KindWith(live *Live) workload.Kind {
 			return fmt.Sprintf("script-v1 pgbench-tables scale=%d instance=%s", p.Int("scale"), p.String("instance"))
 		},
 		Metrics: metricSpecs(),
+		// A point through a link is predicted from the unimpaired points
+		// before it: the round trips, bytes and times a transaction took.
+		Predict: predict.ForPoint,
 	}
 }
 
