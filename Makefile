@@ -15,7 +15,7 @@ TEST_PKGS ?= ./...
 # Its seed corpus runs with the other tests; FUZZ_TIME=0 skips the fuzzing.
 FUZZ_TIME ?= 30s
 
-.PHONY: help demo build test vet bench bench-link bench-rbar bench-oltp bench-script bench-replication clean
+.PHONY: help demo build test vet bench bench-link bench-rbar bench-oltp bench-script bench-replication accept-predict clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -82,6 +82,10 @@ bench-script: ## pgbench's select-only and tpcb-like under dbrig's script runner
 
 bench-replication: ## the replication agent as a user meets it (fsync on, cold, last row visible) against native logical replication and across 77 ms, then the seed's agents against their models (about 2 minutes on a quiet machine)
 	$(GO) test -run '^$$' -bench 'FasterThanNative|SeedModels' -benchtime 1x -timeout 60m -v ./internal/workload/georep/
+
+accept-predict: ## pgbench's tpcb-like (-M prepared) predicted before it runs at RTT 1, 5 and 20 ms with 1 and 4 users, each held to 5 % of the measured tps; prints the table (about 1 minute; a quiet machine)
+	scripts/install-deps --test
+	DBRIG_PREDICT_ACCEPT=1 $(GO) test -count=1 -v -run 'TestPredictionOfTPCBLike$$' ./internal/workload/script/
 
 clean: ## remove the binary and runs/
 	rm -rf $(BIN) runs/
