@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -45,10 +46,12 @@ func newTestWorkload(t *testing.T, rows int64, readAhead string) *readahead {
 	return w.(*readahead)
 }
 
-// loopsUnder lists the loop directories under the temporary directory.
+// loopsUnder lists this test process's loop directories under the
+// temporary directory (each is named dbrig-loop-<pid>-...): another dbrig
+// run sharing the directory makes and removes its own meanwhile.
 func loopsUnder(t *testing.T) []string {
 	t.Helper()
-	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), "dbrig-loop-*"))
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), "dbrig-loop-"+strconv.Itoa(os.Getpid())+"-*"))
 	return dirs
 }
 
