@@ -3,7 +3,6 @@ package readahead
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -18,22 +17,15 @@ import (
 	"github.com/dbrig/dbrig/internal/engine/postgres/pgtest"
 	"github.com/dbrig/dbrig/internal/topology"
 	"github.com/dbrig/dbrig/internal/workload"
+	"github.com/dbrig/dbrig/internal/workload/workloadtest"
 )
 
 // envFor is what the runner gives a workload, with Cleanup collecting what
 // the runner would run after the servers stop.
-func envFor(inst engine.Instance, db string, cleanups *[]func(context.Context) error) *workload.Env {
-	return &workload.Env{
-		Database:   db,
-		ClientSite: "client",
-		Log:        slog.New(slog.DiscardHandler),
-		Instance:   func(string) engine.Instance { return inst },
-		Conn: func(from, instance, db string) (workload.Endpoint, error) {
-			c, _ := inst.UnixLogin(db)
-			return workload.Endpoint{Conn: c, Transport: "unix"}, nil
-		},
-		Cleanup: func(f func(context.Context) error) { *cleanups = append(*cleanups, f) },
-	}
+func envFor(db string, inst engine.Instance, cleanups *[]func(context.Context) error) *workload.Env {
+	env := workloadtest.Env(db, inst)
+	env.Cleanup = func(f func(context.Context) error) { *cleanups = append(*cleanups, f) }
+	return env
 }
 
 func newTestWorkload(t *testing.T, rows int64, readAhead string) *readahead {
@@ -99,7 +91,7 @@ func TestColdScanOnEachEngine(t *testing.T) {
 					t.Errorf("loop directories left: %q (before: %q)", after, before)
 				}
 			}()
-			env := envFor(inst, "dbrig_read_ahead", &cleanups)
+			env := envFor("dbrig_read_ahead", inst, &cleanups)
 			if err := newTestWorkload(t, rows, Default).Prepare(ctx, env); err != nil {
 				t.Fatal(err)
 			}
@@ -155,7 +147,7 @@ func TestTargetIsSkipped(t *testing.T) {
 	}
 	defer target.Stop(ctx)
 	var cleanups []func(context.Context) error
-	err = newTestWorkload(t, 100, Default).Prepare(ctx, envFor(target, "dbrig_read_ahead", &cleanups))
+	err = newTestWorkload(t, 100, Default).Prepare(ctx, envFor("dbrig_read_ahead", target, &cleanups))
 	var skip *topology.Unreachable
 	if !errors.As(err, &skip) || !strings.Contains(skip.Reason, "never restarts a server it did not start") || len(cleanups) != 0 {
 		t.Errorf("Prepare on a target = %v, %d cleanups", err, len(cleanups))
