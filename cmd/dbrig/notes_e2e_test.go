@@ -49,6 +49,7 @@ func notesRun(t *testing.T, name string) (studySummary, []workload.Result, strin
 // once per engine, every finding judged, and the report rebuilt from the
 // run with the seed's row beside ours.
 func TestKeyLookupSmokeStudy(t *testing.T) {
+	t.Parallel()
 	summary, results, dir := notesRun(t, "key-lookup")
 	if summary.Ran != 4 || summary.Failed != 0 || len(summary.Findings) != 4 {
 		t.Errorf("summary: %+v", summary)
@@ -77,6 +78,7 @@ func TestKeyLookupSmokeStudy(t *testing.T) {
 // this process may not make loop devices every point is skipped with the
 // reason and no finding is judged.
 func TestReadAheadSmokeStudy(t *testing.T) {
+	t.Parallel()
 	summary, results, _ := notesRun(t, "read-ahead")
 	if summary.Ran != 4 || summary.Failed != 0 || len(summary.Findings) != 4 {
 		t.Errorf("summary: %+v", summary)
@@ -120,6 +122,7 @@ func loopsBackedUnder(base string) []string {
 // data directory is made: a new instance, not a restart), every finding
 // judged.
 func TestPageCompressionSmokeStudy(t *testing.T) {
+	t.Parallel()
 	summary, results, _ := notesRun(t, "page-compression")
 	if summary.Ran != 12 || summary.Failed != 0 || len(summary.Findings) != 5 {
 		t.Errorf("summary: %+v", summary)
