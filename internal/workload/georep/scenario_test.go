@@ -226,6 +226,7 @@ func TestPullDrainPaysOneRoundTrip(t *testing.T) {
 // TestPayloadTextMatchesTheServers: the rows the floor measurement inserts
 // from the client are the rows the scenarios generate on the server.
 func TestPayloadTextMatchesTheServers(t *testing.T) {
+	t.Parallel()
 	p := startPair(t)
 	ctx := testCtx(t, time.Minute)
 	c, err := pgxConnect(ctx, p.pub.Conn("app"), "test")
