@@ -42,6 +42,7 @@ func runWith(t *testing.T, name string, engineVersion string, perRow map[string]
 }
 
 func TestCompareTwoRuns(t *testing.T) {
+	t.Parallel()
 	a := runWith(t, "a", "15.18", map[string][3]float64{"unix": {30, 31, 32}, "lan-1g": {400, 410, 420}, "rtt-4ms": {4100, 4120, 4130}})
 	b := runWith(t, "b", "16.4", map[string][3]float64{"unix": {20, 21, 22}, "lan-1g": {405, 415, 425}, "rtt-4ms": {5000, 5100, 5200}})
 	compare := func(args ...string) (int, string, string) {
@@ -125,6 +126,7 @@ func mustRead(t *testing.T, path string) string {
 // TestCompareSingleRunsClaimNoSpread: with one run on a side there is no
 // spread to judge a difference against, and the verdict says so.
 func TestCompareSingleRunsClaimNoSpread(t *testing.T) {
+	t.Parallel()
 	a := runWith(t, "a", "15.18", map[string][3]float64{"unix": {30, 31, 32}})
 	b := emptyRun(t, "b")
 	w, err := study.OpenResults(b)

@@ -21,6 +21,7 @@ import (
 // restarted in place; every point measured with its model, the findings
 // judged, the report rebuilt from the run directory, nothing left behind.
 func TestConsolidationStudySmoke(t *testing.T) {
+	t.Parallel()
 	pgtest.Binaries(t)
 	base := pgtest.BaseDir(t)
 	dir := filepath.Join(t.TempDir(), "run")

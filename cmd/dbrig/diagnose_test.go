@@ -46,6 +46,7 @@ func diagnoseCmd(t *testing.T, args ...string) (int, string, string) {
 // TestDiagnoseExitCodes: 0 for a clean run, 1 for a run with the
 // signature (naming the point and its share), 2 for what is not a run.
 func TestDiagnoseExitCodes(t *testing.T) {
+	t.Parallel()
 	clean := diagnoseRun(t, "net=lan-1g", map[time.Duration]int{time.Millisecond: 10_000})
 	stalled := diagnoseRun(t, "net=lan-1g+duplex-mismatch", map[time.Duration]int{time.Millisecond: 10_000, 201 * time.Millisecond: 300, 401 * time.Millisecond: 20})
 

@@ -28,6 +28,7 @@ import (
 // in the middle, must stop that agent and fail saying so; and no process
 // may be left in any namespace.
 func TestLoadOverAgentsInNamespaces(t *testing.T) {
+	t.Parallel()
 	pgtest.Binaries(t)
 	lab := netnstest.Start(t, 3)
 	bin := dbrigBinary(t)
@@ -124,7 +125,7 @@ func TestLoadOverAgentsInNamespaces(t *testing.T) {
 		var out []string
 		victim := lab.Hosts[2]
 		killed, agentPid := false, 0
-		start := time.Now()
+		var killedAt time.Time
 		for lines.Scan() {
 			out = append(out, lines.Text())
 			if !killed && strings.Contains(lines.Text(), "measured") {
@@ -141,7 +142,7 @@ func TestLoadOverAgentsInNamespaces(t *testing.T) {
 				if err := syscall.Kill(session, syscall.SIGKILL); err != nil {
 					t.Fatal(err)
 				}
-				killed = true
+				killed, killedAt = true, time.Now()
 				go func() { // the agent must stop within seconds
 					deadline := time.Now().Add(5 * time.Second)
 					for time.Now().Before(deadline) {
@@ -165,8 +166,10 @@ func TestLoadOverAgentsInNamespaces(t *testing.T) {
 		if !strings.Contains(msg, victim.Target(lab.User)) || !strings.Contains(msg, "connection was lost") || !strings.Contains(msg, "run failed") {
 			t.Errorf("the failure does not name the lost agent and say the run failed:\n%s", msg)
 		}
-		if d := time.Since(start); d > 18*time.Second {
-			t.Errorf("the run took %v to fail after losing an agent", d)
+		// Judged against the run's own 20 s, not a busy machine's speed: a
+		// run that noticed the loss only at its end took all of them.
+		if d := time.Since(killedAt); d >= 20*time.Second {
+			t.Errorf("the run took %v to fail after losing an agent: as long as its whole measured duration", d)
 		}
 		time.Sleep(200 * time.Millisecond) // the watcher above gets its last look
 		assertOnlySSHD(t, lab)

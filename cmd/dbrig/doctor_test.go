@@ -70,6 +70,7 @@ func parseDoctorJSON(t *testing.T, s string) doctorJSON {
 
 // TestDoctorLocal runs dbrig doctor on this machine, as a user would.
 func TestDoctorLocal(t *testing.T) {
+	t.Parallel()
 	start := time.Now()
 	code, out, errOut := doctorRun(t, "doctor")
 	t.Logf("dbrig doctor on this machine: %s, exit %d", time.Since(start), code)
@@ -111,6 +112,7 @@ func TestDoctorLocal(t *testing.T) {
 }
 
 func TestDoctorBadInput(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	garbage := filepath.Join(dir, "fleet.txt")
 	if err := os.WriteFile(garbage, []byte("# fleet\ndb1\nthis line is garbage\n"), 0o644); err != nil {
@@ -185,6 +187,7 @@ func TestDoctorBadInput(t *testing.T) {
 // TestDoctorLinkSpellings declares links with the rate and RTT spellings
 // people write; each is read as the same 77 ms, 10 Gbit/s link.
 func TestDoctorLinkSpellings(t *testing.T) {
+	t.Parallel()
 	spellings := []string{"77ms:10gigabit", "77 ms:10 gigabits", "77ms:10gbit", "77ms:10Gbit/s", "77ms:10 Gbps", "0.077s:10GbE", "77ms:1250MB/s"}
 	args := []string{"doctor", "--snapshot", "../../internal/doctor/testdata/vm.snap", "--json"}
 	for _, s := range spellings {
@@ -218,6 +221,7 @@ func TestDoctorLinkSpellings(t *testing.T) {
 // a loopback port: two lines reach it (as 127.0.0.1 and as localhost), one
 // names a closed port.
 func TestDoctorFleetOverSSH(t *testing.T) {
+	t.Parallel()
 	srv := sshdtest.Start(t)
 	closed := sshdtest.ClosedPort(t)
 	hosts := filepath.Join(t.TempDir(), "fleet.txt")
@@ -276,6 +280,7 @@ func TestDoctorFleetOverSSH(t *testing.T) {
 // no WAL senders: the replication checks warn and fail with their fixes,
 // and the data directory is placed on this host's disk.
 func TestDoctorDatabase(t *testing.T) {
+	t.Parallel()
 	inst := pgtest.Start(t, "doctor", map[string]string{"wal_level": "replica", "max_wal_senders": "0"})
 	ci := inst.Conn("postgres")
 	code, out, errOut := doctorRun(t, "doctor", "--db", ci.URI(), "--json")
@@ -347,6 +352,7 @@ var trackerCitation = regexp.MustCompile(`(?i)\b(issue|ticket|bug)\s*#?\s*[0-9]+
 // TestNoTrackerCitations reads every command's help and every document a
 // user reads for a tracker number.
 func TestNoTrackerCitations(t *testing.T) {
+	t.Parallel()
 	var walk func(c *cobra.Command)
 	walk = func(c *cobra.Command) {
 		texts := map[string]string{"short": c.Short, "long": c.Long, "example": c.Example, "flags": c.Flags().FlagUsages()}

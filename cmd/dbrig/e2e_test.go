@@ -63,8 +63,14 @@ func dbrigBinary(t testing.TB) string {
 // returns the process and a channel of its stderr lines.
 func startDbrig(t *testing.T, base string, args ...string) (*exec.Cmd, *bytes.Buffer, <-chan string) {
 	t.Helper()
+	return startDbrigEnv(t, base, nil, args...)
+}
+
+// startDbrigEnv is startDbrig with env added to dbrig's environment.
+func startDbrigEnv(t *testing.T, base string, env []string, args ...string) (*exec.Cmd, *bytes.Buffer, <-chan string) {
+	t.Helper()
 	cmd := exec.Command(dbrigBinary(t), args...)
-	cmd.Env = append(os.Environ(), "TMPDIR="+base, "NO_COLOR=1")
+	cmd.Env = append(append(os.Environ(), "TMPDIR="+base, "NO_COLOR=1"), env...)
 	var stdout bytes.Buffer
 	cmd.Stdout = &stdout
 	stderr, err := cmd.StderrPipe()
@@ -102,6 +108,7 @@ func exitCode(err error) int {
 // lost, no server is left), resumed to the end, its report rebuilt from
 // results.jsonl alone and opened in a headless browser.
 func TestStudyEndToEnd(t *testing.T) {
+	t.Parallel()
 	pgtest.Binaries(t)
 	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
 		t.Run(sig.String(), func(t *testing.T) {
@@ -166,6 +173,7 @@ func TestStudyEndToEnd(t *testing.T) {
 }
 
 func TestReportRebuildsFromResultsAndRendersInBrowser(t *testing.T) {
+	t.Parallel()
 	pgtest.Binaries(t)
 	base := pgtest.BaseDir(t)
 	dir := filepath.Join(t.TempDir(), "run")
@@ -227,6 +235,7 @@ func TestReportRebuildsFromResultsAndRendersInBrowser(t *testing.T) {
 }
 
 func TestRunRefusesBadInput(t *testing.T) {
+	t.Parallel()
 	base := pgtest.BaseDir(t)
 	bad := filepath.Join(t.TempDir(), "bad.toml")
 	spec, _ := os.ReadFile("../../studies/rbarlatency/rbar-latency.toml")
@@ -301,6 +310,7 @@ func assertNoInstanceDirs(t *testing.T, base string) {
 // verified equal on both sides, and its report with Table 2 and the seed's
 // Figures 6 and 7.
 func TestGeoReplicationStudySmoke(t *testing.T) {
+	t.Parallel()
 	pgtest.Binaries(t)
 	base := pgtest.BaseDir(t)
 	dir := filepath.Join(t.TempDir(), "run")

@@ -49,6 +49,7 @@ func twoEngineSpec(t *testing.T) string {
 // (a table per experiment and engine, findings judged on each) and that no
 // server is left.
 func TestEngineSweepEndToEnd(t *testing.T) {
+	t.Parallel()
 	pgtest.Binaries(t)
 	mariatest.Engine(t)
 	base := mariatest.BaseDir(t)

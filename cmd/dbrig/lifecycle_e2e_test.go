@@ -46,6 +46,7 @@ runs = 1
 // killed (SIGKILL) leaves no server running (the kernel stops them) and
 // the next run, here its resume, removes what they left on disk.
 func TestNoServerOutlivesDbrig(t *testing.T) {
+	t.Parallel()
 	pgtest.Binaries(t)
 	mariatest.Engine(t)
 	file := filepath.Join(t.TempDir(), "mixed.toml")
@@ -124,6 +125,7 @@ func TestNoServerOutlivesDbrig(t *testing.T) {
 // end of its log, printed once; the message says how to keep the log,
 // and with --keep where it is.
 func TestServerFailureIsPrintedOnce(t *testing.T) {
+	t.Parallel()
 	mariatest.Engine(t)
 	spec := strings.Replace(mixedSpec, `innodb_buffer_pool_size = "32M" }`, `innodb_buffer_pool_size = "32M", default_storage_engine = "NoSuchEngine" }`, 1)
 	spec = strings.Replace(spec, "count = 2", "count = 1", 1) // one server fails, so one log

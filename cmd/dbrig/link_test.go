@@ -85,6 +85,7 @@ func echoServer(t *testing.T) string {
 }
 
 func TestLinkListProfiles(t *testing.T) {
+	t.Parallel()
 	code, out, errs := linkRun(t, "link", "--list-profiles")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
@@ -145,6 +146,7 @@ func slicesEqual(a, b []string) bool {
 // 2 before anything listens, with a message naming the flag and the form
 // it wants.
 func TestLinkBadFlags(t *testing.T) {
+	t.Parallel()
 	base := []string{"link", "--listen", "127.0.0.1:0", "--upstream", "127.0.0.1:1"}
 	with := func(extra ...string) []string { return append(slices.Clip(base), extra...) }
 	for _, tt := range []struct {
@@ -216,6 +218,7 @@ func TestLinkBadFlags(t *testing.T) {
 // TestLinkUnitSpellings starts the link with the spellings people write for
 // rates, sizes and durations and reads the model it reports back.
 func TestLinkUnitSpellings(t *testing.T) {
+	t.Parallel()
 	up := echoServer(t)
 	for _, tt := range []struct {
 		flags  []string
@@ -258,6 +261,7 @@ func TestLinkUnitSpellings(t *testing.T) {
 }
 
 func TestLinkListenFailure(t *testing.T) {
+	t.Parallel()
 	taken, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -315,7 +319,9 @@ func startLinkCmd(t *testing.T, args ...string) (addr string, out, errs *lockedB
 	return addr, out, errs, stop
 }
 
-// exchange sends msg through addr and times the echo.
+// exchange sends msg through addr n times and returns the fastest echo: a
+// busy machine only adds lateness to the link's delay, so the fastest of a
+// few is the one to set against the link's RTT.
 func exchange(t *testing.T, addr string, msg []byte, n int) time.Duration {
 	t.Helper()
 	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
@@ -325,7 +331,7 @@ func exchange(t *testing.T, addr string, msg []byte, n int) time.Duration {
 	defer c.Close()
 	c.SetDeadline(time.Now().Add(10 * time.Second))
 	buf := make([]byte, len(msg))
-	var last time.Duration
+	fastest := time.Duration(math.MaxInt64)
 	for range n {
 		start := time.Now()
 		if _, err := c.Write(msg); err != nil {
@@ -337,12 +343,13 @@ func exchange(t *testing.T, addr string, msg []byte, n int) time.Duration {
 		if !bytes.Equal(buf, msg) {
 			t.Fatalf("echo through the link changed the data")
 		}
-		last = time.Since(start)
+		fastest = min(fastest, time.Since(start))
 	}
-	return last
+	return fastest
 }
 
 func TestLinkRunsJSON(t *testing.T) {
+	t.Parallel()
 	up := echoServer(t)
 	addr, out, _, stop := startLinkCmd(t, "--upstream", up, "--profile", "rtt-10ms", "--stats-interval", "50ms", "--json")
 	msg := bytes.Repeat([]byte("dbrig"), 200)
@@ -399,6 +406,7 @@ func TestLinkRunsJSON(t *testing.T) {
 }
 
 func TestLinkRunsText(t *testing.T) {
+	t.Parallel()
 	up := echoServer(t)
 	addr, out, errs, stop := startLinkCmd(t, "--upstream", up, "--rtt", "4ms", "--rate", "100mbit", "--stats-interval", "30ms")
 	exchange(t, addr, []byte("hello"), 2)
@@ -418,12 +426,13 @@ func TestLinkRunsText(t *testing.T) {
 }
 
 func TestLinkFlagsOverrideProfile(t *testing.T) {
+	t.Parallel()
 	up := echoServer(t)
 	// The profile's 150 ms RTT is overridden to 6 ms; its 16 MiB window to
 	// 1000 bytes, which a 536-byte MSS allows.
 	addr, out, _, stop := startLinkCmd(t, "--upstream", up, "--profile", "tukwila-dublin", "--rtt", "6ms",
 		"--window", "1000", "--mss", "536", "--json", "--stats-interval", "0")
-	if rtt := exchange(t, addr, []byte("x"), 2); rtt < 6*time.Millisecond || rtt > 100*time.Millisecond {
+	if rtt := exchange(t, addr, []byte("x"), 5); rtt < 6*time.Millisecond || rtt > 100*time.Millisecond {
 		t.Errorf("exchange took %v, want about 6ms (the flag), not 150ms (the profile)", rtt)
 	}
 	stop()

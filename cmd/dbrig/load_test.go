@@ -66,6 +66,7 @@ func decodeJSON[T any](t *testing.T, stdout string) T {
 // URI from the environment); each writes a run directory that `dbrig
 // report` rebuilds, and leaves nothing behind.
 func TestLoadTPCH(t *testing.T) {
+	t.Parallel()
 	pgtest.Binaries(t)
 	tpchtest.Generator(t)
 
@@ -150,6 +151,7 @@ func assertNoPassword(t *testing.T, dir, output, secret string) {
 }
 
 func TestLoadTPCHUsage(t *testing.T) {
+	t.Parallel()
 	base := t.TempDir()
 	for _, tc := range []struct {
 		args []string
@@ -179,6 +181,7 @@ func TestLoadTPCHUsage(t *testing.T) {
 // the data loaded once, degrees 0 and 1 (the second reloads the settings
 // in place), every finding judged, the report rebuilt from the run.
 func TestTPCHParallelSmokeStudy(t *testing.T) {
+	t.Parallel()
 	pgtest.Binaries(t)
 	tpchtest.Generator(t)
 	base := pgtest.BaseDir(t)

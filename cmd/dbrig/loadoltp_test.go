@@ -56,6 +56,7 @@ type oltpJSON struct {
 // on MariaDB, and the shop against a server the user runs; each run
 // directory is read back by `dbrig report` and `dbrig compare`.
 func TestLoadOLTP(t *testing.T) {
+	t.Parallel()
 	pgtest.Binaries(t)
 
 	t.Run("own server", func(t *testing.T) {
@@ -203,6 +204,7 @@ func TestLoadOLTP(t *testing.T) {
 }
 
 func TestLoadOLTPUsage(t *testing.T) {
+	t.Parallel()
 	base := t.TempDir()
 	for _, tc := range []struct {
 		args []string

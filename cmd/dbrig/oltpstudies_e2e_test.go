@@ -55,6 +55,7 @@ func oltpStudyRun(t *testing.T, name string) (studySummary, []workload.Result, s
 // closed-loop model; the findings judged; the report with the peaks; and
 // dbrig diagnose finds no retransmission stall in a clean run.
 func TestTransportOLTPSmokeStudy(t *testing.T) {
+	t.Parallel()
 	summary, results, dir := oltpStudyRun(t, "transport-oltp")
 	if summary.Ran != 18 || summary.Failed != 0 || len(summary.Findings) != 6 {
 		t.Errorf("summary: %+v", summary)

@@ -129,6 +129,7 @@ func exists(t *testing.T, i *postgres.Instance, sql string) bool {
 }
 
 func TestReplicateTeardownRemovesOnlyItsOwn(t *testing.T) {
+	t.Parallel()
 	pub, sub := replServers(t, "logical")
 	mustExec(t, pub,
 		"CREATE TABLE a (id int PRIMARY KEY, v text)",
@@ -201,6 +202,7 @@ func TestReplicateTeardownRemovesOnlyItsOwn(t *testing.T) {
 }
 
 func TestReplicateNeverPrintsAPassword(t *testing.T) {
+	t.Parallel()
 	const marker = "Zq7pMarker"
 	malformed := []string{
 		"postgres//repl:" + marker + "@host/db",
@@ -241,6 +243,7 @@ func TestReplicateNeverPrintsAPassword(t *testing.T) {
 }
 
 func TestReplicateStatusShowsWhereEachRoleRuns(t *testing.T) {
+	t.Parallel()
 	pub, sub := replServers(t, "logical")
 	mustExec(t, pub, "CREATE TABLE a (id int PRIMARY KEY, v text)")
 	env := map[string]string{"DBRIG_PUBLISHER": pub.Conn("shop").URI(), "DBRIG_SUBSCRIBER": sub.Conn("shop").URI()}
@@ -283,6 +286,7 @@ func TestReplicateStatusShowsWhereEachRoleRuns(t *testing.T) {
 }
 
 func TestReplicateApplyErrorStopsOnlyTheAgent(t *testing.T) {
+	t.Parallel()
 	pub, sub := replServers(t, "logical")
 	mustExec(t, pub, "CREATE TABLE t (id int PRIMARY KEY, v int NOT NULL)")
 	env := map[string]string{"DBRIG_PUBLISHER": pub.Conn("shop").URI(), "DBRIG_SUBSCRIBER": sub.Conn("shop").URI()}
@@ -353,6 +357,7 @@ func TestReplicateApplyErrorStopsOnlyTheAgent(t *testing.T) {
 // sequences and their positions, identity, NOT NULL, CHECK, UNIQUE,
 // secondary indexes), so the subscriber can take over.
 func TestReplicateSnapshotCopiesTheSchema(t *testing.T) {
+	t.Parallel()
 	pub, sub := replServers(t, "logical")
 	mustExec(t, pub,
 		"CREATE SCHEMA sales",
@@ -447,6 +452,7 @@ func scrape(t *testing.T, b *background) string {
 // (its slot dropped behind its back) ends the run with exit 1 and says so
 // once, prefixed once.
 func TestReplicateLogReaderFailureIsSaidOnce(t *testing.T) {
+	t.Parallel()
 	pub, sub := replServers(t, "logical")
 	mustExec(t, pub, "CREATE TABLE a (id int PRIMARY KEY, v text)")
 	env := map[string]string{"DBRIG_PUBLISHER": pub.Conn("shop").URI(), "DBRIG_SUBSCRIBER": sub.Conn("shop").URI()}

@@ -92,6 +92,7 @@ func nothingCreated(t *testing.T, pub, sub *postgres.Instance) {
 }
 
 func TestReplicateBadInput(t *testing.T) {
+	t.Parallel()
 	pub, sub := replServers(t, "logical")
 	mustExec(t, pub,
 		"CREATE TABLE nokey (a int, b text)",
@@ -157,6 +158,7 @@ func TestReplicateBadInput(t *testing.T) {
 }
 
 func TestReplicateRefusesPhysicalWAL(t *testing.T) {
+	t.Parallel()
 	pub, sub := replServers(t, "replica")
 	mustExec(t, pub, "CREATE TABLE fine (id int PRIMARY KEY, t text)")
 	code, _, errs := replRun(t, map[string]string{"DBRIG_PUBLISHER": pub.Conn("shop").URI(), "DBRIG_SUBSCRIBER": sub.Conn("shop").URI()},
@@ -168,6 +170,7 @@ func TestReplicateRefusesPhysicalWAL(t *testing.T) {
 }
 
 func TestReplicateLifecycle(t *testing.T) {
+	t.Parallel()
 	pub, sub := replServers(t, "logical")
 	mustExec(t, pub,
 		"CREATE TABLE orders (id bigint PRIMARY KEY, customer text NOT NULL, total numeric(12,2), placed timestamptz DEFAULT now())",

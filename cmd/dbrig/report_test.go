@@ -37,6 +37,7 @@ func emptyRun(t *testing.T, name string) string {
 // command, as README's "dbrig report runs/rbar-latency-*" does once there
 // are two runs, and reports the directories it cannot rebuild.
 func TestReportSeveralDirectories(t *testing.T) {
+	t.Parallel()
 	first, second := emptyRun(t, "rbar-latency-1"), emptyRun(t, "rbar-latency-2")
 	notRun := t.TempDir()
 	broken := emptyRun(t, "broken")

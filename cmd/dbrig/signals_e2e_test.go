@@ -34,6 +34,7 @@ type interruptedOLTPJSON struct {
 // target the workload's database is gone. A second signal does not cut
 // the clean-up short, and dbrig says so.
 func TestInterruptedLoad(t *testing.T) {
+	t.Parallel()
 	pgtest.Binaries(t)
 	for _, tt := range []struct {
 		name   string
@@ -54,7 +55,7 @@ func TestInterruptedLoad(t *testing.T) {
 				target = startTarget(t)
 				args = append(args, "--target", "env:DBRIG_TEST_TARGET")
 			}
-			cmd, stdout, lines := startDbrig(t, base, args...)
+			cmd, stdout, lines := startDbrigEnv(t, base, target.environ(), args...)
 			log := signalWhenMeasuring(t, cmd, lines, tt.sig, tt.twice)
 			err := cmd.Wait()
 			all := strings.Join(log, "\n") + "\n" + stdout.String()
@@ -82,13 +83,14 @@ func TestInterruptedLoad(t *testing.T) {
 // reading its output (tee, less) at once; dbrig's writes to the closed
 // pipe must not kill it before it has cleaned up on the target.
 func TestHangupWithItsReaderGone(t *testing.T) {
+	t.Parallel()
 	pgtest.Binaries(t)
 	base := pgtest.BaseDir(t)
 	dir := filepath.Join(t.TempDir(), "load")
 	target := startTarget(t)
 	cmd := exec.Command(dbrigBinary(t), "load", "oltp", "--target", "env:DBRIG_TEST_TARGET", "--users", "2", "--duration", "10m",
 		"--warm-up", "1s", "--scale", "0.01", "--out", dir)
-	cmd.Env = append(os.Environ(), "TMPDIR="+base, "NO_COLOR=1")
+	cmd.Env = append(os.Environ(), append(target.environ(), "TMPDIR="+base, "NO_COLOR=1")...)
 	r, w, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
@@ -119,15 +121,25 @@ func TestHangupWithItsReaderGone(t *testing.T) {
 }
 
 // targetDB is a PostgreSQL server standing in for the user's, named to
-// dbrig by DBRIG_TEST_TARGET.
+// dbrig by DBRIG_TEST_TARGET in dbrig's environment alone (not the test
+// process's, which parallel tests share).
 type targetDB struct {
 	exec func(context.Context, string, ...string) error
+	uri  string
 }
 
 func startTarget(t *testing.T) *targetDB {
 	inst := pgtest.Start(t, "users", nil)
-	t.Setenv("DBRIG_TEST_TARGET", inst.Conn("postgres").URI())
-	return &targetDB{exec: inst.Exec}
+	return &targetDB{exec: inst.Exec, uri: inst.Conn("postgres").URI()}
+}
+
+// environ is what dbrig's environment adds for the target (nothing
+// without one).
+func (d *targetDB) environ() []string {
+	if d == nil {
+		return nil
+	}
+	return []string{"DBRIG_TEST_TARGET=" + d.uri}
 }
 
 // assertNothingLeft: no server or instance directory under base, and no

@@ -16,6 +16,7 @@ import (
 // the point's line, at the end of the output, and at the top of
 // report.html and report.md.
 func TestUsersWithoutASlotAreSaidBesideTheTPS(t *testing.T) {
+	t.Parallel()
 	server := pgtest.Start(t, "few-slots", map[string]string{"max_connections": "12", "superuser_reserved_connections": "2"})
 	base := pgtest.BaseDir(t)
 	dir := filepath.Join(t.TempDir(), "load")

@@ -41,6 +41,7 @@ runs = 1
 // password is nowhere; a URI naming the socket measures the unix point;
 // a login that may not create dbrig's database fails before any point.
 func TestTargetFromTheEnvironment(t *testing.T) {
+	t.Parallel()
 	server := mariatest.Start(t, "users", nil)
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
@@ -68,10 +69,9 @@ func TestTargetFromTheEnvironment(t *testing.T) {
 		{"no privilege", "mysql://reader:" + readerPW + "@127.0.0.1:" + port + "/", 1, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			t.Setenv("DBRIG_TEST_TARGET", tt.uri)
 			base := mariatest.BaseDir(t)
 			dir := filepath.Join(t.TempDir(), "run")
-			cmd, stdout, lines := startDbrig(t, base, "run", file, "--out", dir, "--target", "db=env:DBRIG_TEST_TARGET")
+			cmd, stdout, lines := startDbrigEnv(t, base, []string{"DBRIG_TEST_TARGET=" + tt.uri}, "run", file, "--out", dir, "--target", "db=env:DBRIG_TEST_TARGET")
 			var log []string
 			for line := range lines {
 				log = append(log, line)

@@ -65,6 +65,7 @@ func writeStudy(t *testing.T, engineName string) string {
 // sessions while they run. verify-full with the wrong CA or host is
 // refused saying why; sslmode=disable stays plain.
 func TestTLSToAPostgresTarget(t *testing.T) {
+	t.Parallel()
 	server, files := pgtest.StartTLS(t, "tls-target", map[string]string{"wal_level": "logical", "max_replication_slots": "4",
 		"max_wal_senders": "4", "log_min_error_statement": "panic"}, "localhost")
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
@@ -193,6 +194,7 @@ func TestTLSToAPostgresTarget(t *testing.T) {
 // a MariaDB server with TLS on, as an account that may log in only over
 // TLS (REQUIRE SSL), and reads the server's general log for every login.
 func TestTLSToAMariaDBTarget(t *testing.T) {
+	t.Parallel()
 	server, files := mariatest.StartTLS(t, "tls-target", nil, "localhost")
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
 	defer cancel()

@@ -114,7 +114,11 @@ func TestRunLoadMergesAgentsWithoutLoss(t *testing.T) {
 		if ar.Ops == 0 || ar.Intervals < 3 {
 			t.Errorf("agent %s: %d ops in %d intervals", ar.Name, ar.Ops, ar.Intervals)
 		}
-		if ar.RTT <= 0 || ar.RTT > time.Second || ar.StartSkew.Abs() > 100*time.Millisecond {
+		// The skew is exact to RTT/2, and a busy machine that wakes the
+		// agent late answers the control channel late too: the measured
+		// round trip widens the tolerance. The RTT's own bound is one only
+		// a hang reaches.
+		if ar.RTT <= 0 || ar.RTT > time.Second || ar.StartSkew.Abs() > 100*time.Millisecond+ar.RTT {
 			t.Errorf("agent %s: rtt %v, start skew %v", ar.Name, ar.RTT, ar.StartSkew)
 		}
 	}

@@ -109,11 +109,22 @@ func TestFidelityWindow(t *testing.T) {
 func TestFidelityRate(t *testing.T) {
 	for _, rate := range []units.Rate{20 * units.Mbit, 100 * units.Mbit} {
 		cfg := Config{RTT: 10 * time.Millisecond, Window: AutotunedWindow, Rate: rate}
-		got, st := bulk(t, cfg, int(rate.BytesPerSecond()*0.6))
+		n := int(rate.BytesPerSecond() * 0.6)
+		start := time.Now()
+		got, st := bulk(t, cfg, n)
+		// The whole transfer, from before the link started to after the
+		// last byte arrived: a busy machine only lengthens it, so it can
+		// never beat the rate. The receiver's own slope can, when its
+		// reads come late and in bursts (103.8 % once at load average 14),
+		// so it is held to the rate only from below.
+		whole := units.Rate(float64(n) * 8 / time.Since(start).Seconds())
 		ratio := float64(got) / float64(rate)
-		t.Logf("rate %s: %s, ratio %.4f; Throughput() %s", rate, got, ratio, st.Forward.Throughput())
-		if ratio < 0.85 || ratio > 1.02 {
-			t.Errorf("rate %s: got %s (-15%%/+2%%)", rate, got)
+		t.Logf("rate %s: %s, ratio %.4f; whole transfer %s; Throughput() %s", rate, got, ratio, whole, st.Forward.Throughput())
+		if ratio < 0.85 {
+			t.Errorf("rate %s: got %s (-15%%)", rate, got)
+		}
+		if whole > rate*102/100 {
+			t.Errorf("rate %s: the whole transfer ran at %s, faster than the rate (+2%%)", rate, whole)
 		}
 	}
 }

@@ -35,6 +35,7 @@ const (
 // ahead of what the subscriber recovers; afterwards every change is
 // applied exactly once, and the agent confirms the end once it is durable.
 func TestSubscriberCrashLosesNoCommand(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		opts AgentOptions
@@ -89,6 +90,7 @@ func TestSubscriberCrashLosesNoCommand(t *testing.T) {
 // writer's next round). Every transaction the publisher kept reaches the
 // subscriber exactly once.
 func TestPublisherCrashLosesNoTransaction(t *testing.T) {
+	t.Parallel()
 	// Two tables: a log reader restarted describes both anew, so commands
 	// stored again after a crash take other ids than those an agent applied.
 	p := startPairWith(t, lateWALWriter, nil)

@@ -3,6 +3,7 @@ package replication
 import "testing"
 
 func TestDurabilityConfirmsOnlyFlushedCommits(t *testing.T) {
+	t.Parallel()
 	var d durability
 	d.restart(commitPoint{cmd: 10, local: 100})
 	if d.known || !d.waiting() {

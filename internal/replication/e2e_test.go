@@ -38,6 +38,7 @@ var typesRows = []string{
 }
 
 func TestEndToEndDirect(t *testing.T) {
+	t.Parallel()
 	for _, binary := range []bool{false, true} {
 		t.Run(fmt.Sprintf("binary=%t", binary), func(t *testing.T) {
 			p := startPair(t)
@@ -135,6 +136,7 @@ func testEndToEnd(t *testing.T, p *pair, mode Mode, via string, opts AgentOption
 }
 
 func TestEndToEndThroughLink(t *testing.T) {
+	t.Parallel()
 	cfg := link.Config{RTT: 20 * time.Millisecond, Rate: 100 * units.Mbit, Window: link.AutotunedWindow}
 	for _, tc := range []struct {
 		name string

@@ -243,6 +243,7 @@ func faultRows() int {
 // through; after recovery the subscriber must equal the publisher and
 // every change must have been applied exactly once.
 func TestKillAgents(t *testing.T) {
+	t.Parallel()
 	p, cfg := faultPair(t)
 	hc := helperConfig{
 		Publisher:    cfg.Publisher.Seal(),
@@ -316,6 +317,7 @@ func TestKillAgents(t *testing.T) {
 // TestLinkResetMidBatch resets every connection of the WAN link while the
 // agent's buffers are in flight, push (pipelined) and pull.
 func TestLinkResetMidBatch(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		mode Mode
@@ -372,6 +374,7 @@ func TestLinkResetMidBatch(t *testing.T) {
 // TestSubscriberRestart restarts the subscriber (immediate shutdown: crash
 // recovery) twice while rows stream.
 func TestSubscriberRestart(t *testing.T) {
+	t.Parallel()
 	p, cfg := faultPair(t)
 	r := startAgents(t, cfg, Targets{Distribution: cfg.Distribution(), Subscriber: cfg.Subscriber}, AgentOptions{BufferSize: 8 << 10})
 	ctx := testCtx(t, 3*time.Minute)
@@ -455,6 +458,7 @@ func (rs *restarter) start(t *testing.T) {
 // row. The agent stops with a clear error; the distribution database keeps
 // every command; once the constraint is gone a new run catches up.
 func TestConstraintViolation(t *testing.T) {
+	t.Parallel()
 	p, cfg := faultPair(t)
 	execSub(t, p, "ALTER TABLE t ADD CONSTRAINT small_v CHECK (v < 500)")
 	ctx := testCtx(t, 3*time.Minute)
@@ -531,6 +535,7 @@ func TestConstraintViolation(t *testing.T) {
 // system grows, a new run catches up. It needs root (mount); without it the
 // test says so and skips.
 func TestDiskFull(t *testing.T) {
+	t.Parallel()
 	dir, err := os.MkdirTemp("", "dbrig-diskfull-")
 	if err != nil {
 		t.Fatal(err)

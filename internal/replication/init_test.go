@@ -14,6 +14,7 @@ import (
 // before the slot's consistent point arrives by the copy, every later one
 // by the log reader, none twice.
 func TestInitialization(t *testing.T) {
+	t.Parallel()
 	for _, init := range []InitMethod{InitSnapshot, InitBackup} {
 		t.Run(init.String(), func(t *testing.T) {
 			p := startPair(t)

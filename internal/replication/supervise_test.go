@@ -10,6 +10,7 @@ import (
 // stall it falls to zero within the window, where an average since the
 // start would still show most of the earlier rate.
 func TestRateWindow(t *testing.T) {
+	t.Parallel()
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	var w rateWindow
 	if w.perSecond() != 0 {

@@ -17,6 +17,7 @@ func point(scenario string, window int64, metrics map[string]float64, fwd, rev i
 }
 
 func TestModelFollowsTheSeedsPhysics(t *testing.T) {
+	t.Parallel()
 	const legacyW, autoW = 65535, 16 << 20
 	mb := 1e6
 	tests := []struct {

@@ -152,6 +152,7 @@ func TestScenarioAndBaselines(t *testing.T) {
 	// Remote inserts: the publisher's server inserts into the subscriber
 	// through the link, one round trip per row or per batch.
 	viaSub, _ := p.sub.Conn("app").Via(subLink.Addr())
+	var rowByRow time.Duration
 	for _, bs := range []int{1, 50} {
 		fres, err := RunFDW(ctx, FDWConfig{Local: p.pub.Conn("app"), Remote: viaSub, RemoteDirect: p.sub.Conn("app"),
 			Payload: PayloadChar1K, Rows: 100, BatchSize: bs})
@@ -163,8 +164,14 @@ func TestScenarioAndBaselines(t *testing.T) {
 		if bs == 1 && fres.Elapsed < 100*wan.RTT {
 			t.Errorf("fdw batch 1: %v for 100 rows, want at least 100 round trips of %v", fres.Elapsed, wan.RTT)
 		}
-		if bs == 50 && fres.Elapsed > 20*wan.RTT {
-			t.Errorf("fdw batch 50: %v for 100 rows, want a few round trips", fres.Elapsed)
+		if bs == 1 {
+			rowByRow = fres.Elapsed
+		}
+		// A few round trips where batch 1 took a hundred: judged against
+		// batch 1's time in this run, which a busy machine slows as much
+		// per statement, not against the wall clock.
+		if bs == 50 && fres.Elapsed > rowByRow/5 {
+			t.Errorf("fdw batch 50: %v for 100 rows, batch 1 %v; want a few round trips, not a fifth of a hundred", fres.Elapsed, rowByRow)
 		}
 	}
 }
@@ -226,6 +233,7 @@ func TestPullDrainPaysOneRoundTrip(t *testing.T) {
 // TestPayloadTextMatchesTheServers: the rows the floor measurement inserts
 // from the client are the rows the scenarios generate on the server.
 func TestPayloadTextMatchesTheServers(t *testing.T) {
+	t.Parallel()
 	p := startPair(t)
 	ctx := testCtx(t, time.Minute)
 	c, err := pgxConnect(ctx, p.pub.Conn("app"), "test")

@@ -16,6 +16,7 @@ import (
 // site is byte for byte what it was given, across an emulated WAN, and the
 // link carried it compressed.
 func TestShipperCarriesTheArchiveWhole(t *testing.T) {
+	t.Parallel()
 	wan := link.Config{RTT: 20 * time.Millisecond, Rate: 1e9, Window: link.AutotunedWindow}
 	var proxies []*link.Proxy
 	via := func(ctx context.Context, from, to, upstream string) (string, error) {

@@ -2,34 +2,17 @@ package keylookup
 
 import (
 	"context"
-	"log/slog"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/dbrig/dbrig/internal/engine"
-	"github.com/dbrig/dbrig/internal/engine/enginetest"
 	"github.com/dbrig/dbrig/internal/engine/mariadb/mariatest"
 	"github.com/dbrig/dbrig/internal/engine/postgres/pgtest"
 	"github.com/dbrig/dbrig/internal/workload"
 	"github.com/dbrig/dbrig/internal/workload/dbconn"
+	"github.com/dbrig/dbrig/internal/workload/workloadtest"
 )
-
-// envFor is what the runner gives a workload: its database on the
-// instance, reached through the unix socket.
-func envFor(inst engine.Instance, db string) *workload.Env {
-	return &workload.Env{
-		Database:   db,
-		ClientSite: "client",
-		Log:        slog.New(slog.DiscardHandler),
-		Instance:   func(string) engine.Instance { return inst },
-		Engines:    enginetest.Registry(),
-		Conn: func(from, instance, db string) (workload.Endpoint, error) {
-			c, _ := inst.UnixLogin(db)
-			return workload.Endpoint{Conn: c, Transport: "unix"}, nil
-		},
-	}
-}
 
 func newTestWorkload(t *testing.T, rows int64, path string) *keylookup {
 	t.Helper()
@@ -64,7 +47,7 @@ func TestPathsOnEachEngine(t *testing.T) {
 			inst := tc.start(t)
 			ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 			defer cancel()
-			env := envFor(inst, "dbrig_key_lookup")
+			env := workloadtest.Env("dbrig_key_lookup", inst)
 			if err := newTestWorkload(t, rows, Scan).Prepare(ctx, env); err != nil {
 				t.Fatal(err)
 			}

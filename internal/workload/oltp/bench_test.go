@@ -23,6 +23,7 @@ import (
 	"github.com/dbrig/dbrig/internal/load"
 	"github.com/dbrig/dbrig/internal/measure"
 	"github.com/dbrig/dbrig/internal/workload"
+	"github.com/dbrig/dbrig/internal/workload/workloadtest"
 )
 
 // The driver must not be what is measured. These benchmarks run dbrig's
@@ -215,7 +216,7 @@ func pointSelectServer(b *testing.B, name string) (*postgres.Instance, *workload
 	b.Helper()
 	inst := pgtest.Start(b, name, nil)
 	ctx := context.Background()
-	env := envFor(inst, "dbrig_oltp_bench")
+	env := workloadtest.Env("dbrig_oltp_bench", inst)
 	if err := pointSelectWorkload(b, 1, 0, time.Second).Prepare(ctx, env); err != nil {
 		b.Fatal(err)
 	}
@@ -350,7 +351,7 @@ func (s *sysbench) pointSelect(tb testing.TB, threads int, d time.Duration) samp
 func BenchmarkPointSelectVsSysbench(b *testing.B) {
 	inst := mariatest.Start(b, "bench", nil)
 	ctx := context.Background()
-	env := envFor(inst, "dbrig_oltp_bench")
+	env := workloadtest.Env("dbrig_oltp_bench", inst)
 	if err := pointSelectWorkload(b, 1, 0, time.Second).Prepare(ctx, env); err != nil {
 		b.Fatal(err)
 	}

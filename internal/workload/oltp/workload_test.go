@@ -2,34 +2,17 @@ package oltp
 
 import (
 	"context"
-	"log/slog"
 	"strconv"
 	"testing"
 	"time"
 
 	"github.com/dbrig/dbrig/internal/engine"
-	"github.com/dbrig/dbrig/internal/engine/enginetest"
 	"github.com/dbrig/dbrig/internal/engine/mariadb/mariatest"
 	"github.com/dbrig/dbrig/internal/engine/postgres/pgtest"
 	"github.com/dbrig/dbrig/internal/load"
 	"github.com/dbrig/dbrig/internal/workload"
+	"github.com/dbrig/dbrig/internal/workload/workloadtest"
 )
-
-// envFor is what the runner gives a workload: its database on the
-// instance, reached through the unix socket.
-func envFor(inst engine.Instance, db string) *workload.Env {
-	return &workload.Env{
-		Database:   db,
-		ClientSite: "client",
-		Log:        slog.New(slog.DiscardHandler),
-		Instance:   func(string) engine.Instance { return inst },
-		Engines:    enginetest.Registry(),
-		Conn: func(from, instance, db string) (workload.Endpoint, error) {
-			c, _ := inst.UnixLogin(db)
-			return workload.Endpoint{Conn: c, Transport: "unix"}, nil
-		},
-	}
-}
 
 func testWorkload(t *testing.T, p workload.Params) *oltp {
 	t.Helper()
@@ -69,7 +52,7 @@ func TestShopOnEachEngine(t *testing.T) {
 			inst := tc.start(t)
 			ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 			defer cancel()
-			env := envFor(inst, "dbrig_oltp_test")
+			env := workloadtest.Env("dbrig_oltp_test", inst)
 			p := workload.Params{"scale_factor": 0.01, "users": int64(4), "duration": "2s", "warm_up": "500ms", "mix": "shop"}
 			if err := testWorkload(t, p).Prepare(ctx, env); err != nil {
 				t.Fatalf("prepare: %v", err)

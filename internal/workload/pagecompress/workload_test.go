@@ -2,7 +2,6 @@ package pagecompress
 
 import (
 	"context"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,25 +9,11 @@ import (
 	"time"
 
 	"github.com/dbrig/dbrig/internal/engine"
-	"github.com/dbrig/dbrig/internal/engine/enginetest"
 	"github.com/dbrig/dbrig/internal/engine/mariadb/mariatest"
 	"github.com/dbrig/dbrig/internal/engine/postgres/pgtest"
 	"github.com/dbrig/dbrig/internal/workload"
+	"github.com/dbrig/dbrig/internal/workload/workloadtest"
 )
-
-func envFor(inst engine.Instance, db string) *workload.Env {
-	return &workload.Env{
-		Database:   db,
-		ClientSite: "client",
-		Log:        slog.New(slog.DiscardHandler),
-		Instance:   func(string) engine.Instance { return inst },
-		Engines:    enginetest.Registry(),
-		Conn: func(from, instance, db string) (workload.Endpoint, error) {
-			c, _ := inst.UnixLogin(db)
-			return workload.Endpoint{Conn: c, Transport: "unix"}, nil
-		},
-	}
-}
 
 func newTestWorkload(t *testing.T, rows, period int64, order string) *pagecompress {
 	t.Helper()
@@ -59,7 +44,7 @@ func TestOrdersOnEachEngine(t *testing.T) {
 			inst := tc.start(t)
 			ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 			defer cancel()
-			env := envFor(inst, "dbrig_page_compression")
+			env := workloadtest.Env("dbrig_page_compression", inst)
 			if err := newTestWorkload(t, rows, 80, ByCID).Prepare(ctx, env); err != nil {
 				t.Fatal(err)
 			}

@@ -7,10 +7,10 @@ import (
 	"time"
 
 	"github.com/dbrig/dbrig/internal/engine"
-	"github.com/dbrig/dbrig/internal/engine/enginetest"
 	"github.com/dbrig/dbrig/internal/engine/mariadb/mariatest"
 	"github.com/dbrig/dbrig/internal/engine/postgres/pgtest"
 	"github.com/dbrig/dbrig/internal/workload"
+	"github.com/dbrig/dbrig/internal/workload/workloadtest"
 )
 
 // mariadbStudySettings are rbar-latency's [instance.settings.mariadb].
@@ -20,23 +20,8 @@ var mariadbStudySettings = map[string]string{
 	"tmp_memory_table_size":   "1G",
 }
 
-// envOf is the study's view of one running instance, reached through its
-// unix socket or over loopback TCP.
-func envOf(inst engine.Instance, unix bool) *workload.Env {
-	return &workload.Env{
-		Database:   "dbrig_rbar_test",
-		ClientSite: "client",
-		Instance:   func(string) engine.Instance { return inst },
-		Engines:    enginetest.Registry(),
-		Conn: func(_, _, db string) (workload.Endpoint, error) {
-			if unix {
-				login, _ := inst.UnixLogin(db)
-				return workload.Endpoint{Conn: login, Transport: "unix"}, nil
-			}
-			return workload.Endpoint{Conn: inst.Login(db), Transport: "tcp"}, nil
-		},
-	}
-}
+// rbarTestDB is the tests' database on each instance.
+const rbarTestDB = "dbrig_rbar_test"
 
 func runPoint(t *testing.T, env *workload.Env, p workload.Params) (workload.Measurement, error) {
 	t.Helper()
@@ -74,11 +59,14 @@ func TestExperimentsOnEachEngine(t *testing.T) {
 	for _, e := range engines {
 		t.Run(e.name, func(t *testing.T) {
 			inst := e.start(t)
-			if err := (&rbar{instance: "db"}).Prepare(t.Context(), envOf(inst, true)); err != nil {
+			if err := (&rbar{instance: "db"}).Prepare(t.Context(), workloadtest.Env(rbarTestDB, inst)); err != nil {
 				t.Fatalf("prepare: %v", err)
 			}
 			for _, unix := range []bool{true, false} {
-				env := envOf(inst, unix)
+				env := workloadtest.TCPEnv(rbarTestDB, inst)
+				if unix {
+					env = workloadtest.Env(rbarTestDB, inst)
+				}
 				transport := map[bool]string{true: "unix", false: "tcp"}[unix]
 				tests := []struct {
 					name string
@@ -142,7 +130,7 @@ func TestRowByRowStopsWhenCancelled(t *testing.T) {
 			} else {
 				inst = mariatest.Start(t, "db", nil)
 			}
-			env := envOf(inst, true)
+			env := workloadtest.Env(rbarTestDB, inst)
 			if err := (&rbar{instance: "db"}).Prepare(t.Context(), env); err != nil {
 				t.Fatal(err)
 			}

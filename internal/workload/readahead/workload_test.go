@@ -3,38 +3,29 @@ package readahead
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/dbrig/dbrig/internal/blockdev"
 	"github.com/dbrig/dbrig/internal/engine"
-	"github.com/dbrig/dbrig/internal/engine/enginetest"
 	"github.com/dbrig/dbrig/internal/engine/mariadb/mariatest"
 	"github.com/dbrig/dbrig/internal/engine/postgres"
 	"github.com/dbrig/dbrig/internal/engine/postgres/pgtest"
 	"github.com/dbrig/dbrig/internal/topology"
 	"github.com/dbrig/dbrig/internal/workload"
+	"github.com/dbrig/dbrig/internal/workload/workloadtest"
 )
 
 // envFor is what the runner gives a workload, with Cleanup collecting what
 // the runner would run after the servers stop.
-func envFor(inst engine.Instance, db string, cleanups *[]func(context.Context) error) *workload.Env {
-	return &workload.Env{
-		Database:   db,
-		ClientSite: "client",
-		Log:        slog.New(slog.DiscardHandler),
-		Instance:   func(string) engine.Instance { return inst },
-		Engines:    enginetest.Registry(),
-		Conn: func(from, instance, db string) (workload.Endpoint, error) {
-			c, _ := inst.UnixLogin(db)
-			return workload.Endpoint{Conn: c, Transport: "unix"}, nil
-		},
-		Cleanup: func(f func(context.Context) error) { *cleanups = append(*cleanups, f) },
-	}
+func envFor(db string, inst engine.Instance, cleanups *[]func(context.Context) error) *workload.Env {
+	env := workloadtest.Env(db, inst)
+	env.Cleanup = func(f func(context.Context) error) { *cleanups = append(*cleanups, f) }
+	return env
 }
 
 func newTestWorkload(t *testing.T, rows int64, readAhead string) *readahead {
@@ -47,10 +38,12 @@ func newTestWorkload(t *testing.T, rows int64, readAhead string) *readahead {
 	return w.(*readahead)
 }
 
-// loopsUnder lists the loop directories under the temporary directory.
+// loopsUnder lists this test process's loop directories under the
+// temporary directory (each is named dbrig-loop-<pid>-...): another dbrig
+// run sharing the directory makes and removes its own meanwhile.
 func loopsUnder(t *testing.T) []string {
 	t.Helper()
-	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), "dbrig-loop-*"))
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), "dbrig-loop-"+strconv.Itoa(os.Getpid())+"-*"))
 	return dirs
 }
 
@@ -98,7 +91,7 @@ func TestColdScanOnEachEngine(t *testing.T) {
 					t.Errorf("loop directories left: %q (before: %q)", after, before)
 				}
 			}()
-			env := envFor(inst, "dbrig_read_ahead", &cleanups)
+			env := envFor("dbrig_read_ahead", inst, &cleanups)
 			if err := newTestWorkload(t, rows, Default).Prepare(ctx, env); err != nil {
 				t.Fatal(err)
 			}
@@ -154,7 +147,7 @@ func TestTargetIsSkipped(t *testing.T) {
 	}
 	defer target.Stop(ctx)
 	var cleanups []func(context.Context) error
-	err = newTestWorkload(t, 100, Default).Prepare(ctx, envFor(target, "dbrig_read_ahead", &cleanups))
+	err = newTestWorkload(t, 100, Default).Prepare(ctx, envFor("dbrig_read_ahead", target, &cleanups))
 	var skip *topology.Unreachable
 	if !errors.As(err, &skip) || !strings.Contains(skip.Reason, "never restarts a server it did not start") || len(cleanups) != 0 {
 		t.Errorf("Prepare on a target = %v, %d cleanups", err, len(cleanups))

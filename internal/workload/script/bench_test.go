@@ -17,6 +17,7 @@ import (
 	"github.com/dbrig/dbrig/internal/engine/postgres/pgtest"
 	"github.com/dbrig/dbrig/internal/load"
 	"github.com/dbrig/dbrig/internal/workload"
+	"github.com/dbrig/dbrig/internal/workload/workloadtest"
 )
 
 // The script runner must not be what is measured. BenchmarkScriptVsPgbench
@@ -152,7 +153,7 @@ func BenchmarkScriptVsPgbench(b *testing.B) {
 	if err := Init(context.Background(), login, 1, nil); err != nil {
 		b.Fatal(err)
 	}
-	env := envFor(inst, db)
+	env := workloadtest.Env(db, inst)
 	d := benchSeconds * time.Second
 	childCPU(b)
 	for b.Loop() {

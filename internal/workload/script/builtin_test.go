@@ -12,6 +12,7 @@ import (
 	"github.com/dbrig/dbrig/internal/load"
 	"github.com/dbrig/dbrig/internal/workload"
 	"github.com/dbrig/dbrig/internal/workload/dbconn"
+	"github.com/dbrig/dbrig/internal/workload/workloadtest"
 )
 
 // engines start a server of each engine for a test.
@@ -41,7 +42,7 @@ func runWorkload(t *testing.T, inst engine.Instance, db string, prepare bool, se
 	var rep Report
 	var res *load.Result
 	w.(*scriptWorkload).live = &Live{Scripts: func(r Report) { rep = r }, Result: func(r *load.Result) { res = r }}
-	env := envFor(inst, db)
+	env := workloadtest.Env(db, inst)
 	if prepare {
 		if err := w.Prepare(ctx, env); err != nil {
 			t.Fatalf("prepare: %v", err)

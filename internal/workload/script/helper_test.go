@@ -3,15 +3,12 @@ package script
 import (
 	"bytes"
 	"fmt"
-	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/dbrig/dbrig/internal/engine"
-	"github.com/dbrig/dbrig/internal/engine/enginetest"
 	"github.com/dbrig/dbrig/internal/engine/postgres"
 	"github.com/dbrig/dbrig/internal/workload"
 )
@@ -41,22 +38,6 @@ func writeFile(tb testing.TB, dir, name, text string) string {
 		tb.Fatal(err)
 	}
 	return p
-}
-
-// envFor is what the study runner gives a workload: its database on the
-// instance, reached through the unix socket.
-func envFor(inst engine.Instance, db string) *workload.Env {
-	return &workload.Env{
-		Database:   db,
-		ClientSite: "client",
-		Log:        slog.New(slog.DiscardHandler),
-		Instance:   func(string) engine.Instance { return inst },
-		Engines:    enginetest.Registry(),
-		Conn: func(from, instance, db string) (workload.Endpoint, error) {
-			c, _ := inst.UnixLogin(db)
-			return workload.Endpoint{Conn: c, Transport: "unix"}, nil
-		},
-	}
 }
 
 // testParams are the workload's defaults with some set.

@@ -16,6 +16,7 @@ import (
 	"github.com/dbrig/dbrig/internal/link"
 	"github.com/dbrig/dbrig/internal/predict"
 	"github.com/dbrig/dbrig/internal/workload"
+	"github.com/dbrig/dbrig/internal/workload/workloadtest"
 )
 
 // throughLink runs the workload with params set against db on inst,
@@ -40,7 +41,7 @@ func throughLink(t *testing.T, inst engine.Instance, db string, cfg link.Config,
 	if err != nil {
 		t.Fatal(err)
 	}
-	env := envFor(inst, db)
+	env := workloadtest.Env(db, inst)
 	env.Conn = func(from, instance, db string) (workload.Endpoint, error) {
 		return workload.Endpoint{Conn: login.WithDatabase(db), Transport: "tcp"}, nil
 	}

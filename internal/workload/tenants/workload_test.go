@@ -2,40 +2,15 @@ package tenants
 
 import (
 	"context"
-	"log/slog"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/dbrig/dbrig/internal/engine"
-	"github.com/dbrig/dbrig/internal/engine/enginetest"
 	"github.com/dbrig/dbrig/internal/engine/mariadb/mariatest"
 	"github.com/dbrig/dbrig/internal/engine/postgres/pgtest"
 	"github.com/dbrig/dbrig/internal/workload"
+	"github.com/dbrig/dbrig/internal/workload/workloadtest"
 )
-
-// envFor is what the runner gives the workload: a set of instances, each
-// reached through its unix socket.
-func envFor(db string, insts ...engine.Instance) *workload.Env {
-	by := map[string]engine.Instance{}
-	var names []string
-	for _, in := range insts {
-		by[in.Name()] = in
-		names = append(names, in.Name())
-	}
-	return &workload.Env{
-		Database:   db,
-		ClientSite: "client",
-		Log:        slog.New(slog.DiscardHandler),
-		Instance:   func(name string) engine.Instance { return by[name] },
-		Engines:    enginetest.Registry(),
-		Set:        func(string) []string { return names },
-		Conn: func(from, instance, db string) (workload.Endpoint, error) {
-			c, _ := by[instance].UnixLogin(db)
-			return workload.Endpoint{Conn: c, Transport: "unix"}, nil
-		},
-	}
-}
 
 func params(databases int, extra map[string]any) workload.Params {
 	p := workload.Params{"databases": int64(databases), "functions": int64(12), "size": int64(200_000),
@@ -67,7 +42,7 @@ func ctxFor(t *testing.T, d time.Duration) context.Context {
 func TestPostgresTenants(t *testing.T) {
 	inst := pgtest.Start(t, "db", map[string]string{"shared_buffers": "32MB"})
 	ctx := ctxFor(t, 3*time.Minute)
-	env := envFor("dbrig_tenants_test", inst)
+	env := workloadtest.Env("dbrig_tenants_test", inst)
 	var progress []int64
 	env.Progress = func(done, total int64) { progress = append(progress, done) }
 	w := newTest(t, params(5, nil))
@@ -139,7 +114,7 @@ func TestPostgresTenants(t *testing.T) {
 func TestMariaDBTenants(t *testing.T) {
 	inst := mariatest.Start(t, "db", nil)
 	ctx := ctxFor(t, 3*time.Minute)
-	env := envFor("dbrig_tenants_test", inst)
+	env := workloadtest.Env("dbrig_tenants_test", inst)
 	w := newTest(t, params(3, nil))
 	if err := w.Prepare(ctx, env); err != nil {
 		t.Fatal(err)

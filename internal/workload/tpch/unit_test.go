@@ -11,6 +11,7 @@ import (
 )
 
 func TestCanonicalValues(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ in, want string }{
 		{"BUILDING  ", "BUILDING"},
 		{"37734107.00", "37734107.00"},
@@ -34,6 +35,7 @@ func TestCanonicalValues(t *testing.T) {
 }
 
 func TestAnswerHashIsOrderedAndCanonical(t *testing.T) {
+	t.Parallel()
 	rows := func(rs ...[]string) Answer {
 		h := newAnswerHash()
 		for _, r := range rs {
@@ -68,6 +70,7 @@ func TestAnswerHashIsOrderedAndCanonical(t *testing.T) {
 }
 
 func TestParseSelection(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		in   string
 		want []int
@@ -116,6 +119,7 @@ func equalInts(a, b []int) bool {
 }
 
 func TestQueriesAndSchemaAreEmbedded(t *testing.T) {
+	t.Parallel()
 	qs, err := Queries("postgres", 0.5, seq(1, 22))
 	if err != nil || len(qs) != 22 {
 		t.Fatalf("Queries = %d queries, %v", len(qs), err)
@@ -145,6 +149,7 @@ func TestQueriesAndSchemaAreEmbedded(t *testing.T) {
 // TestAmdahlFit recovers the serial fraction of synthetic times, exact and
 // noisy, and gives none without a parallel point.
 func TestAmdahlFit(t *testing.T) {
+	t.Parallel()
 	ns := []float64{1, 2, 4, 8, 16}
 	for _, s := range []float64{0, 0.01, 0.1, 0.5, 1, -0.05} {
 		var ts []float64
@@ -183,6 +188,7 @@ func TestAmdahlFit(t *testing.T) {
 // TestGeneratorStreamCutsTrailingBars runs a stand-in generator (a shell
 // script printing the generator's format) and reads its rows as COPY does.
 func TestGeneratorStreamCutsTrailingBars(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	good := filepath.Join(dir, "good")
 	if err := os.WriteFile(good, []byte("#!/bin/sh\nprintf '0|ALGERIA|0| haggle|\\n1|ARGENTINA|1|al foxes|\\n'\n"), 0o755); err != nil {
@@ -217,6 +223,7 @@ func TestGeneratorStreamCutsTrailingBars(t *testing.T) {
 // answers of the single-row queries are the specification's published
 // answers (its answer set for the validation parameters).
 func TestGoldenMatchesTheSpecification(t *testing.T) {
+	t.Parallel()
 	want, ok := golden(1)
 	if !ok {
 		t.Fatal("no golden answers at scale factor 1")

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -13,12 +12,12 @@ import (
 	"testing"
 
 	"github.com/dbrig/dbrig/internal/engine"
-	"github.com/dbrig/dbrig/internal/engine/enginetest"
 	"github.com/dbrig/dbrig/internal/engine/mariadb/mariatest"
 	"github.com/dbrig/dbrig/internal/engine/postgres"
 	"github.com/dbrig/dbrig/internal/engine/postgres/pgtest"
 	"github.com/dbrig/dbrig/internal/topology"
 	"github.com/dbrig/dbrig/internal/workload"
+	"github.com/dbrig/dbrig/internal/workload/workloadtest"
 )
 
 var (
@@ -51,22 +50,6 @@ func testServer(t *testing.T) *postgres.Instance {
 	})
 }
 
-// envFor is what the runner gives a workload: its database on the
-// instance, reached through the unix socket.
-func envFor(inst engine.Instance, db string) *workload.Env {
-	return &workload.Env{
-		Database:   db,
-		ClientSite: "client",
-		Log:        slog.New(slog.DiscardHandler),
-		Instance:   func(string) engine.Instance { return inst },
-		Engines:    enginetest.Registry(),
-		Conn: func(from, instance, db string) (workload.Endpoint, error) {
-			c, _ := inst.UnixLogin(db)
-			return workload.Endpoint{Conn: c, Transport: "unix"}, nil
-		},
-	}
-}
-
 func newTestWorkload(t *testing.T, sf float64, degree, streams int, queries string) *tpch {
 	t.Helper()
 	w, err := newWorkload(workload.Params{"scale_factor": sf, "degree": int64(degree), "streams": int64(streams), "queries": queries, "instance": "db"})
@@ -82,6 +65,7 @@ func newTestWorkload(t *testing.T, sf float64, degree, streams int, queries stri
 // matches, and every metric is there. With -update it records the golden
 // answers of -update-scales instead.
 func TestGoldenAnswers(t *testing.T) {
+	t.Parallel()
 	inst := testServer(t)
 	ctx := context.Background()
 	if *update {
@@ -92,7 +76,7 @@ func TestGoldenAnswers(t *testing.T) {
 	if !ok || len(want) != NumQueries {
 		t.Fatalf("testdata/answers.json has %d answers at scale factor %v, want %d (record them with -update)", len(want), goldenScale, NumQueries)
 	}
-	env := envFor(inst, "dbrig_tpch_golden")
+	env := workloadtest.Env("dbrig_tpch_golden", inst)
 	if err := newTestWorkload(t, goldenScale, 1, 3, "all").Prepare(ctx, env); err != nil {
 		t.Fatalf("prepare at scale factor %v: %v", goldenScale, err)
 	}
@@ -141,7 +125,7 @@ func recordGolden(t *testing.T, inst engine.Instance) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		env := envFor(inst, "dbrig_tpch_golden")
+		env := workloadtest.Env("dbrig_tpch_golden", inst)
 		w := newTestWorkload(t, sf, 0, 1, "all")
 		delete(g.Scales, FormatScale(sf)) // record anew, not against the old answers
 		goldenJSON, _ = json.Marshal(g)
@@ -189,9 +173,10 @@ func broken(n int, change func(string) string) func(string, float64, []int) ([]Q
 // the golden answer, one the server cannot parse, and a parallel run whose
 // answer differs from the serial run each fail, naming the query.
 func TestBrokenQueryFailsThePoint(t *testing.T) {
+	t.Parallel()
 	inst := testServer(t)
 	ctx := context.Background()
-	env := envFor(inst, "dbrig_tpch_broken")
+	env := workloadtest.Env("dbrig_tpch_broken", inst)
 
 	for _, tc := range []struct {
 		name   string
@@ -239,6 +224,7 @@ func TestBrokenQueryFailsThePoint(t *testing.T) {
 // TestMariaDBRunsSerialOnly: MariaDB has no parallel query, so a point at
 // a parallel degree is skipped with the reason, and degree 0 is not.
 func TestMariaDBRunsSerialOnly(t *testing.T) {
+	t.Parallel()
 	var u *topology.Unreachable
 	if err := skipDegree("mariadb", 1); !errors.As(err, &u) || !strings.Contains(u.Reason, "MariaDB has no parallel query") {
 		t.Errorf("degree 1 on MariaDB: %v", err)
@@ -256,6 +242,7 @@ func TestMariaDBRunsSerialOnly(t *testing.T) {
 // TestDegreeIsNotCappedAtTheCPUs: a study written for a 16-core server
 // validates here.
 func TestDegreeIsNotCappedAtTheCPUs(t *testing.T) {
+	t.Parallel()
 	for _, d := range []int{0, 15, 16, 64} {
 		if _, err := newWorkload(workload.Params{"scale_factor": 1.0, "degree": int64(d), "streams": int64(10), "queries": "all", "instance": "db"}); err != nil {
 			t.Errorf("degree %d: %v", d, err)
@@ -290,10 +277,11 @@ func declared(p workload.Params) error {
 // LOAD DATA LOCAL INFILE from the generator's stream; a parallel degree is
 // skipped with the reason.
 func TestMariaDB(t *testing.T) {
+	t.Parallel()
 	requireGenerator(t)
 	inst := mariatest.Start(t, "tpch", map[string]string{"innodb_buffer_pool_size": "256M"})
 	ctx := context.Background()
-	env := envFor(inst, "dbrig_tpch_maria")
+	env := workloadtest.Env("dbrig_tpch_maria", inst)
 	if err := newTestWorkload(t, goldenScale, 0, 2, "all").Prepare(ctx, env); err != nil {
 		t.Fatalf("prepare on MariaDB: %v", err)
 	}
