@@ -166,7 +166,9 @@ func TestVersionMismatchIsRefused(t *testing.T) {
 // middle of the run: the run fails naming it, the other agent is stopped,
 // and the cut agent stops its load within seconds.
 func TestLostAgentFailsTheRunAndStopsIt(t *testing.T) {
-	a1 := startInProcess(t, "a1", "v1", time.Millisecond, time.Second)
+	// Only a2 is cut: a1 waits far longer than a busy machine can hold up
+	// the coordinator's pings, so that a1's own silence never ends it first.
+	a1 := startInProcess(t, "a1", "v1", time.Millisecond, 30*time.Second)
 	a2 := startInProcess(t, "a2", "v1", time.Millisecond, time.Second)
 	agents := connectAll(t, a1, a2)
 	cut := time.AfterFunc(1500*time.Millisecond, func() { a2.toAgent.Close(); a2.fromAgent.Close() })
