@@ -315,6 +315,64 @@ func (v *validator) add(key, format string, args ...any) {
 var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]*$`)
 
 func (v *validator) validate(reg *Registry) {
+	v.applyDefaults()
+	s := v.spec
+	v.checkHeader()
+	before := len(v.errs)
+	for _, k := range s.SweepKeys {
+		v.checkSweepList("sweep."+k, s.Sweep[k])
+	}
+	sweepOK := len(v.errs) == before
+	sites := v.checkInstances(reg)
+	v.checkLinks(sites)
+	v.checkSites(sites)
+	v.checkRepeat("repeat", s.Repeat)
+	kind, ok := v.checkWorkload(reg)
+	ids := v.checkPublished(kind, ok)
+	v.checkExpectations(kind, ok, ids)
+	v.checkFiles()
+	v.checkScales(kind, ok)
+	if !ok || !sweepOK {
+		return
+	}
+	v.checkSweepUsed()
+	v.checkPoints()
+}
+
+// applyDefaults fills in what a study file may leave out, before any check
+// reads it: an instance's engine and site, the client's site, a link's
+// name, the runs of the study and of each scale that repeats.
+func (v *validator) applyDefaults() {
+	s := v.spec
+	for i, in := range s.Instances {
+		if in.Engine == "" {
+			s.Instances[i].Engine = "postgres"
+		}
+		if in.Site == "" {
+			s.Instances[i].Site = in.Name
+		}
+	}
+	if s.Client.Site == "" {
+		s.Client.Site = "client"
+	}
+	for i, l := range s.Links {
+		if l.Name == "" && len(l.Between) == 2 {
+			s.Links[i].Name = l.Between[0] + "-" + l.Between[1]
+		}
+	}
+	// Three runs unless the file says otherwise (and 0 is not "unset").
+	if !v.md.IsDefined("repeat", "runs") {
+		s.Repeat.Runs = 3
+	}
+	for name, sc := range s.Scales {
+		if sc.Repeat != nil && !v.scaleRunsSet(name) {
+			sc.Repeat.Runs = s.Repeat.Runs
+		}
+	}
+}
+
+// checkHeader checks the study's name and title.
+func (v *validator) checkHeader() {
 	s := v.spec
 	if s.Name == "" {
 		v.add("name", "missing: every study needs a name (lowercase letters, digits, '-')")
@@ -324,19 +382,16 @@ func (v *validator) validate(reg *Registry) {
 	if s.Title == "" {
 		v.add("title", "missing: a one-line title for the report")
 	}
+}
 
-	// Sweep: every variable a non-empty list of scalars.
-	before := len(v.errs)
-	for _, k := range s.SweepKeys {
-		v.checkSweepList("sweep."+k, s.Sweep[k])
-	}
-	sweepOK := len(v.errs) == before
-
-	// Instances.
+// checkInstances checks each [[instance]] and returns the study's sites:
+// the instances' and the client's.
+func (v *validator) checkInstances(reg *Registry) map[string]bool {
+	s := v.spec
 	if len(s.Instances) == 0 {
 		v.add("instance", "missing: a study needs at least one [[instance]]")
 	}
-	sites := map[string]bool{}
+	sites := map[string]bool{s.Client.Site: true}
 	names := map[string]bool{}
 	for i, in := range s.Instances {
 		key := fmt.Sprintf("instance.%d", i)
@@ -349,48 +404,48 @@ func (v *validator) validate(reg *Registry) {
 			v.add(key+".name", "instance %q is declared twice", in.Name)
 		}
 		names[in.Name] = true
-		if in.Engine == "" {
-			s.Instances[i].Engine = "postgres"
-		}
-		engineSwept := varRef.MatchString(s.Instances[i].Engine)
+		engineSwept := varRef.MatchString(in.Engine)
 		if !engineSwept {
-			v.checkEngine(key+".engine", s.Instances[i].Engine, reg)
+			v.checkEngine(key+".engine", in.Engine, reg)
 		}
-		if s.Instances[i].Site == "" {
-			s.Instances[i].Site = in.Name
-		}
-		sites[s.Instances[i].Site] = true
-		flat := 0
-		for sk, sv := range in.Settings {
-			switch x := sv.(type) {
-			case string, int64, float64, bool:
-				flat++
-			case map[string]any:
-				if _, known := reg.engines.Lookup(sk); !known {
-					v.add(key+".settings."+sk, "want a string, number or boolean, or a table of one engine's settings named after the engine (%s)", strings.Join(reg.engines.Names(), ", "))
-					continue
-				}
-				for ek, ev := range x {
-					switch ev.(type) {
-					case string, int64, float64, bool:
-					default:
-						v.add(key+".settings."+sk+"."+ek, "want a string, number or boolean, got %s", workload.Describe(ev))
-					}
-				}
-			default:
-				v.add(key+".settings."+sk, "want a string, number or boolean, got %s", workload.Describe(sv))
-			}
-		}
-		if flat > 0 && engineSwept {
-			v.add(key+".settings", "the engine is a sweep variable (%s), so each setting must say which engine it is for: put them under [instance.settings.ENGINE] (%s)", in.Engine, strings.Join(reg.engines.Names(), ", "))
-		}
+		sites[in.Site] = true
+		v.checkInstanceSettings(key, in, engineSwept, reg)
 	}
-	if s.Client.Site == "" {
-		s.Client.Site = "client"
-	}
-	sites[s.Client.Site] = true
+	return sites
+}
 
-	// Links.
+// checkInstanceSettings checks an instance's settings: plain values, or
+// tables of one engine's settings, which a swept engine needs.
+func (v *validator) checkInstanceSettings(key string, in InstanceSpec, engineSwept bool, reg *Registry) {
+	flat := 0
+	for sk, sv := range in.Settings {
+		switch x := sv.(type) {
+		case string, int64, float64, bool:
+			flat++
+		case map[string]any:
+			if _, known := reg.engines.Lookup(sk); !known {
+				v.add(key+".settings."+sk, "want a string, number or boolean, or a table of one engine's settings named after the engine (%s)", strings.Join(reg.engines.Names(), ", "))
+				continue
+			}
+			for ek, ev := range x {
+				switch ev.(type) {
+				case string, int64, float64, bool:
+				default:
+					v.add(key+".settings."+sk+"."+ek, "want a string, number or boolean, got %s", workload.Describe(ev))
+				}
+			}
+		default:
+			v.add(key+".settings."+sk, "want a string, number or boolean, got %s", workload.Describe(sv))
+		}
+	}
+	if flat > 0 && engineSwept {
+		v.add(key+".settings", "the engine is a sweep variable (%s), so each setting must say which engine it is for: put them under [instance.settings.ENGINE] (%s)", in.Engine, strings.Join(reg.engines.Names(), ", "))
+	}
+}
+
+// checkLinks checks that each [[link]] joins two known sites, once.
+func (v *validator) checkLinks(sites map[string]bool) {
+	s := v.spec
 	pairs := map[string]bool{}
 	for i, l := range s.Links {
 		key := fmt.Sprintf("link.%d", i)
@@ -414,15 +469,15 @@ func (v *validator) validate(reg *Registry) {
 			v.add(key+".between", "sites %s and %s are already joined by another link", l.Between[0], l.Between[1])
 		}
 		pairs[p] = true
-		if s.Links[i].Name == "" {
-			s.Links[i].Name = l.Between[0] + "-" + l.Between[1]
-		}
 		if l.Profile == "" {
 			v.add(key+".profile", "missing: a link profile (e.g. \"lan-1g\", \"tukwila-blueridge\", \"unix\", \"direct\")")
 		}
 	}
+}
 
-	// Sites placed on hosts.
+// checkSites checks the sites placed on hosts.
+func (v *validator) checkSites(sites map[string]bool) {
+	s := v.spec
 	for _, name := range sortedKeys(s.Sites) {
 		key := "site." + name
 		switch {
@@ -435,17 +490,13 @@ func (v *validator) validate(reg *Registry) {
 			v.add(key+".host", "%v", err)
 		}
 	}
+}
 
-	// Repeat: three runs unless the file says otherwise (and 0 is not "unset").
-	if !v.md.IsDefined("repeat", "runs") {
-		s.Repeat.Runs = 3
-	}
-	v.checkRepeat("repeat", s.Repeat)
-
-	// Workload.
+// checkWorkload checks the [workload] table against its kind's parameters
+// and engines, and returns the kind (ok false when there is none).
+func (v *validator) checkWorkload(reg *Registry) (kind workload.Kind, ok bool) {
+	s := v.spec
 	kindName, _ := s.Workload["kind"].(string)
-	var kind workload.Kind
-	var ok bool
 	switch {
 	case s.Workload == nil:
 		v.add("workload", "missing: a [workload] table with a kind")
@@ -458,27 +509,33 @@ func (v *validator) validate(reg *Registry) {
 	}
 	s.kind = kind
 	s.judges, s.reports = reg.judges(kind.Name), reg.reports(kind.Name)
-	if ok && len(kind.Engines) > 0 {
+	if !ok {
+		return kind, false
+	}
+	if len(kind.Engines) > 0 {
 		for i, in := range s.Instances {
 			if !varRef.MatchString(in.Engine) && !slices.Contains(kind.Engines, in.Engine) {
 				v.add(fmt.Sprintf("instance.%d.engine", i), "workload %q runs on %s only (%s), got %q", kind.Name, strings.Join(kind.Engines, ", "), kind.EnginesWhy, in.Engine)
 			}
 		}
 	}
-	if ok {
-		for k := range s.Workload {
-			if k != "kind" && !slices.ContainsFunc(kind.Params, func(p workload.ParamSpec) bool { return p.Name == k }) {
-				v.add("workload."+k, "unknown parameter of workload %q (it has: %s)", kindName, paramNames(kind))
-			}
-		}
-		for _, p := range kind.Params {
-			if _, set := s.Workload[p.Name]; !set && p.Default == nil {
-				v.add("workload."+p.Name, "missing: workload %q needs it (%s)", kindName, p.Kind)
-			}
+	for k := range s.Workload {
+		if k != "kind" && !slices.ContainsFunc(kind.Params, func(p workload.ParamSpec) bool { return p.Name == k }) {
+			v.add("workload."+k, "unknown parameter of workload %q (it has: %s)", kindName, paramNames(kind))
 		}
 	}
+	for _, p := range kind.Params {
+		if _, set := s.Workload[p.Name]; !set && p.Default == nil {
+			v.add("workload."+p.Name, "missing: workload %q needs it (%s)", kindName, p.Kind)
+		}
+	}
+	return kind, true
+}
 
-	// Published findings: each judged by the workload.
+// checkPublished checks the published findings, each judged by the
+// workload, and returns their ids.
+func (v *validator) checkPublished(kind workload.Kind, ok bool) map[string]bool {
+	s := v.spec
 	ids := map[string]bool{}
 	for i, p := range s.Published {
 		key := fmt.Sprintf("published.%d", i)
@@ -495,13 +552,15 @@ func (v *validator) validate(reg *Registry) {
 		}
 		ids[p.ID] = true
 	}
-	v.checkExpectations(kind, ok, ids)
+	return ids
+}
 
-	v.checkFiles()
-
-	// Scales: each valid, and every point of each resolvable.
+// checkScales checks the default scale and each scale's sweep, repeat,
+// set and when rules.
+func (v *validator) checkScales(kind workload.Kind, ok bool) {
+	s := v.spec
 	if s.DefaultScale != "" {
-		if _, ok := s.Scales[s.DefaultScale]; !ok {
+		if _, found := s.Scales[s.DefaultScale]; !found {
 			if len(s.Scales) == 0 {
 				v.add("default_scale", "no [scale.%s] in this file, which defines no scales: add one or remove default_scale", s.DefaultScale)
 			} else {
@@ -519,33 +578,35 @@ func (v *validator) validate(reg *Registry) {
 			v.checkSweepList(key+".sweep."+k, list)
 		}
 		if sc.Repeat != nil {
-			if !v.scaleRunsSet(name) {
-				sc.Repeat.Runs = s.Repeat.Runs
-			}
 			v.checkRepeat(key+".repeat", *sc.Repeat)
 		}
 		v.checkSet(key+".set", sc.Set, kind, ok)
 		for i, r := range sc.When {
-			rk := fmt.Sprintf("%s.when.%d", key, i)
-			if r.Skip && len(r.Set) > 0 {
-				v.add(rk+".skip", "a rule either skips points or sets parameters, not both")
-			}
-			if len(r.Match) == 0 {
-				v.add(rk+".match", "missing: which sweep values the rule applies to, e.g. match = { net = \"rtt-77ms\" }")
-			}
-			for mk := range r.Match {
-				if _, declared := s.Sweep[mk]; !declared {
-					v.add(rk+".match."+mk, "not a sweep variable of this study (it has: %s)", strings.Join(s.SweepKeys, ", "))
-				}
-			}
-			v.checkSet(rk+".set", r.Set, kind, ok)
+			v.checkWhen(fmt.Sprintf("%s.when.%d", key, i), r, kind, ok)
 		}
 	}
-	if !ok || !sweepOK {
-		return
+}
+
+// checkWhen checks one of a scale's when rules.
+func (v *validator) checkWhen(key string, r ScaleRule, kind workload.Kind, ok bool) {
+	s := v.spec
+	if r.Skip && len(r.Set) > 0 {
+		v.add(key+".skip", "a rule either skips points or sets parameters, not both")
 	}
-	v.checkSweepUsed()
-	// Every point of the base plan and of each scale must resolve.
+	if len(r.Match) == 0 {
+		v.add(key+".match", "missing: which sweep values the rule applies to, e.g. match = { net = \"rtt-77ms\" }")
+	}
+	for mk := range r.Match {
+		if _, declared := s.Sweep[mk]; !declared {
+			v.add(key+".match."+mk, "not a sweep variable of this study (it has: %s)", strings.Join(s.SweepKeys, ", "))
+		}
+	}
+	v.checkSet(key+".set", r.Set, kind, ok)
+}
+
+// checkPoints resolves every point of the base plan and of each scale.
+func (v *validator) checkPoints() {
+	s := v.spec
 	for _, scale := range append([]string{""}, s.ScaleNames()...) {
 		if _, err := s.plan(scale, PlanOptions{}); err != nil {
 			var es SpecErrors
