@@ -52,16 +52,16 @@ func addParamFlags(fs *pflag.FlagSet, k workload.Kind) *paramFlags {
 		switch {
 		case p.Name == k.Load.Sweep: // a list, each value a point
 			fs.StringP(name, short, fmt.Sprint(def), help)
-		case p.Kind == workload.IntParam:
+		case p.Type == workload.IntParam:
 			n, _ := workload.IntOf(def)
 			fs.Int64P(name, short, n, help)
-		case p.Kind == workload.FloatParam:
+		case p.Type == workload.FloatParam:
 			x, _ := def.(float64)
 			fs.Float64P(name, short, x, help)
-		case p.Kind == workload.DurationParam:
+		case p.Type == workload.DurationParam:
 			d, _ := time.ParseDuration(fmt.Sprint(def))
 			fs.DurationP(name, short, d, help)
-		case p.Kind == workload.BoolParam, p.Flag.Switch != "":
+		case p.Type == workload.BoolParam, p.Flag.Switch != "":
 			b, _ := def.(bool)
 			fs.BoolP(name, short, b, help)
 		case p.Flag.Repeat: // each one given adds to the list
@@ -106,11 +106,11 @@ func (pf *paramFlags) values() (workload.Params, []any, error) {
 			} else {
 				v = p.Default
 			}
-		case p.Kind == workload.IntParam:
+		case p.Type == workload.IntParam:
 			v, _ = pf.fs.GetInt64(name)
-		case p.Kind == workload.FloatParam:
+		case p.Type == workload.FloatParam:
 			v, _ = pf.fs.GetFloat64(name)
-		case p.Kind == workload.BoolParam:
+		case p.Type == workload.BoolParam:
 			v, _ = pf.fs.GetBool(name)
 		case p.Flag.Repeat:
 			list, _ := pf.fs.GetStringArray(name)
@@ -139,7 +139,7 @@ func (pf *paramFlags) sweep() ([]any, error) {
 	for _, part := range strings.Split(list, ",") {
 		part = strings.TrimSpace(part)
 		var v any = part
-		if p.Kind == workload.IntParam {
+		if p.Type == workload.IntParam {
 			n, err := strconv.ParseInt(part, 10, 64)
 			if err != nil {
 				return nil, fmt.Errorf("--%s %s: %s", p.FlagName(), list, p.FlagWant(true))

@@ -16,7 +16,7 @@ import (
 func fileKind() workload.Kind {
 	k := testKind()
 	k.Name = "filedemo"
-	k.Params = append(k.Params, workload.ParamSpec{Name: "script", Kind: workload.StringParam})
+	k.Params = append(k.Params, workload.ParamSpec{Name: "script", Type: workload.StringParam})
 	k.CheckFiles = func(p workload.Params, read workload.ReadFile) []workload.ParamError {
 		text, err := read(p.String("script"))
 		if err == nil && strings.Contains(string(text), "bad") {

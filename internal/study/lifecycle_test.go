@@ -32,8 +32,8 @@ func probeKind(prepares *atomic.Int64) workload.Kind {
 	return workload.Kind{
 		Name: "probe",
 		Params: []workload.ParamSpec{
-			{Name: "setting", Kind: workload.StringParam, Default: "shared_buffers"},
-			{Name: "data", Kind: workload.StringParam, Default: "v1"},
+			{Name: "setting", Type: workload.StringParam, Default: "shared_buffers"},
+			{Name: "data", Type: workload.StringParam, Default: "v1"},
 		},
 		New: func(p workload.Params) (workload.Workload, error) {
 			return &probe{setting: p.String("setting"), prepares: prepares}, nil

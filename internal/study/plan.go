@@ -517,7 +517,7 @@ func (s *Spec) resolveParams(c *Combo, sc Scale, scale string, substAny func(str
 			continue
 		}
 		c.Params[p.Name] = n
-		if p.Kind == workload.InstanceParam {
+		if p.Type == workload.InstanceParam {
 			if err := c.checkInstance(n.(string)); err != nil {
 				fail(origin[p.Name], err)
 			}
@@ -735,7 +735,7 @@ func (s *Spec) resolveInstance(i int, in InstanceSpec, subst func(string, any) a
 		v := subst(key+".memory", in.Memory)
 		if str, ok := v.(string); ok && (str == "" || str == "none") {
 			// no cap: a sweep may compare capped and uncapped instances
-		} else if n, err := (workload.ParamSpec{Kind: workload.SizeParam}).Normalize(v); err != nil {
+		} else if n, err := (workload.ParamSpec{Type: workload.SizeParam}).Normalize(v); err != nil {
 			fail(key+".memory", fmt.Errorf("want a size such as \"2GB\", or \"none\" for no cap, got %s", workload.Describe(v)))
 		} else {
 			memory = n.(int64)

@@ -40,9 +40,9 @@ func pingKind() workload.Kind {
 	return workload.Kind{
 		Name: "ping",
 		Params: []workload.ParamSpec{
-			{Name: "behaviour", Kind: workload.StringParam, Default: "ok", Choices: []string{"ok", "fail", "panic", "crash", "hang", "introspect"}},
-			{Name: "fail_on", Kind: workload.StringParam, Default: ""},
-			{Name: "base", Kind: workload.StringParam, Default: "", Doc: "where Prepare leaves a file for the runner to remove"},
+			{Name: "behaviour", Type: workload.StringParam, Default: "ok", Choices: []string{"ok", "fail", "panic", "crash", "hang", "introspect"}},
+			{Name: "fail_on", Type: workload.StringParam, Default: ""},
+			{Name: "base", Type: workload.StringParam, Default: "", Doc: "where Prepare leaves a file for the runner to remove"},
 		},
 		New: func(p workload.Params) (workload.Workload, error) { return &ping{p: p}, nil },
 		Model: func(r workload.Result, all []workload.Result) workload.Prediction {

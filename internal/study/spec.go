@@ -526,7 +526,7 @@ func (v *validator) checkWorkload(reg *Registry) (kind workload.Kind, ok bool) {
 	}
 	for _, p := range kind.Params {
 		if _, set := s.Workload[p.Name]; !set && p.Default == nil {
-			v.add("workload."+p.Name, "missing: workload %q needs it (%s)", kindName, p.Kind)
+			v.add("workload."+p.Name, "missing: workload %q needs it (%s)", kindName, p.Type)
 		}
 	}
 	return kind, true

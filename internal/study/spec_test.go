@@ -25,11 +25,11 @@ func testKind() workload.Kind {
 	return workload.Kind{
 		Name: "demo",
 		Params: []workload.ParamSpec{
-			{Name: "rows", Kind: workload.IntParam, Max: 1_000_000, Why: "the demo's table holds a million"},
-			{Name: "size", Kind: workload.SizeParam, Default: int64(8000), Max: 16 << 20, Why: "one message"},
-			{Name: "mode", Kind: workload.StringParam, Default: "a", Choices: []string{"a", "b"}},
-			{Name: "pause", Kind: workload.DurationParam, Default: "0s"},
-			{Name: "instance", Kind: workload.InstanceParam, Default: "db"},
+			{Name: "rows", Type: workload.IntParam, Max: 1_000_000, Why: "the demo's table holds a million"},
+			{Name: "size", Type: workload.SizeParam, Default: int64(8000), Max: 16 << 20, Why: "one message"},
+			{Name: "mode", Type: workload.StringParam, Default: "a", Choices: []string{"a", "b"}},
+			{Name: "pause", Type: workload.DurationParam, Default: "0s"},
+			{Name: "instance", Type: workload.InstanceParam, Default: "db"},
 		},
 		New: func(workload.Params) (workload.Workload, error) { return nopWorkload{}, nil },
 	}

@@ -80,12 +80,12 @@ type Starter interface {
 type Change string
 
 const (
-	Kept         Change = "kept"      // unchanged, still running
-	Reloaded     Change = "reloaded"  // settings changed at run time
-	Restarted    Change = "restarted" // restarted in place on its data
-	Started      Change = "started"   // new: its data is empty
-	Attached     Change = "attached"  // a target, attached for this run
-	KeptAttached Change = "target"    // a target attached before
+	Kept         Change = "kept"          // unchanged, still running
+	Reloaded     Change = "reloaded"      // settings changed at run time
+	Restarted    Change = "restarted"     // restarted in place on its data
+	Started      Change = "started"       // new: its data is empty
+	Attached     Change = "attached"      // a target, attached for this run
+	KeptAttached Change = "kept-attached" // a target attached before, still attached
 )
 
 // Fresh reports whether the instance's data is new (a workload must

@@ -123,13 +123,13 @@ func (ps ParamSpec) FlagWant(list bool) string {
 	}
 	least = max(least, ps.Min)
 	switch {
-	case ps.Kind == IntParam && list:
+	case ps.Type == IntParam && list:
 		return "want whole numbers from " + strconv.FormatInt(least, 10) + " to " + strconv.FormatInt(ps.Max, 10) + why
-	case ps.Kind == IntParam:
+	case ps.Type == IntParam:
 		return "want " + strconv.FormatInt(least, 10) + " to " + strconv.FormatInt(ps.Max, 10) + why
-	case ps.Kind == FloatParam && ps.AllowZero:
+	case ps.Type == FloatParam && ps.AllowZero:
 		return "want a number from 0 to " + strconv.FormatFloat(ps.MaxFloat, 'f', -1, 64) + why
-	case ps.Kind == FloatParam:
+	case ps.Type == FloatParam:
 		return "want a number above 0 and at most " + strconv.FormatFloat(ps.MaxFloat, 'f', -1, 64) + why
 	}
 	return ""

@@ -170,11 +170,11 @@ type Measurement struct {
 	Warnings []string `json:"warnings,omitempty"`
 }
 
-// ParamKind is the type of a workload parameter.
-type ParamKind int
+// ParamType is the type of a workload parameter.
+type ParamType int
 
 const (
-	IntParam      ParamKind = iota // a positive whole number
+	IntParam      ParamType = iota // a positive whole number
 	SizeParam                      // bytes: 8000, "8KB", "40KiB"
 	DurationParam                  // "77ms"
 	StringParam                    // free text or one of Choices
@@ -185,14 +185,14 @@ const (
 	InstanceParam
 )
 
-func (k ParamKind) String() string {
+func (k ParamType) String() string {
 	return [...]string{"a positive integer", "a size (bytes, e.g. 8000 or \"40KB\")", "a duration (e.g. \"77ms\")", "a string", "a number", "true or false", "the name of one instance of the study"}[k]
 }
 
 // ParamSpec declares one workload parameter.
 type ParamSpec struct {
 	Name    string
-	Kind    ParamKind
+	Type    ParamType
 	Doc     string
 	Default any // nil: required
 	Choices []string
@@ -221,7 +221,7 @@ type ParamSpec struct {
 // Bounded reports whether a parameter that takes a quantity declares its
 // most (strings, booleans and instances take none).
 func (ps ParamSpec) Bounded() bool {
-	switch ps.Kind {
+	switch ps.Type {
 	case IntParam, SizeParam:
 		return ps.Max > 0 && ps.Why != ""
 	case FloatParam:
@@ -268,11 +268,11 @@ func (ps ParamSpec) checkBounds(v any) error {
 		}
 		return " (" + reason + ")"
 	}
-	switch ps.Kind {
+	switch ps.Type {
 	case IntParam, SizeParam:
 		n := v.(int64)
 		show := units.FormatCount(n)
-		if ps.Kind == SizeParam {
+		if ps.Type == SizeParam {
 			show = units.Size(n).String()
 		}
 		if ps.Min > 0 && n < ps.Min {
@@ -296,7 +296,7 @@ func (ps ParamSpec) checkBounds(v any) error {
 
 // limitText writes a bound as the parameter's values are written.
 func (ps ParamSpec) limitText(n int64) string {
-	if ps.Kind == SizeParam {
+	if ps.Type == SizeParam {
 		return units.Size(n).String()
 	}
 	return units.FormatCount(n)
@@ -305,14 +305,14 @@ func (ps ParamSpec) limitText(n int64) string {
 // normalizeKind converts a value to the kind's canonical form and refuses
 // one the kind never takes (a negative count, a word for a number).
 func (ps ParamSpec) normalizeKind(v any) (any, error) {
-	switch ps.Kind {
+	switch ps.Type {
 	case IntParam:
 		n, ok := IntOf(v)
 		if !ok {
-			return nil, fmt.Errorf("want %s, got %s", ps.Kind, Describe(v))
+			return nil, fmt.Errorf("want %s, got %s", ps.Type, Describe(v))
 		}
 		if n < 0 || (n == 0 && !ps.AllowZero) {
-			return nil, fmt.Errorf("want %s, got %d", ps.Kind, n)
+			return nil, fmt.Errorf("want %s, got %d", ps.Type, n)
 		}
 		return n, nil
 	case SizeParam:
@@ -327,7 +327,7 @@ func (ps ParamSpec) normalizeKind(v any) (any, error) {
 		default:
 			var ok bool
 			if n, ok = IntOf(v); !ok {
-				return nil, fmt.Errorf("want %s, got %s", ps.Kind, Describe(v))
+				return nil, fmt.Errorf("want %s, got %s", ps.Type, Describe(v))
 			}
 		}
 		if n < 0 || (n == 0 && !ps.AllowZero) {
@@ -337,7 +337,7 @@ func (ps ParamSpec) normalizeKind(v any) (any, error) {
 	case DurationParam:
 		s, ok := v.(string)
 		if !ok {
-			return nil, fmt.Errorf("want %s, got %s", ps.Kind, Describe(v))
+			return nil, fmt.Errorf("want %s, got %s", ps.Type, Describe(v))
 		}
 		d, err := units.ParseDuration(s)
 		if err != nil {
@@ -347,13 +347,13 @@ func (ps ParamSpec) normalizeKind(v any) (any, error) {
 	case InstanceParam:
 		s, ok := v.(string)
 		if !ok || s == "" {
-			return nil, fmt.Errorf("want %s, got %s", ps.Kind, Describe(v))
+			return nil, fmt.Errorf("want %s, got %s", ps.Type, Describe(v))
 		}
 		return s, nil
 	case StringParam:
 		s, ok := v.(string)
 		if !ok {
-			return nil, fmt.Errorf("want %s, got %s", ps.Kind, Describe(v))
+			return nil, fmt.Errorf("want %s, got %s", ps.Type, Describe(v))
 		}
 		if len(ps.Choices) > 0 && !slices.Contains(ps.Choices, s) {
 			return nil, fmt.Errorf("want one of %s, got %q", strings.Join(ps.Choices, ", "), s)
@@ -367,23 +367,23 @@ func (ps ParamSpec) normalizeKind(v any) (any, error) {
 		case int64:
 			x = float64(y)
 		default:
-			return nil, fmt.Errorf("want %s, got %s", ps.Kind, Describe(v))
+			return nil, fmt.Errorf("want %s, got %s", ps.Type, Describe(v))
 		}
 		switch {
 		case math.IsNaN(x) || math.IsInf(x, 0) || x < 0:
-			return nil, fmt.Errorf("want %s, 0 or more, got %v", ps.Kind, x)
+			return nil, fmt.Errorf("want %s, 0 or more, got %v", ps.Type, x)
 		case x == 0 && !ps.AllowZero:
-			return nil, fmt.Errorf("want %s above 0, got 0", ps.Kind)
+			return nil, fmt.Errorf("want %s above 0, got 0", ps.Type)
 		}
 		return x, nil
 	case BoolParam:
 		b, ok := v.(bool)
 		if !ok {
-			return nil, fmt.Errorf("want %s, got %s", ps.Kind, Describe(v))
+			return nil, fmt.Errorf("want %s, got %s", ps.Type, Describe(v))
 		}
 		return b, nil
 	}
-	return nil, fmt.Errorf("unknown parameter kind %d", ps.Kind)
+	return nil, fmt.Errorf("unknown parameter kind %d", ps.Type)
 }
 
 func IntOf(v any) (int64, bool) {

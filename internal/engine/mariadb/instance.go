@@ -95,7 +95,7 @@ type Instance struct {
 func (e *Engine) StartInstance(ctx context.Context, cfg engine.InstanceConfig, opts engine.StartOptions) (inst *Instance, err error) {
 	name := cfg.Name
 	if name == "" {
-		name = EngineName
+		name = Name
 	}
 	if cfg.Target != "" {
 		return nil, wrapStart(name, fmt.Errorf("instance is the target %q: dbrig starts nothing for it", cfg.Target))
@@ -584,7 +584,7 @@ func (i *Instance) terminate() error {
 func (i *Instance) Name() string { return i.name }
 
 // Engine is "mariadb".
-func (i *Instance) Engine() string { return EngineName }
+func (i *Instance) Engine() string { return Name }
 
 // Version is the server's version, e.g. "10.11.19".
 func (i *Instance) Version() string { return i.bin.Version }
@@ -629,7 +629,7 @@ func (i *Instance) Exited() <-chan struct{} { return i.exited }
 
 // Login is dbrig's login over 127.0.0.1 to database db.
 func (i *Instance) Login(db string) engine.Conn {
-	return engine.NewConn(EngineName, "127.0.0.1", i.port, SuperUser, db, i.password)
+	return engine.NewConn(Name, "127.0.0.1", i.port, SuperUser, db, i.password)
 }
 
 // extraMaxConnections are the connections the extra port takes beside
@@ -641,7 +641,7 @@ const extraMaxConnections = 2
 // counted apart from max_connections: a workload that takes every
 // connection slot does not lock dbrig's monitoring out.
 func (i *Instance) MonitorLogin(db string) (engine.Conn, bool) {
-	return engine.NewConn(EngineName, "127.0.0.1", i.extraPort, SuperUser, db, i.password), i.extraPort != 0
+	return engine.NewConn(Name, "127.0.0.1", i.extraPort, SuperUser, db, i.password), i.extraPort != 0
 }
 
 // UnixLogin is dbrig's login through the private socket.

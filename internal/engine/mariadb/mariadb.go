@@ -10,8 +10,8 @@ import (
 	"github.com/dbrig/dbrig/internal/engine"
 )
 
-// EngineName is the engine's name in study files and results.
-const EngineName = "mariadb"
+// Name is the engine's name in study files and results.
+const Name = "mariadb"
 
 var (
 	_ engine.Engine    = (*Engine)(nil)
@@ -45,7 +45,7 @@ func New(binDir string) *Engine {
 }
 
 // Name is "mariadb".
-func (e *Engine) Name() string { return EngineName }
+func (e *Engine) Name() string { return Name }
 
 // Title is "MariaDB".
 func (e *Engine) Title() string { return "MariaDB" }

@@ -38,7 +38,7 @@ func normalize(name string) string {
 // ...). A name may carry my_getopt's prefixes (loose-, and skip-, enable-
 // or disable- before an allowed option). Types and ranges are the
 // server's own: CheckSettings asks mariadbd's option parser.
-var studySettings = engine.NewStudySettings(EngineName, "MariaDB", "internal/engine/mariadb/settings.go",
+var studySettings = engine.NewStudySettings(Name, "MariaDB", "internal/engine/mariadb/settings.go",
 	[]string{ // the InnoDB buffer pool
 		"innodb_buffer_pool_size", "innodb_buffer_pool_chunk_size", "innodb_buffer_pool_instances",
 		"innodb_buffer_pool_load_at_startup", "innodb_buffer_pool_dump_at_shutdown", "innodb_buffer_pool_dump_pct",
@@ -204,7 +204,7 @@ func checkFixture(settings map[string]string) (map[string]string, error) {
 		default:
 			errs = append(errs, fmt.Errorf("option %s decides %s, which belongs to dbrig", k, owner))
 		}
-		if err := engine.CheckSettingValue(EngineName, k, norm[k]); err != nil {
+		if err := engine.CheckSettingValue(Name, k, norm[k]); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -369,7 +369,7 @@ func normalizeSettings(settings map[string]string) (map[string]string, []error) 
 	for _, k := range slices.Sorted(maps.Keys(settings)) {
 		n := normalize(k)
 		if prev, dup := from[n]; dup {
-			errs = append(errs, &engine.SettingError{Engine: EngineName, Key: k, Value: settings[k],
+			errs = append(errs, &engine.SettingError{Engine: Name, Key: k, Value: settings[k],
 				Msg: fmt.Sprintf("setting %s is given twice (also as %s)", k, prev), NameRefused: true})
 			continue
 		}
@@ -510,18 +510,18 @@ func (e *Engine) CheckSettings(ctx context.Context, settings map[string]string) 
 			errs = append(errs, err)
 			continue
 		}
-		if err := engine.CheckSettingValue(EngineName, k, v); err != nil {
+		if err := engine.CheckSettingValue(Name, k, v); err != nil {
 			errs = append(errs, err)
 			continue
 		}
 		if !cat.known(k) {
-			errs = append(errs, &engine.SettingError{Engine: EngineName, Key: k, Value: v,
+			errs = append(errs, &engine.SettingError{Engine: Name, Key: k, Value: v,
 				Msg:     fmt.Sprintf("unknown MariaDB %s setting %s (not among the options `mariadbd --verbose --help` lists)", bin.Version, k),
 				Closest: engine.Closest(k, cat.list()), NameRefused: true})
 			continue
 		}
 		if cat.badNumber(k, v) {
-			errs = append(errs, &engine.SettingError{Engine: EngineName, Key: k, Value: v,
+			errs = append(errs, &engine.SettingError{Engine: Name, Key: k, Value: v,
 				Msg: fmt.Sprintf("setting %s = %q: want a number (such as 2, 64M or 0.5)", k, v)})
 			continue
 		}
@@ -551,14 +551,14 @@ func (e *Engine) checkValues(ctx context.Context, bin Binaries, settings map[str
 			return append(errs, err)
 		}
 		if len(alone) > 0 {
-			errs = append(errs, &engine.SettingError{Engine: EngineName, Key: k, Value: settings[k],
+			errs = append(errs, &engine.SettingError{Engine: Name, Key: k, Value: settings[k],
 				Msg: fmt.Sprintf("setting %s = %q: mariadbd refuses it: %s", k, settings[k], strings.Join(alone, "; "))})
 		}
 	}
 	if len(errs) == 0 {
 		// Refused together but not alone: a combination.
 		k := keys[0]
-		errs = append(errs, &engine.SettingError{Engine: EngineName, Key: k, Value: settings[k],
+		errs = append(errs, &engine.SettingError{Engine: Name, Key: k, Value: settings[k],
 			Msg: fmt.Sprintf("settings %s: mariadbd refuses them together: %s", strings.Join(keys, ", "), strings.Join(problems, "; "))})
 	}
 	return errs

@@ -147,7 +147,7 @@ func TestNativePasswordHash(t *testing.T) {
 }
 
 func TestConfigCarriesTheLoginAndSession(t *testing.T) {
-	tcp := engine.NewConn(EngineName, "127.0.0.1", 3307, "app", "shop", "s3cret").
+	tcp := engine.NewConn(Name, "127.0.0.1", 3307, "app", "shop", "s3cret").
 		WithSession(map[string]string{"sql_mode": "ANSI", "max_statement_time": "2", "sort_buffer_size": "4M"})
 	cfg, err := Config(tcp)
 	if err != nil {
@@ -159,7 +159,7 @@ func TestConfigCarriesTheLoginAndSession(t *testing.T) {
 	if cfg.Params["sql_mode"] != "'ANSI'" || cfg.Params["max_statement_time"] != "2" || cfg.Params["sort_buffer_size"] != "4194304" {
 		t.Errorf("session params = %v", cfg.Params)
 	}
-	unix := engine.NewConn(EngineName, "/run/x/mysqld.sock", 0, "app", "", "s3cret")
+	unix := engine.NewConn(Name, "/run/x/mysqld.sock", 0, "app", "", "s3cret")
 	if cfg, _ := Config(unix); cfg.Net != "unix" || cfg.Addr != "/run/x/mysqld.sock" {
 		t.Errorf("Config(unix) = %s %s", cfg.Net, cfg.Addr)
 	}

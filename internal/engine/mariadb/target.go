@@ -34,7 +34,7 @@ var leadingVersionRE = regexp.MustCompile(`^(\d+)\.(\d+)(?:\.(\d+))?`)
 // AttachTarget logs in to the user's server and reads its version. The
 // login's Session settings apply to every session dbrig opens there.
 func AttachTarget(ctx context.Context, name string, login engine.Conn, opts engine.AttachOptions) (*Target, error) {
-	login.Engine = EngineName
+	login.Engine = Name
 	t := &Target{server: server{name: name, admin: login.WithDatabase("")}, keep: opts.Keep,
 		log: logger(opts.Log).With("target", name), made: map[string]bool{}}
 	pool, conn, err := t.connect(ctx, "")
@@ -64,7 +64,7 @@ func AttachTarget(ctx context.Context, name string, login engine.Conn, opts engi
 func (t *Target) Name() string { return t.name }
 
 // Engine is "mariadb".
-func (t *Target) Engine() string { return EngineName }
+func (t *Target) Engine() string { return Name }
 
 // Version is the server's version number, e.g. "10.11.19".
 func (t *Target) Version() string { return t.version }

@@ -117,7 +117,7 @@ func ParseURI(uri string) (engine.Conn, error) {
 		if host != "" {
 			return fail("both a host and a socket are given")
 		}
-		c := engine.NewConn(EngineName, filepath.Clean(socket), 0, user, db, password)
+		c := engine.NewConn(Name, filepath.Clean(socket), 0, user, db, password)
 		c.TLS = tlsReq
 		return c, nil
 	}
@@ -136,7 +136,7 @@ func ParseURI(uri string) (engine.Conn, error) {
 	} else if strings.Contains(host, ":") {
 		return fail("the host holds a ':' that does not start a port (an IPv6 address is written [::1])")
 	}
-	c := engine.NewConn(EngineName, host, port, user, db, password)
+	c := engine.NewConn(Name, host, port, user, db, password)
 	c.TLS = tlsReq
 	return c, nil
 }

@@ -73,7 +73,7 @@ func describeLoad(v workload.LoadValues) workload.LoadHead {
 		Question: fmt.Sprintf("What throughput and response times does this server give the %s mix under %s virtual users in %s?", p.String("mix"), strings.Join(users, ", "), loop),
 		Source:   "dbrig's online shop (seeds 001 and 002): browse, search, view product, add to cart, place order; or one primary-key lookup per transaction",
 	}
-	if need := most + 10; !v.Target && need > 100 && (v.Engine == postgres.Name || v.Engine == mariadb.EngineName) {
+	if need := most + 10; !v.Target && need > 100 && (v.Engine == postgres.Name || v.Engine == mariadb.Name) {
 		head.Settings = map[string]any{"max_connections": need}
 	}
 	return head

@@ -69,10 +69,10 @@ func openMaria(ctx context.Context, login engine.Conn) (session, error) {
 		if st == sBegin || st == sCommit {
 			continue
 		}
-		stmt, err := prep.PrepareContext(ctx, sqlFor(mariadb.EngineName, st))
+		stmt, err := prep.PrepareContext(ctx, sqlFor(mariadb.Name, st))
 		if err != nil {
 			conn.Close()
-			return nil, fmt.Errorf("prepare %q: %w", sqlFor(mariadb.EngineName, st), err)
+			return nil, fmt.Errorf("prepare %q: %w", sqlFor(mariadb.Name, st), err)
 		}
 		s.stmts[st] = stmt
 	}

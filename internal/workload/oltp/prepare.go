@@ -47,7 +47,7 @@ func openAdmin(ctx context.Context, login engine.Conn) (admin, error) {
 			return nil, fmt.Errorf("connect to %s: %w", login, err)
 		}
 		return &pgAdmin{conn: conn}, nil
-	case mariadb.EngineName:
+	case mariadb.Name:
 		db, err := mariadb.Open(ctx, login)
 		if err != nil {
 			return nil, err
@@ -62,7 +62,7 @@ func dialectOf(engineName string) (dialect, error) {
 	switch engineName {
 	case postgres.Name:
 		return pgDialect, nil
-	case mariadb.EngineName:
+	case mariadb.Name:
 		return mariaDialect, nil
 	}
 	return dialect{}, fmt.Errorf("the oltp workload has no %s dialect", engineName)
@@ -174,7 +174,7 @@ func createSchema(ctx context.Context, a admin, engineName string, sf float64, p
 		// Orders placed during the run take ids after the loaded ones.
 		after = append(after, "SELECT setval(pg_get_serial_sequence('orders', 'id'), (SELECT coalesce(max(id), 0) + 1 FROM orders), false)")
 		after = append(after, "VACUUM ANALYZE")
-	case mariadb.EngineName:
+	case mariadb.Name:
 		after = append(after, "ANALYZE TABLE "+strings.Join(Tables, ", "))
 	}
 	after = append(after, fmt.Sprintf("INSERT INTO %s VALUES (%d, '%s', %d, %d)", infoTable, dataVersion, formatScale(sf), sizes.Customers, sizes.Items))

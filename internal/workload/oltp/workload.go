@@ -64,15 +64,15 @@ func KindWith(live *Live) workload.Kind {
 // params are the shop's own parameters and the load layer's.
 func params() []workload.ParamSpec {
 	own := []workload.ParamSpec{
-		{Name: "mix", Kind: workload.StringParam, Default: "shop",
+		{Name: "mix", Type: workload.StringParam, Default: "shop",
 			Doc:   "the transactions: shop, point-select, browse-only, orders, reporting, or weights such as \"view-product=9,place-order=1\"",
 			Check: func(v any) error { _, err := ParseMix(fmt.Sprint(v)); return err },
 			Flag:  workload.FlagSpec{Help: "the transactions `NAME`: " + strings.Join(MixNames(), ", ") + ", or weights such as view-product=9,place-order=1"}},
-		{Name: "scale_factor", Kind: workload.FloatParam, Default: 1.0,
+		{Name: "scale_factor", Type: workload.FloatParam, Default: 1.0,
 			Doc:      "data size: 100,000 customers and 10,000 items per unit (as pgbench's scale)",
 			MaxFloat: MaxScale, Why: "a billion customers",
 			Flag: workload.FlagSpec{Name: "scale", Help: "scale factor `S`: 100,000 customers and 10,000 items per unit"}},
-		{Name: "instance", Kind: workload.StringParam, Default: "db", Doc: "the instance that holds the shop"},
+		{Name: "instance", Type: workload.StringParam, Default: "db", Doc: "the instance that holds the shop"},
 	}
 	return append(own, load.Params()...)
 }
@@ -230,7 +230,7 @@ func (w *oltp) usersLogin(ctx context.Context, login engine.Conn) (engine.Conn, 
 		case super:
 			notes = append(notes, fmt.Sprintf("the users connect as %s, a superuser: they may take the connection slots PostgreSQL reserves for superusers, which monitoring needs when the users take every other slot", login.User))
 		}
-	case mariadb.EngineName:
+	case mariadb.Name:
 	}
 	return login, notes, nil
 }
@@ -250,7 +250,7 @@ type loadWorkload struct {
 func (l *loadWorkload) Mix() []load.TxType { return l.mix.TxTypes() }
 
 func (l *loadWorkload) open(ctx context.Context) (session, error) {
-	if l.login.Engine == mariadb.EngineName {
+	if l.login.Engine == mariadb.Name {
 		return openMaria(ctx, l.login)
 	}
 	return openPostgres(ctx, l.login)

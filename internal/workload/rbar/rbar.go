@@ -25,17 +25,17 @@ func Kind() workload.Kind {
 		Name: "rbar",
 		Doc:  "row-by-row vs set-based vs streaming work across a link (seed 004)",
 		Params: []workload.ParamSpec{
-			{Name: "experiment", Kind: workload.StringParam, Choices: Experiments, Doc: "which experiment runs"},
-			{Name: "rows", Kind: workload.IntParam, Doc: "rows processed (at most 10^9)",
+			{Name: "experiment", Type: workload.StringParam, Choices: Experiments, Doc: "which experiment runs"},
+			{Name: "rows", Type: workload.IntParam, Doc: "rows processed (at most 10^9)",
 				Max: objects * objects * objects, Why: "the rows come from 1,000 objects cross-joined three times, the seed's largest count"},
-			{Name: "row_bytes", Kind: workload.SizeParam, Default: int64(8000), Doc: "bytes per row of the wide-rows experiment",
+			{Name: "row_bytes", Type: workload.SizeParam, Default: int64(8000), Doc: "bytes per row of the wide-rows experiment",
 				Max: MaxRowBytes, Why: "MariaDB's REPEAT returns NULL for a value longer than its max_allowed_packet, 16 MiB by default"},
-			{Name: "row_by_row", Kind: workload.StringParam, Default: "fetch", Choices: []string{"fetch", "select"},
+			{Name: "row_by_row", Type: workload.StringParam, Default: "fetch", Choices: []string{"fetch", "select"},
 				Doc: "client-row-by-row: the next row of a position the server keeps (PostgreSQL FETCH NEXT, MariaDB HANDLER READ NEXT), or a prepared SELECT of one parameter per row"},
-			{Name: "client_cost", Kind: workload.DurationParam, Default: "0s",
+			{Name: "client_cost", Type: workload.DurationParam, Default: "0s",
 				Doc:         "CPU time the client spends on each row it receives (a slower client's dead time)",
 				MaxDuration: time.Second, Why: "the CPU a client spends on one row: the seed's slow client spent 25 µs more"},
-			{Name: "instance", Kind: workload.InstanceParam, Default: "db", Doc: "the instance the client talks to"},
+			{Name: "instance", Type: workload.InstanceParam, Default: "db", Doc: "the instance the client talks to"},
 		},
 		New:         newWorkload,
 		CheckParams: checkParams,
@@ -103,7 +103,7 @@ func (w *rbar) Prepare(ctx context.Context, env *workload.Env) error {
 	switch inst.Engine() {
 	case postgres.Name:
 		stmts = postgresSchema()
-	case mariadb.EngineName:
+	case mariadb.Name:
 		stmts = mariadbSchema()
 	default:
 		return fmt.Errorf("instance %q runs %s: the rbar workload speaks PostgreSQL's and MariaDB's dialects only", w.instance, inst.Engine())
@@ -129,7 +129,7 @@ func (w *rbar) Run(ctx context.Context, env *workload.Env) (workload.Measurement
 	switch ep.Conn.Engine {
 	case postgres.Name:
 		m, err = w.runPostgres(ctx, env, ep.Conn)
-	case mariadb.EngineName:
+	case mariadb.Name:
 		m, err = w.runMariaDB(ctx, env, ep.Conn)
 	default:
 		err = fmt.Errorf("the rbar workload speaks PostgreSQL's and MariaDB's dialects only, not %q", ep.Conn.Engine)

@@ -77,7 +77,7 @@ func newClient(prog *Program, id, scale int, seed, clientSeed uint64, defaultSee
 		c.vars[prog.slots[d.Name]] = expr.TextValue(d.Value)
 	}
 	preset := func(slot int, v int64) {
-		if c.vars[slot].Kind == expr.Unset {
+		if c.vars[slot].Type == expr.Unset {
 			c.vars[slot] = expr.IntValue(v)
 		}
 	}
@@ -122,7 +122,7 @@ func (c *client) run(ctx context.Context, s int) error {
 	fail := func(pc int, err error) error { return &scriptError{script: s, command: pc, err: err} }
 	for pc := 0; pc < len(cmds); {
 		cmd := &cmds[pc]
-		switch cmd.Kind {
+		switch cmd.Type {
 		case SQLCommand:
 			start := time.Now()
 			if err := c.sql(cmd.SQL); err != nil {
@@ -186,7 +186,7 @@ func (c *client) branch(cmds []Command, pc int) (int, error) {
 		if v.Truth() {
 			return pc + 1, nil
 		}
-		if cmds[cmd.Next].Kind != Elif {
+		if cmds[cmd.Next].Type != Elif {
 			return cmd.Next + 1, nil
 		}
 		pc = cmd.Next
@@ -196,7 +196,7 @@ func (c *client) branch(cmds []Command, pc int) (int, error) {
 // sql checks the command's variables and runs it.
 func (c *client) sql(q *SQL) error {
 	for _, slot := range q.Vars {
-		if c.vars[slot].Kind == expr.Unset {
+		if c.vars[slot].Type == expr.Unset {
 			return fmt.Errorf("undefined variable %q", c.prog.Vars[slot])
 		}
 	}
@@ -208,7 +208,7 @@ func (c *client) sleep(ctx context.Context, cmd *Command) error {
 	n := cmd.SleepN
 	if cmd.SleepSlot >= 0 {
 		v := c.vars[cmd.SleepSlot]
-		if v.Kind == expr.Unset {
+		if v.Type == expr.Unset {
 			return fmt.Errorf("undefined variable %q", c.prog.Vars[cmd.SleepSlot])
 		}
 		var ok bool
@@ -266,7 +266,7 @@ func (c *client) bind(q *SQL) [][]byte {
 	params := c.params[:len(q.Vars)]
 	for i, slot := range q.Vars {
 		v := c.vars[slot]
-		if v.Kind == expr.Null {
+		if v.Type == expr.Null {
 			params[i] = nil
 			continue
 		}

@@ -131,7 +131,7 @@ func Init(ctx context.Context, login engine.Conn, scale int, progress func(done,
 	switch login.Engine {
 	case postgres.Name:
 		return initPostgres(ctx, login, scale, &done, report)
-	case mariadb.EngineName:
+	case mariadb.Name:
 		return initMaria(ctx, login, scale, &done, report)
 	}
 	return fmt.Errorf("pgbench's tables: no %s dialect", login.Engine)
@@ -316,7 +316,7 @@ func countBranches(ctx context.Context, login engine.Conn) (int64, error) {
 		defer conn.Close(context.WithoutCancel(ctx))
 		err = conn.QueryRow(ctx, q).Scan(&n)
 		return n, err
-	case mariadb.EngineName:
+	case mariadb.Name:
 		db, err := mariadb.Open(ctx, login)
 		if err != nil {
 			return 0, err

@@ -66,7 +66,7 @@ func describeLoad(v workload.LoadValues) workload.LoadHead {
 		Question: fmt.Sprintf("What throughput and latency does this server give the scripts %s under %s virtual users, protocol %s?", scripts, strings.Join(users, ", "), p.String("protocol")),
 		Source:   "pgbench 15's scripts and built-ins (tpcb-like, simple-update, select-only)",
 	}
-	if need := most + 10; !v.Target && need > 100 && (v.Engine == postgres.Name || v.Engine == mariadb.EngineName) {
+	if need := most + 10; !v.Target && need > 100 && (v.Engine == postgres.Name || v.Engine == mariadb.Name) {
 		head.Settings = map[string]any{"max_connections": need}
 	}
 	return head

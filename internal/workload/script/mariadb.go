@@ -77,7 +77,7 @@ func openMaria(ctx context.Context, login engine.Conn, prog *Program) (*mariaSes
 	if prog.Protocol != Simple {
 		for _, sc := range prog.Scripts {
 			for _, c := range sc.Commands {
-				if c.Kind == SQLCommand {
+				if c.Type == SQLCommand {
 					_ = s.prepare(ctx, c.SQL)
 				}
 			}
@@ -142,7 +142,7 @@ func (s *mariaSession) bind(c *client, q *SQL) []driver.Value {
 	s.vals = s.vals[:0]
 	for _, slot := range q.Vars {
 		v := c.vars[slot]
-		switch v.Kind {
+		switch v.Type {
 		case expr.Int, expr.Bool:
 			s.vals = append(s.vals, v.I)
 		case expr.Double:

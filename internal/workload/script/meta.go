@@ -52,14 +52,14 @@ func (b *builder) meta(it item) {
 			b.fail(it.line, `syntax error in command "%s": %v`, name, err)
 			return
 		}
-		b.cmds = append(b.cmds, Command{Kind: kind, Line: it.line, Text: text, Expr: n})
+		b.cmds = append(b.cmds, Command{Type: kind, Line: it.line, Text: text, Expr: n})
 	case "else", "endif", "startpipeline", "endpipeline":
 		if it.args != "" {
 			b.fail(it.line, `unexpected argument in command "%s"`, name)
 			return
 		}
-		kind := map[string]CommandKind{"else": Else, "endif": Endif, "startpipeline": StartPipeline, "endpipeline": EndPipeline}[name]
-		b.cmds = append(b.cmds, Command{Kind: kind, Line: it.line, Text: text})
+		kind := map[string]CommandType{"else": Else, "endif": Endif, "startpipeline": StartPipeline, "endpipeline": EndPipeline}[name]
+		b.cmds = append(b.cmds, Command{Type: kind, Line: it.line, Text: text})
 	default:
 		if why := refused[name]; why != "" {
 			b.fail(it.line, `\%s: %s`, it.name, why)
@@ -85,7 +85,7 @@ func (b *builder) set(it item, text string) {
 		b.fail(it.line, `syntax error in command "set": %v`, err)
 		return
 	}
-	b.cmds = append(b.cmds, Command{Kind: Set, Line: it.line, Text: text, Target: b.p.slot(target), Expr: n})
+	b.cmds = append(b.cmds, Command{Type: Set, Line: it.line, Text: text, Target: b.p.slot(target), Expr: n})
 }
 
 // cutSpace splits s at its first run of white space.
@@ -108,7 +108,7 @@ func (b *builder) sleep(it item, text string) {
 		b.fail(it.line, `too many arguments in command "sleep": write \sleep 10 ms`)
 		return
 	}
-	c := Command{Kind: Sleep, Line: it.line, Text: text, SleepSlot: -1, SleepUnit: 1_000_000}
+	c := Command{Type: Sleep, Line: it.line, Text: text, SleepSlot: -1, SleepUnit: 1_000_000}
 	unit := ""
 	if len(words) == 2 {
 		unit = words[1]
@@ -159,7 +159,7 @@ func (b *builder) gset(it item, name string) {
 		return
 	}
 	n := len(b.cmds)
-	if n == 0 || b.cmds[n-1].Kind != SQLCommand || b.cmds[n-1].SQL.Result != Discard {
+	if n == 0 || b.cmds[n-1].Type != SQLCommand || b.cmds[n-1].SQL.Result != Discard {
 		b.fail(it.line, `\%s must follow an SQL command`, name)
 		return
 	}
@@ -180,11 +180,11 @@ func (b *builder) checkConditionals() {
 	var stack []open
 	for i := range b.cmds {
 		c := &b.cmds[i]
-		switch c.Kind {
+		switch c.Type {
 		case If:
 			stack = append(stack, open{at: i, last: i})
 		case Elif, Else:
-			word := map[CommandKind]string{Elif: "elif", Else: "else"}[c.Kind]
+			word := map[CommandType]string{Elif: "elif", Else: "else"}[c.Type]
 			if len(stack) == 0 {
 				b.fail(c.Line, `\%s without matching \if`, word)
 				continue
@@ -195,7 +195,7 @@ func (b *builder) checkConditionals() {
 				continue
 			}
 			b.cmds[top.last].Next = i
-			top.last, top.sawElse = i, c.Kind == Else
+			top.last, top.sawElse = i, c.Type == Else
 		case Endif:
 			if len(stack) == 0 {
 				b.fail(c.Line, `\endif without matching \if`)
@@ -205,7 +205,7 @@ func (b *builder) checkConditionals() {
 			stack = stack[:len(stack)-1]
 			b.cmds[top.last].Next = i
 			for j := top.at; j < i; j++ {
-				if k := b.cmds[j].Kind; (k == Elif || k == Else) && b.cmds[j].End == 0 {
+				if k := b.cmds[j].Type; (k == Elif || k == Else) && b.cmds[j].End == 0 {
 					b.cmds[j].End = i
 				}
 			}
@@ -222,14 +222,14 @@ func (b *builder) checkConditionals() {
 func (b *builder) checkPipelines() {
 	start, startDepth, depth := -1, 0, 0
 	for i, c := range b.cmds {
-		switch c.Kind {
+		switch c.Type {
 		case If:
 			depth++
 		case Elif, Else, Endif:
 			if start >= 0 && startDepth >= depth {
 				b.fail(c.Line, `%s inside a pipeline started in its \if's branch: put \startpipeline and \endpipeline in the same branch`, strings.Fields(c.Text)[0])
 			}
-			if c.Kind == Endif {
+			if c.Type == Endif {
 				depth--
 			}
 		case StartPipeline:

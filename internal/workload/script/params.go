@@ -25,32 +25,32 @@ const (
 // is pgbench's --random-seed.
 func params() []workload.ParamSpec {
 	own := []workload.ParamSpec{
-		{Name: "script", Kind: workload.StringParam, Default: "tpcb-like",
+		{Name: "script", Type: workload.StringParam, Default: "tpcb-like",
 			Doc: "the scripts, FILE[@WEIGHT] separated by commas (pgbench -f), or the built-ins tpcb-like, simple-update, select-only (pgbench -b); a file is read beside the study file",
 			Check: func(v any) error {
 				_, err := parseList(fmt.Sprint(v))
 				return err
 			}},
-		{Name: "define", Kind: workload.StringParam, Default: "",
+		{Name: "define", Type: workload.StringParam, Default: "",
 			Doc: "variables set before the run, NAME=VALUE separated by commas (pgbench -D); a value may hold a comma not followed by NAME=",
 			Check: func(v any) error {
 				_, err := ParseDefines(fmt.Sprint(v))
 				return err
 			},
 			Flag: workload.FlagSpec{Short: "D", Repeat: true, Help: "set the script variable `NAME=VALUE` before the run (pgbench -D; repeat it for more)"}},
-		{Name: "protocol", Kind: workload.StringParam, Default: Simple, Choices: []string{Simple, Extended, Prepared},
+		{Name: "protocol", Type: workload.StringParam, Default: Simple, Choices: []string{Simple, Extended, Prepared},
 			Doc:  "how statements go to the server (pgbench -M): the variables' text in the SQL, the extended protocol, or statements prepared once per connection",
 			Flag: workload.FlagSpec{Short: "M", Help: "how statements go to the server, `simple|extended|prepared` (pgbench -M)"}},
-		{Name: "max_tries", Kind: workload.IntParam, Default: int64(1), AllowZero: true,
+		{Name: "max_tries", Type: workload.IntParam, Default: int64(1), AllowZero: true,
 			Doc: "tries of a transaction that failed on a serialization failure or a deadlock (pgbench --max-tries); 0: until the run ends",
 			Max: MaxTries, Why: MaxTriesWhy},
-		{Name: "init", Kind: workload.BoolParam, Default: false,
+		{Name: "init", Type: workload.BoolParam, Default: false,
 			Doc: "make pgbench's tables at scale before the run (pgbench -i)"},
-		{Name: "scale", Kind: workload.IntParam, Default: int64(1),
+		{Name: "scale", Type: workload.IntParam, Default: int64(1),
 			Doc: "pgbench's scale: 100,000 accounts per unit, what init makes and :scale (the built-ins read it from pgbench_branches)",
 			Max: MaxScale, Why: MaxScaleWhy,
 			Flag: workload.FlagSpec{Help: "pgbench's scale `S`: 100,000 accounts per unit, what --init makes and :scale (pgbench -s)"}},
-		{Name: "instance", Kind: workload.StringParam, Default: "db", Doc: "the instance the scripts run on"},
+		{Name: "instance", Type: workload.StringParam, Default: "db", Doc: "the instance the scripts run on"},
 	}
 	return append(own, load.Params()...)
 }
@@ -85,13 +85,13 @@ var ErrPipelineOnMariaDB = errors.New(`\startpipeline: MariaDB's protocol has no
 // CheckEngine refuses, before anything starts, what a program cannot do
 // on an engine.
 func (p *Program) CheckEngine(engineName string) error {
-	if engineName != mariadb.EngineName {
+	if engineName != mariadb.Name {
 		return nil
 	}
 	var errs []error
 	for _, s := range p.Scripts {
 		for _, c := range s.Commands {
-			if c.Kind == StartPipeline {
+			if c.Type == StartPipeline {
 				errs = append(errs, &ParseError{File: s.Name, Line: c.Line, Msg: ErrPipelineOnMariaDB.Error()})
 			}
 		}

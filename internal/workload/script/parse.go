@@ -152,5 +152,5 @@ func (b *builder) sql(it item) {
 	}
 	num.WriteString(q.Pieces[len(q.Pieces)-1])
 	q.Numbered = num.String()
-	b.cmds = append(b.cmds, Command{Kind: SQLCommand, Line: it.line, Text: firstLine(it.text), SQL: q})
+	b.cmds = append(b.cmds, Command{Type: SQLCommand, Line: it.line, Text: firstLine(it.text), SQL: q})
 }

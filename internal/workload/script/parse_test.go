@@ -24,7 +24,7 @@ type sqlOf struct {
 func sqls(p *Program) []sqlOf {
 	var out []sqlOf
 	for _, c := range p.Scripts[0].Commands {
-		if c.Kind != SQLCommand {
+		if c.Type != SQLCommand {
 			continue
 		}
 		var vars []string
@@ -106,14 +106,14 @@ SELECT 4;
 `
 	p := mustParse(t, text, Options{Protocol: Extended})
 	cmds := p.Scripts[0].Commands
-	kinds := []CommandKind{Set, Sleep, Sleep, Sleep, Sleep, If, SQLCommand, Elif, SQLCommand, Else, SQLCommand, Endif, StartPipeline, SQLCommand, EndPipeline}
+	kinds := []CommandType{Set, Sleep, Sleep, Sleep, Sleep, If, SQLCommand, Elif, SQLCommand, Else, SQLCommand, Endif, StartPipeline, SQLCommand, EndPipeline}
 	lines := []int{1, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}
 	if len(cmds) != len(kinds) {
 		t.Fatalf("%d commands, want %d: %+v", len(cmds), len(kinds), cmds)
 	}
 	for i, c := range cmds {
-		if c.Kind != kinds[i] || c.Line != lines[i] {
-			t.Errorf("command %d: kind %d line %d, want kind %d line %d", i, c.Kind, c.Line, kinds[i], lines[i])
+		if c.Type != kinds[i] || c.Line != lines[i] {
+			t.Errorf("command %d: kind %d line %d, want kind %d line %d", i, c.Type, c.Line, kinds[i], lines[i])
 		}
 	}
 	sleeps := []struct{ n, unit int64 }{{10, 1000}, {5, 1}, {0, 1_000_000}, {2, 1_000_000}}

@@ -72,7 +72,7 @@ var debugRE = regexp.MustCompile(`debug\(script=0,command=(\d+)\): (.*)`)
 
 // debugText is a value as pgbench's debug() prints it.
 func debugText(v expr.Value) string {
-	switch v.Kind {
+	switch v.Type {
 	case expr.Null:
 		return "null"
 	case expr.Bool:

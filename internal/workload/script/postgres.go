@@ -55,7 +55,7 @@ func openPostgres(ctx context.Context, login engine.Conn, prog *Program) (*pgSes
 	if prog.Protocol == Prepared {
 		for _, sc := range prog.Scripts {
 			for _, c := range sc.Commands {
-				if c.Kind == SQLCommand {
+				if c.Type == SQLCommand {
 					s.stmts[c.SQL.ID], _ = s.pc.Prepare(ctx, statementName(c.SQL), c.SQL.Numbered, nil)
 				}
 			}

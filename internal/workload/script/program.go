@@ -44,11 +44,11 @@ type Script struct {
 	Commands []Command
 }
 
-// CommandKind is what a command does.
-type CommandKind uint8
+// CommandType is what a command does.
+type CommandType uint8
 
 const (
-	SQLCommand CommandKind = iota
+	SQLCommand CommandType = iota
 	Set
 	Sleep
 	If
@@ -61,7 +61,7 @@ const (
 
 // Command is one SQL or meta command of a script.
 type Command struct {
-	Kind CommandKind
+	Type CommandType
 	Line int
 	// Text is the command's first line, as pgbench -r shows it.
 	Text string
@@ -145,7 +145,7 @@ func (e *ParseError) Error() string { return fmt.Sprintf("%s:%d: %s", e.File, e.
 func (p *Program) HasPipeline() bool {
 	for _, s := range p.Scripts {
 		for _, c := range s.Commands {
-			if c.Kind == StartPipeline {
+			if c.Type == StartPipeline {
 				return true
 			}
 		}
@@ -157,7 +157,7 @@ func (p *Program) HasPipeline() bool {
 func (p *Program) HasCompound() bool {
 	for _, s := range p.Scripts {
 		for _, c := range s.Commands {
-			if c.Kind == SQLCommand && c.SQL.Compound {
+			if c.Type == SQLCommand && c.SQL.Compound {
 				return true
 			}
 		}

@@ -59,7 +59,7 @@ func loadRun(t *testing.T, inst engine.Instance, db string, prog *Program, users
 
 func parseFor(t *testing.T, inst engine.Instance, protocol string, scripts ...Source) *Program {
 	t.Helper()
-	p, err := Parse(scripts, Options{Protocol: protocol, MariaDB: inst.Engine() == mariadb.EngineName})
+	p, err := Parse(scripts, Options{Protocol: protocol, MariaDB: inst.Engine() == mariadb.Name})
 	if err != nil {
 		t.Fatal(err)
 	}

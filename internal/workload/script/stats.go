@@ -53,7 +53,7 @@ func newClientStats(p *Program) *clientStats {
 	for i, s := range p.Scripts {
 		st.scripts[i].commands = make([]commandStats, len(s.Commands))
 		for j, c := range s.Commands {
-			if timed(c.Kind) {
+			if timed(c.Type) {
 				st.scripts[i].commands[j].latency = measure.NewHistogram()
 			}
 		}
@@ -63,7 +63,7 @@ func newClientStats(p *Program) *clientStats {
 
 // timed reports whether a command's latency is kept: SQL, the wait at the
 // end of a pipeline, and sleeps.
-func timed(k CommandKind) bool { return k == SQLCommand || k == EndPipeline || k == Sleep }
+func timed(k CommandType) bool { return k == SQLCommand || k == EndPipeline || k == Sleep }
 
 // statement records an SQL command (or a pipeline's end) that started at
 // start and ended now.

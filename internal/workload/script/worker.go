@@ -73,7 +73,7 @@ func (l *loadWorkload) open(ctx context.Context) (session, *countingConn, error)
 	switch l.login.Engine {
 	case postgres.Name:
 		s, err = openPostgres(ctx, l.login, l.prog)
-	case mariadb.EngineName:
+	case mariadb.Name:
 		s, err = openMaria(ctx, l.login, l.prog)
 	default:
 		err = fmt.Errorf("scripts run on PostgreSQL and MariaDB, not %s", l.login.Engine)

@@ -88,11 +88,11 @@ func newWorkload(p workload.Params) (*scriptWorkload, error) {
 // read them.
 func (w *scriptWorkload) program(engineName string, read workload.ReadFile) (*Program, error) {
 	switch engineName {
-	case postgres.Name, mariadb.EngineName:
+	case postgres.Name, mariadb.Name:
 	default:
 		return nil, fmt.Errorf("scripts run on PostgreSQL and MariaDB, not %s", engineName)
 	}
-	prog, err := programOf(w.params, read, engineName == mariadb.EngineName)
+	prog, err := programOf(w.params, read, engineName == mariadb.Name)
 	if err != nil {
 		return nil, err
 	}

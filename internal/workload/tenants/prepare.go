@@ -73,7 +73,7 @@ func (w *tenants) Prepare(ctx context.Context, env *workload.Env) error {
 		switch inst.Engine() {
 		case postgres.Name:
 			builders[i] = &pgBuilder{inst: inst, db: env.Database, sig: sig, w: w}
-		case mariadb.EngineName:
+		case mariadb.Name:
 			builders[i] = &mariaBuilder{inst: inst, db: env.Database, sig: sig, w: w}
 		default:
 			return fmt.Errorf("instance %q runs %s: the tenants workload speaks PostgreSQL's and MariaDB's dialects only", name, inst.Engine())

@@ -75,7 +75,7 @@ func (s *statsConn) open(ctx context.Context) error {
 		if s.pg, err = pgx.ConnectConfig(ctx, cfg); err != nil {
 			return fmt.Errorf("connect to %s: %w", c, err)
 		}
-	case mariadb.EngineName:
+	case mariadb.Name:
 		cfg, err := mariadb.Config(c)
 		if err != nil {
 			return err

@@ -196,7 +196,7 @@ func (l *tenantLoad) NewWorker(ctx context.Context, id int) (load.Worker, error)
 	switch t.conn.Engine {
 	case postgres.Name:
 		return newPGWorker(ctx, l, id, t)
-	case mariadb.EngineName:
+	case mariadb.Name:
 		return newMariaWorker(ctx, l, id, t)
 	}
 	return nil, fmt.Errorf("the tenants workload speaks PostgreSQL's and MariaDB's dialects only, not %q", t.conn.Engine)

@@ -47,7 +47,7 @@ func Engine(tb testing.TB) *mariadb.Engine {
 // is stopped and removed when the test ends.
 func Start(tb testing.TB, name string, settings map[string]string) *mariadb.Instance {
 	tb.Helper()
-	return StartConfig(tb, engine.InstanceConfig{Name: name, Engine: mariadb.EngineName, Settings: settings}, BaseDir(tb))
+	return StartConfig(tb, engine.InstanceConfig{Name: name, Engine: mariadb.Name, Settings: settings}, BaseDir(tb))
 }
 
 // StartConfig starts an instance of cfg (FastSettings under cfg.Settings)
@@ -172,7 +172,7 @@ func StartTLS(tb testing.TB, name string, settings map[string]string, hosts ...s
 	tb.Helper()
 	files := tlstest.Make(tb, hosts...)
 	fixture := map[string]string{"ssl_cert": files.Cert, "ssl_key": files.Key, "ssl_ca": files.CA}
-	cfg := engine.InstanceConfig{Name: name, Engine: mariadb.EngineName, Settings: settings}
+	cfg := engine.InstanceConfig{Name: name, Engine: mariadb.Name, Settings: settings}
 	return startWith(tb, cfg, BaseDir(tb), fixture), files
 }
 

@@ -29,7 +29,7 @@ type varNode struct {
 
 func (n *varNode) Eval(e *Env) (Value, error) {
 	v := e.Vars[n.slot]
-	switch v.Kind {
+	switch v.Type {
 	case Unset:
 		return v, fmt.Errorf("undefined variable %q", n.name)
 	case Text:
@@ -57,7 +57,7 @@ func lazyLogic(e *Env, l, r Node, decider bool) (Value, error) {
 	if err != nil {
 		return a, err
 	}
-	if a.Kind == Null {
+	if a.Type == Null {
 		return a, nil
 	}
 	ba, err := a.asBool()
@@ -68,7 +68,7 @@ func lazyLogic(e *Env, l, r Node, decider bool) (Value, error) {
 		return BoolValue(decider), nil
 	}
 	b, err := r.Eval(e)
-	if err != nil || b.Kind == Null {
+	if err != nil || b.Type == Null {
 		return b, err
 	}
 	bb, err := b.asBool()
@@ -113,7 +113,7 @@ func (n *funcNode) Eval(e *Env) (Value, error) {
 			return v, err
 		}
 		args[i] = v
-		hasNull = hasNull || v.Kind == Null
+		hasNull = hasNull || v.Type == Null
 	}
 	if hasNull && n.fn != fIs && n.fn != fDebug {
 		return NullValue(), nil
@@ -126,7 +126,7 @@ var errDivisionByZero = errors.New("division by zero")
 // arith is + - * / % = <> <= <: doubles when either side is one (but %),
 // else integers with overflow checked, as pgbench.
 func arith(fn funcID, l, r Value) (Value, error) {
-	if (l.Kind == Double || r.Kind == Double) && fn != fMod {
+	if (l.Type == Double || r.Type == Double) && fn != fMod {
 		ld, err := l.asDouble()
 		if err != nil {
 			return Value{}, err

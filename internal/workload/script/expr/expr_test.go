@@ -75,7 +75,7 @@ func TestRandomWithinBounds(t *testing.T) {
 				env.Vars[j] = IntValue(int64(i % 11))
 			}
 			v, err := n.Eval(env)
-			if err != nil || v.Kind != Int || v.I < -3 || v.I > 7 {
+			if err != nil || v.Type != Int || v.I < -3 || v.I > 7 {
 				t.Fatalf("%s = %v, %v", src, v, err)
 			}
 		}

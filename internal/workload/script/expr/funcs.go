@@ -123,11 +123,11 @@ func apply(fn funcID, a []Value, e *Env) (Value, error) {
 		return BoolValue(!b), err
 	case fIs:
 		// As pgbench: the same type and the same boolean (NULL is NULL).
-		return BoolValue(a[0].Kind == a[1].Kind && a[0].I == a[1].I), nil
+		return BoolValue(a[0].Type == a[1].Type && a[0].I == a[1].I), nil
 	case fPi:
 		return DoubleValue(math.Pi), nil
 	case fAbs:
-		if a[0].Kind == Int {
+		if a[0].Type == Int {
 			return IntValue(max(a[0].I, -a[0].I)), nil
 		}
 		d, err := a[0].asDouble()
@@ -202,7 +202,7 @@ func mathFunc(fn funcID, v Value) (Value, error) {
 func extremum(fn funcID, a []Value) (Value, error) {
 	double := false
 	for _, v := range a {
-		double = double || v.Kind == Double
+		double = double || v.Type == Double
 	}
 	if double {
 		best, err := a[0].asDouble()

@@ -7,13 +7,13 @@ import (
 	"strings"
 )
 
-// Kind is the type of a [Value]: pgbench's NULL, boolean, integer and
+// Type is the type of a [Value]: pgbench's NULL, boolean, integer and
 // double, and the text a variable holds until an expression needs its
 // value (what \gset and -D give).
-type Kind uint8
+type Type uint8
 
 const (
-	Unset  Kind = iota // a variable that was never given a value
+	Unset  Type = iota // a variable that was never given a value
 	Null               // NULL
 	Bool               // TRUE, FALSE
 	Int                // a 64-bit integer
@@ -21,36 +21,36 @@ const (
 	Text               // text from a query result or -D, typed when an expression reads it
 )
 
-func (k Kind) String() string {
+func (k Type) String() string {
 	return [...]string{"none", "null", "boolean", "int", "double", "text"}[k]
 }
 
 // Value is one pgbench value. It is small and passed by value, so that
 // evaluating an expression allocates nothing.
 type Value struct {
-	Kind Kind
+	Type Type
 	I    int64   // Int; 1 or 0 for Bool
 	F    float64 // Double
 	S    string  // Text
 }
 
 // IntValue, DoubleValue, BoolValue, TextValue and NullValue make values.
-func IntValue(i int64) Value      { return Value{Kind: Int, I: i} }
-func DoubleValue(f float64) Value { return Value{Kind: Double, F: f} }
-func TextValue(s string) Value    { return Value{Kind: Text, S: s} }
-func NullValue() Value            { return Value{Kind: Null} }
+func IntValue(i int64) Value      { return Value{Type: Int, I: i} }
+func DoubleValue(f float64) Value { return Value{Type: Double, F: f} }
+func TextValue(s string) Value    { return Value{Type: Text, S: s} }
+func NullValue() Value            { return Value{Type: Null} }
 func BoolValue(b bool) Value {
 	if b {
-		return Value{Kind: Bool, I: 1}
+		return Value{Type: Bool, I: 1}
 	}
-	return Value{Kind: Bool}
+	return Value{Type: Bool}
 }
 
 // AppendText appends the value as pgbench writes it into a query: an
 // integer in decimal, a double with 15 significant digits (%.15g), true or
 // false, NULL, or the text itself.
 func (v Value) AppendText(b []byte) []byte {
-	switch v.Kind {
+	switch v.Type {
 	case Int:
 		return strconv.AppendInt(b, v.I, 10)
 	case Double:
@@ -89,7 +89,7 @@ func appendDouble(b []byte, f float64) []byte {
 // "true" or "yes", or "on"; a prefix of "false" or "no", "off" or "of"; an
 // integer (which must fit 64 bits); else a double.
 func (v Value) Typed() (Value, error) {
-	if v.Kind != Text {
+	if v.Type != Text {
 		return v, nil
 	}
 	s := v.S
@@ -141,7 +141,7 @@ func looksInt(s string) bool {
 // Truth is a value as a condition: non-zero numbers and TRUE are true,
 // zero, FALSE and NULL false.
 func (v Value) Truth() bool {
-	switch v.Kind {
+	switch v.Type {
 	case Bool, Int:
 		return v.I != 0
 	case Double:
@@ -153,7 +153,7 @@ func (v Value) Truth() bool {
 // asInt coerces a number to an integer, rounding a double to the nearest
 // (half to even, as C's rint).
 func (v Value) asInt() (int64, error) {
-	switch v.Kind {
+	switch v.Type {
 	case Int:
 		return v.I, nil
 	case Double:
@@ -163,24 +163,24 @@ func (v Value) asInt() (int64, error) {
 		}
 		return int64(d), nil
 	}
-	return 0, fmt.Errorf("cannot coerce %s to int", v.Kind)
+	return 0, fmt.Errorf("cannot coerce %s to int", v.Type)
 }
 
 // asDouble coerces a number to a double.
 func (v Value) asDouble() (float64, error) {
-	switch v.Kind {
+	switch v.Type {
 	case Double:
 		return v.F, nil
 	case Int:
 		return float64(v.I), nil
 	}
-	return 0, fmt.Errorf("cannot coerce %s to double", v.Kind)
+	return 0, fmt.Errorf("cannot coerce %s to double", v.Type)
 }
 
 // asBool accepts a boolean only, as pgbench's AND, OR and NOT do.
 func (v Value) asBool() (bool, error) {
-	if v.Kind == Bool {
+	if v.Type == Bool {
 		return v.I != 0, nil
 	}
-	return false, fmt.Errorf("cannot coerce %s to boolean", v.Kind)
+	return false, fmt.Errorf("cannot coerce %s to boolean", v.Type)
 }
