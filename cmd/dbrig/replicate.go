@@ -346,7 +346,7 @@ func replicateRun(ctx context.Context, a *app, f *replicateFlags, cfg replicatio
 	}
 	rc.OnEvent = func(e replication.Event) {
 		switch {
-		case e.Kind == "restarting":
+		case e.State == "restarting":
 			fmt.Fprintf(a.stderr, "%s: restarting the distribution agent\n", e.At.Format(time.RFC3339))
 		case e.Role == "distribution agent" && rc.LogReader && !f.untilCaughtUp:
 			again := "remove the cause, then restart it (dbrig replicate run --role agent, or restart this run)"

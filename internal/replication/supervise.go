@@ -46,14 +46,14 @@ type RunConfig struct {
 // Event is a role stopping or restarting.
 type Event struct {
 	Role string // "log reader" or "distribution agent"
-	// Kind is "stopped" (Err says why) or "restarting".
-	Kind string
-	Err  error
-	At   time.Time
+	// State is "stopped" (Err says why) or "restarting".
+	State string
+	Err   error
+	At    time.Time
 }
 
 func (e Event) String() string {
-	if e.Kind == "restarting" {
+	if e.State == "restarting" {
 		return e.Role + " restarting"
 	}
 	return fmt.Sprintf("%s stopped: %v", e.Role, e.Err)
@@ -335,7 +335,7 @@ func (s *Supervisor) run(ctx, parent context.Context) {
 				s.mu.Lock()
 				s.permanent++
 				s.mu.Unlock()
-				s.event(Event{Role: "log reader", Kind: "stopped", Err: e.err})
+				s.event(Event{Role: "log reader", State: "stopped", Err: e.err})
 				finish(err)
 			case roleAgent:
 				if e.err == nil { // caught up (agent alone, UntilCaughtUp)
@@ -349,7 +349,7 @@ func (s *Supervisor) run(ctx, parent context.Context) {
 				s.agentErr = e.err
 				s.permanent++
 				s.mu.Unlock()
-				s.event(Event{Role: "distribution agent", Kind: "stopped", Err: e.err})
+				s.event(Event{Role: "distribution agent", State: "stopped", Err: e.err})
 				switch {
 				case s.lr == nil || s.cfg.UntilCaughtUp:
 					finish(fmt.Errorf("distribution agent: %w", e.err))
@@ -370,7 +370,7 @@ func (s *Supervisor) run(ctx, parent context.Context) {
 			s.restarts += int64(st.Restarts)
 			s.agent, s.agentErr = a, nil
 			s.mu.Unlock()
-			s.event(Event{Role: "distribution agent", Kind: "restarting"})
+			s.event(Event{Role: "distribution agent", State: "restarting"})
 			running++
 			startRole(roleAgent, a.Run)
 		case <-poll:
