@@ -184,32 +184,19 @@ func rateParam() Param {
 }
 
 func windowParam() Param {
-	p := field[units.Size]{of: func(c *Config) *units.Size { return &c.Window }, parse: units.ParseSize,
-		show: units.Size.String,
-		complain: func(w units.Size) string {
-			switch {
-			case w < 0:
-				return "must not be negative"
-			case w > MaxWindow:
-				return fmt.Sprintf("at most %s (%s)", units.Size(MaxWindow), windowScaled)
-			}
-			return ""
-		},
-	}.param("window", "TCP window: most bytes in flight per direction of a connection (a `size` such as 64KiB, 65535, 16MiB; 0 = unlimited); at least --mss",
-		fmt.Sprintf("0 (unlimited), or one segment (mss) to %s: %s", units.Size(MaxWindow), windowScaled))
-	// A window smaller than a segment would never let one through.
-	p.relate = func(c Config, spell func(string) string) (string, string) {
-		if c.Window > 0 && int(c.Window) < c.SegmentSize() {
-			return c.Window.String(), fmt.Sprintf("smaller than one segment (%s %d bytes): want at least the segment, or 0 for unlimited",
-				spell("mss"), c.SegmentSize())
-		}
-		return "", ""
-	}
-	return p
+	return inFlightParam("window", "TCP window: most bytes in flight per direction of a connection (a `size` such as 64KiB, 65535, 16MiB; 0 = unlimited); at least --mss",
+		func(c *Config) *units.Size { return &c.Window })
 }
 
 func sendBufferParam() Param {
-	p := field[units.Size]{of: func(c *Config) *units.Size { return &c.SendBuffer }, parse: units.ParseSize,
+	return inFlightParam("sndbuf", "the sender's buffer: most bytes the sending application may have unacknowledged per direction, beside the window (a `size` such as 8KiB; 0 = unlimited); at least --mss",
+		func(c *Config) *units.Size { return &c.SendBuffer })
+}
+
+// inFlightParam is a bound on the bytes in flight (the window, the send
+// buffer): 0 for none, else one segment to TCP's largest window.
+func inFlightParam(name, doc string, of func(*Config) *units.Size) Param {
+	p := field[units.Size]{of: of, parse: units.ParseSize,
 		show: units.Size.String,
 		complain: func(w units.Size) string {
 			switch {
@@ -220,11 +207,11 @@ func sendBufferParam() Param {
 			}
 			return ""
 		},
-	}.param("sndbuf", "the sender's buffer: most bytes the sending application may have unacknowledged per direction, beside the window (a `size` such as 8KiB; 0 = unlimited); at least --mss",
-		fmt.Sprintf("0 (unlimited), or one segment (mss) to %s: %s", units.Size(MaxWindow), windowScaled))
+	}.param(name, doc, fmt.Sprintf("0 (unlimited), or one segment (mss) to %s: %s", units.Size(MaxWindow), windowScaled))
+	// A bound smaller than a segment would never let one through.
 	p.relate = func(c Config, spell func(string) string) (string, string) {
-		if c.SendBuffer > 0 && int(c.SendBuffer) < c.SegmentSize() {
-			return c.SendBuffer.String(), fmt.Sprintf("smaller than one segment (%s %d bytes): want at least the segment, or 0 for unlimited",
+		if w := *of(&c); w > 0 && int(w) < c.SegmentSize() {
+			return w.String(), fmt.Sprintf("smaller than one segment (%s %d bytes): want at least the segment, or 0 for unlimited",
 				spell("mss"), c.SegmentSize())
 		}
 		return "", ""
