@@ -12,7 +12,8 @@ import (
 	"github.com/dbrig/dbrig/internal/term"
 )
 
-// summaryWidth is the terminal width the summary is laid out for.
+// summaryWidth is the width the summary is laid out for when its output
+// is not a terminal; on one, the terminal's width (60 to 160 columns).
 const summaryWidth = 100
 
 // summaryMaxFailures is how many failures the summary lists by name.
@@ -26,6 +27,7 @@ func WriteSummary(w io.Writer, d *Doc, color bool) error {
 		return fmt.Errorf("write summary: no document")
 	}
 	st := term.Style{Enabled: color}
+	width := min(max(term.Width(w, summaryWidth), 60), 160)
 	bw := bufio.NewWriter(w)
 	p := func(format string, a ...any) { fmt.Fprintf(bw, format, a...) }
 
@@ -51,32 +53,11 @@ func WriteSummary(w io.Writer, d *Doc, color bool) error {
 	if len(d.Findings) == 0 {
 		p("  none published for this study\n")
 	} else {
-		rows := [][]string{{"#", "Verdict", "Published", "Measured here", "Model"}}
 		for i, f := range d.Findings {
-			rows = append(rows, []string{fmt.Sprintf("F%d", i+1), string(orVerdict(f.Verdict)), oneLine(f.Published), oneLine(f.Measured), oneLine(f.Model)})
-		}
-		colour := func(row, col int, padded string) string {
-			switch {
-			case row == 0:
-				return st.Bold(padded)
-			case col == 1:
-				return verdictStyle(st, d.Findings[row-1].Verdict, padded)
+			if i > 0 {
+				p("\n")
 			}
-			return padded
-		}
-		writeTable(bw, rows, []bool{false, false, true, true, true}, "  ", summaryWidth, colour)
-		for i, f := range d.Findings {
-			if f.Verdict != Differs || f.Why == "" {
-				continue
-			}
-			head := fmt.Sprintf("  F%d differs: ", i+1)
-			for j, l := range wrap(oneLine(f.Why), summaryWidth-len(head)) {
-				if j == 0 {
-					p("%s%s\n", verdictStyle(st, Differs, head), l)
-				} else {
-					p("%s%s\n", strings.Repeat(" ", len(head)), l)
-				}
-			}
+			writeFinding(bw, st, i+1, f, width)
 		}
 	}
 
@@ -143,85 +124,6 @@ func writeItem(w io.Writer, bullet, text string, style func(string) string) {
 	}
 }
 
-// writeTable writes rows (the first is the header) as an aligned plain-text
-// table no wider than width. Columns marked in flex share what is left
-// after the fixed ones and wrap their text; style colours a padded cell
-// (so escapes never disturb alignment).
-func writeTable(w io.Writer, rows [][]string, flex []bool, indent string, width int, style func(row, col int, padded string) string) {
-	const gap = "  "
-	ncol := len(flex)
-	widths := make([]int, ncol)
-	for _, r := range rows {
-		for c := 0; c < ncol && c < len(r); c++ {
-			widths[c] = max(widths[c], runewidth.StringWidth(r[c]))
-		}
-	}
-	avail := width - runewidth.StringWidth(indent) - len(gap)*(ncol-1)
-	total := 0
-	for _, x := range widths {
-		total += x
-	}
-	// Narrow the widest flexible column one step at a time until the table
-	// fits, so the columns end up as even as their contents allow.
-	const minFlex = 12
-	for total > avail {
-		widest := -1
-		for c := range ncol {
-			if flex[c] && widths[c] > minFlex && (widest < 0 || widths[c] > widths[widest]) {
-				widest = c
-			}
-		}
-		if widest < 0 {
-			break
-		}
-		widths[widest]--
-		total--
-	}
-	rule := make([]string, ncol)
-	for c := range ncol {
-		rule[c] = strings.Repeat("-", widths[c])
-	}
-	all := append([][]string{rows[0], rule}, rows[1:]...)
-	for ri, r := range all {
-		cells := make([][]string, ncol)
-		height := 1
-		for c := range ncol {
-			text := ""
-			if c < len(r) {
-				text = r[c]
-			}
-			cells[c] = wrap(text, widths[c])
-			height = max(height, len(cells[c]))
-		}
-		styleRow := ri - 1 // the rule is not styled; data rows count from 1
-		if ri == 0 {
-			styleRow = 0
-		}
-		for line := range height {
-			var b strings.Builder
-			b.WriteString(indent)
-			for c := range ncol {
-				text := ""
-				if line < len(cells[c]) {
-					text = cells[c][line]
-				}
-				padded := text
-				if c < ncol-1 {
-					padded = runewidth.FillRight(text, widths[c])
-				}
-				if style != nil && ri != 1 && text != "" {
-					padded = style(styleRow, c, padded)
-				}
-				b.WriteString(padded)
-				if c < ncol-1 {
-					b.WriteString(gap)
-				}
-			}
-			fmt.Fprintln(w, strings.TrimRight(b.String(), " "))
-		}
-	}
-}
-
 // wrap breaks text into lines of at most width columns at spaces, cutting
 // words longer than a line.
 func wrap(text string, width int) []string {
@@ -276,3 +178,42 @@ func firstLine(s string) string {
 
 // oneLine folds whitespace, newlines included, into single spaces.
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// writeFinding writes one finding as a block: its number and verdict, then
+// what the source published, what was measured, the model and, unless it
+// reproduced, why; each part wrapped to the width under its label, and a
+// part per engine or combination (a line of its own in the finding) on a
+// line of its own.
+func writeFinding(w io.Writer, st term.Style, n int, f Finding, width int) {
+	head := fmt.Sprintf("  F%-3d %-14s ", n, orVerdict(f.Verdict))
+	indent := strings.Repeat(" ", runewidth.StringWidth(head))
+	first := true
+	part := func(label, text string) {
+		if strings.TrimSpace(text) == "" || text == "-" {
+			return
+		}
+		for _, line := range strings.Split(strings.TrimSpace(text), "\n") {
+			for j, l := range wrap(oneLine(line), width-len(indent)-11) {
+				lead, tag := indent, fmt.Sprintf("%-11s", label)
+				if first {
+					lead = verdictStyle(st, f.Verdict, head)
+					first = false
+				}
+				if j > 0 || label == "" {
+					tag = strings.Repeat(" ", 11)
+				} else {
+					tag = st.Dim(tag)
+				}
+				fmt.Fprintf(w, "%s%s%s\n", lead, tag, l)
+			}
+			label = ""
+		}
+	}
+	part("published", f.Published)
+	part("measured", f.Measured)
+	part("spread", f.Spread)
+	part("model", f.Model)
+	if f.Verdict != Reproduced {
+		part("why", f.Why)
+	}
+}

@@ -297,7 +297,12 @@ func mergeMeasured(p Published, labels []string, each []report.Finding, measured
 			spreads = append(spreads, label+f.Spread)
 		}
 		whys = append(whys, label+string(f.Verdict)+". "+f.Why)
-		if f.Verdict != report.Reproduced {
+		// One part that differs makes the finding differ; else one the
+		// runs cannot decide leaves it within noise.
+		switch {
+		case f.Verdict == report.WithinNoise && out.Verdict == report.Reproduced:
+			out.Verdict = report.WithinNoise
+		case f.Verdict != report.Reproduced && f.Verdict != report.WithinNoise:
 			out.Verdict = report.Differs
 		}
 	}

@@ -16,6 +16,7 @@ func TestMergeFindings(t *testing.T) {
 	ok := report.Finding{Verdict: report.Reproduced, Measured: "3x", Model: "4x", Why: "as the seed"}
 	no := report.Finding{Verdict: report.Differs, Measured: "1x", Model: "1x", Why: "one page a lookup"}
 	none := report.Finding{Verdict: report.NotMeasured, Measured: "-", Model: "-", Why: "no lookup ran"}
+	noisy := report.Finding{Verdict: report.WithinNoise, Measured: "2x to 4x", Model: "4x", Why: "runs on both sides"}
 	for _, tc := range []struct {
 		name    string
 		labels  []string
@@ -29,6 +30,10 @@ func TestMergeFindings(t *testing.T) {
 			[]string{"PostgreSQL: 1x\nMariaDB: 3x", "PostgreSQL: differs. one page a lookup"}},
 		{"one part did not measure", []string{"PostgreSQL", "MariaDB"}, []report.Finding{ok, none}, report.Reproduced,
 			[]string{"PostgreSQL: 3x", "MariaDB: not measured. no lookup ran"}},
+		{"one part within noise", []string{"PostgreSQL", "MariaDB"}, []report.Finding{ok, noisy}, report.WithinNoise,
+			[]string{"MariaDB: within noise. runs on both sides"}},
+		{"within noise and differs", []string{"PostgreSQL", "MariaDB"}, []report.Finding{noisy, no}, report.Differs,
+			[]string{"MariaDB: differs"}},
 		{"no part measured", []string{"PostgreSQL", "MariaDB"}, []report.Finding{none, none}, report.NotMeasured,
 			[]string{"PostgreSQL: no lookup ran\nMariaDB: no lookup ran"}},
 		{"one part", []string{"PostgreSQL"}, []report.Finding{no}, report.Differs, []string{"one page a lookup"}},

@@ -58,3 +58,17 @@ func (s Style) Bold(t string) string { return s.wrap("1", t) }
 
 // Dim marks detail.
 func (s Style) Dim(t string) string { return s.wrap("2", t) }
+
+// Width is w's terminal width in columns, or fallback when w is not a
+// terminal (a pipe, a file), whose lines a reader's own viewer wraps.
+func Width(w io.Writer, fallback int) int {
+	f, ok := w.(interface{ Fd() uintptr })
+	if !ok || !IsTerminal(w) {
+		return fallback
+	}
+	ws, err := unix.IoctlGetWinsize(int(f.Fd()), unix.TIOCGWINSZ)
+	if err != nil || ws.Col == 0 {
+		return fallback
+	}
+	return int(ws.Col)
+}
