@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -21,6 +22,7 @@ import (
 	"github.com/dbrig/dbrig/internal/report"
 	"github.com/dbrig/dbrig/internal/study"
 	"github.com/dbrig/dbrig/internal/term"
+	"github.com/dbrig/dbrig/internal/units"
 	"github.com/dbrig/dbrig/internal/workload"
 	"github.com/dbrig/dbrig/internal/workload/georep"
 	"github.com/dbrig/dbrig/internal/workload/keylookup"
@@ -449,6 +451,7 @@ func reportOutcome(total int, notRuns, failed []error) error {
 
 func newStudiesCmd(a *app) *cobra.Command {
 	var asJSON bool
+	runsDir := "runs"
 	cmd := &cobra.Command{
 		Use:   "studies",
 		Short: "List the built-in studies ('dbrig studies show NAME' prints one's file)",
@@ -460,20 +463,36 @@ func newStudiesCmd(a *app) *cobra.Command {
 				Title  string         `json:"title"`
 				Source string         `json:"source"`
 				Points map[string]int `json:"points"` // per scale
+				// LastRun is, per scale, how long the latest complete run
+				// under --runs took on this machine, in seconds.
+				LastRun map[string]float64 `json:"last_run_s,omitempty"`
+				lastDir map[string]string
 			}
 			var rows []row
+			points := map[string]map[string]int{}
 			for _, name := range reg.Studies() {
 				spec, err := study.Open(name, reg)
 				if err != nil {
 					return failure(fmt.Errorf("built-in study %s: %w", name, err))
 				}
-				r := row{Name: name, Title: spec.Title, Source: spec.Source.Seed, Points: map[string]int{}}
+				r := row{Name: name, Title: spec.Title, Source: spec.Source.Seed, Points: map[string]int{}, LastRun: map[string]float64{}, lastDir: map[string]string{}}
 				for _, sc := range spec.ScaleNames() {
 					if p, err := spec.Plan(sc); err == nil {
 						r.Points[sc] = len(p.Points())
 					}
 				}
+				points[name] = r.Points
 				rows = append(rows, r)
+			}
+			past := study.PastRuns(runsDir, func(name, scale string) (int, bool) {
+				n, ok := points[name][scale]
+				return n, ok
+			})
+			for i, r := range rows {
+				for sc, run := range past[r.Name] {
+					rows[i].LastRun[sc] = run.Duration.Seconds()
+					rows[i].lastDir[sc] = run.Dir
+				}
 			}
 			if asJSON {
 				enc := json.NewEncoder(a.stdout)
@@ -483,7 +502,11 @@ func newStudiesCmd(a *app) *cobra.Command {
 			for _, r := range rows {
 				var scales []string
 				for _, sc := range slices.Sorted(maps.Keys(r.Points)) {
-					scales = append(scales, fmt.Sprintf("%s %d points", sc, r.Points[sc]))
+					s := fmt.Sprintf("%s %d points", sc, r.Points[sc])
+					if d, ok := r.LastRun[sc]; ok {
+						s += fmt.Sprintf(" (%s here: %s)", units.FormatDuration(time.Duration(d*float64(time.Second)).Round(time.Second)), r.lastDir[sc])
+					}
+					scales = append(scales, s)
 				}
 				fmt.Fprintf(a.stdout, "%-18s %s\n%-18s source: seed %s; %s\n", r.Name, r.Title, "", r.Source, strings.Join(scales, ", "))
 			}
@@ -491,6 +514,7 @@ func newStudiesCmd(a *app) *cobra.Command {
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the list as JSON")
+	cmd.Flags().StringVar(&runsDir, "runs", runsDir, "the `DIR` of earlier runs (dbrig run's default): each scale's last complete run there says how long it took on this machine")
 	cmd.AddCommand(newStudiesShowCmd(a))
 	return cmd
 }
