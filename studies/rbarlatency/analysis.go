@@ -130,7 +130,7 @@ func (n noLink) ends() string {
 	case n.serverBound():
 		return fmt.Sprintf("the server sends %s on %s (its process busy %.2f CPUs)", units.Rate(n.rate), n.where, n.serverCPU)
 	case math.IsNaN(n.serverCPU):
-		return fmt.Sprintf("the path without a link carries %s on %s", units.Rate(n.rate), n.where)
+		return fmt.Sprintf("%s on %s (no sample of the server's CPU says which end sets it)", units.Rate(n.rate), n.where)
 	}
 	return fmt.Sprintf("the client absorbs %s on %s (the server's process busy %.2f CPUs)", units.Rate(n.rate), n.where, n.serverCPU)
 }

@@ -103,10 +103,10 @@ func (a *analysis) judgeInfiniband(f *report.Finding, exp, what string, publishe
 		f.Why = fmt.Sprintf("A 40x faster link changes the time by %s: the consumer's rate, not the link, decides how fast the rows arrive.", study.FormatPercent(got))
 	case got > 0 && !study.Separated(s1, sib):
 		f.Verdict = report.WithinNoise
-		f.Why = fmt.Sprintf("The faster link came out %s slower, but the two links' runs overlap: the runs tell neither a gain nor a loss, where the seed saw %.0f %%.", study.FormatPercent(got), published)
+		f.Why = fmt.Sprintf("The faster link came out %.1f %% slower, but the two links' runs overlap: the runs tell neither a gain nor a loss, where the seed saw %.0f %%.", got, published)
 	case got > 0:
 		f.Verdict = report.Differs
-		f.Why = fmt.Sprintf("The faster link came out %s slower, beyond the runs' spread, where the model expects %s: the emulated link's own CPU cost per segment, on a 2-core machine it shares with the server and the client, and this machine's noise decide here, not the link's rate or delay.", study.FormatPercent(got), study.FormatPercent(model))
+		f.Why = fmt.Sprintf("The faster link came out %.1f %% slower, beyond the runs' spread, where the model expects %s: the emulated link's own CPU cost per segment, on a 2-core machine it shares with the server and the client, and this machine's noise decide here, not the link's rate or delay.", got, study.FormatPercent(model))
 	default:
 		f.Verdict = report.Differs
 		f.Why = fmt.Sprintf("Here the faster link changed the time by %s, against the seed's %.0f %%: the link's rate, not the client, limits this stream on this machine.", study.FormatPercent(got), published)
