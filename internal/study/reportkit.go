@@ -56,6 +56,27 @@ func FormatTimes(v float64) string {
 // Within reports whether got is within a factor f of want either way.
 func Within(got, want, f float64) bool { return got >= want/f && got <= want*f }
 
+// ServerCPU is the mean CPUs the points' servers used while they ran
+// (sampled by the monitoring connection), NaN when not measured (a
+// target's processes, or points too short for a sample).
+func ServerCPU(ps ...*Summary) float64 {
+	sum, n := 0.0, 0
+	for _, s := range ps {
+		for _, r := range s.Results {
+			for _, ser := range r.Monitor {
+				if v := ser.Summarize().MeanCPU; v >= 0 {
+					sum += v
+					n++
+				}
+			}
+		}
+	}
+	if n == 0 {
+		return math.NaN()
+	}
+	return sum / float64(n)
+}
+
 // RunRange is the lowest and highest run of a figure, leaving out a
 // discarded first run as the mean does; NaN without runs.
 func RunRange(s Stat, discardFirst bool) (lo, hi float64) {

@@ -256,7 +256,7 @@ func judgeServerIdle(rd *study.RunData, p study.Published) report.Finding {
 			return study.NotMeasured(p, "Needs a closed loop at both duplex settings.")
 		}
 		x := ps[len(ps)-1] // the heaviest load
-		cf, cm := loadoltp.ServerCPU(x.Full), loadoltp.ServerCPU(x.Mismatched)
+		cf, cm := study.ServerCPU(x.Full), study.ServerCPU(x.Mismatched)
 		lo := ps[0]
 		growth := fmt.Sprintf("from %g to %g users the throughput went %s to %s/s at full duplex, %s to %s/s at a mismatch",
 			lo.Users, x.Users, oltp.FormatTPS(lo.Full.Mean("tps")), oltp.FormatTPS(x.Full.Mean("tps")), oltp.FormatTPS(lo.Mismatched.Mean("tps")), oltp.FormatTPS(x.Mismatched.Mean("tps")))

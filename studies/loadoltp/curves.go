@@ -160,26 +160,6 @@ func UsersList(ps []*study.Summary) string {
 	return strings.Join(out, ", ")
 }
 
-// ServerCPU is the mean CPUs the points' servers used while they ran
-// (sampled by the monitoring connection), NaN when not measured.
-func ServerCPU(ps ...*study.Summary) float64 {
-	sum, n := 0.0, 0
-	for _, s := range ps {
-		for _, r := range s.Results {
-			for _, ser := range r.Monitor {
-				if v := ser.Summarize().MeanCPU; v >= 0 {
-					sum += v
-					n++
-				}
-			}
-		}
-	}
-	if n == 0 {
-		return math.NaN()
-	}
-	return sum / float64(n)
-}
-
 // Stalls diagnoses each run of a combination.
 func Stalls(s *study.Summary) []diagnose.Point {
 	var out []diagnose.Point

@@ -137,7 +137,7 @@ func peaksSection(rd *study.RunData, cs []*Curve) (report.Section, bool) {
 			haveGbE = true
 		}
 		cpu := "-"
-		if v := ServerCPU(top...); !math.IsNaN(v) {
+		if v := study.ServerCPU(top...); !math.IsNaN(v) {
 			cpu = fmt.Sprintf("%.2f", v)
 		}
 		var errs, over float64

@@ -147,27 +147,13 @@ func (a *analysis) noLinkRate(exp string) noLink {
 }
 
 // serverCPU is the mean CPUs the server's processes kept busy over a
-// combination's runs; NaN when unknown (no sample, or a target's
-// processes, which dbrig cannot see).
+// combination's runs; NaN when unknown.
 func (a *analysis) serverCPU(exp, cost, net string) float64 {
 	s := a.sum(exp, cost, net)
 	if s == nil {
 		return math.NaN()
 	}
-	var sum float64
-	n := 0
-	for _, r := range s.Results {
-		for _, m := range r.Monitor {
-			if c := m.Summarize().MeanCPU; c >= 0 {
-				sum += c
-				n++
-			}
-		}
-	}
-	if n == 0 {
-		return math.NaN()
-	}
-	return sum / float64(n)
+	return study.ServerCPU(s)
 }
 
 func usDur(us float64) (d time.Duration) { return time.Duration(us * 1e3) }

@@ -193,7 +193,7 @@ func judgeCPUNotWire(rd *study.RunData, p study.Published) report.Finding {
 // averages.
 func serverCPUAtPeak(c *loadoltp.Curve) float64 {
 	_, top := c.Peak()
-	return loadoltp.ServerCPU(top...)
+	return study.ServerCPU(top...)
 }
 
 // lookupMix and heavyMix are the two kinds of work seed 001 set apart:
