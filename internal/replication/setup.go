@@ -151,7 +151,6 @@ func Check(ctx context.Context, cfg Config, opts SetupOptions) error {
 }
 
 func preflight(ctx context.Context, cfg Config, opts SetupOptions) (*plan, error) {
-	init := opts.Init
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
@@ -161,8 +160,27 @@ func preflight(ctx context.Context, cfg Config, opts SetupOptions) (*plan, error
 	}
 	defer pub.Close(context.WithoutCancel(ctx))
 	p := &plan{cfg: cfg, sub: map[TableName]*tableInfo{}, subRows: map[TableName]bool{}}
+	serr, err := checkPublisher(ctx, pub, cfg, opts)
+	if err != nil {
+		return nil, err
+	}
+	nerr, err := checkNames(ctx, pub, cfg, p)
+	if err != nil {
+		return nil, err
+	}
+	if err := errors.Join(append(serr, nerr...)...); err != nil {
+		return nil, &ServerError{Err: err}
+	}
+	if err := p.readTables(ctx, pub); err != nil {
+		return nil, err
+	}
+	return p, p.checkSubscriber(ctx, opts.Init)
+}
 
-	// The publisher server.
+// checkPublisher reads what the publisher's server must have: its version,
+// wal_level, encoding, the login's rights, a free slot and WAL sender.
+// What it lacks is in the errors; err is a failure to read it.
+func checkPublisher(ctx context.Context, pub *pgx.Conn, cfg Config, opts SetupOptions) (serr []error, err error) {
 	var walLevel, encoding string
 	var super, repl, createdb bool
 	var slotsFree, sendersFree int
@@ -179,7 +197,6 @@ func preflight(ctx context.Context, cfg Config, opts SetupOptions) (*plan, error
 	if err != nil {
 		return nil, &ServerError{Err: fmt.Errorf("publisher %s: %w", cfg.Publisher, err)}
 	}
-	var serr []error
 	if v < 130000 {
 		serr = append(serr, fmt.Errorf("publisher %s runs PostgreSQL %d.%d: dbrig needs 13 or later", cfg.Publisher, v/10000, v%10000/100))
 	}
@@ -202,9 +219,13 @@ func preflight(ctx context.Context, cfg Config, opts SetupOptions) (*plan, error
 	if sendersFree < 1 {
 		serr = append(serr, fmt.Errorf("publisher %s has no free WAL sender: raise max_wal_senders", cfg.Publisher))
 	}
-	// The names: a slot and a publication of this name must not exist yet,
-	// and a distribution database of this name must be dbrig's and not
-	// serve this publication already.
+	return serr, nil
+}
+
+// checkNames checks the replication's names: a slot and a publication of
+// this name must not exist yet, and a distribution database of this name
+// must be dbrig's and not serve this publication already.
+func checkNames(ctx context.Context, pub *pgx.Conn, cfg Config, p *plan) (serr []error, err error) {
 	var exists []string
 	var n int
 	if err := pub.QueryRow(ctx, "SELECT count(*) FROM pg_replication_slots WHERE slot_name = $1", cfg.Publication).Scan(&n); err == nil && n > 0 {
@@ -242,31 +263,33 @@ func preflight(ctx context.Context, cfg Config, opts SetupOptions) (*plan, error
 		serr = append(serr, fmt.Errorf("publisher %s already has %s that dbrig's catalog does not record: choose another --publication",
 			cfg.Publisher, strings.Join(exists, " and ")))
 	}
-	if err := errors.Join(serr...); err != nil {
-		return nil, &ServerError{Err: err}
-	}
+	return serr, nil
+}
 
-	// The tables.
+// readTables reads the tables to publish (every user table when the
+// configuration names none) and checks each can be published.
+func (p *plan) readTables(ctx context.Context, pub *pgx.Conn) error {
+	cfg := p.cfg
 	if len(cfg.Tables) == 0 {
 		rows, err := pub.Query(ctx, `SELECT n.nspname, c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
 			WHERE c.relkind IN ('r', 'p') AND n.nspname NOT IN ('pg_catalog', 'information_schema', $1)
 			AND n.nspname NOT LIKE 'pg\_%' ORDER BY 1, 2`, Schema)
 		if err != nil {
-			return nil, &ServerError{Err: fmt.Errorf("publisher %s: list tables: %w", cfg.Publisher, err)}
+			return &ServerError{Err: fmt.Errorf("publisher %s: list tables: %w", cfg.Publisher, err)}
 		}
 		for rows.Next() {
 			var t TableName
 			if err := rows.Scan(&t.Schema, &t.Name); err != nil {
 				rows.Close()
-				return nil, &ServerError{Err: err}
+				return &ServerError{Err: err}
 			}
 			cfg.Tables = append(cfg.Tables, t)
 		}
 		if err := rows.Err(); err != nil {
-			return nil, &ServerError{Err: err}
+			return &ServerError{Err: err}
 		}
 		if len(cfg.Tables) == 0 {
-			return nil, usageErr("publisher database %s has no tables to publish", cfg.Publisher)
+			return usageErr("publisher database %s has no tables to publish", cfg.Publisher)
 		}
 		p.cfg.Tables = cfg.Tables
 	}
@@ -280,7 +303,7 @@ func preflight(ctx context.Context, cfg Config, opts SetupOptions) (*plan, error
 		seen[t] = true
 		ti, ok, err := describeTable(ctx, pub, t)
 		if err != nil {
-			return nil, &ServerError{Err: fmt.Errorf("publisher: %w", err)}
+			return &ServerError{Err: fmt.Errorf("publisher: %w", err)}
 		}
 		if !ok {
 			uerr = append(uerr, fmt.Errorf("table %s does not exist in the publisher database %s", t, cfg.Publisher))
@@ -290,43 +313,29 @@ func preflight(ctx context.Context, cfg Config, opts SetupOptions) (*plan, error
 		p.tables = append(p.tables, ti)
 	}
 	if err := errors.Join(uerr...); err != nil {
-		return nil, &UsageError{Err: err}
+		return &UsageError{Err: err}
 	}
+	return nil
+}
 
-	// The subscriber.
+// checkSubscriber checks the subscriber: dbrig's schema there is dbrig's,
+// no subscription of this name exists, and each table is there (unless
+// initialization makes it) and empty when initialization fills it.
+func (p *plan) checkSubscriber(ctx context.Context, init InitMethod) error {
+	cfg := p.cfg
 	sub, err := pgxConnect(ctx, cfg.Subscriber, "dbrig setup")
 	if err != nil {
-		return nil, &ServerError{Err: fmt.Errorf("subscriber: %w", err)}
+		return &ServerError{Err: fmt.Errorf("subscriber: %w", err)}
 	}
 	defer sub.Close(context.WithoutCancel(ctx))
-	var has bool
-	var schemaComment *string
-	err = sub.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL, (SELECT obj_description(oid, 'pg_namespace') FROM pg_namespace WHERE nspname = $2)`,
-		Schema+".subscription", Schema).Scan(&has, &schemaComment)
-	if err != nil {
-		return nil, &ServerError{Err: fmt.Errorf("subscriber %s: %w", cfg.Subscriber, err)}
+	if err := p.checkSubscriberSchema(ctx, sub); err != nil {
+		return err
 	}
-	var schemaExists bool
-	if err := sub.QueryRow(ctx, "SELECT count(*) > 0 FROM pg_namespace WHERE nspname = $1", Schema).Scan(&schemaExists); err != nil {
-		return nil, &ServerError{Err: fmt.Errorf("subscriber %s: %w", cfg.Subscriber, err)}
-	}
-	if schemaExists && (schemaComment == nil || *schemaComment != subscriberMarker) {
-		return nil, &ServerError{Err: fmt.Errorf("subscriber %s has a schema %s that dbrig did not create: dbrig keeps its bookkeeping there and does not touch a schema of someone else's",
-			cfg.Subscriber, Schema)}
-	}
-	p.subSchemaExists = schemaExists
-	if has {
-		if err := sub.QueryRow(ctx, "SELECT count(*) FROM "+Schema+".subscription WHERE name = $1", cfg.Publication).Scan(&n); err != nil {
-			return nil, &ServerError{Err: fmt.Errorf("subscriber %s: %w", cfg.Subscriber, err)}
-		}
-		if n > 0 {
-			return nil, &ServerError{Err: fmt.Errorf("subscriber %s already has subscription %q (run teardown first)", cfg.Subscriber, cfg.Publication)}
-		}
-	}
+	var uerr []error
 	for _, pt := range p.tables {
 		st, ok, err := describeTable(ctx, sub, pt.Name)
 		if err != nil {
-			return nil, &ServerError{Err: fmt.Errorf("subscriber: %w", err)}
+			return &ServerError{Err: fmt.Errorf("subscriber: %w", err)}
 		}
 		if !ok {
 			if init == InitNone {
@@ -339,7 +348,7 @@ func preflight(ctx context.Context, cfg Config, opts SetupOptions) (*plan, error
 		if init != InitNone {
 			var any bool
 			if err := sub.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM "+pt.Name.Quoted()+")").Scan(&any); err != nil {
-				return nil, &ServerError{Err: fmt.Errorf("subscriber: read %s: %w", pt.Name, err)}
+				return &ServerError{Err: fmt.Errorf("subscriber: read %s: %w", pt.Name, err)}
 			}
 			if any {
 				uerr = append(uerr, fmt.Errorf("subscriber table %s is not empty: initialization (%s) copies every row; empty it or use --init none", pt.Name, init))
@@ -347,9 +356,42 @@ func preflight(ctx context.Context, cfg Config, opts SetupOptions) (*plan, error
 		}
 	}
 	if err := errors.Join(uerr...); err != nil {
-		return nil, &UsageError{Err: err}
+		return &UsageError{Err: err}
 	}
-	return p, nil
+	return nil
+}
+
+// checkSubscriberSchema checks that dbrig's schema on the subscriber, if
+// any, is dbrig's, and holds no subscription of this name.
+func (p *plan) checkSubscriberSchema(ctx context.Context, sub *pgx.Conn) error {
+	cfg := p.cfg
+	var has bool
+	var schemaComment *string
+	err := sub.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL, (SELECT obj_description(oid, 'pg_namespace') FROM pg_namespace WHERE nspname = $2)`,
+		Schema+".subscription", Schema).Scan(&has, &schemaComment)
+	if err != nil {
+		return &ServerError{Err: fmt.Errorf("subscriber %s: %w", cfg.Subscriber, err)}
+	}
+	var schemaExists bool
+	if err := sub.QueryRow(ctx, "SELECT count(*) > 0 FROM pg_namespace WHERE nspname = $1", Schema).Scan(&schemaExists); err != nil {
+		return &ServerError{Err: fmt.Errorf("subscriber %s: %w", cfg.Subscriber, err)}
+	}
+	if schemaExists && (schemaComment == nil || *schemaComment != subscriberMarker) {
+		return &ServerError{Err: fmt.Errorf("subscriber %s has a schema %s that dbrig did not create: dbrig keeps its bookkeeping there and does not touch a schema of someone else's",
+			cfg.Subscriber, Schema)}
+	}
+	p.subSchemaExists = schemaExists
+	if !has {
+		return nil
+	}
+	var n int
+	if err := sub.QueryRow(ctx, "SELECT count(*) FROM "+Schema+".subscription WHERE name = $1", cfg.Publication).Scan(&n); err != nil {
+		return &ServerError{Err: fmt.Errorf("subscriber %s: %w", cfg.Subscriber, err)}
+	}
+	if n > 0 {
+		return &ServerError{Err: fmt.Errorf("subscriber %s already has subscription %q (run teardown first)", cfg.Subscriber, cfg.Publication)}
+	}
+	return nil
 }
 
 // Setup creates the replication: the distribution database (or this
