@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -427,40 +428,15 @@ func Setup(ctx context.Context, cfg Config, opts SetupOptions) (res SetupResult,
 	defer pub.Close(context.WithoutCancel(ctx))
 
 	// 1. The distribution database, and this publication's tables in it.
-	if !p.distExists {
-		if _, err := pub.Exec(ctx, "CREATE DATABASE "+quoteIdent(cfg.DistributionDB)+" ENCODING 'UTF8' TEMPLATE template0"); err != nil {
-			return res, fmt.Errorf("create the distribution database %q on %s: %w", cfg.DistributionDB, cfg.Publisher, err)
-		}
-		made.database = true
-		if _, err := pub.Exec(ctx, "COMMENT ON DATABASE "+quoteIdent(cfg.DistributionDB)+" IS "+quoteLiteral(distributionMarker)); err != nil {
-			return res, fmt.Errorf("mark the distribution database %q as dbrig's: %w", cfg.DistributionDB, err)
-		}
-	}
-	dist, err := pgxConnect(ctx, cfg.Distribution(), "dbrig setup")
+	dist, err := p.makeDistribution(ctx, pub, &made)
 	if err != nil {
 		return res, err
 	}
 	defer dist.Close(context.WithoutCancel(ctx))
-	if !p.distExists {
-		if err := execAll(ctx, dist, distributionDDL); err != nil {
-			return res, fmt.Errorf("distribution database %s: %w", cfg.Distribution(), err)
-		}
-	}
-	if err := execAll(ctx, dist, publicationDDL(cfg.Publication)); err != nil {
-		return res, fmt.Errorf("distribution database %s: %w", cfg.Distribution(), err)
-	}
-	made.streamTables = true
-
 	// 2. The publication.
-	names := make([]string, len(p.tables))
-	for i, t := range p.tables {
-		names[i] = t.Name.Quoted()
+	if err := p.createPublication(ctx, pub, &made); err != nil {
+		return res, err
 	}
-	if _, err := pub.Exec(ctx, "CREATE PUBLICATION "+quoteIdent(cfg.Publication)+" FOR TABLE "+strings.Join(names, ", ")+
-		" WITH (publish = 'insert, update, delete, truncate')"); err != nil {
-		return res, fmt.Errorf("create publication %q on %s: %w", cfg.Publication, cfg.Publisher, err)
-	}
-	made.publication = true
 
 	// 3. The subscriber's bookkeeping.
 	sub, err := pgxConnect(ctx, cfg.Subscriber, "dbrig setup")
@@ -491,14 +467,7 @@ func Setup(ctx context.Context, cfg Config, opts SetupOptions) (res SetupResult,
 
 	// 5. Initialization, and the subscription's starting point: command 0
 	// at the consistent point. For a snapshot both commit together.
-	subRow := func(ctx context.Context, tx pgx.Tx) error {
-		_, err := tx.Exec(ctx, "INSERT INTO "+Schema+".subscription (name, publication, publisher, mode, last_cmd_id, last_lsn) VALUES ($1, $1, $2, $3, 0, $4)",
-			cfg.Publication, engine.RedactURI(cfg.Publisher.String()), opts.Mode.String(), slot.ConsistentPoint.String())
-		if err != nil {
-			return fmt.Errorf("subscriber: record subscription %q: %w", cfg.Publication, err)
-		}
-		return nil
-	}
+	subRow := subscriptionRow(cfg, opts, slot.ConsistentPoint)
 	for _, t := range p.tables {
 		if _, ok := p.sub[t.Name]; !ok {
 			made.subscriberTables = append(made.subscriberTables, t.Name)
@@ -520,9 +489,76 @@ func Setup(ctx context.Context, cfg Config, opts SetupOptions) (res SetupResult,
 
 	// 6. The catalog: the publication, its tables and both roles' records,
 	// in one transaction of the distribution database.
-	err = pgx.BeginFunc(ctx, dist, func(tx pgx.Tx) error {
+	if err := p.recordCatalog(ctx, dist, opts, slot.ConsistentPoint); err != nil {
+		return res, fmt.Errorf("distribution database: record publication %q: %w", cfg.Publication, err)
+	}
+	return res, nil
+}
+
+// makeDistribution creates the distribution database when the
+// publisher's server has none of dbrig's, and this publication's tables in
+// it, and returns a connection to it.
+func (p *plan) makeDistribution(ctx context.Context, pub *pgx.Conn, made *created) (*pgx.Conn, error) {
+	cfg := p.cfg
+	if !p.distExists {
+		if _, err := pub.Exec(ctx, "CREATE DATABASE "+quoteIdent(cfg.DistributionDB)+" ENCODING 'UTF8' TEMPLATE template0"); err != nil {
+			return nil, fmt.Errorf("create the distribution database %q on %s: %w", cfg.DistributionDB, cfg.Publisher, err)
+		}
+		made.database = true
+		if _, err := pub.Exec(ctx, "COMMENT ON DATABASE "+quoteIdent(cfg.DistributionDB)+" IS "+quoteLiteral(distributionMarker)); err != nil {
+			return nil, fmt.Errorf("mark the distribution database %q as dbrig's: %w", cfg.DistributionDB, err)
+		}
+	}
+	dist, err := pgxConnect(ctx, cfg.Distribution(), "dbrig setup")
+	if err != nil {
+		return nil, err
+	}
+	ddl := publicationDDL(cfg.Publication)
+	if !p.distExists {
+		ddl = append(slices.Clone(distributionDDL), ddl...)
+	}
+	if err := execAll(ctx, dist, ddl); err != nil {
+		dist.Close(context.WithoutCancel(ctx))
+		return nil, fmt.Errorf("distribution database %s: %w", cfg.Distribution(), err)
+	}
+	made.streamTables = true
+	return dist, nil
+}
+
+// createPublication publishes the plan's tables on the publisher.
+func (p *plan) createPublication(ctx context.Context, pub *pgx.Conn, made *created) error {
+	names := make([]string, len(p.tables))
+	for i, t := range p.tables {
+		names[i] = t.Name.Quoted()
+	}
+	if _, err := pub.Exec(ctx, "CREATE PUBLICATION "+quoteIdent(p.cfg.Publication)+" FOR TABLE "+strings.Join(names, ", ")+
+		" WITH (publish = 'insert, update, delete, truncate')"); err != nil {
+		return fmt.Errorf("create publication %q on %s: %w", p.cfg.Publication, p.cfg.Publisher, err)
+	}
+	made.publication = true
+	return nil
+}
+
+// subscriptionRow records the subscription on the subscriber: command 0
+// at the slot's consistent point.
+func subscriptionRow(cfg Config, opts SetupOptions, at LSN) func(context.Context, pgx.Tx) error {
+	return func(ctx context.Context, tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, "INSERT INTO "+Schema+".subscription (name, publication, publisher, mode, last_cmd_id, last_lsn) VALUES ($1, $1, $2, $3, 0, $4)",
+			cfg.Publication, engine.RedactURI(cfg.Publisher.String()), opts.Mode.String(), at.String())
+		if err != nil {
+			return fmt.Errorf("subscriber: record subscription %q: %w", cfg.Publication, err)
+		}
+		return nil
+	}
+}
+
+// recordCatalog records the publication, its tables and both roles'
+// starting points in the distribution database, in one transaction.
+func (p *plan) recordCatalog(ctx context.Context, dist *pgx.Conn, opts SetupOptions, at LSN) error {
+	cfg := p.cfg
+	return pgx.BeginFunc(ctx, dist, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, "INSERT INTO "+Schema+".publication (name, slot, publisher_database, publisher, init, binary_values, compression, consistent_lsn) VALUES ($1, $1, $2, $3, $4, $5, $6, $7)",
-			cfg.Publication, cfg.Publisher.Database, engine.RedactURI(cfg.Publisher.String()), opts.Init.String(), opts.Binary, opts.Compression.String(), slot.ConsistentPoint.String()); err != nil {
+			cfg.Publication, cfg.Publisher.Database, engine.RedactURI(cfg.Publisher.String()), opts.Init.String(), opts.Binary, opts.Compression.String(), at.String()); err != nil {
 			return err
 		}
 		for _, t := range p.tables {
@@ -535,17 +571,13 @@ func Setup(ctx context.Context, cfg Config, opts SetupOptions) (res SetupResult,
 		// snapshot holds (it streams those committed from the consistent
 		// point on); the log reader skips only what it stored itself.
 		if _, err := tx.Exec(ctx, "INSERT INTO "+Schema+".log_reader (publication, last_cmd_id, last_commit_lsn, confirmed_lsn) VALUES ($1, 0, '0/0', $2)",
-			cfg.Publication, slot.ConsistentPoint.String()); err != nil {
+			cfg.Publication, at.String()); err != nil {
 			return err
 		}
 		_, err := tx.Exec(ctx, "INSERT INTO "+Schema+".subscriptions (name, subscriber, mode) VALUES ($1, $2, $3)",
 			cfg.Publication, engine.RedactURI(cfg.Subscriber.String()), opts.Mode.String())
 		return err
 	})
-	if err != nil {
-		return res, fmt.Errorf("distribution database: record publication %q: %w", cfg.Publication, err)
-	}
-	return res, nil
 }
 
 // created is what a setup has made so far, so that a failed setup removes
