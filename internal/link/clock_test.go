@@ -14,18 +14,23 @@ func TestWallClockSleepsPrecisely(t *testing.T) {
 	}
 	defer c.close()
 	// A Go timer alone wakes about a millisecond late on an idle Linux
-	// machine; the timerfd does far better, and the spin better still. Other
-	// processes can keep this one off the CPU for a while, so each kind of
-	// sleep gets three attempts: a broken clock fails all of them.
+	// machine; the timerfd does far better, and the spin better still. On a
+	// busy machine every sleep wakes later, so each bound is the stated one
+	// or a share of a Go timer's own lateness measured beside it in the same
+	// attempt, whichever is larger: a clock no better than a Go timer fails
+	// either way. Other processes can keep this one off the CPU for a
+	// while, so each kind of sleep gets three attempts.
 	for _, tt := range []struct {
 		precise bool
 		bound   time.Duration
-	}{{true, 100 * time.Microsecond}, {false, 500 * time.Microsecond}} {
-		var med time.Duration
+		share   float64 // of the Go timer's median lateness
+	}{{true, 100 * time.Microsecond, 0.1}, {false, 500 * time.Microsecond, 0.5}} {
+		var med, limit time.Duration
 		for attempt := range 3 {
-			var lates []time.Duration
+			var lates, goLates []time.Duration
 			for i := range 60 {
-				at := time.Now().Add(time.Duration(200+i*50) * time.Microsecond)
+				d := time.Duration(200+i*50) * time.Microsecond
+				at := time.Now().Add(d)
 				if !c.SleepUntil(at, tt.precise, nil) {
 					t.Fatalf("SleepUntil returned false without a cancel")
 				}
@@ -34,17 +39,22 @@ func TestWallClockSleepsPrecisely(t *testing.T) {
 					t.Fatalf("precise=%v: woke %v before the deadline", tt.precise, -late)
 				}
 				lates = append(lates, late)
+				at = time.Now().Add(d)
+				time.Sleep(d)
+				goLates = append(goLates, time.Since(at))
 			}
 			slices.Sort(lates)
+			slices.Sort(goLates)
 			med = lates[len(lates)/2]
-			t.Logf("precise=%v, attempt %d: lateness median %v, p90 %v, max %v",
-				tt.precise, attempt+1, med, lates[len(lates)*9/10], lates[len(lates)-1])
-			if med <= tt.bound {
+			limit = max(tt.bound, time.Duration(tt.share*float64(goLates[len(goLates)/2])))
+			t.Logf("precise=%v, attempt %d: lateness median %v, p90 %v, max %v; a Go timer's median %v; limit %v",
+				tt.precise, attempt+1, med, lates[len(lates)*9/10], lates[len(lates)-1], goLates[len(goLates)/2], limit)
+			if med <= limit {
 				break
 			}
 		}
-		if med > tt.bound {
-			t.Errorf("precise=%v: median lateness %v in three attempts, want under %v", tt.precise, med, tt.bound)
+		if med > limit {
+			t.Errorf("precise=%v: median lateness %v in three attempts, want under %v", tt.precise, med, limit)
 		}
 	}
 }
