@@ -466,7 +466,7 @@ func newStudiesCmd(a *app) *cobra.Command {
 				// LastRun is, per scale, how long the latest complete run
 				// under --runs took on this machine, in seconds.
 				LastRun map[string]float64 `json:"last_run_s,omitempty"`
-				lastDir map[string]string
+				past    map[string]study.PastRun
 			}
 			var rows []row
 			points := map[string]map[string]int{}
@@ -475,7 +475,7 @@ func newStudiesCmd(a *app) *cobra.Command {
 				if err != nil {
 					return failure(fmt.Errorf("built-in study %s: %w", name, err))
 				}
-				r := row{Name: name, Title: spec.Title, Source: spec.Source.Seed, Points: map[string]int{}, LastRun: map[string]float64{}, lastDir: map[string]string{}}
+				r := row{Name: name, Title: spec.Title, Source: spec.Source.Seed, Points: map[string]int{}, LastRun: map[string]float64{}}
 				for _, sc := range spec.ScaleNames() {
 					if p, err := spec.Plan(sc); err == nil {
 						r.Points[sc] = len(p.Points())
@@ -489,9 +489,9 @@ func newStudiesCmd(a *app) *cobra.Command {
 				return n, ok
 			})
 			for i, r := range rows {
-				for sc, run := range past[r.Name] {
+				rows[i].past = past[r.Name]
+				for sc, run := range rows[i].past {
 					rows[i].LastRun[sc] = run.Duration.Seconds()
-					rows[i].lastDir[sc] = run.Dir
 				}
 			}
 			if asJSON {
@@ -503,8 +503,8 @@ func newStudiesCmd(a *app) *cobra.Command {
 				var scales []string
 				for _, sc := range slices.Sorted(maps.Keys(r.Points)) {
 					s := fmt.Sprintf("%s %d points", sc, r.Points[sc])
-					if d, ok := r.LastRun[sc]; ok {
-						s += fmt.Sprintf(" (%s here: %s)", units.FormatDuration(time.Duration(d*float64(time.Second)).Round(time.Second)), r.lastDir[sc])
+					if run, ok := r.past[sc]; ok {
+						s += fmt.Sprintf(" (%s here: %s)", units.FormatDuration(run.Duration.Round(time.Second)), run.Dir)
 					}
 					scales = append(scales, s)
 				}

@@ -184,6 +184,9 @@ func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 // reproduced, why; each part wrapped to the width under its label, and a
 // part per engine or combination (a line of its own in the finding) on a
 // line of its own.
+// labelWidth is the column of a finding's part labels ("published ").
+const labelWidth = 11
+
 func writeFinding(w io.Writer, st term.Style, n int, f Finding, width int) {
 	head := fmt.Sprintf("  F%-3d %-14s ", n, orVerdict(f.Verdict))
 	indent := strings.Repeat(" ", runewidth.StringWidth(head))
@@ -193,14 +196,14 @@ func writeFinding(w io.Writer, st term.Style, n int, f Finding, width int) {
 			return
 		}
 		for _, line := range strings.Split(strings.TrimSpace(text), "\n") {
-			for j, l := range wrap(oneLine(line), width-len(indent)-11) {
-				lead, tag := indent, fmt.Sprintf("%-11s", label)
+			for j, l := range wrap(oneLine(line), width-len(indent)-labelWidth) {
+				lead, tag := indent, fmt.Sprintf("%-*s", labelWidth, label)
 				if first {
 					lead = verdictStyle(st, f.Verdict, head)
 					first = false
 				}
 				if j > 0 || label == "" {
-					tag = strings.Repeat(" ", 11)
+					tag = strings.Repeat(" ", labelWidth)
 				} else {
 					tag = st.Dim(tag)
 				}

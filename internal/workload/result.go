@@ -4,8 +4,10 @@ import (
 	"time"
 
 	"github.com/dbrig/dbrig/internal/engine"
+	"github.com/dbrig/dbrig/internal/link"
 	"github.com/dbrig/dbrig/internal/measure"
 	"github.com/dbrig/dbrig/internal/monitor"
+	"github.com/dbrig/dbrig/internal/units"
 )
 
 // Result is one point: a line of results.jsonl. A finished point has no
@@ -133,13 +135,8 @@ func (r *Result) Keep(m Measurement) {
 }
 
 // InFlightBytes is the most one direction may have in flight: the smaller
-// of the window and the send buffer (0 = unlimited).
+// of the window and the send buffer (0 = unlimited), as the link's model
+// takes it.
 func (l LinkResult) InFlightBytes() int64 {
-	switch {
-	case l.WindowBytes <= 0:
-		return max(l.SendBufferBytes, 0)
-	case l.SendBufferBytes <= 0:
-		return l.WindowBytes
-	}
-	return min(l.WindowBytes, l.SendBufferBytes)
+	return int64(link.Config{Window: units.Size(l.WindowBytes), SendBuffer: units.Size(l.SendBufferBytes)}.InFlight())
 }
