@@ -2,7 +2,6 @@ package engine
 
 import (
 	"fmt"
-	"os"
 	"os/exec"
 	"runtime"
 	"strconv"
@@ -21,7 +20,7 @@ import (
 //
 // The same thread carries what a child must inherit from the moment it
 // exists: a CPU affinity mask (the server and every process it forks stay
-// on their CPUs) and, on cgroup v1, a memory cgroup. The thread takes them
+// on their CPUs) and, on cgroup v1, the cgroups capping its memory, CPU time and disks. The thread takes them
 // on just before the fork and drops them just after.
 type spawnRequest struct {
 	cmd  *exec.Cmd
@@ -45,7 +44,7 @@ func spawner() {
 type ProcessOptions struct {
 	// CPUs, when set, is the CPU affinity of the process and its children.
 	CPUs []int
-	// Cgroup, when set, is the memory cgroup the process starts in.
+	// Cgroup, when set, is the cgroup the process starts in.
 	Cgroup *Cgroup
 }
 
@@ -65,11 +64,11 @@ func spawnWith(cmd *exec.Cmd, opts ProcessOptions) error {
 	}
 	if cg := opts.Cgroup; cg != nil && cg.v1 {
 		// cgroup v1 moves single threads: this one joins, forks, leaves.
-		tid := strconv.Itoa(unix.Gettid())
-		if err := os.WriteFile(cg.path+"/tasks", []byte(tid), 0); err != nil {
-			return fmt.Errorf("enter memory cgroup %s: %w", cg.path, err)
+		leave, err := cg.enterV1(strconv.Itoa(unix.Gettid()))
+		if err != nil {
+			return err
 		}
-		defer func() { _ = os.WriteFile(cg.parent+"/tasks", []byte(tid), 0) }()
+		defer leave()
 	}
 	return cmd.Start()
 }
@@ -79,7 +78,7 @@ func spawnWith(cmd *exec.Cmd, opts ProcessOptions) error {
 // servers directly) with SIGKILL as its parent-death signal.
 func Start(cmd *exec.Cmd) error { return StartWith(cmd, ProcessOptions{}) }
 
-// StartWith is Start with a CPU affinity and a memory cgroup that the
+// StartWith is Start with a CPU affinity and a cgroup that the
 // process and all its children inherit from their first instruction.
 func StartWith(cmd *exec.Cmd, opts ProcessOptions) error {
 	spawnOnce.Do(func() {

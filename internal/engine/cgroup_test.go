@@ -1,0 +1,99 @@
+package engine
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestLimitsRefuseWhatCapsNothingOrTooLittle(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		l    Limits
+		want string
+	}{
+		{Limits{}, "caps nothing"},
+		{Limits{Memory: -1}, "memory cap"},
+		{Limits{CPU: 0.001}, "at least 0.01"},
+		{Limits{CPU: -0.5}, "at least 0.01"},
+		{Limits{Disks: []DiskLimit{{Device: "7", ReadBPS: 1}}}, "not major:minor"},
+		{Limits{Disks: []DiskLimit{{Device: "7:0", ReadBPS: -1}}}, "must not be negative"},
+	} {
+		err := tc.l.check()
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: error %v, want one saying %q", tc.l, err, tc.want)
+		}
+	}
+	if err := (Limits{CPU: 0.25}).check(); err != nil {
+		t.Errorf("a quarter of a core: %v", err)
+	}
+}
+
+func TestCgroupWritesAreWhatTheKernelReads(t *testing.T) {
+	t.Parallel()
+	l := Limits{Memory: 1 << 30, CPU: 0.25, Disks: []DiskLimit{{Device: "7:3", ReadBPS: 200e6, ReadIOPS: 5000}}}
+	want := map[string][][2]string{
+		"memory": {{"memory.limit_in_bytes", "1073741824"}},
+		"cpu":    {{"cpu.cfs_period_us", "100000"}, {"cpu.cfs_quota_us", "25000"}},
+		"blkio":  {{"blkio.throttle.read_bps_device", "7:3 200000000"}, {"blkio.throttle.read_iops_device", "7:3 5000"}},
+	}
+	for c, w := range want {
+		if got := v1Writes(c, l); fmt.Sprint(got) != fmt.Sprint(w) {
+			t.Errorf("v1 %s: %v, want %v", c, got, w)
+		}
+	}
+	v2 := [][2]string{{"memory.max", "1073741824"}, {"cpu.max", "25000 100000"}, {"io.max", "7:3 rbps=200000000 riops=5000"}}
+	if got := v2Writes(l); fmt.Sprint(got) != fmt.Sprint(v2) {
+		t.Errorf("v2: %v, want %v", got, v2)
+	}
+}
+
+// TestCPUCgroupCapsASpinningProcess starts a process that spins in a
+// cgroup given a fifth of a core and checks it got no more than that: an
+// upper bound, which a busy machine can only make easier to meet.
+func TestCPUCgroupCapsASpinningProcess(t *testing.T) {
+	t.Parallel()
+	if _, err := CgroupSupport("cpu"); err != nil {
+		t.Skip(err)
+	}
+	name := fmt.Sprintf("dbrig-test-%d-%d", os.Getpid(), time.Now().UnixNano())
+	cg, err := NewCgroup(name, Limits{CPU: 0.2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, _ := cg.dir("cpu")
+	cmd := exec.Command("sh", "-c", "while :; do :; done")
+	if err := StartWith(cmd, ProcessOptions{Cgroup: cg}); err != nil {
+		_ = cg.Remove()
+		t.Fatal(err)
+	}
+	start := time.Now()
+	time.Sleep(1500 * time.Millisecond)
+	procs, _ := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
+	_ = cmd.Process.Kill()
+	ws, err := cmd.Process.Wait()
+	wall := time.Since(start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(strings.Fields(string(procs)), fmt.Sprint(cmd.Process.Pid)) {
+		t.Errorf("process %d not in its cgroup %s (%q)", cmd.Process.Pid, dir, procs)
+	}
+	cpu := ws.UserTime() + ws.SystemTime()
+	// Two fifths of a period of slack for the first and last period.
+	if limit := time.Duration(0.2*float64(wall)) + 2*cfsPeriod/5; cpu > limit {
+		t.Errorf("the spinning process used %v of CPU in %v; its quota allows %v", cpu, wall, limit)
+	}
+	if err := cg.Remove(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("cgroup %s still there after Remove (%v)", dir, err)
+	}
+	t.Logf("CPU %v in %v", cpu, wall)
+}
