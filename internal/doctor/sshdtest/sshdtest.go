@@ -41,17 +41,7 @@ type Server struct {
 // Start starts sshd and stops it when the test ends.
 func Start(tb testing.TB) *Server {
 	tb.Helper()
-	sshd := FindSSHD()
-	if sshd == "" {
-		missing(tb, "sshd not found (install Debian's openssh-server)")
-	}
-	keygen, err := exec.LookPath("ssh-keygen")
-	if err != nil {
-		missing(tb, "ssh-keygen not found (install Debian's openssh-client)")
-	}
-	if _, err := exec.LookPath("ssh"); err != nil {
-		missing(tb, "ssh not found (install Debian's openssh-client)")
-	}
+	sshd, keygen := requireSSH(tb)
 	u, err := user.Current()
 	if err != nil {
 		tb.Fatal(err)
@@ -71,38 +61,7 @@ func Start(tb testing.TB) *Server {
 	s := &Server{User: u.Username, Dir: dir, ConfigFile: filepath.Join(dir, "ssh_config"),
 		IdentityFile: filepath.Join(dir, "id_ed25519"), KnownHostsFile: filepath.Join(dir, "known_hosts")}
 	hostKey := Keys(tb, keygen, dir)
-
-	// sshd binds the port itself, so a port freed here might be taken
-	// before it starts: try a few.
-	var cmd *exec.Cmd
-	for attempt := 0; ; attempt++ {
-		s.Port = freePort(tb)
-		writeFile(tb, filepath.Join(dir, "sshd_config"), ServerConfig("127.0.0.1", s.Port, dir, filepath.Join(dir, "sshd.pid"), s.User), 0o600)
-		cmd = exec.Command(sshd, "-D", "-f", filepath.Join(dir, "sshd_config"), "-E", filepath.Join(dir, "sshd.log"))
-		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
-		if err := cmd.Start(); err != nil {
-			tb.Fatalf("start %s: %v", sshd, err)
-		}
-		exited := make(chan error, 1)
-		go func() { exited <- cmd.Wait() }()
-		if err := waitListening(s.Port, exited); err == nil {
-			tb.Cleanup(func() {
-				_ = cmd.Process.Signal(syscall.SIGTERM)
-				select {
-				case <-exited:
-				case <-time.After(5 * time.Second):
-					_ = cmd.Process.Kill()
-					<-exited
-				}
-			})
-			break
-		} else if attempt == 4 {
-			_ = cmd.Process.Kill()
-			tb.Fatalf("sshd did not start: %v; log:\n%s", err, readFileOr(filepath.Join(dir, "sshd.log")))
-		} else {
-			_ = cmd.Process.Kill()
-		}
-	}
+	s.start(tb, sshd)
 
 	var known strings.Builder
 	for _, h := range []string{"127.0.0.1", "localhost"} {
@@ -120,6 +79,60 @@ func Start(tb testing.TB) *Server {
   KbdInteractiveAuthentication no
 `, s.IdentityFile, s.KnownHostsFile), 0o600)
 	return s
+}
+
+// requireSSH skips the test (fails it in CI) without OpenSSH's server and
+// client, and returns the paths of sshd and ssh-keygen.
+func requireSSH(tb testing.TB) (sshd, keygen string) {
+	tb.Helper()
+	sshd = FindSSHD()
+	if sshd == "" {
+		missing(tb, "sshd not found (install Debian's openssh-server)")
+	}
+	keygen, err := exec.LookPath("ssh-keygen")
+	if err != nil {
+		missing(tb, "ssh-keygen not found (install Debian's openssh-client)")
+	}
+	if _, err := exec.LookPath("ssh"); err != nil {
+		missing(tb, "ssh not found (install Debian's openssh-client)")
+	}
+	return sshd, keygen
+}
+
+// start runs sshd on a free port, stopped when the test ends. sshd binds
+// the port itself, so a port freed here might be taken before it starts:
+// it tries a few.
+func (s *Server) start(tb testing.TB, sshd string) {
+	tb.Helper()
+	dir := s.Dir
+	for attempt := 0; ; attempt++ {
+		s.Port = freePort(tb)
+		writeFile(tb, filepath.Join(dir, "sshd_config"), ServerConfig("127.0.0.1", s.Port, dir, filepath.Join(dir, "sshd.pid"), s.User), 0o600)
+		cmd := exec.Command(sshd, "-D", "-f", filepath.Join(dir, "sshd_config"), "-E", filepath.Join(dir, "sshd.log"))
+		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
+		if err := cmd.Start(); err != nil {
+			tb.Fatalf("start %s: %v", sshd, err)
+		}
+		exited := make(chan error, 1)
+		go func() { exited <- cmd.Wait() }()
+		err := waitListening(s.Port, exited)
+		if err == nil {
+			tb.Cleanup(func() {
+				_ = cmd.Process.Signal(syscall.SIGTERM)
+				select {
+				case <-exited:
+				case <-time.After(5 * time.Second):
+					_ = cmd.Process.Kill()
+					<-exited
+				}
+			})
+			return
+		}
+		_ = cmd.Process.Kill()
+		if attempt == 4 {
+			tb.Fatalf("sshd did not start: %v; log:\n%s", err, readFileOr(filepath.Join(dir, "sshd.log")))
+		}
+	}
 }
 
 // Log returns what sshd logged so far, for failure messages.
