@@ -60,7 +60,7 @@ func (w *tenants) run(ctx context.Context, env *workload.Env) (workload.Measurem
 		return workload.Measurement{}, err
 	}
 
-	lw := newTenantLoad(tenants, w.functions, w.size, w.prime)
+	lw := newTenantLoad(env.Engines, tenants, w.functions, w.size, w.prime)
 	runner, err := w.newRunner(env, lw)
 	if err != nil {
 		return workload.Measurement{}, err
@@ -108,7 +108,7 @@ func (w *tenants) openMembers(ctx context.Context, env *workload.Env, names []st
 		if err != nil {
 			return members, nil, err
 		}
-		if m.stats, err = openStats(ctx, ep.Conn); err != nil {
+		if m.stats, err = openStats(ctx, env.Engines, ep.Conn); err != nil {
 			return members, nil, fmt.Errorf("instance %q: %w", name, err)
 		}
 	}
