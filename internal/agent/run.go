@@ -234,12 +234,18 @@ func (r *loadRun) loop(ctx context.Context) error {
 // channel ended and every message sent before the end is delivered) that
 // it is lost; it returns when stop closes.
 func forwardEvents(i int, a *Agent, events chan<- event, stop <-chan struct{}) {
+	send := func(ev event) bool {
+		select {
+		case events <- ev:
+			return true
+		case <-stop:
+			return false
+		}
+	}
 	for {
 		select {
 		case m := <-a.events:
-			select {
-			case events <- event{i: i, m: m}:
-			case <-stop:
+			if !send(event{i: i, m: m}) {
 				return
 			}
 		case <-a.done:
@@ -247,9 +253,7 @@ func forwardEvents(i int, a *Agent, events chan<- event, stop <-chan struct{}) {
 			for {
 				select {
 				case m := <-a.events:
-					select {
-					case events <- event{i: i, m: m}:
-					case <-stop:
+					if !send(event{i: i, m: m}) {
 						return
 					}
 					continue
@@ -257,10 +261,7 @@ func forwardEvents(i int, a *Agent, events chan<- event, stop <-chan struct{}) {
 				}
 				break
 			}
-			select {
-			case events <- event{i: i, lost: true}:
-			case <-stop:
-			}
+			send(event{i: i, lost: true})
 			return
 		case <-stop:
 			return

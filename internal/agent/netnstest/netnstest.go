@@ -98,18 +98,8 @@ func Start(tb testing.TB, n int) *Lab {
 		fmt.Fprintf(&known, "%s %s\n", h.Addr, hostKey)
 	}
 	write(tb, filepath.Join(dir, "known_hosts"), known.String())
-	write(tb, lab.ConfigFile, fmt.Sprintf(`Host *
-  IdentityFile %s
-  IdentitiesOnly yes
-  IdentityAgent none
-  UserKnownHostsFile %s
-  GlobalKnownHostsFile /dev/null
-  StrictHostKeyChecking yes
-  PasswordAuthentication no
-  KbdInteractiveAuthentication no
-  ServerAliveInterval 2
-  ServerAliveCountMax 3
-`, filepath.Join(dir, "id_ed25519"), filepath.Join(dir, "known_hosts")))
+	write(tb, lab.ConfigFile, sshdtest.ClientConfig(filepath.Join(dir, "id_ed25519"), filepath.Join(dir, "known_hosts"),
+		"  ServerAliveInterval 2\n  ServerAliveCountMax 3\n"))
 	for _, h := range lab.Hosts {
 		lab.waitSSH(tb, h)
 	}

@@ -68,7 +68,15 @@ func Start(tb testing.TB) *Server {
 		fmt.Fprintf(&known, "[%s]:%d %s\n", h, s.Port, hostKey)
 	}
 	writeFile(tb, s.KnownHostsFile, known.String(), 0o600)
-	writeFile(tb, s.ConfigFile, fmt.Sprintf(`Host *
+	writeFile(tb, s.ConfigFile, ClientConfig(s.IdentityFile, s.KnownHostsFile, ""), 0o600)
+	return s
+}
+
+// ClientConfig is an ssh_config that logs in to every host with the key
+// identityFile only and trusts only the hosts in knownHostsFile, never
+// asking for a password; extra lines follow.
+func ClientConfig(identityFile, knownHostsFile, extra string) string {
+	return fmt.Sprintf(`Host *
   IdentityFile %s
   IdentitiesOnly yes
   IdentityAgent none
@@ -77,8 +85,7 @@ func Start(tb testing.TB) *Server {
   StrictHostKeyChecking yes
   PasswordAuthentication no
   KbdInteractiveAuthentication no
-`, s.IdentityFile, s.KnownHostsFile), 0o600)
-	return s
+`, identityFile, knownHostsFile) + extra
 }
 
 // requireSSH skips the test (fails it in CI) without OpenSSH's server and
