@@ -194,136 +194,158 @@ func (r *loadRun) loop(ctx context.Context) error {
 	stop := make(chan struct{})
 	defer close(stop)
 	for i, a := range r.agents {
-		go func() { // ends with the run or the agent's channel
-			for {
-				select {
-				case m := <-a.events:
-					select {
-					case events <- event{i: i, m: m}:
-					case <-stop:
-						return
-					}
-				case <-a.done:
-					// Messages sent before the end are delivered first.
-					for {
-						select {
-						case m := <-a.events:
-							select {
-							case events <- event{i: i, m: m}:
-							case <-stop:
-								return
-							}
-							continue
-						default:
-						}
-						break
-					}
-					select {
-					case events <- event{i: i, lost: true}:
-					case <-stop:
-					}
-					return
-				case <-stop:
-					return
-				}
-			}
-		}()
+		go forwardEvents(i, a, events, stop) // ends with the run or the agent's channel
 	}
-	var failure error
-	stopped := false
-	stopAll := func() {
-		if stopped {
-			return
-		}
-		stopped = true
-		for _, a := range r.agents {
-			_ = a.send(Message{Type: TypeStop})
-		}
-	}
-	// After a stop, agents send their partial results within the load's
-	// grace; a lost agent never will.
-	var afterStop <-chan time.Time
+	s := &loopState{r: r}
 	ctxDone := ctx.Done()
 	for !r.complete() {
 		select {
 		case <-ctxDone:
 			ctxDone = nil
-			stopAll()
-			afterStop = time.After(15 * time.Second)
+			s.stopAll()
+			s.afterStop = time.After(15 * time.Second)
 			continue
-		case <-afterStop:
-			return errors.Join(failure, ctx.Err(), errors.New("agents did not send their results after the stop"))
+		case <-s.afterStop:
+			return errors.Join(s.failure, ctx.Err(), errors.New("agents did not send their results after the stop"))
 		case ev := <-events:
-			a := r.agents[ev.i]
 			if ev.lost {
-				if r.results[ev.i] != nil {
-					continue
-				}
-				why := a.Err()
-				if why == nil {
-					why = ErrLost
-				}
-				err := fmt.Errorf("agent %s (%s): %w%s; its share of the load is missing, so the run failed", a.Name, a.Hello.Host, why, r.when())
-				r.out.Agents[ev.i].Error = why.Error()
-				failure = errors.Join(failure, err)
-				stopAll()
-				if afterStop == nil {
-					afterStop = time.After(15 * time.Second)
-				}
-				if r.othersDone(ev.i) {
-					return failure
+				if r.results[ev.i] == nil {
+					s.lost(ev.i)
+					if r.othersDone(ev.i) {
+						return s.failure
+					}
 				}
 				continue
 			}
-			switch ev.m.Type {
-			case TypeReady:
-				r.ready[ev.i] = true
-				if r.allReady() && !stopped {
-					if err := r.startAll(); err != nil {
-						failure = errors.Join(failure, err)
-						stopAll()
-					}
-				}
-			case TypeStarted:
-				if ev.m.Clock != nil && !r.start.IsZero() {
-					r.out.Agents[ev.i].StartSkew = time.Duration(ev.m.Clock.Agent-int64(a.Offset)) - time.Duration(r.start.UnixNano())
-				}
-			case TypeInterval:
-				if ev.m.Interval != nil {
-					r.series[ev.i] = append(r.series[ev.i], *ev.m.Interval)
-					r.emit(false)
-				}
-			case TypeResult:
-				r.results[ev.i] = ev.m.Result
-				if ev.m.Result != nil && ev.m.Result.Interrupted && !stopped {
-					// Not stopped by us: the agent lost its side of the
-					// channel (its input ended) and stopped on its own.
-					err := fmt.Errorf("agent %s (%s): %w: it stopped its load%s; its share of the load is missing, so the run failed", a.Name, a.Hello.Host, ErrLost, r.when())
-					r.out.Agents[ev.i].Error = err.Error()
-					failure = errors.Join(failure, err)
-					stopAll()
-					if afterStop == nil {
-						afterStop = time.After(15 * time.Second)
-					}
-				}
-			case TypeError:
-				r.out.Agents[ev.i].Error = ev.m.Error
-				failure = errors.Join(failure, fmt.Errorf("agent %s: %s", a.Name, ev.m.Error))
-				stopAll()
-				if afterStop == nil {
-					afterStop = time.After(15 * time.Second)
-				}
-			}
-			if failure != nil && r.othersDone(-1) {
-				return failure
+			s.handle(ev)
+			if s.failure != nil && r.othersDone(-1) {
+				return s.failure
 			}
 		}
 	}
 	r.emit(true)
-	if failure != nil {
-		return failure
+	if s.failure != nil {
+		return s.failure
 	}
 	return ctx.Err()
+}
+
+// forwardEvents passes agent i's messages on to events, then (once its
+// channel ended and every message sent before the end is delivered) that
+// it is lost; it returns when stop closes.
+func forwardEvents(i int, a *Agent, events chan<- event, stop <-chan struct{}) {
+	send := func(ev event) bool {
+		select {
+		case events <- ev:
+			return true
+		case <-stop:
+			return false
+		}
+	}
+	for {
+		select {
+		case m := <-a.events:
+			if !send(event{i: i, m: m}) {
+				return
+			}
+		case <-a.done:
+			// Messages sent before the end are delivered first.
+			for {
+				select {
+				case m := <-a.events:
+					if !send(event{i: i, m: m}) {
+						return
+					}
+					continue
+				default:
+				}
+				break
+			}
+			send(event{i: i, lost: true})
+			return
+		case <-stop:
+			return
+		}
+	}
+}
+
+// loopState is what the coordinator's loop learnt so far: the failure,
+// whether it stopped the agents, and (after a stop) when it gives up
+// waiting for their partial results, which agents send within the load's
+// grace and a lost agent never will.
+type loopState struct {
+	r         *loadRun
+	failure   error
+	stopped   bool
+	afterStop <-chan time.Time
+}
+
+func (s *loopState) stopAll() {
+	if s.stopped {
+		return
+	}
+	s.stopped = true
+	for _, a := range s.r.agents {
+		_ = a.send(Message{Type: TypeStop})
+	}
+}
+
+// fail records err and stops every agent, waiting for their results no
+// longer than the grace.
+func (s *loopState) fail(err error) {
+	s.failure = errors.Join(s.failure, err)
+	s.stopAll()
+	if s.afterStop == nil {
+		s.afterStop = time.After(15 * time.Second)
+	}
+}
+
+// lost fails the run for agent i, whose channel ended before its result.
+func (s *loopState) lost(i int) {
+	r, a := s.r, s.r.agents[i]
+	why := a.Err()
+	if why == nil {
+		why = ErrLost
+	}
+	err := fmt.Errorf("agent %s (%s): %w%s; its share of the load is missing, so the run failed", a.Name, a.Hello.Host, why, r.when())
+	r.out.Agents[i].Error = why.Error()
+	s.fail(err)
+}
+
+// handle takes in one message of an agent.
+func (s *loopState) handle(ev event) {
+	r, a := s.r, s.r.agents[ev.i]
+	switch ev.m.Type {
+	case TypeReady:
+		r.ready[ev.i] = true
+		if r.allReady() && !s.stopped {
+			if err := r.startAll(); err != nil {
+				s.failure = errors.Join(s.failure, err)
+				s.stopAll()
+			}
+		}
+	case TypeStarted:
+		if ev.m.Clock != nil && !r.start.IsZero() {
+			r.out.Agents[ev.i].StartSkew = time.Duration(ev.m.Clock.Agent-int64(a.Offset)) - time.Duration(r.start.UnixNano())
+		}
+	case TypeInterval:
+		if ev.m.Interval != nil {
+			r.series[ev.i] = append(r.series[ev.i], *ev.m.Interval)
+			r.emit(false)
+		}
+	case TypeResult:
+		r.results[ev.i] = ev.m.Result
+		if ev.m.Result != nil && ev.m.Result.Interrupted && !s.stopped {
+			// Not stopped by us: the agent lost its side of the
+			// channel (its input ended) and stopped on its own.
+			err := fmt.Errorf("agent %s (%s): %w: it stopped its load%s; its share of the load is missing, so the run failed", a.Name, a.Hello.Host, ErrLost, r.when())
+			r.out.Agents[ev.i].Error = err.Error()
+			s.fail(err)
+		}
+	case TypeError:
+		r.out.Agents[ev.i].Error = ev.m.Error
+		s.fail(fmt.Errorf("agent %s: %s", a.Name, ev.m.Error))
+	}
 }
 
 // othersDone reports whether every agent but skip has sent its result or

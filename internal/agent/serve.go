@@ -118,34 +118,7 @@ func Serve(ctx context.Context, r io.Reader, w io.Writer, opts ServeOptions) err
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	msgs := make(chan Message, 64)
-	go func() { // ends when the channel does: the caller closes it, or the coordinator
-		defer close(msgs)
-		for {
-			m, err := s.ch.read()
-			if err != nil {
-				if errors.Is(err, io.EOF) {
-					err = errors.New("the coordinator closed the control channel")
-				}
-				cancel(err)
-				return
-			}
-			if m.Type == TypePing && m.Clock != nil {
-				// Answered here, not behind other work, so the clock
-				// measurement sees only the channel's delay.
-				c := *m.Clock
-				c.Agent = time.Now().UnixNano()
-				if err := s.ch.write(Message{Type: TypePong, Clock: &c}); err != nil {
-					cancel(fmt.Errorf("the coordinator is gone: %w", err))
-					return
-				}
-			}
-			select {
-			case msgs <- m:
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
+	go s.readMessages(ctx, cancel, msgs) // ends when the channel does: the caller closes it, or the coordinator
 	defer func() {
 		cancel(errors.New("the agent is stopping")) // the load and every op end with the session
 		s.shutdown()
@@ -166,12 +139,7 @@ func Serve(ctx context.Context, r io.Reader, w io.Writer, opts ServeOptions) err
 			}
 			silence.Reset(opts.Silence)
 			if !greeted {
-				if m.Type != TypeHello || m.Hello == nil {
-					return fmt.Errorf("the coordinator's first message is %q, not hello", m.Type)
-				}
-				if m.Hello.Version != opts.Version || m.Hello.Protocol != Protocol {
-					err := &VersionError{Host: host, Agent: hello, Coordinator: *m.Hello}
-					_ = s.ch.write(Message{Type: TypeError, Error: err.Error()})
+				if err := s.checkGreeting(m, hello); err != nil {
 					return err
 				}
 				greeted = true
@@ -182,6 +150,52 @@ func Serve(ctx context.Context, r io.Reader, w io.Writer, opts ServeOptions) err
 			}
 		}
 	}
+}
+
+// readMessages passes the coordinator's messages on to msgs, closed when
+// the channel ends (which cancels ctx with the reason). A ping is
+// answered here, not behind other work, so the clock measurement sees
+// only the channel's delay.
+func (s *server) readMessages(ctx context.Context, cancel context.CancelCauseFunc, msgs chan<- Message) {
+	defer close(msgs)
+	for {
+		m, err := s.ch.read()
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				err = errors.New("the coordinator closed the control channel")
+			}
+			cancel(err)
+			return
+		}
+		if m.Type == TypePing && m.Clock != nil {
+			c := *m.Clock
+			c.Agent = time.Now().UnixNano()
+			if err := s.ch.write(Message{Type: TypePong, Clock: &c}); err != nil {
+				cancel(fmt.Errorf("the coordinator is gone: %w", err))
+				return
+			}
+		}
+		select {
+		case msgs <- m:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// checkGreeting refuses a coordinator whose first message is not its
+// hello, or whose version or protocol differs from the agent's (telling
+// it why).
+func (s *server) checkGreeting(m Message, hello Hello) error {
+	if m.Type != TypeHello || m.Hello == nil {
+		return fmt.Errorf("the coordinator's first message is %q, not hello", m.Type)
+	}
+	if m.Hello.Version != s.opts.Version || m.Hello.Protocol != Protocol {
+		err := &VersionError{Host: hello.Host, Agent: hello, Coordinator: *m.Hello}
+		_ = s.ch.write(Message{Type: TypeError, Error: err.Error()})
+		return err
+	}
+	return nil
 }
 
 // handle acts on one message; it reports whether the coordinator said

@@ -199,19 +199,7 @@ func DetectWith(h *measure.Histogram, ev Evidence) Signature {
 	}
 	need := max(minCluster, int64(math.Ceil(minClusterShare*float64(s.Samples))))
 	body99 := c.quantileBelow(0.99, firstEdgeLo)
-	bestScore := 0.0
-	var best time.Duration
-	for b := firstEdgeLo; b <= firstEdgeHi; b += edgeStep {
-		w := windowAt(b, body99)
-		above := c.in(b, b+w)
-		if above < need {
-			continue
-		}
-		score := float64(above) / float64(c.in(b-w, b)+1)
-		if score > bestScore {
-			bestScore, best = score, b
-		}
-	}
+	best, bestScore := firstCluster(c, body99, need)
 	if best == 0 {
 		s.Why = fmt.Sprintf("no window of %s or more from 180 ms on holds %d transactions: %s over 200 ms, no cluster",
 			units.FormatDuration(windowAt(firstEdgeLo, body99)), need, count(s.Over200ms))
@@ -226,6 +214,32 @@ func DetectWith(h *measure.Histogram, ev Evidence) Signature {
 	// the window.
 	s.Spacing = max(c.quantileIn(best, best+w, 0.5)-s.Median, s.Edge-h.Min())
 	s.Beyond = c.above(s.Edge - w/2)
+	s.countMultiples(c, h, w)
+	s.judge(ev, w, bestScore)
+	return s
+}
+
+// firstCluster is the edge from 180 ms on above which a window holds at
+// least need transactions and the most of them against the window below
+// it, and that ratio; 0 when no window holds need.
+func firstCluster(c cdf, body99 time.Duration, need int64) (best time.Duration, bestScore float64) {
+	for b := firstEdgeLo; b <= firstEdgeHi; b += edgeStep {
+		w := windowAt(b, body99)
+		above := c.in(b, b+w)
+		if above < need {
+			continue
+		}
+		score := float64(above) / float64(c.in(b-w, b)+1)
+		if score > bestScore {
+			bestScore, best = score, b
+		}
+	}
+	return best, bestScore
+}
+
+// countMultiples counts the transactions in windows of width w at whole
+// multiples of the spacing above the fastest.
+func (s *Signature) countMultiples(c cdf, h *measure.Histogram, w time.Duration) {
 	for k := 1; ; k++ {
 		at := time.Duration(k)*s.Spacing + h.Min()
 		if at-w/2 > h.Max() || k > 64 {
@@ -237,6 +251,10 @@ func DetectWith(h *measure.Histogram, ev Evidence) Signature {
 		}
 	}
 	s.HitShare = float64(s.Hit) / float64(s.Samples)
+}
+
+// judge finds the signature, or says which of its marks the clusters lack.
+func (s *Signature) judge(ev Evidence, w time.Duration, bestScore float64) {
 	spaced := float64(s.Hit) / float64(max(s.Beyond, 1))
 	switch {
 	case bestScore < stepRatio:
@@ -248,7 +266,7 @@ func DetectWith(h *measure.Histogram, ev Evidence) Signature {
 	case float64(s.Median) > medianShare*float64(s.Edge):
 		s.Why = fmt.Sprintf("a cluster from %s, but the median, %s, is more than %.0f %% of it: the whole distribution is slow, not a few transactions",
 			units.FormatDuration(s.Edge), units.FormatDuration(s.Median), 100*medianShare)
-	case !repeated(s, ev, w):
+	case !repeated(*s, ev, w):
 		s.Why = fmt.Sprintf("one cluster of %s from %s with none at its multiples", count(s.First), units.FormatDuration(s.Edge))
 		if ev.Users > 0 {
 			s.Why += fmt.Sprintf(", no more than the %d users one pause stalls at once", ev.Users)
@@ -263,7 +281,6 @@ func DetectWith(h *measure.Histogram, ev Evidence) Signature {
 			count(s.Hit), count(s.Samples), percent(s.HitShare), Multiples(s.Clusters), units.FormatDuration(s.Spacing),
 			units.FormatDuration(s.Edge), count(s.First), units.FormatDuration(w), count(s.Below), units.FormatDuration(s.Median))
 	}
-	return s
 }
 
 // repeated reports whether the stalls happened more than once: a second

@@ -255,14 +255,22 @@ func checkReplication(s pgSettings) []Result {
 }
 
 func checkResources(s pgSettings, h *host) []Result {
-	var out []Result
 	cores := 0
 	var mem int64
 	if h != nil {
 		cores, mem = h.cpu.count, h.memTotal
 	}
+	return []Result{
+		checkParallelWorkers(s, cores),
+		checkSharedBuffers(s, mem),
+		checkPrefetching(s, h),
+		checkSynchronousCommit(s),
+		checkKeepalives(s, h),
+	}
+}
 
-	// Parallel query against the cores.
+// checkParallelWorkers sets parallel query against the cores (0: unknown).
+func checkParallelWorkers(s pgSettings, cores int) Result {
 	perGather, _ := s.int("max_parallel_workers_per_gather")
 	maxPar, hasMaxPar := s.int("max_parallel_workers")
 	obs := fmt.Sprintf("max_parallel_workers_per_gather = %d", perGather)
@@ -288,17 +296,19 @@ func checkResources(s pgSettings, h *host) []Result {
 		r.Status = Warn
 		r = r.withFix(fmt.Sprintf("max_parallel_workers (%d) caps the workers of all queries below one query's %d: raise it (reload).", maxPar, perGather))
 	}
-	out = append(out, r)
+	return r
+}
 
-	// shared_buffers against memory.
+// checkSharedBuffers sets shared_buffers against the memory (0: unknown).
+func checkSharedBuffers(s pgSettings, mem int64) Result {
 	sb, _ := s.bytes("shared_buffers")
-	obs = "shared_buffers = " + humanBytes(sb)
+	obs := "shared_buffers = " + humanBytes(sb)
 	target := int64(1 << 30)
 	if mem > 0 {
 		obs += fmt.Sprintf(" (%.1f %% of %s RAM)", float64(sb)*100/float64(mem), humanBytes(mem))
 		target = max(target, mem/4/(1<<30)*(1<<30))
 	}
-	r = result("db.shared_buffers", "", Pass, obs, "at least 1 GiB per instance, about 25 % of RAM, under 50 %").
+	r := result("db.shared_buffers", "", Pass, obs, "at least 1 GiB per instance, about 25 % of RAM, under 50 %").
 		with("shared_buffers_bytes", sb, "memory_bytes", mem)
 	switch {
 	case mem > 0 && sb > mem/2:
@@ -308,11 +318,14 @@ func checkResources(s pgSettings, h *host) []Result {
 		r.Status = Warn
 		r = r.withFix(fmt.Sprintf("Set shared_buffers = '%s' (about 25 %% of RAM; divide among the instances when several share the host), then restart.", sizeGB(target)))
 	}
-	out = append(out, r)
+	return r
+}
 
-	// Prefetching against the data disk.
+// checkPrefetching sets prefetching against the data's disk, when the
+// server runs on this host.
+func checkPrefetching(s pgSettings, h *host) Result {
 	eio, _ := s.int("effective_io_concurrency")
-	r = result("db.effective_io_concurrency", "", Pass, fmt.Sprintf("effective_io_concurrency = %d", eio), "above 0; around 200 on SSDs").
+	r := result("db.effective_io_concurrency", "", Pass, fmt.Sprintf("effective_io_concurrency = %d", eio), "above 0; around 200 on SSDs").
 		with("effective_io_concurrency", eio)
 	ssd := false
 	if h != nil {
@@ -337,25 +350,30 @@ func checkResources(s pgSettings, h *host) []Result {
 		r.Status = Warn
 		r = r.withFix("The data is on an SSD, which serves many reads at once: set effective_io_concurrency = 200 (reload).")
 	}
-	out = append(out, r)
+	return r
+}
 
-	// Durability of commits.
+// checkSynchronousCommit warns when commits are not durable.
+func checkSynchronousCommit(s pgSettings) Result {
 	sc, _ := s.str("synchronous_commit")
 	standbys, _ := s.str("synchronous_standby_names")
-	obs = "synchronous_commit = " + sc
+	obs := "synchronous_commit = " + sc
 	if standbys != "" {
 		obs += ", synchronous_standby_names = '" + standbys + "': each commit waits for a standby"
 	}
-	r = result("db.synchronous_commit", "", Pass, obs, "on (or a remote_* level with standbys)").with("synchronous_commit", sc, "synchronous_standby_names", standbys)
+	r := result("db.synchronous_commit", "", Pass, obs, "on (or a remote_* level with standbys)").with("synchronous_commit", sc, "synchronous_standby_names", standbys)
 	if sc == "off" {
 		r.Status = Warn
 		r = r.withFix("A crash loses the commits of the last moments (up to 3 x wal_writer_delay): set synchronous_commit = on " +
 			"unless the loss is acceptable, and say it is off in any published measurement.")
 	}
-	out = append(out, r)
+	return r
+}
 
-	// Keepalives. Over TCP the server shows the values in effect on this
-	// very connection (the kernel's when the settings are 0).
+// checkKeepalives says how soon a dead peer is found. Over TCP the server
+// shows the values in effect on this very connection (the kernel's when
+// the settings are 0).
+func checkKeepalives(s pgSettings, h *host) Result {
 	idle, _ := s.int("tcp_keepalives_idle")
 	intvl, _ := s.int("tcp_keepalives_interval")
 	count, _ := s.int("tcp_keepalives_count")
@@ -363,21 +381,20 @@ func checkResources(s pgSettings, h *host) []Result {
 	if idle == 0 && h != nil && h.tcp.keepaliveTime > 0 {
 		idle, intvl, count, src = h.tcp.keepaliveTime, h.tcp.keepaliveIntvl, h.tcp.keepaliveProbes, "the kernel (net.ipv4.tcp_keepalive_*)"
 	}
-	r = result("db.tcp_keepalives", "", Pass, "", "a dead peer found within 10 minutes").
+	r := result("db.tcp_keepalives", "", Pass, "", "a dead peer found within 10 minutes").
 		with("tcp_keepalives_idle", idle, "tcp_keepalives_interval", intvl, "tcp_keepalives_count", count)
 	if idle == 0 {
 		r.Status, r.Observed = Skip, "keepalive values unknown: connected over a unix socket to a server on another host"
-	} else {
-		detect := time.Duration(idle+intvl*count) * time.Second
-		r.Observed = fmt.Sprintf("idle %d s, interval %d s, count %d (from %s): a dead peer found after %s", idle, intvl, count, src, detect)
-		if detect > 10*time.Minute {
-			r.Status = Warn
-			r = r.withFix("Set tcp_keepalives_idle = 60, tcp_keepalives_interval = 10, tcp_keepalives_count = 6 (reload): a dead " +
-				"subscriber or client is then found within 2 minutes; tcp_user_timeout = 60000 also bounds unacknowledged data.")
-		}
+		return r
 	}
-	out = append(out, r)
-	return out
+	detect := time.Duration(idle+intvl*count) * time.Second
+	r.Observed = fmt.Sprintf("idle %d s, interval %d s, count %d (from %s): a dead peer found after %s", idle, intvl, count, src, detect)
+	if detect > 10*time.Minute {
+		r.Status = Warn
+		r = r.withFix("Set tcp_keepalives_idle = 60, tcp_keepalives_interval = 10, tcp_keepalives_count = 6 (reload): a dead " +
+			"subscriber or client is then found within 2 minutes; tcp_user_timeout = 60000 also bounds unacknowledged data.")
+	}
+	return r
 }
 
 // sizeGB writes a size for postgresql.conf.

@@ -193,13 +193,34 @@ func humanBytes(n int64) string {
 // adds words to the row of the device or partition with that major:minor
 // (such as "holds the PostgreSQL data directory").
 func checkDisks(h *host, marks map[string][]string) []Result {
+	where := placesOf(h, marks)
+	if len(h.blocks) == 0 {
+		return []Result{result("disk.alignment", "", Skip, "no block device with a size in /sys/block", "")}
+	}
+	var out []Result
+	for _, d := range h.blocks {
+		devWords, devValues := describeDevice(d)
+		if len(d.parts) == 0 {
+			out = append(out, wholeDeviceAlignment(d, devWords, devValues, where))
+			continue
+		}
+		for _, p := range d.parts {
+			out = append(out, partitionAlignment(d, p, devWords, devValues, where))
+		}
+	}
+	return out
+}
+
+// placesOf says of a device where it is mounted and what marks it (as
+// "; mounted on /, /boot; ..."), or nothing.
+func placesOf(h *host, marks map[string][]string) func(dev string) string {
 	mounted := map[string][]string{}
 	for _, m := range h.mounts {
 		if !slices.Contains(mounted[m.dev], m.point) {
 			mounted[m.dev] = append(mounted[m.dev], m.point)
 		}
 	}
-	where := func(dev string) string {
+	return func(dev string) string {
 		var parts []string
 		if pts := mounted[dev]; len(pts) > 0 {
 			if len(pts) > 3 {
@@ -213,75 +234,76 @@ func checkDisks(h *host, marks map[string][]string) []Result {
 		}
 		return "; " + strings.Join(parts, "; ")
 	}
-	if len(h.blocks) == 0 {
-		return []Result{result("disk.alignment", "", Skip, "no block device with a size in /sys/block", "")}
+}
+
+// describeDevice is a device's geometry in words and as a result's values.
+func describeDevice(d blockDev) (string, []any) {
+	kind := "SSD"
+	if d.rotational {
+		kind = "rotational"
 	}
-	var out []Result
-	for _, d := range h.blocks {
-		kind := "SSD"
-		if d.rotational {
-			kind = "rotational"
-		}
-		devWords := fmt.Sprintf("%s/%s sectors, %s", sizeWords(d.logical), sizeWords(d.physical), kind)
-		if d.optimalIO > 0 {
-			devWords += ", optimal I/O " + sizeWords(d.optimalIO)
-		}
-		if d.backingFile != "" {
-			devWords += ", backed by " + d.backingFile
-		}
-		if d.dmName != "" {
-			devWords += ", device-mapper " + d.dmName
-		}
-		devValues := []any{"device", d.name, "logical_block_size", d.logical, "physical_block_size", d.physical,
-			"minimum_io_size", d.minIO, "optimal_io_size", d.optimalIO, "device_alignment_offset", d.alignOffset,
-			"rotational", d.rotational, "size_bytes", d.sectors * sectorSize}
-		if len(d.parts) == 0 {
-			a := judgeAlignment(0, d.physical, d.minIO, d.optimalIO, d.alignOffset)
-			st := a.status()
-			obs := fmt.Sprintf("whole device, no partitions (%s, %s)", humanBytes(d.sectors*sectorSize), devWords)
-			switch {
-			case d.alignOffset < 0:
-				st = Fail
-				obs = "the kernel reports the device's stack misaligned (alignment_offset -1); " + devWords
-			case d.alignOffset > 0:
-				st = Fail
-				obs = fmt.Sprintf("used whole, but its first natural boundary is %d B in (alignment_offset); %s", d.alignOffset, devWords)
-			}
-			r := result("disk.alignment", d.name, st, obs+where(d.dev), a.expected()).
-				with(devValues...).with("start_bytes", 0, "aligned_4k", a.a4K, "aligned_64k", a.a64K, "aligned_1m", a.a1M)
-			if st != Pass {
-				r = r.withFix("Put the file system on a partition that starts on a 1 MiB boundary (parted -a optimal, or sfdisk's default start sector 2048) and restore the data.")
-			}
-			out = append(out, r)
-			continue
-		}
-		for _, p := range d.parts {
-			off := p.start * sectorSize
-			a := judgeAlignment(off, d.physical, d.minIO, d.optimalIO, d.alignOffset)
-			st := a.status()
-			obs := fmt.Sprintf("start sector %d = %s: %s (on %s, %s)", p.start, offsetWords(off), a.describe(), d.name, devWords)
-			if p.alignOffset != 0 && st != Fail {
-				st = Fail
-				obs += fmt.Sprintf("; the kernel reports it %d B off the device's natural alignment", p.alignOffset)
-			}
-			r := result("disk.alignment", p.name, st, obs+where(p.dev), a.expected()).
-				with(devValues...).
-				with("start_sector", p.start, "start_bytes", off, "size_bytes", p.sectors*sectorSize,
-					"aligned_4k", a.a4K, "aligned_64k", a.a64K, "aligned_1m", a.a1M,
-					"aligned_physical_block", a.aPhys, "aligned_optimal_io", a.aOptIO, "partition_alignment_offset", p.alignOffset)
-			switch st {
-			case Fail:
-				r = r.withFix(fmt.Sprintf("%s starts %d bytes (sector %d) into %s. Back up its data, re-create the partition "+
-					"starting on a 1 MiB boundary (sector 2048: parted -a optimal, or fdisk/sfdisk defaults), and restore; "+
-					"a partition cannot be realigned in place.", p.name, off, p.start, d.name))
-			case Warn:
-				r = r.withFix(fmt.Sprintf("%s is aligned for 4 KiB blocks but not for 64 KiB stripe units; if %s sits on RAID or a SAN LUN, "+
-					"re-create the partition at a 1 MiB boundary (sector 2048).", p.name, d.name))
-			}
-			out = append(out, r)
-		}
+	devWords := fmt.Sprintf("%s/%s sectors, %s", sizeWords(d.logical), sizeWords(d.physical), kind)
+	if d.optimalIO > 0 {
+		devWords += ", optimal I/O " + sizeWords(d.optimalIO)
 	}
-	return out
+	if d.backingFile != "" {
+		devWords += ", backed by " + d.backingFile
+	}
+	if d.dmName != "" {
+		devWords += ", device-mapper " + d.dmName
+	}
+	devValues := []any{"device", d.name, "logical_block_size", d.logical, "physical_block_size", d.physical,
+		"minimum_io_size", d.minIO, "optimal_io_size", d.optimalIO, "device_alignment_offset", d.alignOffset,
+		"rotational", d.rotational, "size_bytes", d.sectors * sectorSize}
+	return devWords, devValues
+}
+
+// wholeDeviceAlignment judges a device used whole, without partitions.
+func wholeDeviceAlignment(d blockDev, devWords string, devValues []any, where func(string) string) Result {
+	a := judgeAlignment(0, d.physical, d.minIO, d.optimalIO, d.alignOffset)
+	st := a.status()
+	obs := fmt.Sprintf("whole device, no partitions (%s, %s)", humanBytes(d.sectors*sectorSize), devWords)
+	switch {
+	case d.alignOffset < 0:
+		st = Fail
+		obs = "the kernel reports the device's stack misaligned (alignment_offset -1); " + devWords
+	case d.alignOffset > 0:
+		st = Fail
+		obs = fmt.Sprintf("used whole, but its first natural boundary is %d B in (alignment_offset); %s", d.alignOffset, devWords)
+	}
+	r := result("disk.alignment", d.name, st, obs+where(d.dev), a.expected()).
+		with(devValues...).with("start_bytes", 0, "aligned_4k", a.a4K, "aligned_64k", a.a64K, "aligned_1m", a.a1M)
+	if st != Pass {
+		r = r.withFix("Put the file system on a partition that starts on a 1 MiB boundary (parted -a optimal, or sfdisk's default start sector 2048) and restore the data.")
+	}
+	return r
+}
+
+// partitionAlignment judges where partition p of device d starts.
+func partitionAlignment(d blockDev, p partition, devWords string, devValues []any, where func(string) string) Result {
+	off := p.start * sectorSize
+	a := judgeAlignment(off, d.physical, d.minIO, d.optimalIO, d.alignOffset)
+	st := a.status()
+	obs := fmt.Sprintf("start sector %d = %s: %s (on %s, %s)", p.start, offsetWords(off), a.describe(), d.name, devWords)
+	if p.alignOffset != 0 && st != Fail {
+		st = Fail
+		obs += fmt.Sprintf("; the kernel reports it %d B off the device's natural alignment", p.alignOffset)
+	}
+	r := result("disk.alignment", p.name, st, obs+where(p.dev), a.expected()).
+		with(devValues...).
+		with("start_sector", p.start, "start_bytes", off, "size_bytes", p.sectors*sectorSize,
+			"aligned_4k", a.a4K, "aligned_64k", a.a64K, "aligned_1m", a.a1M,
+			"aligned_physical_block", a.aPhys, "aligned_optimal_io", a.aOptIO, "partition_alignment_offset", p.alignOffset)
+	switch st {
+	case Fail:
+		r = r.withFix(fmt.Sprintf("%s starts %d bytes (sector %d) into %s. Back up its data, re-create the partition "+
+			"starting on a 1 MiB boundary (sector 2048: parted -a optimal, or fdisk/sfdisk defaults), and restore; "+
+			"a partition cannot be realigned in place.", p.name, off, p.start, d.name))
+	case Warn:
+		r = r.withFix(fmt.Sprintf("%s is aligned for 4 KiB blocks but not for 64 KiB stripe units; if %s sits on RAID or a SAN LUN, "+
+			"re-create the partition at a 1 MiB boundary (sector 2048).", p.name, d.name))
+	}
+	return r
 }
 
 // offsetWords writes an offset in bytes, and in binary units when exact.

@@ -82,6 +82,20 @@ func (p *printer) colour(s Status, text string) string {
 }
 
 func (p *printer) host(h HostReport) {
+	p.line("%s", p.st.Bold("== "+hostHeading(h)+" =="))
+	p.table(h)
+	p.findings(h)
+	c := h.Counts
+	checks := "checks"
+	if len(h.Checks) == 1 {
+		checks = "check"
+	}
+	p.line("%s: %d %s: %d pass, %d warn, %d fail, %d info, %d skip (%d ms)",
+		h.Name, len(h.Checks), checks, c.Pass, c.Warn, c.Fail, c.Info, c.Skip, h.ElapsedMS)
+}
+
+// hostHeading names a host and its facts, or says it was unreachable.
+func hostHeading(h HostReport) string {
 	head := h.Name
 	var facts []string
 	if h.Hostname != "" && h.Hostname != h.Name {
@@ -102,8 +116,11 @@ func (p *printer) host(h HostReport) {
 	if !h.Reachable {
 		head += ": UNREACHABLE"
 	}
-	p.line("%s", p.st.Bold("== "+head+" =="))
+	return head
+}
 
+// table writes a host's checks, a section at a time, in columns.
+func (p *printer) table(h HostReport) {
 	wID, wSubj := len("CHECK"), len("SUBJECT")
 	for _, r := range h.Checks {
 		wID = max(wID, len(r.ID))
@@ -133,38 +150,36 @@ func (p *printer) host(h HostReport) {
 			p.line("  %s  %s  %s  %s", p.colour(r.Status, pad(statusWord(r.Status), 6)), pad(r.ID, wID), pad(r.Subject, wSubj), r.Observed)
 		}
 	}
+}
 
+// findings explains a host's warnings and failures; a check explained on
+// a host before refers to it.
+func (p *printer) findings(h HostReport) {
 	var findings []Result
 	for _, r := range h.Checks {
 		if r.Status == Fail || r.Status == Warn {
 			findings = append(findings, r)
 		}
 	}
-	if len(findings) > 0 {
-		p.line("%s", p.st.Bold(fmt.Sprintf("FINDINGS ON %s", h.Name)))
-		for _, r := range findings {
-			p.line("  %s %s", p.colour(r.Status, statusWord(r.Status)), strings.TrimSpace(r.ID+" "+r.Subject))
-			p.field("observed", r.Observed)
-			p.field("expected", r.Expected)
-			why := r.Why
-			if r.Source != "" {
-				why += " [" + r.Source + "]"
-			}
-			if p.explained[r.ID] {
-				why = "as for " + r.ID + " above"
-			}
-			p.explained[r.ID] = true
-			p.field("why", why)
-			p.field("fix", r.Fix)
+	if len(findings) == 0 {
+		return
+	}
+	p.line("%s", p.st.Bold(fmt.Sprintf("FINDINGS ON %s", h.Name)))
+	for _, r := range findings {
+		p.line("  %s %s", p.colour(r.Status, statusWord(r.Status)), strings.TrimSpace(r.ID+" "+r.Subject))
+		p.field("observed", r.Observed)
+		p.field("expected", r.Expected)
+		why := r.Why
+		if r.Source != "" {
+			why += " [" + r.Source + "]"
 		}
+		if p.explained[r.ID] {
+			why = "as for " + r.ID + " above"
+		}
+		p.explained[r.ID] = true
+		p.field("why", why)
+		p.field("fix", r.Fix)
 	}
-	c := h.Counts
-	checks := "checks"
-	if len(h.Checks) == 1 {
-		checks = "check"
-	}
-	p.line("%s: %d %s: %d pass, %d warn, %d fail, %d info, %d skip (%d ms)",
-		h.Name, len(h.Checks), checks, c.Pass, c.Warn, c.Fail, c.Info, c.Skip, h.ElapsedMS)
 }
 
 // field writes "label  text" wrapped at 100 columns under the label.

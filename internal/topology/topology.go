@@ -132,70 +132,94 @@ func New(opts Options) *Topology {
 // reports what it did to each instance, by name. Instances are started and
 // stopped several at once.
 func (t *Topology) Apply(ctx context.Context, instances []engine.InstanceConfig, links []Link) (map[string]Change, error) {
+	p, err := t.plan(instances, links)
+	if err != nil {
+		return nil, err
+	}
+	if err := t.each(len(p.stop), func(i int) error { return p.stop[i].inst.Stop(ctx) }); err != nil {
+		return nil, err
+	}
+	if err := t.reconfigure(ctx, p); err != nil {
+		return nil, err
+	}
+	started := make([]*running, len(p.start))
+	err = t.each(len(p.start), func(i int) error {
+		r, err := t.bringUp(ctx, p.start[i])
+		started[i] = r
+		return err
+	})
+	return t.adopt(ctx, p, started, err)
+}
+
+// applyPlan is what Apply does to each instance, and what it did so far.
+type applyPlan struct {
+	want        map[string]engine.InstanceConfig
+	changes     map[string]Change
+	stop        []*running
+	reconfigure []*running
+	start       []engine.InstanceConfig
+}
+
+// plan sorts the running instances into kept, reconfigured in place and
+// stopped, and the wanted ones into those to start; the stopped ones
+// leave the topology, and its proxies close for the point's links.
+func (t *Topology) plan(instances []engine.InstanceConfig, links []Link) (*applyPlan, error) {
 	t.mu.Lock()
+	defer t.mu.Unlock()
 	if t.closed {
-		t.mu.Unlock()
 		return nil, errors.New("topology is closed")
 	}
 	t.closeProxiesLocked()
 	t.links = slices.Clone(links)
-	want := map[string]engine.InstanceConfig{}
+	p := &applyPlan{want: map[string]engine.InstanceConfig{}, changes: map[string]Change{}}
 	for _, in := range instances {
-		want[in.Name] = in
+		p.want[in.Name] = in
 	}
-	changes := map[string]Change{}
-	var stop []*running
-	var reconfigure []*running
 	for name, r := range t.instances {
-		w, ok := want[name]
+		w, ok := p.want[name]
 		switch {
 		case ok && r.cfg.Equal(w):
-			changes[name] = Kept
+			p.changes[name] = Kept
 			if w.Target != "" {
-				changes[name] = KeptAttached
+				p.changes[name] = KeptAttached
 			}
 		case ok && r.cfg.SameServer(w) && r.inst.Owned() && !t.fixedAtInitChanged(r.cfg, w):
-			reconfigure = append(reconfigure, r)
+			p.reconfigure = append(p.reconfigure, r)
 		default:
-			stop = append(stop, r)
+			p.stop = append(p.stop, r)
 			delete(t.instances, name)
 		}
 	}
-	var start []engine.InstanceConfig
 	for _, in := range instances {
 		if _, ok := t.instances[in.Name]; !ok {
-			start = append(start, in)
+			p.start = append(p.start, in)
 		}
 	}
-	t.mu.Unlock()
+	return p, nil
+}
 
-	if err := t.each(len(stop), func(i int) error { return stop[i].inst.Stop(ctx) }); err != nil {
-		return nil, err
-	}
+// reconfigure changes the settings of the instances kept in place,
+// reloaded or restarted as each engine needs.
+func (t *Topology) reconfigure(ctx context.Context, p *applyPlan) error {
 	var mu sync.Mutex
-	err := t.each(len(reconfigure), func(i int) error {
-		r := reconfigure[i]
-		w := want[r.cfg.Name]
+	return t.each(len(p.reconfigure), func(i int) error {
+		r := p.reconfigure[i]
+		w := p.want[r.cfg.Name]
 		restarted, err := r.inst.Reconfigure(ctx, w.Settings)
 		mu.Lock()
 		defer mu.Unlock()
 		r.cfg = w
-		changes[w.Name] = Reloaded
+		p.changes[w.Name] = Reloaded
 		if restarted {
-			changes[w.Name] = Restarted
+			p.changes[w.Name] = Restarted
 		}
 		return err
 	})
-	if err != nil {
-		return nil, err
-	}
-	started := make([]*running, len(start))
-	err = t.each(len(start), func(i int) error {
-		r, err := t.bringUp(ctx, start[i])
-		started[i] = r
-		return err
-	})
+}
 
+// adopt adds the instances started (those that started before startErr
+// too) to the topology, or stops them when it closed meanwhile.
+func (t *Topology) adopt(ctx context.Context, p *applyPlan, started []*running, startErr error) (map[string]Change, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	var errs []error
@@ -207,13 +231,13 @@ func (t *Topology) Apply(ctx context.Context, instances []engine.InstanceConfig,
 			errs = append(errs, r.inst.Stop(context.WithoutCancel(ctx)), errors.New("topology closed while starting"))
 			continue
 		}
-		t.instances[start[i].Name] = r
-		changes[start[i].Name] = Started
-		if start[i].Target != "" {
-			changes[start[i].Name] = Attached
+		t.instances[p.start[i].Name] = r
+		p.changes[p.start[i].Name] = Started
+		if p.start[i].Target != "" {
+			p.changes[p.start[i].Name] = Attached
 		}
 	}
-	return changes, errors.Join(append(errs, err)...)
+	return p.changes, errors.Join(append(errs, startErr)...)
 }
 
 // fixedAtInitChanged reports whether a setting the engine fixes when the

@@ -27,7 +27,7 @@ var postgresByNature = []string{"georep"}
 // notYetOnSessions still carry sessions of their own in each engine's
 // driver; each leaves this list when it runs on engine sessions, and the
 // test fails for one listed that no longer needs to be.
-var notYetOnSessions = []string{"oltp", "rbar", "script", "tenants"}
+var notYetOnSessions = []string{"oltp", "rbar", "script"}
 
 // importsOf lists the packages each package matching pattern imports
 // itself (not its tests, not its dependencies'), by import path.

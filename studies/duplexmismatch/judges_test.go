@@ -7,6 +7,7 @@ import (
 	"github.com/dbrig/dbrig/internal/report"
 	"github.com/dbrig/dbrig/internal/workload/oltp/oltptest"
 	"github.com/dbrig/dbrig/studies/loadoltp/loadoltptest"
+	"github.com/dbrig/dbrig/studies/studytest"
 )
 
 // TestEveryPublishedFindingHasAJudge names the ids of the study's file
@@ -71,7 +72,7 @@ func TestReportingJudgedOnItsRuns(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := oltptest.DuplexOpts{TPSRatio: 0.3, MeanRatio: 1.6, Stalled: true, Over1s: 2, CPUMM: 0.5, ReportMM: tc.reportMM}
-			rd := loadoltptest.Repeated(loadoltptest.Run(t, Study(), "0s", oltptest.Duplex(o)), tc.factors...)
+			rd := studytest.Scaled(loadoltptest.Run(t, Study(), "0s", oltptest.Duplex(o)), tc.factors...)
 			f := loadoltptest.Judge(t, Study(), rd, "reporting-unaffected")
 			if f.Verdict != tc.want || !strings.Contains(f.Why, tc.says) {
 				t.Errorf("verdict %q, want %q with %q;\nmeasured: %s\nwhy: %s", f.Verdict, tc.want, tc.says, f.Measured, f.Why)

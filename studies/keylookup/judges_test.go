@@ -2,7 +2,6 @@ package keylookup
 
 import (
 	"fmt"
-	"maps"
 	"math"
 	"strings"
 	"testing"
@@ -15,6 +14,7 @@ import (
 	"github.com/dbrig/dbrig/internal/study"
 	"github.com/dbrig/dbrig/internal/workload"
 	"github.com/dbrig/dbrig/internal/workload/keylookup"
+	"github.com/dbrig/dbrig/studies/studytest"
 )
 
 // theStudy parses the built-in study, whose published figures the judges
@@ -180,21 +180,11 @@ func TestTimeFollowsPagesWeighsTheRuns(t *testing.T) {
 		{"runs straddle the bound", []float64{200, 400}, report.WithinNoise},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			rd := runData(t, seedLike)
-			all := rd.Results
-			for _, r := range rd.Results {
-				for i, ms := range tc.runs {
-					x := r
-					x.Run = i + 2
-					x.Key = fmt.Sprintf("%s #%d", r.Combo, x.Run)
-					x.Metrics = maps.Clone(r.Metrics)
-					if r.Params.String("path") == keylookup.Lookup {
-						x.Metrics["time_ms"] = ms
-					}
-					all = append(all, x)
+			rd := studytest.Repeated(runData(t, seedLike), len(tc.runs), func(i int, r *workload.Result) {
+				if r.Params.String("path") == keylookup.Lookup {
+					r.Metrics["time_ms"] = tc.runs[i]
 				}
-			}
-			rd.Results, rd.Summaries = all, study.Summarize(all, rd.Plan.Repeat)
+			})
 			if f := judge(t, rd, "time-follows-pages"); f.Verdict != tc.want {
 				t.Errorf("verdict %q, want %q; measured %s; spread %s; why %s", f.Verdict, tc.want, f.Measured, f.Spread, f.Why)
 			}

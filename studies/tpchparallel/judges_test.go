@@ -2,7 +2,6 @@ package tpchparallel
 
 import (
 	"fmt"
-	"maps"
 	"math"
 	"strings"
 	"testing"
@@ -15,6 +14,7 @@ import (
 	"github.com/dbrig/dbrig/internal/study"
 	"github.com/dbrig/dbrig/internal/workload"
 	"github.com/dbrig/dbrig/internal/workload/tpch"
+	"github.com/dbrig/dbrig/studies/studytest"
 )
 
 // theStudy parses the built-in study, whose published figures the judges
@@ -241,22 +241,7 @@ func TestSlowerAtHighDegreeWeighsTheRuns(t *testing.T) {
 		{"runs overlap", []float64{0.7, 1.4}, report.WithinNoise},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			rd := runData(t, 16, levels)
-			var all []workload.Result
-			for _, r := range rd.Results {
-				all = append(all, r)
-				for i, f := range tc.factors {
-					x := r
-					x.Run = i + 2
-					x.Key = fmt.Sprintf("%s #%d", r.Combo, x.Run)
-					x.Metrics = maps.Clone(r.Metrics)
-					for k, v := range x.Metrics {
-						x.Metrics[k] = v * f
-					}
-					all = append(all, x)
-				}
-			}
-			rd.Results, rd.Summaries = all, study.Summarize(all, study.RepeatSpec{Runs: 3})
+			rd := studytest.Scaled(runData(t, 16, levels), tc.factors...)
 			if f := judge(t, "slower-at-high-degree", rd); f.Verdict != tc.want {
 				t.Errorf("verdict %q, want %q;\nmeasured: %s\nwhy: %s", f.Verdict, tc.want, f.Measured, f.Why)
 			}

@@ -69,21 +69,7 @@ func run(tb testing.TB, args ...string) {
 // Start builds n hosts.
 func Start(tb testing.TB, n int) *Lab {
 	tb.Helper()
-	if os.Geteuid() != 0 {
-		missing(tb, "network namespaces need root")
-	}
-	for _, p := range []string{"ip", "ssh", "ssh-keygen"} {
-		if _, err := exec.LookPath(p); err != nil {
-			missing(tb, p+" not found (install iproute2 and openssh-client)")
-		}
-	}
-	sshd := sshdtest.FindSSHD()
-	if sshd == "" {
-		missing(tb, "sshd not found (install openssh-server)")
-	}
-	if err := os.MkdirAll("/run/sshd", 0o755); err != nil {
-		tb.Fatal(err)
-	}
+	sshd := requireTools(tb)
 	u, err := user.Current()
 	if err != nil {
 		tb.Fatal(err)
@@ -107,49 +93,69 @@ func Start(tb testing.TB, n int) *Lab {
 
 	hostKey := sshdtest.Keys(tb, "ssh-keygen", dir)
 	var known strings.Builder
-
 	for i := range n {
-		h := &Host{Netns: fmt.Sprintf("dr%dh%d", id, i), Addr: fmt.Sprintf("%s.%d", subnet, 10+i),
-			Veth: fmt.Sprintf("dr%dv%d", id, i), done: make(chan struct{})}
-		lab.Hosts = append(lab.Hosts, h)
-		peer := fmt.Sprintf("dr%dp%d", id, i)
-		run(tb, "ip", "netns", "add", h.Netns)
-		run(tb, "ip", "link", "add", h.Veth, "type", "veth", "peer", "name", peer)
-		run(tb, "ip", "link", "set", peer, "netns", h.Netns)
-		run(tb, "ip", "link", "set", h.Veth, "master", lab.Bridge, "up")
-		run(tb, "ip", "netns", "exec", h.Netns, "ip", "link", "set", "lo", "up")
-		run(tb, "ip", "netns", "exec", h.Netns, "ip", "addr", "add", h.Addr+"/24", "dev", peer)
-		run(tb, "ip", "netns", "exec", h.Netns, "ip", "link", "set", peer, "up")
-		cfg := filepath.Join(dir, fmt.Sprintf("sshd_config_%d", i))
-		// TMPDIR passes the test's temporary directory on to what runs
-		// in the host, so what it leaves there is seen.
-		write(tb, cfg, sshdtest.ServerConfig(h.Addr, 22, dir, filepath.Join(dir, fmt.Sprintf("sshd_%d.pid", i)), u.Username,
-			"SetEnv TMPDIR="+os.TempDir()+"\n"))
-		h.sshd = exec.Command("ip", "netns", "exec", h.Netns, sshd, "-D", "-f", cfg, "-E", filepath.Join(dir, fmt.Sprintf("sshd_%d.log", i)))
-		h.sshd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
-		if err := h.sshd.Start(); err != nil {
-			tb.Fatalf("start sshd in %s: %v", h.Netns, err)
-		}
-		go func() { _ = h.sshd.Wait(); close(h.done) }()
+		h := lab.addHost(tb, sshd, id, subnet, i)
 		fmt.Fprintf(&known, "%s %s\n", h.Addr, hostKey)
 	}
 	write(tb, filepath.Join(dir, "known_hosts"), known.String())
-	write(tb, lab.ConfigFile, fmt.Sprintf(`Host *
-  IdentityFile %s
-  IdentitiesOnly yes
-  IdentityAgent none
-  UserKnownHostsFile %s
-  GlobalKnownHostsFile /dev/null
-  StrictHostKeyChecking yes
-  PasswordAuthentication no
-  KbdInteractiveAuthentication no
-  ServerAliveInterval 2
-  ServerAliveCountMax 3
-`, filepath.Join(dir, "id_ed25519"), filepath.Join(dir, "known_hosts")))
+	write(tb, lab.ConfigFile, sshdtest.ClientConfig(filepath.Join(dir, "id_ed25519"), filepath.Join(dir, "known_hosts"),
+		"  ServerAliveInterval 2\n  ServerAliveCountMax 3\n"))
 	for _, h := range lab.Hosts {
 		lab.waitSSH(tb, h)
 	}
 	return lab
+}
+
+// requireTools skips the test (fails it in CI) without root, ip, ssh or
+// sshd, and returns sshd's path.
+func requireTools(tb testing.TB) string {
+	tb.Helper()
+	if os.Geteuid() != 0 {
+		missing(tb, "network namespaces need root")
+	}
+	for _, p := range []string{"ip", "ssh", "ssh-keygen"} {
+		if _, err := exec.LookPath(p); err != nil {
+			missing(tb, p+" not found (install iproute2 and openssh-client)")
+		}
+	}
+	sshd := sshdtest.FindSSHD()
+	if sshd == "" {
+		missing(tb, "sshd not found (install openssh-server)")
+	}
+	if err := os.MkdirAll("/run/sshd", 0o755); err != nil {
+		tb.Fatal(err)
+	}
+	return sshd
+}
+
+// addHost makes host i: a network namespace on the lab's bridge, with an
+// sshd of its own.
+func (l *Lab) addHost(tb testing.TB, sshd string, id int, subnet string, i int) *Host {
+	tb.Helper()
+	dir := l.Dir
+	h := &Host{Netns: fmt.Sprintf("dr%dh%d", id, i), Addr: fmt.Sprintf("%s.%d", subnet, 10+i),
+		Veth: fmt.Sprintf("dr%dv%d", id, i), done: make(chan struct{})}
+	l.Hosts = append(l.Hosts, h)
+	peer := fmt.Sprintf("dr%dp%d", id, i)
+	run(tb, "ip", "netns", "add", h.Netns)
+	run(tb, "ip", "link", "add", h.Veth, "type", "veth", "peer", "name", peer)
+	run(tb, "ip", "link", "set", peer, "netns", h.Netns)
+	run(tb, "ip", "link", "set", h.Veth, "master", l.Bridge, "up")
+	run(tb, "ip", "netns", "exec", h.Netns, "ip", "link", "set", "lo", "up")
+	run(tb, "ip", "netns", "exec", h.Netns, "ip", "addr", "add", h.Addr+"/24", "dev", peer)
+	run(tb, "ip", "netns", "exec", h.Netns, "ip", "link", "set", peer, "up")
+	cfg := filepath.Join(dir, fmt.Sprintf("sshd_config_%d", i))
+	// TMPDIR passes the test's temporary directory on to what runs
+	// in the host, so what it leaves there is seen.
+	write(tb, cfg, sshdtest.ServerConfig(h.Addr, 22, dir, filepath.Join(dir, fmt.Sprintf("sshd_%d.pid", i)), l.User,
+		"SetEnv TMPDIR="+os.TempDir()+"\n"))
+	h.sshd = exec.Command("ip", "netns", "exec", h.Netns, sshd, "-D", "-f", cfg, "-E", filepath.Join(dir, fmt.Sprintf("sshd_%d.log", i)))
+	h.sshd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
+	if err := h.sshd.Start(); err != nil {
+		tb.Fatalf("start sshd in %s: %v", h.Netns, err)
+	}
+	go func() { _ = h.sshd.Wait(); close(h.done) }()
+	return h
 }
 
 // waitSSH waits until the host's sshd answers.

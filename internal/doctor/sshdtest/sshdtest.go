@@ -41,17 +41,7 @@ type Server struct {
 // Start starts sshd and stops it when the test ends.
 func Start(tb testing.TB) *Server {
 	tb.Helper()
-	sshd := FindSSHD()
-	if sshd == "" {
-		missing(tb, "sshd not found (install Debian's openssh-server)")
-	}
-	keygen, err := exec.LookPath("ssh-keygen")
-	if err != nil {
-		missing(tb, "ssh-keygen not found (install Debian's openssh-client)")
-	}
-	if _, err := exec.LookPath("ssh"); err != nil {
-		missing(tb, "ssh not found (install Debian's openssh-client)")
-	}
+	sshd, keygen := requireSSH(tb)
 	u, err := user.Current()
 	if err != nil {
 		tb.Fatal(err)
@@ -71,21 +61,69 @@ func Start(tb testing.TB) *Server {
 	s := &Server{User: u.Username, Dir: dir, ConfigFile: filepath.Join(dir, "ssh_config"),
 		IdentityFile: filepath.Join(dir, "id_ed25519"), KnownHostsFile: filepath.Join(dir, "known_hosts")}
 	hostKey := Keys(tb, keygen, dir)
+	s.start(tb, sshd)
 
-	// sshd binds the port itself, so a port freed here might be taken
-	// before it starts: try a few.
-	var cmd *exec.Cmd
+	var known strings.Builder
+	for _, h := range []string{"127.0.0.1", "localhost"} {
+		fmt.Fprintf(&known, "[%s]:%d %s\n", h, s.Port, hostKey)
+	}
+	writeFile(tb, s.KnownHostsFile, known.String(), 0o600)
+	writeFile(tb, s.ConfigFile, ClientConfig(s.IdentityFile, s.KnownHostsFile, ""), 0o600)
+	return s
+}
+
+// ClientConfig is an ssh_config that logs in to every host with the key
+// identityFile only and trusts only the hosts in knownHostsFile, never
+// asking for a password; extra lines follow.
+func ClientConfig(identityFile, knownHostsFile, extra string) string {
+	return fmt.Sprintf(`Host *
+  IdentityFile %s
+  IdentitiesOnly yes
+  IdentityAgent none
+  UserKnownHostsFile %s
+  GlobalKnownHostsFile /dev/null
+  StrictHostKeyChecking yes
+  PasswordAuthentication no
+  KbdInteractiveAuthentication no
+`, identityFile, knownHostsFile) + extra
+}
+
+// requireSSH skips the test (fails it in CI) without OpenSSH's server and
+// client, and returns the paths of sshd and ssh-keygen.
+func requireSSH(tb testing.TB) (sshd, keygen string) {
+	tb.Helper()
+	sshd = FindSSHD()
+	if sshd == "" {
+		missing(tb, "sshd not found (install Debian's openssh-server)")
+	}
+	keygen, err := exec.LookPath("ssh-keygen")
+	if err != nil {
+		missing(tb, "ssh-keygen not found (install Debian's openssh-client)")
+	}
+	if _, err := exec.LookPath("ssh"); err != nil {
+		missing(tb, "ssh not found (install Debian's openssh-client)")
+	}
+	return sshd, keygen
+}
+
+// start runs sshd on a free port, stopped when the test ends. sshd binds
+// the port itself, so a port freed here might be taken before it starts:
+// it tries a few.
+func (s *Server) start(tb testing.TB, sshd string) {
+	tb.Helper()
+	dir := s.Dir
 	for attempt := 0; ; attempt++ {
 		s.Port = freePort(tb)
 		writeFile(tb, filepath.Join(dir, "sshd_config"), ServerConfig("127.0.0.1", s.Port, dir, filepath.Join(dir, "sshd.pid"), s.User), 0o600)
-		cmd = exec.Command(sshd, "-D", "-f", filepath.Join(dir, "sshd_config"), "-E", filepath.Join(dir, "sshd.log"))
+		cmd := exec.Command(sshd, "-D", "-f", filepath.Join(dir, "sshd_config"), "-E", filepath.Join(dir, "sshd.log"))
 		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
 		if err := cmd.Start(); err != nil {
 			tb.Fatalf("start %s: %v", sshd, err)
 		}
 		exited := make(chan error, 1)
 		go func() { exited <- cmd.Wait() }()
-		if err := waitListening(s.Port, exited); err == nil {
+		err := waitListening(s.Port, exited)
+		if err == nil {
 			tb.Cleanup(func() {
 				_ = cmd.Process.Signal(syscall.SIGTERM)
 				select {
@@ -95,31 +133,13 @@ func Start(tb testing.TB) *Server {
 					<-exited
 				}
 			})
-			break
-		} else if attempt == 4 {
-			_ = cmd.Process.Kill()
+			return
+		}
+		_ = cmd.Process.Kill()
+		if attempt == 4 {
 			tb.Fatalf("sshd did not start: %v; log:\n%s", err, readFileOr(filepath.Join(dir, "sshd.log")))
-		} else {
-			_ = cmd.Process.Kill()
 		}
 	}
-
-	var known strings.Builder
-	for _, h := range []string{"127.0.0.1", "localhost"} {
-		fmt.Fprintf(&known, "[%s]:%d %s\n", h, s.Port, hostKey)
-	}
-	writeFile(tb, s.KnownHostsFile, known.String(), 0o600)
-	writeFile(tb, s.ConfigFile, fmt.Sprintf(`Host *
-  IdentityFile %s
-  IdentitiesOnly yes
-  IdentityAgent none
-  UserKnownHostsFile %s
-  GlobalKnownHostsFile /dev/null
-  StrictHostKeyChecking yes
-  PasswordAuthentication no
-  KbdInteractiveAuthentication no
-`, s.IdentityFile, s.KnownHostsFile), 0o600)
-	return s
 }
 
 // Log returns what sshd logged so far, for failure messages.

@@ -61,30 +61,13 @@ type NativeResult struct {
 // times until the subscriber holds the last one; then it drops the
 // subscription and the publication.
 func RunNative(ctx context.Context, nc NativeConfig) (res NativeResult, err error) {
-	if nc.Name == "" {
-		nc.Name = "dbrig_native"
-	}
-	if err := validateName("subscription", nc.Name); err != nil {
-		return res, &replication.UsageError{Err: err}
-	}
-	if nc.Table.Name == "" {
-		nc.Table = replication.TableName{Schema: "public", Name: "dbrig_native_rows"}
-	}
-	if nc.PublisherFromSubscriber.Host == "" {
-		nc.PublisherFromSubscriber = nc.Publisher
-	}
-	if nc.PollInterval <= 0 {
-		nc.PollInterval = 2 * time.Millisecond
+	if err := nc.applyDefaults(); err != nil {
+		return res, err
 	}
 	res.Rows = int64(nc.Rows)
 	res.Bytes = int64(nc.Rows) * int64(nc.Payload.RowBytes())
-	if err := PrepareTable(ctx, nc.Publisher, nc.Subscriber, nc.Table, nc.Payload, true); err != nil {
+	if err := prepareRows(ctx, nc.Publisher, nc.Subscriber, nc.Table, nc.Payload, true, nc.InitialRows); err != nil {
 		return res, err
-	}
-	if nc.InitialRows > 0 {
-		if _, err := InsertRows(ctx, nc.Publisher, nc.Table, nc.Payload, 1, nc.InitialRows, 10000); err != nil {
-			return res, err
-		}
 	}
 	pub, err := pgxConnect(ctx, nc.Publisher, "dbrig native baseline")
 	if err != nil {
@@ -103,58 +86,129 @@ func RunNative(ctx context.Context, nc NativeConfig) (res NativeResult, err erro
 		return res, fmt.Errorf("native: create publication: %w", err)
 	}
 	defer func() {
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
-		defer cancel()
-		var errs []error
-		if _, derr := sub.Exec(cctx, "DROP SUBSCRIPTION IF EXISTS "+name); derr != nil {
-			errs = append(errs, fmt.Errorf("native: drop subscription: %w", derr))
-		}
-		if _, derr := pub.Exec(cctx, "DROP PUBLICATION IF EXISTS "+name); derr != nil {
-			errs = append(errs, fmt.Errorf("native: drop publication: %w", derr))
-		}
-		if derr := errors.Join(errs...); derr != nil && err == nil {
+		if derr := dropNative(ctx, pub, sub, name); derr != nil && err == nil {
 			err = derr
 		}
 	}()
+	if err := subscribeNative(ctx, nc, sub, name, &res); err != nil {
+		return res, err
+	}
+	t0, err := insertNative(ctx, nc, sub, name, &res)
+	if err != nil {
+		return res, err
+	}
+	if err := waitNative(ctx, nc, sub, t0, &res); err != nil {
+		return res, err
+	}
+	if !nc.SkipVerify {
+		return res, verifyNative(ctx, nc, &res)
+	}
+	return res, nil
+}
+
+func (nc *NativeConfig) applyDefaults() error {
+	if nc.Name == "" {
+		nc.Name = "dbrig_native"
+	}
+	if err := validateName("subscription", nc.Name); err != nil {
+		return &replication.UsageError{Err: err}
+	}
+	if nc.Table.Name == "" {
+		nc.Table = replication.TableName{Schema: "public", Name: "dbrig_native_rows"}
+	}
+	if nc.PublisherFromSubscriber.Host == "" {
+		nc.PublisherFromSubscriber = nc.Publisher
+	}
+	if nc.PollInterval <= 0 {
+		nc.PollInterval = 2 * time.Millisecond
+	}
+	return nil
+}
+
+// prepareRows makes the table on both sides (on the subscriber when
+// onSubscriber) and the initial rows on the publisher.
+func prepareRows(ctx context.Context, publisher, subscriber postgres.ConnInfo, t replication.TableName, p Payload, onSubscriber bool, initialRows int) error {
+	if err := PrepareTable(ctx, publisher, subscriber, t, p, onSubscriber); err != nil {
+		return err
+	}
+	if initialRows > 0 {
+		if _, err := InsertRows(ctx, publisher, t, p, 1, initialRows, 10000); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// dropNative removes the subscription and the publication, even when the
+// run's context has ended.
+func dropNative(ctx context.Context, pub, sub *pgx.Conn, name string) error {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+	defer cancel()
+	var errs []error
+	if _, derr := sub.Exec(cctx, "DROP SUBSCRIPTION IF EXISTS "+name); derr != nil {
+		errs = append(errs, fmt.Errorf("native: drop subscription: %w", derr))
+	}
+	if _, derr := pub.Exec(cctx, "DROP PUBLICATION IF EXISTS "+name); derr != nil {
+		errs = append(errs, fmt.Errorf("native: drop publication: %w", derr))
+	}
+	return errors.Join(errs...)
+}
+
+// subscribeNative creates the subscription; without Preload it waits
+// until the initial sync is done and the apply worker runs.
+func subscribeNative(ctx context.Context, nc NativeConfig, sub *pgx.Conn, name string, res *NativeResult) error {
 	start := time.Now()
 	// The connection string carries the password to the subscriber's
 	// server; it is never printed (errors quote the server's message only).
-	_, err = sub.Exec(ctx, fmt.Sprintf("CREATE SUBSCRIPTION %s CONNECTION %s PUBLICATION %s WITH (copy_data = %t, enabled = %t)",
+	_, err := sub.Exec(ctx, fmt.Sprintf("CREATE SUBSCRIPTION %s CONNECTION %s PUBLICATION %s WITH (copy_data = %t, enabled = %t)",
 		name, quoteLiteral(nc.PublisherFromSubscriber.Keywords()), name, nc.InitialRows > 0, !nc.Preload))
 	if err != nil {
-		return res, fmt.Errorf("native: create subscription on %s: %v", nc.Subscriber, redactErr(err))
+		return fmt.Errorf("native: create subscription on %s: %v", nc.Subscriber, redactErr(err))
 	}
-	if !nc.Preload {
-		if err := pollUntil(ctx, nc.PollInterval, func() (bool, error) { return nativeSynced(ctx, sub, nc.Name) }); err != nil {
-			return res, fmt.Errorf("native: wait for the initial sync: %w", err)
-		}
-		res.InitialSync = time.Since(start)
-		// The launcher starts at most one apply worker per
-		// wal_retrieve_retry_interval (5 s): time the replication, not it.
-		if err := pollUntil(ctx, nc.PollInterval, func() (bool, error) { return nativeWorker(ctx, sub, nc.Name) }); err != nil {
-			return res, fmt.Errorf("native: wait for the apply worker: %w", err)
-		}
+	if nc.Preload {
+		return nil
 	}
-	last := int64(nc.InitialRows + nc.Rows)
-	var t0 time.Time
+	if err := pollUntil(ctx, nc.PollInterval, func() (bool, error) { return nativeSynced(ctx, sub, nc.Name) }); err != nil {
+		return fmt.Errorf("native: wait for the initial sync: %w", err)
+	}
+	res.InitialSync = time.Since(start)
+	// The launcher starts at most one apply worker per
+	// wal_retrieve_retry_interval (5 s): time the replication, not it.
+	if err := pollUntil(ctx, nc.PollInterval, func() (bool, error) { return nativeWorker(ctx, sub, nc.Name) }); err != nil {
+		return fmt.Errorf("native: wait for the apply worker: %w", err)
+	}
+	return nil
+}
+
+// insertNative inserts the rows and returns when the timed replication
+// began: the first insert's commit, or with Preload the apply worker's
+// start once the subscription is enabled.
+func insertNative(ctx context.Context, nc NativeConfig, sub *pgx.Conn, name string, res *NativeResult) (t0 time.Time, err error) {
 	if res.Insert, err = InsertRows(ctx, nc.Publisher, nc.Table, nc.Payload, int64(nc.InitialRows)+1, nc.Rows, nc.RowsPerTransaction); err != nil {
-		return res, err
+		return t0, err
 	}
 	t0 = res.Insert.FirstCommit
 	if nc.Preload {
 		if _, err := sub.Exec(ctx, "ALTER SUBSCRIPTION "+name+" ENABLE"); err != nil {
-			return res, fmt.Errorf("native: enable the subscription: %w", err)
+			return t0, fmt.Errorf("native: enable the subscription: %w", err)
 		}
 		// From the apply worker's start: it then connects, and the
 		// walsender decodes and sends the backlog while it applies.
 		if err := pollUntil(ctx, time.Millisecond, func() (bool, error) { return nativeWorker(ctx, sub, nc.Name) }); err != nil {
-			return res, fmt.Errorf("native: wait for the apply worker: %w", err)
+			return t0, fmt.Errorf("native: wait for the apply worker: %w", err)
 		}
 		t0 = time.Now()
 	}
+	return t0, nil
+}
+
+// waitNative waits for the last row on the subscriber and times it from
+// t0, then (with Preload) for the initial sync to end.
+func waitNative(ctx context.Context, nc NativeConfig, sub *pgx.Conn, t0 time.Time, res *NativeResult) error {
+	last := int64(nc.InitialRows + nc.Rows)
 	if nc.Rows > 0 {
 		if err := pollUntil(ctx, nc.PollInterval, func() (bool, error) { return rowPresent(ctx, sub, nc.Table, last) }); err != nil {
-			return res, fmt.Errorf("native: wait for row %d on the subscriber: %w", last, err)
+			return fmt.Errorf("native: wait for row %d on the subscriber: %w", last, err)
 		}
 		res.Elapsed = time.Since(t0)
 		if s := res.Elapsed.Seconds(); s > 0 {
@@ -164,20 +218,22 @@ func RunNative(ctx context.Context, nc NativeConfig) (res NativeResult, err erro
 	}
 	if nc.Preload {
 		if err := pollUntil(ctx, nc.PollInterval, func() (bool, error) { return nativeSynced(ctx, sub, nc.Name) }); err != nil {
-			return res, fmt.Errorf("native: wait for the initial sync: %w", err)
+			return fmt.Errorf("native: wait for the initial sync: %w", err)
 		}
 	}
-	if !nc.SkipVerify {
-		v, err := replication.Verify(ctx, replication.Config{Publisher: nc.Publisher, Subscriber: nc.Subscriber, Tables: []replication.TableName{nc.Table}}, replication.VerifyOptions{})
-		if err != nil {
-			return res, err
-		}
-		res.Verify = &v
-		if !v.Equal {
-			return res, fmt.Errorf("native: verify: the subscriber differs: %+v", v.Tables)
-		}
+	return nil
+}
+
+func verifyNative(ctx context.Context, nc NativeConfig, res *NativeResult) error {
+	v, err := replication.Verify(ctx, replication.Config{Publisher: nc.Publisher, Subscriber: nc.Subscriber, Tables: []replication.TableName{nc.Table}}, replication.VerifyOptions{})
+	if err != nil {
+		return err
 	}
-	return res, nil
+	res.Verify = &v
+	if !v.Equal {
+		return fmt.Errorf("native: verify: the subscriber differs: %+v", v.Tables)
+	}
+	return nil
 }
 
 // nativeSynced reports whether every table of the subscription is synchronized.

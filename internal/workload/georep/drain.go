@@ -72,11 +72,19 @@ func Drain(ctx context.Context, dc DrainConfig) (res DrainResult, err error) {
 			err = fmt.Errorf("tear down: %w", terr)
 		}
 	}()
+	if res.Stored, err = storeBacklog(ctx, dc, cfg); err != nil {
+		return res, err
+	}
+	return res, drainCold(ctx, dc, cfg, &res)
+}
 
-	// The backlog.
+// storeBacklog inserts the rows with the log reader alone running, so that
+// they wait in the distribution database, and returns the bytes stored
+// there (0 when the status cannot be read).
+func storeBacklog(ctx context.Context, dc DrainConfig, cfg replication.Config) (int64, error) {
 	lr, err := replication.Supervise(ctx, replication.RunConfig{Config: cfg, LogReader: true})
 	if err != nil {
-		return res, err
+		return 0, err
 	}
 	ins, err := InsertRows(ctx, cfg.Publisher, dc.Table, dc.Payload, 1, dc.Rows, dc.RowsPerTransaction)
 	if err == nil {
@@ -86,16 +94,20 @@ func Drain(ctx context.Context, dc DrainConfig) (res DrainResult, err error) {
 		err = serr
 	}
 	if err != nil {
-		return res, fmt.Errorf("store the backlog: %w", err)
+		return 0, fmt.Errorf("store the backlog: %w", err)
 	}
 	if st, err := replication.GetStatus(ctx, cfg); err == nil {
-		res.Stored = st.DistributionBytes
+		return st.DistributionBytes, nil
 	}
+	return 0, nil
+}
 
-	// The agent, cold.
+// drainCold starts the agent, cold, and times it until the subscriber
+// holds the backlog's last row.
+func drainCold(ctx context.Context, dc DrainConfig, cfg replication.Config, res *DrainResult) error {
 	sub, err := pgxConnect(ctx, cfg.Subscriber, "dbrig drain watch")
 	if err != nil {
-		return res, err
+		return err
 	}
 	defer sub.Close(context.WithoutCancel(ctx))
 	start := time.Now()
@@ -104,7 +116,7 @@ func Drain(ctx context.Context, dc DrainConfig) (res DrainResult, err error) {
 	agent, err := replication.Supervise(ctx, replication.RunConfig{Config: cfg, Agent: true, Targets: dc.Agent, Mode: dc.Mode, Options: dc.Options,
 		AgentReady: func() { once.Do(func() { ready = time.Now() }) }})
 	if err != nil {
-		return res, err
+		return err
 	}
 	err = pollUntil(ctx, 2*time.Millisecond, func() (bool, error) {
 		select {
@@ -123,15 +135,15 @@ func Drain(ctx context.Context, dc DrainConfig) (res DrainResult, err error) {
 		err = serr
 	}
 	if err != nil {
-		return res, fmt.Errorf("drain: %w", err)
+		return fmt.Errorf("drain: %w", err)
 	}
 	once.Do(func() {}) // the agent has stopped: ready is settled
 	res.Connect, res.Drain = ready.Sub(start), end.Sub(ready)
 	var n int64
 	if err := sub.QueryRow(ctx, "SELECT count(*) FROM "+dc.Table.Quoted()).Scan(&n); err != nil || n != int64(dc.Rows) {
-		return res, fmt.Errorf("drain: the subscriber holds %d rows, want %d (%v)", n, dc.Rows, err)
+		return fmt.Errorf("drain: the subscriber holds %d rows, want %d (%v)", n, dc.Rows, err)
 	}
-	return res, nil
+	return nil
 }
 
 // FloorResult is how fast the subscriber itself inserts a backlog's rows.

@@ -158,113 +158,157 @@ func (w *georep) Run(ctx context.Context, env *workload.Env) (workload.Measureme
 	if err != nil {
 		return workload.Measurement{}, err
 	}
-	rows := int(w.p.Int("rows"))
-	perXact := int(w.p.Int("rows_per_transaction"))
-	cfg := replication.Config{Publisher: s.pubLocal, Subscriber: s.subLocal, Logger: env.Log}
-	m := workload.Measurement{Metrics: map[string]float64{"rows": float64(rows)}}
-	record := func(elapsed time.Duration, bytes int64) {
-		secs := elapsed.Seconds()
-		m.Metrics["seconds"] = secs
-		m.Metrics["payload_bytes"] = float64(bytes)
-		if secs > 0 {
-			m.Metrics["rows_per_s"] = float64(rows) / secs
-			m.Metrics["mb_per_s"] = float64(bytes) / 1e6 / secs
-		}
-	}
+	r := &scenarioRunner{w: w, env: env, s: s, pubSite: pubSite, subSite: subSite,
+		rows: int(w.p.Int("rows")), perXact: int(w.p.Int("rows_per_transaction"))}
+	r.cfg = replication.Config{Publisher: s.pubLocal, Subscriber: s.subLocal, Logger: env.Log}
+	r.m = workload.Measurement{Metrics: map[string]float64{"rows": float64(r.rows)}}
 	switch w.scenario {
 	case "push", "pull", "push-pipelined":
-		mode := replication.Push
-		targets := replication.Targets{Distribution: s.distLocal, Subscriber: s.subFromPub}
-		if w.scenario == "pull" {
-			mode = replication.Pull
-			targets = replication.Targets{Distribution: s.distFromSub, Subscriber: s.subLocal}
-		}
-		res, err := RunScenario(ctx, ScenarioConfig{
-			Config: cfg, Agent: targets, Mode: mode, Options: w.options,
-			Payload: w.payload, Rows: rows, RowsPerTransaction: perXact,
-			Setup: replication.SetupOptions{Compression: w.compression},
-		})
-		if err != nil {
-			return m, fmt.Errorf("%s: %w", w.scenario, err)
-		}
-		if res.Verify == nil || !res.Verify.Equal {
-			return m, fmt.Errorf("%s: the subscriber was not verified equal to the publisher", w.scenario)
-		}
-		record(res.Elapsed, res.Bytes)
-		a := res.Agent
-		m.Metrics["round_trips"] = float64(a.RoundTrips)
-		m.Metrics["sent_bytes"] = float64(a.SentBytes)
-		m.Metrics["read_bytes"] = float64(a.ReadBytes)
-		m.Metrics["pipeline"] = float64(a.Pipeline)
-		m.Metrics["commits"] = float64(a.Commits)
-		m.Notes = append(m.Notes, "verified: subscriber equals publisher")
+		err = r.replicate(ctx)
 	case "native":
-		res, err := RunNative(ctx, NativeConfig{
-			Publisher: s.pubLocal, Subscriber: s.subLocal, PublisherFromSubscriber: s.pubFromSub,
-			Payload: w.payload, Rows: rows, RowsPerTransaction: perXact,
-		})
-		if err != nil {
-			return m, fmt.Errorf("native: %w", err)
-		}
-		if res.Verify == nil || !res.Verify.Equal {
-			return m, fmt.Errorf("native: the subscriber was not verified equal to the publisher")
-		}
-		record(res.Elapsed, res.Bytes)
-		m.Notes = append(m.Notes, "verified: subscriber equals publisher")
+		err = r.native(ctx)
 	case "fdw-row", "fdw-batch":
-		batch := 1
-		if w.scenario == "fdw-batch" {
-			batch = int(w.p.Int("fdw_batch"))
-		}
-		res, err := RunFDW(ctx, FDWConfig{
-			Local: s.pubLocal, Remote: s.subFromPub, RemoteDirect: s.subLocal,
-			Payload: w.payload, Rows: rows, BatchSize: batch,
-		})
-		if err != nil {
-			return m, fmt.Errorf("%s: %w", w.scenario, err)
-		}
-		record(res.Elapsed, res.Bytes)
-		m.Metrics["batch_size"] = float64(batch)
+		err = r.fdw(ctx)
 	case "init-snapshot", "init-backup":
-		// The snapshot's COPY crosses the link: read on the publisher's
-		// site, written to the subscriber from there. The backup is dumped
-		// at the publisher's site, shipped across the link compressed, and
-		// restored at the subscriber's site, as the seed's was.
-		setup := replication.SetupOptions{Init: replication.InitSnapshot, InitPublisher: s.pubLocal, InitSubscriber: s.subFromPub,
-			Binaries: localBinaries(env.Instance(w.pub))}
-		var ship *shipper
-		if w.scenario == "init-backup" {
-			if env.Via == nil {
-				return m, errors.New("init-backup: the study gives no path between the sites for the archive")
-			}
-			ship = &shipper{via: env.Via, from: pubSite, to: subSite}
-			setup.Init, setup.InitSubscriber, setup.Carrier = replication.InitBackup, s.subLocal, ship.carry
-		}
-		res, err := RunScenario(ctx, ScenarioConfig{
-			Config: cfg, Mode: replication.Pull, Options: w.options, Payload: w.payload,
-			InitialRows: rows, Rows: 0,
-			Agent: replication.Targets{Distribution: s.distFromSub, Subscriber: s.subLocal},
-			Setup: setup,
-		})
-		if err != nil {
-			return m, fmt.Errorf("%s: %w", w.scenario, err)
-		}
-		if res.Verify == nil || !res.Verify.Equal {
-			return m, fmt.Errorf("%s: the subscriber was not verified equal to the publisher", w.scenario)
-		}
-		record(res.Setup.InitDuration, int64(rows)*int64(w.payload.RowBytes()))
-		m.Metrics["init_bytes"] = float64(res.Setup.InitBytes)
-		if ship != nil {
-			m.Metrics["dump_seconds"] = res.Setup.DumpDuration.Seconds()
-			m.Metrics["shipped_bytes"] = float64(ship.Shipped())
-			m.Notes = append(m.Notes, fmt.Sprintf("archive %d bytes, shipped compressed as %d bytes", res.Setup.InitBytes, ship.Shipped()))
-		}
-		m.Notes = append(m.Notes, "verified: subscriber equals publisher")
+		err = r.initialize(ctx)
 	default:
-		return m, fmt.Errorf("unknown scenario %q", w.scenario)
+		return r.m, fmt.Errorf("unknown scenario %q", w.scenario)
 	}
-	m.Notes = append(m.Notes, "payload "+w.payload.String()+", "+strconv.Itoa(rows)+" rows")
-	return m, nil
+	if err != nil {
+		return r.m, err
+	}
+	r.m.Notes = append(r.m.Notes, "payload "+w.payload.String()+", "+strconv.Itoa(r.rows)+" rows")
+	return r.m, nil
+}
+
+// scenarioRunner runs one point's scenario between its sites and fills its
+// measurement.
+type scenarioRunner struct {
+	w                *georep
+	env              *workload.Env
+	s                sites
+	pubSite, subSite string
+	rows, perXact    int
+	cfg              replication.Config
+	m                workload.Measurement
+}
+
+func (r *scenarioRunner) record(elapsed time.Duration, bytes int64) {
+	secs := elapsed.Seconds()
+	r.m.Metrics["seconds"] = secs
+	r.m.Metrics["payload_bytes"] = float64(bytes)
+	if secs > 0 {
+		r.m.Metrics["rows_per_s"] = float64(r.rows) / secs
+		r.m.Metrics["mb_per_s"] = float64(bytes) / 1e6 / secs
+	}
+}
+
+// replicate runs dbrig's replication, pushed or pulled.
+func (r *scenarioRunner) replicate(ctx context.Context) error {
+	w, s := r.w, r.s
+	mode := replication.Push
+	targets := replication.Targets{Distribution: s.distLocal, Subscriber: s.subFromPub}
+	if w.scenario == "pull" {
+		mode = replication.Pull
+		targets = replication.Targets{Distribution: s.distFromSub, Subscriber: s.subLocal}
+	}
+	res, err := RunScenario(ctx, ScenarioConfig{
+		Config: r.cfg, Agent: targets, Mode: mode, Options: w.options,
+		Payload: w.payload, Rows: r.rows, RowsPerTransaction: r.perXact,
+		Setup: replication.SetupOptions{Compression: w.compression},
+	})
+	if err != nil {
+		return fmt.Errorf("%s: %w", w.scenario, err)
+	}
+	if res.Verify == nil || !res.Verify.Equal {
+		return fmt.Errorf("%s: the subscriber was not verified equal to the publisher", w.scenario)
+	}
+	r.record(res.Elapsed, res.Bytes)
+	a := res.Agent
+	r.m.Metrics["round_trips"] = float64(a.RoundTrips)
+	r.m.Metrics["sent_bytes"] = float64(a.SentBytes)
+	r.m.Metrics["read_bytes"] = float64(a.ReadBytes)
+	r.m.Metrics["pipeline"] = float64(a.Pipeline)
+	r.m.Metrics["commits"] = float64(a.Commits)
+	r.m.Notes = append(r.m.Notes, "verified: subscriber equals publisher")
+	return nil
+}
+
+// native runs PostgreSQL's own logical replication, the baseline.
+func (r *scenarioRunner) native(ctx context.Context) error {
+	s := r.s
+	res, err := RunNative(ctx, NativeConfig{
+		Publisher: s.pubLocal, Subscriber: s.subLocal, PublisherFromSubscriber: s.pubFromSub,
+		Payload: r.w.payload, Rows: r.rows, RowsPerTransaction: r.perXact,
+	})
+	if err != nil {
+		return fmt.Errorf("native: %w", err)
+	}
+	if res.Verify == nil || !res.Verify.Equal {
+		return fmt.Errorf("native: the subscriber was not verified equal to the publisher")
+	}
+	r.record(res.Elapsed, res.Bytes)
+	r.m.Notes = append(r.m.Notes, "verified: subscriber equals publisher")
+	return nil
+}
+
+// fdw inserts through postgres_fdw, a row or a batch at a time.
+func (r *scenarioRunner) fdw(ctx context.Context) error {
+	w, s := r.w, r.s
+	batch := 1
+	if w.scenario == "fdw-batch" {
+		batch = int(w.p.Int("fdw_batch"))
+	}
+	res, err := RunFDW(ctx, FDWConfig{
+		Local: s.pubLocal, Remote: s.subFromPub, RemoteDirect: s.subLocal,
+		Payload: w.payload, Rows: r.rows, BatchSize: batch,
+	})
+	if err != nil {
+		return fmt.Errorf("%s: %w", w.scenario, err)
+	}
+	r.record(res.Elapsed, res.Bytes)
+	r.m.Metrics["batch_size"] = float64(batch)
+	return nil
+}
+
+// initialize times the subscriber's initialization by a snapshot or a
+// backup. The snapshot's COPY crosses the link: read on the publisher's
+// site, written to the subscriber from there. The backup is dumped at the
+// publisher's site, shipped across the link compressed, and restored at
+// the subscriber's site, as the seed's was.
+func (r *scenarioRunner) initialize(ctx context.Context) error {
+	w, s := r.w, r.s
+	setup := replication.SetupOptions{Init: replication.InitSnapshot, InitPublisher: s.pubLocal, InitSubscriber: s.subFromPub,
+		Binaries: localBinaries(r.env.Instance(w.pub))}
+	var ship *shipper
+	if w.scenario == "init-backup" {
+		if r.env.Via == nil {
+			return errors.New("init-backup: the study gives no path between the sites for the archive")
+		}
+		ship = &shipper{via: r.env.Via, from: r.pubSite, to: r.subSite}
+		setup.Init, setup.InitSubscriber, setup.Carrier = replication.InitBackup, s.subLocal, ship.carry
+	}
+	res, err := RunScenario(ctx, ScenarioConfig{
+		Config: r.cfg, Mode: replication.Pull, Options: w.options, Payload: w.payload,
+		InitialRows: r.rows, Rows: 0,
+		Agent: replication.Targets{Distribution: s.distFromSub, Subscriber: s.subLocal},
+		Setup: setup,
+	})
+	if err != nil {
+		return fmt.Errorf("%s: %w", w.scenario, err)
+	}
+	if res.Verify == nil || !res.Verify.Equal {
+		return fmt.Errorf("%s: the subscriber was not verified equal to the publisher", w.scenario)
+	}
+	r.record(res.Setup.InitDuration, int64(r.rows)*int64(w.payload.RowBytes()))
+	r.m.Metrics["init_bytes"] = float64(res.Setup.InitBytes)
+	if ship != nil {
+		r.m.Metrics["dump_seconds"] = res.Setup.DumpDuration.Seconds()
+		r.m.Metrics["shipped_bytes"] = float64(ship.Shipped())
+		r.m.Notes = append(r.m.Notes, fmt.Sprintf("archive %d bytes, shipped compressed as %d bytes", res.Setup.InitBytes, ship.Shipped()))
+	}
+	r.m.Notes = append(r.m.Notes, "verified: subscriber equals publisher")
+	return nil
 }
 
 // Metrics are what the scenarios measure.

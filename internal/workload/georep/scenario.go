@@ -222,6 +222,64 @@ func PrepareTable(ctx context.Context, publisher, subscriber postgres.ConnInfo, 
 // dbrig replicate run does), inserts the rows, waits until the subscriber
 // has them all, verifies both sides and tears the replication down.
 func RunScenario(ctx context.Context, sc ScenarioConfig) (res ScenarioResult, err error) {
+	sc.applyDefaults()
+	cfg := sc.Config
+	res.Rows = int64(sc.Rows)
+	res.Bytes = int64(sc.Rows) * int64(sc.Payload.RowBytes())
+
+	if res.Setup, err = setUpScenario(ctx, &sc); err != nil {
+		return res, err
+	}
+	if !sc.KeepSetup {
+		defer func() {
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+			defer cancel()
+			if _, terr := replication.Teardown(cctx, cfg, replication.TeardownOptions{Force: true}); terr != nil && err == nil {
+				err = fmt.Errorf("tear down: %w", terr)
+			}
+		}()
+	}
+
+	run, err := superviseScenario(ctx, sc)
+	if err != nil {
+		return res, err
+	}
+	sup := run.sup
+	defer func() {
+		if serr := sup.Stop(); serr != nil && !errors.Is(serr, context.Canceled) && err == nil {
+			err = serr
+		}
+		p := sup.Progress()
+		if p.Agent != nil {
+			res.Agent = *p.Agent
+		}
+		if p.LogReader != nil {
+			res.LogReader = *p.LogReader
+		}
+	}()
+
+	first := int64(sc.InitialRows) + 1
+	t0, err := run.insert(ctx, sc, first, &res)
+	if err != nil {
+		return res, err
+	}
+	if sc.Rows > 0 {
+		if err := run.waitSubscriber(ctx, sc, first+int64(sc.Rows)-1); err != nil {
+			return res, err
+		}
+	}
+	res.Elapsed = time.Since(t0)
+	if sc.Rows == 0 {
+		res.Elapsed = 0
+	}
+	res.rates()
+	if !sc.SkipVerify {
+		return res, verifyScenario(ctx, cfg, &res)
+	}
+	return res, nil
+}
+
+func (sc *ScenarioConfig) applyDefaults() {
 	if sc.Publication == "" {
 		sc.Publication = replication.DefaultPublication
 	}
@@ -235,138 +293,127 @@ func RunScenario(ctx context.Context, sc ScenarioConfig) (res ScenarioResult, er
 		sc.PollInterval = 2 * time.Millisecond
 	}
 	sc.Tables = []replication.TableName{sc.Table}
-	cfg := sc.Config
-	res.Rows = int64(sc.Rows)
-	res.Bytes = int64(sc.Rows) * int64(sc.Payload.RowBytes())
+}
 
-	if err := PrepareTable(ctx, cfg.Publisher, cfg.Subscriber, sc.Table, sc.Payload, sc.Setup.Init == replication.InitNone); err != nil {
-		return res, err
-	}
-	if sc.InitialRows > 0 {
-		if _, err := InsertRows(ctx, cfg.Publisher, sc.Table, sc.Payload, 1, sc.InitialRows, 10000); err != nil {
-			return res, err
-		}
+// setUpScenario makes the table and its initial rows, then the
+// replication that carries them.
+func setUpScenario(ctx context.Context, sc *ScenarioConfig) (replication.SetupResult, error) {
+	cfg := sc.Config
+	if err := prepareRows(ctx, cfg.Publisher, cfg.Subscriber, sc.Table, sc.Payload, sc.Setup.Init == replication.InitNone, sc.InitialRows); err != nil {
+		return replication.SetupResult{}, err
 	}
 	sc.Setup.Mode = sc.Mode
-	if res.Setup, err = replication.Setup(ctx, cfg, sc.Setup); err != nil {
-		return res, err
-	}
-	if !sc.KeepSetup {
-		defer func() {
-			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
-			defer cancel()
-			if _, terr := replication.Teardown(cctx, cfg, replication.TeardownOptions{Force: true}); terr != nil && err == nil {
-				err = fmt.Errorf("tear down: %w", terr)
-			}
-		}()
-	}
+	return replication.Setup(ctx, cfg, sc.Setup)
+}
 
-	// With Preload the agent connects while the log reader stores the
-	// rows, then waits at the gate: Elapsed times the drain alone.
-	// Without Preload the agent is connected and idle before the first
-	// insert, as in a running replication: Elapsed then leaves out its
-	// connection set-up (several round trips across the WAN).
-	ready, gate := make(chan struct{}), make(chan struct{})
+// scenarioRun is a scenario's supervised replication and the signals
+// between its agent and the rig.
+type scenarioRun struct {
+	sup         *replication.Supervisor
+	ready, gate chan struct{}
+}
+
+// superviseScenario starts the log reader and the agent. With Preload the
+// agent connects while the log reader stores the rows, then waits at the
+// gate: Elapsed times the drain alone. Without Preload the agent is
+// connected and idle before the first insert, as in a running
+// replication: Elapsed then leaves out its connection set-up (several
+// round trips across the WAN).
+func superviseScenario(ctx context.Context, sc ScenarioConfig) (*scenarioRun, error) {
+	run := &scenarioRun{ready: make(chan struct{}), gate: make(chan struct{})}
 	var once sync.Once
-	rc := replication.RunConfig{Config: cfg, LogReader: true, Agent: true, Targets: sc.Agent, Mode: sc.Mode, Options: sc.Options,
-		AgentReady: func() { once.Do(func() { close(ready) }) }}
+	rc := replication.RunConfig{Config: sc.Config, LogReader: true, Agent: true, Targets: sc.Agent, Mode: sc.Mode, Options: sc.Options,
+		AgentReady: func() { once.Do(func() { close(run.ready) }) }}
 	if sc.Preload {
-		rc.AgentGate = gate
+		rc.AgentGate = run.gate
 	}
-	sup, err := replication.Supervise(ctx, rc)
-	if err != nil {
-		return res, err
+	var err error
+	if run.sup, err = replication.Supervise(ctx, rc); err != nil {
+		return nil, err
 	}
-	defer func() {
-		if serr := sup.Stop(); serr != nil && !errors.Is(serr, context.Canceled) && err == nil {
-			err = serr
-		}
-		p := sup.Progress()
-		if p.Agent != nil {
-			res.Agent = *p.Agent
-		}
-		if p.LogReader != nil {
-			res.LogReader = *p.LogReader
-		}
-	}()
-	agentReady := func() error {
-		select {
-		case <-ready:
-			return nil
-		case <-sup.Done():
-			return fmt.Errorf("the replication stopped: %w", sup.Err())
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
+	return run, nil
+}
 
-	first := int64(sc.InitialRows) + 1
-	var t0 time.Time
+func (run *scenarioRun) agentReady(ctx context.Context) error {
+	select {
+	case <-run.ready:
+		return nil
+	case <-run.sup.Done():
+		return fmt.Errorf("the replication stopped: %w", run.sup.Err())
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// insert inserts the scenario's rows from key first, before opening the
+// agent's gate (Preload) or once the agent is connected, and returns when
+// the timed drain began.
+func (run *scenarioRun) insert(ctx context.Context, sc ScenarioConfig, first int64, res *ScenarioResult) (t0 time.Time, err error) {
+	publisher := sc.Config.Publisher
 	if sc.Preload {
-		if res.Insert, err = InsertRows(ctx, cfg.Publisher, sc.Table, sc.Payload, first, sc.Rows, sc.RowsPerTransaction); err != nil {
-			return res, err
+		if res.Insert, err = InsertRows(ctx, publisher, sc.Table, sc.Payload, first, sc.Rows, sc.RowsPerTransaction); err != nil {
+			return t0, err
 		}
-		if err := sup.WaitStored(ctx, res.Insert.LastLSN, sc.PollInterval); err != nil {
-			return res, fmt.Errorf("wait for the log reader to store %d rows: %w", sc.Rows, err)
+		if err := run.sup.WaitStored(ctx, res.Insert.LastLSN, sc.PollInterval); err != nil {
+			return t0, fmt.Errorf("wait for the log reader to store %d rows: %w", sc.Rows, err)
 		}
-		if err := agentReady(); err != nil {
-			return res, err
+		if err := run.agentReady(ctx); err != nil {
+			return t0, err
 		}
 		t0 = time.Now()
-		close(gate)
-	} else {
-		if err := agentReady(); err != nil {
-			return res, err
-		}
-		if res.Insert, err = InsertRows(ctx, cfg.Publisher, sc.Table, sc.Payload, first, sc.Rows, sc.RowsPerTransaction); err != nil {
-			return res, err
-		}
-		t0 = res.Insert.FirstCommit
+		close(run.gate)
+		return t0, nil
 	}
-	// Done when the last row is visible on the subscriber, as for the
-	// native baseline: rows arrive in commit order, so every earlier one is
-	// there too (the verification below checks it). Waiting instead for
-	// the slot to confirm the publisher's position after the last insert
-	// also waits for the walsender's next keepalive, which came 0 to 300 ms
-	// later at random and made pull over 77 ms look slower than over 150.
-	if sc.Rows > 0 {
-		sub, err := pgxConnect(ctx, cfg.Subscriber, "dbrig watch")
-		if err != nil {
-			return res, err
-		}
-		defer sub.Close(context.WithoutCancel(ctx))
-		last := first + int64(sc.Rows) - 1
-		err = pollUntil(ctx, sc.PollInterval, func() (bool, error) {
-			select {
-			case <-sup.Done():
-				return false, fmt.Errorf("the replication stopped: %w", sup.Err())
-			default:
-			}
-			if p := sup.Progress(); p.AgentStopped != "" {
-				return false, fmt.Errorf("distribution agent: %s", p.AgentStopped)
-			}
-			return rowPresent(ctx, sub, sc.Table, last)
-		})
-		if err != nil {
-			return res, fmt.Errorf("wait for the subscriber to catch up: %w", err)
-		}
+	if err := run.agentReady(ctx); err != nil {
+		return t0, err
 	}
-	res.Elapsed = time.Since(t0)
-	if sc.Rows == 0 {
-		res.Elapsed = 0
+	if res.Insert, err = InsertRows(ctx, publisher, sc.Table, sc.Payload, first, sc.Rows, sc.RowsPerTransaction); err != nil {
+		return t0, err
 	}
-	res.rates()
-	if !sc.SkipVerify {
-		v, err := replication.Verify(ctx, cfg, replication.VerifyOptions{})
-		if err != nil {
-			return res, err
-		}
-		res.Verify = &v
-		if !v.Equal {
-			return res, fmt.Errorf("verify: the subscriber differs from the publisher: %+v", v.Tables)
-		}
+	return res.Insert.FirstCommit, nil
+}
+
+// waitSubscriber returns when the row with key last is visible on the
+// subscriber, as for the native baseline: rows arrive in commit order, so
+// every earlier one is there too (the verification checks it). Waiting
+// instead for the slot to confirm the publisher's position after the last
+// insert also waits for the walsender's next keepalive, which came 0 to
+// 300 ms later at random and made pull over 77 ms look slower than over
+// 150.
+func (run *scenarioRun) waitSubscriber(ctx context.Context, sc ScenarioConfig, last int64) error {
+	sub, err := pgxConnect(ctx, sc.Config.Subscriber, "dbrig watch")
+	if err != nil {
+		return err
 	}
-	return res, nil
+	defer sub.Close(context.WithoutCancel(ctx))
+	err = pollUntil(ctx, sc.PollInterval, func() (bool, error) {
+		select {
+		case <-run.sup.Done():
+			return false, fmt.Errorf("the replication stopped: %w", run.sup.Err())
+		default:
+		}
+		if p := run.sup.Progress(); p.AgentStopped != "" {
+			return false, fmt.Errorf("distribution agent: %s", p.AgentStopped)
+		}
+		return rowPresent(ctx, sub, sc.Table, last)
+	})
+	if err != nil {
+		return fmt.Errorf("wait for the subscriber to catch up: %w", err)
+	}
+	return nil
+}
+
+// verifyScenario compares both sides once the subscriber caught up.
+func verifyScenario(ctx context.Context, cfg replication.Config, res *ScenarioResult) error {
+	v, err := replication.Verify(ctx, cfg, replication.VerifyOptions{})
+	if err != nil {
+		return err
+	}
+	res.Verify = &v
+	if !v.Equal {
+		return fmt.Errorf("verify: the subscriber differs from the publisher: %+v", v.Tables)
+	}
+	return nil
 }
 
 // rowPresent reports whether the table holds the row with key id.

@@ -34,14 +34,16 @@
 // One connection per database (the load layer's closed loop: one virtual
 // user each, think time `think`), each transaction a family picked by
 // weight (65 % reads, 35 % writes) and the family's next function, round
-// robin from a random start. PostgreSQL's calls are SELECT fn($1, ...) in
-// one round trip with no prepared statement of the client's (pgx's exec
-// mode), so a backend's memory is its functions'; MariaDB's are CALL
-// proc(...) with the arguments written into the text (one round trip, no
-// server-side statement per function and connection). With `prime` every
-// connection first calls every function once (PostgreSQL: in a transaction
-// it rolls back), so every backend holds every plan when the clock starts,
-// as after hours of service.
+// robin from a random start, through the engine's session (engine.Session:
+// the workload names no driver). PostgreSQL's calls are SELECT fn($1, ...)
+// in one round trip with no prepared statement of the client's (the
+// session's unnamed statement), so a backend's memory is its functions';
+// MariaDB's are CALL proc(...) with the arguments written into the text
+// (one round trip, no server-side statement per function and connection).
+// A connection the server closed is opened anew at the next call. With
+// `prime` every connection first calls every function once (PostgreSQL: in
+// a transaction it rolls back), so every backend holds every plan when the
+// clock starts, as after hours of service.
 //
 // The load layer counts transactions per type, errors by class and the
 // response-time distributions (kept whole, "response" and per family); each

@@ -2,18 +2,13 @@ package tenants
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/dbrig/dbrig/internal/engine"
-	"github.com/dbrig/dbrig/internal/engine/mariadb"
-	"github.com/dbrig/dbrig/internal/engine/postgres"
 	"github.com/dbrig/dbrig/internal/workload"
 )
 
@@ -70,14 +65,11 @@ func (w *tenants) Prepare(ctx context.Context, env *workload.Env) error {
 		if inst == nil {
 			return fmt.Errorf("no running instance %q", name)
 		}
-		switch inst.Engine() {
-		case postgres.Name:
-			builders[i] = &pgBuilder{inst: inst, db: env.Database, sig: sig, w: w}
-		case mariadb.Name:
-			builders[i] = &mariaBuilder{inst: inst, db: env.Database, sig: sig, w: w}
-		default:
-			return fmt.Errorf("instance %q runs %s: the tenants workload speaks PostgreSQL's and MariaDB's dialects only", name, inst.Engine())
+		sq, err := sqlOf(inst.Engine())
+		if err != nil {
+			return fmt.Errorf("instance %q: %w", name, err)
 		}
+		builders[i] = sq.builder(buildBase{engines: env.Engines, inst: inst, db: env.Database, sig: sig, w: w})
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -186,30 +178,38 @@ func parallelDo(ctx context.Context, names []string, n int, do func(context.Cont
 	return context.Cause(ctx)
 }
 
-// pgBuilder makes PostgreSQL tenants: on a server dbrig started, copies of
-// a template database; on a target, each database built in place.
-type pgBuilder struct {
-	inst engine.Instance
-	db   string
-	sig  string
-	w    *tenants
+// buildBase is what a builder of either engine holds.
+type buildBase struct {
+	engines *engine.Registry
+	inst    engine.Instance
+	db      string
+	sig     string
+	w       *tenants
 }
 
-func (b *pgBuilder) connect(ctx context.Context, db string) (*pgx.Conn, error) {
+// open opens a session on database db of the instance, over its unix
+// socket where it has one.
+func (b *buildBase) open(ctx context.Context, db string) (engine.Session, error) {
 	login, ok := b.inst.UnixLogin(db)
 	if !ok {
 		login = b.inst.Login(db)
 	}
-	cfg, err := postgres.ConnInfoOf(login).ConnConfig()
-	if err != nil {
-		return nil, err
-	}
-	conn, err := pgx.ConnectConfig(ctx, cfg)
-	if err != nil {
-		return nil, fmt.Errorf("connect to %s: %w", login, err)
-	}
-	return conn, nil
+	return b.engines.OpenSession(ctx, login, engine.SessionOptions{})
 }
+
+// run opens a session on database db, runs f on it and closes it.
+func (b *buildBase) run(ctx context.Context, db string, f func(s engine.Session) error) error {
+	s, err := b.open(ctx, db)
+	if err != nil {
+		return err
+	}
+	defer s.Close(context.WithoutCancel(ctx))
+	return f(s)
+}
+
+// pgBuilder makes PostgreSQL tenants: on a server dbrig started, copies of
+// a template database; on a target, each database built in place.
+type pgBuilder struct{ buildBase }
 
 // admin is the database dbrig's own sessions use: on a server dbrig
 // started, "postgres" (the workload's database may not exist yet); on a
@@ -221,54 +221,38 @@ func (b *pgBuilder) admin() string {
 	return b.db
 }
 
+// existing lists the tenant databases with, on a server dbrig started,
+// each one's comment: a copy carries the template's signature there, so
+// one query tells what every database holds.
 func (b *pgBuilder) existing(ctx context.Context) (map[string]bool, error) {
-	conn, err := b.connect(ctx, b.admin())
-	if err != nil {
-		return nil, err
-	}
-	defer conn.Close(context.WithoutCancel(ctx))
-	rows, err := conn.Query(ctx, `SELECT datname FROM pg_database WHERE datname LIKE $1 ESCAPE '!'`, strings.ReplaceAll(b.db, "_", "!_")+"!_t%")
-	if err != nil {
-		return nil, err
-	}
-	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	var args engine.Args
+	args.Text(strings.ReplaceAll(b.db, "_", "!_") + "!_t%")
+	comments := map[string]string{}
+	err := b.run(ctx, b.admin(), func(s engine.Session) error {
+		return engine.Each(ctx, s, `SELECT datname, coalesce(shobj_description(oid, 'pg_database'), '') FROM pg_database WHERE datname LIKE $1 ESCAPE '!'`, &args,
+			func(row [][]byte) error { comments[string(row[0])] = string(row[1]); return nil })
+	})
 	if err != nil {
 		return nil, err
 	}
 	out := map[string]bool{}
-	if b.templated() {
-		// A copy carries the template's signature as its comment: one
-		// query tells what every database holds.
-		rows, err := conn.Query(ctx, `SELECT datname, coalesce(shobj_description(oid, 'pg_database'), '') FROM pg_database WHERE datname = ANY($1)`, names)
-		if err != nil {
-			return nil, err
-		}
-		for rows.Next() {
-			var n, comment string
-			if err := rows.Scan(&n, &comment); err != nil {
-				rows.Close()
-				return nil, err
-			}
+	for n, comment := range comments {
+		if b.templated() {
 			out[n] = comment == b.sig
+		} else {
+			out[n] = b.holds(ctx, n)
 		}
-		rows.Close()
-		return out, rows.Err()
-	}
-	for _, n := range names {
-		out[n] = b.holds(ctx, n)
 	}
 	return out, nil
 }
 
 // holds reports whether a database holds the ledger of this signature.
 func (b *pgBuilder) holds(ctx context.Context, db string) bool {
-	conn, err := b.connect(ctx, db)
-	if err != nil {
-		return false
-	}
-	defer conn.Close(context.WithoutCancel(ctx))
 	var sig string
-	err = conn.QueryRow(ctx, "SELECT signature FROM "+metaTable).Scan(&sig)
+	err := b.run(ctx, db, func(s engine.Session) (err error) {
+		sig, err = engine.Value(ctx, s, "SELECT signature FROM "+metaTable)
+		return err
+	})
 	return err == nil && sig == b.sig
 }
 
@@ -291,20 +275,10 @@ func (b *pgBuilder) base(ctx context.Context) error {
 // fill makes the ledger in database db, vacuumed and analyzed, so every
 // copy starts with its statistics and visibility map.
 func (b *pgBuilder) fill(ctx context.Context, db string) error {
-	conn, err := b.connect(ctx, db)
-	if err != nil {
-		return err
-	}
-	defer conn.Close(context.WithoutCancel(ctx))
 	stmts := postgresTables(b.w.size)
 	stmts = append(stmts, functions(b.w.functions, postgresFunction)...)
 	stmts = append(stmts, "INSERT INTO "+metaTable+" VALUES ("+quotePG(b.sig)+")", "VACUUM (FREEZE, ANALYZE)")
-	for _, s := range stmts {
-		if _, err := conn.Exec(ctx, s); err != nil {
-			return fmt.Errorf("%s: %w", firstLine(s), err)
-		}
-	}
-	return nil
+	return b.run(ctx, db, func(s engine.Session) error { return s.Exec(ctx, stmts...) })
 }
 
 func (b *pgBuilder) create(ctx context.Context, name string) error {
@@ -321,10 +295,10 @@ func (b *pgBuilder) create(ctx context.Context, name string) error {
 	if major(b.inst.Version()) >= 15 {
 		strategy = " STRATEGY = FILE_COPY"
 	}
-	id := pgx.Identifier{name}.Sanitize()
+	id := quoteIdentPG(name)
 	return b.inst.Exec(ctx, "postgres",
 		"DROP DATABASE IF EXISTS "+id+" WITH (FORCE)",
-		"CREATE DATABASE "+id+" TEMPLATE "+pgx.Identifier{b.db}.Sanitize()+strategy,
+		"CREATE DATABASE "+id+" TEMPLATE "+quoteIdentPG(b.db)+strategy,
 		"COMMENT ON DATABASE "+id+" IS "+quotePG(b.sig))
 }
 
@@ -332,30 +306,12 @@ func (b *pgBuilder) drop(ctx context.Context, name string) error {
 	if !b.templated() {
 		return b.inst.DropDatabase(ctx, name)
 	}
-	return b.inst.Exec(ctx, "postgres", "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)")
+	return b.inst.Exec(ctx, "postgres", "DROP DATABASE IF EXISTS "+quoteIdentPG(name)+" WITH (FORCE)")
 }
 
 // mariaBuilder makes MariaDB tenants, each built in its own session (a
 // MariaDB database is a directory: there is no template to copy).
-type mariaBuilder struct {
-	inst engine.Instance
-	db   string
-	sig  string
-	w    *tenants
-}
-
-func (b *mariaBuilder) open(ctx context.Context, db string) (*sql.DB, error) {
-	login, ok := b.inst.UnixLogin(db)
-	if !ok {
-		login = b.inst.Login(db)
-	}
-	conn, err := mariadb.Open(ctx, login)
-	if err != nil {
-		return nil, err
-	}
-	conn.SetMaxOpenConns(1)
-	return conn, nil
-}
+type mariaBuilder struct{ buildBase }
 
 // admin is the database dbrig's own sessions use: none on a server dbrig
 // started (the workload's database may not exist yet); on a target, the
@@ -368,33 +324,24 @@ func (b *mariaBuilder) admin() string {
 }
 
 func (b *mariaBuilder) existing(ctx context.Context) (map[string]bool, error) {
-	conn, err := b.open(ctx, b.admin())
-	if err != nil {
-		return nil, err
-	}
-	defer conn.Close()
-	rows, err := conn.QueryContext(ctx, `SELECT SCHEMA_NAME FROM information_schema.SCHEMATA WHERE SCHEMA_NAME LIKE ?`, strings.ReplaceAll(b.db, "_", `\_`)+`\_t%`)
-	if err != nil {
-		return nil, err
-	}
-	var names []string
-	for rows.Next() {
-		var n string
-		if err := rows.Scan(&n); err != nil {
-			rows.Close()
-			return nil, err
-		}
-		names = append(names, n)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
+	var args engine.Args
+	args.Text(strings.ReplaceAll(b.db, "_", `\_`) + `\_t%`)
 	out := map[string]bool{}
-	for _, n := range names {
-		var sig string
-		err := conn.QueryRowContext(ctx, "SELECT signature FROM `"+n+"`."+metaTable).Scan(&sig)
-		out[n] = err == nil && sig == b.sig
+	err := b.run(ctx, b.admin(), func(s engine.Session) error {
+		var names []string
+		err := engine.Each(ctx, s, `SELECT SCHEMA_NAME FROM information_schema.SCHEMATA WHERE SCHEMA_NAME LIKE ?`, &args,
+			func(row [][]byte) error { names = append(names, string(row[0])); return nil })
+		if err != nil {
+			return err
+		}
+		for _, n := range names {
+			sig, err := engine.Value(ctx, s, "SELECT signature FROM `"+n+"`."+metaTable)
+			out[n] = err == nil && sig == b.sig
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }
@@ -405,36 +352,25 @@ func (b *mariaBuilder) create(ctx context.Context, name string) error {
 	if err := b.inst.CreateDatabase(ctx, name); err != nil {
 		return err
 	}
-	conn, err := b.open(ctx, name)
-	if err != nil {
-		return err
-	}
-	defer conn.Close()
 	stmts := mariadbTables(b.w.size)
 	stmts = append(stmts, functions(b.w.functions, mariadbProcedure)...)
 	stmts = append(stmts, "ANALYZE TABLE accounts, journal, invoices", "INSERT INTO "+metaTable+" VALUES ('"+b.sig+"')")
-	for _, s := range stmts {
-		if _, err := conn.ExecContext(ctx, s); err != nil {
-			return fmt.Errorf("%s: %w", firstLine(s), err)
-		}
-	}
-	return nil
+	return b.run(ctx, name, func(s engine.Session) error { return s.Exec(ctx, stmts...) })
 }
 
 func (b *mariaBuilder) drop(ctx context.Context, name string) error {
 	if !b.inst.Owned() {
 		return b.inst.DropDatabase(ctx, name)
 	}
-	conn, err := b.open(ctx, b.admin())
-	if err != nil {
-		return err
-	}
-	defer conn.Close()
-	_, err = conn.ExecContext(ctx, "DROP DATABASE IF EXISTS `"+strings.ReplaceAll(name, "`", "``")+"`")
-	return err
+	return b.run(ctx, b.admin(), func(s engine.Session) error {
+		return s.Exec(ctx, "DROP DATABASE IF EXISTS `"+strings.ReplaceAll(name, "`", "``")+"`")
+	})
 }
 
 func quotePG(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
+
+// quoteIdentPG quotes a PostgreSQL identifier.
+func quoteIdentPG(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
 
 // major reads a server version's major number ("15.18" is 15).
 func major(version string) int {

@@ -48,8 +48,7 @@ func (w *tenants) run(ctx context.Context, env *workload.Env) (workload.Measurem
 	if err != nil {
 		return workload.Measurement{}, err
 	}
-	var members []*member
-	var tenants []tenant
+	members, tenants, err := w.openMembers(ctx, env, names)
 	defer func() {
 		for _, m := range members {
 			if m.stats != nil {
@@ -57,6 +56,35 @@ func (w *tenants) run(ctx context.Context, env *workload.Env) (workload.Measurem
 			}
 		}
 	}()
+	if err != nil {
+		return workload.Measurement{}, err
+	}
+
+	lw := newTenantLoad(env.Engines, tenants, w.functions, w.size, w.prime)
+	runner, err := w.newRunner(env, lw)
+	if err != nil {
+		return workload.Measurement{}, err
+	}
+	sctx, stopSampler := context.WithCancel(ctx)
+	defer stopSampler()
+	smp := w.startSampler(ctx, sctx, lw, members)
+	res, runErr := runner.Run(ctx)
+	stopSampler()
+	smp.wg.Wait()
+	if runErr != nil {
+		return workload.Measurement{}, runErr
+	}
+	m := w.measurement(env, res, lw, members, smp.samples, smp.memories)
+	w.addNotes(ctx, members, &m, smp.err)
+	return m, nil
+}
+
+// openMembers lists the tenants of every instance and opens each
+// instance's connection for the engine's counters. The members it returns
+// (those opened before an error too) are the caller's to close.
+func (w *tenants) openMembers(ctx context.Context, env *workload.Env, names []string) ([]*member, []tenant, error) {
+	var members []*member
+	var tenants []tenant
 	for i, name := range names {
 		m := &member{name: name, tenants: share(w.databases, len(names), i)}
 		if env.Instance != nil {
@@ -70,7 +98,7 @@ func (w *tenants) run(ctx context.Context, env *workload.Env) (workload.Measurem
 			db := tenantName(env.Database, j)
 			ep, err := env.Conn(env.ClientSite, name, db)
 			if err != nil {
-				return workload.Measurement{}, err
+				return members, nil, err
 			}
 			tenants = append(tenants, tenant{instance: name, db: db, conn: ep.Conn, local: m.local()})
 		}
@@ -78,17 +106,21 @@ func (w *tenants) run(ctx context.Context, env *workload.Env) (workload.Measurem
 		// path (the client's link, when there is one).
 		ep, err := env.Conn(env.ClientSite, name, tenantName(env.Database, 1))
 		if err != nil {
-			return workload.Measurement{}, err
+			return members, nil, err
 		}
-		if m.stats, err = openStats(ctx, ep.Conn); err != nil {
-			return workload.Measurement{}, fmt.Errorf("instance %q: %w", name, err)
+		if m.stats, err = openStats(ctx, env.Engines, ep.Conn); err != nil {
+			return members, nil, fmt.Errorf("instance %q: %w", name, err)
 		}
 	}
+	return members, tenants, nil
+}
 
-	lw := newTenantLoad(tenants, w.functions, w.size, w.prime)
+// newRunner is the load of one connection per tenant, reporting its
+// progress to env.
+func (w *tenants) newRunner(env *workload.Env, lw *tenantLoad) (*load.Runner, error) {
 	total := (w.warmUp + w.duration).Seconds()
 	cfg := load.Config{
-		Users: len(tenants), Think: load.Think{Mean: w.think},
+		Users: len(lw.tenants), Think: load.Think{Mean: w.think},
 		WarmUp: w.warmUp, Duration: w.duration, Seed: 3,
 		OnInterval: func(iv load.Interval) {
 			if env.Progress != nil {
@@ -96,25 +128,26 @@ func (w *tenants) run(ctx context.Context, env *workload.Env) (workload.Measurem
 			}
 		},
 	}
-	runner, err := load.NewRunner(cfg, lw)
-	if err != nil {
-		return workload.Measurement{}, err
-	}
+	return load.NewRunner(cfg, lw)
+}
 
-	// The sampler takes a snapshot when the warm-up ends and one shortly
-	// before the measured interval ends (then reads every instance's
-	// memory, while every connection is still open), timed from the first
-	// transaction: the load layer starts every user at once when its clock
-	// starts. CPU, I/O and each database's TPM are over that window.
-	var (
-		samples   [2]snapshot
-		memories  []instanceMemory
-		sampleErr error
-		sampling  sync.WaitGroup
-	)
-	sctx, stopSampler := context.WithCancel(ctx)
-	defer stopSampler()
-	sampling.Go(func() {
+// sampler holds what the sampling goroutine read, valid once wg is done.
+type sampler struct {
+	samples  [2]snapshot
+	memories []instanceMemory
+	err      error
+	wg       sync.WaitGroup
+}
+
+// startSampler takes a snapshot when the warm-up ends and one shortly
+// before the measured interval ends (then reads every instance's memory,
+// while every connection is still open), timed from the first
+// transaction: the load layer starts every user at once when its clock
+// starts. CPU, I/O and each database's TPM are over that window. It stops
+// early when sctx ends; snapshots read under ctx.
+func (w *tenants) startSampler(ctx, sctx context.Context, lw *tenantLoad, members []*member) *sampler {
+	smp := &sampler{}
+	smp.wg.Go(func() {
 		select {
 		case <-lw.started:
 		case <-sctx.Done():
@@ -126,20 +159,19 @@ func (w *tenants) run(ctx context.Context, env *workload.Env) (workload.Measurem
 			if !sleepUntil(sctx, t0.Add(at)) {
 				return
 			}
-			samples[i] = takeSnapshot(ctx, lw, members)
-			if samples[i].err != nil && sampleErr == nil {
-				sampleErr = samples[i].err
+			smp.samples[i] = takeSnapshot(ctx, lw, members)
+			if smp.samples[i].err != nil && smp.err == nil {
+				smp.err = smp.samples[i].err
 			}
 		}
-		memories = readInstanceMemory(members)
+		smp.memories = readInstanceMemory(members)
 	})
-	res, runErr := runner.Run(ctx)
-	stopSampler()
-	sampling.Wait()
-	if runErr != nil {
-		return workload.Measurement{}, runErr
-	}
-	m := w.measurement(env, res, lw, members, samples, memories)
+	return smp
+}
+
+// addNotes says how the instances' memory was capped, what could not be
+// read, and the servers' settings as read back.
+func (w *tenants) addNotes(ctx context.Context, members []*member, m *workload.Measurement, sampleErr error) {
 	for _, mb := range members {
 		if cg, ok := mb.inst.(interface{ Cgroup() *engine.Cgroup }); ok && mb.local() && cg.Cgroup() != nil {
 			how, _ := engine.MemoryCgroupSupport()
@@ -150,10 +182,9 @@ func (w *tenants) run(ctx context.Context, env *workload.Env) (workload.Measurem
 	if sampleErr != nil {
 		m.Notes = append(m.Notes, "the engine's counters could not be read: "+sampleErr.Error())
 	}
-	if err := w.readSettings(ctx, members, &m); err != nil {
+	if err := w.readSettings(ctx, members, m); err != nil {
 		m.Notes = append(m.Notes, "the server's settings could not be read back: "+err.Error())
 	}
-	return m, nil
 }
 
 func sleepUntil(ctx context.Context, at time.Time) bool {
@@ -264,14 +295,27 @@ var Metrics = []workload.MetricSpec{
 func (w *tenants) measurement(env *workload.Env, res *load.Result, lw *tenantLoad, members []*member, s [2]snapshot, mems []instanceMemory) workload.Measurement {
 	mm := map[string]float64{}
 	m := workload.Measurement{Metrics: mm, Series: map[string][]float64{}, SeriesInterval: 1, Histograms: map[string]*measure.Histogram{}}
-	n := len(lw.tenants)
+	w.loadMetrics(&m, res, len(lw.tenants), len(members))
+	if a, b := s[0], s[1]; !a.at.IsZero() && !b.at.IsZero() {
+		w.windowMetrics(mm, a, b, members)
+	}
+	connectionMemory(&m, lw)
+	instanceMetrics(mm, members, mems)
+	w.placement(members, &m)
+	return m
+}
+
+// loadMetrics are what the load layer measured of n connections on
+// instances instances: rates, response times, errors and the TPM's noise.
+func (w *tenants) loadMetrics(m *workload.Measurement, res *load.Result, n, instances int) {
+	mm := m.Metrics
 	mm["tpm"] = res.Overall.TPS * 60
 	mm["tpm_per_db"] = mm["tpm"] / float64(n)
 	mm["response_ms"] = float64(res.Overall.Latency.Mean()) / 1e6
 	mm["errors"] = float64(res.Overall.Errors.Total())
 	mm["databases"] = float64(n)
-	mm["instances"] = float64(len(members))
-	mm["databases_per_instance"] = float64(n) / float64(len(members))
+	mm["instances"] = float64(instances)
+	mm["databases_per_instance"] = float64(n) / float64(instances)
 	mm["functions"] = float64(w.functions)
 	mm["think_ms"] = float64(w.think) / 1e6
 	if res.StartLag != nil && res.StartLag.Count() > 0 {
@@ -294,54 +338,68 @@ func (w *tenants) measurement(env *workload.Env, res *load.Result, lw *tenantLoa
 	if ci, ok := batchNoise(perSecond, 5); ok {
 		mm["tpm_noise_pct"] = ci
 	}
+}
 
-	a, b := s[0], s[1]
-	if !a.at.IsZero() && !b.at.IsZero() {
-		wall := b.at.Sub(a.at).Seconds()
-		var ops int64
-		var perDB []float64
-		primed := 0
-		for i := range b.ok {
-			d := b.ok[i] - a.ok[i]
-			ops += d
-			perDB = append(perDB, float64(d)*60/wall)
-			if a.calls[i] >= int64(w.functions) {
-				primed++
-			}
+// windowMetrics are what changed between the snapshots a and b: each
+// database's TPM, the CPU and storage I/O per transaction, the engine's
+// counters.
+func (w *tenants) windowMetrics(mm map[string]float64, a, b snapshot, members []*member) {
+	wall := b.at.Sub(a.at).Seconds()
+	var ops int64
+	var perDB []float64
+	primed := 0
+	for i := range b.ok {
+		d := b.ok[i] - a.ok[i]
+		ops += d
+		perDB = append(perDB, float64(d)*60/wall)
+		if a.calls[i] >= int64(w.functions) {
+			primed++
 		}
-		if len(perDB) > 0 {
-			mm["tpm_db_min"], mm["tpm_db_max"] = slices.Min(perDB), slices.Max(perDB)
-		}
-		mm["primed_share"] = 100 * float64(primed) / float64(len(b.ok))
-		var server, readB, writeB float64
-		allLocal, ioKnown := true, true
-		for i, m := range members {
-			if !m.local() {
-				allLocal = false
-				continue
-			}
-			server += b.servers[i].CPU - a.servers[i].CPU
-			readB += float64(b.servers[i].ReadBytes - a.servers[i].ReadBytes)
-			writeB += float64(b.servers[i].WriteBytes - a.servers[i].WriteBytes)
-			ioKnown = ioKnown && a.servers[i].IOKnown && b.servers[i].IOKnown
-		}
-		self := b.self - a.self
-		if allLocal && ops > 0 && wall > 0 {
-			mm["cpu_ms_per_tx"] = (server + self) * 1000 / float64(ops)
-			mm["server_cpus"] = server / wall
-			mm["client_cpus"] = self / wall
-			mm["other_cpus"] = max(0, (b.host-a.host)-server-self) / wall
-			if ioKnown {
-				mm["disk_read_kb_per_tx"] = readB / 1024 / float64(ops)
-				mm["disk_write_kb_per_tx"] = writeB / 1024 / float64(ops)
-			}
-		}
-		if cpus := procstat.OnlineCPUs(); cpus > 0 {
-			mm["host_cpus"] = float64(cpus)
-		}
-		engineMetrics(mm, a.engine, b.engine, ops)
 	}
+	if len(perDB) > 0 {
+		mm["tpm_db_min"], mm["tpm_db_max"] = slices.Min(perDB), slices.Max(perDB)
+	}
+	mm["primed_share"] = 100 * float64(primed) / float64(len(b.ok))
+	serverUsage(mm, a, b, members, ops, wall)
+	if cpus := procstat.OnlineCPUs(); cpus > 0 {
+		mm["host_cpus"] = float64(cpus)
+	}
+	engineMetrics(mm, a.engine, b.engine, ops)
+}
 
+// serverUsage is the servers' and the client's CPU and the servers'
+// storage I/O over ops transactions in wall seconds, when every server is
+// local.
+func serverUsage(mm map[string]float64, a, b snapshot, members []*member, ops int64, wall float64) {
+	var server, readB, writeB float64
+	allLocal, ioKnown := true, true
+	for i, m := range members {
+		if !m.local() {
+			allLocal = false
+			continue
+		}
+		server += b.servers[i].CPU - a.servers[i].CPU
+		readB += float64(b.servers[i].ReadBytes - a.servers[i].ReadBytes)
+		writeB += float64(b.servers[i].WriteBytes - a.servers[i].WriteBytes)
+		ioKnown = ioKnown && a.servers[i].IOKnown && b.servers[i].IOKnown
+	}
+	self := b.self - a.self
+	if allLocal && ops > 0 && wall > 0 {
+		mm["cpu_ms_per_tx"] = (server + self) * 1000 / float64(ops)
+		mm["server_cpus"] = server / wall
+		mm["client_cpus"] = self / wall
+		mm["other_cpus"] = max(0, (b.host-a.host)-server-self) / wall
+		if ioKnown {
+			mm["disk_read_kb_per_tx"] = readB / 1024 / float64(ops)
+			mm["disk_write_kb_per_tx"] = writeB / 1024 / float64(ops)
+		}
+	}
+}
+
+// connectionMemory is a connection's memory, on average over the
+// connections that read it.
+func connectionMemory(m *workload.Measurement, lw *tenantLoad) {
+	mm := m.Metrics
 	var priv, ctxs, plans []float64
 	for _, sl := range lw.slots {
 		if sl.mem.private > 0 {
@@ -365,6 +423,11 @@ func (w *tenants) measurement(env *workload.Env, res *load.Result, lw *tenantLoa
 			}
 		}
 	}
+}
+
+// instanceMetrics are an instance's memory, processes and CPU set, on
+// average over the local instances.
+func instanceMetrics(mm map[string]float64, members []*member, mems []instanceMemory) {
 	var pss, anon, cg, procs, cpuSet []float64
 	for i, im := range mems {
 		if im.known {
@@ -387,8 +450,6 @@ func (w *tenants) measurement(env *workload.Env, res *load.Result, lw *tenantLoa
 	setMean(mm, "instance_cgroup_bytes", cg)
 	setMean(mm, "server_processes", procs)
 	setMean(mm, "server_cpu_set", cpuSet)
-	w.placement(members, &m)
-	return m
 }
 
 func setMean(mm map[string]float64, name string, vs []float64) {

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dbrig/dbrig/internal/engine"
 	"github.com/dbrig/dbrig/internal/engine/postgres/pgtest"
 )
 
@@ -54,20 +55,21 @@ func TestEveryFunctionHasItsOwnText(t *testing.T) {
 func TestCallerCoversEveryFunctionOfAFamily(t *testing.T) {
 	c := newCaller(3, split(200), 1000, pgCallText)
 	seen := map[string]bool{}
+	var a engine.Args
 	for range 40 {
-		text, args := c.pick(1) // statement: 40 functions
+		text, args := c.pick(1, &a) // statement: 40 functions
 		seen[text] = true
-		if len(args) != 1 {
-			t.Fatalf("args %v", args)
+		if args.Len() != 1 {
+			t.Fatalf("%d args", args.Len())
 		}
 	}
 	if len(seen) != 40 {
 		t.Errorf("40 statement transactions called %d of its 40 functions", len(seen))
 	}
 	for range 100 {
-		_, args := c.pick(3) // post: debit and credit differ
-		if args[0] == args[1] {
-			t.Fatalf("a journal entry to and from account %v", args[0])
+		_, args := c.pick(3, &a) // post: debit and credit differ
+		if args.At(0).I == args.At(1).I {
+			t.Fatalf("a journal entry to and from account %v", args.At(0).I)
 		}
 	}
 	if n := len(c.everyCall()); n != 200 {

@@ -2,17 +2,12 @@ package tenants
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/dbrig/dbrig/internal/engine"
-	"github.com/dbrig/dbrig/internal/engine/mariadb"
-	"github.com/dbrig/dbrig/internal/engine/postgres"
 )
 
 // counters are an instance's cumulative counters at one moment.
@@ -40,18 +35,29 @@ type serverSettings struct {
 // fails, since a server that restarted (after the kernel killed one of its
 // processes under a memory cap) has closed it.
 type statsConn struct {
-	login engine.Conn
-	pg    *pgx.Conn
-	maria *sql.DB
+	engines *engine.Registry
+	login   engine.Conn
+	sql     engineSQL
+	s       engine.Session
 }
 
-func openStats(ctx context.Context, c engine.Conn) (*statsConn, error) {
-	s := &statsConn{login: c}
+func openStats(ctx context.Context, engines *engine.Registry, c engine.Conn) (*statsConn, error) {
+	sq, err := sqlOf(c.Engine)
+	if err != nil {
+		return nil, err
+	}
+	s := &statsConn{engines: engines, login: c, sql: sq}
 	return s, s.open(ctx)
 }
 
-// retry runs f, and again on a new session when it fails.
+// retry runs f, and again on a new session when it fails; on a session
+// opened first when the last reconnection failed.
 func (s *statsConn) retry(ctx context.Context, f func() error) error {
+	if s.s == nil {
+		if err := s.open(ctx); err != nil {
+			return err
+		}
+	}
 	err := f()
 	if err == nil || ctx.Err() != nil {
 		return err
@@ -64,61 +70,79 @@ func (s *statsConn) retry(ctx context.Context, f func() error) error {
 }
 
 func (s *statsConn) open(ctx context.Context) error {
-	c := s.login
-	s.pg, s.maria = nil, nil
-	switch c.Engine {
-	case postgres.Name:
-		cfg, err := postgres.ConnInfoOf(c).ConnConfig()
-		if err != nil {
-			return err
-		}
-		if s.pg, err = pgx.ConnectConfig(ctx, cfg); err != nil {
-			return fmt.Errorf("connect to %s: %w", c, err)
-		}
-	case mariadb.Name:
-		cfg, err := mariadb.Config(c)
-		if err != nil {
-			return err
-		}
-		if s.maria, err = openMaria(ctx, cfg); err != nil {
-			return fmt.Errorf("connect to %s: %w", c, err)
-		}
-	default:
-		return fmt.Errorf("the tenants workload speaks PostgreSQL's and MariaDB's dialects only, not %q", c.Engine)
+	ss, err := s.engines.OpenSession(ctx, s.login, engine.SessionOptions{})
+	if err != nil {
+		return err
 	}
+	s.s = ss
 	return nil
 }
 
 func (s *statsConn) close() {
-	if s.pg != nil {
+	if s.s != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		s.pg.Close(ctx)
+		s.s.Close(ctx)
 		cancel()
-	}
-	if s.maria != nil {
-		s.maria.Close()
+		s.s = nil
 	}
 }
 
 // read takes the counters.
 func (s *statsConn) read(ctx context.Context) (counters, error) {
 	var c counters
-	if s.pg != nil {
-		err := s.retry(ctx, func() error {
-			return s.pg.QueryRow(ctx, `SELECT (SELECT wal_sync FROM pg_stat_wal)::float8,
-  coalesce(sum(blks_read), 0)::float8, coalesce(sum(blks_hit), 0)::float8 FROM pg_stat_database`).Scan(&c.logSyncs, &c.bufferReads, &c.bufferHits)
-		})
-		if err != nil {
-			return c, fmt.Errorf("read pg_stat_wal and pg_stat_database: %w", err)
-		}
-		c.known = true
-		return c, nil
-	}
-	var st map[string]float64
 	err := s.retry(ctx, func() (err error) {
-		st, err = s.mariaStatus(ctx, "Innodb_data_fsyncs", "Innodb_buffer_pool_reads", "Innodb_buffer_pool_read_requests", "Opened_table_definitions")
+		c, err = s.sql.counters(ctx, s.s)
 		return err
 	})
+	return c, err
+}
+
+// settings reads the buffer size and the durability settings back.
+func (s *statsConn) settings(ctx context.Context) (serverSettings, error) {
+	var st serverSettings
+	err := s.retry(ctx, func() (err error) {
+		st, err = s.sql.settings(ctx, s.s)
+		return err
+	})
+	return st, err
+}
+
+// floats reads one row of numbers (NULL as 0).
+func floats(ctx context.Context, s engine.Session, q string) ([]float64, error) {
+	rows, err := engine.Values(ctx, s, q)
+	if err != nil {
+		return nil, err
+	}
+	if len(rows) != 1 {
+		return nil, fmt.Errorf("%s: %d rows, want one", engine.FirstLine(q), len(rows))
+	}
+	out := make([]float64, len(rows[0]))
+	for i, v := range rows[0] {
+		if v == "" {
+			continue
+		}
+		if out[i], err = strconv.ParseFloat(v, 64); err != nil {
+			return nil, fmt.Errorf("%s: column %d is %q, not a number", engine.FirstLine(q), i+1, v)
+		}
+	}
+	return out, nil
+}
+
+func pgCounters(ctx context.Context, s engine.Session) (counters, error) {
+	var c counters
+	v, err := floats(ctx, s, `SELECT (SELECT wal_sync FROM pg_stat_wal)::float8,
+  coalesce(sum(blks_read), 0)::float8, coalesce(sum(blks_hit), 0)::float8 FROM pg_stat_database`)
+	if err != nil {
+		return c, fmt.Errorf("read pg_stat_wal and pg_stat_database: %w", err)
+	}
+	c.logSyncs, c.bufferReads, c.bufferHits = v[0], v[1], v[2]
+	c.known = true
+	return c, nil
+}
+
+func mariaCounters(ctx context.Context, s engine.Session) (counters, error) {
+	var c counters
+	st, err := mariaStatus(ctx, s, "Innodb_data_fsyncs", "Innodb_buffer_pool_reads", "Innodb_buffer_pool_read_requests", "Opened_table_definitions")
 	if err != nil {
 		return c, err
 	}
@@ -129,23 +153,18 @@ func (s *statsConn) read(ctx context.Context) (counters, error) {
 	return c, nil
 }
 
-func (s *statsConn) mariaStatus(ctx context.Context, names ...string) (map[string]float64, error) {
+func mariaStatus(ctx context.Context, s engine.Session, names ...string) (map[string]float64, error) {
 	q := "SHOW GLOBAL STATUS WHERE Variable_name IN ('" + strings.Join(names, "','") + "')"
-	rows, err := s.maria.QueryContext(ctx, q)
+	rows, err := engine.Values(ctx, s, q)
 	if err != nil {
 		return nil, fmt.Errorf("read MariaDB's status: %w", err)
 	}
-	defer rows.Close()
 	out := map[string]float64{}
-	for rows.Next() {
-		var k, v string
-		if err := rows.Scan(&k, &v); err != nil {
-			return nil, err
+	for _, r := range rows {
+		if len(r) != 2 {
+			return nil, fmt.Errorf("read MariaDB's status: %d columns, want 2", len(r))
 		}
-		out[k], _ = strconv.ParseFloat(v, 64)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
+		out[r[0]], _ = strconv.ParseFloat(r[1], 64)
 	}
 	for _, n := range names {
 		if _, ok := out[n]; !ok {
@@ -181,33 +200,35 @@ func engineMetrics(mm map[string]float64, a, b []counters, ops int64) {
 	}
 }
 
-// settings reads the buffer size and the durability settings back.
-func (s *statsConn) settings(ctx context.Context) (serverSettings, error) {
+func pgSettings(ctx context.Context, s engine.Session) (serverSettings, error) {
 	var st serverSettings
-	if s.pg != nil {
-		var level, sync string
-		err := s.retry(ctx, func() error {
-			return s.pg.QueryRow(ctx, `SELECT (SELECT setting::bigint * 8192 FROM pg_settings WHERE name = 'shared_buffers'),
-  current_setting('wal_level'), current_setting('synchronous_commit'), pg_database_size(current_database())`).Scan(&st.bufferBytes, &level, &sync, &st.databaseBytes)
-		})
-		if err != nil {
-			return st, fmt.Errorf("read PostgreSQL's settings: %w", err)
-		}
-		st.logForPITR = level != "minimal"
-		st.commitWaits = sync != "off"
-		st.describe = fmt.Sprintf("PostgreSQL: wal_level = %s, synchronous_commit = %s (%s)", level, sync, durabilityName(st.logForPITR, st.commitWaits))
-		return st, nil
+	rows, err := engine.Values(ctx, s, `SELECT (SELECT setting::bigint * 8192 FROM pg_settings WHERE name = 'shared_buffers'),
+  current_setting('wal_level'), current_setting('synchronous_commit'), pg_database_size(current_database())`)
+	if err == nil && (len(rows) != 1 || len(rows[0]) != 4) {
+		err = fmt.Errorf("%d rows, want one of 4 columns", len(rows))
 	}
-	var logBin, flush, syncBinlog int64
-	err := s.retry(ctx, func() error {
-		return s.maria.QueryRowContext(ctx, `SELECT @@innodb_buffer_pool_size, @@log_bin, @@innodb_flush_log_at_trx_commit, @@sync_binlog`).Scan(&st.bufferBytes, &logBin, &flush, &syncBinlog)
-	})
+	if err != nil {
+		return st, fmt.Errorf("read PostgreSQL's settings: %w", err)
+	}
+	level, sync := rows[0][1], rows[0][2]
+	st.bufferBytes, _ = strconv.ParseInt(rows[0][0], 10, 64)
+	st.databaseBytes, _ = strconv.ParseInt(rows[0][3], 10, 64)
+	st.logForPITR = level != "minimal"
+	st.commitWaits = sync != "off"
+	st.describe = fmt.Sprintf("PostgreSQL: wal_level = %s, synchronous_commit = %s (%s)", level, sync, durabilityName(st.logForPITR, st.commitWaits))
+	return st, nil
+}
+
+func mariaSettings(ctx context.Context, s engine.Session) (serverSettings, error) {
+	var st serverSettings
+	v, err := floats(ctx, s, `SELECT @@innodb_buffer_pool_size, @@log_bin, @@innodb_flush_log_at_trx_commit, @@sync_binlog`)
 	if err != nil {
 		return st, fmt.Errorf("read MariaDB's settings: %w", err)
 	}
-	var size sql.NullInt64
-	if err := s.maria.QueryRowContext(ctx, `SELECT SUM(DATA_LENGTH + INDEX_LENGTH) FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE()`).Scan(&size); err == nil && size.Valid {
-		st.databaseBytes = size.Int64
+	st.bufferBytes = int64(v[0])
+	logBin, flush, syncBinlog := int64(v[1]), int64(v[2]), int64(v[3])
+	if size, err := engine.Value(ctx, s, `SELECT SUM(DATA_LENGTH + INDEX_LENGTH) FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE()`); err == nil && size != "" {
+		st.databaseBytes, _ = strconv.ParseInt(size, 10, 64)
 	}
 	st.logForPITR = logBin == 1
 	st.commitWaits = flush == 1

@@ -2,19 +2,14 @@ package tenants
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"math/rand/v2"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/go-sql-driver/mysql"
-	"github.com/jackc/pgx/v5"
-
 	"github.com/dbrig/dbrig/internal/engine"
-	"github.com/dbrig/dbrig/internal/engine/mariadb"
-	"github.com/dbrig/dbrig/internal/engine/postgres"
 	"github.com/dbrig/dbrig/internal/load"
 	"github.com/dbrig/dbrig/internal/procstat"
 )
@@ -36,8 +31,8 @@ type slot struct {
 	// calls counts every call, priming included, so the report can say
 	// whether each connection had run every function before the clock.
 	calls atomic.Int64
-	// backend is the server's process for the connection (PostgreSQL) or
-	// its connection id (MariaDB).
+	// backend is the server's process for the connection; 0 where the
+	// server serves connections on threads of one process (MariaDB).
 	backend int
 	mem     backendMemory
 }
@@ -61,6 +56,7 @@ type backendMemory struct {
 // per database.
 type tenantLoad struct {
 	tenants   []tenant
+	engines   *engine.Registry
 	engine    string
 	functions []int // per family
 	invoices  int64 // seeded per database
@@ -73,8 +69,8 @@ type tenantLoad struct {
 
 var _ load.Workload = (*tenantLoad)(nil)
 
-func newTenantLoad(tenants []tenant, functions int, size int64, prime bool) *tenantLoad {
-	l := &tenantLoad{tenants: tenants, functions: split(functions), invoices: sizeFor(size).invoices, prime: prime, started: make(chan struct{})}
+func newTenantLoad(engines *engine.Registry, tenants []tenant, functions int, size int64, prime bool) *tenantLoad {
+	l := &tenantLoad{tenants: tenants, engines: engines, functions: split(functions), invoices: sizeFor(size).invoices, prime: prime, started: make(chan struct{})}
 	if len(tenants) > 0 {
 		l.engine = tenants[0].conn.Engine
 	}
@@ -119,138 +115,115 @@ func newCaller(id int, counts []int, invoices int64, text func(f family, k int) 
 	return c
 }
 
-// args draws a transaction's arguments: accounts, customers, invoices of
-// the seeded ledger and amounts in cents.
-func (c *caller) args(f family) []any {
-	account := func() int { return 1 + c.rng.IntN(accounts) }
+// args draws a transaction's arguments into a: accounts, customers,
+// invoices of the seeded ledger and amounts in cents.
+func (c *caller) args(f family, a *engine.Args) *engine.Args {
+	a.Reset()
+	account := func() int64 { return int64(1 + c.rng.IntN(accounts)) }
 	switch f.name {
 	case "balance", "statement":
-		return []any{account()}
+		a.Int(account())
 	case "open_invoices":
-		return []any{1 + c.rng.IntN(customers)}
+		a.Int(int64(1 + c.rng.IntN(customers)))
 	case "post":
 		d := account()
-		cr := 1 + (d+c.rng.IntN(accounts-1))%accounts
-		return []any{d, cr, 100 + c.rng.IntN(99900)}
+		cr := 1 + (d+int64(c.rng.IntN(accounts-1)))%accounts
+		amount := int64(100 + c.rng.IntN(99900))
+		a.Int(d).Int(cr).Int(amount)
 	case "invoice":
-		return []any{1 + c.rng.IntN(customers), 1000 + c.rng.IntN(499000)}
+		customer := int64(1 + c.rng.IntN(customers))
+		a.Int(customer).Int(int64(1000 + c.rng.IntN(499000)))
 	case "pay":
-		return []any{1 + c.rng.IntN(c.invoices), account()}
+		invoice := int64(1 + c.rng.IntN(c.invoices))
+		a.Int(invoice).Int(account())
 	}
-	return nil
+	return a
 }
 
-func (c *caller) pick(tx int) (string, []any) {
+// pick is transaction tx's statement and its arguments, drawn into a.
+func (c *caller) pick(tx int, a *engine.Args) (string, *engine.Args) {
 	k := c.next[tx]
 	c.next[tx] = (k + 1) % len(c.texts[tx])
-	return c.texts[tx][k], c.args(families[tx])
+	return c.texts[tx][k], c.args(families[tx], a)
+}
+
+// call is one statement and its arguments.
+type call struct {
+	text string
+	args *engine.Args
 }
 
 // everyCall lists a call of every function once, for priming. pay is
 // called for invoice 0, which does not exist: it changes nothing.
-func (c *caller) everyCall() []struct {
-	text string
-	args []any
-} {
-	var out []struct {
-		text string
-		args []any
-	}
+func (c *caller) everyCall() []call {
+	var out []call
 	for i, ts := range c.texts {
 		for _, t := range ts {
-			a := c.args(families[i])
+			a := c.args(families[i], &engine.Args{})
 			if families[i].name == "pay" {
-				a[0] = 0
+				a.At(0).I = 0
 			}
-			out = append(out, struct {
-				text string
-				args []any
-			}{t, a})
+			out = append(out, call{t, a})
 		}
 	}
 	return out
 }
 
-func pgCallText(f family, k int) string {
-	n := map[string]int{"balance": 1, "statement": 1, "open_invoices": 1, "post": 3, "invoice": 2, "pay": 2}[f.name]
-	args := "$1"
-	for i := 2; i <= n; i++ {
-		args += fmt.Sprintf(", $%d", i)
-	}
-	return fmt.Sprintf("SELECT %s(%s)", functionName(f, k), args)
-}
-
-func mariaCallText(f family, k int) string {
-	n := map[string]int{"balance": 1, "statement": 1, "open_invoices": 1, "post": 3, "invoice": 2, "pay": 2}[f.name]
-	args := "?"
-	for i := 2; i <= n; i++ {
-		args += ", ?"
-	}
-	return fmt.Sprintf("CALL %s(%s)", functionName(f, k), args)
-}
-
 // NewWorker connects to the user's database and, when priming, calls
-// every function once (PostgreSQL: in a transaction it rolls back).
+// every function once (in a transaction it rolls back where the engine's
+// SQL says so).
 func (l *tenantLoad) NewWorker(ctx context.Context, id int) (load.Worker, error) {
 	t := l.tenants[id]
-	switch t.conn.Engine {
-	case postgres.Name:
-		return newPGWorker(ctx, l, id, t)
-	case mariadb.Name:
-		return newMariaWorker(ctx, l, id, t)
-	}
-	return nil, fmt.Errorf("the tenants workload speaks PostgreSQL's and MariaDB's dialects only, not %q", t.conn.Engine)
-}
-
-// pgWorker is one connection to one PostgreSQL database.
-type pgWorker struct {
-	l    *tenantLoad
-	slot *slot
-	t    tenant
-	cfg  *pgx.ConnConfig
-	conn *pgx.Conn
-	call *caller
-}
-
-func newPGWorker(ctx context.Context, l *tenantLoad, id int, t tenant) (*pgWorker, error) {
-	cfg, err := postgres.ConnInfoOf(t.conn).ConnConfig()
+	sq, err := sqlOf(t.conn.Engine)
 	if err != nil {
 		return nil, err
 	}
-	// One round trip per call, and no prepared statement of the client's
-	// in the backend: its memory is the functions' own.
-	cfg.DefaultQueryExecMode = pgx.QueryExecModeExec
-	w := &pgWorker{l: l, slot: l.slots[id], t: t, cfg: cfg, call: newCaller(id, l.functions, l.invoices, pgCallText)}
+	w := &worker{l: l, slot: l.slots[id], t: t, sql: sq, call: newCaller(id, l.functions, l.invoices, sq.call)}
 	if err := w.connect(ctx); err != nil {
 		return nil, err
 	}
 	if l.prime {
 		if err := w.primeAll(ctx); err != nil {
-			w.conn.Close(context.WithoutCancel(ctx))
+			w.s.Close(context.WithoutCancel(ctx))
 			return nil, fmt.Errorf("prime %s: %w", t.db, err)
 		}
 	}
 	return w, nil
 }
 
-func (w *pgWorker) connect(ctx context.Context) error {
-	conn, err := pgx.ConnectConfig(ctx, w.cfg)
-	if err != nil {
-		return fmt.Errorf("connect to %s: %w", w.t.conn, err)
-	}
-	w.conn = conn
-	w.slot.backend = int(conn.PgConn().PID())
-	return nil
+// worker is one connection to one tenant database, in the session of its
+// engine: each call one round trip (its arguments bound, no statement of
+// the client's kept on the server, so the backend's memory is the
+// functions' own).
+type worker struct {
+	l    *tenantLoad
+	slot *slot
+	t    tenant
+	sql  engineSQL
+	s    engine.Session
+	call *caller
+	args engine.Args
 }
 
-func (w *pgWorker) primeAll(ctx context.Context) error {
-	tx, err := w.conn.Begin(ctx)
+func (w *worker) connect(ctx context.Context) error {
+	s, err := w.l.engines.OpenSession(ctx, w.t.conn, engine.SessionOptions{})
 	if err != nil {
 		return err
 	}
-	defer tx.Rollback(context.WithoutCancel(ctx))
+	w.s = s
+	w.slot.backend = s.BackendPID()
+	return nil
+}
+
+func (w *worker) primeAll(ctx context.Context) error {
+	if w.sql.primeInTransaction {
+		if err := w.s.Exec(ctx, "BEGIN"); err != nil {
+			return err
+		}
+		defer w.s.Exec(context.WithoutCancel(ctx), "ROLLBACK")
+	}
 	for _, c := range w.call.everyCall() {
-		if _, err := tx.Exec(ctx, c.text, c.args...); err != nil {
+		if _, err := w.s.Query(ctx, c.text, c.args).Close(); err != nil {
 			return fmt.Errorf("%s: %w", c.text, err)
 		}
 		w.slot.calls.Add(1)
@@ -258,129 +231,51 @@ func (w *pgWorker) primeAll(ctx context.Context) error {
 	return nil
 }
 
-func (w *pgWorker) Do(ctx context.Context, tx int) error {
+// Do makes one call, on a new connection when the last one broke (a
+// server that restarted after the kernel killed one of its processes
+// under a memory cap has closed it).
+func (w *worker) Do(ctx context.Context, tx int) error {
 	w.l.markStarted()
-	if w.conn == nil || w.conn.IsClosed() {
+	if !w.s.Alive() {
+		w.s.Close(context.WithoutCancel(ctx))
 		if err := w.connect(ctx); err != nil {
 			return err
 		}
 	}
-	text, args := w.call.pick(tx)
+	text, args := w.call.pick(tx, &w.args)
 	w.slot.calls.Add(1)
-	if _, err := w.conn.Exec(ctx, text, args...); err != nil {
+	if _, err := w.s.Query(ctx, text, args).Close(); err != nil {
 		return err
 	}
 	w.slot.ok.Add(1)
 	return nil
 }
 
-// pgMemorySQL sums the backend's memory contexts, and those that hold the
-// compiled functions and their plans.
-const pgMemorySQL = `SELECT coalesce(sum(total_bytes), 0)::bigint,
-  coalesce(sum(total_bytes) FILTER (WHERE name IN ('PL/pgSQL function', 'CachedPlan', 'CachedPlanSource', 'CachedPlanQuery', 'SPI Plan', 'PLpgSQL function hash')), 0)::bigint
-FROM pg_backend_memory_contexts`
-
-// Close reads the backend's memory (its contexts, where the login may read
-// them, and its process's private memory from /proc) and disconnects.
-func (w *pgWorker) Close() error {
-	if w.conn == nil || w.conn.IsClosed() {
+// Close reads the connection's memory as the server counts it (where the
+// login may read it) and its backend process's private memory from /proc,
+// and disconnects.
+func (w *worker) Close() error {
+	if !w.s.Alive() {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	m := &w.slot.mem
-	if err := w.conn.QueryRow(ctx, pgMemorySQL).Scan(&m.contexts, &m.plans); err != nil {
+	row, err := engine.Values(ctx, w.s, w.sql.memory)
+	switch {
+	case err != nil:
 		m.err = firstLine(err.Error()) // e.g. permission denied for view pg_backend_memory_contexts
-	} else {
+	case len(row) != 1 || len(row[0]) != 2:
+		m.err = fmt.Sprintf("%d rows of the connection's memory, want one of two columns", len(row))
+	case row[0][0] != "":
 		m.known = true
+		m.contexts, _ = strconv.ParseInt(row[0][0], 10, 64)
+		m.plans, _ = strconv.ParseInt(row[0][1], 10, 64)
 	}
-	if w.t.local {
+	if w.t.local && w.slot.backend > 0 {
 		if pm, err := procstat.ProcessMemory(w.slot.backend); err == nil {
 			m.private = pm.RSSAnon
 		}
 	}
-	return w.conn.Close(ctx)
-}
-
-// mariaWorker is one connection to one MariaDB database.
-type mariaWorker struct {
-	l    *tenantLoad
-	slot *slot
-	t    tenant
-	db   *sql.DB
-	call *caller
-}
-
-func newMariaWorker(ctx context.Context, l *tenantLoad, id int, t tenant) (*mariaWorker, error) {
-	cfg, err := mariadb.Config(t.conn)
-	if err != nil {
-		return nil, err
-	}
-	// The client writes each call's arguments into its text: one round
-	// trip, and no server-side prepared statement per function and
-	// connection (max_prepared_stmt_count would cap them).
-	cfg.InterpolateParams = true
-	db, err := openMaria(ctx, cfg)
-	if err != nil {
-		return nil, fmt.Errorf("connect to %s: %w", t.conn, err)
-	}
-	w := &mariaWorker{l: l, slot: l.slots[id], t: t, db: db, call: newCaller(id, l.functions, l.invoices, mariaCallText)}
-	if err := db.QueryRowContext(ctx, "SELECT CONNECTION_ID()").Scan(&w.slot.backend); err != nil {
-		db.Close()
-		return nil, err
-	}
-	if l.prime {
-		for _, c := range w.call.everyCall() {
-			if _, err := db.ExecContext(ctx, c.text, c.args...); err != nil {
-				db.Close()
-				return nil, fmt.Errorf("prime %s: %s: %w", t.db, c.text, err)
-			}
-			w.slot.calls.Add(1)
-		}
-	}
-	return w, nil
-}
-
-func (w *mariaWorker) Do(ctx context.Context, tx int) error {
-	w.l.markStarted()
-	text, args := w.call.pick(tx)
-	w.slot.calls.Add(1)
-	if _, err := w.db.ExecContext(ctx, text, args...); err != nil {
-		return err
-	}
-	w.slot.ok.Add(1)
-	return nil
-}
-
-// Close reads the connection's memory as MariaDB counts it and disconnects.
-func (w *mariaWorker) Close() error {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	m := &w.slot.mem
-	var used sql.NullInt64
-	err := w.db.QueryRowContext(ctx, "SELECT MEMORY_USED FROM information_schema.PROCESSLIST WHERE ID = CONNECTION_ID()").Scan(&used)
-	switch {
-	case err != nil:
-		m.err = firstLine(err.Error())
-	case used.Valid:
-		m.known, m.contexts = true, used.Int64
-	}
-	return w.db.Close()
-}
-
-// openMaria opens one connection of the login (a pool of one, which
-// reconnects after a lost connection).
-func openMaria(ctx context.Context, cfg *mysql.Config) (*sql.DB, error) {
-	connector, err := mysql.NewConnector(cfg)
-	if err != nil {
-		return nil, err
-	}
-	db := sql.OpenDB(connector)
-	db.SetMaxOpenConns(1)
-	db.SetMaxIdleConns(1)
-	if err := db.PingContext(ctx); err != nil {
-		db.Close()
-		return nil, err
-	}
-	return db, nil
+	return w.s.Close(ctx)
 }

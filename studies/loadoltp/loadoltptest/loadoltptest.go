@@ -5,9 +5,6 @@
 package loadoltptest
 
 import (
-	"fmt"
-	"maps"
-	"slices"
 	"testing"
 
 	"github.com/dbrig/dbrig/internal/engine"
@@ -71,25 +68,4 @@ func EveryFindingJudged(t *testing.T, b study.Builtin) {
 			t.Errorf("%s: no judge for %q", b.Name, p.ID)
 		}
 	}
-}
-
-// Repeated is rd with each point run once more per factor, its metrics
-// times the factor: runs with a spread, for judges that weigh it.
-func Repeated(rd *study.RunData, factors ...float64) *study.RunData {
-	all := slices.Clone(rd.Results)
-	for _, r := range rd.Results {
-		for i, f := range factors {
-			x := r
-			x.Run = r.Run + i + 1
-			x.Key = fmt.Sprintf("%s #%d", r.Combo, x.Run)
-			x.Metrics = maps.Clone(r.Metrics)
-			for k, v := range x.Metrics {
-				x.Metrics[k] = v * f
-			}
-			all = append(all, x)
-		}
-	}
-	out := *rd
-	out.Results, out.Summaries = all, study.Summarize(all, rd.Plan.Repeat)
-	return &out
 }
