@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -207,4 +208,68 @@ func TestDashboardFlagUsage(t *testing.T) {
 	if addr, exposed, err := (&dashboardFlags{addr: "0.0.0.0:8080"}).listenAddr(); err != nil || !exposed || addr != "0.0.0.0:8080" {
 		t.Errorf("--dashboard 0.0.0.0:8080: %s exposed=%v %v, want exposed", addr, exposed, err)
 	}
+}
+
+// TestDashboardShowsNoPassword runs a study on a target whose password is
+// on the command line and reads everything the dashboard serves: the
+// page, the stream and the run's files through it; the password is in none.
+func TestDashboardShowsNoPassword(t *testing.T) {
+	t.Parallel()
+	server := pgtest.Start(t, "dash-target", nil)
+	ctx, cancel := context.WithTimeout(t.Context(), 4*time.Minute)
+	defer cancel()
+	const pw = "Dash9TargetPw"
+	if err := server.Exec(ctx, "postgres", "CREATE ROLE app LOGIN SUPERUSER PASSWORD '"+pw+"'"); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "on-yours.toml")
+	spec := strings.Replace(strings.Replace(targetSpec, `engine = "mariadb"`, `engine = "postgres"`, 1), `settings = { sort_buffer_size = "1M" }`, "", 1)
+	if err := os.WriteFile(file, []byte(strings.Replace(spec, `["unix", "lan-1g"]`, `["lan-1g"]`, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	uri := "postgres://app:" + pw + "@127.0.0.1:" + strconv.Itoa(server.Port()) + "/postgres"
+	base := pgtest.BaseDir(t)
+	dir := filepath.Join(t.TempDir(), "run")
+	cmd, _, lines := startDbrig(t, base, "run", file, "--target", "db="+uri, "--dashboard", "0", "--dashboard-linger", "5m", "--out", dir)
+	url, stderr := dashboardURL(t, lines)
+	var seen strings.Builder
+	var end study.Event
+	for _, e := range readFeed(t, ctx, url) {
+		b, _ := json.Marshal(e)
+		seen.Write(b)
+		if e.Type == study.EventEnd {
+			end = e
+		}
+	}
+	if end.Report == "" {
+		t.Fatalf("the run ended without a report:\n%s", seen.String())
+	}
+	for _, path := range []string{"", "dashboard.js", "run/report.html", "run/report.md", "run/run.json", "run/environment.json", "run/results.jsonl"} {
+		resp, err := http.Get(url + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Errorf("%s: %d", path, resp.StatusCode)
+		}
+		seen.Write(b)
+	}
+	if !strings.Contains(seen.String(), "app@127.0.0.1") && !strings.Contains(seen.String(), "app:xxxxx@127.0.0.1") {
+		t.Errorf("the run's files never name the target: the check reads nothing")
+	}
+	if strings.Contains(seen.String(), pw) {
+		t.Errorf("the password shows on the dashboard")
+	}
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	if code := exitCode(cmd.Wait()); code != 0 && code != 130 {
+		t.Errorf("exit %d:\n%s", code, stderr())
+	}
+	if strings.Contains(stderr(), pw) {
+		t.Errorf("the password shows on stderr")
+	}
+	pgtest.WaitNoServers(t, base, 10*time.Second)
 }
