@@ -126,7 +126,10 @@ func Run(ctx context.Context, reg *Registry, o Options) (*Ran, error) {
 	if repErr != nil && runErr == nil {
 		runErr = fmt.Errorf("write the report: %w", repErr)
 	}
-	if runErr != nil {
+	switch {
+	case errors.Is(runErr, context.Canceled):
+		o.Events.Publish(Event{Type: EventError, Error: "interrupted: the finished points are saved, --resume runs the rest"})
+	case runErr != nil:
 		o.Events.Publish(Event{Type: EventError, Error: runErr.Error()})
 	}
 	o.Events.Publish(Event{Type: EventEnd, Dir: dir, Report: rep.HTML})

@@ -125,7 +125,7 @@
     error: function (e) {
       var el = $("end");
       el.className = "failed";
-      text(el, "the run failed: " + e.error);
+      text(el, "The run stopped: " + e.error);
     },
     dropped: function (e) {
       text($("dropped"), e.dropped + " events were dropped because this page fell behind: the charts miss them");
