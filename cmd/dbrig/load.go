@@ -77,6 +77,7 @@ type loadFlags struct {
 	samples        string
 	link           loadLinkFlags
 	predict        bool
+	dashboard      dashboardFlags
 	// expect are the thresholds of --expect, read by check.
 	expect       []string
 	expectations []*study.Expectation
@@ -98,6 +99,7 @@ func (f *loadFlags) register(cmd *cobra.Command, kind string) {
 	_ = fl.MarkHidden("samples")
 	fl.StringArrayVar(&f.expect, "expect", nil, "a threshold every point must meet, as k6 writes them: `METRIC<VALUE` (p99<50ms, tps>=2000, errors=0; repeatable); a failed one exits 1")
 	f.link.register(fl)
+	f.dashboard.register(fl)
 	fl.BoolVar(&f.predict, "predict", false, "calibrate the load for a few seconds through loopback and rtt-2ms, then print each --link and --users point's predicted tps, response time and what dominates, without running them (docs/load.md#prediction)")
 }
 
@@ -108,6 +110,12 @@ func (f *loadFlags) check(k workload.Kind, changed func(string) bool) error {
 	var err error
 	if f.expectations, err = parseExpectFlags(f.expect, k); err != nil {
 		errs = append(errs, err)
+	}
+	if _, _, err := f.dashboard.listenAddr(); err != nil {
+		errs = append(errs, err)
+	}
+	if f.predict && f.dashboard.addr != "" {
+		errs = append(errs, errors.New("--dashboard: goes with a run, and --predict runs none"))
 	}
 	if f.target != "" && changed("engine") {
 		errs = append(errs, errors.New("--target and --engine both choose the server: a target's engine is its URI's"))
@@ -274,6 +282,11 @@ func runLoad(ctx context.Context, a *app, k workload.Kind, f *loadFlags, pf *par
 			Progress: cmpProgress(nil, a), Log: newLogger(a, f.verbose), Version: a.version, CommandLine: redactedArgs(a)}, f.json)
 	}
 	info.sweep, _ = spec.Sweep[k.Load.Sweep].([]any)
+	dash, err := startDashboard(a, f.dashboard)
+	if err != nil {
+		return err
+	}
+	defer dash.stop(ctx, a)
 	if uv, ok := view.(usersView); ok {
 		stop, err := serveUsers(ctx, a, f, uv, info.sweep)
 		if err != nil {
@@ -283,10 +296,11 @@ func runLoad(ctx context.Context, a *app, k workload.Kind, f *loadFlags, pf *par
 	}
 	ran, err := study.Run(ctx, reg, study.Options{
 		Spec: spec, Targets: logins, TargetEngines: targetEngines, Dir: f.out, Keep: f.keep,
-		Place: f.fleet.placer(a), Progress: cmpProgress(view.progress(), a), Log: newLogger(a, f.verbose),
+		Place: f.fleet.placer(a), Progress: cmpProgress(view.progress(), a), Events: dash.events(), Log: newLogger(a, f.verbose),
 		Version: a.version, CommandLine: redactedArgs(a),
 		Starting: func(plan *study.Plan, dir string) {
 			info.params = plan.Combos[0].Params
+			dash.starting(dir)
 			view.starting(info)
 			fmt.Fprintf(a.stderr, "dbrig: load %s on %s (%s) into %s\n", k.Name, info.where(), pluralPoints(len(plan.Points())), dir)
 		},

@@ -66,6 +66,7 @@ type runFlags struct {
 	engine      string
 	targets     []string
 	verbose     bool
+	dashboard   dashboardFlags
 }
 
 func newRunCmd(a *app) *cobra.Command {
@@ -119,6 +120,7 @@ Exit codes: 0 every point succeeded, 1 a point failed (the message names it),
 	fl.StringVar(&f.engine, "engine", "", "run every instance on this `ENGINE` (postgres, mariadb)")
 	fl.StringArrayVar(&f.targets, "target", nil, "replace instance NAME by your server: `[NAME=]URI` or [NAME=]env:VAR (NAME: the study's only instance when left out; repeatable)")
 	fl.BoolVar(&f.verbose, "verbose", false, "log what dbrig does to stderr")
+	f.dashboard.register(fl)
 	return cmd
 }
 
@@ -147,11 +149,17 @@ func runStudy(ctx context.Context, a *app, args []string, f runFlags) error {
 	if len(args) == 1 {
 		name = args[0]
 	}
+	dash, err := startDashboard(a, f.dashboard)
+	if err != nil {
+		return err
+	}
+	defer dash.stop(ctx, a)
 	ran, err := study.Run(ctx, reg, study.Options{
 		Study: name, Resume: f.resume, Scale: scale, Engine: f.engine, Targets: targets, TargetEngines: targetEngines,
-		Dir: f.out, Keep: f.keep, KeepGoing: f.keepGoing, Progress: newProgress(a), Log: newLogger(a, f.verbose),
+		Dir: f.out, Keep: f.keep, KeepGoing: f.keepGoing, Progress: newProgress(a), Events: dash.events(), Log: newLogger(a, f.verbose),
 		Version: a.version, CommandLine: redactedArgs(a),
 		Starting: func(plan *study.Plan, dir string) {
+			dash.starting(dir)
 			fmt.Fprintf(a.stderr, "dbrig: running %s (scale %s, %d points) into %s\n", plan.Spec.Name, orDefault(plan.Scale, "default"), len(plan.Points()), dir)
 		},
 	})

@@ -42,8 +42,11 @@ type Options struct {
 	// Place, when set, places the study's sites on hosts before it is
 	// planned, and returns the sites' starters and what closes them after
 	// the run.
-	Place       func(ctx context.Context, spec *Spec) (map[string]topology.Starter, func(), error)
-	Progress    Progress
+	Place    func(ctx context.Context, spec *Spec) (map[string]topology.Starter, func(), error)
+	Progress Progress
+	// Events, when set, receives the run as it goes (see Feed); the
+	// caller closes it.
+	Events      *Feed
 	Log         *slog.Logger
 	Version     string
 	CommandLine []string
@@ -114,15 +117,22 @@ func Run(ctx context.Context, reg *Registry, o Options) (*Ran, error) {
 	}
 	r := &Runner{
 		Plan: plan, Registry: reg, Dir: dir, Targets: o.Targets, Keep: o.Keep, KeepGoing: o.KeepGoing,
-		Progress: o.Progress, Log: o.Log, Version: o.Version, CommandLine: o.CommandLine, Sites: sites, checked: true,
+		Progress: o.Progress, Events: o.Events, Log: o.Log, Version: o.Version, CommandLine: o.CommandLine, Sites: sites, checked: true,
 	}
 	out, runErr := r.Run(ctx)
 	ran := &Ran{Dir: dir, Outcome: out}
 	rep, repErr := WriteReport(dir, reg)
 	ran.Report = rep
 	if repErr != nil && runErr == nil {
-		return ran, fmt.Errorf("write the report: %w", repErr)
+		runErr = fmt.Errorf("write the report: %w", repErr)
 	}
+	switch {
+	case errors.Is(runErr, context.Canceled):
+		o.Events.Publish(Event{Type: EventError, Error: "interrupted: the finished points are saved, --resume runs the rest"})
+	case runErr != nil:
+		o.Events.Publish(Event{Type: EventError, Error: runErr.Error()})
+	}
+	o.Events.Publish(Event{Type: EventEnd, Dir: dir, Report: rep.HTML})
 	return ran, runErr
 }
 

@@ -59,6 +59,32 @@ func PointLine(k workload.Kind, r workload.Result) string {
 // HeadlineFigures are a measured point's headline metrics with their
 // model's prediction and error: "tps 5594, p99_ms 4.27ms, errors 0".
 func HeadlineFigures(k workload.Kind, r workload.Result) string {
+	var parts []string
+	for _, f := range Headlines(k, r) {
+		s := f.Label + " " + f.Text
+		if f.Model != nil {
+			s += fmt.Sprintf(" (model %s, %+.0f%%)", f.ModelText, PercentError(f.Measured, *f.Model))
+		}
+		parts = append(parts, s)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// Figure is one of a point's headline metrics, with its model's figure
+// when the point has one.
+type Figure struct {
+	Name     string   `json:"name"`
+	Label    string   `json:"label"`
+	Measured float64  `json:"measured"`
+	Text     string   `json:"text"`
+	Model    *float64 `json:"model,omitempty"`
+	// ModelText is Model as Text shows Measured.
+	ModelText string `json:"model_text,omitempty"`
+}
+
+// Headlines are a measured point's headline metrics, at most four: the
+// workload's declared ones, else the modelled ones, else all of them.
+func Headlines(k workload.Kind, r workload.Result) []Figure {
 	format := func(name string, v float64) string {
 		if m, ok := k.Metric(name); ok {
 			return m.Format(v)
@@ -79,18 +105,16 @@ func HeadlineFigures(k workload.Kind, r workload.Result) string {
 		}
 		sort.Strings(names)
 	}
-	var parts []string
-	for _, name := range names {
-		s := workload.MetricLabel(name) + " " + format(name, r.Metrics[name])
+	var out []Figure
+	for _, name := range names[:min(len(names), 4)] {
+		v := r.Metrics[name]
+		f := Figure{Name: name, Label: workload.MetricLabel(name), Measured: v, Text: format(name, v)}
 		if m, ok := r.Model[name]; ok {
-			s += fmt.Sprintf(" (model %s, %+.0f%%)", format(name, m), PercentError(r.Metrics[name], m))
+			f.Model, f.ModelText = &m, format(name, m)
 		}
-		parts = append(parts, s)
+		out = append(out, f)
 	}
-	if len(parts) > 4 {
-		parts = parts[:4]
-	}
-	return strings.Join(parts, ", ")
+	return out
 }
 
 // LineProgress writes one line per finished point (and a heartbeat on long

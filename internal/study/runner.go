@@ -41,9 +41,11 @@ type Runner struct {
 	// the argument "__client").
 	ClientCommand []string
 	Progress      Progress
-	Log           *slog.Logger
-	Version       string
-	CommandLine   []string
+	// Events, when set, receives the run as it goes, for a live view.
+	Events      *Feed
+	Log         *slog.Logger
+	Version     string
+	CommandLine []string
 	// SeriesInterval of the links' time series (0 = the link's default).
 	SeriesInterval time.Duration
 	// MonitorInterval is how often each server is sampled while a point
@@ -169,6 +171,7 @@ func (r *Runner) pending(st *runState, out *Outcome) ([]Point, error) {
 		}
 	}
 	r.Progress.Start(len(points), out.Done)
+	r.Events.Publish(Event{Type: EventStart, Study: r.Plan.Spec.Name, Dir: r.Dir, Total: len(points), Done: out.Done})
 	return todo, nil
 }
 
@@ -202,7 +205,7 @@ func (r *Runner) runPending(ctx context.Context, st *runState, w *ResultWriter, 
 		}
 		st.results = append(st.results, res)
 		out.Ran++
-		r.Progress.EndPoint(PointLine(st.kind, res))
+		r.endPoint(st.kind, res)
 		if perr != nil {
 			out.Failed++
 			if !r.KeepGoing {
@@ -247,8 +250,14 @@ func (r *Runner) recordInterrupted(out *Outcome, w *ResultWriter, kind workload.
 		return nil
 	}
 	out.Interrupted = append(out.Interrupted, res)
-	r.Progress.EndPoint(PointLine(kind, res))
+	r.endPoint(kind, res)
 	return w.Write(res)
+}
+
+// endPoint shows a finished point: its line, and its figures to the feed.
+func (r *Runner) endPoint(kind workload.Kind, res workload.Result) {
+	r.Progress.EndPoint(PointLine(kind, res))
+	r.Events.Publish(Event{Type: EventPoint, Key: res.Key, Point: pointDone(kind, res)})
 }
 
 func (r *Runner) finish(out Outcome, all []workload.Result) Outcome {
@@ -381,6 +390,7 @@ func (r *Runner) runPoint(ctx context.Context, st *runState, p Point, n, total i
 	c := p.Combo
 	res = workload.Result{Study: r.Plan.Spec.Name, Key: p.Key(), Combo: c.Key, Run: p.Run, Values: c.Values, Params: c.Params, Client: c.Client, Started: time.Now().UTC()}
 	r.Progress.StartPoint(n, total, p.Key())
+	r.Events.Publish(Event{Type: EventPointStart, Key: p.Key(), N: n, Total: total})
 	defer func() {
 		if rec := recover(); rec != nil {
 			err = fmt.Errorf("panic in workload %s: %v\n%s", st.kind.Name, rec, debug.Stack())
@@ -418,12 +428,14 @@ func (r *Runner) runPoint(ctx context.Context, st *runState, p Point, n, total i
 		res.Model, res.Formula = pred.Metrics, pred.Formula
 	}
 	start := time.Now()
+	stopWatching := r.watchLinks(st.topo, p.Key())
 	var m workload.Measurement
 	if c.Client.Constrained() {
 		m, err = r.runConstrained(ctx, st.topo, st.kind, c, env)
 	} else {
 		m, err = safeRun(ctx, w, env)
 	}
+	stopWatching()
 	res.Seconds = time.Since(start).Seconds()
 	for _, s := range samplers {
 		res.Monitor = append(res.Monitor, s.Stop())
@@ -469,7 +481,12 @@ func (r *Runner) applyTopology(ctx context.Context, topo *topology.Topology, c *
 // pointEnv is what the workload sees of its point.
 func (r *Runner) pointEnv(ctx context.Context, st *runState, p Point) *workload.Env {
 	c := p.Combo
+	var second func(workload.Second)
+	if r.Events != nil {
+		second = func(s workload.Second) { r.Events.Publish(Event{Type: EventSecond, Key: p.Key(), Second: &s}) }
+	}
 	return &workload.Env{
+		Second:     second,
 		Params:     c.Params,
 		Database:   DatabaseName(r.Plan.Spec.Name),
 		ClientSite: c.Client.Site,

@@ -115,6 +115,10 @@ type Env struct {
 	Log    *slog.Logger
 	// Progress reports work done out of total (units are the workload's).
 	Progress func(done, total int64)
+	// Second, when set, receives each second of a load of virtual users
+	// as it ends, for a live view of the run; it must not block. Nil in a
+	// client process.
+	Second func(Second)
 	// Instance gives Prepare (in dbrig's own process) the running instance,
 	// for work that bypasses links (loading data). Nil in a client process.
 	// A workload that needs one engine's own abilities asks for them

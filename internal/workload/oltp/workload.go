@@ -152,6 +152,9 @@ func (w *oltp) Run(ctx context.Context, env *workload.Env) (workload.Measurement
 		if env.Progress != nil {
 			env.Progress(int64((iv.Start+iv.Length)/time.Second), int64(total/time.Second))
 		}
+		if env.Second != nil {
+			env.Second(iv.Second())
+		}
 		if w.live != nil && w.live.OnInterval != nil {
 			w.live.OnInterval(iv)
 		}

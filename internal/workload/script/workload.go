@@ -169,6 +169,9 @@ func (w *scriptWorkload) runLoad(ctx context.Context, env *workload.Env, lw *loa
 		if env.Progress != nil {
 			env.Progress(int64((iv.Start+iv.Length)/time.Second), int64(total/time.Second))
 		}
+		if env.Second != nil {
+			env.Second(iv.Second())
+		}
 		if w.live != nil && w.live.OnInterval != nil {
 			w.live.OnInterval(iv)
 		}
