@@ -63,7 +63,7 @@ func (v *oltpView) spread(agents []*agent.Agent) {
 	w, samples := v.w, v.f.samples
 	v.live.Spread = func(ctx context.Context, cfg load.Config, login engine.Conn, p oltp.AgentParams) (*load.Result, error) {
 		cfg.KeepSamples = samples != ""
-		out, err := agent.RunLoad(ctx, agents, agent.LoadSpec{Workload: "oltp", Params: p, Login: login, Config: cfg, OnInterval: v.live.OnInterval})
+		out, err := agent.RunLoad(ctx, agents, agent.LoadSpec{Workload: "oltp", Params: p, Login: login, Config: cfg, OnInterval: cfg.OnInterval})
 		if out == nil {
 			return nil, err
 		}
