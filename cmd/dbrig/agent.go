@@ -21,6 +21,7 @@ import (
 	"github.com/dbrig/dbrig/internal/topology"
 	"github.com/dbrig/dbrig/internal/workload"
 	"github.com/dbrig/dbrig/internal/workload/oltp"
+	"github.com/dbrig/dbrig/internal/workload/script"
 )
 
 // agentWorkloads are the load workloads an agent runs: the registry of
@@ -28,6 +29,9 @@ import (
 func agentWorkloads() map[string]agent.Workload {
 	return map[string]agent.Workload{
 		"oltp": func(j agent.WorkloadJob) (load.Workload, error) { return oltp.AgentWorkload(j.Params, j.Login, j.Seed) },
+		"script": func(j agent.WorkloadJob) (load.Workload, error) {
+			return script.AgentWorkload(j.Params, j.Login, j.Seed, j.Users)
+		},
 	}
 }
 
@@ -46,12 +50,13 @@ func newAgentCmd(a *app) *cobra.Command {
 		Use:   "agent",
 		Short: "Run as a load agent of a coordinator (started by it over ssh, or dialling it in a cluster)",
 		Long: `agent runs this dbrig as a load agent: it takes work from a coordinator (a
-'dbrig load oltp --agents FILE' or a study with sites on hosts, on another
-machine) over its standard input and output, so the coordinator starts it with
-'ssh HOST dbrig agent' and no port is opened on the host. It runs a share of a
-load (virtual users, or a share of an arrival rate) and streams back each
-second's HDR histograms, or runs a site's database servers, exposed at the
-address the coordinator reached the host by.
+'dbrig load oltp --agents FILE' or 'dbrig load script --agents FILE', or a
+study with sites on hosts, on another machine) over its standard input and
+output, so the coordinator starts it with 'ssh HOST dbrig agent' and no port
+is opened on the host. It runs a share of a load (virtual users, or a share of
+an arrival rate) and streams back each second's HDR histograms, or runs a
+site's database servers, exposed at the address the coordinator reached the
+host by.
 
 An agent refuses a coordinator of another dbrig build (and is refused by it).
 When its coordinator goes away (the ssh session ends, or it says nothing for

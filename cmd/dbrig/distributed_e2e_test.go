@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -43,13 +44,7 @@ func TestLoadOverAgentsInNamespaces(t *testing.T) {
 	t.Run("merge", func(t *testing.T) {
 		samples := filepath.Join(dir, "samples")
 		args := append(append([]string{}, common...), "--duration", "3s", "--json", "--samples", samples, "--out", filepath.Join(dir, "run1"))
-		cmd := exec.Command(bin, args...)
-		cmd.Env = append(os.Environ(), "NO_COLOR=1")
-		var stdout, stderr bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		if err := cmd.Run(); err != nil {
-			t.Fatalf("dbrig load oltp over agents: %v\n%s", err, stderr.String())
-		}
+		stdout, stderr := runCoordinator(t, bin, dir, args...)
 		var sum struct {
 			Points []struct {
 				Overall struct {
@@ -106,6 +101,8 @@ func TestLoadOverAgentsInNamespaces(t *testing.T) {
 		}
 		assertOnlySSHD(t, lab)
 	})
+
+	t.Run("script", func(t *testing.T) { testScriptOverAgents(t, lab, bin, dir) })
 
 	t.Run("lost agent", func(t *testing.T) {
 		args := append(append([]string{}, common...), "--duration", "20s", "--out", filepath.Join(dir, "run2"))
@@ -176,6 +173,20 @@ func TestLoadOverAgentsInNamespaces(t *testing.T) {
 	})
 }
 
+// runCoordinator runs dbrig in dir to its end, failing the test when it
+// fails, and returns what it wrote.
+func runCoordinator(t *testing.T, bin, dir string, args ...string) (stdout, stderr *bytes.Buffer) {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Dir, cmd.Env = dir, append(os.Environ(), "NO_COLOR=1")
+	stdout, stderr = &bytes.Buffer{}, &bytes.Buffer{}
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("dbrig %s: %v\n%s", strings.Join(args[:2], " "), err, stderr.String())
+	}
+	return stdout, stderr
+}
+
 // assertOnlySSHD checks that nothing but the listening sshd is left in any
 // host (an ssh session ends a moment after its client: a short wait).
 func assertOnlySSHD(t *testing.T, lab *netnstest.Lab) {
@@ -197,4 +208,97 @@ func assertOnlySSHD(t *testing.T, lab *netnstest.Lab) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// Two weighted scripts with -D, \set and \gset, the second failing at
+// its division every time, named relative to the coordinator's directory
+// (an agent's host, whose working directory is elsewhere, could not read
+// them: the job carries their texts).
+const (
+	doublerScript = `\set aid random(1, :top)
+SELECT :aid AS got \gset
+SELECT :got * 2 AS doubled;
+`
+	dividerScript = `\set n random(1, :top)
+SELECT :n - :n AS zero \gset
+SELECT :n / :zero;
+`
+)
+
+// testScriptOverAgents: dbrig load script --agents spreads the scripts
+// over the two agents; the merged transactions are the agents' sum, each
+// statement's merged count and failures the sums of the agents' own, and
+// the failing script's failures are counted.
+func testScriptOverAgents(t *testing.T, lab *netnstest.Lab, bin, dir string) {
+	for name, text := range map[string]string{"doubler.sql": doublerScript, "divider.sql": dividerScript} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stdout, stderr := runCoordinator(t, bin, dir, "load", "script", "-f", "doubler.sql@3", "-f", "divider.sql@1", "-D", "top=1000",
+		"--agents", "agents", "--host", "db=ssh://"+lab.Hosts[0].Target(lab.User), "--ssh-config", lab.ConfigFile, "--agent-bin", bin,
+		"--users", "4", "--warm-up", "1s", "--duration", "2s", "--json", "--out", filepath.Join(dir, "run-script"))
+	var sum struct {
+		Points []struct {
+			Failed  int64 `json:"failed"`
+			Overall struct {
+				Ops int64 `json:"ops"`
+			} `json:"overall"`
+			Scripts []struct {
+				Weight     int   `json:"weight"`
+				Ops        int64 `json:"transactions"`
+				Statements []struct {
+					Text     string `json:"text"`
+					Count    int64  `json:"count"`
+					Failures int64  `json:"failures"`
+				} `json:"statements"`
+			} `json:"scripts"`
+		} `json:"points"`
+		Agents [][]struct {
+			Name  string
+			Ops   int64 `json:"ops"`
+			Extra *struct {
+				Counters   map[string]int64
+				Histograms map[string]struct{ Count int64 }
+			} `json:"extra"`
+		} `json:"agents"`
+	}
+	if err := json.Unmarshal(stdout.Bytes(), &sum); err != nil || len(sum.Points) != 1 || len(sum.Agents) != 1 || len(sum.Agents[0]) != 2 {
+		t.Fatalf("summary %v: %s\nstderr:\n%s", err, stdout.String(), stderr.String())
+	}
+	var agentOps int64
+	agentCount := map[string]int64{}
+	for _, a := range sum.Agents[0] {
+		if a.Ops == 0 || a.Extra == nil {
+			t.Fatalf("agent %s: %d transactions, its scripts' figures %v", a.Name, a.Ops, a.Extra)
+		}
+		agentOps += a.Ops
+		for k, n := range a.Extra.Counters {
+			agentCount[k] += n
+		}
+		for k, h := range a.Extra.Histograms {
+			agentCount[k] += h.Count
+		}
+	}
+	p := sum.Points[0]
+	if p.Overall.Ops == 0 || p.Overall.Ops != agentOps || len(p.Scripts) != 2 {
+		t.Fatalf("merged %d transactions in %d scripts, the agents' sum %d", p.Overall.Ops, len(p.Scripts), agentOps)
+	}
+	doubler, divider := p.Scripts[0], p.Scripts[1]
+	if doubler.Weight != 3 || divider.Weight != 1 || doubler.Ops != p.Overall.Ops || divider.Ops != 0 {
+		t.Errorf("doubler.sql: weight %d, %d transactions; divider.sql: weight %d, %d; of %d", doubler.Weight, doubler.Ops, divider.Weight, divider.Ops, p.Overall.Ops)
+	}
+	for i, s := range p.Scripts {
+		for j, st := range s.Statements {
+			count, failures := agentCount[fmt.Sprintf("script.%d.command.%d.latency", i, j)], agentCount[fmt.Sprintf("script.%d.command.%d.failures", i, j)]
+			if st.Count != count || st.Failures != failures {
+				t.Errorf("script %d, %q: merged %d runs and %d failures, the agents' sums %d and %d", i, st.Text, st.Count, st.Failures, count, failures)
+			}
+		}
+	}
+	t.Logf("%d transactions merged (the agents': %d), %d failed", p.Overall.Ops, agentOps, p.Failed)
+	if d := divider.Statements; len(d) != 3 || d[1].Count == 0 || d[2].Failures == 0 || p.Failed == 0 || doubler.Statements[2].Count == 0 {
+		t.Errorf("divider.sql's failures not counted (%d failed): %+v", p.Failed, d)
+	}
+	assertOnlySSHD(t, lab)
 }

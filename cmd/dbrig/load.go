@@ -359,7 +359,7 @@ func serveUsers(ctx context.Context, a *app, f *loadFlags, v usersView, users []
 	if f.fleet.agents != "" || f.fleet.listen != "" {
 		sv, ok := v.(spreadView)
 		if !ok {
-			return nil, usageError(errors.New("--agents, --listen-agents: this load's users run in this process only (load oltp's run on agents)"))
+			return nil, usageError(errors.New("--agents, --listen-agents: this load's users run in this process only (load oltp's and load script's run on agents)"))
 		}
 		agents, err := loadAgents(ctx, a, f.fleet, users)
 		if err != nil {

@@ -60,24 +60,33 @@ func (v *oltpView) print(w io.Writer, doc any) { printOLTPEnd(w, v.w.style, doc.
 
 // spread runs each point's users on the agents instead of in this process.
 func (v *oltpView) spread(agents []*agent.Agent) {
-	w, samples := v.w, v.f.samples
 	v.live.Spread = func(ctx context.Context, cfg load.Config, login engine.Conn, p oltp.AgentParams) (*load.Result, error) {
-		cfg.KeepSamples = samples != ""
-		out, err := agent.RunLoad(ctx, agents, agent.LoadSpec{Workload: "oltp", Params: p, Login: login, Config: cfg, OnInterval: cfg.OnInterval})
+		out, err := v.w.runOnAgents(ctx, agents, v.f.samples, agent.LoadSpec{Workload: "oltp", Params: p, Login: login, Config: cfg, OnInterval: cfg.OnInterval})
 		if out == nil {
 			return nil, err
 		}
-		w.mu.Lock()
-		w.agents = append(w.agents, out.Agents)
-		w.mu.Unlock()
-		printAgents(w.out, out.Agents)
-		if samples != "" && out.Result != nil {
-			if werr := writeSamples(samples, out.Samples); werr != nil {
-				err = errors.Join(err, werr)
-			}
-		}
 		return out.Result, err
 	}
+}
+
+// runOnAgents runs one point's load on the agents, prints their table and
+// keeps it for the summary, and writes the samples (--samples).
+func (w *oltpWatcher) runOnAgents(ctx context.Context, agents []*agent.Agent, samples string, spec agent.LoadSpec) (*agent.LoadOutcome, error) {
+	spec.Config.KeepSamples = samples != ""
+	out, err := agent.RunLoad(ctx, agents, spec)
+	if out == nil {
+		return nil, err
+	}
+	w.mu.Lock()
+	w.agents = append(w.agents, out.Agents)
+	w.mu.Unlock()
+	printAgents(w.out, out.Agents)
+	if samples != "" && out.Result != nil {
+		if werr := writeSamples(samples, out.Samples); werr != nil {
+			err = errors.Join(err, werr)
+		}
+	}
+	return out, err
 }
 
 // printOLTPEnd ends the output for people: what qualifies a point's

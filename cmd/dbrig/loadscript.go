@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"strconv"
@@ -9,6 +10,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/dbrig/dbrig/internal/agent"
+	"github.com/dbrig/dbrig/internal/engine"
 	"github.com/dbrig/dbrig/internal/load"
 	"github.com/dbrig/dbrig/internal/study"
 	"github.com/dbrig/dbrig/internal/term"
@@ -23,6 +26,7 @@ import (
 // and retries as pgbench 15 counts them.
 type scriptView struct {
 	a *app
+	f *loadFlags
 	w *oltpWatcher
 	// live is what the workload tells the view as it runs.
 	live *script.Live
@@ -44,7 +48,7 @@ func newScriptView(a *app, f *loadFlags) loadView {
 	if f.json {
 		lines = a.stderr
 	}
-	v := &scriptView{a: a, w: &oltpWatcher{out: lines, style: term.Style{Enabled: term.ColorEnabled(lines, a.getenv)}, notes: a.stderr}}
+	v := &scriptView{a: a, f: f, w: &oltpWatcher{out: lines, style: term.Style{Enabled: term.ColorEnabled(lines, a.getenv)}, notes: a.stderr}}
 	shop := v.w.live()
 	v.live = &script.Live{Runner: shop.Runner, OnInterval: shop.OnInterval, Note: shop.Note,
 		Result: func(res *load.Result) {
@@ -69,6 +73,18 @@ func (v *scriptView) kind(workload.Kind) workload.Kind { return script.KindWith(
 func (v *scriptView) progress() study.Progress         { return &noteProgress{w: v.a.stderr} }
 func (v *scriptView) metrics() prometheus.Collector    { return &v.w.metrics }
 
+// spread runs each point's users on the agents instead of in this
+// process; the agents' scripts' figures come back merged.
+func (v *scriptView) spread(agents []*agent.Agent) {
+	v.live.Spread = func(ctx context.Context, cfg load.Config, login engine.Conn, p script.AgentParams) (*load.Result, *agent.Extra, error) {
+		out, err := v.w.runOnAgents(ctx, agents, v.f.samples, agent.LoadSpec{Workload: "script", Params: p, Login: login, Config: cfg, OnInterval: cfg.OnInterval})
+		if out == nil {
+			return nil, nil, err
+		}
+		return out.Result, out.Extra, err
+	}
+}
+
 func (v *scriptView) starting(l loadInfo) {
 	p := l.params
 	users := make([]string, len(l.sweep))
@@ -87,12 +103,14 @@ func (v *scriptView) starting(l loadInfo) {
 // with the scripts' own figures in each point (docs/load.md).
 type scriptSummary struct {
 	loadRunJSON
-	Scripts           string            `json:"scripts"`
-	Protocol          string            `json:"protocol"`
-	MaxTries          int64             `json:"max_tries"`
-	Points            []scriptPointJSON `json:"points"`
-	InterruptedPoints []scriptPointJSON `json:"interrupted_points,omitempty"`
-	Error             string            `json:"error,omitempty"`
+	Scripts  string            `json:"scripts"`
+	Protocol string            `json:"protocol"`
+	MaxTries int64             `json:"max_tries"`
+	Points   []scriptPointJSON `json:"points"`
+	// Agents are each point's agents, when the load was spread over them.
+	Agents            [][]agent.AgentReport `json:"agents,omitempty"`
+	InterruptedPoints []scriptPointJSON     `json:"interrupted_points,omitempty"`
+	Error             string                `json:"error,omitempty"`
 }
 
 type scriptPointJSON struct {
@@ -122,6 +140,7 @@ type scriptJSON struct {
 type statementJSON struct {
 	Line      int                `json:"line"`
 	Text      string             `json:"text"`
+	Count     int64              `json:"count"`
 	LatencyMs map[string]float64 `json:"latency_ms,omitempty"`
 	Failures  int64              `json:"failures"`
 	Retries   int64              `json:"retries"`
@@ -129,7 +148,7 @@ type statementJSON struct {
 
 func (v *scriptView) summary(l loadInfo, ran *study.Ran, runErr error) any {
 	shop := v.w.summary(l, ran, runErr)
-	sum := scriptSummary{loadRunJSON: shop.loadRunJSON, Scripts: l.params.String("script"), Protocol: l.params.String("protocol"), MaxTries: l.params.Int("max_tries"), Error: shop.Error}
+	sum := scriptSummary{loadRunJSON: shop.loadRunJSON, Scripts: l.params.String("script"), Protocol: l.params.String("protocol"), MaxTries: l.params.Int("max_tries"), Error: shop.Error, Agents: shop.Agents}
 	sum.Server = serverVersion(ran, l.engine)
 	v.mu.Lock()
 	defer v.mu.Unlock()
@@ -161,7 +180,11 @@ func (p *scriptPointJSON) fill(rep script.Report) {
 		j := scriptJSON{Name: s.Name, Weight: s.Weight, Ops: s.Ops, TPS: s.TPS, Failed: s.Failed, Retried: s.Retried, Retries: s.Retries,
 			LatencyMs: latencyJSON(s.Latency)}
 		for _, c := range s.Commands {
-			j.Statements = append(j.Statements, statementJSON{Line: c.Line, Text: c.Text, LatencyMs: latencyJSON(c.Latency), Failures: c.Failures, Retries: c.Retries})
+			st := statementJSON{Line: c.Line, Text: c.Text, LatencyMs: latencyJSON(c.Latency), Failures: c.Failures, Retries: c.Retries}
+			if c.Latency != nil {
+				st.Count = c.Latency.Count()
+			}
+			j.Statements = append(j.Statements, st)
 		}
 		p.Failed += s.Failed.Total()
 		p.Retried += s.Retried

@@ -150,7 +150,7 @@ func TestLoadScriptUsage(t *testing.T) {
 		{[]string{"-M", "bogus"}, "--protocol bogus: want one of simple, extended, prepared"},
 		{[]string{"-D", "x"}, `--define x: invalid variable definition "x"`},
 		{[]string{"--max-tries", "-1"}, "--max-tries"},
-		{[]string{"--agents", bad, "--target", "postgres://u@127.0.0.1:1/db"}, "--agents, --listen-agents: this load's users run in this process only"},
+		{[]string{"--agents", bad, "--target", "postgres://u@127.0.0.1:1/db"}, "--agents: " + bad + `:1: "SELECT 1;": want one host per line`},
 	} {
 		args := append([]string{"load", "script"}, tc.args...)
 		code, stdout, stderr := runDbrig(t, base, nil, args...)

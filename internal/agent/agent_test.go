@@ -63,6 +63,9 @@ func startInProcess(t *testing.T, name, version string, base time.Duration, sile
 	p := &inProcess{served: make(chan error, 1), toAgent: cw, fromAgent: aw}
 	opts := ServeOptions{Version: version, Index: -1, Silence: silence, Workloads: map[string]Workload{
 		"sleep": func(WorkloadJob) (load.Workload, error) { return sleeper{base: base, running: &p.running}, nil },
+		"tally": func(WorkloadJob) (load.Workload, error) {
+			return &tallier{sleeper: sleeper{base: base, running: &p.running}, latency: measure.NewHistogram()}, nil
+		},
 	}}
 	go func() {
 		err := Serve(t.Context(), ar, aw, opts)

@@ -25,7 +25,10 @@
 // merged distributions, never averaged). An agent lost or failed fails the
 // run, naming it; Ctrl-C stops every agent and returns the partial merged
 // result. The agent side ([Serve]) runs its share with the workload the
-// coordinator names ([Workload], [WorkloadJob]).
+// coordinator names ([Workload], [WorkloadJob]); a workload that measures
+// more than the load layer ([Reporter]: a script's statements) sends an
+// [Extra] with its result, named counters and HDR histograms that
+// [MergeExtras] sums and merges exactly.
 //
 // # Sites on hosts
 //

@@ -16,8 +16,9 @@ import (
 
 // Protocol is the version of the messages below. A coordinator and an agent
 // of different dbrig versions refuse each other anyway; this number says,
-// in the refusal, whether the difference is in the protocol too.
-const Protocol = 1
+// in the refusal, whether the difference is in the protocol too. Version 2
+// added a workload's Extra to the result.
+const Protocol = 2
 
 // Message types. The coordinator sends hello, ping, load, start, stop, op
 // and bye; the agent sends hello, pong, ready, started, interval, result,
@@ -51,6 +52,7 @@ type Message struct {
 	Start    *Start         `json:"start,omitempty"`
 	Interval *load.Interval `json:"interval,omitempty"`
 	Result   *load.Result   `json:"result,omitempty"`
+	Extra    *Extra         `json:"extra,omitempty"` // with a result: what the workload measured beyond it
 	Op       *Op            `json:"op,omitempty"`
 	Reply    *Reply         `json:"reply,omitempty"`
 	Error    string         `json:"error,omitempty"`

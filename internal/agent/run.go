@@ -90,6 +90,7 @@ type AgentReport struct {
 	Intervals int           `json:"intervals"`
 	Traffic   Traffic       `json:"traffic"`
 	Error     string        `json:"error,omitempty"`
+	Extra     *Extra        `json:"extra,omitempty"` // what the agent's workload measured beyond its result
 }
 
 // LoadOutcome is a load run on agents: the merged result and each agent's.
@@ -99,6 +100,8 @@ type LoadOutcome struct {
 	// Samples are every measured operation's latency in µs, from all agents
 	// (Config.KeepSamples only).
 	Samples []int64
+	// Extra is the agents' Extras merged (nil when the workload has none).
+	Extra *Extra
 }
 
 // RunLoad runs one load over the agents: each gets its share, opens its
@@ -129,11 +132,12 @@ func RunLoad(ctx context.Context, agents []*Agent, spec LoadSpec) (*LoadOutcome,
 		}
 	}
 	r := &loadRun{agents: agents, spec: spec, out: out, series: make([][]load.Interval, len(agents)),
-		results: make([]*load.Result, len(agents)), ready: make([]bool, len(agents))}
+		results: make([]*load.Result, len(agents)), extras: make([]*Extra, len(agents)), ready: make([]bool, len(agents))}
 	runErr := r.loop(ctx)
 	for i := range agents {
 		out.Agents[i].Traffic = agents[i].Traffic()
 		out.Agents[i].Intervals = len(r.series[i])
+		out.Agents[i].Extra = r.extras[i]
 		if res := r.results[i]; res != nil {
 			out.Agents[i].Result = res
 			out.Agents[i].Ops = res.Overall.Ops
@@ -158,6 +162,7 @@ func RunLoad(ctx context.Context, agents []*Agent, spec LoadSpec) (*LoadOutcome,
 			res.Series = nil
 		}
 		out.Result = merged
+		out.Extra = MergeExtras(r.extras)
 	}
 	return out, runErr
 }
@@ -168,6 +173,7 @@ type loadRun struct {
 	out     *LoadOutcome
 	series  [][]load.Interval
 	results []*load.Result
+	extras  []*Extra
 	ready   []bool
 	start   time.Time // the common instant, on the coordinator's clock
 	emitted int
@@ -334,7 +340,7 @@ func (s *loopState) handle(ev event) {
 			r.emit(false)
 		}
 	case TypeResult:
-		r.results[ev.i] = ev.m.Result
+		r.results[ev.i], r.extras[ev.i] = ev.m.Result, ev.m.Extra
 		if ev.m.Result != nil && ev.m.Result.Interrupted && !s.stopped {
 			// Not stopped by us: the agent lost its side of the
 			// channel (its input ended) and stopped on its own.

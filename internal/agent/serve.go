@@ -28,9 +28,12 @@ type WorkloadJob struct {
 	// Login is the server's login, as this host reaches it.
 	Login engine.Conn
 	// Index is this agent's share, of Agents; Seed its own seed (the
-	// load's seed for its random choices, different on every agent).
+	// load's seed for its random choices, different on every agent);
+	// Users its share's users (its clients, which a script's seeds
+	// depend on).
 	Index, Agents int
 	Seed          uint64
+	Users         int
 }
 
 // ServeOptions configure an agent.
@@ -256,7 +259,7 @@ func (s *server) runLoad(ctx context.Context, job LoadJob) {
 		fail(fmt.Errorf("agent: no load workload %q", job.Workload))
 		return
 	}
-	wl, err := mk(WorkloadJob{Params: job.Params, Login: job.Login.Open(), Index: job.Index, Agents: job.Agents, Seed: job.Config.Seed})
+	wl, err := mk(WorkloadJob{Params: job.Params, Login: job.Login.Open(), Index: job.Index, Agents: job.Agents, Seed: job.Config.Seed, Users: job.Config.Users})
 	if err != nil {
 		fail(fmt.Errorf("agent: %w", err))
 		return
@@ -280,7 +283,12 @@ func (s *server) runLoad(ctx context.Context, job LoadJob) {
 		case <-ctx.Done():
 			return ctx.Err()
 		}
-		return s.ch.write(Message{Type: TypeStarted, Clock: &Clock{Agent: time.Now().UnixNano()}})
+		now := time.Now()
+		if rep, ok := wl.(Reporter); ok {
+			from := now.Add(cfg.WarmUp)
+			rep.Measuring(from, from.Add(cfg.Duration))
+		}
+		return s.ch.write(Message{Type: TypeStarted, Clock: &Clock{Agent: now.UnixNano()}})
 	}
 	r, err := load.NewRunner(cfg, wl)
 	if err != nil {
@@ -292,7 +300,11 @@ func (s *server) runLoad(ctx context.Context, job LoadJob) {
 		// The series went out second by second; the result carries the
 		// whole run's distributions.
 		res.Series = nil
-		_ = s.ch.write(Message{Type: TypeResult, Result: res})
+		m := Message{Type: TypeResult, Result: res}
+		if rep, ok := wl.(Reporter); ok {
+			m.Extra = rep.Extra()
+		}
+		_ = s.ch.write(m)
 	}
 	if err != nil && res == nil {
 		fail(fmt.Errorf("agent: %w", err))

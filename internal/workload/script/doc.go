@@ -91,6 +91,13 @@
 // server, asleep in \sleep, or in the client. A [Report] prints them in
 // pgbench's words.
 //
+// Spread over load agents ([Live].Spread, `dbrig load script --agents`),
+// each agent builds the same program from the texts the run read
+// ([AgentParams], [AgentWorkload]) and sends its clients' figures with its
+// result as an agent.Extra; the coordinator reads them back merged: counts
+// summed, each command's histogram merged, so its percentiles are those of
+// all the agents' samples.
+//
 // # Where dbrig differs from pgbench, on purpose
 //
 //   - Variables are not replaced inside quoted strings and comments

@@ -10,10 +10,10 @@ import (
 
 // Source is one script's text and how to name it.
 type Source struct {
-	Name    string // the file as given, or a built-in's name
-	Text    string
-	Weight  int
-	Builtin bool
+	Name    string `json:"name"` // the file as given, or a built-in's name
+	Text    string `json:"text"`
+	Weight  int    `json:"weight"`
+	Builtin bool   `json:"builtin,omitempty"`
 }
 
 // Options are what parsing depends on besides the scripts.

@@ -34,7 +34,10 @@ type Program struct {
 }
 
 // Define is a variable given a value before the run (pgbench -D).
-type Define struct{ Name, Value string }
+type Define struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
+}
 
 // Script is one file (or built-in): one transaction type of the load.
 type Script struct {

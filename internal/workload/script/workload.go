@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/dbrig/dbrig/internal/agent"
 	"github.com/dbrig/dbrig/internal/engine"
 	"github.com/dbrig/dbrig/internal/engine/mariadb"
 	"github.com/dbrig/dbrig/internal/engine/postgres"
@@ -27,6 +28,12 @@ type Live struct {
 	Scripts func(Report)
 	// Note receives what the workload says before the run.
 	Note func(string)
+	// Spread, when set, runs the point's load on load agents instead of in
+	// this process (`dbrig load script --agents`): it gets the whole load,
+	// the users' login and what an agent needs to make its share
+	// (AgentWorkload), and returns the agents' merged result and their
+	// merged Extras.
+	Spread func(ctx context.Context, cfg load.Config, login engine.Conn, p AgentParams) (*load.Result, *agent.Extra, error)
 }
 
 // Kind registers the workload.
@@ -144,7 +151,7 @@ func (w *scriptWorkload) Run(ctx context.Context, env *workload.Env) (workload.M
 		w.note(n)
 	}
 	lw := &loadWorkload{prog: prog, login: ep.Conn, scale: scale, seed: w.seed, users: w.cfg.Users, maxTries: w.maxTries, clock: &window{}}
-	res, err := w.runLoad(ctx, env, lw)
+	res, stats, err := w.runLoad(ctx, env, lw)
 	if res != nil && w.live != nil && w.live.Result != nil {
 		w.live.Result(res)
 	}
@@ -153,7 +160,7 @@ func (w *scriptWorkload) Run(ctx context.Context, env *workload.Env) (workload.M
 	}
 	// An interrupted run's figures go back with its error: the runner
 	// keeps them labelled as interrupted, never as a result.
-	rep := newReport(prog, res, lw.stats())
+	rep := newReport(prog, res, stats)
 	if w.live != nil && w.live.Scripts != nil {
 		w.live.Scripts(rep)
 	}
@@ -162,7 +169,9 @@ func (w *scriptWorkload) Run(ctx context.Context, env *workload.Env) (workload.M
 	return m, err
 }
 
-func (w *scriptWorkload) runLoad(ctx context.Context, env *workload.Env, lw *loadWorkload) (*load.Result, error) {
+// runLoad runs the point's load here, or on load agents when the command
+// spreads it over them, and returns the clients' figures with the result.
+func (w *scriptWorkload) runLoad(ctx context.Context, env *workload.Env, lw *loadWorkload) (*load.Result, *clientStats, error) {
 	cfg := w.cfg
 	total := cfg.WarmUp + cfg.Duration
 	cfg.OnInterval = func(iv load.Interval) {
@@ -176,6 +185,9 @@ func (w *scriptWorkload) runLoad(ctx context.Context, env *workload.Env, lw *loa
 			w.live.OnInterval(iv)
 		}
 	}
+	if w.live != nil && w.live.Spread != nil {
+		return w.spread(ctx, cfg, lw, env.ReadFile)
+	}
 	cfg.Ready = func(context.Context) error {
 		lw.clock.from = time.Now().Add(cfg.WarmUp)
 		lw.clock.to = lw.clock.from.Add(cfg.Duration)
@@ -183,12 +195,13 @@ func (w *scriptWorkload) runLoad(ctx context.Context, env *workload.Env, lw *loa
 	}
 	r, err := load.NewRunner(cfg, lw)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if w.live != nil && w.live.Runner != nil {
 		w.live.Runner(r)
 	}
-	return r.Run(ctx)
+	res, err := r.Run(ctx)
+	return res, lw.stats(), err
 }
 
 func (w *scriptWorkload) note(s string) {
