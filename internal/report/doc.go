@@ -152,6 +152,14 @@ type Series struct {
 	Name   string
 	Style  SeriesStyle
 	Points []XY
+	// Unit is what its values count ("tps", "ms"); empty means the chart's
+	// YLabel. Series of different units on one axis are a defect the
+	// browser check finds: the smaller lies flat under the larger's scale.
+	Unit string
+	// Metric is the one word its values measure ("tps", "response"): a
+	// series named after another series' metric misleads, and the browser
+	// check says so.
+	Metric string
 }
 
 // XY is one point of a series.

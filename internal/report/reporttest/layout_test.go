@@ -1,0 +1,159 @@
+package reporttest
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// handChart is one chart of a hand-made page: its container's height and
+// its echarts option, set as the report's own script would.
+type handChart struct {
+	id     string
+	height int
+	option map[string]any
+}
+
+// handPage writes a page with the report's echarts, the charts, and body
+// HTML beside them, and returns its path.
+func handPage(t *testing.T, body string, charts ...handChart) string {
+	t.Helper()
+	echarts, err := os.ReadFile(filepath.Join("..", "assets", "echarts.min.js"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	b.WriteString("<!DOCTYPE html><html><head><meta charset=\"utf-8\"><style>body{margin:8px;font:14px sans-serif}</style></head><body>\n")
+	b.WriteString(body)
+	for _, c := range charts {
+		opt, err := json.Marshal(c.option)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.WriteString("<div data-chart id=\"" + c.id + "\" style=\"width:900px;height:" + itoa(c.height) + "px\"></div>\n")
+		b.WriteString("<script type=\"application/json\" class=\"opt\" data-for=\"" + c.id + "\">" + string(opt) + "</script>\n")
+	}
+	b.WriteString("<script>" + string(echarts) + "</script>\n")
+	b.WriteString(`<script>
+for (const s of document.querySelectorAll("script.opt")) {
+  const el = document.getElementById(s.dataset.for);
+  const c = echarts.init(el, null, {renderer: "canvas"});
+  c.on("finished", () => el.setAttribute("data-rendered", "1"));
+  c.setOption(JSON.parse(s.textContent));
+}
+</script></body></html>`)
+	path := filepath.Join(t.TempDir(), "page.html")
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
+
+// lineOption is a plain, readable chart: one value axis, series of the
+// given names, units and metrics, each with its y values at x = 1, 2, ...
+func lineOption(series ...map[string]any) map[string]any {
+	var names []string
+	for _, s := range series {
+		names = append(names, s["name"].(string))
+		s["type"] = "line"
+		s["animation"] = false
+	}
+	return map[string]any{
+		"animation": false,
+		"legend":    map[string]any{"data": names},
+		"grid":      map[string]any{"left": 76, "right": 28, "top": 44, "bottom": 56},
+		"xAxis":     map[string]any{"type": "value", "name": "x", "nameLocation": "middle", "nameGap": 32},
+		"yAxis":     map[string]any{"type": "value", "name": "y", "nameLocation": "middle", "nameGap": 56},
+		"series":    series,
+	}
+}
+
+func series(name, unit, metric string, ys ...float64) map[string]any {
+	var data [][2]float64
+	for i, y := range ys {
+		data = append(data, [2]float64{float64(i + 1), y})
+	}
+	s := map[string]any{"name": name, "data": data, "dbrigUnit": unit}
+	if metric != "" {
+		s["dbrigMetric"] = metric
+	}
+	return s
+}
+
+// TestLayoutCheckPassesAGoodPage: a readable chart, and a wide table in a
+// box that scrolls sideways, raise nothing.
+func TestLayoutCheckPassesAGoodPage(t *testing.T) {
+	needChromium(t)
+	t.Parallel()
+	wideInBox := `<div style="overflow-x:auto"><table style="width:3000px"><tr><td>a wide table in its scroll box</td></tr></table></div>`
+	page := handPage(t, wideInBox,
+		handChart{"good", 400, lineOption(series("tps", "tps", "tps", 5000, 5200, 4900), series("tps model", "tps", "tps", 5100, 5100, 5100))},
+		handChart{"response", 400, lineOption(series("mean response", "ms", "response", 2, 3, 2.5))})
+	res := checkPage(t, page)
+	if ps := res.Problems(); len(ps) > 0 {
+		t.Errorf("a good page has problems: %q", ps)
+	}
+	if len(res.Charts) != 2 || len(res.Charts[0].Axes) != 1 || res.Charts[0].Axes[0].Ticks < minTicks {
+		t.Errorf("charts %+v: want two, the first with a readable y axis", res.Charts)
+	}
+}
+
+// TestLayoutCheckSeesEachDefect: each defect the check exists for, on a
+// page of its own, is reported, and only it.
+func TestLayoutCheckSeesEachDefect(t *testing.T) {
+	needChromium(t)
+	t.Parallel()
+	clipped := lineOption(series("tps", "tps", "", 1, 2, 3))
+	clipped["xAxis"] = map[string]any{"type": "category", "data": []string{"engine=postgres pg_cache=128MB maria_cache=128M path=scan", "b", "c"},
+		"axisLabel": map[string]any{"interval": 0, "rotate": 30}}
+	legend := lineOption(series("tps", "tps", "tps", 1, 2, 3))
+	legend["legend"] = map[string]any{"data": []string{"tps", "ghost"}}
+	for _, tt := range []struct {
+		name  string
+		body  string
+		chart []handChart
+		want  string
+	}{
+		// The compare page's flat strip: a plot 34 px high.
+		{"one tick", "", []handChart{{"strip", 130, lineOption(series("ratio", "ratio", "", 0.5, 2, 1))}}, `y axis 0 ("y") shows`},
+		// The per-second chart with rate and response times on one axis.
+		{"flat", "", []handChart{{"mixed", 400, lineOption(series("tps", "tps", "tps", 5000, 5400, 5100), series("p99", "ms", "response", 2, 9, 4))}},
+			`series "p99" (ms) lies flat on y axis 0, which it shares with "tps" (tps)`},
+		// The response chart's line named after the throughput chart's.
+		{"legend metric", "", []handChart{
+			{"throughput", 400, lineOption(series("tps", "tps", "tps", 5000, 5400, 5100))},
+			{"response", 400, lineOption(series("tps", "ms", "response", 2, 3, 2.5))}},
+			`chart "response": series "tps" draws response but its name says tps`},
+		{"legend entry", "", []handChart{{"ghost", 400, legend}}, `legend entry "ghost" names no series`},
+		// The compare page's long category labels slanted off the left edge.
+		{"clipped", "", []handChart{{"clip", 400, clipped}}, `"engine=postgres pg_cache=128MB maria_cache=128M path=scan" at x -`},
+		// A wide table outside any scroll box.
+		{"wide", `<table id="servers" style="width:3000px"><tr><td>servers while the points ran</td></tr></table>`,
+			[]handChart{{"fine", 400, lineOption(series("tps", "tps", "", 1, 2, 3))}}, `table#servers ("servers while the points ran") reaches`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			ps := checkPage(t, handPage(t, tt.body, tt.chart...)).Problems()
+			if len(ps) != 1 || !strings.Contains(ps[0], tt.want) {
+				t.Errorf("problems %q, want one saying %q", ps, tt.want)
+			}
+		})
+	}
+}
+
+func checkPage(t *testing.T, page string) BrowserCheck {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	res, err := CheckInBrowser(ctx, page, filepath.Join(filepath.Dir(page), "page.png"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
