@@ -164,16 +164,23 @@ func (c *Comparison) Doc() *report.Doc {
 		t := report.Table{Title: m, Columns: []string{"combination", "A", "B", "B / A", "difference"}}
 		chart := report.Chart{ID: "ratio-" + m, Title: m + ": B / A by combination", YLabel: "B / A", XLabel: "combination",
 			Note: "1 is no change; a bar whose runs overlap in A and B is within the runs' own spread."}
-		beyond := report.Series{Name: "beyond the spread", Style: report.Bars}
-		within := report.Series{Name: "within the spread", Style: report.Bars}
+		beyond := report.Series{Name: "beyond the spread", Style: report.Bars, Unit: "ratio"}
+		within := report.Series{Name: "within the spread", Style: report.Bars, Unit: "ratio"}
+		var rows []CompareRow
 		for _, r := range c.Rows {
-			if r.Metric != m {
-				continue
+			if r.Metric == m {
+				rows = append(rows, r)
 			}
+		}
+		labels, shared := distinctParts(rows)
+		if shared != "" {
+			chart.Subtitle = "every combination has " + shared
+		}
+		for i, r := range rows {
 			t.Rows = append(t.Rows, []string{r.Combo, fmt.Sprintf("%s (%d runs)", r.aText, r.ARuns), fmt.Sprintf("%s (%d runs)", r.bText, r.BRuns),
 				fmt.Sprintf("%.3f", r.Ratio), r.Verdict})
 			x := float64(len(chart.XCategories))
-			chart.XCategories = append(chart.XCategories, r.Combo)
+			chart.XCategories = append(chart.XCategories, labels[i])
 			if r.Beyond {
 				beyond.Points = append(beyond.Points, report.XY{X: x, Y: r.Ratio, Label: r.Combo})
 			} else {
@@ -197,6 +204,34 @@ func (c *Comparison) Doc() *report.Doc {
 		d.Sections = append(d.Sections, sec)
 	}
 	return d
+}
+
+// distinctParts names each row's combination by the values that differ
+// between the rows, and says the ones they share: a chart's labels then
+// hold what tells its bars apart ("engine=postgres path=scan", not the
+// cache sizes every combination has).
+func distinctParts(rows []CompareRow) (labels []string, shared string) {
+	count := map[string]int{}
+	for _, r := range rows {
+		for _, part := range strings.Fields(r.Combo) {
+			count[part]++
+		}
+	}
+	var common []string
+	for _, r := range rows {
+		var own []string
+		for _, part := range strings.Fields(r.Combo) {
+			if count[part] == len(rows) && len(rows) > 1 {
+				if !slices.Contains(common, part) {
+					common = append(common, part)
+				}
+				continue
+			}
+			own = append(own, part)
+		}
+		labels = append(labels, strings.Join(own, " "))
+	}
+	return labels, strings.Join(common, " ")
 }
 
 // Summary counts the rows by verdict, for a line on the terminal.

@@ -3,11 +3,14 @@ package reporttest
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/dbrig/dbrig/internal/report"
 )
 
 // handChart is one chart of a hand-made page: its container's height and
@@ -156,4 +159,38 @@ func checkPage(t *testing.T, page string) BrowserCheck {
 		t.Fatal(err)
 	}
 	return res
+}
+
+// TestLongCategoryLabelsKeepThePlot: a report's charts of categories with
+// long labels (the comparison of two key-lookup runs; a dozen slanted
+// ones; a few that wrap) keep a plot with a readable axis and every label
+// inside the chart.
+func TestLongCategoryLabelsKeepThePlot(t *testing.T) {
+	needChromium(t)
+	t.Parallel()
+	bars := func(id string, cats ...string) report.Chart {
+		s := report.Series{Name: "ratio", Style: report.Bars}
+		for i := range cats {
+			s.Points = append(s.Points, report.XY{X: float64(i), Y: 0.5 + float64(i%3)/2})
+		}
+		return report.Chart{ID: id, Title: id, XLabel: "combination", YLabel: "B / A", XCategories: cats, Series: []report.Series{s}}
+	}
+	var dozen []string
+	for i := range 12 {
+		dozen = append(dozen, fmt.Sprintf("experiment=client-row-by-row net=rtt-%dms client_cost=0s", i))
+	}
+	d := &report.Doc{Title: "long labels", Charts: []report.Chart{
+		bars("compare", "engine=postgres pg_cache=128MB maria_cache=128M path=scan", "engine=postgres pg_cache=128MB maria_cache=128M path=lookup",
+			"engine=mariadb pg_cache=128MB maria_cache=128M path=scan", "engine=mariadb pg_cache=128MB maria_cache=128M path=lookup"),
+		bars("dozen", dozen...),
+		bars("wrapped", "experiment=client-row-by-row net=unix", "experiment=server-loop net=lan-1g", "experiment=client-stream net=rtt-77ms"),
+	}}
+	htmlPath, _, err := report.WriteFiles(t.TempDir(), d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := checkPage(t, htmlPath)
+	for _, p := range res.Problems() {
+		t.Error(p)
+	}
 }
