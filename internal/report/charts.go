@@ -74,7 +74,7 @@ func chartOption(c Chart) (template.JS, []string, error) {
 	}
 	hasPoints := false
 	for _, s := range c.Series {
-		if s.Style == Points {
+		if s.Style == Points || s.Style == Box {
 			hasPoints = true
 		}
 	}
@@ -151,6 +151,10 @@ func addSeries(base *charts.Line, c Chart, modelTicks bool) ([]map[string]string
 			dropped = append(dropped, fmt.Sprintf("%s: %d point(s) not drawn (%s)", s.Name, skipped, why))
 		}
 		switch {
+		case s.Style == Box:
+			bp := charts.NewBoxPlot()
+			bp.AddSeries(s.Name, boxes(pts, len(c.XCategories)), charts.WithItemStyleOpts(opts.ItemStyle{BorderWidth: 1.5}))
+			base.Overlap(bp)
 		case s.Style == Model && modelTicks:
 			data := make([]opts.ScatterData, len(pts))
 			for i, p := range pts {
@@ -232,6 +236,7 @@ func finishOption(option any, c Chart, cat catLayout) ([]byte, error) {
 		if c.Series[i].Metric != "" {
 			so["dbrigMetric"] = c.Series[i].Metric
 		}
+
 	}
 	overlapDisjointBars(series, c)
 	if cat.wrapWidth > 0 {
@@ -360,6 +365,54 @@ func wrappedLines(labels []string, width int) int {
 // paging): the grid moves down by the rows the legend takes, and the chart
 // grows by as much.
 func chartTop(c Chart) int { return 44 + 22*(legendRows(c.Series)-1) }
+
+// boxes makes a box plot's items from a distribution's points: per x, in
+// order, [x, least, lower quartile, median, upper quartile, greatest]. On
+// an axis of categories echarts takes an item's place in the list for its
+// x: there the items are the categories' in order, without x, and empty
+// where a category has no points.
+func boxes(pts []XY, categories int) []opts.BoxPlotData {
+	byX := map[float64][]float64{}
+	var xs []float64
+	for _, p := range pts {
+		if _, ok := byX[p.X]; !ok {
+			xs = append(xs, p.X)
+		}
+		byX[p.X] = append(byX[p.X], p.Y)
+	}
+	sort.Float64s(xs)
+	box := func(ys []float64) []float64 {
+		sort.Float64s(ys)
+		return []float64{ys[0], quantile(ys, 0.25), quantile(ys, 0.5), quantile(ys, 0.75), ys[len(ys)-1]}
+	}
+	if categories > 0 {
+		data := make([]opts.BoxPlotData, categories)
+		for i := range data {
+			data[i].Value = []float64{}
+			if ys := byX[float64(i)]; len(ys) > 0 {
+				data[i] = opts.BoxPlotData{Name: fmt.Sprintf("%d runs", len(ys)), Value: box(ys)}
+			}
+		}
+		return data
+	}
+	data := make([]opts.BoxPlotData, 0, len(xs))
+	for _, x := range xs {
+		ys := byX[x]
+		data = append(data, opts.BoxPlotData{Name: fmt.Sprintf("%d runs", len(ys)), Value: append([]float64{x}, box(ys)...)})
+	}
+	return data
+}
+
+// quantile of sorted values, interpolated between the nearest ranks (the
+// rule of R's default and HammerDB's box plots).
+func quantile(sorted []float64, q float64) float64 {
+	pos := q * float64(len(sorted)-1)
+	lo := int(pos)
+	if lo+1 >= len(sorted) {
+		return sorted[lo]
+	}
+	return sorted[lo] + (pos-float64(lo))*(sorted[lo+1]-sorted[lo])
+}
 
 // legendRows estimates the rows a plain legend takes across a chart about
 // 900 px wide: each entry is its name (about 7 px a character) and a 40 px

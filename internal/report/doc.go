@@ -145,6 +145,10 @@ const (
 	Model  SeriesStyle = "model"  // a model's prediction: a dashed line
 	Bars   SeriesStyle = "bars"
 	Area   SeriesStyle = "area" // a time series, e.g. throughput over time
+	// Box is a box plot per x: its points at one x are a distribution
+	// (the runs of a point), drawn as the median, the quartiles' box and
+	// whiskers to the least and the greatest.
+	Box SeriesStyle = "box"
 )
 
 // Series is one named set of points.

@@ -54,6 +54,7 @@ type CompareRow struct {
 	Verdict string `json:"verdict"`
 
 	aText, bText string
+	aRuns, bRuns []float64 // every run's value, for the box plots
 }
 
 // Compare sets two runs side by side. They must be runs of the same study;
@@ -84,7 +85,7 @@ func Compare(a, b *RunData) (*Comparison, error) {
 			}
 			row := CompareRow{Combo: sa.Combo, Metric: metric, A: stA.Mean, B: stB.Mean, ARuns: len(stA.Runs), BRuns: len(stB.Runs),
 				Ratio: stB.Mean / stA.Mean, Beyond: Separated(stA, stB),
-				aText: a.FormatMetric(metric, stA.Mean), bText: a.FormatMetric(metric, stB.Mean)}
+				aText: a.FormatMetric(metric, stA.Mean), bText: a.FormatMetric(metric, stB.Mean), aRuns: stA.Runs, bRuns: stB.Runs}
 			spec, declared := kind.Metric(metric)
 			if declared {
 				row.Unit = string(spec.Unit)
@@ -188,7 +189,7 @@ func (c *Comparison) Doc() *report.Doc {
 			}
 		}
 		chart.Series = []report.Series{beyond, within}
-		d.Charts = append(d.Charts, chart)
+		d.Charts = append(d.Charts, chart, runsChart(m, rows, labels, shared))
 		d.Sections = append(d.Sections, report.Section{Title: m, Tables: []report.Table{t}})
 	}
 	if len(c.OnlyA)+len(c.OnlyB) > 0 {
@@ -204,6 +205,36 @@ func (c *Comparison) Doc() *report.Doc {
 		d.Sections = append(d.Sections, sec)
 	}
 	return d
+}
+
+// runsChart draws each combination's runs in A and in B as box plots side
+// by side, so a difference reads against both runs' spread.
+func runsChart(metric string, rows []CompareRow, labels []string, shared string) report.Chart {
+	unit := ""
+	if len(rows) > 0 {
+		unit = rows[0].Unit
+	}
+	yLabel := metric
+	if unit != "" {
+		yLabel += " (" + unit + ")"
+	}
+	c := report.Chart{ID: "runs-" + metric, Title: metric + ": the runs of A and B by combination", XLabel: "combination", YLabel: yLabel, XCategories: labels,
+		Note: "Each box spans the runs' middle half with a line at their median; the whiskers reach the least and the greatest run."}
+	if shared != "" {
+		c.Subtitle = "every combination has " + shared
+	}
+	a := report.Series{Name: "A", Style: report.Box, Unit: unit, Metric: metric}
+	b := report.Series{Name: "B", Style: report.Box, Unit: unit, Metric: metric}
+	for i, r := range rows {
+		for _, v := range r.aRuns {
+			a.Points = append(a.Points, report.XY{X: float64(i), Y: v})
+		}
+		for _, v := range r.bRuns {
+			b.Points = append(b.Points, report.XY{X: float64(i), Y: v})
+		}
+	}
+	c.Series = []report.Series{a, b}
+	return c
 }
 
 // distinctParts names each row's combination by the values that differ

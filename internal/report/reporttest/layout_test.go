@@ -194,3 +194,47 @@ func TestLongCategoryLabelsKeepThePlot(t *testing.T) {
 		t.Error(p)
 	}
 }
+
+// TestBoxPlotDraws: a distribution's runs drawn as box plots, two series
+// side by side on categories and one on a value axis, are drawn, their
+// boxes at the runs' quartiles, and the chart passes the layout check.
+func TestBoxPlotDraws(t *testing.T) {
+	needChromium(t)
+	t.Parallel()
+	runs := func(name string, base float64) report.Series {
+		s := report.Series{Name: name, Style: report.Box, Unit: "ms"}
+		for x := range 3 {
+			for r, v := range []float64{1, 2, 3, 4, 10} {
+				s.Points = append(s.Points, report.XY{X: float64(x), Y: base + float64(x) + v, Label: fmt.Sprintf("run %d", r+1)})
+			}
+		}
+		return s
+	}
+	d := &report.Doc{Title: "box plots", Charts: []report.Chart{
+		{ID: "by-engine", Title: "time by path", XLabel: "path", YLabel: "time (ms)", XCategories: []string{"scan", "lookup", "both"},
+			Series: []report.Series{runs("A", 10), runs("B", 20)}},
+		{ID: "by-users", Title: "time by users", XLabel: "users", YLabel: "time (ms)", Series: []report.Series{runs("runs", 5)}},
+	}}
+	htmlPath, _, err := report.WriteFiles(t.TempDir(), d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := checkPage(t, htmlPath)
+	for _, p := range res.Problems() {
+		t.Error(p)
+	}
+	if res.Rendered != 2 {
+		t.Errorf("%d of 2 box plot charts drawn: %+v", res.Rendered, res.Charts)
+	}
+	page, err := os.ReadFile(htmlPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Runs 11, 12, 13, 14, 20 at the first category: median 13, quartiles
+	// 12 and 14; on the value axis, 6 to 15 at x 0.
+	for _, want := range []string{`"type":"boxplot"`, `"value":[11,12,13,14,20]`, `"value":[0,6,7,8,9,15]`} {
+		if !strings.Contains(string(page), want) {
+			t.Errorf("the page lacks %s", want)
+		}
+	}
+}
