@@ -497,6 +497,54 @@ func (b *browser) screenshot(ctx context.Context, pngPath string) error {
 	return nil
 }
 
+// Screenshot saves a PNG of the HTML page at htmlPath, once its charts
+// have drawn, as a 1280 px window shows it: from the top of the element
+// with id from (the page's top when from is ""), at most height CSS px
+// tall; a picture for the docs, kept small by its crop.
+func Screenshot(ctx context.Context, htmlPath, from, pngPath string, height int) error {
+	abs, err := filepath.Abs(htmlPath)
+	if err != nil {
+		return fmt.Errorf("screenshot %s: %w", htmlPath, err)
+	}
+	bin, err := FindChromium()
+	if err != nil {
+		return err
+	}
+	b, err := startChromium(ctx, bin)
+	if err != nil {
+		return fmt.Errorf("screenshot %s: %w", htmlPath, err)
+	}
+	defer b.stop()
+	if err := b.open(ctx, abs); err != nil {
+		return fmt.Errorf("screenshot %s: %w", htmlPath, err)
+	}
+	if _, err := b.waitCharts(ctx); err != nil {
+		return fmt.Errorf("screenshot %s: %w", htmlPath, err)
+	}
+	top := 0.0
+	if from != "" {
+		idJSON, _ := json.Marshal(from)
+		var found *float64
+		js := `(() => { const e = document.getElementById(` + string(idJSON) + `); return e ? e.getBoundingClientRect().top + window.scrollY : null; })()`
+		if err := b.evaluate(ctx, js, &found); err != nil {
+			return fmt.Errorf("screenshot %s: %w", htmlPath, err)
+		}
+		if found == nil {
+			return fmt.Errorf("screenshot %s: no element with id %q", htmlPath, from)
+		}
+		top = *found
+	}
+	tab, done := b.inTab(ctx)
+	defer done()
+	beyond := true
+	clip := &page.Viewport{X: 0, Y: top, Width: browserWidth, Height: float64(height), Scale: 1}
+	shot, err := chromedp.Call(tab, page.CaptureScreenshot, page.CaptureScreenshotParams{Format: page.CaptureScreenshotFormatPng, Clip: clip, CaptureBeyondViewport: &beyond})
+	if err != nil {
+		return fmt.Errorf("screenshot %s: %w", htmlPath, err)
+	}
+	return os.WriteFile(pngPath, shot.Data, 0o644)
+}
+
 // tailBuffer keeps the last max bytes written to it.
 type tailBuffer struct {
 	mu  sync.Mutex

@@ -150,6 +150,21 @@ func TestLayoutCheckSeesEachDefect(t *testing.T) {
 	}
 }
 
+// checkDoc writes d as a report, checks it in the browser and fails the
+// test on each problem found.
+func checkDoc(t *testing.T, d *report.Doc) (htmlPath string, res BrowserCheck) {
+	t.Helper()
+	htmlPath, _, err := report.WriteFiles(t.TempDir(), d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res = checkPage(t, htmlPath)
+	for _, p := range res.Problems() {
+		t.Error(p)
+	}
+	return htmlPath, res
+}
+
 func checkPage(t *testing.T, page string) BrowserCheck {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -185,14 +200,7 @@ func TestLongCategoryLabelsKeepThePlot(t *testing.T) {
 		bars("dozen", dozen...),
 		bars("wrapped", "experiment=client-row-by-row net=unix", "experiment=server-loop net=lan-1g", "experiment=client-stream net=rtt-77ms"),
 	}}
-	htmlPath, _, err := report.WriteFiles(t.TempDir(), d)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res := checkPage(t, htmlPath)
-	for _, p := range res.Problems() {
-		t.Error(p)
-	}
+	checkDoc(t, d)
 }
 
 // TestBoxPlotDraws: a distribution's runs drawn as box plots, two series
@@ -215,14 +223,7 @@ func TestBoxPlotDraws(t *testing.T) {
 			Series: []report.Series{runs("A", 10), runs("B", 20)}},
 		{ID: "by-users", Title: "time by users", XLabel: "users", YLabel: "time (ms)", Series: []report.Series{runs("runs", 5)}},
 	}}
-	htmlPath, _, err := report.WriteFiles(t.TempDir(), d)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res := checkPage(t, htmlPath)
-	for _, p := range res.Problems() {
-		t.Error(p)
-	}
+	htmlPath, res := checkDoc(t, d)
 	if res.Rendered != 2 {
 		t.Errorf("%d of 2 box plot charts drawn: %+v", res.Rendered, res.Charts)
 	}
