@@ -15,7 +15,7 @@ TEST_PKGS ?= ./...
 # Its seed corpus runs with the other tests; FUZZ_TIME=0 skips the fuzzing.
 FUZZ_TIME ?= 30s
 
-.PHONY: help demo build test vet bench bench-link bench-rbar bench-oltp bench-script bench-replication accept-predict clean
+.PHONY: help demo build test vet bench bench-link bench-rbar bench-oltp bench-script bench-replication accept-predict screenshots clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -86,6 +86,24 @@ bench-replication: ## the replication agent as a user meets it (fsync on, cold, 
 accept-predict: ## pgbench's tpcb-like (-M prepared) predicted before it runs at RTT 1, 5 and 20 ms with 1 and 4 users, each held to 5 % of the measured tps; prints the table (about 1 minute; a quiet machine)
 	scripts/install-deps --test
 	DBRIG_PREDICT_ACCEPT=1 $(GO) test -count=1 -v -run 'TestPredictionOfTPCBLike$$' ./internal/workload/script/
+
+# The docs' pictures of reports: smoke runs of transport-oltp (the shop under
+# virtual users) and page-compression, and a comparison of two key-lookup
+# runs, each page as Chromium draws it in a 1280 px window, cropped to 1800 px
+# (from the charts down, or the comparison's top). The runs go to a
+# directory removed after.
+screenshots: build ## the reports' pictures in docs/img (smoke oltp and page-compression runs and a comparison; needs Chromium; 3 to 7 minutes)
+	@tmp=$$(mktemp -d "$${TMPDIR:-/tmp}/dbrig-screenshots.XXXXXX") || exit 1; trap 'rm -rf "$$tmp"' EXIT; set -e; \
+	$(BIN) run transport-oltp --scale smoke --out "$$tmp/oltp"; \
+	$(BIN) run page-compression --scale smoke --out "$$tmp/page-compression"; \
+	$(BIN) run key-lookup --scale smoke --out "$$tmp/a"; \
+	$(BIN) run key-lookup --scale smoke --out "$$tmp/b"; \
+	$(BIN) compare "$$tmp/a" "$$tmp/b" --html "$$tmp/compare.html"; \
+	mkdir -p docs/img; \
+	$(GO) run ./internal/report/reporttest/screenshot -height 1800 \
+		"$$tmp/oltp/report.html#charts" docs/img/report-oltp.png \
+		"$$tmp/compare.html" docs/img/report-compare.png \
+		"$$tmp/page-compression/report.html#charts" docs/img/report-page-compression.png
 
 clean: ## remove the binary and runs/
 	rm -rf $(BIN) runs/

@@ -112,6 +112,7 @@ func TestCompareTwoRuns(t *testing.T) {
 			t.Errorf("compare %v: exit %d, %q; want 2 and %q", tt.args, code, errs, tt.want)
 		}
 	}
+	checkInBrowser(t, html)
 }
 
 func mustRead(t *testing.T, path string) string {

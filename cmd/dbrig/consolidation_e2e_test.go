@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -11,7 +10,6 @@ import (
 
 	"github.com/dbrig/dbrig/internal/engine/postgres/pgtest"
 	"github.com/dbrig/dbrig/internal/report"
-	"github.com/dbrig/dbrig/internal/report/reporttest"
 	"github.com/dbrig/dbrig/internal/study"
 )
 
@@ -79,16 +77,5 @@ func TestConsolidationStudySmoke(t *testing.T) {
 			t.Errorf("report.md lacks %q", want)
 		}
 	}
-	if _, err := reporttest.FindChromium(); err != nil && os.Getenv("CI") == "" {
-		t.Skipf("skipped the browser check: %v", err)
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
-	defer cancel()
-	check, err := reporttest.CheckInBrowser(ctx, filepath.Join(dir, "report.html"), filepath.Join(dir, "report.png"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if problems := check.Problems(); len(problems) > 0 {
-		t.Errorf("report.html in Chromium: %s", strings.Join(problems, "; "))
-	}
+	checkInBrowser(t, filepath.Join(dir, "report.html"))
 }

@@ -219,4 +219,5 @@ func TestTPCHParallelSmokeStudy(t *testing.T) {
 	if md, err := os.ReadFile(filepath.Join(dir, "report.md")); err != nil || !strings.Contains(string(md), "seed MAXDOP 16") {
 		t.Errorf("the rebuilt report lacks the seed's table: %v", err)
 	}
+	checkInBrowser(t, filepath.Join(dir, "report.html"))
 }

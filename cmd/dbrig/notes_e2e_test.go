@@ -71,6 +71,14 @@ func TestKeyLookupSmokeStudy(t *testing.T) {
 	if md, err := os.ReadFile(filepath.Join(dir, "report.md")); err != nil || !strings.Contains(string(md), "seed (SQL Server 2005)") {
 		t.Errorf("the rebuilt report lacks the seed's row: %v", err)
 	}
+	// The comparison page of two key-lookup runs (the run beside itself):
+	// its charts' long combination labels once left each a flat strip.
+	compared := filepath.Join(t.TempDir(), "compare.html")
+	if code, out, errOut := runDbrig(t, t.TempDir(), nil, "compare", dir, dir, "--html", compared); code != 0 {
+		t.Fatalf("dbrig compare: exit %d\n%s\n%s", code, out, errOut)
+	}
+	checkInBrowser(t, filepath.Join(dir, "report.html"))
+	checkInBrowser(t, compared)
 }
 
 // TestReadAheadSmokeStudy: cold scans at both settings on both engines,
@@ -79,7 +87,7 @@ func TestKeyLookupSmokeStudy(t *testing.T) {
 // reason and no finding is judged.
 func TestReadAheadSmokeStudy(t *testing.T) {
 	t.Parallel()
-	summary, results, _ := notesRun(t, "read-ahead")
+	summary, results, dir := notesRun(t, "read-ahead")
 	if summary.Ran != 4 || summary.Failed != 0 || len(summary.Findings) != 4 {
 		t.Errorf("summary: %+v", summary)
 	}
@@ -94,6 +102,7 @@ func TestReadAheadSmokeStudy(t *testing.T) {
 				t.Errorf("judged without a measurement: %+v", f)
 			}
 		}
+		checkInBrowser(t, filepath.Join(dir, "report.html"))
 		return
 	}
 	for _, r := range results {
@@ -101,6 +110,7 @@ func TestReadAheadSmokeStudy(t *testing.T) {
 			t.Errorf("%s: skipped %q, metrics %v, model %v", r.Key, r.Skipped, r.Metrics, r.Model)
 		}
 	}
+	checkInBrowser(t, filepath.Join(dir, "report.html"))
 }
 
 // loopsBackedUnder lists the attached loop devices whose backing file lies
@@ -123,7 +133,7 @@ func loopsBackedUnder(base string) []string {
 // judged.
 func TestPageCompressionSmokeStudy(t *testing.T) {
 	t.Parallel()
-	summary, results, _ := notesRun(t, "page-compression")
+	summary, results, dir := notesRun(t, "page-compression")
 	if summary.Ran != 12 || summary.Failed != 0 || len(summary.Findings) != 5 {
 		t.Errorf("summary: %+v", summary)
 	}
@@ -137,4 +147,5 @@ func TestPageCompressionSmokeStudy(t *testing.T) {
 			t.Errorf("%s: ratio %v, dictionary model %v", r.Key, r.Metrics["ratio"], r.Model)
 		}
 	}
+	checkInBrowser(t, filepath.Join(dir, "report.html"))
 }

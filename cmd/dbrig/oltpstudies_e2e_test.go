@@ -90,6 +90,7 @@ func TestTransportOLTPSmokeStudy(t *testing.T) {
 	if code, out, errOut := runDbrig(t, t.TempDir(), nil, "diagnose", dir); code != 0 || !strings.Contains(out, "No retransmission-stall signature in any point.") {
 		t.Errorf("dbrig diagnose on a clean run: exit %d\n%s\n%s", code, out, errOut)
 	}
+	checkInBrowser(t, filepath.Join(dir, "report.html"))
 }
 
 // TestDuplexMismatchSmokeStudy: the shop and the report over lan-1g at
@@ -154,4 +155,5 @@ func TestDuplexMismatchSmokeStudy(t *testing.T) {
 			t.Errorf("report.md lacks %q: %v", want, err)
 		}
 	}
+	checkInBrowser(t, filepath.Join(dir, "report.html"))
 }

@@ -145,6 +145,10 @@ const (
 	Model  SeriesStyle = "model"  // a model's prediction: a dashed line
 	Bars   SeriesStyle = "bars"
 	Area   SeriesStyle = "area" // a time series, e.g. throughput over time
+	// Box is a box plot per x: its points at one x are a distribution
+	// (the runs of a point), drawn as the median, the quartiles' box and
+	// whiskers to the least and the greatest.
+	Box SeriesStyle = "box"
 )
 
 // Series is one named set of points.
@@ -152,6 +156,14 @@ type Series struct {
 	Name   string
 	Style  SeriesStyle
 	Points []XY
+	// Unit is what its values count ("tps", "ms"); empty means the chart's
+	// YLabel. Series of different units on one axis are a defect the
+	// browser check finds: the smaller lies flat under the larger's scale.
+	Unit string
+	// Metric is the one word its values measure ("tps", "response"): a
+	// series named after another series' metric misleads, and the browser
+	// check says so.
+	Metric string
 }
 
 // XY is one point of a series.

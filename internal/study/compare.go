@@ -54,6 +54,7 @@ type CompareRow struct {
 	Verdict string `json:"verdict"`
 
 	aText, bText string
+	aRuns, bRuns []float64 // every run's value, for the box plots
 }
 
 // Compare sets two runs side by side. They must be runs of the same study;
@@ -84,7 +85,7 @@ func Compare(a, b *RunData) (*Comparison, error) {
 			}
 			row := CompareRow{Combo: sa.Combo, Metric: metric, A: stA.Mean, B: stB.Mean, ARuns: len(stA.Runs), BRuns: len(stB.Runs),
 				Ratio: stB.Mean / stA.Mean, Beyond: Separated(stA, stB),
-				aText: a.FormatMetric(metric, stA.Mean), bText: a.FormatMetric(metric, stB.Mean)}
+				aText: a.FormatMetric(metric, stA.Mean), bText: a.FormatMetric(metric, stB.Mean), aRuns: stA.Runs, bRuns: stB.Runs}
 			spec, declared := kind.Metric(metric)
 			if declared {
 				row.Unit = string(spec.Unit)
@@ -164,16 +165,23 @@ func (c *Comparison) Doc() *report.Doc {
 		t := report.Table{Title: m, Columns: []string{"combination", "A", "B", "B / A", "difference"}}
 		chart := report.Chart{ID: "ratio-" + m, Title: m + ": B / A by combination", YLabel: "B / A", XLabel: "combination",
 			Note: "1 is no change; a bar whose runs overlap in A and B is within the runs' own spread."}
-		beyond := report.Series{Name: "beyond the spread", Style: report.Bars}
-		within := report.Series{Name: "within the spread", Style: report.Bars}
+		beyond := report.Series{Name: "beyond the spread", Style: report.Bars, Unit: "ratio"}
+		within := report.Series{Name: "within the spread", Style: report.Bars, Unit: "ratio"}
+		var rows []CompareRow
 		for _, r := range c.Rows {
-			if r.Metric != m {
-				continue
+			if r.Metric == m {
+				rows = append(rows, r)
 			}
+		}
+		labels, shared := distinctParts(rows)
+		if shared != "" {
+			chart.Subtitle = "every combination has " + shared
+		}
+		for i, r := range rows {
 			t.Rows = append(t.Rows, []string{r.Combo, fmt.Sprintf("%s (%d runs)", r.aText, r.ARuns), fmt.Sprintf("%s (%d runs)", r.bText, r.BRuns),
 				fmt.Sprintf("%.3f", r.Ratio), r.Verdict})
 			x := float64(len(chart.XCategories))
-			chart.XCategories = append(chart.XCategories, r.Combo)
+			chart.XCategories = append(chart.XCategories, labels[i])
 			if r.Beyond {
 				beyond.Points = append(beyond.Points, report.XY{X: x, Y: r.Ratio, Label: r.Combo})
 			} else {
@@ -181,7 +189,7 @@ func (c *Comparison) Doc() *report.Doc {
 			}
 		}
 		chart.Series = []report.Series{beyond, within}
-		d.Charts = append(d.Charts, chart)
+		d.Charts = append(d.Charts, chart, runsChart(m, rows, labels, shared))
 		d.Sections = append(d.Sections, report.Section{Title: m, Tables: []report.Table{t}})
 	}
 	if len(c.OnlyA)+len(c.OnlyB) > 0 {
@@ -197,6 +205,64 @@ func (c *Comparison) Doc() *report.Doc {
 		d.Sections = append(d.Sections, sec)
 	}
 	return d
+}
+
+// runsChart draws each combination's runs in A and in B as box plots side
+// by side, so a difference reads against both runs' spread.
+func runsChart(metric string, rows []CompareRow, labels []string, shared string) report.Chart {
+	unit := ""
+	if len(rows) > 0 {
+		unit = rows[0].Unit
+	}
+	yLabel := metric
+	if unit != "" {
+		yLabel += " (" + unit + ")"
+	}
+	c := report.Chart{ID: "runs-" + metric, Title: metric + ": the runs of A and B by combination", XLabel: "combination", YLabel: yLabel, XCategories: labels,
+		Note: "Each box spans the runs' middle half with a line at their median; the whiskers reach the least and the greatest run."}
+	if shared != "" {
+		c.Subtitle = "every combination has " + shared
+	}
+	a := report.Series{Name: "A", Style: report.Box, Unit: unit, Metric: metric}
+	b := report.Series{Name: "B", Style: report.Box, Unit: unit, Metric: metric}
+	for i, r := range rows {
+		for _, v := range r.aRuns {
+			a.Points = append(a.Points, report.XY{X: float64(i), Y: v})
+		}
+		for _, v := range r.bRuns {
+			b.Points = append(b.Points, report.XY{X: float64(i), Y: v})
+		}
+	}
+	c.Series = []report.Series{a, b}
+	return c
+}
+
+// distinctParts names each row's combination by the values that differ
+// between the rows, and says the ones they share: a chart's labels then
+// hold what tells its bars apart ("engine=postgres path=scan", not the
+// cache sizes every combination has).
+func distinctParts(rows []CompareRow) (labels []string, shared string) {
+	count := map[string]int{}
+	for _, r := range rows {
+		for _, part := range strings.Fields(r.Combo) {
+			count[part]++
+		}
+	}
+	var common []string
+	for _, r := range rows {
+		var own []string
+		for _, part := range strings.Fields(r.Combo) {
+			if count[part] == len(rows) && len(rows) > 1 {
+				if !slices.Contains(common, part) {
+					common = append(common, part)
+				}
+				continue
+			}
+			own = append(own, part)
+		}
+		labels = append(labels, strings.Join(own, " "))
+	}
+	return labels, strings.Join(common, " ")
 }
 
 // Summary counts the rows by verdict, for a line on the terminal.

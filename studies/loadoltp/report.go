@@ -135,12 +135,12 @@ func secondsCharts(rd *study.RunData) []report.Chart {
 		lc := report.Chart{ID: fmt.Sprintf("oltp-seconds-%d-latency", i), Title: "Each second, " + label(rd, s) + ": response time", XLabel: "seconds into the measured interval",
 			YLabel: "response time (ms)", Note: "The median, 99th percentile and maximum response time of each second (first run)."}
 		for _, name := range []string{"tps", "p50_ms", "p99_ms", "max_ms"} {
-			sr := report.Series{Name: workload.MetricLabel(name), Style: report.Line}
+			sr := report.Series{Name: workload.MetricLabel(name), Style: report.Line, Unit: "ms", Metric: "response"}
 			for j, v := range r.Series[name] {
 				sr.Points = append(sr.Points, report.XY{X: float64(j+1) * step, Y: v})
 			}
 			if name == "tps" {
-				sr.Style = report.Area
+				sr.Style, sr.Unit, sr.Metric = report.Area, "tps", "tps"
 				tc.Series = append(tc.Series, sr)
 			} else {
 				lc.Series = append(lc.Series, sr)

@@ -62,23 +62,23 @@ func usersCharts(rd *study.RunData, cs []*Curve) []report.Chart {
 			Note: rd.RunsCaption() + ". Dashed: the closed-loop model, tps = min(users / (R0 + Z), X_peak), R0 the mean response at the lightest load, Z the think time, X_peak the mean of the top 4 points (seed 001's rule); the knee (users = X_peak × (R0 + Z)) marked on each."}
 		rc := report.Chart{ID: "oltp-response" + id, Title: "Mean response time against virtual users" + suffix, XLabel: "virtual users", YLabel: "mean response time (ms)",
 			Note: "Dashed: the closed-loop model's response, max(R0, users / X_peak - Z): flat below the knee, then growing by 1 / X_peak for every user added."}
-		knees := report.Series{Name: "knees", Style: report.Points}
+		knees := report.Series{Name: "knees", Style: report.Points, Unit: "tps", Metric: "tps"}
 		for _, c := range cs {
 			if c.Mix != mix {
 				continue
 			}
 			name := lineName(rd, c, perMix)
-			line := report.Series{Name: name, Style: report.Line}
-			runs := report.Series{Name: name + " (runs)", Style: report.Points}
-			model := report.Series{Name: name + " model", Style: report.Model}
+			line := report.Series{Name: name, Style: report.Line, Unit: "tps", Metric: "tps"}
+			runs := report.Series{Name: name + " (runs)", Style: report.Points, Unit: "tps", Metric: "tps"}
+			model := report.Series{Name: name + " model", Style: report.Model, Unit: "tps", Metric: "tps"}
 			// A curve without a facet is named by its metric: the response
 			// chart's is the mean response, not tps.
 			respName := name
 			if c.Facet == "" {
 				respName = "mean response"
 			}
-			resp := report.Series{Name: respName, Style: report.Line}
-			respModel := report.Series{Name: respName + " model", Style: report.Model}
+			resp := report.Series{Name: respName, Style: report.Line, Unit: "ms", Metric: "response"}
+			respModel := report.Series{Name: respName + " model", Style: report.Model, Unit: "ms", Metric: "response"}
 			m := c.Model
 			xs := []float64{}
 			for _, s := range c.Points {

@@ -45,9 +45,14 @@
         var p = list[i];
         var d = p.data || {};
         var v = Array.isArray(d.value) ? d.value : (Array.isArray(p.value) ? p.value : [null, p.value]);
+        // A box's figures with its x first, as echarts holds them.
+        if (p.seriesType === "boxplot" && Array.isArray(p.value)) { v = p.value.length === 5 ? [p.dataIndex].concat(p.value) : p.value; }
         var x = v[0];
         if (cats && typeof x === "number" && cats[x] !== undefined) { x = cats[x]; }
         var line = p.marker + esc(p.seriesName) + ": <b>" + esc(full(v[1])) + "</b>";
+        if (p.seriesType === "boxplot" && v.length === 6) { // [x, least, Q1, median, Q3, greatest]
+          line = p.marker + esc(p.seriesName) + ": median <b>" + esc(full(v[3])) + "</b>, quartiles " + esc(full(v[2])) + " to " + esc(full(v[4])) + ", runs " + esc(full(v[1])) + " to " + esc(full(v[5]));
+        }
         if (i === 0 && Array.isArray(params)) { out.push('<span style="color:#59636e">' + xl + esc(typeof x === "number" ? full(x) : x) + "</span>"); }
         if (!Array.isArray(params)) { line += '<br><span style="color:#59636e">' + xl + esc(typeof x === "number" ? full(x) : x) + "</span>"; }
         if (d.name) { line += '<br><span style="color:#59636e">' + esc(d.name) + "</span>"; }

@@ -2,6 +2,7 @@ package reporttest
 
 import (
 	"context"
+	_ "embed" // the layout check's script
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -63,6 +64,9 @@ type BrowserCheck struct {
 	Charts []ChartStatus
 	// Rendered counts the charts drawn with data (ChartStatus.OK).
 	Rendered int
+	// Wide lists the elements that reach beyond the window's width, which
+	// a reader cannot see without scrolling the whole page sideways.
+	Wide []string
 	// Screenshot is the path of the full-page PNG.
 	Screenshot string
 }
@@ -74,7 +78,35 @@ type ChartStatus struct {
 	Painted  bool   `json:"painted"`  // its canvas has non-blank pixels
 	Points   int    `json:"points"`   // data items over all its series
 	Finished bool   `json:"finished"` // echarts reported the drawing finished
+	Layout
 }
+
+// Layout is what a reader would find wrong in a drawn chart.
+type Layout struct {
+	// Axes are its value y axes with the tick labels they can show apart.
+	Axes []AxisTicks `json:"axes"`
+	// Flat lists series that lie flat because a series of another unit
+	// sets the scale of the axis they share.
+	Flat []string `json:"flat"`
+	// Legend lists legend entries naming no series, series missing from
+	// the legend, and series named after a metric they do not draw.
+	Legend []string `json:"legend"`
+	// Clipped lists text drawn beyond the chart's box, which its canvas cuts.
+	Clipped []string `json:"clipped"`
+}
+
+// AxisTicks is one y axis and how many of its tick labels can be read:
+// those at least a label's height apart.
+type AxisTicks struct {
+	Index  int     `json:"index"`
+	Name   string  `json:"name"`
+	Ticks  int     `json:"ticks"`
+	Length float64 `json:"length"` // px
+}
+
+// minTicks is the fewest tick labels a y axis needs to be read: with two a
+// reader sees a range, not a scale, and with one a flat strip.
+const minTicks = 3
 
 // OK reports whether the chart was drawn with data.
 func (c ChartStatus) OK() bool { return c.Instance && c.Painted && c.Points > 0 }
@@ -92,6 +124,25 @@ func (b BrowserCheck) Problems() []string {
 	for _, c := range b.Charts {
 		if !c.OK() {
 			ps = append(ps, fmt.Sprintf("chart %q not drawn (instance=%v painted=%v points=%d)", c.ID, c.Instance, c.Painted, c.Points))
+		}
+		ps = append(ps, c.Layout.problems(c.ID)...)
+	}
+	for _, w := range b.Wide {
+		ps = append(ps, "wider than the window: "+w)
+	}
+	return ps
+}
+
+func (l Layout) problems(chart string) []string {
+	var ps []string
+	for _, a := range l.Axes {
+		if a.Ticks < minTicks {
+			ps = append(ps, fmt.Sprintf("chart %q: y axis %d (%q) shows %d tick label(s) over %.0f px, want at least %d", chart, a.Index, a.Name, a.Ticks, a.Length, minTicks))
+		}
+	}
+	for _, group := range [][]string{l.Flat, l.Legend, l.Clipped} {
+		for _, p := range group {
+			ps = append(ps, fmt.Sprintf("chart %q: %s", chart, p))
 		}
 	}
 	return ps
@@ -121,6 +172,21 @@ const chartStatusJS = `(() => {
   }
   return out;
 })()`
+
+// layoutJS reads every drawn chart's [Layout] and the elements wider than
+// the window, as JSON.
+//
+//go:embed layout.js
+var layoutJS string
+
+// pageLayout is what layoutJS returns.
+type pageLayout struct {
+	Charts []struct {
+		ID string `json:"id"`
+		Layout
+	} `json:"charts"`
+	Wide []string `json:"wide"`
+}
 
 // CheckInBrowser opens the HTML report at htmlPath in headless Chromium
 // with a new profile, waits for its charts to draw, and saves a full-page
@@ -301,12 +367,21 @@ func (b *browser) check(ctx context.Context, abs, pngPath string) (BrowserCheck,
 	if err != nil {
 		return res, err
 	}
-	res.Charts = charts
-	for _, ch := range res.Charts {
-		if ch.OK() {
+	var layout pageLayout
+	if err := b.evaluate(ctx, layoutJS, &layout); err != nil {
+		return res, fmt.Errorf("read the layout: %w", err)
+	}
+	byID := map[string]Layout{}
+	for _, c := range layout.Charts {
+		byID[c.ID] = c.Layout
+	}
+	for i := range charts {
+		charts[i].Layout = byID[charts[i].ID]
+		if charts[i].OK() {
 			res.Rendered++
 		}
 	}
+	res.Charts, res.Wide = charts, layout.Wide
 	if err := b.screenshot(ctx, pngPath); err != nil {
 		return res, err
 	}
@@ -420,6 +495,54 @@ func (b *browser) screenshot(ctx context.Context, pngPath string) error {
 		return fmt.Errorf("save screenshot: %w", err)
 	}
 	return nil
+}
+
+// Screenshot saves a PNG of the HTML page at htmlPath, once its charts
+// have drawn, as a 1280 px window shows it: from the top of the element
+// with id from (the page's top when from is ""), at most height CSS px
+// tall; a picture for the docs, kept small by its crop.
+func Screenshot(ctx context.Context, htmlPath, from, pngPath string, height int) error {
+	abs, err := filepath.Abs(htmlPath)
+	if err != nil {
+		return fmt.Errorf("screenshot %s: %w", htmlPath, err)
+	}
+	bin, err := FindChromium()
+	if err != nil {
+		return err
+	}
+	b, err := startChromium(ctx, bin)
+	if err != nil {
+		return fmt.Errorf("screenshot %s: %w", htmlPath, err)
+	}
+	defer b.stop()
+	if err := b.open(ctx, abs); err != nil {
+		return fmt.Errorf("screenshot %s: %w", htmlPath, err)
+	}
+	if _, err := b.waitCharts(ctx); err != nil {
+		return fmt.Errorf("screenshot %s: %w", htmlPath, err)
+	}
+	top := 0.0
+	if from != "" {
+		idJSON, _ := json.Marshal(from)
+		var found *float64
+		js := `(() => { const e = document.getElementById(` + string(idJSON) + `); return e ? e.getBoundingClientRect().top + window.scrollY : null; })()`
+		if err := b.evaluate(ctx, js, &found); err != nil {
+			return fmt.Errorf("screenshot %s: %w", htmlPath, err)
+		}
+		if found == nil {
+			return fmt.Errorf("screenshot %s: no element with id %q", htmlPath, from)
+		}
+		top = *found
+	}
+	tab, done := b.inTab(ctx)
+	defer done()
+	beyond := true
+	clip := &page.Viewport{X: 0, Y: top, Width: browserWidth, Height: float64(height), Scale: 1}
+	shot, err := chromedp.Call(tab, page.CaptureScreenshot, page.CaptureScreenshotParams{Format: page.CaptureScreenshotFormatPng, Clip: clip, CaptureBeyondViewport: &beyond})
+	if err != nil {
+		return fmt.Errorf("screenshot %s: %w", htmlPath, err)
+	}
+	return os.WriteFile(pngPath, shot.Data, 0o644)
 }
 
 // tailBuffer keeps the last max bytes written to it.
