@@ -43,9 +43,9 @@
       chart(name).setOption({
         animation: false,
         grid: { left: 60, right: 20, top: 30, bottom: 40 },
-        legend: { top: 0 },
+        legend: { top: 0, data: names },
         tooltip: { trigger: "axis" },
-        xAxis: { type: "value", name: "s", nameLocation: "end", min: "dataMin" },
+        xAxis: { type: "value", name: "s", nameLocation: "middle", nameGap: 25, min: "dataMin" },
         yAxis: { type: "value", name: units[name] },
         series: names.map(function (n) {
           return { name: n, type: "line", showSymbol: false, data: lines[n] };

@@ -359,10 +359,16 @@ func argTexts(args []*runtime.RemoteObject) []string {
 
 // check opens the page, waits for the charts and takes the screenshot.
 func (b *browser) check(ctx context.Context, abs, pngPath string) (BrowserCheck, error) {
-	var res BrowserCheck
 	if err := b.open(ctx, abs); err != nil {
-		return res, err
+		return BrowserCheck{}, err
 	}
+	return b.checkOpen(ctx, pngPath)
+}
+
+// checkOpen checks the page open in the tab: its charts and their layout,
+// wide elements, the screenshot, console errors and requests.
+func (b *browser) checkOpen(ctx context.Context, pngPath string) (BrowserCheck, error) {
+	var res BrowserCheck
 	charts, err := b.waitCharts(ctx)
 	if err != nil {
 		return res, err

@@ -75,27 +75,3 @@ func (b *browser) waitFor(ctx context.Context, expr string, timeout time.Duratio
 		}
 	}
 }
-
-// checkOpen checks the page open in the tab: charts, screenshot, events.
-func (b *browser) checkOpen(ctx context.Context, pngPath string) (BrowserCheck, error) {
-	var res BrowserCheck
-	charts, err := b.waitCharts(ctx)
-	if err != nil {
-		return res, err
-	}
-	res.Charts = charts
-	for _, ch := range charts {
-		if ch.OK() {
-			res.Rendered++
-		}
-	}
-	if err := b.screenshot(ctx, pngPath); err != nil {
-		return res, err
-	}
-	res.Screenshot = pngPath
-	b.mu.Lock()
-	res.ConsoleErrors = append([]string(nil), b.events.ConsoleErrors...)
-	res.ExternalRequests = append([]string(nil), b.events.ExternalRequests...)
-	b.mu.Unlock()
-	return res, nil
-}
