@@ -60,6 +60,10 @@ func (l Limits) controllers() []string {
 	return cs
 }
 
+// Any reports whether the limits set anything, a bad value included (which
+// NewCgroup refuses rather than ignores).
+func (l Limits) Any() bool { return l.Memory != 0 || l.CPU != 0 || len(l.Disks) > 0 }
+
 func (l Limits) check() error {
 	if l.Memory < 0 {
 		return fmt.Errorf("memory cap %d: want a positive number of bytes", l.Memory)
