@@ -189,9 +189,14 @@ func (r *Runner) runPending(ctx context.Context, st *runState, w *ResultWriter, 
 			return ctx.Err()
 		}
 		var unreachable *topology.Unreachable
+		var skip *skipped
 		switch {
 		case errors.As(perr, &unreachable):
 			res.Skipped = unreachable.Reason
+			perr = nil
+			out.Unreachable++
+		case errors.As(perr, &skip):
+			res.Skipped = skip.reason
 			perr = nil
 			out.Unreachable++
 		case perr != nil:
@@ -387,6 +392,9 @@ func (r *Runner) runPoint(ctx context.Context, st *runState, p Point, n, total i
 		}
 	}()
 	res.Instances = c.Instances
+	if reason := cpuCapMissing(c, r.Plan.Spec.Sites, engine.CgroupSupport); reason != "" {
+		return res, &skipped{reason}
+	}
 	fresh, err := r.applyTopology(ctx, st.topo, c)
 	if err != nil {
 		return res, err
@@ -442,6 +450,32 @@ func (r *Runner) runPoint(ctx context.Context, st *runState, p Point, n, total i
 		res.Model, res.Formula = pred.Metrics, pred.Formula
 	}
 	return res, nil
+}
+
+// skipped is why a point is not run on this machine although nothing
+// failed: it asks for a limit the machine cannot apply.
+type skipped struct{ reason string }
+
+func (s *skipped) Error() string { return s.reason }
+
+// cpuCapMissing says why a point cannot run here when it caps the CPU time
+// of the client or of a server dbrig starts on this machine, and support
+// (engine.CgroupSupport) finds no cpu cgroup dbrig may write: run uncapped,
+// the point would measure another processor than the file asks for.
+func cpuCapMissing(c *Combo, remote map[string]SiteSpec, support func(string) (string, error)) string {
+	capped := c.Client.CPUSpeed > 0
+	for _, in := range c.Instances {
+		if _, far := remote[in.Site]; in.CPUSpeed > 0 && in.Target == "" && !far {
+			capped = true // a remote site's engine applies its own cap, or fails to start
+		}
+	}
+	if !capped {
+		return ""
+	}
+	if _, err := support("cpu"); err != nil {
+		return "cpu_speed: " + err.Error()
+	}
+	return ""
 }
 
 // applyTopology brings up a point's instances and links, and reports
@@ -537,7 +571,7 @@ func (r *Runner) runConstrained(ctx context.Context, topo *topology.Topology, ki
 		}
 		command = []string{exe, "__client"}
 	}
-	return runInChild(ctx, command, job, c.Client.GOMAXPROCS, env)
+	return runInChild(ctx, command, job, c.Client, env)
 }
 
 // safeRun turns a panic in the workload's own goroutine into an error, so
