@@ -9,7 +9,7 @@ import (
 
 // The model of seed 004, per experiment:
 //
-//	server-loop, server-cursor:  t = rows × s_server + RTT
+//	server-loop, server-cursor:  t = rows × s_server / speed + RTT
 //	client-row-by-row:           t_row = RTT + s_row + request/response bytes × 8 / rate
 //	client-stream, wide-rows:    throughput = min(rate, window / RTT, consumer rate)
 //	                             t = bytes × 8 / throughput + RTT
@@ -21,7 +21,10 @@ import (
 // direct loopback TCP (else the smallest RTT), since the TCP stack's own
 // per-message cost is part of every network path; points on the unix
 // socket are their own reference. The server-side experiments are fitted
-// on the same row count, since their fixed costs do not scale with rows.
+// on the same row count, since their fixed costs do not scale with rows,
+// and run on one backend, bound by its CPU: at a cpu_speed (a CFS quota of
+// that many cores' worth) a row takes 1/speed of its time at a whole core,
+// so a capped point is predicted from its reference at another speed.
 
 // roundTripBytes are the protocol bytes of one row-by-row exchange on the
 // wire (request and response of a FETCH or a prepared SELECT), for the
@@ -123,11 +126,16 @@ func Model(r workload.Result, all []workload.Result) workload.Prediction {
 	}
 	switch r.Params.String("experiment") {
 	case "server-loop", "server-cursor":
-		s := (meanMetric(ref, "seconds") - refRTT) / meanMetric(ref, "rows")
-		t := rows*s + rtt
+		s := (meanMetric(ref, "seconds") - refRTT) / meanMetric(ref, "rows") * ServerSpeed(ref[0])
+		speed := ServerSpeed(r)
+		t := rows*s/speed + rtt
+		perSpeed := ""
+		if speed != 1 || ServerSpeed(ref[0]) != 1 {
+			perSpeed = fmt.Sprintf(" / cpu_speed %g", speed)
+		}
 		return workload.Prediction{
 			Metrics: map[string]float64{"seconds": t, "us_per_row": t / rows * 1e6},
-			Formula: fmt.Sprintf("t = rows × %.3g µs + RTT%s", s*1e6, fit),
+			Formula: fmt.Sprintf("t = rows × %.3g µs%s + RTT%s", s*1e6, perSpeed, fit),
 		}
 	case "client-row-by-row":
 		s := meanMetric(ref, "us_per_row")*1e-6 - refRTT - serialization(refLink)
@@ -162,4 +170,14 @@ func serialization(l workload.LinkResult) float64 {
 		return 0
 	}
 	return roundTripBytes * 8 / l.RateBitsPerS
+}
+
+// ServerSpeed is the cores' worth of CPU time the point's server gave the
+// one backend that runs a server-side loop: its cpu_speed, and a whole core
+// when uncapped or capped above one (one backend uses one core at most).
+func ServerSpeed(r workload.Result) float64 {
+	if s := r.Instance().CPUSpeed; s > 0 && s < 1 {
+		return s
+	}
+	return 1
 }

@@ -92,3 +92,33 @@ func TestModelFitsEachEngineApart(t *testing.T) {
 		}
 	}
 }
+
+// atSpeed puts a hand-made result on a server capped at a cpu_speed.
+func atSpeed(r workload.Result, speed float64) workload.Result {
+	r.Instances = []engine.InstanceConfig{{Name: "db", Engine: "postgres", CPUSpeed: speed}}
+	return r
+}
+
+// A server-side loop's time per row follows 1/speed: half a core's CPU
+// time doubles it, from a reference at any speed.
+func TestServerSideTimeFollowsTheServersSpeed(t *testing.T) {
+	uncapped := atSpeed(result("loop unix", "server-loop", unix, map[string]float64{"seconds": 1.0, "rows": 1e7}), 0)
+	tests := []struct {
+		name    string
+		history []workload.Result
+		speed   float64
+		want    float64
+	}{
+		{"a whole core as uncapped", []workload.Result{uncapped}, 1, 1.0},
+		{"half a core doubles it", []workload.Result{uncapped}, 0.5, 2.0},
+		{"a quarter from a half", []workload.Result{atSpeed(result("loop unix half", "server-loop", unix, map[string]float64{"seconds": 2.0, "rows": 1e7}), 0.5)}, 0.25, 4.0},
+		{"two cores are one backend's one", []workload.Result{uncapped}, 2, 1.0},
+	}
+	for _, tt := range tests {
+		r := atSpeed(result("loop unix at speed", "server-loop", unix, map[string]float64{"seconds": 9, "rows": 1e7}), tt.speed)
+		p := Model(r, tt.history)
+		if got := p.Metrics["seconds"]; math.Abs(got-tt.want) > 1e-9 {
+			t.Errorf("%s: predicted %v s at cpu_speed %g, want %v; formula %q", tt.name, got, tt.speed, tt.want, p.Formula)
+		}
+	}
+}
