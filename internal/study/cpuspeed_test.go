@@ -85,7 +85,8 @@ func TestCPUSpeedIsSweptLikeAnyAttribute(t *testing.T) {
 }
 
 // dbrig never changes a server it did not start: a target's CPU time is
-// not its to cap.
+// not its to cap. A swept cpu_speed is not refused: its points at "none"
+// run on the target and the others are skipped (cpuCapUnavailable).
 func TestCPUSpeedOnATargetIsRefused(t *testing.T) {
 	t.Parallel()
 	reg := NewRegistry(testEngines(), []workload.Kind{testKind()})
@@ -97,6 +98,14 @@ func TestCPUSpeedOnATargetIsRefused(t *testing.T) {
 	_, err = s.PlanWith("", PlanOptions{Targets: map[string]string{"db": "postgres"}})
 	if err == nil || !strings.Contains(err.Error(), "demo.toml:7: instance.0.cpu_speed: instance \"db\" is --target db") {
 		t.Errorf("PlanWith a target with cpu_speed = %v, want a refusal at instance.0.cpu_speed", err)
+	}
+	src = strings.Replace(src, "cpu_speed = 0.5", `cpu_speed = "${speed}"`, 1)
+	src = strings.Replace(src, `procs = [1]`, `procs = [1]`+"\nspeed = [\"none\", \"0.5\"]", 1)
+	if s, err = Parse("demo.toml", []byte(src), reg); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.PlanWith("", PlanOptions{Targets: map[string]string{"db": "postgres"}}); err != nil {
+		t.Errorf("PlanWith a target with a swept cpu_speed = %v, want a plan whose capped points are skipped", err)
 	}
 }
 
@@ -117,8 +126,12 @@ func TestPointsThatCapACPUAreSkippedWithoutACPUCgroup(t *testing.T) {
 		{"the client's", Combo{Client: workload.ResolvedClient{CPUSpeed: 0.5}}, true},
 		{"a remote server's", Combo{Instances: []engine.InstanceConfig{{Name: "db", Site: "far", CPUSpeed: 0.5}}}, false},
 	}
+	target := Combo{Instances: []engine.InstanceConfig{{Name: "db", Target: "db", CPUSpeed: 0.5}}}
+	if reason := cpuCapUnavailable(&target, nil, engine.CgroupSupport); !strings.Contains(reason, "instance db is --target db, the user's server, whose CPU time dbrig never caps") {
+		t.Errorf("a target's cpu_speed: skipped with %q, want the reason it cannot be capped", reason)
+	}
 	for _, tt := range tests {
-		reason := cpuCapMissing(&tt.c, remote, none)
+		reason := cpuCapUnavailable(&tt.c, remote, none)
 		if got := reason != ""; got != tt.skip {
 			t.Errorf("%s: skipped = %v (%q), want %v", tt.name, got, reason, tt.skip)
 		}
@@ -127,7 +140,7 @@ func TestPointsThatCapACPUAreSkippedWithoutACPUCgroup(t *testing.T) {
 		}
 	}
 	c := Combo{Instances: []engine.InstanceConfig{{Name: "db", CPUSpeed: 0.5}}}
-	if reason := cpuCapMissing(&c, nil, func(string) (string, error) { return "cgroup v1 cpu", nil }); reason != "" {
+	if reason := cpuCapUnavailable(&c, nil, func(string) (string, error) { return "cgroup v1 cpu", nil }); reason != "" {
 		t.Errorf("skipped with a cpu cgroup: %q", reason)
 	}
 }

@@ -392,7 +392,7 @@ func (r *Runner) runPoint(ctx context.Context, st *runState, p Point, n, total i
 		}
 	}()
 	res.Instances = c.Instances
-	if reason := cpuCapMissing(c, r.Plan.Spec.Sites, engine.CgroupSupport); reason != "" {
+	if reason := cpuCapUnavailable(c, r.Plan.Spec.Sites, engine.CgroupSupport); reason != "" {
 		return res, &skipped{reason}
 	}
 	fresh, err := r.applyTopology(ctx, st.topo, c)
@@ -458,14 +458,19 @@ type skipped struct{ reason string }
 
 func (s *skipped) Error() string { return s.reason }
 
-// cpuCapMissing says why a point cannot run here when it caps the CPU time
-// of the client or of a server dbrig starts on this machine, and support
-// (engine.CgroupSupport) finds no cpu cgroup dbrig may write: run uncapped,
-// the point would measure another processor than the file asks for.
-func cpuCapMissing(c *Combo, remote map[string]SiteSpec, support func(string) (string, error)) string {
+// cpuCapUnavailable says why a point cannot run as its file asks when it
+// caps the CPU time of a target (the user's server, which dbrig never
+// changes), or of the client or a server dbrig starts on this machine where
+// support (engine.CgroupSupport) finds no cpu cgroup dbrig may write: run
+// uncapped, the point would measure another processor than the file asks for.
+func cpuCapUnavailable(c *Combo, remote map[string]SiteSpec, support func(string) (string, error)) string {
 	capped := c.Client.CPUSpeed > 0
 	for _, in := range c.Instances {
-		if _, far := remote[in.Site]; in.CPUSpeed > 0 && in.Target == "" && !far {
+		_, far := remote[in.Site]
+		switch {
+		case in.CPUSpeed > 0 && in.Target != "":
+			return fmt.Sprintf("cpu_speed %g: instance %s is --target %s, the user's server, whose CPU time dbrig never caps", in.CPUSpeed, in.Name, in.Target)
+		case in.CPUSpeed > 0 && !far:
 			capped = true // a remote site's engine applies its own cap, or fails to start
 		}
 	}

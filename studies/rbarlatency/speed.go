@@ -60,7 +60,7 @@ func (a *analysis) judgeProcessorSpeed(f *report.Finding, _ study.Published) {
 		}
 	}
 	if len(ratios) == 0 {
-		f.Why = fmt.Sprintf("This run has no server-side point at cpu_speed %g and %g (the quick and full scales have them; a machine without a writable cpu cgroup skips them). %s", fullSpeed, halfSpeed, vmPenaltyNotMeasured)
+		f.Why = fmt.Sprintf("This run has no server-side point at cpu_speed %g and %g (the quick and full scales have them; a machine without a writable cpu cgroup, or a --target, skips them). %s", fullSpeed, halfSpeed, vmPenaltyNotMeasured)
 		return
 	}
 	var measured, spread []string
