@@ -466,12 +466,13 @@ func (s *skipped) Error() string { return s.reason }
 func cpuCapUnavailable(c *Combo, remote map[string]SiteSpec, support func(string) (string, error)) string {
 	capped := c.Client.CPUSpeed > 0
 	for _, in := range c.Instances {
+		// A remote site's engine applies its own cap, or fails to start.
 		_, far := remote[in.Site]
 		switch {
 		case in.CPUSpeed > 0 && in.Target != "":
 			return fmt.Sprintf("cpu_speed %g: instance %s is --target %s, the user's server, whose CPU time dbrig never caps", in.CPUSpeed, in.Name, in.Target)
 		case in.CPUSpeed > 0 && !far:
-			capped = true // a remote site's engine applies its own cap, or fails to start
+			capped = true
 		}
 	}
 	if !capped {

@@ -10,8 +10,8 @@ import (
 // The model of seed 004, per experiment:
 //
 //	server-loop, server-cursor:  t = rows × s_server / speed + RTT
-//	client-row-by-row:           t_row = RTT + s_row + request/response bytes × 8 / rate
-//	client-stream, wide-rows:    throughput = min(rate, window / RTT, consumer rate)
+//	client-row-by-row:           t_row = RTT + s_row / client speed + request/response bytes × 8 / rate
+//	client-stream, wide-rows:    throughput = min(rate, window / RTT, consumer rate × client speed)
 //	                             t = bytes × 8 / throughput + RTT
 //
 // The per-row costs and the consumer rate are fitted on the fastest path
@@ -24,7 +24,11 @@ import (
 // on the same row count, since their fixed costs do not scale with rows,
 // and run on one backend, bound by its CPU: at a cpu_speed (a CFS quota of
 // that many cores' worth) a row takes 1/speed of its time at a whole core,
-// so a capped point is predicted from its reference at another speed.
+// so a capped point is predicted from its reference at another speed. The
+// client's speed likewise divides its per-row cost in row-by-row work and
+// multiplies its consumer rate in a stream: the whole per-row cost fitted
+// on the reference is taken for the client's, an upper bound where the
+// server's share of it does not slow down with the client.
 
 // roundTripBytes are the protocol bytes of one row-by-row exchange on the
 // wire (request and response of a FETCH or a prepared SELECT), for the
@@ -129,23 +133,20 @@ func Model(r workload.Result, all []workload.Result) workload.Prediction {
 		s := (meanMetric(ref, "seconds") - refRTT) / meanMetric(ref, "rows") * ServerSpeed(ref[0])
 		speed := ServerSpeed(r)
 		t := rows*s/speed + rtt
-		perSpeed := ""
-		if speed != 1 || ServerSpeed(ref[0]) != 1 {
-			perSpeed = fmt.Sprintf(" / cpu_speed %g", speed)
-		}
 		return workload.Prediction{
 			Metrics: map[string]float64{"seconds": t, "us_per_row": t / rows * 1e6},
-			Formula: fmt.Sprintf("t = rows × %.3g µs%s + RTT%s", s*1e6, perSpeed, fit),
+			Formula: fmt.Sprintf("t = rows × %.3g µs%s + RTT%s", s*1e6, speedTerm(speed, ServerSpeed(ref[0]), "server"), fit),
 		}
 	case "client-row-by-row":
-		s := meanMetric(ref, "us_per_row")*1e-6 - refRTT - serialization(refLink)
-		perRow := rtt + s + serialization(l)
+		s := (meanMetric(ref, "us_per_row")*1e-6 - refRTT - serialization(refLink)) * ClientSpeed(ref[0])
+		speed := ClientSpeed(r)
+		perRow := rtt + s/speed + serialization(l)
 		return workload.Prediction{
 			Metrics: map[string]float64{"us_per_row": perRow * 1e6, "rows_per_s": 1 / perRow},
-			Formula: fmt.Sprintf("t/row = RTT + %.3g µs%s", s*1e6, fit),
+			Formula: fmt.Sprintf("t/row = RTT + %.3g µs%s%s", s*1e6, speedTerm(speed, ClientSpeed(ref[0]), "client"), fit),
 		}
 	case "client-stream", "wide-rows", "cursor-messages":
-		consumer := meanMetric(ref, "throughput_bps")
+		consumer := meanMetric(ref, "throughput_bps") / ClientSpeed(ref[0]) * ClientSpeed(r)
 		rate, limit := consumer, "the client's consumer rate"
 		if l.RateBitsPerS > 0 && l.RateBitsPerS < rate {
 			rate, limit = l.RateBitsPerS, "the link's rate"
@@ -170,6 +171,25 @@ func serialization(l workload.LinkResult) float64 {
 		return 0
 	}
 	return roundTripBytes * 8 / l.RateBitsPerS
+}
+
+// speedTerm is the formula's division by a capped speed, shown where the
+// point or its reference ran capped.
+func speedTerm(speed, refSpeed float64, whose string) string {
+	if speed == 1 && refSpeed == 1 {
+		return ""
+	}
+	return fmt.Sprintf(" / %s cpu_speed %g", whose, speed)
+}
+
+// ClientSpeed is the cores' worth of CPU time the point's client had: its
+// cpu_speed, and a whole core when uncapped or capped above one (the
+// study's client consumes rows on one thread).
+func ClientSpeed(r workload.Result) float64 {
+	if s := r.Client.CPUSpeed; s > 0 && s < 1 {
+		return s
+	}
+	return 1
 }
 
 // ServerSpeed is the cores' worth of CPU time the point's server gave the
