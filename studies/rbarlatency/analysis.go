@@ -32,19 +32,26 @@ func baseKey(s *study.Summary) string {
 }
 
 // expKey is a combination's experiment as the analysis files it: on a
-// server capped at a cpu_speed, the experiment at that speed
-// ("server-loop@0.5"), so that every other finding reads the uncapped
+// server or with a client capped at a cpu_speed, the experiment at that
+// speed ("server-loop@0.5", "cursor-messages@client0.5"), so that every other finding reads the uncapped
 // points alone and the speed is no facet of theirs.
 func expKey(s *study.Summary) string {
 	exp := s.Params.String("experiment")
 	if speed := s.Results[0].Instance().CPUSpeed; speed > 0 {
-		return atSpeed(exp, speed)
+		exp = atSpeed(exp, speed)
+	}
+	if speed := s.Results[0].Client.CPUSpeed; speed > 0 {
+		exp = atClientSpeed(exp, speed)
 	}
 	return exp
 }
 
 func atSpeed(exp string, speed float64) string {
 	return exp + "@" + strconv.FormatFloat(speed, 'g', -1, 64)
+}
+
+func atClientSpeed(exp string, speed float64) string {
+	return exp + "@client" + strconv.FormatFloat(speed, 'g', -1, 64)
 }
 
 func newAnalysis(rd *study.RunData) *analysis {

@@ -88,3 +88,56 @@ func (a *analysis) judgeProcessorSpeed(f *report.Finding, _ study.Published) {
 		f.Why = fmt.Sprintf("The time per row did not follow 1/speed within ±%.0f %%: at cpu_speed %g the server got less than its quota allows when other work kept this machine's CPUs busy (the host's load is in the environment), or the work was not bound by the server's CPU. %s %s", speedTolerance*100, fullSpeed, emulation, vmPenaltyNotMeasured)
 	}
 }
+
+// clientSpeedRatio is the seed's slow-client comparison on an emulated
+// client: cursor-messages over lan-1g with the client at cpu_speed 0.5
+// against 1, beside the model's ratio (the consumer rate follows the
+// client's speed, the link's rate and RTT do not).
+func (a *analysis) clientSpeedRatio() (speedRatio, bool) {
+	const exp, net = "cursor-messages", "lan-1g"
+	sf, sh := a.sum(atClientSpeed(exp, fullSpeed), fast, net), a.sum(atClientSpeed(exp, halfSpeed), fast, net)
+	if sf == nil || sh == nil {
+		return speedRatio{}, false
+	}
+	r := speedRatio{exp: exp, full: sf.Mean("us_per_row"), half: sh.Mean("us_per_row")}
+	r.got = r.half / r.full
+	r.model = storedModel(sh, "seconds") / sh.Mean("rows") / (storedModel(sf, "seconds") / sf.Mean("rows"))
+	flo, fhi := study.RunRange(sf.Stats["us_per_row"], false)
+	hlo, hhi := study.RunRange(sh.Stats["us_per_row"], false)
+	r.lo, r.hi = hlo/fhi, hhi/flo
+	r.verdict = study.Band(r.lo, r.hi, r.model*(1-speedTolerance), r.model*(1+speedTolerance))
+	return r, !math.IsNaN(r.got) && !math.IsNaN(r.model)
+}
+
+// judgeSlowClientSpeed judges the slow-client finding on a client given
+// half a core: the seed's slow client decided the duration more than a
+// 40x faster link did, and the emulated one's time per row follows the
+// model's ratio.
+func (a *analysis) judgeSlowClientSpeed(f *report.Finding, r speedRatio, linkEffect float64) {
+	part := fmt.Sprintf("cursor-messages over lan-1g with the client at cpu_speed %g against %g: %.3g against %.3g µs/row, %s as long (the runs: %s to %s)",
+		halfSpeed, fullSpeed, r.half, r.full, study.FormatTimes(r.got), study.FormatTimes(r.lo), study.FormatTimes(r.hi))
+	if f.Measured != "" && f.Measured != "-" {
+		part += "; " + f.Measured
+	}
+	f.Measured = part
+	if f.Spread == "" {
+		f.Spread = fmt.Sprintf("the runs give ratios from %s to %s", study.FormatTimes(r.lo), study.FormatTimes(r.hi))
+	}
+	f.Model = fmt.Sprintf("t/row = RTT + s_server + s_client / client speed, a stream's consumer rate × client speed: %s at half speed (within ±%.0f %%)", study.FormatTimes(r.model), speedTolerance*100)
+	clientEffect := (r.got - 1) * 100
+	emulation := fmt.Sprintf("The slower client is emulated by a CFS quota of %g of a core's time in each 100 ms period, not a slower clock.", halfSpeed)
+	switch {
+	case r.verdict == report.Differs:
+		f.Verdict = report.Differs
+		f.Why = fmt.Sprintf("The client at half speed did not take the model's %s as long within ±%.0f %%: something other than the client's CPU, or other work on this machine, set the time. %s", study.FormatTimes(r.model), speedTolerance*100, emulation)
+	case r.verdict == report.WithinNoise:
+		f.Verdict = report.WithinNoise
+		f.Why = fmt.Sprintf("The runs' ratios fall on both sides of the model's band (%s ± %.0f %%): two runs of this study could say either. %s", study.FormatTimes(r.model), speedTolerance*100, emulation)
+	case !math.IsNaN(linkEffect) && clientEffect <= math.Abs(linkEffect):
+		f.Verdict = report.Differs
+		f.Why = fmt.Sprintf("The slower client changed the time by %.0f %%, no more than a 40x faster link did (%s): here the link decides as much as the client. %s", clientEffect, study.FormatPercent(linkEffect), emulation)
+	default:
+		f.Verdict = report.Reproduced
+		f.Why = fmt.Sprintf("A client with half the CPU took %s as long per row, as the model predicts, and moved the total more than a 40x faster link: the client's speed at absorbing rows decides, as in the seed (1.71x). %s", study.FormatTimes(r.got), emulation)
+	}
+}

@@ -88,3 +88,61 @@ func TestProcessorSpeedNotMeasuredWithoutSpeedPoints(t *testing.T) {
 		t.Errorf("the server's speed made facets %q of the other findings", a.facets)
 	}
 }
+
+// clientAtSpeeds is the seed's slow-client comparison on an emulated
+// client: cursor-messages over lan-1g with the client at cpu_speed 1 and
+// 0.5 (the model stored at 1.0 and 1.8 s), and an uncapped client over
+// lan-1g and infiniband at the given times per row.
+func clientAtSpeeds(t *testing.T, full, half []float64, lan, ib float64) *study.RunData {
+	t.Helper()
+	rd := runData(t,
+		point{exp: "cursor-messages", cost: fast, net: "lan-1g", rows: 1e5, metrics: map[string]float64{"us_per_row": lan}},
+		point{exp: "cursor-messages", cost: fast, net: "infiniband", rows: 1e5, metrics: map[string]float64{"us_per_row": ib}})
+	add := func(speed string, cpu float64, perRow []float64, model float64) {
+		combo := "experiment=cursor-messages net=lan-1g client_cost=0s client_speed=" + speed
+		for run, us := range perRow {
+			rd.Results = append(rd.Results, workload.Result{
+				Key: fmt.Sprintf("%s #%d", combo, run+1), Combo: combo, Run: run + 1,
+				Values:  map[string]any{"experiment": "cursor-messages", "net": "lan-1g", "client_cost": fast, "client_speed": speed},
+				Params:  workload.Params{"experiment": "cursor-messages", "client_cost": fast, "rows": int64(4e4), "instance": "db"},
+				Client:  workload.ResolvedClient{GOMAXPROCS: 1, CPUSpeed: cpu},
+				Links:   []workload.LinkResult{{Profile: "lan-1g", Mode: "link", RTTSeconds: 0.0002}},
+				Metrics: map[string]float64{"rows": 4e4, "us_per_row": us, "seconds": us * 4e4 / 1e6},
+				Model:   map[string]float64{"seconds": model},
+			})
+		}
+	}
+	add("1", 1, full, 1.0)
+	add("0.5", 0.5, half, 1.8)
+	rd.Summaries = study.Summarize(rd.Results, rd.Plan.Repeat)
+	return rd
+}
+
+// The slow-client finding on a client given half a core: its time per row
+// against the model's ratio (1.8x here), and against a 40x faster link.
+func TestSlowClientSpeedSaysEachVerdict(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name       string
+		full, half []float64
+		ib         float64
+		want       report.Verdict
+		why        string
+	}{
+		{"the model's ratio, more than the link", []float64{20, 20.2, 20.4}, []float64{36, 36.4, 36.8}, 19.6, report.Reproduced, "the client's speed at absorbing rows decides"},
+		{"no slower at half a core", []float64{20, 20.2, 20.4}, []float64{20, 20.4, 20.8}, 19.6, report.Differs, "did not take the model's 1.80x as long"},
+		{"the link decides as much", []float64{20, 20.2, 20.4}, []float64{36, 36.4, 36.8}, 2, report.Differs, "the link decides as much as the client"},
+		{"runs on both sides", []float64{14, 20, 26}, []float64{35, 36, 37}, 19.6, report.WithinNoise, "two runs of this study could say either"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := judged(t, "slow-client", clientAtSpeeds(t, tt.full, tt.half, 20, tt.ib))
+			if f.Verdict != tt.want || !strings.Contains(f.Why, tt.why) {
+				t.Errorf("verdict %s, why %q\nwant %s with %q", f.Verdict, f.Why, tt.want, tt.why)
+			}
+			if !strings.Contains(f.Measured, "with the client at cpu_speed 0.5 against 1") || !strings.Contains(f.Why, "not a slower clock") {
+				t.Errorf("measured %q, why %q: want the emulated client named as one", f.Measured, f.Why)
+			}
+		})
+	}
+}
