@@ -40,9 +40,9 @@ type DiskLimit struct {
 // enough that a throttled server's stalls stay under a query's time.
 const cfsPeriod = 100 * time.Millisecond
 
-// minCPU is the least CPU share a quota may give: the kernel refuses a
-// quota under 1 ms.
-const minCPU = 0.01
+// MinCPUSpeed is the least CPU share a quota may give: the kernel refuses a
+// quota under 1 ms of its 100 ms period.
+const MinCPUSpeed = 0.01
 
 // controllers names the v1 controllers (and v2 interface files) a set of
 // limits needs, in the order they are made.
@@ -60,12 +60,16 @@ func (l Limits) controllers() []string {
 	return cs
 }
 
+// Any reports whether the limits set anything, a bad value included (which
+// NewCgroup refuses rather than ignores).
+func (l Limits) Any() bool { return l.Memory != 0 || l.CPU != 0 || len(l.Disks) > 0 }
+
 func (l Limits) check() error {
 	if l.Memory < 0 {
 		return fmt.Errorf("memory cap %d: want a positive number of bytes", l.Memory)
 	}
-	if l.CPU < 0 || (l.CPU > 0 && l.CPU < minCPU) {
-		return fmt.Errorf("CPU cap %g: want at least %g of a core", l.CPU, minCPU)
+	if l.CPU < 0 || (l.CPU > 0 && l.CPU < MinCPUSpeed) {
+		return fmt.Errorf("CPU cap %g: want at least %g of a core", l.CPU, MinCPUSpeed)
 	}
 	for _, d := range l.Disks {
 		if _, _, ok := strings.Cut(d.Device, ":"); !ok {

@@ -76,6 +76,10 @@ type InstanceConfig struct {
 	// Memory caps the server's memory in bytes (cgroup v2 memory.max); 0 =
 	// no cap.
 	Memory int64 `json:"memory,omitempty"`
+	// CPUSpeed caps the CPU time of the server and every process it forks,
+	// in cores' worth per CFS period (0.5 = half of one core), to emulate a
+	// slower or smaller processor; 0 = no cap.
+	CPUSpeed float64 `json:"cpu_speed,omitempty"`
 	// DataDir is the directory under which the instance's data directory
 	// is made ("" = the run's base directory).
 	DataDir string `json:"data_dir,omitempty"`
@@ -93,8 +97,11 @@ type InstanceConfig struct {
 // new instance.
 func (c InstanceConfig) SameServer(o InstanceConfig) bool {
 	return c.Name == o.Name && c.Engine == o.Engine && c.Site == o.Site && c.CPUs == o.CPUs &&
-		c.Memory == o.Memory && c.DataDir == o.DataDir && c.WALDir == o.WALDir && c.Target == o.Target
+		c.Memory == o.Memory && c.CPUSpeed == o.CPUSpeed && c.DataDir == o.DataDir && c.WALDir == o.WALDir && c.Target == o.Target
 }
+
+// Limits are the cgroup limits the server runs under (zero when none).
+func (c InstanceConfig) Limits() Limits { return Limits{Memory: c.Memory, CPU: c.CPUSpeed} }
 
 // Equal reports whether two configurations are the same in every attribute.
 func (c InstanceConfig) Equal(o InstanceConfig) bool {

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -21,9 +22,9 @@ import (
 	"github.com/dbrig/dbrig/internal/workload"
 )
 
-// A constrained client (GOMAXPROCS, CPU affinity) runs a point's workload in
-// a child process, so that its limits bind the client alone and not the
-// emulated links, which run in dbrig's own process.
+// A constrained client (GOMAXPROCS, CPU affinity, a CPU cap) runs a point's
+// workload in a child process, so that its limits bind the client alone and
+// not the emulated links, which run in dbrig's own process.
 
 // ClientEnvVar marks a process started as a study client.
 const ClientEnvVar = "DBRIG_STUDY_CLIENT"
@@ -56,11 +57,21 @@ type clientEvent struct {
 }
 
 // runInChild runs the workload's Run in a client process.
-func runInChild(ctx context.Context, command []string, job clientJob, gomaxprocs int, env *workload.Env) (workload.Measurement, error) {
+func runInChild(ctx context.Context, command []string, job clientJob, client workload.ResolvedClient, env *workload.Env) (workload.Measurement, error) {
 	cmd := exec.CommandContext(ctx, command[0], command[1:]...)
 	cmd.Env = append(os.Environ(), ClientEnvVar+"=1")
-	if gomaxprocs > 0 {
-		cmd.Env = append(cmd.Env, "GOMAXPROCS="+strconv.Itoa(gomaxprocs))
+	if client.GOMAXPROCS > 0 {
+		cmd.Env = append(cmd.Env, "GOMAXPROCS="+strconv.Itoa(client.GOMAXPROCS))
+	}
+	var proc engine.ProcessOptions
+	if client.CPUSpeed > 0 {
+		cg, err := engine.NewCgroup(clientCgroupName(), engine.Limits{CPU: client.CPUSpeed})
+		if err != nil {
+			return workload.Measurement{}, fmt.Errorf("client cpu_speed %g: %w", client.CPUSpeed, err)
+		}
+		// Removed once the child has exited: Wait returns before this runs.
+		defer func() { _ = cg.Remove() }()
+		proc.Cgroup = cg
 	}
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
 	cmd.WaitDelay = 5 * time.Second
@@ -74,7 +85,7 @@ func runInChild(ctx context.Context, command []string, job clientJob, gomaxprocs
 	}
 	var stderr strings.Builder
 	cmd.Stderr = &limitedWriter{w: &stderr, n: 64 << 10}
-	if err := engine.Start(cmd); err != nil { // dies with dbrig, even on SIGKILL
+	if err := engine.StartWith(cmd, proc); err != nil { // dies with dbrig, even on SIGKILL
 		return workload.Measurement{}, fmt.Errorf("start client process %s: %w", command[0], err)
 	}
 	go func() { // ends when the job is written or the child's stdin closes
@@ -111,6 +122,14 @@ func runInChild(ctx context.Context, command []string, job clientJob, gomaxprocs
 		return workload.Measurement{}, fmt.Errorf("client process ended without a result: %s", lastLine(stderr.String()))
 	}
 	return *m, nil
+}
+
+var clientCgroups atomic.Int64
+
+// clientCgroupName names a client process's cgroup, unique among the
+// dbrig runs that share the machine.
+func clientCgroupName() string {
+	return fmt.Sprintf("dbrig-client-%d-%d", os.Getpid(), clientCgroups.Add(1))
 }
 
 func lastLine(s string) string {

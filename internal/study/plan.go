@@ -166,11 +166,14 @@ func (s *Spec) checkOptions(opts PlanOptions) SpecErrors {
 		if varRef.MatchString(in.Engine) {
 			add(key+".engine", "the engine is swept (%s), so instance %q cannot be --target %s: %s", in.Engine, name, name, why)
 		}
-		for attr, val := range map[string]any{"count": in.Count, "cpus": in.CPUs, "memory": in.Memory, "data_dir": in.DataDir, "wal_dir": in.WALDir} {
-			if val != nil && val != "" {
+		for attr, val := range map[string]any{"count": in.Count, "cpus": in.CPUs, "memory": in.Memory, "cpu_speed": in.CPUSpeed, "data_dir": in.DataDir, "wal_dir": in.WALDir} {
+			if val != nil && val != "" && !(attr == "cpu_speed" && varRef.MatchString(fmt.Sprint(val))) {
 				add(key+"."+attr, "instance %q is --target %s: %s, so it has no %s", name, name, why, attr)
 			}
 		}
+		// A swept cpu_speed leaves the points at "none" to the target and
+		// skips the others (cpuCapUnavailable), so that a study comparing
+		// speeds still runs its other points on the user's server.
 	}
 	sort.SliceStable(errs, func(i, j int) bool { return errs[i].Line < errs[j].Line })
 	return errs
@@ -473,7 +476,37 @@ func (s *Spec) resolveClient(substAny func(string, any) any, fail func(string, e
 			fail("client.cpus", fmt.Errorf("want a CPU list such as \"0\" or \"0-1\", got %s", workload.Describe(v)))
 		}
 	}
+	client.CPUSpeed = resolveCPUSpeed("client.cpu_speed", s.Client.CPUSpeed, substAny, fail)
 	return client
+}
+
+// resolveCPUSpeed reads a cpu_speed: cores' worth of CPU time, from the
+// least share the kernel's quota takes to every CPU of this machine (more
+// caps nothing), as a number or a string; "none" or "" is no cap, so a
+// sweep can set capped and uncapped side by side.
+func resolveCPUSpeed(key string, written any, subst func(string, any) any, fail func(string, error)) float64 {
+	if written == nil {
+		return 0
+	}
+	v := subst(key, written)
+	var speed float64
+	switch x := v.(type) {
+	case string:
+		if x == "" || x == "none" {
+			return 0
+		}
+		// A sweep's list holds one type: "none" beside "0.5".
+		speed, _ = strconv.ParseFloat(x, 64)
+	case int64:
+		speed = float64(x)
+	case float64:
+		speed = x
+	}
+	if cpus := runtime.NumCPU(); !(speed >= engine.MinCPUSpeed && speed <= float64(cpus)) {
+		fail(key, fmt.Errorf("want cores' worth of CPU time from %g to this machine's %d (0.5 = half of one core), or \"none\", got %s", engine.MinCPUSpeed, cpus, workload.Describe(v)))
+		return 0
+	}
+	return speed
 }
 
 // resolveParams sets a combination's workload parameters: the file's, then
@@ -741,6 +774,7 @@ func (s *Spec) resolveInstance(i int, in InstanceSpec, subst func(string, any) a
 			memory = n.(int64)
 		}
 	}
+	speed := resolveCPUSpeed(key+".cpu_speed", in.CPUSpeed, subst, fail)
 	dir := func(attr, val string) string {
 		if val == "" {
 			return ""
@@ -756,7 +790,7 @@ func (s *Spec) resolveInstance(i int, in InstanceSpec, subst func(string, any) a
 	var out []resolvedInstance
 	for n := range count {
 		cfg := engine.InstanceConfig{Name: in.Name, Engine: eng, Site: in.Site, Settings: maps.Clone(settings),
-			Memory: memory, DataDir: dataDir, WALDir: walDir}
+			Memory: memory, CPUSpeed: speed, DataDir: dataDir, WALDir: walDir}
 		if in.Count != nil {
 			cfg.Name = fmt.Sprintf("%s-%d", in.Name, n+1)
 		}
@@ -787,12 +821,13 @@ func (v *validator) checkSweepUsed() {
 	used := map[string]bool{}
 	refer := func(x any) { collectRefs(x, used) }
 	for _, in := range s.Instances {
-		for _, x := range []any{in.Engine, in.Count, in.CPUs, in.Memory, in.DataDir, in.WALDir, in.Settings} {
+		for _, x := range []any{in.Engine, in.Count, in.CPUs, in.Memory, in.CPUSpeed, in.DataDir, in.WALDir, in.Settings} {
 			refer(x)
 		}
 	}
 	refer(s.Client.GOMAXPROCS)
 	refer(s.Client.CPUs)
+	refer(s.Client.CPUSpeed)
 	for _, l := range s.Links {
 		refer(l.Profile)
 		refer(l.Settings)

@@ -344,6 +344,9 @@ func instanceRows(rd *RunData) [][2]string {
 			if in.Memory > 0 {
 				add(in.Name, "memory", units.Size(in.Memory).String())
 			}
+			if in.CPUSpeed > 0 {
+				add(in.Name, "cpu_speed", formatCPUSpeed(in.CPUSpeed))
+			}
 			if in.DataDir != "" {
 				add(in.Name, "data_dir", in.DataDir)
 			}
@@ -354,6 +357,9 @@ func instanceRows(rd *RunData) [][2]string {
 				add(in.Name, k, ranSetting(rd, in, k))
 			}
 		}
+		if r.Client.CPUSpeed > 0 {
+			add(clientRow, "cpu_speed", formatCPUSpeed(r.Client.CPUSpeed))
+		}
 	}
 	var rows [][2]string
 	for _, n := range names {
@@ -362,7 +368,11 @@ func instanceRows(rd *RunData) [][2]string {
 		for _, k := range s.order {
 			parts = append(parts, k+" = "+strings.Join(s.values[k], " | "))
 		}
-		rows = append(rows, [2]string{"instance " + n, strings.Join(parts, "; ")})
+		label := "instance " + n
+		if n == clientRow {
+			label = "client"
+		}
+		rows = append(rows, [2]string{label, strings.Join(parts, "; ")})
 	}
 	if len(rows) > 0 {
 		rows = append(rows, [2]string{"", "Values separated by | are the values a swept attribute took across the points."})
@@ -488,4 +498,13 @@ func monitorSection(rd *RunData) (report.Section, bool) {
 		text += " Samples that could not be taken: " + strings.Join(missed, "; ") + "."
 	}
 	return report.Section{Title: "Servers while the points ran", Text: text, Tables: []report.Table{t}}, true
+}
+
+// clientRow names the client among the instances whose attributes the
+// environment lists; no instance name has a space.
+const clientRow = "the client"
+
+// formatCPUSpeed is a cpu_speed as the file wrote it, with its unit.
+func formatCPUSpeed(cores float64) string {
+	return strconv.FormatFloat(cores, 'g', -1, 64) + " cores' worth of CPU time (CFS quota)"
 }

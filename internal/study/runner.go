@@ -192,9 +192,14 @@ func (r *Runner) runPending(ctx context.Context, st *runState, w *ResultWriter, 
 			return ctx.Err()
 		}
 		var unreachable *topology.Unreachable
+		var skip *skipped
 		switch {
 		case errors.As(perr, &unreachable):
 			res.Skipped = unreachable.Reason
+			perr = nil
+			out.Unreachable++
+		case errors.As(perr, &skip):
+			res.Skipped = skip.reason
 			perr = nil
 			out.Unreachable++
 		case perr != nil:
@@ -397,6 +402,9 @@ func (r *Runner) runPoint(ctx context.Context, st *runState, p Point, n, total i
 		}
 	}()
 	res.Instances = c.Instances
+	if reason := cpuCapUnavailable(c, r.Plan.Spec.Sites, engine.CgroupSupport); reason != "" {
+		return res, &skipped{reason}
+	}
 	fresh, err := r.applyTopology(ctx, st.topo, c)
 	if err != nil {
 		return res, err
@@ -454,6 +462,38 @@ func (r *Runner) runPoint(ctx context.Context, st *runState, p Point, n, total i
 		res.Model, res.Formula = pred.Metrics, pred.Formula
 	}
 	return res, nil
+}
+
+// skipped is why a point is not run on this machine although nothing
+// failed: it asks for a limit the machine cannot apply.
+type skipped struct{ reason string }
+
+func (s *skipped) Error() string { return s.reason }
+
+// cpuCapUnavailable says why a point cannot run as its file asks when it
+// caps the CPU time of a target (the user's server, which dbrig never
+// changes), or of the client or a server dbrig starts on this machine where
+// support (engine.CgroupSupport) finds no cpu cgroup dbrig may write: run
+// uncapped, the point would measure another processor than the file asks for.
+func cpuCapUnavailable(c *Combo, remote map[string]SiteSpec, support func(string) (string, error)) string {
+	capped := c.Client.CPUSpeed > 0
+	for _, in := range c.Instances {
+		// A remote site's engine applies its own cap, or fails to start.
+		_, far := remote[in.Site]
+		switch {
+		case in.CPUSpeed > 0 && in.Target != "":
+			return fmt.Sprintf("cpu_speed %g: instance %s is --target %s, the user's server, whose CPU time dbrig never caps", in.CPUSpeed, in.Name, in.Target)
+		case in.CPUSpeed > 0 && !far:
+			capped = true
+		}
+	}
+	if !capped {
+		return ""
+	}
+	if _, err := support("cpu"); err != nil {
+		return "cpu_speed: " + err.Error()
+	}
+	return ""
 }
 
 // applyTopology brings up a point's instances and links, and reports
@@ -554,7 +594,7 @@ func (r *Runner) runConstrained(ctx context.Context, topo *topology.Topology, ki
 		}
 		command = []string{exe, "__client"}
 	}
-	return runInChild(ctx, command, job, c.Client.GOMAXPROCS, env)
+	return runInChild(ctx, command, job, c.Client, env)
 }
 
 // safeRun turns a panic in the workload's own goroutine into an error, so

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -127,7 +128,9 @@ func (w *ping) Run(ctx context.Context, env *workload.Env) (workload.Measurement
 		m.Metrics["gomaxprocs"] = float64(runtime.GOMAXPROCS(0))
 		m.Metrics["cpus"] = float64(set.Count())
 		m.Metrics["pid"] = float64(os.Getpid())
-		m.Notes = append(m.Notes, ep.Transport)
+		quota, dir := ownCPUQuota()
+		m.Metrics["cpu_quota_us"] = float64(quota)
+		m.Notes = append(m.Notes, ep.Transport, dir)
 	}
 	return m, nil
 }
@@ -391,4 +394,34 @@ func assertEmpty(t *testing.T, dir string) {
 	for _, e := range entries {
 		t.Errorf("left behind in %s: %s", dir, e.Name())
 	}
+}
+
+// ownCPUQuota is the CFS quota of this process's cpu cgroup in
+// microseconds (-1 or 0 when none) and the cgroup's directory.
+func ownCPUQuota() (int64, string) {
+	own, _ := os.ReadFile("/proc/self/cgroup")
+	var dir, unified string
+	for _, line := range strings.Split(strings.TrimSpace(string(own)), "\n") {
+		parts := strings.SplitN(line, ":", 3)
+		switch {
+		case len(parts) < 3:
+		case parts[1] == "":
+			unified = filepath.Join("/sys/fs/cgroup", parts[2])
+		case strings.Contains(","+parts[1]+",", ",cpu,"):
+			dir = filepath.Join("/sys/fs/cgroup", parts[1], parts[2])
+		}
+	}
+	if dir == "" {
+		dir = unified
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "cpu.cfs_quota_us"))
+	if err != nil {
+		b, _ = os.ReadFile(filepath.Join(dir, "cpu.max"))
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return 0, dir
+	}
+	n, _ := strconv.ParseInt(f[0], 10, 64)
+	return n, dir
 }

@@ -94,6 +94,9 @@ type InstanceSpec struct {
 	CPUs any `toml:"cpus"`
 	// Memory caps each server's memory ("2GB"; a cgroup's limit).
 	Memory any `toml:"memory"`
+	// CPUSpeed caps each server's CPU time, in cores' worth (0.5 = half of
+	// one core; a CFS quota), to emulate a slower or smaller processor.
+	CPUSpeed any `toml:"cpu_speed"`
 	// DataDir and WALDir are where the data and the WAL (or redo log) live.
 	DataDir string `toml:"data_dir"`
 	WALDir  string `toml:"wal_dir"`
@@ -109,6 +112,9 @@ type ClientSpec struct {
 	GOMAXPROCS any `toml:"gomaxprocs"`
 	// CPUs pins the client process to a CPU list ("0", "0-1"); "" = any.
 	CPUs any `toml:"cpus"`
+	// CPUSpeed caps the client process's CPU time as an instance's
+	// cpu_speed caps a server's.
+	CPUSpeed any `toml:"cpu_speed"`
 }
 
 // SiteSpec places a site on a host: its instances run there, started by a

@@ -123,10 +123,16 @@ type ResolvedClient struct {
 	Site       string
 	GOMAXPROCS int
 	CPUs       string
+	// CPUSpeed caps the client process's CPU time, in cores' worth (a CFS
+	// quota); 0 = no cap.
+	CPUSpeed float64 `json:",omitempty"`
 }
 
-// Constrained reports whether the client must run in a process of its own.
-func (c ResolvedClient) Constrained() bool { return c.GOMAXPROCS > 0 || c.CPUs != "" }
+// Constrained reports whether the client must run in a process of its own:
+// a process is what a CPU affinity, a thread limit and a cgroup apply to.
+func (c ResolvedClient) Constrained() bool {
+	return c.GOMAXPROCS > 0 || c.CPUs != "" || c.CPUSpeed > 0
+}
 
 // Keep records what the workload measured.
 func (r *Result) Keep(m Measurement) {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/dbrig/dbrig/internal/study"
@@ -27,7 +28,30 @@ type analysis struct {
 func key(exp, cost, net, facet string) string { return exp + "|" + cost + "|" + net + "|" + facet }
 
 func baseKey(s *study.Summary) string {
-	return key(s.Params.String("experiment"), s.Params.String("client_cost"), study.LinkOf(s.Results[0]).Profile, "")
+	return key(expKey(s), s.Params.String("client_cost"), study.LinkOf(s.Results[0]).Profile, "")
+}
+
+// expKey is a combination's experiment as the analysis files it: on a
+// server or with a client capped at a cpu_speed, the experiment at that
+// speed ("server-loop@0.5", "cursor-messages@client0.5"), so that every other finding reads the uncapped
+// points alone and the speed is no facet of theirs.
+func expKey(s *study.Summary) string {
+	exp := s.Params.String("experiment")
+	if speed := s.Results[0].Instance().CPUSpeed; speed > 0 {
+		exp = atSpeed(exp, speed)
+	}
+	if speed := s.Results[0].Client.CPUSpeed; speed > 0 {
+		exp = atClientSpeed(exp, speed)
+	}
+	return exp
+}
+
+func atSpeed(exp string, speed float64) string {
+	return exp + "@" + strconv.FormatFloat(speed, 'g', -1, 64)
+}
+
+func atClientSpeed(exp string, speed float64) string {
+	return exp + "@client" + strconv.FormatFloat(speed, 'g', -1, 64)
 }
 
 func newAnalysis(rd *study.RunData) *analysis {
@@ -36,7 +60,7 @@ func newAnalysis(rd *study.RunData) *analysis {
 	rank := map[string]float64{}
 	for _, s := range rd.Summaries {
 		l := study.LinkOf(s.Results[len(s.Results)-1])
-		a.sums[key(s.Params.String("experiment"), s.Params.String("client_cost"), l.Profile, a.facetOf(s))] = s
+		a.sums[key(expKey(s), s.Params.String("client_cost"), l.Profile, a.facetOf(s))] = s
 		if _, ok := rank[l.Profile]; !ok {
 			rank[l.Profile] = rbar.SpeedRank(l)
 			a.links = append(a.links, l.Profile)

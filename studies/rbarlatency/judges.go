@@ -41,6 +41,7 @@ func Judges() map[string]study.Judge {
 		"slow-client":        judge((*analysis).judgeSlowClient),
 		"wide-rows-1g":       judge((*analysis).judgeWide1G),
 		"wide-rows-consumer": judge((*analysis).judgeWideConsumer),
+		"vm-penalty":         judge((*analysis).judgeProcessorSpeed),
 	}
 }
 
@@ -151,7 +152,22 @@ func (a *analysis) judgeRoundTrip(f *report.Finding, _ study.Published) {
 	}
 }
 
-func (a *analysis) judgeSlowClient(f *report.Finding, _ study.Published) {
+func (a *analysis) judgeSlowClient(f *report.Finding, p study.Published) {
+	speed, bySpeed := a.clientSpeedRatio()
+	if bySpeed {
+		defer func() { a.judgeSlowClientSpeed(f, speed, a.linkEffect()) }()
+	}
+	a.judgeSlowClientCost(f, p)
+}
+
+// linkEffect is the change in cursor-messages' time per row from lan-1g to
+// infiniband (NaN when either is missing).
+func (a *analysis) linkEffect() float64 {
+	tf, tfi := a.mean("cursor-messages", fast, "lan-1g", "us_per_row"), a.mean("cursor-messages", fast, "infiniband", "us_per_row")
+	return study.Change(tfi, tf)
+}
+
+func (a *analysis) judgeSlowClientCost(f *report.Finding, _ study.Published) {
 	slow := a.slowCost()
 	if slow == "" {
 		f.Why = "This run has no slow client (client_cost)."

@@ -40,7 +40,7 @@
 // are the only ones that log in: no root (mariadb-install-db makes one that
 // logs in through the socket without a password, and dbrig drops it), no
 // anonymous account. mariadbd is started through engine.StartWith, so it
-// inherits its CPU set and memory cgroup from its first instruction and is
+// inherits its CPU set and cgroup (memory, CPU time) from its first instruction and is
 // killed by the kernel if dbrig dies; [RemoveStale] clears the directories
 // a killed dbrig leaves. data_dir and wal_dir (innodb_log_group_home_dir)
 // put the data and the redo log in directories of dbrig's own elsewhere.

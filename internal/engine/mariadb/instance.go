@@ -180,10 +180,10 @@ func (e *Engine) StartInstance(ctx context.Context, cfg engine.InstanceConfig, o
 	if err := i.makeDirs(cfg); err != nil {
 		return nil, err
 	}
-	if cfg.Memory > 0 {
-		cg, err := engine.NewMemoryCgroup(filepath.Base(dir), cfg.Memory)
+	if limits := cfg.Limits(); limits.Any() {
+		cg, err := engine.NewCgroup(filepath.Base(dir), limits)
 		if err != nil {
-			return nil, fmt.Errorf("memory cap of %d bytes: %w", cfg.Memory, err)
+			return nil, fmt.Errorf("memory and CPU caps: %w", err)
 		}
 		i.cgroup = cg
 	}
@@ -610,7 +610,7 @@ func (i *Instance) Socket() string { return i.socket }
 // LogPath is the server's error log.
 func (i *Instance) LogPath() string { return i.logPath }
 
-// Cgroup is the memory cgroup the server runs in (nil without a cap).
+// Cgroup is the cgroup capping the server's memory and CPU time (nil without a cap).
 func (i *Instance) Cgroup() *engine.Cgroup { return i.cgroup }
 
 // PID is mariadbd's process id (0 before it started).
@@ -840,7 +840,7 @@ func (i *Instance) restart(ctx context.Context, settings map[string]string) erro
 }
 
 // Stop shuts the server down (SIGTERM, then SIGKILL of its process group
-// after 30 s), removes its memory cgroup and its directories unless Keep
+// after 30 s), removes its cgroup and its directories unless Keep
 // was set. It is safe to call more than once and from several goroutines.
 func (i *Instance) Stop(ctx context.Context) error {
 	i.stopOnce.Do(func() { i.stopErr = i.stop() })

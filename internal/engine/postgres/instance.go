@@ -169,10 +169,10 @@ func Start(ctx context.Context, opts Options) (inst *Instance, err error) {
 		}
 		i.walDir = wal
 	}
-	if opts.Memory > 0 {
-		cg, err := engine.NewMemoryCgroup(filepath.Base(dir), opts.Memory)
+	if limits := opts.Limits(); limits.Any() {
+		cg, err := engine.NewCgroup(filepath.Base(dir), limits)
 		if err != nil {
-			return nil, fmt.Errorf("memory: %w", err)
+			return nil, fmt.Errorf("memory and CPU caps: %w", err)
 		}
 		proc.Cgroup = cg
 	}
@@ -455,7 +455,7 @@ func (i *Instance) PID() int {
 	return i.cmd.Process.Pid
 }
 
-// Cgroup is the memory cgroup capping the server, or nil.
+// Cgroup is the cgroup capping the server's memory and CPU time, or nil.
 func (i *Instance) Cgroup() *engine.Cgroup { return i.proc.Cgroup }
 
 // Conn is the superuser's login over loopback TCP to database db.

@@ -9,9 +9,9 @@ import (
 
 // The model of seed 004, per experiment:
 //
-//	server-loop, server-cursor:  t = rows × s_server + RTT
-//	client-row-by-row:           t_row = RTT + s_row + request/response bytes × 8 / rate
-//	client-stream, wide-rows:    throughput = min(rate, window / RTT, consumer rate)
+//	server-loop, server-cursor:  t = rows × s_server / speed + RTT
+//	client-row-by-row:           t_row = RTT + s_row / client speed + request/response bytes × 8 / rate
+//	client-stream, wide-rows:    throughput = min(rate, window / RTT, consumer rate × client speed)
 //	                             t = bytes × 8 / throughput + RTT
 //
 // The per-row costs and the consumer rate are fitted on the fastest path
@@ -21,7 +21,14 @@ import (
 // direct loopback TCP (else the smallest RTT), since the TCP stack's own
 // per-message cost is part of every network path; points on the unix
 // socket are their own reference. The server-side experiments are fitted
-// on the same row count, since their fixed costs do not scale with rows.
+// on the same row count, since their fixed costs do not scale with rows,
+// and run on one backend, bound by its CPU: at a cpu_speed (a CFS quota of
+// that many cores' worth) a row takes 1/speed of its time at a whole core,
+// so a capped point is predicted from its reference at another speed. The
+// client's speed likewise divides its per-row cost in row-by-row work and
+// multiplies its consumer rate in a stream: the whole per-row cost fitted
+// on the reference is taken for the client's, an upper bound where the
+// server's share of it does not slow down with the client.
 
 // roundTripBytes are the protocol bytes of one row-by-row exchange on the
 // wire (request and response of a FETCH or a prepared SELECT), for the
@@ -123,21 +130,23 @@ func Model(r workload.Result, all []workload.Result) workload.Prediction {
 	}
 	switch r.Params.String("experiment") {
 	case "server-loop", "server-cursor":
-		s := (meanMetric(ref, "seconds") - refRTT) / meanMetric(ref, "rows")
-		t := rows*s + rtt
+		s := (meanMetric(ref, "seconds") - refRTT) / meanMetric(ref, "rows") * ServerSpeed(ref[0])
+		speed := ServerSpeed(r)
+		t := rows*s/speed + rtt
 		return workload.Prediction{
 			Metrics: map[string]float64{"seconds": t, "us_per_row": t / rows * 1e6},
-			Formula: fmt.Sprintf("t = rows × %.3g µs + RTT%s", s*1e6, fit),
+			Formula: fmt.Sprintf("t = rows × %.3g µs%s + RTT%s", s*1e6, speedTerm(speed, ServerSpeed(ref[0]), "server"), fit),
 		}
 	case "client-row-by-row":
-		s := meanMetric(ref, "us_per_row")*1e-6 - refRTT - serialization(refLink)
-		perRow := rtt + s + serialization(l)
+		s := (meanMetric(ref, "us_per_row")*1e-6 - refRTT - serialization(refLink)) * ClientSpeed(ref[0])
+		speed := ClientSpeed(r)
+		perRow := rtt + s/speed + serialization(l)
 		return workload.Prediction{
 			Metrics: map[string]float64{"us_per_row": perRow * 1e6, "rows_per_s": 1 / perRow},
-			Formula: fmt.Sprintf("t/row = RTT + %.3g µs%s", s*1e6, fit),
+			Formula: fmt.Sprintf("t/row = RTT + %.3g µs%s%s", s*1e6, speedTerm(speed, ClientSpeed(ref[0]), "client"), fit),
 		}
 	case "client-stream", "wide-rows", "cursor-messages":
-		consumer := meanMetric(ref, "throughput_bps")
+		consumer := meanMetric(ref, "throughput_bps") / ClientSpeed(ref[0]) * ClientSpeed(r)
 		rate, limit := consumer, "the client's consumer rate"
 		if l.RateBitsPerS > 0 && l.RateBitsPerS < rate {
 			rate, limit = l.RateBitsPerS, "the link's rate"
@@ -162,4 +171,33 @@ func serialization(l workload.LinkResult) float64 {
 		return 0
 	}
 	return roundTripBytes * 8 / l.RateBitsPerS
+}
+
+// speedTerm is the formula's division by a capped speed, shown where the
+// point or its reference ran capped.
+func speedTerm(speed, refSpeed float64, whose string) string {
+	if speed == 1 && refSpeed == 1 {
+		return ""
+	}
+	return fmt.Sprintf(" / %s cpu_speed %g", whose, speed)
+}
+
+// ClientSpeed is the cores' worth of CPU time the point's client had: its
+// cpu_speed, and a whole core when uncapped or capped above one (the
+// study's client consumes rows on one thread).
+func ClientSpeed(r workload.Result) float64 {
+	if s := r.Client.CPUSpeed; s > 0 && s < 1 {
+		return s
+	}
+	return 1
+}
+
+// ServerSpeed is the cores' worth of CPU time the point's server gave the
+// one backend that runs a server-side loop: its cpu_speed, and a whole core
+// when uncapped or capped above one (one backend uses one core at most).
+func ServerSpeed(r workload.Result) float64 {
+	if s := r.Instance().CPUSpeed; s > 0 && s < 1 {
+		return s
+	}
+	return 1
 }

@@ -92,3 +92,71 @@ func TestModelFitsEachEngineApart(t *testing.T) {
 		}
 	}
 }
+
+// atSpeed puts a hand-made result on a server capped at a cpu_speed.
+func atSpeed(r workload.Result, speed float64) workload.Result {
+	r.Instances = []engine.InstanceConfig{{Name: "db", Engine: "postgres", CPUSpeed: speed}}
+	return r
+}
+
+// A server-side loop's time per row follows 1/speed: half a core's CPU
+// time doubles it, from a reference at any speed.
+func TestServerSideTimeFollowsTheServersSpeed(t *testing.T) {
+	uncapped := atSpeed(result("loop unix", "server-loop", unix, map[string]float64{"seconds": 1.0, "rows": 1e7}), 0)
+	tests := []struct {
+		name    string
+		history []workload.Result
+		speed   float64
+		want    float64
+	}{
+		{"a whole core as uncapped", []workload.Result{uncapped}, 1, 1.0},
+		{"half a core doubles it", []workload.Result{uncapped}, 0.5, 2.0},
+		{"a quarter from a half", []workload.Result{atSpeed(result("loop unix half", "server-loop", unix, map[string]float64{"seconds": 2.0, "rows": 1e7}), 0.5)}, 0.25, 4.0},
+		{"two cores are one backend's one", []workload.Result{uncapped}, 2, 1.0},
+	}
+	for _, tt := range tests {
+		r := atSpeed(result("loop unix at speed", "server-loop", unix, map[string]float64{"seconds": 9, "rows": 1e7}), tt.speed)
+		p := Model(r, tt.history)
+		if got := p.Metrics["seconds"]; math.Abs(got-tt.want) > 1e-9 {
+			t.Errorf("%s: predicted %v s at cpu_speed %g, want %v; formula %q", tt.name, got, tt.speed, tt.want, p.Formula)
+		}
+	}
+}
+
+// withClientSpeed caps a hand-made result's client at a cpu_speed.
+func withClientSpeed(r workload.Result, speed float64) workload.Result {
+	r.Client.CPUSpeed = speed
+	return r
+}
+
+// The client's speed divides its per-row cost in row-by-row work and
+// multiplies its consumer rate in a stream.
+func TestClientSideWorkFollowsTheClientsSpeed(t *testing.T) {
+	history := []workload.Result{
+		result("rbr direct", "client-row-by-row", direct, map[string]float64{"us_per_row": 20, "rows": 1000}),
+		result("stream direct", "client-stream", direct, map[string]float64{"throughput_bps": 2e9, "wire_bytes": 1e8, "seconds": 0.4, "rows": 1e6}),
+	}
+	tests := []struct {
+		name   string
+		r      workload.Result
+		metric string
+		want   float64
+	}{
+		{"row by row at half speed pays twice the per-row cost", withClientSpeed(result("rbr lan half", "client-row-by-row", lan1g, map[string]float64{"us_per_row": 250, "rows": 100}), 0.5),
+			"us_per_row", 200 + 40 + roundTripBytes*8/1e9*1e6},
+		{"a stream on the socket at half speed absorbs half the rate", withClientSpeed(result("stream direct half", "client-stream", direct, map[string]float64{"wire_bytes": 1e8, "rows": 1e6}), 0.5),
+			"seconds", 1e8 * 8 / 1e9},
+		{"a stream over 1 Gbit/s at half speed is still rate bound", withClientSpeed(result("stream lan half", "client-stream", lan1g, map[string]float64{"wire_bytes": 1e8, "rows": 1e6}), 0.5),
+			"seconds", 1e8*8/1e9 + 200e-6},
+		{"a whole core is the uncapped client", withClientSpeed(result("rbr lan whole", "client-row-by-row", lan1g, map[string]float64{"us_per_row": 250, "rows": 100}), 1),
+			"us_per_row", 200 + 20 + roundTripBytes*8/1e9*1e6},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := Model(tt.r, history)
+			if got := p.Metrics[tt.metric]; math.Abs(got-tt.want)/tt.want > 1e-9 {
+				t.Errorf("%s = %v, want %v; formula %q", tt.metric, got, tt.want, p.Formula)
+			}
+		})
+	}
+}
