@@ -138,11 +138,17 @@ func NewMemoryCgroup(name string, limit int64) (*Cgroup, error) {
 }
 
 // NewCgroup makes a cgroup named name under dbrig's own cgroup with the
-// given limits. Nothing is left behind when it fails.
+// given limits. Nothing is left behind when it fails. The directory's name
+// ends with this process's id (name.pidN), so that RemoveStaleCgroups
+// knows a killed dbrig's from a running one's.
 func NewCgroup(name string, l Limits) (*Cgroup, error) {
 	if err := l.check(); err != nil {
 		return nil, err
 	}
+	// A killed dbrig's empty cgroups go first, so that they do not pile up
+	// beside the ones of runs that ended well.
+	RemoveStaleCgroups()
+	name = fmt.Sprintf("%s%s%d", name, ownerMark, os.Getpid())
 	cs := l.controllers()
 	if parent, ok := v2Parent(cs...); ok {
 		return newV2(filepath.Join(parent, name), parent, l)
@@ -184,6 +190,59 @@ func newV2(path, parent string, l Limits) (*Cgroup, error) {
 	}
 	cg.fd = fd
 	return cg, nil
+}
+
+// ownerMark separates a cgroup's name from the id of the dbrig that made it.
+const ownerMark = ".pid"
+
+// RemoveStaleCgroups removes the empty cgroups a killed dbrig left under
+// this process's cgroups: those whose name ends with the id of a process
+// that no longer runs (the kernel stopped their servers with dbrig, see
+// Start, but a cgroup outlives its processes). A cgroup still holding a
+// process is never removed (the kernel refuses), nor one of a running
+// dbrig. It returns the directories removed.
+func RemoveStaleCgroups() (removed []string) {
+	var parents []string
+	if dir, ok := v2Parent(); ok {
+		parents = append(parents, dir)
+	}
+	for c := range v1Probe {
+		if dir, ok := v1Parent(c); ok {
+			parents = append(parents, dir)
+		}
+	}
+	for _, parent := range parents {
+		entries, err := os.ReadDir(parent)
+		if err != nil {
+			continue
+		}
+		for _, e := range entries {
+			if pid, ok := cgroupOwner(e.Name()); e.IsDir() && ok && !processRuns(pid) {
+				if dir := filepath.Join(parent, e.Name()); os.Remove(dir) == nil {
+					removed = append(removed, dir)
+				}
+			}
+		}
+	}
+	return removed
+}
+
+// cgroupOwner reads the owner's id from a cgroup name dbrig made.
+func cgroupOwner(name string) (int, bool) {
+	if !strings.HasPrefix(name, "dbrig-") {
+		return 0, false
+	}
+	i := strings.LastIndex(name, ownerMark)
+	if i < 0 {
+		return 0, false
+	}
+	pid, err := strconv.Atoi(name[i+len(ownerMark):])
+	return pid, err == nil && pid > 0
+}
+
+func processRuns(pid int) bool {
+	err := unix.Kill(pid, 0)
+	return err == nil || errors.Is(err, unix.EPERM)
 }
 
 // write makes each (file, value) write in dir, in order.

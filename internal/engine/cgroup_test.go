@@ -97,3 +97,37 @@ func TestCPUCgroupCapsASpinningProcess(t *testing.T) {
 	}
 	t.Logf("CPU %v in %v", cpu, wall)
 }
+
+// TestStaleCgroupsOfAKilledDbrigGo makes the empty cgroups a killed dbrig
+// would leave (named after a process that no longer runs) beside one of
+// this process and one not named by dbrig, and checks only the first goes.
+func TestStaleCgroupsOfAKilledDbrigGo(t *testing.T) {
+	t.Parallel()
+	parent, ok := v1Parent("cpu")
+	if !ok {
+		t.Skip("no writable cgroup v1 cpu hierarchy")
+	}
+	gone := exec.Command("true")
+	if err := gone.Run(); err != nil {
+		t.Fatal(err)
+	}
+	tag := fmt.Sprintf("%d-%d", os.Getpid(), time.Now().UnixNano())
+	stale := filepath.Join(parent, fmt.Sprintf("dbrig-test-stale-%s%s%d", tag, ownerMark, gone.Process.Pid))
+	live := filepath.Join(parent, fmt.Sprintf("dbrig-test-live-%s%s%d", tag, ownerMark, os.Getpid()))
+	foreign := filepath.Join(parent, fmt.Sprintf("other-test-%s%s%d", tag, ownerMark, gone.Process.Pid))
+	for _, d := range []string{stale, live, foreign} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = os.Remove(d) })
+	}
+	removed := RemoveStaleCgroups()
+	if !slices.Contains(removed, stale) {
+		t.Errorf("the stale cgroup %s was not removed (removed %v)", stale, removed)
+	}
+	for _, d := range []string{live, foreign} {
+		if _, err := os.Stat(d); err != nil {
+			t.Errorf("%s, not a killed dbrig's, was removed: %v", d, err)
+		}
+	}
+}
