@@ -37,6 +37,16 @@ func DeviceOf(path string) (Device, error) {
 	return Device{Name: filepath.Base(target)}, nil
 }
 
+// MajorMinor is the device's number as the kernel's cgroup files name it
+// ("7:3").
+func (d Device) MajorMinor() (string, error) {
+	b, err := os.ReadFile(d.sysfs("dev"))
+	if err != nil {
+		return "", fmt.Errorf("the device number of %s: %w", d.Path(), err)
+	}
+	return strings.TrimSpace(string(b)), nil
+}
+
 // ReadAheadKB is the device's read-ahead: how far past a read the kernel
 // reads a file on it sequentially, in KiB (/sys/block/NAME/queue/read_ahead_kb).
 func (d Device) ReadAheadKB() (int, error) {

@@ -350,6 +350,12 @@ func instanceRows(rd *RunData) [][2]string {
 			if in.WALDir != "" {
 				add(in.Name, "wal_dir", in.WALDir)
 			}
+			if in.DataDisk != "" {
+				add(in.Name, "data_disk", diskLabel(rd, in.DataDisk))
+			}
+			if in.WALDisk != "" {
+				add(in.Name, "wal_disk", diskLabel(rd, in.WALDisk))
+			}
 			for _, k := range slices.Sorted(maps.Keys(in.Settings)) {
 				add(in.Name, k, ranSetting(rd, in, k))
 			}
@@ -488,4 +494,14 @@ func monitorSection(rd *RunData) (report.Section, bool) {
 		text += " Samples that could not be taken: " + strings.Join(missed, "; ") + "."
 	}
 	return report.Section{Title: "Servers while the points ran", Text: text, Tables: []report.Table{t}}, true
+}
+
+// diskLabel names an emulated disk with the rates the run recorded for it.
+func diskLabel(rd *RunData, name string) string {
+	for _, d := range rd.Environment.Disks {
+		if d.Name == name {
+			return d.Profile.String()
+		}
+	}
+	return name
 }

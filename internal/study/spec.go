@@ -97,6 +97,12 @@ type InstanceSpec struct {
 	// DataDir and WALDir are where the data and the WAL (or redo log) live.
 	DataDir string `toml:"data_dir"`
 	WALDir  string `toml:"wal_dir"`
+	// Disk, DataDisk and WALDisk are emulated disks by profile
+	// (blockdev.Profiles; "none" for the machine's own): Disk holds the data
+	// and the WAL together, DataDisk the data, WALDisk a WAL of its own.
+	Disk     string `toml:"disk"`
+	DataDisk string `toml:"data_disk"`
+	WALDisk  string `toml:"wal_disk"`
 	// Settings are the server's own settings; a sub-table named after an
 	// engine ([instance.settings.mariadb]) holds that engine's only.
 	Settings map[string]any `toml:"settings"`
