@@ -205,3 +205,14 @@ func TestOtherProcessesLoadIsNotTheConfiguration(t *testing.T) {
 		t.Errorf("CPUs to spare: %s (%s)", f.Verdict, f.Why)
 	}
 }
+
+// TestReportOfARunStoppedBeforeItsFirstPoint: a run interrupted before
+// any point finished still gets its report (it panicked on the missing
+// point's memory figure).
+func TestReportOfARunStoppedBeforeItsFirstPoint(t *testing.T) {
+	t.Parallel()
+	s := twoCoresSection(analyze(runOf()))
+	if !strings.Contains(s.Text, "This machine has 2 CPUs") {
+		t.Errorf("the section reads %q", s.Text)
+	}
+}
