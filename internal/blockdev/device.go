@@ -169,3 +169,22 @@ func (s Stats) QueueDepth(seconds float64) float64 {
 	}
 	return float64(s.WeightedMS) / 1000 / seconds
 }
+
+// MountPoint is the directory where the file system holding path is
+// mounted: the highest directory above path on the same device.
+func MountPoint(path string) (string, error) {
+	var st unix.Stat_t
+	if err := unix.Stat(path, &st); err != nil {
+		return "", fmt.Errorf("stat %s: %w", path, err)
+	}
+	dir := filepath.Clean(path)
+	for dir != "/" {
+		parent := filepath.Dir(dir)
+		var pst unix.Stat_t
+		if err := unix.Stat(parent, &pst); err != nil || pst.Dev != st.Dev {
+			break
+		}
+		dir = parent
+	}
+	return dir, nil
+}

@@ -30,10 +30,11 @@ type Disks struct {
 }
 
 // MakeDisks makes the loop devices cfg's disk profiles ask for, each in
-// the directory cfg names for what it holds (else os.TempDir()), owned by
-// the server's account, and returns cfg with DataDir and WALDir moved onto
-// them. A cfg without a disk profile comes back unchanged, with no Disks.
-func MakeDisks(ctx context.Context, cfg InstanceConfig, user ServerUser) (_ *Disks, _ InstanceConfig, err error) {
+// the directory cfg names for what it holds (else base, else
+// os.TempDir()), owned by the server's account, and returns cfg with
+// DataDir and WALDir moved onto them. A cfg without a disk profile comes
+// back unchanged, with no Disks.
+func MakeDisks(ctx context.Context, cfg InstanceConfig, base string, user ServerUser) (_ *Disks, _ InstanceConfig, err error) {
 	if cfg.DataDisk == "" && cfg.WALDisk == "" {
 		return nil, cfg, nil
 	}
@@ -56,7 +57,11 @@ func MakeDisks(ctx context.Context, cfg InstanceConfig, user ServerUser) (_ *Dis
 		if disk.profile == "" {
 			continue
 		}
-		mount, err := d.add(ctx, disk.profile, *disk.dir, user)
+		dir := *disk.dir
+		if dir == "" {
+			dir = base
+		}
+		mount, err := d.add(ctx, disk.profile, dir, user)
 		if err != nil {
 			return nil, cfg, err
 		}

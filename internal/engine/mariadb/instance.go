@@ -130,7 +130,7 @@ func (e *Engine) StartInstance(ctx context.Context, cfg engine.InstanceConfig, o
 	if err != nil {
 		return nil, wrapStart(name, err)
 	}
-	disks, cfg, err := engine.MakeDisks(ctx, cfg, user)
+	disks, cfg, err := engine.MakeDisks(ctx, cfg, opts.BaseDir, user)
 	if err != nil {
 		return nil, wrapStart(name, err)
 	}

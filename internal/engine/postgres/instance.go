@@ -111,7 +111,7 @@ func Start(ctx context.Context, opts Options) (inst *Instance, err error) {
 	if err != nil {
 		return nil, wrap(err)
 	}
-	disks, cfg, err := engine.MakeDisks(ctx, opts.InstanceConfig, user)
+	disks, cfg, err := engine.MakeDisks(ctx, opts.InstanceConfig, opts.BaseDir, user)
 	if err != nil {
 		return nil, wrap(err)
 	}
