@@ -28,11 +28,21 @@ func TestDiskProfilesOfAnInstance(t *testing.T) {
 	if fmt.Sprint(got) != "[san-2009/ san-2009/sata-hdd]" {
 		t.Errorf("data/WAL disks = %v, want the WAL on the data's disk, then on a disk of its own", got)
 	}
-	one := strings.Replace(goodSpec, `engine = "postgres"`, "engine = \"postgres\"\ndisk = \"nvme\"", 1)
-	if s, err := Parse("demo.toml", []byte(one), reg); err != nil {
-		t.Error(err)
-	} else if p, err := s.Plan(""); err != nil || p.Combos[0].Instances[0].DataDisk != "nvme" || p.Combos[0].Instances[0].WALDisk != "" {
-		t.Errorf("disk = nvme: %v, %+v", err, p.Combos[0].Instances[0])
+	// disk is every disk of the instance: the WAL shares the data's unless
+	// wal_dir puts it apart, on a disk of its own.
+	for _, tt := range []struct{ walDir, wantWAL string }{{"", ""}, {t.TempDir(), "nvme"}} {
+		one := strings.Replace(goodSpec, `engine = "postgres"`, fmt.Sprintf("engine = \"postgres\"\ndisk = \"nvme\"\nwal_dir = %q", tt.walDir), 1)
+		s, err := Parse("demo.toml", []byte(one), reg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := s.Plan("")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if in := p.Combos[0].Instances[0]; in.DataDisk != "nvme" || in.WALDisk != tt.wantWAL {
+			t.Errorf("disk = nvme, wal_dir = %q: data on %q, WAL on %q, want nvme and %q", tt.walDir, in.DataDisk, in.WALDisk, tt.wantWAL)
+		}
 	}
 }
 

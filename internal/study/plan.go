@@ -754,7 +754,7 @@ func (s *Spec) resolveInstance(i int, in InstanceSpec, subst func(string, any) a
 		return r
 	}
 	dataDir, walDir := dir("data_dir", in.DataDir), dir("wal_dir", in.WALDir)
-	dataDisk, walDisk := s.resolveDisks(key, in, subst, fail)
+	dataDisk, walDisk := s.resolveDisks(key, in, walDir != "", subst, fail)
 
 	var out []resolvedInstance
 	for n := range count {
@@ -774,9 +774,11 @@ func (s *Spec) resolveInstance(i int, in InstanceSpec, subst func(string, any) a
 	return out, errs
 }
 
-// resolveDisks reads an instance's emulated disks: disk (data and WAL on
-// one device) or data_disk, and wal_disk; "none" is the machine's own.
-func (s *Spec) resolveDisks(key string, in InstanceSpec, subst func(string, any) any, fail func(string, error)) (data, wal string) {
+// resolveDisks reads an instance's emulated disks: disk (every disk its
+// files are on: the data's, with the WAL on it unless wal_dir puts the WAL
+// on a disk of its own) or data_disk, and wal_disk; "none" is the
+// machine's own.
+func (s *Spec) resolveDisks(key string, in InstanceSpec, walApart bool, subst func(string, any) any, fail func(string, error)) (data, wal string) {
 	profile := func(attr, val string) string {
 		if val == "" {
 			return ""
@@ -794,11 +796,15 @@ func (s *Spec) resolveDisks(key string, in InstanceSpec, subst func(string, any)
 	if in.Disk != "" && in.DataDisk != "" {
 		fail(key+".data_disk", errors.New("disk already names the data's disk (disk holds the data and the WAL; data_disk the data alone)"))
 	}
-	data = profile("disk", in.Disk)
+	every := profile("disk", in.Disk)
+	data = every
 	if in.DataDisk != "" {
 		data = profile("data_disk", in.DataDisk)
 	}
 	wal = profile("wal_disk", in.WALDisk)
+	if in.WALDisk == "" && walApart {
+		wal = every
+	}
 	return data, wal
 }
 

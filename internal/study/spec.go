@@ -98,8 +98,9 @@ type InstanceSpec struct {
 	DataDir string `toml:"data_dir"`
 	WALDir  string `toml:"wal_dir"`
 	// Disk, DataDisk and WALDisk are emulated disks by profile
-	// (blockdev.Profiles; "none" for the machine's own): Disk holds the data
-	// and the WAL together, DataDisk the data, WALDisk a WAL of its own.
+	// (blockdev.Profiles; "none" for the machine's own): Disk is every
+	// disk the instance's files are on (the data's, and the WAL's own when
+	// WALDir puts the WAL apart), DataDisk the data's, WALDisk the WAL's.
 	Disk     string `toml:"disk"`
 	DataDisk string `toml:"data_disk"`
 	WALDisk  string `toml:"wal_disk"`
