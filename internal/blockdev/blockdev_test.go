@@ -223,3 +223,23 @@ func TestRemoveStale(t *testing.T) {
 		t.Errorf("the live run's loop was removed")
 	}
 }
+
+func TestDiskProfiles(t *testing.T) {
+	t.Parallel()
+	san, err := LookupProfile("san-2009")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if san.ReadBPS != 200e6 || san.ReadIOPS != 5000 {
+		t.Errorf("san-2009 = %+v, want seed 002's 200 MB/s and 5,000 IOPS", san)
+	}
+	if got := san.String(); got != "san-2009: read 200 MB/s, 5000 IOPS; write 200 MB/s, 5000 IOPS" {
+		t.Errorf("san-2009 reads %q", got)
+	}
+	if nvme, err := LookupProfile("nvme"); err != nil || !nvme.Unlimited() || nvme.String() != "nvme: unthrottled" {
+		t.Errorf("nvme = %+v, %v", nvme, err)
+	}
+	if _, err := LookupProfile("floppy"); err == nil || !strings.Contains(err.Error(), "san-2009, sata-hdd, nvme") {
+		t.Errorf("an unknown profile: %v", err)
+	}
+}

@@ -37,6 +37,16 @@ func DeviceOf(path string) (Device, error) {
 	return Device{Name: filepath.Base(target)}, nil
 }
 
+// MajorMinor is the device's number as the kernel's cgroup files name it
+// ("7:3").
+func (d Device) MajorMinor() (string, error) {
+	b, err := os.ReadFile(d.sysfs("dev"))
+	if err != nil {
+		return "", fmt.Errorf("the device number of %s: %w", d.Path(), err)
+	}
+	return strings.TrimSpace(string(b)), nil
+}
+
 // ReadAheadKB is the device's read-ahead: how far past a read the kernel
 // reads a file on it sequentially, in KiB (/sys/block/NAME/queue/read_ahead_kb).
 func (d Device) ReadAheadKB() (int, error) {
@@ -158,4 +168,23 @@ func (s Stats) QueueDepth(seconds float64) float64 {
 		return 0
 	}
 	return float64(s.WeightedMS) / 1000 / seconds
+}
+
+// MountPoint is the directory where the file system holding path is
+// mounted: the highest directory above path on the same device.
+func MountPoint(path string) (string, error) {
+	var st unix.Stat_t
+	if err := unix.Stat(path, &st); err != nil {
+		return "", fmt.Errorf("stat %s: %w", path, err)
+	}
+	dir := filepath.Clean(path)
+	for dir != "/" {
+		parent := filepath.Dir(dir)
+		var pst unix.Stat_t
+		if err := unix.Stat(parent, &pst); err != nil || pst.Dev != st.Dev {
+			break
+		}
+		dir = parent
+	}
+	return dir, nil
 }

@@ -86,6 +86,14 @@ type InstanceConfig struct {
 	// WALDir is the directory under which its write-ahead log (PostgreSQL)
 	// or redo log (MariaDB) is made ("" = inside the data directory).
 	WALDir string `json:"wal_dir,omitempty"`
+	// DataDisk is the disk profile (blockdev.LookupProfile) of an emulated
+	// disk that holds the data directory, and the WAL unless WALDisk or
+	// WALDir puts it elsewhere: a dbrig loop device made in DataDir (or the
+	// run's base directory), throttled for this server alone.
+	DataDisk string `json:"data_disk,omitempty"`
+	// WALDisk is the disk profile of an emulated disk of the WAL's own,
+	// made in WALDir (or the run's base directory).
+	WALDisk string `json:"wal_disk,omitempty"`
 	// Target, when set, is the name of the user's server that stands in for
 	// this instance (`--target NAME=URI`): dbrig starts nothing for it.
 	Target string `json:"target,omitempty"`
@@ -97,11 +105,9 @@ type InstanceConfig struct {
 // new instance.
 func (c InstanceConfig) SameServer(o InstanceConfig) bool {
 	return c.Name == o.Name && c.Engine == o.Engine && c.Site == o.Site && c.CPUs == o.CPUs &&
-		c.Memory == o.Memory && c.CPUSpeed == o.CPUSpeed && c.DataDir == o.DataDir && c.WALDir == o.WALDir && c.Target == o.Target
+		c.Memory == o.Memory && c.CPUSpeed == o.CPUSpeed && c.DataDir == o.DataDir && c.WALDir == o.WALDir && c.Target == o.Target &&
+		c.DataDisk == o.DataDisk && c.WALDisk == o.WALDisk
 }
-
-// Limits are the cgroup limits the server runs under (zero when none).
-func (c InstanceConfig) Limits() Limits { return Limits{Memory: c.Memory, CPU: c.CPUSpeed} }
 
 // Equal reports whether two configurations are the same in every attribute.
 func (c InstanceConfig) Equal(o InstanceConfig) bool {

@@ -11,6 +11,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/dbrig/dbrig/internal/blockdev"
+	"github.com/dbrig/dbrig/internal/engine"
 )
 
 // Environment describes the machine and software a run measured, for the
@@ -28,11 +31,43 @@ type Environment struct {
 	LoadAverage    string            `json:"load_average"`
 	Servers        map[string]string `json:"servers"` // engine -> version
 	// Targets are the user's servers the run measured.
-	Targets      []TargetEnvironment `json:"targets,omitempty"`
-	DbrigVersion string              `json:"dbrig_version"`
-	DbrigCommit  string              `json:"dbrig_commit,omitempty"`
-	GoVersion    string              `json:"go_version"`
-	Captured     time.Time           `json:"captured"`
+	Targets []TargetEnvironment `json:"targets,omitempty"`
+	// Disks are the emulated disks the run's instances used: each profile's
+	// rates as this dbrig set them, and how the machine throttles them.
+	Disks        []DiskEnvironment `json:"disks,omitempty"`
+	DbrigVersion string            `json:"dbrig_version"`
+	DbrigCommit  string            `json:"dbrig_commit,omitempty"`
+	GoVersion    string            `json:"go_version"`
+	Captured     time.Time         `json:"captured"`
+}
+
+// DiskEnvironment is an emulated disk profile a run used.
+type DiskEnvironment struct {
+	blockdev.Profile
+	// Throttle is how this machine throttles it ("cgroup v1 blkio"), or
+	// why it cannot (the points on it were skipped).
+	Throttle string `json:"throttle"`
+}
+
+// diskEnvironment lists the disk profiles a plan's instances use.
+func diskEnvironment(p *Plan) []DiskEnvironment {
+	throttle, err := engine.CgroupSupport("blkio")
+	if err != nil {
+		throttle = err.Error()
+	}
+	var out []DiskEnvironment
+	seen := map[string]bool{}
+	for _, c := range p.Combos {
+		for _, in := range c.Instances {
+			for _, name := range []string{in.DataDisk, in.WALDisk} {
+				if pr, err := blockdev.LookupProfile(name); err == nil && !seen[name] {
+					seen[name] = true
+					out = append(out, DiskEnvironment{Profile: pr, Throttle: throttle})
+				}
+			}
+		}
+	}
+	return out
 }
 
 // TargetEnvironment is a user's server that stood in for an instance: its

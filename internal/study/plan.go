@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/dbrig/dbrig/internal/blockdev"
 	"github.com/dbrig/dbrig/internal/engine"
 	"github.com/dbrig/dbrig/internal/link"
 	"github.com/dbrig/dbrig/internal/units"
@@ -166,7 +167,8 @@ func (s *Spec) checkOptions(opts PlanOptions) SpecErrors {
 		if varRef.MatchString(in.Engine) {
 			add(key+".engine", "the engine is swept (%s), so instance %q cannot be --target %s: %s", in.Engine, name, name, why)
 		}
-		for attr, val := range map[string]any{"count": in.Count, "cpus": in.CPUs, "memory": in.Memory, "cpu_speed": in.CPUSpeed, "data_dir": in.DataDir, "wal_dir": in.WALDir} {
+		for attr, val := range map[string]any{"count": in.Count, "cpus": in.CPUs, "memory": in.Memory, "cpu_speed": in.CPUSpeed, "data_dir": in.DataDir, "wal_dir": in.WALDir,
+			"disk": in.Disk, "data_disk": in.DataDisk, "wal_disk": in.WALDisk} {
 			if val != nil && val != "" && !(attr == "cpu_speed" && varRef.MatchString(fmt.Sprint(val))) {
 				add(key+"."+attr, "instance %q is --target %s: %s, so it has no %s", name, name, why, attr)
 			}
@@ -786,11 +788,12 @@ func (s *Spec) resolveInstance(i int, in InstanceSpec, subst func(string, any) a
 		return r
 	}
 	dataDir, walDir := dir("data_dir", in.DataDir), dir("wal_dir", in.WALDir)
+	dataDisk, walDisk := s.resolveDisks(key, in, walDir != "", subst, fail)
 
 	var out []resolvedInstance
 	for n := range count {
 		cfg := engine.InstanceConfig{Name: in.Name, Engine: eng, Site: in.Site, Settings: maps.Clone(settings),
-			Memory: memory, CPUSpeed: speed, DataDir: dataDir, WALDir: walDir}
+			Memory: memory, CPUSpeed: speed, DataDir: dataDir, WALDir: walDir, DataDisk: dataDisk, WALDisk: walDisk}
 		if in.Count != nil {
 			cfg.Name = fmt.Sprintf("%s-%d", in.Name, n+1)
 		}
@@ -803,6 +806,40 @@ func (s *Spec) resolveInstance(i int, in InstanceSpec, subst func(string, any) a
 		out = append(out, resolvedInstance{InstanceConfig: cfg, keys: keys})
 	}
 	return out, errs
+}
+
+// resolveDisks reads an instance's emulated disks: disk (every disk its
+// files are on: the data's, with the WAL on it unless wal_dir puts the WAL
+// on a disk of its own) or data_disk, and wal_disk; "none" is the
+// machine's own.
+func (s *Spec) resolveDisks(key string, in InstanceSpec, walApart bool, subst func(string, any) any, fail func(string, error)) (data, wal string) {
+	profile := func(attr, val string) string {
+		if val == "" {
+			return ""
+		}
+		r, _ := subst(key+"."+attr, val).(string)
+		if r == "" || r == "none" {
+			return ""
+		}
+		if _, err := blockdev.LookupProfile(r); err != nil {
+			fail(key+"."+attr, fmt.Errorf("%w, or \"none\"", err))
+			return ""
+		}
+		return r
+	}
+	if in.Disk != "" && in.DataDisk != "" {
+		fail(key+".data_disk", errors.New("disk already names the data's disk (disk holds the data and the WAL; data_disk the data alone)"))
+	}
+	every := profile("disk", in.Disk)
+	data = every
+	if in.DataDisk != "" {
+		data = profile("data_disk", in.DataDisk)
+	}
+	wal = profile("wal_disk", in.WALDisk)
+	if in.WALDisk == "" && walApart {
+		wal = every
+	}
+	return data, wal
 }
 
 // SettingKey is the spec key where a setting of an instance of this
@@ -821,7 +858,7 @@ func (v *validator) checkSweepUsed() {
 	used := map[string]bool{}
 	refer := func(x any) { collectRefs(x, used) }
 	for _, in := range s.Instances {
-		for _, x := range []any{in.Engine, in.Count, in.CPUs, in.Memory, in.CPUSpeed, in.DataDir, in.WALDir, in.Settings} {
+		for _, x := range []any{in.Engine, in.Count, in.CPUs, in.Memory, in.CPUSpeed, in.DataDir, in.WALDir, in.Disk, in.DataDisk, in.WALDisk, in.Settings} {
 			refer(x)
 		}
 	}

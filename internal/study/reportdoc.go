@@ -353,6 +353,12 @@ func instanceRows(rd *RunData) [][2]string {
 			if in.WALDir != "" {
 				add(in.Name, "wal_dir", in.WALDir)
 			}
+			if in.DataDisk != "" {
+				add(in.Name, "data_disk", diskLabel(rd, in.DataDisk))
+			}
+			if in.WALDisk != "" {
+				add(in.Name, "wal_disk", diskLabel(rd, in.WALDisk))
+			}
 			for _, k := range slices.Sorted(maps.Keys(in.Settings)) {
 				add(in.Name, k, ranSetting(rd, in, k))
 			}
@@ -507,4 +513,14 @@ const clientRow = "the client"
 // formatCPUSpeed is a cpu_speed as the file wrote it, with its unit.
 func formatCPUSpeed(cores float64) string {
 	return strconv.FormatFloat(cores, 'g', -1, 64) + " cores' worth of CPU time (CFS quota)"
+}
+
+// diskLabel names an emulated disk with the rates the run recorded for it.
+func diskLabel(rd *RunData, name string) string {
+	for _, d := range rd.Environment.Disks {
+		if d.Name == name {
+			return d.Profile.String()
+		}
+	}
+	return name
 }

@@ -299,6 +299,7 @@ func (r *Runner) prepareDir(ctx context.Context, targets []TargetEnvironment) er
 	}
 	env := CaptureEnvironment(ctx, r.Version)
 	env.Targets = targets
+	env.Disks = diskEnvironment(r.Plan)
 	for _, name := range r.Plan.Engines() {
 		e, ok := r.Registry.Engines().Lookup(name)
 		if !ok {

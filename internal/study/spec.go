@@ -100,6 +100,13 @@ type InstanceSpec struct {
 	// DataDir and WALDir are where the data and the WAL (or redo log) live.
 	DataDir string `toml:"data_dir"`
 	WALDir  string `toml:"wal_dir"`
+	// Disk, DataDisk and WALDisk are emulated disks by profile
+	// (blockdev.Profiles; "none" for the machine's own): Disk is every
+	// disk the instance's files are on (the data's, and the WAL's own when
+	// WALDir puts the WAL apart), DataDisk the data's, WALDisk the WAL's.
+	Disk     string `toml:"disk"`
+	DataDisk string `toml:"data_disk"`
+	WALDisk  string `toml:"wal_disk"`
 	// Settings are the server's own settings; a sub-table named after an
 	// engine ([instance.settings.mariadb]) holds that engine's only.
 	Settings map[string]any `toml:"settings"`

@@ -284,6 +284,9 @@ func (t *Topology) bringUp(ctx context.Context, cfg engine.InstanceConfig) (*run
 	}
 	if cfg.Target == "" {
 		inst, err := eng.Start(ctx, cfg, t.opts.Start)
+		if noDisk := (engine.DisksUnavailable{}); errors.As(err, &noDisk) {
+			return nil, &Unreachable{Reason: noDisk.Reason}
+		}
 		if err != nil {
 			return nil, err
 		}

@@ -79,6 +79,15 @@ func (p point) memoryCap() int64 {
 	return 0
 }
 
+// disk is the emulated disk of the point's data ("": the machine's own),
+// and walDisk its WAL's own ("": the WAL where wal_dir puts it).
+func (p point) disk() (data, wal string) {
+	if in := p.last().Instances; len(in) > 0 {
+		return in[0].DataDisk, in[0].WALDisk
+	}
+	return "", ""
+}
+
 // pinned reports whether each server ran on fewer CPUs than the host has.
 func (p point) pinned() bool {
 	set, host := p.mean("server_cpu_set"), p.mean("host_cpus")
@@ -115,7 +124,12 @@ func (p point) label() string {
 		}
 		return s
 	case expWAL:
+		data, wal := p.disk()
 		switch {
+		case data != "" && wal != "":
+			return fmt.Sprintf("apart, data on %s, WAL on its own %s", data, wal)
+		case data != "" && p.mean("wal_apart") != 1:
+			return "together on " + data
 		case p.mean("wal_apart") != 1:
 			return "together"
 		case p.mean("wal_tmpfs") == 1:

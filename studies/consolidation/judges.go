@@ -317,9 +317,15 @@ func judgeAffinity(a *analysis, engine string, p study.Published) report.Finding
 }
 
 func judgeLogApart(a *analysis, engine string, p study.Published) report.Finding {
+	if f, ok := judgeLogApartOnDisks(a, engine, p); ok {
+		return f
+	}
 	var together, sameDisk, device *point
 	for _, q := range a.points(engine, expWAL) {
 		q := q
+		if data, _ := q.disk(); data != "" {
+			continue // judged on its own, against its own disk's together
+		}
 		switch {
 		case q.mean("wal_apart") != 1:
 			together = &q
@@ -380,6 +386,48 @@ func judgeLogApart(a *analysis, engine string, p study.Published) report.Finding
 		f.Why += " The WAL in another directory of the same disk changes nothing the disk sees: one virtual disk cannot show the seed's separate spindles."
 	}
 	return f
+}
+
+// judgeLogApartOnDisks judges the log apart on emulated disks, the seed's
+// separate spindles: the WAL on the data's throttled disk against the WAL
+// on a throttled disk of its own. ok is false when the run has no such
+// pair.
+func judgeLogApartOnDisks(a *analysis, engine string, p study.Published) (report.Finding, bool) {
+	var together, apart *point
+	for _, q := range a.points(engine, expWAL) {
+		q := q
+		switch data, wal := q.disk(); {
+		case data == "":
+		case wal != "":
+			apart = &q
+		case q.mean("wal_apart") != 1:
+			together = &q
+		}
+	}
+	if together == nil || apart == nil {
+		return report.Finding{}, false
+	}
+	c := compare(*together, *apart, "tpm")
+	g := c.g
+	f := report.Finding{Published: p.Finding,
+		Measured: fmt.Sprintf("%s %s TPM, %s %s TPM (%s); %.2f log flushes per transaction",
+			together.label(), tpmText(together.tpm()), apart.label(), tpmText(apart.tpm()), pct(g), together.mean("log_syncs_per_tx")),
+		Model: modelText(*together, *apart), Spread: spread(*together, *apart)}
+	switch {
+	case c.confounded(logGain):
+		f.Verdict, f.Why = report.NotMeasured, c.busy(logGain)
+	case g >= logGain && c.beyond():
+		f.Verdict = report.Reproduced
+		f.Why = fmt.Sprintf("With the WAL on an emulated disk of its own, TPM rose by %s (at least %s needed, beyond the noise): the commits' log flushes no longer wait behind the data's writes for the same disk's requests.", pct(g), pct(logGain))
+	default:
+		f.Verdict = report.Differs
+		f.Why = fmt.Sprintf("With the WAL on an emulated disk of its own, TPM changed by %s (at least %s needed, beyond the noise).", pct(g), pct(logGain)) + c.noiseNote(g >= logGain)
+		if g < logGain {
+			f.Why += " The log's flushes were not what limited the transactions on the shared disk."
+		}
+	}
+	f.Why += " Each disk is a dbrig loop device throttled by the server's blkio cgroup; on cgroup v1 the throttle holds the server's own writes (the WAL's flushes at commit, a checkpoint's sync), not the kernel's background writeback of the data."
+	return f, true
 }
 
 func judgeRecoveryModel(a *analysis, engine string, p study.Published) report.Finding {

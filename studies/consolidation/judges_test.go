@@ -16,10 +16,11 @@ import (
 // hand is one hand-made point: its experiment, its metrics and what its
 // instances were.
 type hand struct {
-	exp     string
-	engine  string
-	memory  int64
-	metrics map[string]float64
+	exp               string
+	engine            string
+	memory            int64
+	dataDisk, walDisk string
+	metrics           map[string]float64
 }
 
 // pt makes a point of tpm over dbs databases on instances instances, with
@@ -36,6 +37,10 @@ func pt(exp string, tpm, dbs, instances float64, extra ...any) hand {
 			h.engine = extra[i+1].(string)
 		case "memory":
 			h.memory = int64(extra[i+1].(int))
+		case "data_disk":
+			h.dataDisk = extra[i+1].(string)
+		case "wal_disk":
+			h.walDisk = extra[i+1].(string)
 		default:
 			m[k] = toFloat(extra[i+1])
 		}
@@ -59,7 +64,7 @@ func runOf(points ...hand) *study.RunData {
 		combo := fmt.Sprintf("experiment=%s n=%d", h.exp, i)
 		results = append(results, workload.Result{Key: combo + " #1", Combo: combo, Run: 1,
 			Values:    map[string]any{"experiment": h.exp, "n": int64(i)},
-			Instances: []engine.InstanceConfig{{Name: "db-1", Engine: h.engine, Memory: h.memory}},
+			Instances: []engine.InstanceConfig{{Name: "db-1", Engine: h.engine, Memory: h.memory, DataDisk: h.dataDisk, WALDisk: h.walDisk}},
 			Metrics:   h.metrics})
 	}
 	return &study.RunData{Results: results, Summaries: study.Summarize(results, study.RepeatSpec{Runs: 1})}
@@ -142,6 +147,16 @@ func TestJudgesSayBothVerdicts(t *testing.T) {
 			report.Differs, "TPM changed by +0.5 %"},
 		{"log-apart", []hand{pt("wal", 10000, 100, 1, "wal_apart", 0), pt("wal", 10050, 100, 1, "wal_apart", 1, "wal_same_device", 1)},
 			report.NotMeasured, "one virtual disk"},
+		// On emulated disks the judge sets the WAL on the data's throttled
+		// disk against one of its own, whatever the unthrottled points say.
+		{"log-apart", []hand{pt("wal", 10000, 100, 1, "wal_apart", 0), pt("wal", 10050, 100, 1, "wal_apart", 1, "wal_same_device", 1),
+			pt("wal", 4000, 100, 1, "wal_apart", 0, "data_disk", "sata-hdd"),
+			pt("wal", 4800, 100, 1, "wal_apart", 1, "data_disk", "sata-hdd", "wal_disk", "sata-hdd")},
+			report.Reproduced, "together on sata-hdd 4000 TPM, apart, data on sata-hdd, WAL on its own sata-hdd 4800 TPM (+20.0 %)"},
+		{"log-apart", []hand{pt("wal", 10000, 100, 1, "wal_apart", 0), pt("wal", 11500, 100, 1, "wal_apart", 1, "wal_tmpfs", 1),
+			pt("wal", 4000, 100, 1, "wal_apart", 0, "data_disk", "sata-hdd"),
+			pt("wal", 4040, 100, 1, "wal_apart", 1, "data_disk", "sata-hdd", "wal_disk", "sata-hdd")},
+			report.Differs, "With the WAL on an emulated disk of its own, TPM changed by +1.0 %"},
 
 		{"recovery-model", []hand{pt("durability", 9000, 100, 1), pt("durability", 10000, 100, 1, "log_for_pitr", 0),
 			pt("durability", 13000, 100, 1, "commit_waits_flush", 0)},
@@ -203,5 +218,16 @@ func TestOtherProcessesLoadIsNotTheConfiguration(t *testing.T) {
 		pt("affinity", 18000, 100, 2, "server_cpu_set", 1, "other_cpus", 1.0, "server_cpus", 0.5, "client_cpus", 0.1))
 	if f := Judges()["cpu-affinity"](spare, published(t, "cpu-affinity")); f.Verdict != report.Reproduced {
 		t.Errorf("CPUs to spare: %s (%s)", f.Verdict, f.Why)
+	}
+}
+
+// TestReportOfARunStoppedBeforeItsFirstPoint: a run interrupted before
+// any point finished still gets its report (it panicked on the missing
+// point's memory figure).
+func TestReportOfARunStoppedBeforeItsFirstPoint(t *testing.T) {
+	t.Parallel()
+	s := twoCoresSection(analyze(runOf()))
+	if !strings.Contains(s.Text, "This machine has 2 CPUs") {
+		t.Errorf("the section reads %q", s.Text)
 	}
 }

@@ -432,8 +432,11 @@ func twoCoresSection(a *analysis) report.Section {
 			tenants.Millis(d), top.label(), cpus, tpmText(60*cpus/d), math.Ceil(cpus/d*(r0+z)), tpmText(4000*60/(r0+z)), tpmText(60*8/d))
 	}
 	b.WriteString("So: CPU affinity cannot give 8 instances a CPU and a cache each (two instances pinned to a CPU each is the most this machine can pin, and the client still moves between them); 16 instances cannot contend for 32 GB as the seed's did; and once the CPU saturates, more instances or more memory cannot raise the TPM, which is what the seed saw at 16 instances. ")
-	if priv := top.mean("backend_private_bytes"); found && !math.IsNaN(priv) && priv > 0 {
-		fmt.Fprintf(&b, "Memory would stop a single PostgreSQL instance before that: a backend's %s of private memory times the seed's 4,000 connections is %s, more than this machine's 24 GiB; about %.0f backends of that size fill it.", size(priv), size(4000*priv), math.Floor(24*(1<<30)/priv))
+	// A run stopped before its first point has no point to read.
+	if found {
+		if priv := top.mean("backend_private_bytes"); !math.IsNaN(priv) && priv > 0 {
+			fmt.Fprintf(&b, "Memory would stop a single PostgreSQL instance before that: a backend's %s of private memory times the seed's 4,000 connections is %s, more than this machine's 24 GiB; about %.0f backends of that size fill it.", size(priv), size(4000*priv), math.Floor(24*(1<<30)/priv))
+		}
 	}
 	return report.Section{Title: "What two cores cannot show", Text: b.String()}
 }

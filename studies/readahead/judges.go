@@ -177,8 +177,9 @@ func judgeScanTime(c comparison, p study.Published) report.Finding {
 		Published: p.Finding,
 		Measured: fmt.Sprintf("%s with read-ahead %s, %s with %s: %s as long",
 			secs(c.with.Mean("seconds")), setting(c.with), secs(c.without.Mean("seconds")), setting(c.without), study.FormatTimes(got)),
-		Model: fmt.Sprintf("%s and %s: bytes over the device's throughput at each read size (%s)",
-			secs(modelSeconds(c.with, c.discard)), secs(modelSeconds(c.without, c.discard)), study.FormatTimes(modelSeconds(c.without, c.discard)/modelSeconds(c.with, c.discard))),
+		Model: fmt.Sprintf("%s and %s: %s (%s)",
+			secs(modelSeconds(c.with, c.discard)), secs(modelSeconds(c.without, c.discard)), modelWords(c.with),
+			study.FormatTimes(modelSeconds(c.without, c.discard)/modelSeconds(c.with, c.discard))),
 	}
 	switch {
 	case study.Within(got, want, ratioFactor):
@@ -282,6 +283,36 @@ func modelSeconds(s *study.Summary, discardFirst bool) float64 {
 	return sum / float64(n)
 }
 
+// throttled is the formula of a setting's last run on an emulated disk,
+// from "max(": "" when its instance's disk was not throttled.
+func throttled(s *study.Summary) string {
+	if len(s.Results) == 0 {
+		return ""
+	}
+	f := s.Results[len(s.Results)-1].Formula
+	if i := strings.Index(f, "max("); i >= 0 {
+		return f[i:]
+	}
+	return ""
+}
+
+// modelTerms are the model's terms for a setting: bytes over the plain
+// read's throughput, or the emulated disk's throttle.
+func modelTerms(s *study.Summary) string {
+	if f := throttled(s); f != "" {
+		return f
+	}
+	return fmt.Sprintf("%.0f MB / %s", s.Mean("bytes_read")/1e6, mbs(s.Mean("device_mb_per_s")))
+}
+
+// modelWords says in words what the model sets a scan's time by.
+func modelWords(s *study.Summary) string {
+	if throttled(s) != "" {
+		return "the later of bytes over the emulated disk's bandwidth and reads over its requests a second"
+	}
+	return "bytes over the device's throughput at each read size"
+}
+
 func judgeModel(c comparison, p study.Published) report.Finding {
 	var ms, ps, spread []string
 	worst, worstSetting := 0.0, ""
@@ -292,7 +323,7 @@ func judgeModel(c comparison, p study.Published) report.Finding {
 		model := modelSeconds(s, c.discard)
 		off := (s.Mean("seconds") - model) / model
 		ms = append(ms, fmt.Sprintf("%s: %s for %.0f MB", setting(s), secs(s.Mean("seconds")), s.Mean("bytes_read")/1e6))
-		ps = append(ps, fmt.Sprintf("%.0f MB / %s = %s (%+.0f %%)", s.Mean("bytes_read")/1e6, mbs(s.Mean("device_mb_per_s")), secs(model), 100*off))
+		ps = append(ps, fmt.Sprintf("%s = %s (%+.0f %%)", modelTerms(s), secs(model), 100*off))
 		if math.IsNaN(off) || math.Abs(off) > math.Abs(worst) {
 			worst, worstSetting = off, s.Params.String("read_ahead")
 		}

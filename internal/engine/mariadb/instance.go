@@ -65,6 +65,7 @@ type Instance struct {
 	user      engine.ServerUser
 	cpus      []int
 	cgroup    *engine.Cgroup
+	disks     *engine.Disks // the emulated disks under the data and redo log, or nil
 	log       *slog.Logger
 	initArgs  map[string]string // settings fixed when the data directory was made
 	stopOnce  sync.Once
@@ -129,6 +130,15 @@ func (e *Engine) StartInstance(ctx context.Context, cfg engine.InstanceConfig, o
 	if err != nil {
 		return nil, wrapStart(name, err)
 	}
+	disks, cfg, err := engine.MakeDisks(ctx, cfg, opts.BaseDir, user)
+	if err != nil {
+		return nil, wrapStart(name, err)
+	}
+	defer func() {
+		if err != nil {
+			_ = disks.Close(context.WithoutCancel(ctx))
+		}
+	}()
 	base := opts.BaseDir
 	if base == "" {
 		base = os.TempDir()
@@ -165,6 +175,7 @@ func (e *Engine) StartInstance(ctx context.Context, cfg engine.InstanceConfig, o
 		settings: settings,
 		fixture:  fixture,
 		exited:   make(chan struct{}),
+		disks:    disks,
 	}
 	defer func() {
 		if err != nil {
@@ -180,10 +191,10 @@ func (e *Engine) StartInstance(ctx context.Context, cfg engine.InstanceConfig, o
 	if err := i.makeDirs(cfg); err != nil {
 		return nil, err
 	}
-	if limits := cfg.Limits(); limits.Any() {
-		cg, err := engine.NewCgroup(filepath.Base(dir), limits)
+	if l := engine.InstanceLimits(cfg, disks); l.Any() {
+		cg, err := engine.NewCgroup(filepath.Base(dir), l)
 		if err != nil {
-			return nil, fmt.Errorf("memory and CPU caps: %w", err)
+			return nil, fmt.Errorf("memory, CPU and disk caps: %w", err)
 		}
 		i.cgroup = cg
 	}
@@ -870,6 +881,11 @@ func (i *Instance) stop() error {
 				errs = append(errs, fmt.Errorf("remove %s: %w", d, err))
 			}
 		}
+	}
+	// An emulated disk goes with its server, kept directory or not: a
+	// loop device outliving dbrig would hold its backing file.
+	if err := i.disks.Close(context.Background()); err != nil {
+		errs = append(errs, err)
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("stop mariadb instance %q: %w", i.name, err)

@@ -56,6 +56,7 @@ type Instance struct {
 	settings  map[string]string
 	fixture   map[string]string // engine.StartOptions.Fixture: written before the study's settings
 	proc      engine.ProcessOptions
+	disks     *engine.Disks // the emulated disks under the data and WAL, or nil
 
 	mu       sync.Mutex // guards cmd, exited, exitErr across restarts
 	cmd      *exec.Cmd
@@ -110,6 +111,16 @@ func Start(ctx context.Context, opts Options) (inst *Instance, err error) {
 	if err != nil {
 		return nil, wrap(err)
 	}
+	disks, cfg, err := engine.MakeDisks(ctx, opts.InstanceConfig, opts.BaseDir, user)
+	if err != nil {
+		return nil, wrap(err)
+	}
+	defer func() {
+		if err != nil {
+			_ = disks.Close(context.WithoutCancel(ctx))
+		}
+	}()
+	opts.InstanceConfig = cfg
 	base := opts.BaseDir
 	if opts.DataDir != "" {
 		base = opts.DataDir
@@ -147,6 +158,7 @@ func Start(ctx context.Context, opts Options) (inst *Instance, err error) {
 		exited:    make(chan struct{}),
 		settings:  maps.Clone(opts.Settings),
 		fixture:   maps.Clone(opts.Fixture),
+		disks:     disks,
 	}
 	defer func() {
 		if err != nil {
@@ -169,10 +181,10 @@ func Start(ctx context.Context, opts Options) (inst *Instance, err error) {
 		}
 		i.walDir = wal
 	}
-	if limits := opts.Limits(); limits.Any() {
-		cg, err := engine.NewCgroup(filepath.Base(dir), limits)
+	if l := engine.InstanceLimits(opts.InstanceConfig, disks); l.Any() {
+		cg, err := engine.NewCgroup(filepath.Base(dir), l)
 		if err != nil {
-			return nil, fmt.Errorf("memory and CPU caps: %w", err)
+			return nil, fmt.Errorf("memory, CPU and disk caps: %w", err)
 		}
 		proc.Cgroup = cg
 	}
@@ -703,6 +715,11 @@ func (i *Instance) stop(ctx context.Context) error {
 				errs = append(errs, fmt.Errorf("remove %s: %w", d, err))
 			}
 		}
+	}
+	// An emulated disk goes with its server, kept directory or not: a
+	// loop device outliving dbrig would hold its backing file.
+	if err := i.disks.Close(ctx); err != nil {
+		errs = append(errs, err)
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("stop postgres instance %q: %w", i.name, err)

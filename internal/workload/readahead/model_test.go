@@ -1,8 +1,10 @@
 package readahead
 
 import (
+	"strings"
 	"testing"
 
+	"github.com/dbrig/dbrig/internal/engine"
 	"github.com/dbrig/dbrig/internal/workload"
 )
 
@@ -33,5 +35,27 @@ func TestModelAndResolve(t *testing.T) {
 		if _, err := p.Normalize("fast"); p.Name == "read_ahead" && err == nil {
 			t.Error("a bad read_ahead was accepted")
 		}
+	}
+}
+
+func TestModelOnAnEmulatedDisk(t *testing.T) {
+	t.Parallel()
+	r := workload.Result{Params: workload.Params{"instance": "db"},
+		Instances: []engine.InstanceConfig{{Name: "db", DataDisk: "san-2009"}},
+		Metrics:   map[string]float64{"bytes_read": 1600e6, "reads": 12500, "device_mb_per_s": 900, "device_bytes_per_read": 128 << 10}}
+	// Large reads: 1,600 MB at the SAN's 200 MB/s is 8 s; 12,500 reads at
+	// 5,000 a second 2.5 s.
+	if got := Model(r, nil).Metrics["seconds"]; got != 8 {
+		t.Errorf("large reads on san-2009: model %v s, want 8", got)
+	}
+	// Page-sized reads: 200,000 reads at 5,000 a second is 40 s.
+	r.Metrics["reads"] = 200_000
+	if p := Model(r, nil); p.Metrics["seconds"] != 40 || !strings.Contains(p.Formula, "requests-bound") {
+		t.Errorf("8 KiB reads on san-2009: model %v s (%s), want 40, requests-bound", p.Metrics["seconds"], p.Formula)
+	}
+	// An unthrottled profile is the device's own model.
+	r.Instances[0].DataDisk = "nvme"
+	if got := Model(r, nil).Metrics["seconds"]; got != 1600.0/900 {
+		t.Errorf("nvme: model %v s, want the device's 1.78", got)
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -152,34 +151,6 @@ func (w *readahead) Prepare(ctx context.Context, env *workload.Env) error {
 	if !ok {
 		return fmt.Errorf("the read-ahead workload has no %s dialect", inst.Engine())
 	}
-	if err := blockdev.RemoveStale(ctx, os.TempDir()); err != nil {
-		env.Log.Warn("stale loop devices", "err", err)
-	}
-	user, err := engine.FindServerUser()
-	if err != nil {
-		return err
-	}
-	size := w.deviceSize
-	if size == 0 {
-		size = max(256<<20, w.rows*per*13/10+128<<20)
-	}
-	loop, err := blockdev.NewLoop(ctx, os.TempDir(), blockdev.LoopOptions{Size: size, UID: int(user.UID), GID: int(user.GID)})
-	if err != nil {
-		return &topology.Unreachable{Reason: "the kernel refused a loop device: " + err.Error()}
-	}
-	env.Cleanup(loop.Close)
-	env.Log.Info("made a loop device", "device", loop.Device.Path(), "bytes", size, "direct_io", loop.DirectIO)
-	dir := filepath.Join(loop.Mount, "data")
-	if err := os.Mkdir(dir, 0o700); err != nil {
-		return err
-	}
-	if err := user.Chown(dir); err != nil {
-		return err
-	}
-	defaultKB, err := loop.Device.ReadAheadKB()
-	if err != nil {
-		return err
-	}
 	if err := inst.CreateDatabase(ctx, env.Database); err != nil {
 		return err
 	}
@@ -192,6 +163,14 @@ func (w *readahead) Prepare(ctx context.Context, env *workload.Env) error {
 		return err
 	}
 	defer c.Close(ctx)
+	dir, dev, err := w.tableDevice(ctx, env, c, inst.Engine(), per)
+	if err != nil {
+		return err
+	}
+	defaultKB, err := dev.ReadAheadKB()
+	if err != nil {
+		return err
+	}
 	opts := widetable.Options{Rows: w.rows, NoCluster: true, Progress: env.Progress}
 	if inst.Engine() == "postgres" {
 		// A tablespace of an earlier preparation is empty: its database
@@ -214,6 +193,59 @@ func (w *readahead) Prepare(ctx context.Context, env *workload.Env) error {
 	env.Log.Info("made the seed's table on the loop device", "rows", w.rows, "bytes", l.TableBytes(), "seconds", time.Since(start).Seconds())
 	return c.Exec(ctx, "CREATE TABLE "+marker+" (dir varchar(1000) NOT NULL, default_kb int NOT NULL, table_bytes bigint NOT NULL, page_bytes int NOT NULL)",
 		fmt.Sprintf("INSERT INTO %s VALUES ('%s', %d, %d, %d)", marker, strings.ReplaceAll(dir, "'", "''"), defaultKB, l.TableBytes(), l.PageBytes))
+}
+
+// tableDevice makes the directory the table goes in: on the instance's
+// emulated disk (a disk profile on the instance: the server's reads of it
+// are throttled) when its data is on one, else on a loop device of the
+// workload's own.
+func (w *readahead) tableDevice(ctx context.Context, env *workload.Env, c *dbconn.Conn, eng string, per int64) (string, blockdev.Device, error) {
+	user, err := engine.FindServerUser()
+	if err != nil {
+		return "", blockdev.Device{}, err
+	}
+	base, dev, ok := emulatedDisk(ctx, c, eng)
+	if !ok {
+		if err := blockdev.RemoveStale(ctx, os.TempDir()); err != nil {
+			env.Log.Warn("stale loop devices", "err", err)
+		}
+		size := w.deviceSize
+		if size == 0 {
+			size = max(256<<20, w.rows*per*13/10+128<<20)
+		}
+		loop, err := blockdev.NewLoop(ctx, os.TempDir(), blockdev.LoopOptions{Size: size, UID: int(user.UID), GID: int(user.GID)})
+		if err != nil {
+			return "", dev, &topology.Unreachable{Reason: "the kernel refused a loop device: " + err.Error()}
+		}
+		env.Cleanup(loop.Close)
+		env.Log.Info("made a loop device", "device", loop.Device.Path(), "bytes", size, "direct_io", loop.DirectIO)
+		base, dev = loop.Mount, loop.Device
+	}
+	// A fresh directory each time: a tablespace's must be empty.
+	dir, err := os.MkdirTemp(base, "read-ahead-")
+	if err != nil {
+		return "", dev, err
+	}
+	if err := os.Chmod(dir, 0o700); err != nil {
+		return "", dev, err
+	}
+	return dir, dev, user.Chown(dir)
+}
+
+// emulatedDisk finds the mount of the loop device this dbrig made under
+// the server's data directory, if it is on one.
+func emulatedDisk(ctx context.Context, c *dbconn.Conn, eng string) (string, blockdev.Device, bool) {
+	query := map[string]string{"postgres": "SHOW data_directory", "mariadb": "SELECT @@datadir"}[eng]
+	rows, err := c.Rows(ctx, query)
+	if err != nil || len(rows) != 1 || len(rows[0]) != 1 {
+		return "", blockdev.Device{}, false
+	}
+	dev, err := blockdev.DeviceOf(rows[0][0])
+	if err != nil || !blockdev.MadeByThisProcess(dev) {
+		return "", blockdev.Device{}, false
+	}
+	mount, err := blockdev.MountPoint(rows[0][0])
+	return mount, dev, err == nil
 }
 
 // coldPossible says when a cold read cannot be made: a server dbrig may

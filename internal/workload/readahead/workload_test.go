@@ -153,3 +153,56 @@ func TestTargetIsSkipped(t *testing.T) {
 		t.Errorf("Prepare on a target = %v, %d cleanups", err, len(cleanups))
 	}
 }
+
+// TestTableGoesOnTheInstancesEmulatedDisk: on an instance whose data is on
+// an emulated disk, the table goes on that disk, whose reads the server's
+// cgroup throttles, rather than on a loop device of the workload's own.
+func TestTableGoesOnTheInstancesEmulatedDisk(t *testing.T) {
+	t.Parallel()
+	if err := blockdev.Permitted(); err != nil {
+		t.Skipf("skipped: %v", err)
+	}
+	if _, err := engine.CgroupSupport("blkio"); err != nil {
+		t.Skipf("skipped: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	inst, err := postgres.Start(ctx, postgres.Options{Binaries: pgtest.Binaries(t), InstanceConfig: engine.InstanceConfig{Name: "readahead-disk", DataDisk: "nvme",
+		Settings: map[string]string{"shared_buffers": "16MB", "wal_level": "minimal", "max_wal_senders": "0", "fsync": "off"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := inst.Stop(context.Background()); err != nil {
+			t.Error(err)
+		}
+	}()
+	var cleanups []func(context.Context) error
+	env := envFor("dbrig_read_ahead", inst, &cleanups)
+	if err := newTestWorkload(t, 2000, Default).Prepare(ctx, env); err != nil {
+		t.Fatal(err)
+	}
+	if len(cleanups) != 0 {
+		t.Errorf("Prepare made a loop device of its own (%d cleanups) beside the instance's emulated disk", len(cleanups))
+	}
+	ep, err := env.Conn(env.ClientSite, "db", env.Database)
+	if err != nil {
+		t.Fatal(err)
+	}
+	where, err := readMarker(ctx, env, ep.Conn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tableDev, err1 := blockdev.DeviceOf(where.dir)
+	dataDev, err2 := blockdev.DeviceOf(inst.DataDir())
+	if err1 != nil || err2 != nil || tableDev != dataDev {
+		t.Errorf("the table is on %v, the instance's data on %v (%v, %v)", tableDev, dataDev, err1, err2)
+	}
+	m, err := newTestWorkload(t, 2000, Default).Run(ctx, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Metrics["bytes_read"] < 0.9*m.Metrics["table_bytes"] {
+		t.Errorf("the scan read %v bytes of a %v-byte table", m.Metrics["bytes_read"], m.Metrics["table_bytes"])
+	}
+}
