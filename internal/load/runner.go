@@ -25,6 +25,9 @@ type Runner struct {
 	// dedicated gives each closed-loop user an OS thread of its own (see
 	// reserveProcs).
 	dedicated bool
+	// clientCores is the most CPUs the users can keep busy: one each, no
+	// more than the GOMAXPROCS the process had before the run raised it.
+	clientCores int
 
 	// Set once Run has opened the workers and started the clock.
 	t0        time.Time
@@ -89,6 +92,10 @@ func NewRunner(cfg Config, wl Workload) (*Runner, error) {
 func (r *Runner) Run(ctx context.Context) (res *Result, err error) {
 	if r.started.Swap(true) {
 		return nil, errors.New("load: a Runner runs once; make a new one")
+	}
+	r.clientCores = min(runtime.GOMAXPROCS(0), r.cfg.Users)
+	if r.cfg.Open() {
+		r.clientCores = min(runtime.GOMAXPROCS(0), r.cfg.Users+1) // and the arrival process
 	}
 	dedicated, restoreProcs := reserveProcs(r.cfg.Users)
 	defer restoreProcs()
