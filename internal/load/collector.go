@@ -129,6 +129,9 @@ type collector struct {
 	series        []Interval
 	live          []liveType // the collector's copy, published each second
 	samples       []int64    // the interval's, with Config.KeepSamples
+	// cpuFrom and cpuTo are the process's CPU readings at the measured
+	// interval's start and stop.
+	cpuFrom, cpuTo cpuReading
 }
 
 func newCollector(r *Runner) *collector {
@@ -142,6 +145,7 @@ func newCollector(r *Runner) *collector {
 	}
 	if r.cfg.WarmUp == 0 {
 		c.phase, c.intervalPhase = Measured, Measured
+		c.cpuFrom = readCPU()
 	}
 	return c
 }
@@ -175,6 +179,7 @@ func (c *collector) loop(stopAt <-chan time.Duration, finished <-chan struct{}) 
 			c.drain()
 			if c.phase == WarmUp && c.r.since() >= warmEnd {
 				c.phase = Measured
+				c.cpuFrom = readCPU()
 			}
 			if c.r.since() >= next {
 				c.closeInterval(next)
@@ -201,6 +206,9 @@ func (c *collector) loop(stopAt <-chan time.Duration, finished <-chan struct{}) 
 func (c *collector) stop(at time.Duration) {
 	c.drain()
 	c.stopAt = at
+	if c.phase == Measured {
+		c.cpuTo = readCPU()
+	}
 	c.phase = Stopping
 	end := at
 	if end <= c.intervalStart {
@@ -314,5 +322,6 @@ func (c *collector) result() *Result {
 		res.Types = append(res.Types, c.cum.types[i].result(c.r.mix[i].Name, c.r.mix[i].Weight, res.Measured))
 	}
 	res.Overall = c.cum.overall.result("all", 0, res.Measured)
+	res.Client = clientLoad(c.cpuFrom, c.cpuTo, c.r.clientCores)
 	return res
 }

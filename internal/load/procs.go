@@ -7,8 +7,8 @@ import (
 
 // reserveProcs prepares the runtime for a run of users virtual users that
 // each wait for their server in a blocking system call (blockconn's
-// sockets, as a C client's recv). With at most twice as many users as CPUs
-// it raises GOMAXPROCS to users + CPUs, so that a P stays idle while every
+// sockets, as a C client's recv). With at most four times as many users as
+// CPUs it raises GOMAXPROCS to users + CPUs, so that a P stays idle while every
 // user waits, and says that each closed-loop user should keep an OS thread
 // of its own (dedicated); restore puts the old GOMAXPROCS back.
 //
@@ -20,14 +20,17 @@ import (
 // to its thread then gained a little more: 129,000 against 121,000 a
 // second at 2 users (medians of 9 alternating rounds of 6 s, pgbench -S -c 2
 // 138,000 in the same rounds) and 107,000 against 91,000 at 4 users (4
-// rounds). With more users than that, extra Ps cost more than they save (8
-// users at GOMAXPROCS 10: 14.2 against 8.4 µs per transaction, idle Ps'
-// threads spinning for work) and locked threads gained nothing (3 rounds at
-// 8 users), so the runtime's defaults stay. A GOMAXPROCS the user (or a
+// rounds). The bound was twice as many users as CPUs while sysmon, polling
+// every 20 µs (see yieldEvery), made the extra Ps' threads spin; with the
+// users yielding, 6 and 8 users on 2 CPUs gained too (select-only under the
+// script runner, medians of 3 alternating rounds at load average 28: 8
+// users 17,345 -> 27,286 a second and 20.5 -> 17.6 µs of CPU a
+// transaction, 6 users 13,262 -> 21,738 and 26.8 -> 15.0 µs). With more
+// users than that the runtime's defaults stay. A GOMAXPROCS the user (or a
 // study's client constraint) set is kept as it is.
 func reserveProcs(users int) (dedicated bool, restore func()) {
 	cpus := runtime.NumCPU()
-	if os.Getenv("GOMAXPROCS") != "" || users > 2*cpus {
+	if os.Getenv("GOMAXPROCS") != "" || users > 4*cpus {
 		return false, func() {}
 	}
 	prev := runtime.GOMAXPROCS(0)

@@ -17,7 +17,8 @@ func TestReserveProcs(t *testing.T) {
 	}{
 		{"a user per CPU leaves a P idle for each", "", cpus, max(prev, 2*cpus), true},
 		{"one user", "", 1, max(prev, 1+cpus), true},
-		{"more than twice as many users as CPUs keep the default", "", 2*cpus + 1, prev, false},
+		{"four users a CPU have a thread each", "", 4 * cpus, max(prev, 5*cpus), true},
+		{"more than four times as many users as CPUs keep the default", "", 4*cpus + 1, prev, false},
 		{"the user's GOMAXPROCS is kept", "3", 1, prev, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -159,6 +159,10 @@ type Result struct {
 
 	// Series is the run second by second, warm-up and stopping included.
 	Series []Interval `json:"series"`
+
+	// Client is what the load generator's process took over the measured
+	// interval; nil when it was not read (a result merged from agents).
+	Client *ClientLoad `json:"client,omitempty"`
 }
 
 // TypeResult is one transaction type's (or all types') measured interval.

@@ -212,9 +212,12 @@ func (s *mariaSession) rollback() {
 }
 
 func (s *mariaSession) close() error {
-	if s.stop != nil {
-		s.stop()
-	}
+	// The run's end shuts the socket down (watch), and the load runner ends
+	// the run before it closes the workers: a shut socket cannot take the
+	// driver's goodbye (COM_QUIT), whose failed write it reports as a "bad
+	// connection" that is not driver.ErrBadConn. The session is closed all
+	// the same.
+	interrupted := s.stop != nil && !s.stop()
 	for _, st := range s.stmts {
 		if st != nil {
 			_ = st.Close()
@@ -222,7 +225,7 @@ func (s *mariaSession) close() error {
 	}
 	// A statement the run's end interrupted (watch) leaves the driver's
 	// connection broken, which its Close reports: it is closed all the same.
-	if err := s.conn.Close(); err != nil && !errors.Is(err, driver.ErrBadConn) {
+	if err := s.conn.Close(); err != nil && !interrupted && !errors.Is(err, driver.ErrBadConn) {
 		return err
 	}
 	return nil

@@ -51,6 +51,7 @@ func metricSpecs() []workload.MetricSpec {
 		workload.MetricSpec{Name: "cancelled_at_stop", Unit: workload.Count, Doc: "transactions still running when the grace period ended, cancelled"},
 		workload.MetricSpec{Name: "users_without_slot", Unit: workload.Count, Better: workload.Lower, Doc: "users that found every connection slot of the server taken when the run started"},
 	)
+	ms = append(ms, load.ClientMetricSpecs()...)
 	for t := range numTxTypes {
 		name := t.metricName()
 		ms = append(ms, workload.MetricSpec{Name: name + "_tps", Unit: workload.PerSecond, Better: workload.Higher, Doc: t.String() + " transactions that succeeded, per second"})
@@ -147,6 +148,9 @@ func measurement(res *load.Result, mix Mix) workload.Measurement {
 		}
 	}
 	m.Notes = append(m.Notes, resultNotes(res)...)
+	if warn := load.ClientMetrics(res, m.Metrics); warn != "" {
+		m.Warnings = append(m.Warnings, warn)
+	}
 	return m
 }
 

@@ -50,6 +50,15 @@ func benchClients(tb testing.TB) []int {
 	return ns
 }
 
+// benchScripts are the built-ins compared (DBRIG_BENCH_SCRIPTS, a
+// comma-separated list, picks some).
+func benchScripts() []string {
+	if v := os.Getenv("DBRIG_BENCH_SCRIPTS"); v != "" {
+		return strings.Split(v, ",")
+	}
+	return []string{"select-only", "tpcb-like"}
+}
+
 const (
 	benchRounds  = 5
 	benchSeconds = 3
@@ -58,6 +67,9 @@ const (
 type sample struct {
 	tps      float64
 	cpuPerTx time.Duration
+	// switchesPerTx are the client's context switches (voluntary and
+	// involuntary) per transaction.
+	switchesPerTx float64
 }
 
 type samples []sample
@@ -71,13 +83,25 @@ func (s samples) median(f func(sample) float64) float64 {
 	return v[len(v)/2]
 }
 
-func processCPU(tb testing.TB) time.Duration {
+// usage is a process's CPU time and context switches.
+type usage struct {
+	cpu      time.Duration
+	switches int64
+}
+
+func (u usage) minus(o usage) usage {
+	return usage{cpu: u.cpu - o.cpu, switches: u.switches - o.switches}
+}
+
+func rusage(tb testing.TB, who int) usage {
 	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+	if err := syscall.Getrusage(who, &ru); err != nil {
 		tb.Fatal(err)
 	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	return usage{cpu: time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), switches: ru.Nvcsw + ru.Nivcsw}
 }
+
+func processCPU(tb testing.TB) usage { return rusage(tb, syscall.RUSAGE_SELF) }
 
 // benchDbrig runs a built-in under dbrig's runner: the workload's Run, as
 // a study's point runs it.
@@ -93,7 +117,7 @@ func benchDbrig(b *testing.B, env *workload.Env, script string, clients int, d t
 	w.live = &Live{Result: func(r *load.Result) { res = r }}
 	before := processCPU(b)
 	m, err := w.Run(context.Background(), env)
-	cpu := processCPU(b) - before
+	used := processCPU(b).minus(before)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -101,7 +125,8 @@ func benchDbrig(b *testing.B, env *workload.Env, script string, clients int, d t
 		b.Fatalf("dbrig %s: %v errors: %q", script, m.Metrics["errors"], m.Notes)
 	}
 	ops := res.Overall.Ops + res.WarmUpOps + res.AfterEnd.Count()
-	return sample{tps: m.Metrics["tps"], cpuPerTx: cpu / time.Duration(max(ops, 1))}
+	ops = max(ops, 1)
+	return sample{tps: m.Metrics["tps"], cpuPerTx: used.cpu / time.Duration(ops), switchesPerTx: float64(used.switches) / float64(ops)}
 }
 
 var (
@@ -123,20 +148,18 @@ func benchPgbench(b *testing.B, inst *postgres.Instance, db, script string, clie
 	}
 	v, _ := strconv.ParseFloat(tps[1], 64)
 	n, _ := strconv.ParseInt(tx[1], 10, 64)
-	return sample{tps: v, cpuPerTx: childCPU(b) / time.Duration(max(n, 1))}
+	used := childCPU(b)
+	n = max(n, 1)
+	return sample{tps: v, cpuPerTx: used.cpu / time.Duration(n), switchesPerTx: float64(used.switches) / float64(n)}
 }
 
 // childCPU is the CPU time of the children waited for since the last
 // call (pgbench's, just ended).
-var lastChildCPU time.Duration
+var lastChildCPU usage
 
-func childCPU(tb testing.TB) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_CHILDREN, &ru); err != nil {
-		tb.Fatal(err)
-	}
-	total := time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-	d := total - lastChildCPU
+func childCPU(tb testing.TB) usage {
+	total := rusage(tb, syscall.RUSAGE_CHILDREN)
+	d := total.minus(lastChildCPU)
 	lastChildCPU = total
 	return d
 }
@@ -158,7 +181,7 @@ func BenchmarkScriptVsPgbench(b *testing.B) {
 	childCPU(b)
 	for b.Loop() {
 		var rows [][]string
-		for _, script := range []string{"select-only", "tpcb-like"} {
+		for _, script := range benchScripts() {
 			benchPgbench(b, inst, db, script, 1, time.Second) // warm the tables into the cache
 			benchDbrig(b, env, script, 1, time.Second)
 			for _, n := range benchClients(b) {
@@ -169,15 +192,17 @@ func BenchmarkScriptVsPgbench(b *testing.B) {
 				}
 				tps := func(x sample) float64 { return x.tps }
 				cpu := func(x sample) float64 { return float64(x.cpuPerTx) / float64(time.Microsecond) }
+				csw := func(x sample) float64 { return x.switchesPerTx }
 				ratio := ours.median(tps) / theirs.median(tps)
 				rows = append(rows, []string{script, strconv.Itoa(n), fmt.Sprintf("%.0f", ours.median(tps)), fmt.Sprintf("%.0f", theirs.median(tps)),
-					fmt.Sprintf("%.2f", ratio), fmt.Sprintf("%.1f", ours.median(cpu)), fmt.Sprintf("%.1f", theirs.median(cpu))})
+					fmt.Sprintf("%.2f", ratio), fmt.Sprintf("%.1f", ours.median(cpu)), fmt.Sprintf("%.1f", theirs.median(cpu)),
+					fmt.Sprintf("%.2f", ours.median(csw)), fmt.Sprintf("%.2f", theirs.median(csw))})
 				b.ReportMetric(ratio, fmt.Sprintf("ratio-%s-%d", script, n))
 			}
 		}
 		var sb strings.Builder
 		tw := tabwriter.NewWriter(&sb, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintf(tw, "script\tclients\tdbrig tps\tpgbench tps\tratio\tdbrig µs CPU/tx\tpgbench µs CPU/tx\t   (medians of %d rounds of %d s, -M prepared)\n", benchRounds, benchSeconds)
+		fmt.Fprintf(tw, "script\tclients\tdbrig tps\tpgbench tps\tratio\tdbrig µs CPU/tx\tpgbench µs CPU/tx\tdbrig switches/tx\tpgbench switches/tx\t   (medians of %d rounds of %d s, -M prepared)\n", benchRounds, benchSeconds)
 		for _, r := range rows {
 			fmt.Fprintln(tw, strings.Join(r, "\t")+"\t")
 		}

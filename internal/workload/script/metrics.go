@@ -44,7 +44,7 @@ func metricSpecs() []workload.MetricSpec {
 	for _, c := range load.ErrorClasses() {
 		specs = append(specs, m("errors_"+c.String(), workload.Count, workload.Lower, "transactions that failed with a "+c.String()+" error"))
 	}
-	return append(specs,
+	return append(append(specs,
 		m("over_limit", workload.Count, workload.Lower, "transactions slower than tx_limit, failed or not"),
 		m("users", workload.Count, workload.Neither, "virtual users (workers in an open loop)"),
 		m("rate", workload.PerSecond, workload.Neither, "open loop: the transactions arriving per second"),
@@ -53,7 +53,7 @@ func metricSpecs() []workload.MetricSpec {
 		m("not_started", workload.Count, workload.Lower, "open loop: arrivals over the in-flight bound, not started"),
 		m("after_end", workload.Count, workload.Neither, "transactions that finished after the measured interval"),
 		m("cancelled_at_stop", workload.Count, workload.Neither, "transactions still running when the grace period ended"),
-	)
+	), load.ClientMetricSpecs()...)
 }
 
 func msOf(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
@@ -82,6 +82,9 @@ func measurement(res *load.Result, rep Report) workload.Measurement {
 	m := workload.Measurement{Metrics: map[string]float64{}, Series: map[string][]float64{},
 		Histograms: map[string]*measure.Histogram{}, SeriesInterval: 1}
 	loadMetrics(m, res)
+	if warn := load.ClientMetrics(res, m.Metrics); warn != "" {
+		m.Warnings = append(m.Warnings, warn)
+	}
 	var ok, retried, retries int64
 	var trips, out, in float64
 	var wait, client time.Duration

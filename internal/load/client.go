@@ -1,0 +1,136 @@
+package load
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/dbrig/dbrig/internal/workload"
+)
+
+// ClientLimitedWarning is the warning a point gets when the load generator,
+// not the server, limited it (see [Result.Client]).
+const ClientLimitedWarning = "the load generator, not the server, limited this point"
+
+// clientLimitedShare is the busy share from which the client is said to
+// limit a point: a user that is busy 90 % of the time leaves the server
+// idle between its requests for at most a tenth of it.
+const clientLimitedShare = 0.9
+
+// cpuReading is this process's CPU time (every thread's user and system
+// time, from getrusage) and the time its threads waited on a run queue for
+// a CPU (the second field of each thread's /proc schedstat), at one moment.
+type cpuReading struct {
+	at      time.Time
+	cpu     time.Duration
+	waiting time.Duration
+	ok      bool
+}
+
+func readCPU() cpuReading {
+	r := cpuReading{at: time.Now()}
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return r
+	}
+	r.cpu = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	r.waiting = runQueueWait() // 0 where the system does not say
+	r.ok = true
+	return r
+}
+
+// runQueueWait sums the time each of this process's threads waited for a
+// CPU. It counts as the client's demand too: on a machine whose CPUs are
+// shared, a client that is always running or ready to run is what limits
+// the point, however little CPU time it got.
+func runQueueWait() time.Duration {
+	tasks, _ := filepath.Glob("/proc/self/task/*/schedstat")
+	var sum time.Duration
+	for _, t := range tasks {
+		b, err := os.ReadFile(t)
+		if err != nil {
+			continue // a thread that ended between the listing and the read
+		}
+		if f := bytes.Fields(b); len(f) >= 2 {
+			ns, _ := strconv.ParseInt(string(f[1]), 10, 64)
+			sum += time.Duration(ns)
+		}
+	}
+	return sum
+}
+
+// ClientLoad is what the load generator's own process took over a
+// measured interval: its CPU time, the time its threads waited for a CPU,
+// and the CPUs it could use at most (the run's GOMAXPROCS as the process
+// started it, which follows its CPU affinity and CPU quota, and no more
+// than one per user thread).
+type ClientLoad struct {
+	CPU      time.Duration `json:"cpu_ns"`
+	Waiting  time.Duration `json:"run_queue_ns"`
+	Interval time.Duration `json:"interval_ns"`
+	Cores    int           `json:"cores"`
+}
+
+// clientLoad is the load between two readings of a run that could use cores.
+func clientLoad(from, to cpuReading, cores int) *ClientLoad {
+	if !from.ok || !to.ok || cores < 1 || !to.at.After(from.at) {
+		return nil
+	}
+	return &ClientLoad{CPU: to.cpu - from.cpu, Waiting: max(to.waiting-from.waiting, 0),
+		Interval: to.at.Sub(from.at), Cores: cores}
+}
+
+// BusyShare is the share of what it could use that the client was
+// running or ready to run: 1 is every core it may use, all the time.
+func (c *ClientLoad) BusyShare() float64 {
+	return float64(c.CPU+c.Waiting) / (float64(c.Interval) * float64(c.Cores))
+}
+
+// Limited reports whether the client, not the server, limited the point.
+func (c *ClientLoad) Limited() bool { return c.BusyShare() >= clientLimitedShare }
+
+// ClientMetricSpecs are the metrics [ClientMetrics] adds: every workload
+// on the layer declares them.
+func ClientMetricSpecs() []workload.MetricSpec {
+	return []workload.MetricSpec{
+		{Name: "client_cpu_us_per_tx", Unit: workload.Microseconds, Better: workload.Lower,
+			Doc: "the load generator's own CPU time (its process's, user and system) per transaction ended in the measured interval"},
+		{Name: "client_cpu_pct", Unit: workload.Percent, Better: workload.Lower,
+			Doc: "the share of the CPUs the load generator may use (its GOMAXPROCS, at most one per user) that its process used"},
+		{Name: "client_busy_pct", Unit: workload.Percent, Better: workload.Lower,
+			Doc: "the share of the CPUs the load generator may use (its GOMAXPROCS, at most one per user) that it was running or waiting for a CPU; at 90 % and above the client, not the server, limited the point"},
+	}
+}
+
+// ClientMetrics adds the client's figures to a point's metrics and, when
+// it limited the point, returns the warning that says so; nothing when
+// the run did not read them (a load spread over agents).
+func ClientMetrics(res *Result, metrics map[string]float64) (warning string) {
+	c := res.Client
+	if c == nil {
+		return ""
+	}
+	if ended := res.Overall.Ops + res.Overall.Errors.Total(); ended > 0 {
+		metrics["client_cpu_us_per_tx"] = float64(c.CPU) / float64(time.Microsecond) / float64(ended)
+	}
+	cpuShare := float64(c.CPU) / (float64(c.Interval) * float64(c.Cores))
+	metrics["client_cpu_pct"] = 100 * cpuShare
+	share := c.BusyShare()
+	metrics["client_busy_pct"] = 100 * share
+	if !c.Limited() {
+		return ""
+	}
+	return fmt.Sprintf("%s: its process used %.0f %% of the %d CPU%s it may use (one per user, at most its GOMAXPROCS) and waited for one another %.0f %% of the time: the figures measure the client",
+		ClientLimitedWarning, 100*cpuShare, c.Cores, plural(c.Cores), 100*(share-cpuShare))
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}

@@ -1,0 +1,85 @@
+package script
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dbrig/dbrig/internal/engine/postgres/pgtest"
+	"github.com/dbrig/dbrig/internal/load"
+	"github.com/dbrig/dbrig/internal/workload"
+	"github.com/dbrig/dbrig/internal/workload/workloadtest"
+)
+
+// busyScript computes without asking the server anything: its client is
+// all a point of it measures.
+var busyScript = strings.Repeat("\\set x random(1, 1000000) * 3 + hash(:client_id)\n", 50)
+
+// TestClientBoundPointIsSaid: a script that only computes (\set, no SQL)
+// keeps its one user's CPU busy, and its point says that the load
+// generator limited it, with the client's CPU per transaction; one that
+// waits for the server (pg_sleep) does not say so. Neither runs beside
+// another test: the client's figures are the whole process's.
+func TestClientBoundPointIsSaid(t *testing.T) {
+	inst := pgtest.Start(t, "client-limit", nil)
+	const db = "limit"
+	if err := inst.CreateDatabase(t.Context(), db); err != nil {
+		t.Fatal(err)
+	}
+	files := map[string]string{"busy.sql": busyScript, "sleepy.sql": "SELECT pg_sleep(0.002);\n"}
+	env := workloadtest.Env(db, inst)
+	env.ReadFile = func(name string) ([]byte, error) {
+		if text, ok := files[name]; ok {
+			return []byte(text), nil
+		}
+		return nil, fmt.Errorf("%s: %w", name, os.ErrNotExist)
+	}
+	for _, tc := range []struct {
+		script  string
+		limited bool
+	}{{"busy.sql", true}, {"sleepy.sql", false}} {
+		t.Run(tc.script, func(t *testing.T) {
+			m := runScriptPoint(t, env, tc.script)
+			said := false
+			for _, w := range m.Warnings {
+				said = said || strings.HasPrefix(w, load.ClientLimitedWarning)
+			}
+			if said != tc.limited {
+				t.Errorf("warnings %q (client busy %.0f %%, CPU %.0f %%), want the client said to limit it: %v",
+					m.Warnings, m.Metrics["client_busy_pct"], m.Metrics["client_cpu_pct"], tc.limited)
+			}
+			t.Logf("client busy %.0f %%, CPU %.0f %%, %.1f µs of CPU a transaction", m.Metrics["client_busy_pct"], m.Metrics["client_cpu_pct"], m.Metrics["client_cpu_us_per_tx"])
+			if m.Metrics["client_cpu_us_per_tx"] <= 0 {
+				t.Errorf("client_cpu_us_per_tx %v", m.Metrics["client_cpu_us_per_tx"])
+			}
+		})
+	}
+}
+
+// runScriptPoint runs one user of a script for a second, as a study's
+// point runs it.
+func runScriptPoint(t *testing.T, env *workload.Env, script string) workload.Measurement {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	k := KindWith(nil)
+	p := testParams(t, map[string]any{"script": script, "users": int64(1), "duration": "1s", "warm_up": "200ms"})
+	if errs := k.CheckParams(p); len(errs) > 0 {
+		t.Fatalf("params: %v", errs)
+	}
+	w, err := k.New(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := w.Run(ctx, env)
+	if err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	if m.Metrics["errors"] > 0 || m.Metrics["tps"] <= 0 {
+		t.Fatalf("tps %v, errors %v: %q", m.Metrics["tps"], m.Metrics["errors"], m.Notes)
+	}
+	return m
+}
