@@ -110,7 +110,11 @@ func (a *analysis) scenarioSection() report.Section {
 		r := s.Results[len(s.Results)-1]
 		pred := georep.Model(r, nil)
 		got, m := s.Mean("seconds"), pred.Metrics["seconds"]
-		t.Rows = append(t.Rows, []string{s.Params.String("scenario"), s.Params.String("payload"), fmt.Sprint(s.Params.Int("rows")), study.LinkOf(r).Profile,
+		scenario := s.Params.String("scenario")
+		if !defaultBuffer(s) {
+			scenario += ", " + fmtBytes(s.Params.Int("buffer_size")) + " buffers"
+		}
+		t.Rows = append(t.Rows, []string{scenario, s.Params.String("payload"), fmt.Sprint(s.Params.Int("rows")), study.LinkOf(r).Profile,
 			fmtSec(got), fmtSec(m), fmt.Sprintf("%+.0f %%", study.PercentError(got, m)),
 			fmt.Sprintf("%.0f", s.Mean("rows_per_s")), fmt.Sprintf("%.2f", s.Mean("mb_per_s")), fmt.Sprintf("%.2f", georep.Volume(r)/1e6), pred.Formula})
 	}
