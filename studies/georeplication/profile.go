@@ -93,7 +93,8 @@ func (a *analysis) judgeProfile(f *report.Finding, _ study.Published) {
 		parts = append(parts, fmt.Sprintf("the window alone, %s against the 16 MiB window with %s buffers: %.2fx", windowName(arm), fmtBytes(p.smallB), sa.Mean("seconds")/p.smallT))
 	}
 	f.Measured = fmt.Sprintf("push of %d rows over 77 ms; ", p.rows) + strings.Join(parts, "; ")
-	f.Model = fmt.Sprintf("one round trip per buffer: %.0fx fewer waits with %s buffers", float64(p.largeB)/float64(p.smallB), fmtBytes(p.largeB))
+	ms, ml := model(p.small, "seconds"), model(p.large, "seconds")
+	f.Model = fmt.Sprintf("%s and %s (%.2fx): a round trip per buffer, %.0fx fewer with %s buffers", fmtSec(ms), fmtSec(ml), ms/ml, float64(p.largeB)/float64(p.smallB), fmtBytes(p.largeB))
 	r := p.ratio()
 	switch {
 	case math.Abs(math.Log(r)) <= math.Log(profileTolerance):
