@@ -86,7 +86,8 @@ func (a *analysis) judgeProfile(f *report.Finding, _ study.Published) {
 		return
 	}
 	parts := []string{p.String()}
-	if legacyPair, ok := a.profilePair(stack); ok {
+	legacyPair, legacyOK := a.profilePair(stack)
+	if legacyOK {
 		parts = append(parts, legacyPair.String())
 	}
 	if sa, arm := a.seedA("push", "char-1k", p.rows, "tukwila-blueridge"); sa != nil {
@@ -107,5 +108,8 @@ func (a *analysis) judgeProfile(f *report.Finding, _ study.Published) {
 		f.Verdict = report.Differs
 		f.Why = fmt.Sprintf("A %s buffer moved the push by %.2fx, beyond %gx either way. dbrig's push writer sends one buffer and waits a round trip for the reply, so its buffer sets the round trips per byte: a buffer %.0fx larger waits %.0fx less often. The seed's PacketSize and ReadBatchSize changes saved under 1 %%, so they cannot have changed much how often its agent waited.",
 			fmtBytes(p.largeB), r, profileTolerance, float64(p.largeB)/float64(p.smallB), float64(p.largeB)/float64(p.smallB))
+	}
+	if legacyOK && math.Abs(math.Log(legacyPair.ratio())) <= math.Log(profileTolerance) {
+		f.Why += fmt.Sprintf(" On the 2003 stack the same change moved the push by %.2fx only: its 8 KB send buffer, not the reply, paces each buffer (8 KB per round trip whatever the buffer's size), as the seed's finding has it.", legacyPair.ratio())
 	}
 }

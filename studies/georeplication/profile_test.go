@@ -52,6 +52,7 @@ func TestAgentProfileJudgeSaysEachAnswer(t *testing.T) {
 	}{
 		{"hardly matters", []measured{push(autotuned, 2.0), push(stack, 15)}, []measured{push(autotuned, 1.9), push(stack, 14)}, nil, report.Reproduced, "hardly matters"},
 		{"buffer sets the round trips", []measured{push(autotuned, 2.2), push(stack, 15)}, []measured{push(autotuned, 0.9), push(stack, 10)}, nil, report.Differs, "round trips per byte"},
+		{"the 2003 stack's send buffer paces", []measured{push(autotuned, 2.2), push(stack, 10.2)}, []measured{push(autotuned, 0.9), push(stack, 10)}, nil, report.Differs, "moved the push by 1.02x only"},
 		{"a slower larger buffer differs too", []measured{push(autotuned, 1.0)}, []measured{push(autotuned, 2.0)}, nil, report.Differs, "0.50x"},
 		{"runs overlap", []measured{push(autotuned, 1.3)}, []measured{push(autotuned, 1.05)},
 			map[string][]float64{"tukwila-blueridge+autotuned 40k": {1.0, 1.6, 1.3}, "tukwila-blueridge+autotuned 160k": {1.0, 1.05, 1.1}}, report.WithinNoise, "overlap"},
