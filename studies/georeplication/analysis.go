@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/dbrig/dbrig/internal/replication"
 	"github.com/dbrig/dbrig/internal/study"
 	"github.com/dbrig/dbrig/internal/workload/georep"
 )
@@ -39,8 +40,18 @@ var table2 = []table2Row{
 
 type analysis struct {
 	rd   *study.RunData
-	sums map[string]*study.Summary // by key(scenario, payload, rows, wan, window)
-	wans []string                  // link base profiles, by RTT
+	sums map[string]*study.Summary // by key(scenario, payload, rows, wan, window), the agent's default buffer
+	// larger holds the points whose agent ran with another buffer than the
+	// default, for the agent's profile finding alone, by the same key.
+	larger map[string]*study.Summary
+	wans   []string // link base profiles, by RTT
+}
+
+// defaultBuffer is whether a point's agent ran with its default command
+// buffer, as every finding but the profile's compares.
+func defaultBuffer(s *study.Summary) bool {
+	_, ok := s.Params["buffer_size"]
+	return !ok || s.Params.Int("buffer_size") == replication.DefaultBufferSize
 }
 
 func key(scenario, payload string, rows int64, wan, window string) string {
@@ -55,12 +66,16 @@ func splitProfile(p string) (wan, window string) {
 }
 
 func newAnalysis(rd *study.RunData) *analysis {
-	a := &analysis{rd: rd, sums: map[string]*study.Summary{}}
+	a := &analysis{rd: rd, sums: map[string]*study.Summary{}, larger: map[string]*study.Summary{}}
 	rtt := map[string]float64{}
 	for _, s := range rd.Summaries {
 		r := s.Results[0]
 		wan, window := splitProfile(study.LinkOf(r).Profile)
-		a.sums[key(s.Params.String("scenario"), s.Params.String("payload"), s.Params.Int("rows"), wan, window)] = s
+		into := a.sums
+		if !defaultBuffer(s) {
+			into = a.larger
+		}
+		into[key(s.Params.String("scenario"), s.Params.String("payload"), s.Params.Int("rows"), wan, window)] = s
 		if _, ok := rtt[wan]; !ok {
 			rtt[wan] = study.LinkOf(r).RTTSeconds
 			a.wans = append(a.wans, wan)

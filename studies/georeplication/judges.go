@@ -27,6 +27,9 @@ func (a *analysis) judges() map[string]func(*report.Finding, study.Published) {
 		"pull-beats-push": a.judgePullBeatsPush,
 		"backup-fastest":  a.judgeBackup,
 		"snapshot":        a.judgeSnapshot,
+		"figure-6":        func(f *report.Finding, _ study.Published) { a.judgeShape(f, figure6) },
+		"figure-7":        func(f *report.Finding, _ study.Published) { a.judgeShape(f, figure7) },
+		"agent-profile":   a.judgeProfile,
 	}
 	for _, row := range table2 {
 		j[row.id] = func(f *report.Finding, p study.Published) { a.judgeGain(f, p, row) }

@@ -110,7 +110,11 @@ func (a *analysis) scenarioSection() report.Section {
 		r := s.Results[len(s.Results)-1]
 		pred := georep.Model(r, nil)
 		got, m := s.Mean("seconds"), pred.Metrics["seconds"]
-		t.Rows = append(t.Rows, []string{s.Params.String("scenario"), s.Params.String("payload"), fmt.Sprint(s.Params.Int("rows")), study.LinkOf(r).Profile,
+		scenario := s.Params.String("scenario")
+		if !defaultBuffer(s) {
+			scenario += ", " + fmtBytes(s.Params.Int("buffer_size")) + " buffers"
+		}
+		t.Rows = append(t.Rows, []string{scenario, s.Params.String("payload"), fmt.Sprint(s.Params.Int("rows")), study.LinkOf(r).Profile,
 			fmtSec(got), fmtSec(m), fmt.Sprintf("%+.0f %%", study.PercentError(got, m)),
 			fmt.Sprintf("%.0f", s.Mean("rows_per_s")), fmt.Sprintf("%.2f", s.Mean("mb_per_s")), fmt.Sprintf("%.2f", georep.Volume(r)/1e6), pred.Formula})
 	}
@@ -162,7 +166,8 @@ func (a *analysis) timeSeriesCharts() []report.Chart {
 		rows := a.largest(fig.scenario, "char-1k", wan)
 		c := report.Chart{ID: fig.id, Title: fig.title, XLabel: "seconds since the point started", YLabel: "Mbit/s on the link",
 			Subtitle: fmt.Sprintf("%d rows of 1 KB over %s (77 ms), first run", rows, wan),
-			Note:     "Bytes delivered per interval in both directions. Push sends a buffer, then waits a round trip for the answer; pull keeps the link busy."}
+			Note: "Bytes delivered per interval in both directions. Push sends a buffer, then waits a round trip for the answer; pull keeps the link busy. " +
+				"Idle is the share of the transfer's intervals (the middle 95 % of its bytes) carrying under a tenth of their mean; CV the bytes per interval's coefficient of variation."}
 		for _, window := range []string{legacy, autotuned} {
 			s := a.get(fig.scenario, "char-1k", rows, wan, window)
 			if s == nil {
@@ -172,7 +177,11 @@ func (a *analysis) timeSeriesCharts() []report.Chart {
 			if l.SeriesSeconds <= 0 {
 				continue
 			}
-			series := report.Series{Name: window, Style: report.Area}
+			name := window
+			if sh, ok := shapeOf(l); ok {
+				name = fmt.Sprintf("%s (%.0f %% idle, CV %.1f)", window, 100*sh.idleShare, sh.cv)
+			}
+			series := report.Series{Name: name, Style: report.Area}
 			for i := range max(len(l.ForwardSeries), len(l.ReverseSeries)) {
 				var b int64
 				if i < len(l.ForwardSeries) {
