@@ -35,7 +35,7 @@ type replicateFlags struct {
 	progress, agentRetry   time.Duration
 	linkProfile            string
 	metricsAddr            string
-	maxDiffs               int
+	maxDiffs, streams      int
 	compression            replication.Compression
 }
 
@@ -113,6 +113,7 @@ sides differ, 2 bad flags, URIs or tables, 130 interrupted.`,
 	fl.StringVar(&f.tables, "tables", "", "setup, verify: comma-separated `tables` to publish (schema.table; default every table of the publisher database)")
 	fl.StringVar(&f.mode, "mode", "push", "where the agent runs: push (beside the distribution database) or pull (beside the subscriber); with --link it decides which connection crosses the emulated WAN")
 	fl.StringVar(&f.init, "init", "none", "setup: how the subscriber gets the existing rows: snapshot (COPY), backup (pg_dump/pg_restore) or none")
+	fl.IntVar(&f.streams, "streams", replication.DefaultInitStreams, "setup: publisher sessions of the one snapshot that --init snapshot copies each table in, a block range each (1 to 64; across a WAN each carries a window of its own)")
 	fl.StringVar(&f.compress, "compression", "zstd", "setup: how the distribution database stores commands: zstd (a fraction of the bytes to write and, in pull mode, to read across the WAN) or none (as the seed's)")
 	fl.BoolVar(&f.binary, "binary", false, "setup: carry column values in their binary form (bytea raw, not hex; PostgreSQL 14+, same major version on both sides)")
 	fl.StringVar(&f.bufferSize, "buffer-size", "40KB", "run: size of one command buffer, the most the writer sends per round trip (a `size` such as 40KB, 1MiB)")
@@ -247,6 +248,9 @@ func (f *replicateFlags) checkBounds(cmd *cobra.Command) error {
 	if f.progress < 0 {
 		errs = append(errs, fmt.Errorf("--progress %s: want how often to print progress, or 0 for never", f.progress))
 	}
+	if f.streams < 1 || f.streams > replication.MaxInitStreams {
+		errs = append(errs, fmt.Errorf("--streams %d: want 1 to %d publisher sessions", f.streams, replication.MaxInitStreams))
+	}
 	if f.maxDiffs < 1 || f.maxDiffs > maxDifferences {
 		errs = append(errs, fmt.Errorf("--max-differences %d: want 1 to %d differing keys per table (each is kept and printed)", f.maxDiffs, maxDifferences))
 	}
@@ -261,7 +265,7 @@ func replFlagErr(flag string, err error) error {
 }
 
 func replicateSetup(ctx context.Context, a *app, f *replicateFlags, cfg replication.Config, mode replication.Mode, init replication.InitMethod) error {
-	res, err := replication.Setup(ctx, cfg, replication.SetupOptions{Init: init, Mode: mode, Binary: f.binary, Compression: f.compression})
+	res, err := replication.Setup(ctx, cfg, replication.SetupOptions{Init: init, Mode: mode, Binary: f.binary, Compression: f.compression, Streams: f.streams})
 	if err != nil {
 		return replicateError(fmt.Errorf("setup: %w", err))
 	}

@@ -177,7 +177,7 @@ func readColumns(ctx context.Context, pub *pgx.Conn, ti *tableInfo, identity map
 			CASE WHEN a.attcollation <> t.typcollation AND a.attcollation <> 0
 				THEN (SELECT quote_ident(cn.nspname) || '.' || quote_ident(c.collname) FROM pg_collation c JOIN pg_namespace cn ON cn.oid = c.collnamespace WHERE c.oid = a.attcollation)
 				ELSE '' END,
-			a.attstorage <> t.typstorage, a.attstorage::text, coalesce(col_description(a.attrelid, a.attnum), '')
+			a.attstorage <> t.typstorage, a.attstorage::text, coalesce(col_description(a.attrelid, a.attnum), ''), a.attidentity::text
 		FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid
 		LEFT JOIN pg_attrdef ad ON ad.adrelid = a.attrelid AND ad.adnum = a.attnum
 		WHERE a.attrelid = $1 AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum`, ti.OID)
@@ -185,9 +185,9 @@ func readColumns(ctx context.Context, pub *pgx.Conn, ti *tableInfo, identity map
 		return out, fmt.Errorf("read the columns of %s: %w", ti.Name, err)
 	}
 	for rows.Next() {
-		var name, typ, generated, def, collation, storage, colComment string
+		var name, typ, generated, def, collation, storage, colComment, identityKind string
 		var notNull, ownStorage bool
-		if err := rows.Scan(&name, &typ, &notNull, &generated, &def, &collation, &ownStorage, &storage, &colComment); err != nil {
+		if err := rows.Scan(&name, &typ, &notNull, &generated, &def, &collation, &ownStorage, &storage, &colComment, &identityKind); err != nil {
 			rows.Close()
 			return out, fmt.Errorf("read the columns of %s: %w", ti.Name, err)
 		}
@@ -211,8 +211,7 @@ func readColumns(ctx context.Context, pub *pgx.Conn, ti *tableInfo, identity map
 		}
 		if s, ok := identity[name]; ok {
 			kind := "BY DEFAULT"
-			var always string
-			if err := pub.QueryRow(ctx, "SELECT attidentity::text FROM pg_attribute WHERE attrelid = $1 AND attname = $2", ti.OID, name).Scan(&always); err == nil && always == "a" {
+			if identityKind == "a" {
 				kind = "ALWAYS"
 			}
 			out.alters = append(out.alters, fmt.Sprintf("ALTER TABLE %s ALTER COLUMN %s ADD GENERATED %s AS IDENTITY (SEQUENCE NAME %s %s)",
