@@ -36,6 +36,7 @@ type replicateFlags struct {
 	linkProfile            string
 	metricsAddr            string
 	maxDiffs, streams      int
+	readStreams            int
 	compression            replication.Compression
 }
 
@@ -120,6 +121,7 @@ sides differ, 2 bad flags, URIs or tables, 130 interrupted.`,
 	fl.IntVar(&f.buffers, "buffers", replication.DefaultBuffers, "run: number of command buffers")
 	fl.IntVar(&f.commitBatch, "commit-batch-size", replication.DefaultCommitBatchSize, "run: source transactions per subscriber transaction (never split)")
 	fl.StringVar(&f.pipeline, "pipeline", "auto", "run: buffers the writer keeps in flight: auto (from the measured bandwidth-delay product), a `number`, or 1 (stop and wait, as the seed's agent)")
+	fl.IntVar(&f.readStreams, "read-streams", 1, "run: connections the agent reads the stored commands through at once, each a share of them applied in order (1 to 16; pulling across a WAN each carries a window of its own)")
 	fl.StringVar(&f.role, "role", "all", "run: what to run here: all, log-reader or agent")
 	fl.BoolVar(&f.untilCaughtUp, "until-caught-up", false, "run: stop once everything committed on the publisher before the start is applied")
 	fl.DurationVar(&f.progress, "progress", 2*time.Second, "run: how often to print progress (0 = never)")
@@ -289,7 +291,7 @@ func replicateSetup(ctx context.Context, a *app, f *replicateFlags, cfg replicat
 
 func (f *replicateFlags) agentOptions() (replication.AgentOptions, error) {
 	var errs []error
-	opts := replication.AgentOptions{Buffers: f.buffers, CommitBatchSize: f.commitBatch}
+	opts := replication.AgentOptions{Buffers: f.buffers, CommitBatchSize: f.commitBatch, ReadStreams: f.readStreams}
 	bs, err := units.ParseSize(f.bufferSize)
 	if err != nil {
 		errs = append(errs, fmt.Errorf("--buffer-size: %w", err))
@@ -303,6 +305,9 @@ func (f *replicateFlags) agentOptions() (replication.AgentOptions, error) {
 	}
 	if f.commitBatch < 1 {
 		errs = append(errs, fmt.Errorf("--commit-batch-size %d: want at least 1", f.commitBatch))
+	}
+	if f.readStreams < 1 {
+		errs = append(errs, fmt.Errorf("--read-streams %d: want 1 to %d", f.readStreams, replication.MaxReadStreams))
 	}
 	if err := opts.Validate(); err != nil {
 		errs = append(errs, err)

@@ -128,6 +128,8 @@ func TestReplicateBadInput(t *testing.T) {
 			[]string{"--streams 65: want 1 to 64 publisher sessions"}},
 		{"no stream", []string{"replicate", "setup", "--publisher", pubURI, "--subscriber", subURI, "--init", "snapshot", "--streams", "0"}, 2,
 			[]string{"--streams 0: want 1 to 64"}},
+		{"read streams beyond their bound", []string{"replicate", "run", "--publisher", pubURI, "--subscriber", subURI, "--read-streams", "17"}, 2,
+			[]string{"read streams 17: want 1 to 16"}},
 		{"commit batch beyond its bound", []string{"replicate", "run", "--publisher", pubURI, "--subscriber", subURI, "--commit-batch-size", "2000000"}, 2,
 			[]string{"commit batch size 2000000: want 1 to 1000000"}},
 		{"missing primary key", []string{"replicate", "setup", "--publisher", pubURI, "--subscriber", subURI, "--tables", "nokey,fine", "--init", "snapshot"}, 2,
