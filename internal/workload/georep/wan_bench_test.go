@@ -96,35 +96,36 @@ func throughLink(ctx context.Context, tb testing.TB, upstream string, l link.Con
 // subscriber's site: every publisher connection it makes, the copy's among
 // them, crosses the link; timed until the subscriber is consistent (setup
 // returns once the copy and the subscription's starting point commit).
-func initThroughLink(ctx context.Context, cfg replication.Config, t replication.TableName, rows int, viaPub string, opts replication.SetupOptions) (time.Duration, error) {
+func initThroughLink(ctx context.Context, cfg replication.Config, t replication.TableName, rows int, viaPub string, opts replication.SetupOptions) (time.Duration, replication.SetupResult, error) {
+	var res replication.SetupResult
 	cfg.Tables = []replication.TableName{t}
 	if err := PrepareTable(ctx, cfg.Publisher, cfg.Subscriber, t, PayloadHex1K, false); err != nil {
-		return 0, err
+		return 0, res, err
 	}
 	if _, err := InsertRows(ctx, cfg.Publisher, t, PayloadHex1K, 1, rows, 10000); err != nil {
-		return 0, err
+		return 0, res, err
 	}
 	far := cfg
 	pub, err := cfg.Publisher.Via(viaPub)
 	if err != nil {
-		return 0, err
+		return 0, res, err
 	}
 	far.Publisher = pub
 	opts.Init = replication.InitSnapshot
 	start := time.Now()
-	if _, err := replication.Setup(ctx, far, opts); err != nil {
-		return 0, err
+	if res, err = replication.Setup(ctx, far, opts); err != nil {
+		return 0, res, err
 	}
 	elapsed := time.Since(start)
 	defer replication.Teardown(context.WithoutCancel(ctx), cfg, replication.TeardownOptions{Force: true})
 	v, err := replication.Verify(ctx, cfg, replication.VerifyOptions{})
 	if err != nil {
-		return 0, err
+		return 0, res, err
 	}
 	if !v.Equal {
-		return 0, fmt.Errorf("the initialized subscriber differs from the publisher: %+v", v.Tables)
+		return 0, res, fmt.Errorf("the initialized subscriber differs from the publisher: %+v", v.Tables)
 	}
-	return elapsed, nil
+	return elapsed, res, nil
 }
 
 // BenchmarkWANAgainstNative sets dbrig's replication against PostgreSQL's
@@ -140,6 +141,9 @@ func initThroughLink(ctx context.Context, cfg replication.Config, t replication.
 //     (default 20,000) drained through the link: native from its apply
 //     worker's start, dbrig's agent in pull mode from its start (cold).
 //
+// DBRIG_BENCH_WAN_STREAMS sets setup's --streams (default 8),
+// DBRIG_BENCH_WAN_READ_STREAMS the agent's --read-streams (default 8).
+//
 // It prints a table: each figure, native's, the ratio, the goal and the
 // window/RTT model's time for what crossed the link.
 //
@@ -147,6 +151,8 @@ func initThroughLink(ctx context.Context, cfg replication.Config, t replication.
 func BenchmarkWANAgainstNative(b *testing.B) {
 	initRows := benchEnv("DBRIG_BENCH_WAN_INIT_ROWS", 20_000)
 	changes := benchEnv("DBRIG_BENCH_WAN_CHANGES", 20_000)
+	streams := benchEnv("DBRIG_BENCH_WAN_STREAMS", replication.DefaultInitStreams)
+	readStreams := benchEnv("DBRIG_BENCH_WAN_READ_STREAMS", 8)
 	p := startPair(b)
 	ctx := testCtx(b, 60*time.Minute)
 	pubAddr := p.pub.Conn("app").Addr()
@@ -167,14 +173,18 @@ func BenchmarkWANAgainstNative(b *testing.B) {
 			})
 			b.Logf("  native %.3f s", in.native.Seconds())
 			in.dbrigBytes = throughLink(ctx, b, pubAddr, l.cfg, func(via string) error {
-				var err error
-				in.dbrig, err = initThroughLink(ctx, p.cfg, replication.TableName{Schema: "public", Name: "dbrig_wan_init"}, initRows, via, replication.SetupOptions{})
+				d, res, err := initThroughLink(ctx, p.cfg, replication.TableName{Schema: "public", Name: "dbrig_wan_init"}, initRows, via,
+					replication.SetupOptions{Streams: streams})
+				in.dbrig = d
+				for _, t := range res.Tables {
+					in.dbrigConns = max(in.dbrigConns, t.Streams)
+				}
 				return err
 			})
-			b.Logf("  dbrig  %.3f s", in.dbrig.Seconds())
+			b.Logf("  dbrig  %.3f s (%d streams)", in.dbrig.Seconds(), in.dbrigConns)
 
 			b.Logf("%s: a backlog of %d changes of 1 KB", l.name, changes)
-			dr := &wanFigure{what: fmt.Sprintf("backlog of %d changes, %s", changes, l.name), goal: 3, nativeConns: 1, dbrigConns: 1}
+			dr := &wanFigure{what: fmt.Sprintf("backlog of %d changes, %s", changes, l.name), goal: 3, nativeConns: 1, dbrigConns: readStreams}
 			dr.nativeBytes = throughLink(ctx, b, pubAddr, l.cfg, func(via string) error {
 				viaPub, err := p.pub.Conn("app").Via(via)
 				if err != nil {
@@ -191,7 +201,8 @@ func BenchmarkWANAgainstNative(b *testing.B) {
 				if err != nil {
 					return err
 				}
-				res, err := Drain(ctx, DrainConfig{Config: p.cfg, Agent: t, Mode: replication.Pull, Payload: PayloadHex1K, Rows: changes, RowsPerTransaction: 1000})
+				res, err := Drain(ctx, DrainConfig{Config: p.cfg, Agent: t, Mode: replication.Pull, Payload: PayloadHex1K, Rows: changes, RowsPerTransaction: 1000,
+					Options: replication.AgentOptions{ReadStreams: readStreams}})
 				dr.dbrig = res.Elapsed
 				return err
 			})
