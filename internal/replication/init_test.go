@@ -229,3 +229,30 @@ func mustBeClean(t *testing.T, ctx context.Context, p *pair, cfg Config) {
 		t.Errorf("the interrupted setup left: subscriber table %d, subscriber schema %d, slots %d, publications %d", table, schema, slots, pubs)
 	}
 }
+
+// TestIdentityAlwaysReplicates initializes, by snapshot, a subscriber
+// lacking a table whose key is GENERATED ALWAYS AS IDENTITY, then
+// replicates inserts into it: the subscriber's identity must take the
+// publisher's values, which an ALWAYS identity would refuse.
+func TestIdentityAlwaysReplicates(t *testing.T) {
+	t.Parallel()
+	p := startPair(t)
+	ctx := testCtx(t, 3*time.Minute)
+	execPub(t, p, `CREATE TABLE ident (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, v text)`,
+		`INSERT INTO ident (v) SELECT 'before ' || g FROM generate_series(1, 100) g`)
+	cfg := p.cfg
+	cfg.Tables = []TableName{{"public", "ident"}}
+	if _, err := Setup(ctx, cfg, SetupOptions{Init: InitSnapshot}); err != nil {
+		t.Fatalf("setup: %v", err)
+	}
+	execPub(t, p, `INSERT INTO ident (v) SELECT 'after ' || g FROM generate_series(1, 50) g`)
+	r := startAgents(t, cfg, Targets{Distribution: cfg.Distribution(), Subscriber: cfg.Subscriber}, AgentOptions{})
+	waitCaughtUp(t, cfg, r, time.Minute)
+	if err := r.stop(); err != nil {
+		t.Fatal(err)
+	}
+	mustVerify(t, cfg)
+	if _, err := Teardown(ctx, cfg, TeardownOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
