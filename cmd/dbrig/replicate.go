@@ -55,7 +55,8 @@ pgoutput) and stores each committed change, in commit order, in the
 distribution database (dbrig_distribution on the publisher's server, which
 several replications may share), compressed unless setup says
 --compression none. The distribution agent reads every pending command as
-one streaming result set into command buffers (--buffers of --buffer-size)
+one streaming result set (or --read-streams of them, in turn) into command
+buffers (--buffers of --buffer-size)
 and applies them to the subscriber (--pipeline buffers in flight),
 committing every --commit-batch-size source transactions together with its
 position, so each change is applied exactly once across crashes and
@@ -68,8 +69,8 @@ the WAN). Run the agent where you want it with --role agent.
   setup     check both servers, create the distribution database (or add
             to one dbrig made), the publication, the slot and the
             subscriber's bookkeeping, and copy the tables' rows (--init
-            snapshot: COPY, creating missing tables as pg_dump would;
-            backup: pg_dump/pg_restore)
+            snapshot: COPY in --streams sessions of one snapshot, creating
+            missing tables as pg_dump would; backup: pg_dump/pg_restore)
   run       run the log reader and the agent (--role) until Ctrl-C or
             --until-caught-up, printing progress; a lost connection or a
             restarted server is retried, a change the subscriber refuses
