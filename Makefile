@@ -80,8 +80,8 @@ bench-oltp: ## dbrig's point-select against pgbench -S -M prepared and sysbench 
 bench-script: ## pgbench's select-only and tpcb-like under dbrig's script runner against pgbench -M prepared at 1, 2, 4, 8 clients on one socket (about 5 minutes)
 	$(GO) test -run '^$$' -bench ScriptVsPgbench -benchtime 1x -timeout 30m ./internal/workload/script/
 
-bench-replication: ## the replication agent as a user meets it (fsync on, cold, last row visible) against native logical replication and across 77 ms, then the seed's agents against their models (about 2 minutes on a quiet machine)
-	$(GO) test -run '^$$' -bench 'FasterThanNative|SeedModels' -benchtime 1x -timeout 60m -v ./internal/workload/georep/
+bench-replication: ## the replication agent as a user meets it (fsync on, cold, last row visible) against native logical replication and across 77 ms, the seed's agents against their models, then initial sync and backlog against native through the same WANs (about 6 minutes on a quiet machine)
+	$(GO) test -run '^$$' -bench 'FasterThanNative|SeedModels|WANAgainstNative' -benchtime 1x -timeout 60m -v ./internal/workload/georep/
 
 accept-predict: ## pgbench's tpcb-like (-M prepared) predicted before it runs at RTT 1, 5 and 20 ms with 1 and 4 users, each held to 5 % of the measured tps; prints the table (about 1 minute; a quiet machine)
 	scripts/install-deps --test

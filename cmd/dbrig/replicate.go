@@ -35,7 +35,8 @@ type replicateFlags struct {
 	progress, agentRetry   time.Duration
 	linkProfile            string
 	metricsAddr            string
-	maxDiffs               int
+	maxDiffs, streams      int
+	readStreams            int
 	compression            replication.Compression
 }
 
@@ -54,7 +55,8 @@ pgoutput) and stores each committed change, in commit order, in the
 distribution database (dbrig_distribution on the publisher's server, which
 several replications may share), compressed unless setup says
 --compression none. The distribution agent reads every pending command as
-one streaming result set into command buffers (--buffers of --buffer-size)
+one streaming result set (or --read-streams of them, in turn) into command
+buffers (--buffers of --buffer-size)
 and applies them to the subscriber (--pipeline buffers in flight),
 committing every --commit-batch-size source transactions together with its
 position, so each change is applied exactly once across crashes and
@@ -67,8 +69,8 @@ the WAN). Run the agent where you want it with --role agent.
   setup     check both servers, create the distribution database (or add
             to one dbrig made), the publication, the slot and the
             subscriber's bookkeeping, and copy the tables' rows (--init
-            snapshot: COPY, creating missing tables as pg_dump would;
-            backup: pg_dump/pg_restore)
+            snapshot: COPY in --streams sessions of one snapshot, creating
+            missing tables as pg_dump would; backup: pg_dump/pg_restore)
   run       run the log reader and the agent (--role) until Ctrl-C or
             --until-caught-up, printing progress; a lost connection or a
             restarted server is retried, a change the subscriber refuses
@@ -113,12 +115,14 @@ sides differ, 2 bad flags, URIs or tables, 130 interrupted.`,
 	fl.StringVar(&f.tables, "tables", "", "setup, verify: comma-separated `tables` to publish (schema.table; default every table of the publisher database)")
 	fl.StringVar(&f.mode, "mode", "push", "where the agent runs: push (beside the distribution database) or pull (beside the subscriber); with --link it decides which connection crosses the emulated WAN")
 	fl.StringVar(&f.init, "init", "none", "setup: how the subscriber gets the existing rows: snapshot (COPY), backup (pg_dump/pg_restore) or none")
+	fl.IntVar(&f.streams, "streams", replication.DefaultInitStreams, "setup: publisher sessions of the one snapshot that --init snapshot copies each table in, a block range each (1 to 64; across a WAN each carries a window of its own)")
 	fl.StringVar(&f.compress, "compression", "zstd", "setup: how the distribution database stores commands: zstd (a fraction of the bytes to write and, in pull mode, to read across the WAN) or none (as the seed's)")
 	fl.BoolVar(&f.binary, "binary", false, "setup: carry column values in their binary form (bytea raw, not hex; PostgreSQL 14+, same major version on both sides)")
 	fl.StringVar(&f.bufferSize, "buffer-size", "40KB", "run: size of one command buffer, the most the writer sends per round trip (a `size` such as 40KB, 1MiB)")
 	fl.IntVar(&f.buffers, "buffers", replication.DefaultBuffers, "run: number of command buffers")
 	fl.IntVar(&f.commitBatch, "commit-batch-size", replication.DefaultCommitBatchSize, "run: source transactions per subscriber transaction (never split)")
 	fl.StringVar(&f.pipeline, "pipeline", "auto", "run: buffers the writer keeps in flight: auto (from the measured bandwidth-delay product), a `number`, or 1 (stop and wait, as the seed's agent)")
+	fl.IntVar(&f.readStreams, "read-streams", 1, "run: connections the agent reads the stored commands through at once, each a share of them applied in order (1 to 16; pulling across a WAN each carries a window of its own)")
 	fl.StringVar(&f.role, "role", "all", "run: what to run here: all, log-reader or agent")
 	fl.BoolVar(&f.untilCaughtUp, "until-caught-up", false, "run: stop once everything committed on the publisher before the start is applied")
 	fl.DurationVar(&f.progress, "progress", 2*time.Second, "run: how often to print progress (0 = never)")
@@ -247,6 +251,9 @@ func (f *replicateFlags) checkBounds(cmd *cobra.Command) error {
 	if f.progress < 0 {
 		errs = append(errs, fmt.Errorf("--progress %s: want how often to print progress, or 0 for never", f.progress))
 	}
+	if f.streams < 1 || f.streams > replication.MaxInitStreams {
+		errs = append(errs, fmt.Errorf("--streams %d: want 1 to %d publisher sessions", f.streams, replication.MaxInitStreams))
+	}
 	if f.maxDiffs < 1 || f.maxDiffs > maxDifferences {
 		errs = append(errs, fmt.Errorf("--max-differences %d: want 1 to %d differing keys per table (each is kept and printed)", f.maxDiffs, maxDifferences))
 	}
@@ -261,7 +268,7 @@ func replFlagErr(flag string, err error) error {
 }
 
 func replicateSetup(ctx context.Context, a *app, f *replicateFlags, cfg replication.Config, mode replication.Mode, init replication.InitMethod) error {
-	res, err := replication.Setup(ctx, cfg, replication.SetupOptions{Init: init, Mode: mode, Binary: f.binary, Compression: f.compression})
+	res, err := replication.Setup(ctx, cfg, replication.SetupOptions{Init: init, Mode: mode, Binary: f.binary, Compression: f.compression, Streams: f.streams})
 	if err != nil {
 		return replicateError(fmt.Errorf("setup: %w", err))
 	}
@@ -285,7 +292,7 @@ func replicateSetup(ctx context.Context, a *app, f *replicateFlags, cfg replicat
 
 func (f *replicateFlags) agentOptions() (replication.AgentOptions, error) {
 	var errs []error
-	opts := replication.AgentOptions{Buffers: f.buffers, CommitBatchSize: f.commitBatch}
+	opts := replication.AgentOptions{Buffers: f.buffers, CommitBatchSize: f.commitBatch, ReadStreams: f.readStreams}
 	bs, err := units.ParseSize(f.bufferSize)
 	if err != nil {
 		errs = append(errs, fmt.Errorf("--buffer-size: %w", err))
@@ -299,6 +306,9 @@ func (f *replicateFlags) agentOptions() (replication.AgentOptions, error) {
 	}
 	if f.commitBatch < 1 {
 		errs = append(errs, fmt.Errorf("--commit-batch-size %d: want at least 1", f.commitBatch))
+	}
+	if f.readStreams < 1 {
+		errs = append(errs, fmt.Errorf("--read-streams %d: want 1 to %d", f.readStreams, replication.MaxReadStreams))
 	}
 	if err := opts.Validate(); err != nil {
 		errs = append(errs, err)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
-	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -168,6 +167,9 @@ type agentRun struct {
 
 	conn net.Conn
 	fe   *pgproto3.Frontend
+	// readers are the reader's connections beyond its first
+	// (AgentOptions.ReadStreams).
+	readers []*pgconn.PgConn
 }
 
 func (a *DistributionAgent) runOnce(parent context.Context) (err error) {
@@ -206,10 +208,19 @@ func (a *DistributionAgent) runOnce(parent context.Context) (err error) {
 			ctlErr = fmt.Errorf("distribution database: %w", ctlErr)
 		}
 	}()
+	readers := make([]*pgconn.PgConn, opts.ReadStreams-1)
+	readerErrs := make([]error, len(readers))
+	for i := range readers {
+		wg.Add(1)
+		go func() { // the reader's further connections
+			defer wg.Done()
+			readers[i], readerErrs[i] = connectStreaming(ctx, cfg.Distribution, agentAppName(cfg.Publication))
+		}()
+	}
 	wg.Wait()
 	subOwned := true
 	defer func() {
-		for _, c := range []*pgconn.PgConn{dist, ctl} {
+		for _, c := range append([]*pgconn.PgConn{dist, ctl}, readers...) {
 			if c != nil {
 				c.Close(context.WithoutCancel(ctx))
 			}
@@ -220,6 +231,9 @@ func (a *DistributionAgent) runOnce(parent context.Context) (err error) {
 	}()
 	if err := errors.Join(subErr, distErr, ctlErr); err != nil {
 		return err
+	}
+	if err := errors.Join(readerErrs...); err != nil {
+		return fmt.Errorf("distribution database: %w", err)
 	}
 	applied := at.position.cmd
 	a.applied.Store(applied)
@@ -264,6 +278,7 @@ func (a *DistributionAgent) runOnce(parent context.Context) (err error) {
 		progress: make(chan struct{}, 1),
 		conn:     hc.Conn,
 		fe:       hc.Frontend,
+		readers:  readers,
 	}
 	for i := 0; i < pool; i++ {
 		b := &buffer{msg: make([]byte, 0, opts.BufferSize+opts.BufferSize/4+64)}
@@ -483,8 +498,6 @@ func (run *agentRun) read(dist *pgconn.PgConn, r *renderer) error {
 	defer putCodec(cdc)
 	var xactLSN LSN
 	for {
-		rr := dist.ExecParams(ctx, "SELECT first_cmd, data FROM "+commandsTable(a.cfg.Publication)+" WHERE last_cmd > $1 ORDER BY first_cmd",
-			[][]byte{[]byte(itoa(lastRead))}, nil, nil, []int16{1, 1})
 		n := 0
 		from := lastRead
 		apply := func(cmd int64, msg []byte) error {
@@ -524,34 +537,25 @@ func (run *agentRun) read(dist *pgconn.PgConn, r *renderer) error {
 			n++
 			return nil
 		}
-		for rr.NextRow() {
-			v := rr.Values()
-			first := int64(binary.BigEndian.Uint64(v[0]))
+		chunk := func(first int64, data []byte) error {
 			if first > lastRead+1 {
-				rr.Close()
 				return fmt.Errorf("the distribution database's next command after %d is %d: commands %d to %d are gone (cleaned up before this subscriber applied them?)",
 					lastRead, first, lastRead+1, first-1)
 			}
-			raw, err := cdc.decode(v[1])
-			if err == nil {
-				a.mu.Lock()
-				a.stats.ReadBytes += int64(len(v[1]))
-				a.mu.Unlock()
-				err = eachMessage(raw, first, apply)
-			}
+			raw, err := cdc.decode(data)
 			if err != nil {
-				rr.Close()
-				if ctx.Err() != nil {
-					return context.Cause(ctx)
-				}
 				return err
 			}
+			a.mu.Lock()
+			a.stats.ReadBytes += int64(len(data))
+			a.mu.Unlock()
+			return eachMessage(raw, first, apply)
 		}
-		if _, err := rr.Close(); err != nil {
+		if err := run.fetch(dist, from, chunk); err != nil {
 			if ctx.Err() != nil {
 				return context.Cause(ctx)
 			}
-			return fmt.Errorf("read commands after %d from %s: %w", from, a.cfg.Distribution, err)
+			return err
 		}
 		// Caught up with what was committed when the query began: commit
 		// and send what is buffered.

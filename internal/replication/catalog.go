@@ -15,6 +15,21 @@ import (
 
 // pgxConnect opens a pgx connection with dbrig's session parameters.
 func pgxConnect(ctx context.Context, ci postgres.ConnInfo, app string) (*pgx.Conn, error) {
+	return pgxConnectMode(ctx, ci, app, 0)
+}
+
+// setupConnect opens a session of setup's on the publisher's server.
+// Setup runs each statement once, so it sends each with its parameters in
+// one round trip (their types inferred by the server, as for literals)
+// instead of pgx's default, which prepares a statement first: run from the
+// subscriber's site, every round trip crosses the WAN.
+func setupConnect(ctx context.Context, ci postgres.ConnInfo) (*pgx.Conn, error) {
+	return pgxConnectMode(ctx, ci, "dbrig setup", pgx.QueryExecModeExec)
+}
+
+// pgxConnectMode is pgxConnect with a query mode (0 leaves the
+// connection's default).
+func pgxConnectMode(ctx context.Context, ci postgres.ConnInfo, app string, mode pgx.QueryExecMode) (*pgx.Conn, error) {
 	cfg, err := ci.ConnConfig()
 	if err != nil {
 		return nil, err
@@ -23,6 +38,9 @@ func pgxConnect(ctx context.Context, ci postgres.ConnInfo, app string) (*pgx.Con
 		cfg.RuntimeParams[k] = v
 	}
 	cfg.RuntimeParams["application_name"] = app
+	if mode != 0 {
+		cfg.DefaultQueryExecMode = mode
+	}
 	c, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("connect to %s: %w", ci, err)

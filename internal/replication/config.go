@@ -220,7 +220,16 @@ type AgentOptions struct {
 	// bandwidth-delay product; 0 = the default, PipelineAuto: it keeps
 	// the order of every command and the subscriber busy).
 	Pipeline int
+	// ReadStreams is how many connections the reader reads the pending
+	// chunks through at once (default 1), each a share of them, applied in
+	// order all the same: across a WAN each carries a window of its own,
+	// as the pull agent's reader pays the window.
+	ReadStreams int
 }
+
+// MaxReadStreams bounds the reader's connections to the distribution
+// database.
+const MaxReadStreams = 16
 
 func (o AgentOptions) withDefaults() AgentOptions {
 	if o.BufferSize <= 0 {
@@ -234,6 +243,9 @@ func (o AgentOptions) withDefaults() AgentOptions {
 	}
 	if o.Pipeline == 0 {
 		o.Pipeline = PipelineAuto
+	}
+	if o.ReadStreams <= 0 {
+		o.ReadStreams = 1
 	}
 	return o
 }
@@ -252,6 +264,9 @@ func (o AgentOptions) Validate() error {
 	}
 	if o.Pipeline < PipelineAuto || o.Pipeline > MaxPipeline {
 		errs = append(errs, fmt.Errorf("pipeline %d: want auto or 1 to %d", o.Pipeline, MaxPipeline))
+	}
+	if o.ReadStreams < 0 || o.ReadStreams > MaxReadStreams {
+		errs = append(errs, fmt.Errorf("read streams %d: want 1 to %d connections", o.ReadStreams, MaxReadStreams))
 	}
 	return errors.Join(errs...)
 }

@@ -146,6 +146,7 @@ func TestEndToEndThroughLink(t *testing.T) {
 		{"push", Push, AgentOptions{Pipeline: 1}},
 		{"push-pipelined", Push, AgentOptions{Pipeline: PipelineAuto, CommitBatchSize: 7}},
 		{"pull", Pull, AgentOptions{BufferSize: 8192, Pipeline: 1}},
+		{"pull-read-streams", Pull, AgentOptions{BufferSize: 8192, ReadStreams: 3}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := startPair(t)

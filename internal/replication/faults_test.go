@@ -325,6 +325,7 @@ func TestLinkResetMidBatch(t *testing.T) {
 	}{
 		{"push-pipelined", Push, AgentOptions{Pipeline: 8, BufferSize: 8 << 10, CommitBatchSize: 5}},
 		{"pull", Pull, AgentOptions{BufferSize: 8 << 10, CommitBatchSize: 5, Pipeline: 1}},
+		{"pull-read-streams", Pull, AgentOptions{BufferSize: 8 << 10, CommitBatchSize: 5, ReadStreams: 3}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p, cfg := faultPair(t)

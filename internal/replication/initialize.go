@@ -3,32 +3,17 @@ package replication
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/dbrig/dbrig/internal/engine/postgres"
 )
-
-// countingWriter counts what passes through it.
-type countingWriter struct {
-	w io.Writer
-	n atomic.Int64
-}
-
-func (c *countingWriter) Write(p []byte) (int, error) {
-	n, err := c.w.Write(p)
-	c.n.Add(int64(n))
-	return n, err
-}
 
 func orConn(c, def postgres.ConnInfo) postgres.ConnInfo {
 	if c.Host == "" {
@@ -40,29 +25,43 @@ func orConn(c, def postgres.ConnInfo) postgres.ConnInfo {
 // initSnapshot copies every published table from the slot's exported
 // snapshot into the subscriber in one subscriber transaction, which also
 // creates missing tables and records the subscription's starting point: the
-// subscriber holds either everything or nothing.
+// subscriber holds either everything or nothing. The publisher's side runs
+// in opts.Streams sessions of the same snapshot.
 func initSnapshot(ctx context.Context, p *plan, opts SetupOptions, snapshot string, subRow func(context.Context, pgx.Tx) error, res *SetupResult) error {
 	cfg := p.cfg
 	pubCI := orConn(opts.InitPublisher, cfg.Publisher)
 	subCI := orConn(opts.InitSubscriber, cfg.Subscriber)
 	start := time.Now()
-	src, err := connect(ctx, pubCI, "dbrig snapshot")
-	if err != nil {
-		return fmt.Errorf("snapshot: publisher: %w", err)
+	// The streams' sessions connect while the tables' DDL is read: across a
+	// WAN both are round trips.
+	type opened struct {
+		src snapshotSessions
+		err error
 	}
-	defer src.Close(context.WithoutCancel(ctx))
-	if _, err := src.Exec(ctx, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; SET TRANSACTION SNAPSHOT "+quoteLiteral(snapshot)).ReadAll(); err != nil {
-		return fmt.Errorf("snapshot: publisher %s: import the slot's snapshot %q: %w", pubCI, snapshot, err)
-	}
+	sessions := make(chan opened, 1)
+	go func() { // received below
+		src, err := openSnapshotSessions(ctx, pubCI, snapshot, opts.streams())
+		sessions <- opened{src, err}
+	}()
 	dst, err := pgxConnect(ctx, subCI, "dbrig snapshot")
+	var ddl map[TableName]*tableDDL
 	if err != nil {
-		return fmt.Errorf("snapshot: subscriber: %w", err)
+		err = fmt.Errorf("subscriber: %w", err)
+	} else {
+		defer dst.Close(context.WithoutCancel(ctx))
+		ddl, err = missingTablesDDL(ctx, p, dst)
 	}
-	defer dst.Close(context.WithoutCancel(ctx))
-	ddl, err := missingTablesDDL(ctx, p, dst)
-	if err != nil {
+	o := <-sessions
+	if o.err == nil {
+		defer o.src.close(ctx)
+	}
+	switch {
+	case o.err != nil:
+		return fmt.Errorf("snapshot: publisher: %w", o.err)
+	case err != nil:
 		return fmt.Errorf("snapshot: %w", err)
 	}
+	src := o.src
 	err = pgx.BeginFunc(ctx, dst, func(tx pgx.Tx) error {
 		for _, t := range p.tables {
 			d := ddl[t.Name]
@@ -71,7 +70,7 @@ func initSnapshot(ctx context.Context, p *plan, opts SetupOptions, snapshot stri
 					return fmt.Errorf("snapshot: create table %s on the subscriber: %w", t.Name, err)
 				}
 			}
-			tc, err := copyTable(ctx, src, tx.Conn(), t)
+			tc, err := copyTableStreams(ctx, src, tx.Conn(), t)
 			if err != nil {
 				return err
 			}
@@ -85,35 +84,26 @@ func initSnapshot(ctx context.Context, p *plan, opts SetupOptions, snapshot stri
 			}
 			res.Tables = append(res.Tables, tc)
 			res.InitBytes += tc.Bytes
-			cfg.Logger.Info("table copied", "table", t.Name.String(), "rows", tc.Rows, "bytes", tc.Bytes)
+			cfg.Logger.Info("table copied", "table", t.Name.String(), "rows", tc.Rows, "bytes", tc.Bytes, "streams", tc.Streams)
 		}
 		return subRow(ctx, tx)
 	})
 	if err != nil {
 		return err
 	}
-	src.Exec(ctx, "COMMIT").ReadAll()
 	res.InitDuration = time.Since(start)
 	return nil
 }
 
-// missingTablesDDL reads, from the publisher's catalog, the DDL of every
-// published table the subscriber lacks.
+// missingTablesDDL reads, from the publisher's catalog (through preflight's
+// session), the DDL of every published table the subscriber lacks.
 func missingTablesDDL(ctx context.Context, p *plan, sub *pgx.Conn) (map[TableName]*tableDDL, error) {
 	out := map[TableName]*tableDDL{}
-	var pub *pgx.Conn
 	for _, t := range p.tables {
 		if _, ok := p.sub[t.Name]; ok {
 			continue
 		}
-		if pub == nil {
-			var err error
-			if pub, err = pgxConnect(ctx, p.cfg.Publisher, "dbrig setup"); err != nil {
-				return nil, fmt.Errorf("publisher: %w", err)
-			}
-			defer pub.Close(context.WithoutCancel(ctx))
-		}
-		d, err := describeDDL(ctx, pub, t, func(seq string) (bool, error) {
+		d, err := describeDDL(ctx, p.pub, t, func(seq string) (bool, error) {
 			var ok bool
 			err := sub.QueryRow(ctx, "SELECT to_regclass($1) IS NOT NULL", seq).Scan(&ok)
 			return ok, err
@@ -133,30 +123,6 @@ func execAllTx(ctx context.Context, tx pgx.Tx, stmts []string) error {
 		}
 	}
 	return nil
-}
-
-// copyTable streams one table: COPY TO STDOUT on the publisher straight
-// into COPY FROM STDIN on the subscriber.
-func copyTable(ctx context.Context, src *pgconn.PgConn, dst *pgx.Conn, t *tableInfo) (TableCopy, error) {
-	cols := quoteList(t.copyColumns())
-	pr, pw := io.Pipe()
-	cw := &countingWriter{w: pw}
-	done := make(chan error, 1)
-	go func() { // owned by copyTable, which waits for it
-		_, err := src.CopyTo(ctx, cw, "COPY "+t.Name.Quoted()+" ("+cols+") TO STDOUT")
-		pw.CloseWithError(err)
-		done <- err
-	}()
-	tag, err := dst.PgConn().CopyFrom(ctx, pr, "COPY "+t.Name.Quoted()+" ("+cols+") FROM STDIN")
-	pr.CloseWithError(errors.New("copy into the subscriber ended"))
-	srcErr := <-done
-	if srcErr != nil {
-		return TableCopy{}, fmt.Errorf("snapshot: copy %s out of the publisher: %w", t.Name, srcErr)
-	}
-	if err != nil {
-		return TableCopy{}, fmt.Errorf("snapshot: copy %s into the subscriber: %w", t.Name, err)
-	}
-	return TableCopy{Table: t.Name.String(), Rows: tag.RowsAffected(), Bytes: cw.n.Load()}, nil
 }
 
 // Carrier moves a backup archive from the publisher's site, where pg_dump

@@ -95,6 +95,10 @@ type SetupOptions struct {
 	// Carrier moves the backup archive of InitBackup from the publisher's
 	// site to the subscriber's (nil: a pipe in this process).
 	Carrier Carrier
+	// Streams is how many publisher sessions of the snapshot InitSnapshot
+	// copies a table with, each a block range (0: DefaultInitStreams; at
+	// most MaxInitStreams). A small table takes fewer.
+	Streams int
 	// Mode is recorded with the subscription (push or pull).
 	Mode Mode
 	// Compression is how the distribution database stores the commands
@@ -128,6 +132,15 @@ type TableCopy struct {
 	Table string `json:"table"`
 	Rows  int64  `json:"rows"`
 	Bytes int64  `json:"bytes"`
+	// Streams is how many publisher sessions copied it (InitSnapshot).
+	Streams int `json:"streams,omitempty"`
+}
+
+func (o SetupOptions) streams() int {
+	if o.Streams <= 0 {
+		return DefaultInitStreams
+	}
+	return min(o.Streams, MaxInitStreams)
 }
 
 // plan is what preflight found: every table's shape on both sides.
@@ -139,7 +152,13 @@ type plan struct {
 	// distExists: the distribution database is dbrig's and serves other
 	// publications; subSchemaExists: the subscriber's bookkeeping exists.
 	distExists, subSchemaExists bool
+	// pub is preflight's publisher session, which setup goes on using: run
+	// from the subscriber's site, each new session costs its handshake's
+	// round trips across the WAN.
+	pub *pgx.Conn
 }
+
+func (p *plan) close(ctx context.Context) { p.pub.Close(context.WithoutCancel(ctx)) }
 
 // Check verifies, without changing anything, that the replication can be
 // set up: the logins work, the publisher has wal_level = logical and room
@@ -147,20 +166,32 @@ type plan struct {
 // and the subscriber can receive them with init. It returns a *UsageError
 // or a *ServerError.
 func Check(ctx context.Context, cfg Config, opts SetupOptions) error {
-	_, err := preflight(ctx, cfg.withDefaults(), opts)
+	p, err := preflight(ctx, cfg.withDefaults(), opts)
+	if err == nil {
+		p.close(ctx)
+	}
 	return err
 }
 
-func preflight(ctx context.Context, cfg Config, opts SetupOptions) (*plan, error) {
+// preflight checks everything setup needs; the plan it returns holds an
+// open publisher session (plan.close).
+func preflight(ctx context.Context, cfg Config, opts SetupOptions) (_ *plan, err error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	pub, err := pgxConnect(ctx, cfg.Publisher, "dbrig setup")
+	if opts.Streams < 0 || opts.Streams > MaxInitStreams {
+		return nil, &UsageError{Err: fmt.Errorf("streams %d: want 1 to %d publisher sessions (0: %d)", opts.Streams, MaxInitStreams, DefaultInitStreams)}
+	}
+	pub, err := setupConnect(ctx, cfg.Publisher)
 	if err != nil {
 		return nil, &ServerError{Err: fmt.Errorf("publisher: %w", err)}
 	}
-	defer pub.Close(context.WithoutCancel(ctx))
-	p := &plan{cfg: cfg, sub: map[TableName]*tableInfo{}, subRows: map[TableName]bool{}}
+	defer func() {
+		if err != nil {
+			pub.Close(context.WithoutCancel(ctx))
+		}
+	}()
+	p := &plan{cfg: cfg, sub: map[TableName]*tableInfo{}, subRows: map[TableName]bool{}, pub: pub}
 	serr, err := checkPublisher(ctx, pub, cfg, opts)
 	if err != nil {
 		return nil, err
@@ -246,7 +277,7 @@ func checkNames(ctx context.Context, pub *pgx.Conn, cfg Config, p *plan) (serr [
 		serr = append(serr, fmt.Errorf("database %q on the publisher's server is not dbrig's distribution database: choose another --distribution-db", cfg.DistributionDB))
 	case state == distOurs:
 		p.distExists = true
-		dist, err := pgxConnect(ctx, cfg.Distribution(), "dbrig setup")
+		dist, err := setupConnect(ctx, cfg.Distribution())
 		if err != nil {
 			return nil, &ServerError{Err: fmt.Errorf("distribution database: %w", err)}
 		}
@@ -420,12 +451,8 @@ func Setup(ctx context.Context, cfg Config, opts SetupOptions) (res SetupResult,
 		}
 	}()
 	res.Init = opts.Init.String()
-
-	pub, err := pgxConnect(ctx, cfg.Publisher, "dbrig setup")
-	if err != nil {
-		return res, err
-	}
-	defer pub.Close(context.WithoutCancel(ctx))
+	defer p.close(ctx)
+	pub := p.pub
 
 	// 1. The distribution database, and this publication's tables in it.
 	dist, err := p.makeDistribution(ctx, pub, &made)
@@ -509,7 +536,7 @@ func (p *plan) makeDistribution(ctx context.Context, pub *pgx.Conn, made *create
 			return nil, fmt.Errorf("mark the distribution database %q as dbrig's: %w", cfg.DistributionDB, err)
 		}
 	}
-	dist, err := pgxConnect(ctx, cfg.Distribution(), "dbrig setup")
+	dist, err := setupConnect(ctx, cfg.Distribution())
 	if err != nil {
 		return nil, err
 	}
@@ -556,28 +583,23 @@ func subscriptionRow(cfg Config, opts SetupOptions, at LSN) func(context.Context
 // starting points in the distribution database, in one transaction.
 func (p *plan) recordCatalog(ctx context.Context, dist *pgx.Conn, opts SetupOptions, at LSN) error {
 	cfg := p.cfg
-	return pgx.BeginFunc(ctx, dist, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, "INSERT INTO "+Schema+".publication (name, slot, publisher_database, publisher, init, binary_values, compression, consistent_lsn) VALUES ($1, $1, $2, $3, $4, $5, $6, $7)",
-			cfg.Publication, cfg.Publisher.Database, engine.RedactURI(cfg.Publisher.String()), opts.Init.String(), opts.Binary, opts.Compression.String(), at.String()); err != nil {
-			return err
-		}
-		for _, t := range p.tables {
-			if _, err := tx.Exec(ctx, "INSERT INTO "+Schema+".tables (publication, schema_name, table_name, key_columns) VALUES ($1, $2, $3, $4)",
-				cfg.Publication, t.Name.Schema, t.Name.Name, t.Key); err != nil {
-				return fmt.Errorf("record table %s: %w", t.Name, err)
-			}
-		}
-		// Nothing stored yet: the server decides which transactions the
-		// snapshot holds (it streams those committed from the consistent
-		// point on); the log reader skips only what it stored itself.
-		if _, err := tx.Exec(ctx, "INSERT INTO "+Schema+".log_reader (publication, last_cmd_id, last_commit_lsn, confirmed_lsn) VALUES ($1, 0, '0/0', $2)",
-			cfg.Publication, at.String()); err != nil {
-			return err
-		}
-		_, err := tx.Exec(ctx, "INSERT INTO "+Schema+".subscriptions (name, subscriber, mode) VALUES ($1, $2, $3)",
-			cfg.Publication, engine.RedactURI(cfg.Subscriber.String()), opts.Mode.String())
-		return err
-	})
+	// One batch: a setup run from the subscriber's site pays the round
+	// trips to the distribution database across the WAN.
+	b := &pgx.Batch{}
+	b.Queue("INSERT INTO "+Schema+".publication (name, slot, publisher_database, publisher, init, binary_values, compression, consistent_lsn) VALUES ($1, $1, $2, $3, $4, $5, $6, $7)",
+		cfg.Publication, cfg.Publisher.Database, engine.RedactURI(cfg.Publisher.String()), opts.Init.String(), opts.Binary, opts.Compression.String(), at.String())
+	for _, t := range p.tables {
+		b.Queue("INSERT INTO "+Schema+".tables (publication, schema_name, table_name, key_columns) VALUES ($1, $2, $3, $4)",
+			cfg.Publication, t.Name.Schema, t.Name.Name, t.Key)
+	}
+	// Nothing stored yet: the server decides which transactions the
+	// snapshot holds (it streams those committed from the consistent
+	// point on); the log reader skips only what it stored itself.
+	b.Queue("INSERT INTO "+Schema+".log_reader (publication, last_cmd_id, last_commit_lsn, confirmed_lsn) VALUES ($1, 0, '0/0', $2)",
+		cfg.Publication, at.String())
+	b.Queue("INSERT INTO "+Schema+".subscriptions (name, subscriber, mode) VALUES ($1, $2, $3)",
+		cfg.Publication, engine.RedactURI(cfg.Subscriber.String()), opts.Mode.String())
+	return pgx.BeginFunc(ctx, dist, func(tx pgx.Tx) error { return tx.SendBatch(ctx, b).Close() })
 }
 
 // created is what a setup has made so far, so that a failed setup removes
@@ -633,11 +655,16 @@ func (m *created) undo(ctx context.Context, cfg Config) error {
 	return errors.Join(errs...)
 }
 
+// execAll runs the statements as one simple query: one round trip, which
+// a setup run from the subscriber's site pays across the WAN for each
+// statement otherwise, and one implicit transaction, so a failed
+// statement leaves none of the others behind.
 func execAll(ctx context.Context, c *pgx.Conn, stmts []string) error {
-	for _, s := range stmts {
-		if _, err := c.Exec(ctx, s); err != nil {
-			return fmt.Errorf("%s: %w", firstLine(s), err)
-		}
+	if len(stmts) == 0 {
+		return nil
+	}
+	if _, err := c.Exec(ctx, strings.Join(stmts, ";\n")); err != nil {
+		return fmt.Errorf("run %d statements (%s ...): %w", len(stmts), firstLine(stmts[0]), err)
 	}
 	return nil
 }

@@ -323,10 +323,7 @@ func RunFDW(ctx context.Context, fc FDWConfig) (res FDWResult, err error) {
 			err = fmt.Errorf("fdw: drop the foreign server: %w", derr)
 		}
 	}()
-	typ := "char(1000)"
-	if fc.Payload != PayloadChar1K {
-		typ = "bytea"
-	}
+	typ := fc.Payload.sqlType()
 	stmts := []string{
 		"CREATE EXTENSION IF NOT EXISTS postgres_fdw",
 		fmt.Sprintf("CREATE SERVER %s FOREIGN DATA WRAPPER postgres_fdw OPTIONS (host %s, port '%d', dbname %s, batch_size '%d')",

@@ -171,7 +171,7 @@ func InsertFloor(ctx context.Context, sub postgres.ConnInfo, p Payload, rows int
 	vals := make([][]any, rows)
 	for i := range vals {
 		var v any = payloadText(p, int64(i+1))
-		if p != PayloadChar1K {
+		if p.sqlType() == "bytea" {
 			v = []byte(payloadText(p, int64(i+1)))
 		}
 		vals[i] = []any{int64(i + 1), v}
@@ -237,6 +237,13 @@ func payloadText(p Payload, g int64) string {
 		return strings.Repeat(string(sum[:]), 70)
 	case PayloadBytes15K:
 		return strings.Repeat(string(sum[:]), 969)
+	case PayloadHex1K:
+		var s strings.Builder
+		for i := 1; i <= 32; i++ {
+			d := md5.Sum([]byte(strconv.FormatInt(g, 10) + "." + strconv.Itoa(i)))
+			s.WriteString(hex.EncodeToString(d[:]))
+		}
+		return s.String()[:1000]
 	}
 	s := strconv.FormatInt(g, 10) + ":"
 	for len(s) < 1000 {

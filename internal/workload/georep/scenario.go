@@ -27,6 +27,12 @@ const (
 	// PayloadBytes15K: id bigint, payload bytea of 15,504 bytes (the seed's
 	// 1,000,000 rows of 15.5 GB), stored uncompressed out of line.
 	PayloadBytes15K
+	// PayloadHex1K: id bigint, payload char(1000) of md5 digests in hex,
+	// a different one every 32 characters: rows that zstd compresses about
+	// 2:1 (hex carries 4 bits a character), where the other payloads'
+	// repeated digest compresses tens of times and would flatter whatever
+	// compresses what crosses a link.
+	PayloadHex1K
 )
 
 func (p Payload) String() string {
@@ -35,6 +41,8 @@ func (p Payload) String() string {
 		return "bytea-1.1k"
 	case PayloadBytes15K:
 		return "bytea-15.5k"
+	case PayloadHex1K:
+		return "hex-1k"
 	}
 	return "char-1k"
 }
@@ -62,15 +70,19 @@ func (p Payload) RowBytes() int {
 	return 1000
 }
 
+// sqlType is the payload column's type.
+func (p Payload) sqlType() string {
+	if p == PayloadChar1K || p == PayloadHex1K {
+		return "char(1000)"
+	}
+	return "bytea"
+}
+
 // DDL creates the payload's table.
 func (p Payload) DDL(t replication.TableName) []string {
-	typ := "char(1000)"
-	if p != PayloadChar1K {
-		typ = "bytea"
-	}
 	stmts := []string{
 		"DROP TABLE IF EXISTS " + t.Quoted(),
-		"CREATE TABLE " + t.Quoted() + " (id bigint PRIMARY KEY, payload " + typ + " NOT NULL)",
+		"CREATE TABLE " + t.Quoted() + " (id bigint PRIMARY KEY, payload " + p.sqlType() + " NOT NULL)",
 	}
 	if p == PayloadBytes15K {
 		stmts = append(stmts, "ALTER TABLE "+t.Quoted()+" ALTER COLUMN payload SET STORAGE EXTERNAL")
@@ -85,6 +97,8 @@ func (p Payload) expr() string {
 		return "decode(repeat(md5(g::text), 70), 'hex')"
 	case PayloadBytes15K:
 		return "decode(repeat(md5(g::text), 969), 'hex')"
+	case PayloadHex1K:
+		return "left((SELECT string_agg(md5(g::text || '.' || i::text), '' ORDER BY i) FROM generate_series(1, 32) i), 1000)"
 	}
 	return "rpad(g::text || ':', 1000, md5(g::text))"
 }
