@@ -17,6 +17,7 @@ import (
 	"github.com/dbrig/dbrig/internal/agent/netnstest"
 	"github.com/dbrig/dbrig/internal/engine/postgres/pgtest"
 	"github.com/dbrig/dbrig/internal/measure"
+	"github.com/dbrig/dbrig/internal/study"
 )
 
 // TestLoadOverAgentsInNamespaces runs dbrig's distributed mode on three
@@ -103,6 +104,8 @@ func TestLoadOverAgentsInNamespaces(t *testing.T) {
 	})
 
 	t.Run("script", func(t *testing.T) { testScriptOverAgents(t, lab, bin, dir) })
+
+	t.Run("link", func(t *testing.T) { testLinkOnAgents(t, lab, bin, dir, common) })
 
 	t.Run("lost agent", func(t *testing.T) {
 		args := append(append([]string{}, common...), "--duration", "20s", "--out", filepath.Join(dir, "run2"))
@@ -300,5 +303,59 @@ func testScriptOverAgents(t *testing.T, lab *netnstest.Lab, bin, dir string) {
 	if d := divider.Statements; len(d) != 3 || d[1].Count == 0 || d[2].Failures == 0 || p.Failed == 0 || doubler.Statements[2].Count == 0 {
 		t.Errorf("divider.sql's failures not counted (%d failed): %+v", p.Failed, d)
 	}
+	assertOnlySSHD(t, lab)
+}
+
+// testLinkOnAgents: with --link the agents' users go through the link,
+// which each agent runs on its own host in front of them (the
+// coordinator's loopback is out of their reach): every agent's link
+// carried bytes each way, the point's link reports their sum, and no
+// transaction is faster than the link's round trip.
+func testLinkOnAgents(t *testing.T, lab *netnstest.Lab, bin, dir string, common []string) {
+	const rttMs = 5
+	out := filepath.Join(dir, "run-link")
+	args := append(append([]string{}, common...), "--link", fmt.Sprintf("rtt-%dms", rttMs), "--duration", "2s", "--json", "--out", out)
+	stdout, stderr := runCoordinator(t, bin, dir, args...)
+	type dirStats struct {
+		Bytes int64 `json:"bytes"`
+	}
+	var sum struct {
+		Points []struct {
+			Overall struct {
+				Ops       int64              `json:"ops"`
+				LatencyMs map[string]float64 `json:"latency_ms"`
+			} `json:"overall"`
+		} `json:"points"`
+		Agents [][]struct {
+			Name string
+			Link *struct{ Forward, Reverse dirStats }
+		} `json:"agents"`
+	}
+	if err := json.Unmarshal(stdout.Bytes(), &sum); err != nil || len(sum.Points) != 1 || len(sum.Agents) != 1 || len(sum.Agents[0]) != 2 {
+		t.Fatalf("summary %v: %s\nstderr:\n%s", err, stdout.String(), stderr.String())
+	}
+	var forward, reverse int64
+	for _, a := range sum.Agents[0] {
+		if a.Link == nil || a.Link.Forward.Bytes == 0 || a.Link.Reverse.Bytes == 0 {
+			t.Errorf("agent %s: its users did not go through a link of its own: %+v", a.Name, a.Link)
+			continue
+		}
+		forward, reverse = forward+a.Link.Forward.Bytes, reverse+a.Link.Reverse.Bytes
+	}
+	// A lower bound only: a busy machine makes transactions slower, never
+	// faster than the link's round trip.
+	if p50 := sum.Points[0].Overall.LatencyMs["p50"]; sum.Points[0].Overall.Ops == 0 || p50 < rttMs {
+		t.Errorf("%d transactions, p50 %v ms: below the link's round trip of %d ms", sum.Points[0].Overall.Ops, p50, rttMs)
+	}
+	results, err := study.ReadResults(out)
+	if err != nil || len(results) != 1 || len(results[0].Links) != 1 {
+		t.Fatalf("the run's results %v: %+v", err, results)
+	}
+	// The coordinator's own look at the data crossed its link too: at least
+	// the agents' sum.
+	if l := results[0].Links[0]; l.ForwardBytes < forward || l.ReverseBytes < reverse || forward == 0 {
+		t.Errorf("the point's link carried %d/%d bytes, the agents' links %d/%d", l.ForwardBytes, l.ReverseBytes, forward, reverse)
+	}
+	t.Logf("%d transactions, p50 %.2f ms; the agents' links carried %d/%d bytes", sum.Points[0].Overall.Ops, sum.Points[0].Overall.LatencyMs["p50"], forward, reverse)
 	assertOnlySSHD(t, lab)
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/dbrig/dbrig/internal/engine"
+	"github.com/dbrig/dbrig/internal/link"
 	"github.com/dbrig/dbrig/internal/load"
 )
 
@@ -259,7 +260,18 @@ func (s *server) runLoad(ctx context.Context, job LoadJob) {
 		fail(fmt.Errorf("agent: no load workload %q", job.Workload))
 		return
 	}
-	wl, err := mk(WorkloadJob{Params: job.Params, Login: job.Login.Open(), Index: job.Index, Agents: job.Agents, Seed: job.Config.Seed, Users: job.Config.Users})
+	login := job.Login.Open()
+	var proxy *link.Proxy
+	if job.Link != nil {
+		p, through, err := job.Link.listen(ctx, login)
+		if err != nil {
+			fail(fmt.Errorf("agent: %w", err))
+			return
+		}
+		defer p.Close() // on every path; after the result it is closed already
+		proxy, login = p, through
+	}
+	wl, err := mk(WorkloadJob{Params: job.Params, Login: login, Index: job.Index, Agents: job.Agents, Seed: job.Config.Seed, Users: job.Config.Users})
 	if err != nil {
 		fail(fmt.Errorf("agent: %w", err))
 		return
@@ -304,11 +316,23 @@ func (s *server) runLoad(ctx context.Context, job LoadJob) {
 		if rep, ok := wl.(Reporter); ok {
 			m.Extra = rep.Extra()
 		}
+		m.Link = carried(proxy)
 		_ = s.ch.write(m)
 	}
 	if err != nil && res == nil {
 		fail(fmt.Errorf("agent: %w", err))
 	}
+}
+
+// carried closes the agent's link, so that its figures are final, and
+// returns them (nil without a link).
+func carried(p *link.Proxy) *link.Stats {
+	if p == nil {
+		return nil
+	}
+	_ = p.Close()
+	st := p.Stats()
+	return &st
 }
 
 // answer runs one op about the site's instances and replies.
