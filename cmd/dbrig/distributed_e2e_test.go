@@ -308,19 +308,21 @@ func testScriptOverAgents(t *testing.T, lab *netnstest.Lab, bin, dir string) {
 
 // testLinkOnAgents: with --link the agents' users go through the link,
 // which each agent runs on its own host in front of them (the
-// coordinator's loopback is out of their reach): every agent's link
-// carried bytes each way, the point's link reports their sum, and no
-// transaction is faster than the link's round trip.
+// coordinator's loopback is out of their reach), point by point over a
+// sweep of two links: every agent's link carried bytes each way, the
+// point's link reports at least their sum, and no point's median
+// transaction is faster than its link's round trip.
 func testLinkOnAgents(t *testing.T, lab *netnstest.Lab, bin, dir string, common []string) {
-	const rttMs = 5
+	rttMs := map[string]float64{"rtt-5ms": 5, "rtt-12ms": 12}
 	out := filepath.Join(dir, "run-link")
-	args := append(append([]string{}, common...), "--link", fmt.Sprintf("rtt-%dms", rttMs), "--duration", "2s", "--json", "--out", out)
+	args := append(append([]string{}, common...), "--link", "rtt-5ms,rtt-12ms", "--duration", "2s", "--json", "--out", out)
 	stdout, stderr := runCoordinator(t, bin, dir, args...)
 	type dirStats struct {
 		Bytes int64 `json:"bytes"`
 	}
 	var sum struct {
 		Points []struct {
+			Link    string `json:"link"`
 			Overall struct {
 				Ops       int64              `json:"ops"`
 				LatencyMs map[string]float64 `json:"latency_ms"`
@@ -331,31 +333,34 @@ func testLinkOnAgents(t *testing.T, lab *netnstest.Lab, bin, dir string, common 
 			Link *struct{ Forward, Reverse dirStats }
 		} `json:"agents"`
 	}
-	if err := json.Unmarshal(stdout.Bytes(), &sum); err != nil || len(sum.Points) != 1 || len(sum.Agents) != 1 || len(sum.Agents[0]) != 2 {
+	if err := json.Unmarshal(stdout.Bytes(), &sum); err != nil || len(sum.Points) != 2 || len(sum.Agents) != 2 {
 		t.Fatalf("summary %v: %s\nstderr:\n%s", err, stdout.String(), stderr.String())
 	}
-	var forward, reverse int64
-	for _, a := range sum.Agents[0] {
-		if a.Link == nil || a.Link.Forward.Bytes == 0 || a.Link.Reverse.Bytes == 0 {
-			t.Errorf("agent %s: its users did not go through a link of its own: %+v", a.Name, a.Link)
-			continue
-		}
-		forward, reverse = forward+a.Link.Forward.Bytes, reverse+a.Link.Reverse.Bytes
-	}
-	// A lower bound only: a busy machine makes transactions slower, never
-	// faster than the link's round trip.
-	if p50 := sum.Points[0].Overall.LatencyMs["p50"]; sum.Points[0].Overall.Ops == 0 || p50 < rttMs {
-		t.Errorf("%d transactions, p50 %v ms: below the link's round trip of %d ms", sum.Points[0].Overall.Ops, p50, rttMs)
-	}
 	results, err := study.ReadResults(out)
-	if err != nil || len(results) != 1 || len(results[0].Links) != 1 {
+	if err != nil || len(results) != 2 {
 		t.Fatalf("the run's results %v: %+v", err, results)
 	}
-	// The coordinator's own look at the data crossed its link too: at least
-	// the agents' sum.
-	if l := results[0].Links[0]; l.ForwardBytes < forward || l.ReverseBytes < reverse || forward == 0 {
-		t.Errorf("the point's link carried %d/%d bytes, the agents' links %d/%d", l.ForwardBytes, l.ReverseBytes, forward, reverse)
+	for i, p := range sum.Points {
+		var forward, reverse int64
+		for _, a := range sum.Agents[i] {
+			if a.Link == nil || a.Link.Forward.Bytes == 0 || a.Link.Reverse.Bytes == 0 {
+				t.Errorf("%s: agent %s: its users did not go through a link of its own: %+v", p.Link, a.Name, a.Link)
+				continue
+			}
+			forward, reverse = forward+a.Link.Forward.Bytes, reverse+a.Link.Reverse.Bytes
+		}
+		// A lower bound only: a busy machine makes transactions slower,
+		// never faster than the link's round trip.
+		if p50 := p.Overall.LatencyMs["p50"]; rttMs[p.Link] == 0 || p.Overall.Ops == 0 || p50 < rttMs[p.Link] {
+			t.Errorf("%s: %d transactions, p50 %v ms: below the link's round trip", p.Link, p.Overall.Ops, p50)
+		}
+		// The coordinator's own look at the data crossed its link too: at
+		// least the agents' sum.
+		r := results[i]
+		if len(r.Links) != 1 || r.Values["link"] != p.Link || r.Links[0].ForwardBytes < forward || r.Links[0].ReverseBytes < reverse {
+			t.Errorf("%s: the point's link %+v, the agents' links carried %d/%d bytes", p.Link, r.Links, forward, reverse)
+		}
+		t.Logf("%s: %d transactions, p50 %.2f ms; the agents' links carried %d/%d bytes", p.Link, p.Overall.Ops, p.Overall.LatencyMs["p50"], forward, reverse)
 	}
-	t.Logf("%d transactions, p50 %.2f ms; the agents' links carried %d/%d bytes", sum.Points[0].Overall.Ops, sum.Points[0].Overall.LatencyMs["p50"], forward, reverse)
 	assertOnlySSHD(t, lab)
 }

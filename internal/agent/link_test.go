@@ -112,3 +112,28 @@ func TestAgentsRunTheLinkInFrontOfTheirUsers(t *testing.T) {
 func endpointOverLink(name, upstream string, cfg link.Config) topology.Endpoint {
 	return topology.Endpoint{Conn: engine.Conn{Engine: "postgres", Host: "127.0.0.1", Port: 2}, Link: name, Transport: "link", Upstream: upstream, LinkConfig: cfg}
 }
+
+// TestAgentsRunOnePointAfterAnother: a sweep's points run one after the
+// other on the same agents, each with its own link; the second finds the
+// agents free and its own link's round trip in its figures.
+func TestAgentsRunOnePointAfterAnother(t *testing.T) {
+	t.Parallel()
+	upstream := echoServer(t)
+	p := startInProcess(t, "a1", "v1", 0, 0)
+	p.workloads["echo"] = func(job WorkloadJob) (load.Workload, error) { return echoer{addr: job.Login.Addr()}, nil }
+	agents := connectAll(t, p)
+	for _, rtt := range []time.Duration{2 * time.Millisecond, 6 * time.Millisecond} {
+		path, err := PathOf(engine.Conn{Engine: "postgres", Host: "127.0.0.1", Port: 1}, endpointOverLink("client-db", upstream, link.Config{RTT: rtt}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := RunLoad(t.Context(), agents, LoadSpec{Workload: "echo", Login: path.Login, Link: path.Link,
+			Config: load.Config{Users: 2, WarmUp: 100 * time.Millisecond, Duration: 500 * time.Millisecond}})
+		if err != nil {
+			t.Fatalf("the point over a %v link: %v", rtt, err)
+		}
+		if low := out.Result.Overall.Latency.Quantile(0); out.Result.Overall.Ops == 0 || low < rtt {
+			t.Errorf("%d operations, the fastest %v: below its link's round trip %v", out.Result.Overall.Ops, low, rtt)
+		}
+	}
+}
