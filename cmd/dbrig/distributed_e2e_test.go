@@ -17,6 +17,7 @@ import (
 	"github.com/dbrig/dbrig/internal/agent/netnstest"
 	"github.com/dbrig/dbrig/internal/engine/postgres/pgtest"
 	"github.com/dbrig/dbrig/internal/measure"
+	"github.com/dbrig/dbrig/internal/study"
 )
 
 // TestLoadOverAgentsInNamespaces runs dbrig's distributed mode on three
@@ -103,6 +104,8 @@ func TestLoadOverAgentsInNamespaces(t *testing.T) {
 	})
 
 	t.Run("script", func(t *testing.T) { testScriptOverAgents(t, lab, bin, dir) })
+
+	t.Run("link", func(t *testing.T) { testLinkOnAgents(t, lab, bin, dir, common) })
 
 	t.Run("lost agent", func(t *testing.T) {
 		args := append(append([]string{}, common...), "--duration", "20s", "--out", filepath.Join(dir, "run2"))
@@ -299,6 +302,65 @@ func testScriptOverAgents(t *testing.T, lab *netnstest.Lab, bin, dir string) {
 	t.Logf("%d transactions merged (the agents': %d), %d failed", p.Overall.Ops, agentOps, p.Failed)
 	if d := divider.Statements; len(d) != 3 || d[1].Count == 0 || d[2].Failures == 0 || p.Failed == 0 || doubler.Statements[2].Count == 0 {
 		t.Errorf("divider.sql's failures not counted (%d failed): %+v", p.Failed, d)
+	}
+	assertOnlySSHD(t, lab)
+}
+
+// testLinkOnAgents: with --link the agents' users go through the link,
+// which each agent runs on its own host in front of them (the
+// coordinator's loopback is out of their reach), point by point over a
+// sweep of two links: every agent's link carried bytes each way, the
+// point's link reports at least their sum, and no point's median
+// transaction is faster than its link's round trip.
+func testLinkOnAgents(t *testing.T, lab *netnstest.Lab, bin, dir string, common []string) {
+	rttMs := map[string]float64{"rtt-5ms": 5, "rtt-12ms": 12}
+	out := filepath.Join(dir, "run-link")
+	args := append(append([]string{}, common...), "--link", "rtt-5ms,rtt-12ms", "--duration", "2s", "--json", "--out", out)
+	stdout, stderr := runCoordinator(t, bin, dir, args...)
+	type dirStats struct {
+		Bytes int64 `json:"bytes"`
+	}
+	var sum struct {
+		Points []struct {
+			Link    string `json:"link"`
+			Overall struct {
+				Ops       int64              `json:"ops"`
+				LatencyMs map[string]float64 `json:"latency_ms"`
+			} `json:"overall"`
+		} `json:"points"`
+		Agents [][]struct {
+			Name string
+			Link *struct{ Forward, Reverse dirStats }
+		} `json:"agents"`
+	}
+	if err := json.Unmarshal(stdout.Bytes(), &sum); err != nil || len(sum.Points) != 2 || len(sum.Agents) != 2 {
+		t.Fatalf("summary %v: %s\nstderr:\n%s", err, stdout.String(), stderr.String())
+	}
+	results, err := study.ReadResults(out)
+	if err != nil || len(results) != 2 {
+		t.Fatalf("the run's results %v: %+v", err, results)
+	}
+	for i, p := range sum.Points {
+		var forward, reverse int64
+		for _, a := range sum.Agents[i] {
+			if a.Link == nil || a.Link.Forward.Bytes == 0 || a.Link.Reverse.Bytes == 0 {
+				t.Errorf("%s: agent %s: its users did not go through a link of its own: %+v", p.Link, a.Name, a.Link)
+				continue
+			}
+			forward, reverse = forward+a.Link.Forward.Bytes, reverse+a.Link.Reverse.Bytes
+		}
+		// A lower bound only: a busy machine makes transactions slower,
+		// never faster than the link's round trip.
+		if p50 := p.Overall.LatencyMs["p50"]; rttMs[p.Link] == 0 || p.Overall.Ops == 0 || p50 < rttMs[p.Link] {
+			t.Errorf("%s: %d transactions, p50 %v ms: below the link's round trip", p.Link, p.Overall.Ops, p50)
+		}
+		// The coordinator's own look at the data crossed its link too: at
+		// least the agents' sum.
+		r := results[i]
+		if len(r.Links) != 1 || r.Values["link"] != p.Link || r.Links[0].ForwardBytes < forward || r.Links[0].ReverseBytes < reverse {
+			t.Errorf("%s: the point's link %+v, the agents' links carried %d/%d bytes", p.Link, r.Links, forward, reverse)
+		}
+		t.Logf("%s: %d transactions, p50 %.2f ms; the agents' links carried %d/%d bytes", p.Link, p.Overall.Ops, p.Overall.LatencyMs["p50"], forward, reverse)
 	}
 	assertOnlySSHD(t, lab)
 }

@@ -14,7 +14,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/dbrig/dbrig/internal/agent"
-	"github.com/dbrig/dbrig/internal/engine"
 	"github.com/dbrig/dbrig/internal/load"
 	"github.com/dbrig/dbrig/internal/measure"
 	"github.com/dbrig/dbrig/internal/study"
@@ -60,12 +59,8 @@ func (v *oltpView) print(w io.Writer, doc any) { printOLTPEnd(w, v.w.style, doc.
 
 // spread runs each point's users on the agents instead of in this process.
 func (v *oltpView) spread(agents []*agent.Agent) {
-	v.live.Spread = func(ctx context.Context, cfg load.Config, login engine.Conn, p oltp.AgentParams) (*load.Result, error) {
-		out, err := v.w.runOnAgents(ctx, agents, v.f.samples, agent.LoadSpec{Workload: "oltp", Params: p, Login: login, Config: cfg, OnInterval: cfg.OnInterval})
-		if out == nil {
-			return nil, err
-		}
-		return out.Result, err
+	v.live.Spread = func(ctx context.Context, cfg load.Config, path agent.Path, p oltp.AgentParams) (*agent.LoadOutcome, error) {
+		return v.w.runOnAgents(ctx, agents, v.f.samples, agent.LoadSpec{Workload: "oltp", Params: p, Login: path.Login, Link: path.Link, Config: cfg, OnInterval: cfg.OnInterval})
 	}
 }
 

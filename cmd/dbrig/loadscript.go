@@ -11,7 +11,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/dbrig/dbrig/internal/agent"
-	"github.com/dbrig/dbrig/internal/engine"
 	"github.com/dbrig/dbrig/internal/load"
 	"github.com/dbrig/dbrig/internal/study"
 	"github.com/dbrig/dbrig/internal/term"
@@ -76,12 +75,8 @@ func (v *scriptView) metrics() prometheus.Collector    { return &v.w.metrics }
 // spread runs each point's users on the agents instead of in this
 // process; the agents' scripts' figures come back merged.
 func (v *scriptView) spread(agents []*agent.Agent) {
-	v.live.Spread = func(ctx context.Context, cfg load.Config, login engine.Conn, p script.AgentParams) (*load.Result, *agent.Extra, error) {
-		out, err := v.w.runOnAgents(ctx, agents, v.f.samples, agent.LoadSpec{Workload: "script", Params: p, Login: login, Config: cfg, OnInterval: cfg.OnInterval})
-		if out == nil {
-			return nil, nil, err
-		}
-		return out.Result, out.Extra, err
+	v.live.Spread = func(ctx context.Context, cfg load.Config, path agent.Path, p script.AgentParams) (*agent.LoadOutcome, error) {
+		return v.w.runOnAgents(ctx, agents, v.f.samples, agent.LoadSpec{Workload: "script", Params: p, Login: path.Login, Link: path.Link, Config: cfg, OnInterval: cfg.OnInterval})
 	}
 }
 

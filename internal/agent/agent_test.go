@@ -54,6 +54,8 @@ type inProcess struct {
 	running   atomic.Int64
 	toAgent   *io.PipeWriter // the coordinator's writes
 	fromAgent *io.PipeWriter // the agent's writes
+	// workloads are the agent's; a test adds its own before it connects.
+	workloads map[string]Workload
 }
 
 func startInProcess(t *testing.T, name, version string, base time.Duration, silence time.Duration) *inProcess {
@@ -61,12 +63,13 @@ func startInProcess(t *testing.T, name, version string, base time.Duration, sile
 	ar, cw := io.Pipe() // coordinator -> agent
 	cr, aw := io.Pipe() // agent -> coordinator
 	p := &inProcess{served: make(chan error, 1), toAgent: cw, fromAgent: aw}
-	opts := ServeOptions{Version: version, Index: -1, Silence: silence, Workloads: map[string]Workload{
+	p.workloads = map[string]Workload{
 		"sleep": func(WorkloadJob) (load.Workload, error) { return sleeper{base: base, running: &p.running}, nil },
 		"tally": func(WorkloadJob) (load.Workload, error) {
 			return &tallier{sleeper: sleeper{base: base, running: &p.running}, latency: measure.NewHistogram()}, nil
 		},
-	}}
+	}
+	opts := ServeOptions{Version: version, Index: -1, Silence: silence, Workloads: p.workloads}
 	go func() {
 		err := Serve(t.Context(), ar, aw, opts)
 		aw.Close()

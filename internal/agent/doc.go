@@ -28,7 +28,11 @@
 // coordinator names ([Workload], [WorkloadJob]); a workload that measures
 // more than the load layer ([Reporter]: a script's statements) sends an
 // [Extra] with its result, named counters and HDR histograms that
-// [MergeExtras] sums and merges exactly.
+// [MergeExtras] sums and merges exactly. A point with an emulated link
+// ([PathOf], [JobLink]) has each agent run the link in its own process in
+// front of its users, towards the server's address as the agents reach
+// it (never the coordinator's loopback); each sends what its link carried
+// with its result, and the coordinator sums them ([LoadOutcome.Carried]).
 //
 // # Sites on hosts
 //

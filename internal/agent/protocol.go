@@ -11,14 +11,16 @@ import (
 	"time"
 
 	"github.com/dbrig/dbrig/internal/engine"
+	"github.com/dbrig/dbrig/internal/link"
 	"github.com/dbrig/dbrig/internal/load"
 )
 
 // Protocol is the version of the messages below. A coordinator and an agent
 // of different dbrig versions refuse each other anyway; this number says,
 // in the refusal, whether the difference is in the protocol too. Version 2
-// added a workload's Extra to the result.
-const Protocol = 2
+// added a workload's Extra to the result, version 3 the link an agent runs
+// in front of its users and what it carried.
+const Protocol = 3
 
 // Message types. The coordinator sends hello, ping, load, start, stop, op
 // and bye; the agent sends hello, pong, ready, started, interval, result,
@@ -53,6 +55,7 @@ type Message struct {
 	Interval *load.Interval `json:"interval,omitempty"`
 	Result   *load.Result   `json:"result,omitempty"`
 	Extra    *Extra         `json:"extra,omitempty"` // with a result: what the workload measured beyond it
+	Link     *link.Stats    `json:"link,omitempty"`  // with a result: what the agent's link carried
 	Op       *Op            `json:"op,omitempty"`
 	Reply    *Reply         `json:"reply,omitempty"`
 	Error    string         `json:"error,omitempty"`
@@ -97,6 +100,9 @@ type LoadJob struct {
 	// Index is this agent's share, of Agents.
 	Index  int `json:"index"`
 	Agents int `json:"agents"`
+	// Link is the emulated link the agent runs in front of its users (nil:
+	// they reach the server directly).
+	Link *JobLink `json:"link,omitempty"`
 }
 
 // JobConfig is the serializable part of a load.Config.

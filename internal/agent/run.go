@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/dbrig/dbrig/internal/engine"
+	"github.com/dbrig/dbrig/internal/link"
 	"github.com/dbrig/dbrig/internal/load"
 )
 
@@ -17,8 +18,10 @@ type LoadSpec struct {
 	// parameters (JSON-encoded for the agents).
 	Workload string
 	Params   any
-	// Login is the server's, as the agents' hosts reach it.
+	// Login is the server's, as the agents' hosts reach it; Link the
+	// emulated link each agent runs in front of its users (nil: none).
 	Login engine.Conn
+	Link  *JobLink
 	// Config is the whole load: its users, rate and in-flight bound are
 	// shared among the agents.
 	Config load.Config
@@ -91,6 +94,7 @@ type AgentReport struct {
 	Traffic   Traffic       `json:"traffic"`
 	Error     string        `json:"error,omitempty"`
 	Extra     *Extra        `json:"extra,omitempty"` // what the agent's workload measured beyond its result
+	Link      *link.Stats   `json:"link,omitempty"`  // what the agent's link carried
 }
 
 // LoadOutcome is a load run on agents: the merged result and each agent's.
@@ -102,6 +106,8 @@ type LoadOutcome struct {
 	Samples []int64
 	// Extra is the agents' Extras merged (nil when the workload has none).
 	Extra *Extra
+	// Link is what the agents' links carried, summed (nil without a link).
+	Link *link.Stats
 }
 
 // RunLoad runs one load over the agents: each gets its share, opens its
@@ -126,18 +132,21 @@ func RunLoad(ctx context.Context, agents []*Agent, spec LoadSpec) (*LoadOutcome,
 		sh := shares[i]
 		cfg.Users, cfg.Rate, cfg.MaxInFlight, cfg.Seed, cfg.ArrivalOffset = sh.Users, sh.Rate, sh.MaxInFlight, sh.Seed, sh.ArrivalOffset
 		out.Agents[i] = AgentReport{Name: a.Name, Host: a.Hello.Host, Address: a.Hello.Address, Share: sh, Offset: a.Offset, RTT: a.RTT}
-		job := &LoadJob{Workload: spec.Workload, Params: params, Login: spec.Login.Seal(), Config: jobConfig(cfg), Index: i, Agents: len(agents)}
+		job := &LoadJob{Workload: spec.Workload, Params: params, Login: spec.Login.Seal(), Config: jobConfig(cfg), Index: i, Agents: len(agents),
+			Link: spec.Link.forAgent(i)}
 		if err := a.send(Message{Type: TypeLoad, Load: job}); err != nil {
 			return nil, fmt.Errorf("agent %s: send its share: %w", a.Name, err)
 		}
 	}
 	r := &loadRun{agents: agents, spec: spec, out: out, series: make([][]load.Interval, len(agents)),
-		results: make([]*load.Result, len(agents)), extras: make([]*Extra, len(agents)), ready: make([]bool, len(agents))}
+		results: make([]*load.Result, len(agents)), extras: make([]*Extra, len(agents)), links: make([]*link.Stats, len(agents)),
+		ready: make([]bool, len(agents))}
 	runErr := r.loop(ctx)
 	for i := range agents {
 		out.Agents[i].Traffic = agents[i].Traffic()
 		out.Agents[i].Intervals = len(r.series[i])
 		out.Agents[i].Extra = r.extras[i]
+		out.Agents[i].Link = r.links[i]
 		if res := r.results[i]; res != nil {
 			out.Agents[i].Result = res
 			out.Agents[i].Ops = res.Overall.Ops
@@ -164,6 +173,9 @@ func RunLoad(ctx context.Context, agents []*Agent, spec LoadSpec) (*LoadOutcome,
 		out.Result = merged
 		out.Extra = MergeExtras(r.extras)
 	}
+	// What the links carried counts on every path: an interrupted point's
+	// traffic crossed them too.
+	out.Link = mergeLinks(r.links)
 	return out, runErr
 }
 
@@ -174,6 +186,7 @@ type loadRun struct {
 	series  [][]load.Interval
 	results []*load.Result
 	extras  []*Extra
+	links   []*link.Stats
 	ready   []bool
 	start   time.Time // the common instant, on the coordinator's clock
 	emitted int
@@ -340,7 +353,7 @@ func (s *loopState) handle(ev event) {
 			r.emit(false)
 		}
 	case TypeResult:
-		r.results[ev.i], r.extras[ev.i] = ev.m.Result, ev.m.Extra
+		r.results[ev.i], r.extras[ev.i], r.links[ev.i] = ev.m.Result, ev.m.Extra, ev.m.Link
 		if ev.m.Result != nil && ev.m.Result.Interrupted && !s.stopped {
 			// Not stopped by us: the agent lost its side of the
 			// channel (its input ended) and stopped on its own.

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/dbrig/dbrig/internal/engine"
+	"github.com/dbrig/dbrig/internal/link"
 	"github.com/dbrig/dbrig/internal/load"
 )
 
@@ -217,7 +218,7 @@ func (s *server) handle(ctx context.Context, m Message) bool {
 			_ = s.ch.write(Message{Type: TypeError, Error: "agent: a load is already running, or the job is empty"})
 			return false
 		}
-		s.work.Go(func() { s.runLoad(ctx, *m.Load) })
+		s.work.Go(func() { s.endLoad(s.runLoad(ctx, *m.Load)) })
 	case TypeStart:
 		if m.Start != nil {
 			select {
@@ -247,68 +248,109 @@ func (s *server) stopLoad() {
 	}
 }
 
-func (s *server) runLoad(ctx context.Context, job LoadJob) {
+// runLoad runs one share and returns its last word for the coordinator:
+// the result, or why there is none.
+func (s *server) runLoad(ctx context.Context, job LoadJob) Message {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	s.loadMu.Lock()
 	s.cancelLoad = cancel
 	s.loadMu.Unlock()
-	fail := func(err error) { _ = s.ch.write(Message{Type: TypeError, Error: err.Error()}) }
+	select {
+	case <-s.startCh: // a start a stopped share never took is not this one's
+	default:
+	}
+	fail := func(err error) Message { return Message{Type: TypeError, Error: fmt.Sprintf("agent: %v", err)} }
 	mk, ok := s.opts.Workloads[job.Workload]
 	if !ok {
-		fail(fmt.Errorf("agent: no load workload %q", job.Workload))
-		return
+		return fail(fmt.Errorf("no load workload %q", job.Workload))
 	}
-	wl, err := mk(WorkloadJob{Params: job.Params, Login: job.Login.Open(), Index: job.Index, Agents: job.Agents, Seed: job.Config.Seed, Users: job.Config.Users})
+	login := job.Login.Open()
+	var proxy *link.Proxy
+	if job.Link != nil {
+		p, through, err := job.Link.listen(ctx, login)
+		if err != nil {
+			return fail(err)
+		}
+		defer p.Close() // on every path; after a result it is closed already
+		proxy, login = p, through
+	}
+	wl, err := mk(WorkloadJob{Params: job.Params, Login: login, Index: job.Index, Agents: job.Agents, Seed: job.Config.Seed, Users: job.Config.Users})
 	if err != nil {
-		fail(fmt.Errorf("agent: %w", err))
-		return
+		return fail(err)
 	}
 	cfg := job.Config.loadConfig()
 	cfg.OnInterval = func(iv load.Interval) { _ = s.ch.write(Message{Type: TypeInterval, Interval: &iv}) }
-	cfg.Ready = func(ctx context.Context) error {
-		if err := s.ch.write(Message{Type: TypeReady}); err != nil {
-			return err
-		}
-		var st Start
-		select {
-		case st = <-s.startCh:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-		t := time.NewTimer(time.Until(time.Unix(0, st.At)))
-		defer t.Stop()
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-		now := time.Now()
-		if rep, ok := wl.(Reporter); ok {
-			from := now.Add(cfg.WarmUp)
-			rep.Measuring(from, from.Add(cfg.Duration))
-		}
-		return s.ch.write(Message{Type: TypeStarted, Clock: &Clock{Agent: now.UnixNano()}})
-	}
+	cfg.Ready = func(ctx context.Context) error { return s.awaitStart(ctx, wl, cfg) }
 	r, err := load.NewRunner(cfg, wl)
 	if err != nil {
-		fail(fmt.Errorf("agent: %w", err))
-		return
+		return fail(err)
 	}
 	res, err := r.Run(ctx)
-	if res != nil {
-		// The series went out second by second; the result carries the
-		// whole run's distributions.
-		res.Series = nil
-		m := Message{Type: TypeResult, Result: res}
-		if rep, ok := wl.(Reporter); ok {
-			m.Extra = rep.Extra()
+	if res == nil {
+		if err == nil {
+			return Message{}
 		}
-		_ = s.ch.write(m)
+		return fail(err)
 	}
-	if err != nil && res == nil {
-		fail(fmt.Errorf("agent: %w", err))
+	// The series went out second by second; the result carries the whole
+	// run's distributions.
+	res.Series = nil
+	m := Message{Type: TypeResult, Result: res, Link: carried(proxy)}
+	if rep, ok := wl.(Reporter); ok {
+		m.Extra = rep.Extra()
 	}
+	return m
+}
+
+// awaitStart says the share is ready, waits for the common start instant
+// and says when it started.
+func (s *server) awaitStart(ctx context.Context, wl load.Workload, cfg load.Config) error {
+	if err := s.ch.write(Message{Type: TypeReady}); err != nil {
+		return err
+	}
+	var st Start
+	select {
+	case st = <-s.startCh:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	t := time.NewTimer(time.Until(time.Unix(0, st.At)))
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	now := time.Now()
+	if rep, ok := wl.(Reporter); ok {
+		from := now.Add(cfg.WarmUp)
+		rep.Measuring(from, from.Add(cfg.Duration))
+	}
+	return s.ch.write(Message{Type: TypeStarted, Clock: &Clock{Agent: now.UnixNano()}})
+}
+
+// endLoad frees the agent for the next share (a sweep's next point) before
+// it sends the last word, so that the coordinator's next job, which may
+// follow at once, finds it free.
+func (s *server) endLoad(last Message) {
+	s.loadMu.Lock()
+	s.loading, s.cancelLoad = false, nil
+	s.loadMu.Unlock()
+	if last.Type != "" {
+		_ = s.ch.write(last)
+	}
+}
+
+// carried closes the agent's link, so that its figures are final, and
+// returns them (nil without a link).
+func carried(p *link.Proxy) *link.Stats {
+	if p == nil {
+		return nil
+	}
+	_ = p.Close()
+	st := p.Stats()
+	return &st
 }
 
 // answer runs one op about the site's instances and replies.

@@ -449,7 +449,7 @@ func (r *Runner) runPoint(ctx context.Context, st *runState, p Point, n, total i
 	for _, s := range samplers {
 		res.Monitor = append(res.Monitor, s.Stop())
 	}
-	res.Links = linkResults(st.topo.Stats())
+	res.Links = linkResults(withCarried(st.topo.Stats(), m.Links))
 	if err != nil {
 		if ctx.Err() != nil && len(m.Metrics) > 0 {
 			res.Status = workload.StatusInterrupted
@@ -607,6 +607,20 @@ func safeRun(ctx context.Context, w workload.Workload, env *workload.Env) (m wor
 		}
 	}()
 	return w.Run(ctx, env)
+}
+
+// withCarried adds to each link's statistics what the workload's own runs
+// of it carried (load agents').
+func withCarried(stats []topology.LinkStats, carried map[string]link.Stats) []topology.LinkStats {
+	for i := range stats {
+		if c, ok := carried[stats[i].Link.Name]; ok {
+			if !stats[i].Used {
+				stats[i].Stats = link.Stats{}
+			}
+			stats[i].Stats, stats[i].Used = topology.MergeStats(stats[i].Stats, c), true
+		}
+	}
+	return stats
 }
 
 func linkResults(stats []topology.LinkStats) []workload.LinkResult {

@@ -6,6 +6,12 @@ import (
 	"github.com/dbrig/dbrig/internal/link"
 )
 
+// MergeStats sums the statistics of two runs of one link (each load
+// agent runs its own in front of its users); a zero Stats is none.
+func MergeStats(a, b link.Stats) link.Stats {
+	return mergeStats(a, b, !a.Started.IsZero())
+}
+
 // mergeStats sums the statistics of two proxies of one link. Time series
 // are re-binned onto the earlier start and the coarser interval.
 func mergeStats(a, b link.Stats, aValid bool) link.Stats {

@@ -43,6 +43,12 @@ type Endpoint struct {
 	Link string
 	// Transport is "unix", "tcp" (direct loopback) or "link".
 	Transport string
+	// Upstream and LinkConfig are, over a link, the server's own address
+	// and the link's model: what a client on another host needs to run
+	// the link in front of itself (load agents), since it cannot reach
+	// this process's loopback.
+	Upstream   string
+	LinkConfig link.Config
 }
 
 // Unreachable says a point asks for a path to an instance that the
@@ -409,7 +415,7 @@ func (t *Topology) Conn(ctx context.Context, from, instance, db string) (Endpoin
 	if err != nil {
 		return Endpoint{}, err
 	}
-	return Endpoint{Conn: ci, Link: l.Name, Transport: "link"}, nil
+	return Endpoint{Conn: ci, Link: l.Name, Transport: "link", Upstream: tcp.Addr(), LinkConfig: l.Config}, nil
 }
 
 // Via returns the address through which a process at site from reaches

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/dbrig/dbrig/internal/engine"
+	"github.com/dbrig/dbrig/internal/link"
 	"github.com/dbrig/dbrig/internal/measure"
 	"github.com/dbrig/dbrig/internal/topology"
 	"github.com/dbrig/dbrig/internal/units"
@@ -172,6 +173,10 @@ type Measurement struct {
 	// connection slot): the point's line, the report's top and the
 	// terminal summary say them beside the headline figures.
 	Warnings []string `json:"warnings,omitempty"`
+	// Links are what the workload's own runs of a point's links carried,
+	// by link name: load agents each run the link in front of their users,
+	// on their own hosts, so dbrig's proxies never see that traffic.
+	Links map[string]link.Stats `json:"links,omitempty"`
 }
 
 // ParamType is the type of a workload parameter.

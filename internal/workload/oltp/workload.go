@@ -7,9 +7,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/dbrig/dbrig/internal/agent"
 	"github.com/dbrig/dbrig/internal/engine"
 	"github.com/dbrig/dbrig/internal/engine/mariadb"
 	"github.com/dbrig/dbrig/internal/engine/postgres"
+	"github.com/dbrig/dbrig/internal/link"
 	"github.com/dbrig/dbrig/internal/load"
 	"github.com/dbrig/dbrig/internal/workload"
 )
@@ -29,9 +31,10 @@ type Live struct {
 	Note func(string)
 	// Spread, when set, runs the point's load on load agents instead of in
 	// this process (`dbrig load oltp --agents`): it gets the whole load,
-	// the users' login and what an agent needs to make its share
-	// (AgentWorkload), and returns the agents' merged result.
-	Spread func(ctx context.Context, cfg load.Config, login engine.Conn, p AgentParams) (*load.Result, error)
+	// the users' path from the agents (the login, and the link each agent
+	// runs in front of its users) and what an agent needs to make its
+	// share (AgentWorkload), and returns the agents' merged outcome.
+	Spread func(ctx context.Context, cfg load.Config, path agent.Path, p AgentParams) (*agent.LoadOutcome, error)
 }
 
 // Kind registers the workload.
@@ -160,7 +163,7 @@ func (w *oltp) Run(ctx context.Context, env *workload.Env) (workload.Measurement
 		}
 	}
 	lw := &loadWorkload{mix: w.mix, sizes: SizesAt(w.sf), login: login, seed: cfg.Seed}
-	res, err := w.runLoad(ctx, cfg, lw, login)
+	res, carried, err := w.runLoad(ctx, cfg, lw, ep)
 	if res != nil && w.live != nil && w.live.Result != nil {
 		w.live.Result(res)
 	}
@@ -171,6 +174,7 @@ func (w *oltp) Run(ctx context.Context, env *workload.Env) (workload.Measurement
 	// keeps them labelled as interrupted, never as a result.
 	m := measurement(res, w.mix)
 	m.Notes = append(notes, m.Notes...)
+	m.Links = carried
 	if n := lw.lazy.Load(); n > 0 {
 		m.Metrics["users_without_slot"] = float64(n)
 		m.Warnings = append(m.Warnings, fmt.Sprintf("%d of %d users found every connection slot taken (the server's max_connections) when the run started and connected later, or never: the figures are those of fewer users than asked for, and their failed attempts count as connection errors", n, cfg.Users))
@@ -179,19 +183,28 @@ func (w *oltp) Run(ctx context.Context, env *workload.Env) (workload.Measurement
 }
 
 // runLoad runs the point's load here, or on load agents when the command
-// spreads it over them.
-func (w *oltp) runLoad(ctx context.Context, cfg load.Config, lw *loadWorkload, login engine.Conn) (*load.Result, error) {
+// spreads it over them; carried is what the agents' links carried.
+func (w *oltp) runLoad(ctx context.Context, cfg load.Config, lw *loadWorkload, ep workload.Endpoint) (_ *load.Result, carried map[string]link.Stats, _ error) {
 	if w.live != nil && w.live.Spread != nil {
-		return w.live.Spread(ctx, cfg, login, AgentParams{Mix: w.mixName, Scale: w.sf})
+		path, err := agent.PathOf(lw.login, ep)
+		if err != nil {
+			return nil, nil, err
+		}
+		out, err := w.live.Spread(ctx, cfg, path, AgentParams{Mix: w.mixName, Scale: w.sf})
+		if out == nil {
+			return nil, nil, err
+		}
+		return out.Result, out.Carried(path), err
 	}
 	r, err := load.NewRunner(cfg, lw)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if w.live != nil && w.live.Runner != nil {
 		w.live.Runner(r)
 	}
-	return r.Run(ctx)
+	res, err := r.Run(ctx)
+	return res, nil, err
 }
 
 func (w *oltp) note(s string) {

@@ -9,6 +9,7 @@ import (
 	"github.com/dbrig/dbrig/internal/agent"
 	"github.com/dbrig/dbrig/internal/engine"
 	"github.com/dbrig/dbrig/internal/engine/mariadb"
+	"github.com/dbrig/dbrig/internal/link"
 	"github.com/dbrig/dbrig/internal/load"
 	"github.com/dbrig/dbrig/internal/measure"
 	"github.com/dbrig/dbrig/internal/workload"
@@ -62,19 +63,27 @@ func (a *agentWorkload) Measuring(from, to time.Time) { a.clock.from, a.clock.to
 func (a *agentWorkload) Extra() *agent.Extra { return a.stats().extra() }
 
 // spread runs the point's load on load agents (the command's Spread) and
-// returns the merged result with every agent's clients' figures summed.
-func (w *scriptWorkload) spread(ctx context.Context, cfg load.Config, lw *loadWorkload, read workload.ReadFile) (*load.Result, *clientStats, error) {
+// returns the merged result with every agent's clients' figures summed,
+// and what the agents' links carried.
+func (w *scriptWorkload) spread(ctx context.Context, cfg load.Config, lw *loadWorkload, ep workload.Endpoint, read workload.ReadFile) (*load.Result, *clientStats, map[string]link.Stats, error) {
 	sources, err := ParseFiles(w.params.String("script"), read)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	defines, err := ParseDefines(w.params.String("define"))
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
+	}
+	path, err := agent.PathOf(lw.login, ep)
+	if err != nil {
+		return nil, nil, nil, err
 	}
 	p := AgentParams{Scripts: sources, Defines: defines, Protocol: lw.prog.Protocol, MaxTries: lw.maxTries, Scale: lw.scale}
-	res, extra, err := w.live.Spread(ctx, cfg, lw.login, p)
-	return res, statsOf(lw.prog, extra), err
+	out, err := w.live.Spread(ctx, cfg, path, p)
+	if out == nil {
+		return nil, statsOf(lw.prog, nil), nil, err
+	}
+	return out.Result, statsOf(lw.prog, out.Extra), out.Carried(path), err
 }
 
 // The names of a client's figures in an agent.Extra: script i's, and its

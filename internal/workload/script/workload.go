@@ -9,6 +9,7 @@ import (
 	"github.com/dbrig/dbrig/internal/engine"
 	"github.com/dbrig/dbrig/internal/engine/mariadb"
 	"github.com/dbrig/dbrig/internal/engine/postgres"
+	"github.com/dbrig/dbrig/internal/link"
 	"github.com/dbrig/dbrig/internal/load"
 	"github.com/dbrig/dbrig/internal/predict"
 	"github.com/dbrig/dbrig/internal/workload"
@@ -30,10 +31,11 @@ type Live struct {
 	Note func(string)
 	// Spread, when set, runs the point's load on load agents instead of in
 	// this process (`dbrig load script --agents`): it gets the whole load,
-	// the users' login and what an agent needs to make its share
-	// (AgentWorkload), and returns the agents' merged result and their
-	// merged Extras.
-	Spread func(ctx context.Context, cfg load.Config, login engine.Conn, p AgentParams) (*load.Result, *agent.Extra, error)
+	// the users' path from the agents (the login, and the link each agent
+	// runs in front of its users) and what an agent needs to make its
+	// share (AgentWorkload), and returns the agents' merged outcome, their
+	// Extras merged.
+	Spread func(ctx context.Context, cfg load.Config, path agent.Path, p AgentParams) (*agent.LoadOutcome, error)
 }
 
 // Kind registers the workload.
@@ -151,7 +153,7 @@ func (w *scriptWorkload) Run(ctx context.Context, env *workload.Env) (workload.M
 		w.note(n)
 	}
 	lw := &loadWorkload{prog: prog, login: ep.Conn, scale: scale, seed: w.seed, users: w.cfg.Users, maxTries: w.maxTries, clock: &window{}}
-	res, stats, err := w.runLoad(ctx, env, lw)
+	res, stats, carried, err := w.runLoad(ctx, env, lw, ep)
 	if res != nil && w.live != nil && w.live.Result != nil {
 		w.live.Result(res)
 	}
@@ -166,12 +168,14 @@ func (w *scriptWorkload) Run(ctx context.Context, env *workload.Env) (workload.M
 	}
 	m := measurement(res, rep)
 	m.Notes = append(notes, m.Notes...)
+	m.Links = carried
 	return m, err
 }
 
 // runLoad runs the point's load here, or on load agents when the command
-// spreads it over them, and returns the clients' figures with the result.
-func (w *scriptWorkload) runLoad(ctx context.Context, env *workload.Env, lw *loadWorkload) (*load.Result, *clientStats, error) {
+// spreads it over them, and returns the clients' figures with the result
+// and, on agents, what their links carried.
+func (w *scriptWorkload) runLoad(ctx context.Context, env *workload.Env, lw *loadWorkload, ep workload.Endpoint) (*load.Result, *clientStats, map[string]link.Stats, error) {
 	cfg := w.cfg
 	total := cfg.WarmUp + cfg.Duration
 	cfg.OnInterval = func(iv load.Interval) {
@@ -186,7 +190,7 @@ func (w *scriptWorkload) runLoad(ctx context.Context, env *workload.Env, lw *loa
 		}
 	}
 	if w.live != nil && w.live.Spread != nil {
-		return w.spread(ctx, cfg, lw, env.ReadFile)
+		return w.spread(ctx, cfg, lw, ep, env.ReadFile)
 	}
 	cfg.Ready = func(context.Context) error {
 		lw.clock.from = time.Now().Add(cfg.WarmUp)
@@ -195,13 +199,13 @@ func (w *scriptWorkload) runLoad(ctx context.Context, env *workload.Env, lw *loa
 	}
 	r, err := load.NewRunner(cfg, lw)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	if w.live != nil && w.live.Runner != nil {
 		w.live.Runner(r)
 	}
 	res, err := r.Run(ctx)
-	return res, lw.stats(), err
+	return res, lw.stats(), nil, err
 }
 
 func (w *scriptWorkload) note(s string) {
