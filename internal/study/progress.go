@@ -57,7 +57,9 @@ func PointLine(k workload.Kind, r workload.Result) string {
 }
 
 // HeadlineFigures are a measured point's headline metrics with their
-// model's prediction and error: "tps 5594, p99_ms 4.27ms, errors 0".
+// model's figure, labelled as a prediction made before the point ran or a
+// fit on the other combinations, and its error: "tps 5594 (predicted
+// 5400, +4%), errors 0".
 func HeadlineFigures(k workload.Kind, r workload.Result) string {
 	format := func(name string, v float64) string {
 		if m, ok := k.Metric(name); ok {
@@ -83,7 +85,7 @@ func HeadlineFigures(k workload.Kind, r workload.Result) string {
 	for _, name := range names {
 		s := workload.MetricLabel(name) + " " + format(name, r.Metrics[name])
 		if m, ok := r.Model[name]; ok {
-			s += fmt.Sprintf(" (model %s, %+.0f%%)", format(name, m), PercentError(r.Metrics[name], m))
+			s += fmt.Sprintf(" (%s %s, %+.0f%%)", r.ModelFrom(name), format(name, m), PercentError(r.Metrics[name], m))
 		}
 		parts = append(parts, s)
 	}

@@ -101,13 +101,14 @@ type CurvePoint struct {
 	Runs               int
 }
 
-// curveOf gathers the closed-loop points measured so far that share r's
-// curve, one per users value, in users order.
+// curveOf gathers the closed-loop points of all that share r's curve,
+// one per users value, in users order, leaving r's own combination out:
+// the model of a point is never fitted on it.
 func curveOf(r workload.Result, all []workload.Result) []CurvePoint {
 	key := CurveKey(r, false)
 	by := map[float64]*CurvePoint{}
-	for _, o := range append(slices.Clone(all), r) {
-		if !o.Measured() || o.Params.Float("rate") > 0 || CurveKey(o, false) != key {
+	for _, o := range all {
+		if !o.Measured() || o.Combo == r.Combo || o.Params.Float("rate") > 0 || CurveKey(o, false) != key {
 			continue
 		}
 		tps, okT := o.Metrics["tps"]
@@ -191,7 +192,7 @@ func Model(r workload.Result, all []workload.Result) workload.Prediction {
 	}
 	curve := curveOf(r, all)
 	if len(curve) == 0 {
-		return workload.Prediction{}
+		return workload.Prediction{Reason: "no figure: no other users level of the same curve measured"}
 	}
 	n := r.Params.Float("users")
 	m := FitClosedLoop(curve, ThinkMS(r.Params))

@@ -14,10 +14,11 @@ import (
 //	client-stream, wide-rows:    throughput = min(rate, window / RTT, consumer rate)
 //	                             t = bytes × 8 / throughput + RTT
 //
-// The per-row costs and the consumer rate are fitted on the fastest path
-// of the same engine, transport, experiment and client (a PostgreSQL point
-// never predicts a MariaDB one), and predict every other
-// link: points over TCP (direct or through a link) are predicted from
+// The per-row costs and the consumer rate are taken from the fastest path
+// of the same engine, transport, experiment and client among the other
+// combinations (a PostgreSQL point never predicts a MariaDB one, and a
+// point never predicts itself: the fastest path's own figure comes from
+// the next fastest), and predict every other link: points over TCP (direct or through a link) are predicted from
 // direct loopback TCP (else the smallest RTT), since the TCP stack's own
 // per-message cost is part of every network path; points on the unix
 // socket are their own reference. The server-side experiments are fitted
@@ -66,29 +67,28 @@ func groupKey(r workload.Result) string {
 		r.Params.String("client_cost"), r.Client.GOMAXPROCS, r.Client.CPUs, r.Params.String("instance"), rows, transport)
 }
 
-// Reference finds the results of the fastest link measured so far for r's
-// group, and says whether r itself is one of them.
-func Reference(r workload.Result, all []workload.Result) (ref []workload.Result, isRef bool) {
+// Reference finds the results of the fastest link among all for r's
+// group, leaving out r's own combination: the point is never its own
+// reference, so its figure is a prediction from another link.
+func Reference(r workload.Result, all []workload.Result) []workload.Result {
 	key := groupKey(r)
 	best := math.Inf(1)
 	var bestCombo string
-	for _, o := range append(all, r) {
-		if !o.OK() || groupKey(o) != key || o.Metrics == nil {
+	for _, o := range all {
+		if !o.OK() || o.Combo == r.Combo || groupKey(o) != key || o.Metrics == nil {
 			continue
 		}
 		if rank := SpeedRank(linkOf(o)); rank < best {
 			best, bestCombo = rank, o.Combo
 		}
 	}
+	var ref []workload.Result
 	for _, o := range all {
 		if o.OK() && o.Combo == bestCombo && o.Metrics != nil {
 			ref = append(ref, o)
 		}
 	}
-	if r.Combo == bestCombo {
-		ref = append(ref, r)
-	}
-	return ref, r.Combo == bestCombo
+	return ref
 }
 
 func meanMetric(rs []workload.Result, name string) float64 {
@@ -109,18 +109,18 @@ func meanMetric(rs []workload.Result, name string) float64 {
 // Model predicts a point's time per row or throughput; see the top of
 // this file.
 func Model(r workload.Result, all []workload.Result) workload.Prediction {
-	ref, isRef := Reference(r, all)
-	if len(ref) == 0 || r.Metrics == nil {
+	if r.Metrics == nil {
 		return workload.Prediction{}
+	}
+	ref := Reference(r, all)
+	if len(ref) == 0 {
+		return workload.Prediction{Reason: "no figure: no other link of the same engine, experiment, client and transport measured"}
 	}
 	l := linkOf(r)
 	refLink := linkOf(ref[0])
 	rtt, refRTT := l.RTTSeconds, refLink.RTTSeconds
 	rows := r.Metrics["rows"]
-	fit := " (fitted on " + refLink.Profile + ")"
-	if isRef {
-		fit = " (fitted here: the fastest path of its transport)"
-	}
+	fit := " (costs from " + profileName(refLink) + ")"
 	switch r.Params.String("experiment") {
 	case "server-loop", "server-cursor":
 		s := (meanMetric(ref, "seconds") - refRTT) / meanMetric(ref, "rows")
@@ -155,6 +155,15 @@ func Model(r workload.Result, all []workload.Result) workload.Prediction {
 		}
 	}
 	return workload.Prediction{}
+}
+
+// profileName names a link as a formula does: its profile, or its mode
+// where it has none (unix, direct).
+func profileName(l workload.LinkResult) string {
+	if l.Profile != "" {
+		return l.Profile
+	}
+	return l.Mode
 }
 
 func serialization(l workload.LinkResult) float64 {

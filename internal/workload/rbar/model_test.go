@@ -59,10 +59,11 @@ func TestModelPredictsFromTheFastestLink(t *testing.T) {
 			}
 		})
 	}
-	// With no result on a faster link, the point is its own reference.
+	// With no other link measured, the point is never its own reference:
+	// no figure, and why.
 	only := result("rbr lan", "client-row-by-row", lan1g, map[string]float64{"us_per_row": 250, "rows": 100})
-	if p := Model(only, nil); math.Abs(p.Metrics["us_per_row"]-250) > 1e-6 {
-		t.Errorf("self-fitted prediction = %v, want the measurement 250", p.Metrics["us_per_row"])
+	if p := Model(only, []workload.Result{only}); len(p.Metrics) != 0 || p.Reason == "" {
+		t.Errorf("a point alone: %v (reason %q), want no figure and why", p.Metrics, p.Reason)
 	}
 }
 

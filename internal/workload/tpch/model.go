@@ -93,16 +93,13 @@ func EffectiveProcesses(r workload.Result) float64 {
 	return max(n, 1)
 }
 
-// sweepOf returns the measured results of r's sweep, r included.
+// sweepOf returns the measured results of r's sweep in all, leaving r's
+// own combination out: a degree's time is never fitted on itself.
 func sweepOf(r workload.Result, all []workload.Result) []point {
 	key := SweepKey(r)
-	rs := slices.Clone(all)
-	if !slices.ContainsFunc(all, func(o workload.Result) bool { return o.Key == r.Key && o.Started.Equal(r.Started) }) {
-		rs = append(rs, r)
-	}
 	var out []point
-	for _, o := range rs {
-		if o.Measured() && o.Metrics != nil && SweepKey(o) == key {
+	for _, o := range all {
+		if o.Measured() && o.Combo != r.Combo && o.Metrics != nil && SweepKey(o) == key {
 			out = append(out, point{degree: int(o.Metrics["degree"]), n: EffectiveProcesses(o), r: o})
 		}
 	}
@@ -147,9 +144,9 @@ func FractionName(metric string) string {
 }
 
 // Model fits Amdahl's law per query and for the total over the sweep's
-// results so far (this point included) and stores, with each time, the
-// fitted serial fraction, so that the report shows the fit of the last
-// point of a sweep, which saw every degree.
+// other degrees and stores, with each time, the fitted serial fraction: a
+// degree's time is predicted from the others, and the serial time itself
+// (degree 0) has no figure.
 func Model(r workload.Result, all []workload.Result) workload.Prediction {
 	if r.Metrics == nil {
 		return workload.Prediction{}
@@ -179,7 +176,7 @@ func Model(r workload.Result, all []workload.Result) workload.Prediction {
 		pred.Metrics[FractionName(m)] = s
 	}
 	if len(pred.Metrics) == 0 {
-		return workload.Prediction{}
+		return workload.Prediction{Reason: "no figure: Amdahl needs the serial time (degree 0) and another degree above it, measured on other points"}
 	}
 	slices.Sort(distinct)
 	pred.Metrics["amdahl_points"] = float64(len(distinct))
