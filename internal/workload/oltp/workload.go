@@ -58,6 +58,7 @@ func KindWith(live *Live) workload.Kind {
 		},
 		Metrics: metricSpecs(),
 		Model:   Model,
+		Predict: Predict,
 	}
 }
 

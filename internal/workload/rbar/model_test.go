@@ -2,6 +2,7 @@ package rbar
 
 import (
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/dbrig/dbrig/internal/engine"
@@ -91,5 +92,30 @@ func TestModelFitsEachEngineApart(t *testing.T) {
 		if got := p.Metrics["us_per_row"]; math.Abs(got-tt.want) > 1e-9 {
 			t.Errorf("%s over lan-1g: predicted %v µs/row, want %v (fitted on its own engine's direct TCP); formula %q", tt.engine, got, tt.want, p.Formula)
 		}
+	}
+}
+
+// TestPredictBeforeThePointRuns: before the point, with no metrics of its
+// own, the costs come from the fastest other link measured before it and
+// a stream's bytes from the reference's bytes per row; with nothing
+// measured before, no prediction and why.
+func TestPredictBeforeThePointRuns(t *testing.T) {
+	before := []workload.Result{
+		result("rbr direct", "client-row-by-row", direct, map[string]float64{"us_per_row": 20, "rows": 1000}),
+		result("stream direct", "client-stream", direct, map[string]float64{"throughput_bps": 2e9, "wire_bytes": 1e8, "seconds": 0.4, "rows": 1e6}),
+	}
+	rbr := result("rbr wan", "client-row-by-row", wan77, nil)
+	rbr.Params["rows"] = int64(10)
+	if p := Predict(rbr, before); math.Abs(p.Metrics["us_per_row"]-(77000+20+roundTripBytes*8/1e9*1e6)) > 1e-6 || p.Reason == "" {
+		t.Errorf("row by row across a WAN: %v (reason %q)", p.Metrics, p.Reason)
+	}
+	stream := result("stream wan", "client-stream", wan77, nil)
+	stream.Params["rows"] = int64(1e5)
+	want := 1e7*8/(65535*8/0.077) + 0.077
+	if p := Predict(stream, before); math.Abs(p.Metrics["seconds"]-want)/want > 1e-9 {
+		t.Errorf("a stream of 10^5 rows at 100 bytes each through a 64 KiB window: %v s, want %v", p.Metrics["seconds"], want)
+	}
+	if p := Predict(rbr, nil); len(p.Metrics) != 0 || !strings.HasPrefix(p.Reason, "no prediction") {
+		t.Errorf("first point: %v (reason %q), want no prediction and why", p.Metrics, p.Reason)
 	}
 }
