@@ -96,6 +96,7 @@ func BuildReport(rd *RunData) *report.Doc {
 		d.Sections = append(d.Sections, sec)
 	}
 	d.Points = pointsTable(rd)
+	d.Predictions = predictionsSection(rd)
 	d.Counts = report.Counts{Planned: len(rd.Plan.Points()), Combinations: len(rd.Plan.Combos), Runs: rd.Plan.Repeat.Runs}
 	for _, r := range rd.Latest() {
 		switch {
