@@ -3,6 +3,7 @@ package rbar
 import (
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/dbrig/dbrig/internal/workload"
 )
@@ -69,8 +70,24 @@ func groupKey(r workload.Result) string {
 
 // Reference finds the results of the fastest link among all for r's
 // group, leaving out r's own combination: the point is never its own
-// reference, so its figure is a prediction from another link.
+// reference, so its figure is a prediction from another link. A group
+// with no other link of r's transport falls back on the other transport.
 func Reference(r workload.Result, all []workload.Result) []workload.Result {
+	if ref := reference(r, all, groupKey); len(ref) > 0 {
+		return ref
+	}
+	// No other link of its transport: the other transport's per-row
+	// costs, which lack only the TCP stack's per-message cost.
+	return reference(r, all, anyTransport)
+}
+
+// anyTransport is groupKey without the transport.
+func anyTransport(r workload.Result) string {
+	k := groupKey(r)
+	return k[:strings.LastIndexByte(k, '|')]
+}
+
+func reference(r workload.Result, all []workload.Result, groupKey func(workload.Result) string) []workload.Result {
 	key := groupKey(r)
 	best := math.Inf(1)
 	var bestCombo string
@@ -114,7 +131,7 @@ func Model(r workload.Result, all []workload.Result) workload.Prediction {
 	}
 	ref := Reference(r, all)
 	if len(ref) == 0 {
-		return workload.Prediction{Reason: "no figure: no other link of the same engine, experiment, client and transport measured"}
+		return workload.Prediction{Reason: "no figure: no other link of the same engine, experiment and client measured"}
 	}
 	l := linkOf(r)
 	refLink := linkOf(ref[0])
@@ -180,7 +197,7 @@ func serialization(l workload.LinkResult) float64 {
 func Predict(r workload.Result, before []workload.Result) workload.Prediction {
 	ref := Reference(r, before)
 	if len(ref) == 0 {
-		return workload.Prediction{Reason: "no prediction: no other link of the same engine, experiment, client and transport measured before it"}
+		return workload.Prediction{Reason: "no prediction: no other link of the same engine, experiment and client measured before it"}
 	}
 	rows := float64(r.Params.Int("rows"))
 	inputs := r

@@ -115,6 +115,12 @@ func TestPredictBeforeThePointRuns(t *testing.T) {
 	if p := Predict(stream, before); math.Abs(p.Metrics["seconds"]-want)/want > 1e-9 {
 		t.Errorf("a stream of 10^5 rows at 100 bytes each through a 64 KiB window: %v s, want %v", p.Metrics["seconds"], want)
 	}
+	// With only the unix socket measured before, a TCP link takes its
+	// per-row cost.
+	unixOnly := []workload.Result{result("rbr unix", "client-row-by-row", unix, map[string]float64{"us_per_row": 5, "rows": 1000})}
+	if p := Predict(rbr, unixOnly); math.Abs(p.Metrics["us_per_row"]-(77000+5+roundTripBytes*8/1e9*1e6)) > 1e-6 {
+		t.Errorf("row by row across a WAN from the unix socket's cost: %v", p.Metrics)
+	}
 	if p := Predict(rbr, nil); len(p.Metrics) != 0 || !strings.HasPrefix(p.Reason, "no prediction") {
 		t.Errorf("first point: %v (reason %q), want no prediction and why", p.Metrics, p.Reason)
 	}
