@@ -19,11 +19,14 @@ import (
 // of the same engine, transport, experiment and client among the other
 // combinations (a PostgreSQL point never predicts a MariaDB one, and a
 // point never predicts itself: the fastest path's own figure comes from
-// the next fastest), and predict every other link: points over TCP (direct or through a link) are predicted from
-// direct loopback TCP (else the smallest RTT), since the TCP stack's own
-// per-message cost is part of every network path; points on the unix
-// socket are their own reference. The server-side experiments are fitted
-// on the same row count, since their fixed costs do not scale with rows.
+// the next fastest). A point through the emulated link is predicted from
+// the fastest other link (the loopback profile: the proxy without
+// impairment), since the proxy's per-message cost is part of every link,
+// else from direct loopback TCP, whose TCP stack's cost is part of every
+// network path; direct TCP from direct TCP; the unix socket from itself;
+// and a path with no other of its transport from the other transport.
+// The server-side experiments are fitted on the same row count, since
+// their fixed costs do not scale with rows.
 
 // roundTripBytes are the protocol bytes of one row-by-row exchange on the
 // wire (request and response of a FETCH or a prepared SELECT), for the
@@ -68,18 +71,24 @@ func groupKey(r workload.Result) string {
 		r.Params.String("client_cost"), r.Client.GOMAXPROCS, r.Client.CPUs, r.Params.String("instance"), rows, transport)
 }
 
-// Reference finds the results of the fastest link among all for r's
+// Reference finds the results of the fastest path among all for r's
 // group, leaving out r's own combination: the point is never its own
-// reference, so its figure is a prediction from another link. A group
-// with no other link of r's transport falls back on the other transport.
+// reference, so its figure is a prediction from another path (see the
+// top of this file for the order the paths are tried in).
 func Reference(r workload.Result, all []workload.Result) []workload.Result {
-	if ref := reference(r, all, groupKey); len(ref) > 0 {
-		return ref
+	// A path through the emulated link pays the proxy's per-message cost
+	// beside the TCP stack's: its reference is the fastest other link
+	// (the loopback profile, without impairment) before direct TCP.
+	for _, key := range []func(workload.Result) string{sameMode, groupKey, anyTransport} {
+		if ref := reference(r, all, key); len(ref) > 0 {
+			return ref
+		}
 	}
-	// No other link of its transport: the other transport's per-row
-	// costs, which lack only the TCP stack's per-message cost.
-	return reference(r, all, anyTransport)
+	return nil
 }
+
+// sameMode is groupKey with the path's mode: unix, direct or link.
+func sameMode(r workload.Result) string { return groupKey(r) + "|" + linkOf(r).Mode }
 
 // anyTransport is groupKey without the transport.
 func anyTransport(r workload.Result) string {
