@@ -76,10 +76,14 @@ func Model(r workload.Result, all []workload.Result) workload.Prediction {
 	}
 	if n > 0 && m["pages"] > 0 {
 		pred.Metrics["time_ms"] = t / p * m["pages"]
+		pred.Reason = samePageCost
 		pred.Formula += fmt.Sprintf("; time = the %s path's time × pages / its pages (%.3g ms per 1,000 pages)", other, 1000*t/p)
 	}
 	return pred
 }
+
+// samePageCost is what the time model leaves out, said where it misses.
+const samePageCost = "a page visit is taken to cost the same on both paths: a scan reads each page's rows in order, a lookup finds one row a visit"
 
 // Predict is the model before the point runs: the table's layout (its
 // pages, the index's, a lookup's depth) as the other path's point measured
@@ -107,6 +111,6 @@ func Predict(r workload.Result, before []workload.Result) workload.Prediction {
 		Metrics: map[string]float64{"pages": pages, "time_ms": perPage * pages},
 		Formula: fmt.Sprintf("pages from the layout the %s path measured (%.0f table pages, %.0f index pages, %.0f a lookup); time = pages × %.3g ms per 1,000 pages, the %s path's",
 			ref[0].Params.String("path"), layout["table_pages"], layout["index_pages"], layout["lookup_depth"], 1000*perPage, ref[0].Params.String("path")),
-		Reason: "a page visit is taken to cost the same on both paths: a scan reads each page's rows in order, a lookup finds one row a visit",
+		Reason: samePageCost,
 	}
 }

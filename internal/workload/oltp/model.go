@@ -199,6 +199,7 @@ func Model(r workload.Result, all []workload.Result) workload.Prediction {
 	pred := workload.Prediction{Metrics: map[string]float64{
 		"tps": m.TPS(n), ModelKnee: m.Knee, ModelPeak: m.Peak, ModelBase: m.BaseMS, ModelBaseN: m.BaseUsers, ModelThink: m.ThinkMS,
 	}}
+	pred.Reason = kneeReason
 	pred.Formula = fmt.Sprintf("closed loop: tps = min(N / (R0 + Z), X_peak) = min(%g / (%s + %s), %s/s) = %s/s; R0 = the mean response at %g users (the lightest load so far), X_peak = the mean of the top %d points so far (seed 001's rule; the highest while there are fewer than 4); knee N* = X_peak × (R0 + Z) = %.0f users",
 		n, FormatMS(m.BaseMS), FormatMS(m.ThinkMS), FormatTPS(m.Peak), FormatTPS(m.TPS(n)), m.BaseUsers, m.PeakPoints, m.Knee)
 	if Mismatched(r) {
@@ -278,6 +279,9 @@ func FormatMS(v float64) string {
 	return fmt.Sprintf("%.1f ms", v)
 }
 
+// kneeReason is what the closed loop leaves out, said where it misses.
+const kneeReason = "the knee is sharp in the model: near it, waiting for the server lowers the throughput below both asymptotes"
+
 // saturatedShare is how far below the light-load line N / (R0 + Z) a
 // point's throughput must fall for the server, not the users, to have set
 // it: a point there measured the server's capacity.
@@ -322,6 +326,6 @@ func Predict(r workload.Result, before []workload.Result) workload.Prediction {
 	}
 	pred.Formula += fmt.Sprintf(", capped by the server's capacity %s/s (the mean of the top %d of the %d points before it that fell below %.0f %% of N / (R0 + Z)): tps = %s/s",
 		FormatTPS(capacity), len(top), len(saturated), 100*saturatedShare, FormatTPS(pred.Metrics["tps"]))
-	pred.Reason = "the knee is sharp in the model: near it, waiting for the server lowers the throughput below both asymptotes"
+	pred.Reason = kneeReason
 	return pred
 }

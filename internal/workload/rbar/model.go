@@ -154,6 +154,7 @@ func Model(r workload.Result, all []workload.Result) workload.Prediction {
 		return workload.Prediction{
 			Metrics: map[string]float64{"seconds": t, "us_per_row": t / rows * 1e6},
 			Formula: fmt.Sprintf("t = rows × %.3g µs + RTT%s", s*1e6, fit),
+			Reason:  missReason("server"),
 		}
 	case "client-row-by-row":
 		s := meanMetric(ref, "us_per_row")*1e-6 - refRTT - serialization(refLink)
@@ -161,6 +162,7 @@ func Model(r workload.Result, all []workload.Result) workload.Prediction {
 		return workload.Prediction{
 			Metrics: map[string]float64{"us_per_row": perRow * 1e6, "rows_per_s": 1 / perRow},
 			Formula: fmt.Sprintf("t/row = RTT + %.3g µs%s", s*1e6, fit),
+			Reason:  missReason("row-by-row"),
 		}
 	case "client-stream", "wide-rows", "cursor-messages":
 		consumer := meanMetric(ref, "throughput_bps")
@@ -178,6 +180,7 @@ func Model(r workload.Result, all []workload.Result) workload.Prediction {
 		return workload.Prediction{
 			Metrics: map[string]float64{"throughput_bps": bytes * 8 / t, "seconds": t, "us_per_row": t / rows * 1e6},
 			Formula: fmt.Sprintf("t = bytes / min(rate, window/RTT, consumer %.3g Gbit/s) + RTT: limited by %s%s", consumer/1e9, limit, fit),
+			Reason:  missReason("stream"),
 		}
 	}
 	return workload.Prediction{}
@@ -219,19 +222,17 @@ func Predict(r workload.Result, before []workload.Result) workload.Prediction {
 		}
 		inputs.Metrics["wire_bytes"] = perRow * rows
 	}
-	pred := Model(inputs, before)
-	pred.Reason = predictionReason(r.Params.String("experiment"))
-	return pred
+	return Model(inputs, before)
 }
 
-// predictionReason is what the model leaves out, said beside its figure
-// where it misses.
-func predictionReason(experiment string) string {
-	switch experiment {
-	case "server-loop", "server-cursor":
-		return "the server's per-row cost is taken from the reference link's run; the client's and the link's costs are one round trip"
-	case "client-row-by-row":
-		return "each row pays one round trip plus a per-row cost taken from the fastest other link; a slower client or a busy host adds to it"
+// missReason is what the model leaves out, said beside its figure where
+// it misses.
+func missReason(kind string) string {
+	switch kind {
+	case "server":
+		return "the server's per-row cost is the reference path's; the client's and the link's costs are one round trip"
+	case "row-by-row":
+		return "each row pays one round trip plus the reference path's per-row cost; a busy host or a slower client adds to it"
 	}
-	return "a stream is bounded by min(rate, window / RTT, the reference's consumer rate); its protocol bytes are the reference's per row"
+	return "a stream is bounded by min(rate, window / RTT, the reference's consumer rate): a consumer slower here than on the reference is not"
 }

@@ -186,8 +186,12 @@ func Model(r workload.Result, all []workload.Result) workload.Prediction {
 	}
 	pred.Formula = fmt.Sprintf("time(n) = t1 × (s + (1 − s)/n) at n = %g; s fitted per query over n = %s (total: s = %.1f %%)",
 		n, strings.Join(nList, ", "), 100*pred.Metrics["total_serial_fraction"])
+	pred.Reason = amdahlReason
 	return pred
 }
+
+// amdahlReason is what Amdahl's law leaves out, said where it misses.
+const amdahlReason = "Amdahl's serial fraction is one number per query: a plan that changes with the degree, or cache that more processes bring, moves it"
 
 // Predict is Amdahl's law before the point runs: the serial time and the
 // serial fractions come from the degrees of the same sweep measured before
@@ -213,6 +217,5 @@ func Predict(r workload.Result, before []workload.Result) workload.Prediction {
 		pred.Reason = "no prediction: Amdahl needs the serial time (degree 0) and another degree above it, measured before it"
 		return pred
 	}
-	pred.Reason = "Amdahl's serial fraction is one number per query: a plan that changes with the degree, or cache that more processes bring, moves it"
 	return pred
 }
