@@ -347,7 +347,7 @@ func printJSON(w io.Writer, v any) error {
 }
 
 func newReportCmd(a *app) *cobra.Command {
-	var asJSON bool
+	var asJSON, predictions bool
 	cmd := &cobra.Command{
 		Use:   "report DIR...",
 		Short: "Rebuild runs' report.html and report.md from their results.jsonl",
@@ -357,16 +357,24 @@ results.jsonl), and prints each report's findings and paths. Give several
 directories, or a pattern such as runs/rbar-latency-*, to rebuild them all:
 one that is not a run directory, or whose report cannot be built, is named
 on stderr and the others are still rebuilt. With --json it prints one JSON
-array holding a document per directory, in the order given.
+array holding a document per directory, in the order given. With
+--predictions it rebuilds nothing and prints how many headline figures a
+model predicted before the point ran or fitted with the point held out,
+their median and p90 absolute error, per run and over them all, and where
+each workload's model misses most (--json: the same as one document).
 
 Exit codes: 0 every report rebuilt, 1 a report could not be built, 2 a
 directory is not a dbrig run directory (or none was given).`,
 		Example: `  dbrig report runs/rbar-latency-20250101-120000
   dbrig report runs/rbar-latency-*
-  dbrig report runs/* --json`,
+  dbrig report runs/* --json
+  dbrig report --predictions runs/*`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			reg := newRegistry(binDirs{})
+			if predictions {
+				return printPredictions(a.stdout, args, reg, asJSON)
+			}
 			color := term.ColorEnabled(a.stdout, a.getenv)
 			var docs []runJSON
 			var notRuns, failed []error
@@ -416,6 +424,7 @@ directory is not a dbrig run directory (or none was given).`,
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print a JSON array with each directory's findings and paths (and error, if any)")
+	cmd.Flags().BoolVar(&predictions, "predictions", false, "rebuild nothing: print each run's share of headline figures predicted or fitted held out, their median and p90 error, and where each workload's model misses most")
 	return cmd
 }
 

@@ -24,6 +24,10 @@ type Doc struct {
 	// found no connection slot), each with the point's headline figures:
 	// said at the top, where the figures are read, not in a note.
 	Warnings []string
+	// Predictions open the report: the share of headline figures a model
+	// predicted or fitted with the point held out, their error, and where
+	// each workload's model misses most (nil: no modelled figure).
+	Predictions *Section
 	// Findings set each published finding beside our measurement.
 	Findings []Finding
 	Charts   []Chart

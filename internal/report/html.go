@@ -45,6 +45,9 @@ func WriteHTML(w io.Writer, d *Doc) error {
 		Counts:     countVerdicts(d.Findings),
 		Generated:  formatTime(d.Generated),
 	}
+	if d.Predictions != nil {
+		v.Predictions = newSectionView("predictions", *d.Predictions)
+	}
 	for i, s := range d.Sections {
 		sv := sectionView{ID: fmt.Sprintf("section-%d", i+1), Section: s}
 		for _, t := range s.Tables {
@@ -64,15 +67,17 @@ func WriteHTML(w io.Writer, d *Doc) error {
 
 type pageView struct {
 	*Doc
-	CSS        template.CSS
-	EchartsJS  template.JS
-	PageJS     template.JS
-	Charts     []chartData
-	Sections   []sectionView
-	Points     tableView
-	PointsOpen bool
-	Counts     verdictCounts
-	Generated  string
+	CSS       template.CSS
+	EchartsJS template.JS
+	PageJS    template.JS
+	Charts    []chartData
+	Sections  []sectionView
+	// Predictions is nil when the report has none.
+	Predictions *sectionView
+	Points      tableView
+	PointsOpen  bool
+	Counts      verdictCounts
+	Generated   string
 }
 
 type sectionView struct {
@@ -218,4 +223,12 @@ func formatTime(t time.Time) string {
 		return ""
 	}
 	return t.UTC().Format("2006-01-02 15:04:05 UTC")
+}
+
+func newSectionView(id string, s Section) *sectionView {
+	sv := &sectionView{ID: id, Section: s}
+	for _, t := range s.Tables {
+		sv.Tables = append(sv.Tables, newTableView(t))
+	}
+	return sv
 }

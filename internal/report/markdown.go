@@ -45,6 +45,12 @@ func (m *mdWriter) doc(d *Doc) {
 	for _, w := range d.Warnings {
 		m.p("> **Warning.** %s\n\n", mdText(w))
 	}
+	if s := d.Predictions; s != nil {
+		m.p("**%s.** %s\n\n", mdText(s.Title), mdText(s.Text))
+		for _, t := range s.Tables {
+			m.table(t, false)
+		}
+	}
 
 	m.p("## Findings\n\n")
 	if len(d.Findings) == 0 {

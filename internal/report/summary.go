@@ -49,6 +49,16 @@ func WriteSummary(w io.Writer, d *Doc, color bool) error {
 		writeItem(bw, "WARNING: ", oneLine(w), st.Red)
 	}
 
+	if s := d.Predictions; s != nil {
+		p("\n")
+		writeItem(bw, "", s.Title+": "+oneLine(s.Text), nil)
+		for _, t := range s.Tables {
+			for _, row := range t.Rows {
+				writeItem(bw, "  - ", predictionRow(t.Columns, row), nil)
+			}
+		}
+	}
+
 	p("\n%s\n", st.Bold("Findings"))
 	if len(d.Findings) == 0 {
 		p("  none published for this study\n")
@@ -219,4 +229,22 @@ func writeFinding(w io.Writer, st term.Style, n int, f Finding, width int) {
 	if f.Verdict != Reproduced {
 		part("why", f.Why)
 	}
+}
+
+// predictionRow writes a row of the predictions' table on one line: its
+// cells but the first, each named by its column where the name helps.
+func predictionRow(columns, row []string) string {
+	var parts []string
+	for i, cell := range row {
+		if cell == "" || cell == "-" || cell == "none" {
+			continue
+		}
+		switch name := columns[min(i, len(columns)-1)]; name {
+		case "workload", "combination", "metric", "from":
+			parts = append(parts, cell)
+		default:
+			parts = append(parts, name+" "+cell)
+		}
+	}
+	return strings.Join(parts, ", ")
 }

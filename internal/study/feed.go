@@ -68,7 +68,7 @@ type PointDone struct {
 	// Status is measured, failed, skipped or interrupted.
 	Status   string   `json:"status"`
 	Seconds  float64  `json:"seconds"`
-	Figures  []Figure `json:"figures,omitempty"`
+	Figures  []Headline `json:"figures,omitempty"`
 	Formula  string   `json:"formula,omitempty"`
 	Warnings []string `json:"warnings,omitempty"`
 	Error    string   `json:"error,omitempty"`

@@ -57,22 +57,24 @@ func PointLine(k workload.Kind, r workload.Result) string {
 }
 
 // HeadlineFigures are a measured point's headline metrics with their
-// model's prediction and error: "tps 5594, p99_ms 4.27ms, errors 0".
+// model's figure, labelled as a prediction made before the point ran or a
+// fit on the other combinations, and its error: "tps 5594 (predicted
+// 5400, +4%), errors 0".
 func HeadlineFigures(k workload.Kind, r workload.Result) string {
 	var parts []string
 	for _, f := range Headlines(k, r) {
 		s := f.Label + " " + f.Text
 		if f.Model != nil {
-			s += fmt.Sprintf(" (model %s, %+.0f%%)", f.ModelText, PercentError(f.Measured, *f.Model))
+			s += fmt.Sprintf(" (%s %s, %+.0f%%)", f.ModelFrom, f.ModelText, PercentError(f.Measured, *f.Model))
 		}
 		parts = append(parts, s)
 	}
 	return strings.Join(parts, ", ")
 }
 
-// Figure is one of a point's headline metrics, with its model's figure
+// Headline is one of a point's headline metrics, with its model's figure
 // when the point has one.
-type Figure struct {
+type Headline struct {
 	Name     string   `json:"name"`
 	Label    string   `json:"label"`
 	Measured float64  `json:"measured"`
@@ -80,11 +82,14 @@ type Figure struct {
 	Model    *float64 `json:"model,omitempty"`
 	// ModelText is Model as Text shows Measured.
 	ModelText string `json:"model_text,omitempty"`
+	// ModelFrom says what Model is: "predicted" before the point ran, or
+	// a "fit" on the other combinations.
+	ModelFrom string `json:"model_from,omitempty"`
 }
 
 // Headlines are a measured point's headline metrics, at most four: the
 // workload's declared ones, else the modelled ones, else all of them.
-func Headlines(k workload.Kind, r workload.Result) []Figure {
+func Headlines(k workload.Kind, r workload.Result) []Headline {
 	format := func(name string, v float64) string {
 		if m, ok := k.Metric(name); ok {
 			return m.Format(v)
@@ -105,12 +110,12 @@ func Headlines(k workload.Kind, r workload.Result) []Figure {
 		}
 		sort.Strings(names)
 	}
-	var out []Figure
+	var out []Headline
 	for _, name := range names[:min(len(names), 4)] {
 		v := r.Metrics[name]
-		f := Figure{Name: name, Label: workload.MetricLabel(name), Measured: v, Text: format(name, v)}
+		f := Headline{Name: name, Label: workload.MetricLabel(name), Measured: v, Text: format(name, v)}
 		if m, ok := r.Model[name]; ok {
-			f.Model, f.ModelText = &m, format(name, m)
+			f.Model, f.ModelText, f.ModelFrom = &m, format(name, m), r.ModelFrom(name)
 		}
 		out = append(out, f)
 	}

@@ -56,6 +56,7 @@ func LoadRun(dir string, reg *Registry) (*RunData, error) {
 		return nil, err
 	}
 	rd.Results, rd.Interrupted = Finished(all)
+	HoldOut(spec.Kind(), rd.Results)
 	rd.Summaries = Summarize(rd.Results, rd.Plan.Repeat)
 	return rd, nil
 }
@@ -95,6 +96,7 @@ func BuildReport(rd *RunData) *report.Doc {
 		d.Sections = append(d.Sections, sec)
 	}
 	d.Points = pointsTable(rd)
+	d.Predictions = predictionsSection(rd)
 	d.Counts = report.Counts{Planned: len(rd.Plan.Points()), Combinations: len(rd.Plan.Combos), Runs: rd.Plan.Repeat.Runs}
 	for _, r := range rd.Latest() {
 		switch {
@@ -176,7 +178,7 @@ func pointsTable(rd *RunData) report.Table {
 	}
 	t := report.Table{
 		Title: "Every point",
-		Note: fmt.Sprintf("Each combination ran %s; 'kept' is the value the study's rule keeps (%s), 'range' the lowest and highest run. The model is the prediction stored when the point ran; error = (kept - model) / model.",
+		Note: fmt.Sprintf("Each combination ran %s; 'kept' is the value the study's rule keeps (%s), 'range' the lowest and highest run. The model is the prediction stored before the point ran ('predicted'), or else a fit on the other combinations with this one left out ('fit'), never on the point itself, or why there is none; error = (kept - model) / model.",
 			plural(rd.Plan.Repeat.Runs, "time", "times"), rule),
 	}
 	dims := rd.Spec.SweepKeys
@@ -190,8 +192,11 @@ func pointsTable(rd *RunData) report.Table {
 				runs = append(runs, rd.FormatMetric(name, v))
 			}
 			model, errPct := "-", "-"
+			if why := last.Reason(name); why != "" && strings.HasPrefix(why, "no ") {
+				model = why
+			}
 			if mv, ok := last.Model[name]; ok {
-				model = rd.FormatMetric(name, mv)
+				model = rd.FormatMetric(name, mv) + " " + last.ModelFrom(name)
 				if e := PercentError(st.Mean, mv); !math.IsNaN(e) {
 					errPct = fmt.Sprintf("%+.1f%%", e)
 				}

@@ -431,10 +431,11 @@ func (r *Runner) runPoint(ctx context.Context, st *runState, p Point, n, total i
 			s.Stop()
 		}
 	}()
+	var pred workload.Prediction
 	if st.kind.Predict != nil {
 		res.Links = plannedLinks(c.Links)
-		pred := st.kind.Predict(res, st.results)
-		res.Model, res.Formula = pred.Metrics, pred.Formula
+		pred = st.kind.Predict(res, st.results)
+		res.SetModel(pred, workload.Prediction{})
 	}
 	start := time.Now()
 	stopWatching := r.watchLinks(st.topo, p.Key())
@@ -458,10 +459,11 @@ func (r *Runner) runPoint(ctx context.Context, st *runState, p Point, n, total i
 		return res, err
 	}
 	res.Keep(m)
+	var fit workload.Prediction
 	if st.kind.Model != nil {
-		pred := st.kind.Model(res, st.results)
-		res.Model, res.Formula = pred.Metrics, pred.Formula
+		fit = st.kind.Model(res, workload.OtherCombinations(res, st.results))
 	}
+	res.SetModel(pred, fit)
 	return res, nil
 }
 

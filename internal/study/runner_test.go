@@ -202,7 +202,7 @@ func TestRunnerRecordsResumesAndStopsServers(t *testing.T) {
 	}
 	transports := map[string]bool{}
 	for _, r := range res {
-		if r.Model["queries"] != 1 || r.Formula != "one query" || r.Metrics["queries"] != 1 {
+		if r.Model["queries"] != 1 || r.Formula != workload.FitFormulaPrefix+"one query" || r.Metrics["queries"] != 1 {
 			t.Errorf("result %s: metrics %v model %v", r.Key, r.Metrics, r.Model)
 		}
 		transports[r.Links[0].Mode] = true

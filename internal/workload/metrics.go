@@ -44,6 +44,10 @@ type MetricSpec struct {
 	// Headline metrics are shown in progress lines and the points table.
 	Headline bool
 	Doc      string
+	// Unmodelled, when set, says why no model predicts a headline metric
+	// (a count of failures, a property of the data the model takes): the
+	// report's share of figures predicted leaves it out, and says so.
+	Unmodelled string
 }
 
 // Format prints a value in the metric's unit.

@@ -1,6 +1,8 @@
 package workload
 
 import (
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/dbrig/dbrig/internal/engine"
@@ -39,7 +41,15 @@ type Result struct {
 	Monitor []monitor.Series   `json:"monitor,omitempty"`
 	Model   map[string]float64 `json:"model,omitempty"`
 	Formula string             `json:"formula,omitempty"`
-	Error   string             `json:"error,omitempty"`
+	// Predicted names the figures of Model that Kind.Predict made before
+	// the point ran; every other figure of Model is a fit on the other
+	// combinations (Kind.Model).
+	Predicted []string `json:"predicted,omitempty"`
+	// PredictReason is the stored prediction's Prediction.Reason, and
+	// FitReason the fit's.
+	PredictReason string `json:"predict_reason,omitempty"`
+	FitReason     string `json:"fit_reason,omitempty"`
+	Error         string `json:"error,omitempty"`
 	// Skipped says why a point was not measured although it did not fail
 	// (a target cannot give the path the point asks for).
 	Skipped string `json:"skipped,omitempty"`
@@ -145,4 +155,71 @@ func (r *Result) Keep(m Measurement) {
 // takes it.
 func (l LinkResult) InFlightBytes() int64 {
 	return int64(link.Config{Window: units.Size(l.WindowBytes), SendBuffer: units.Size(l.SendBufferBytes)}.InFlight())
+}
+
+// ModelFrom says how Model's figure for a metric was made: "predicted"
+// (before the point ran, from the points before it) or "fit" (on the
+// other combinations, held out).
+func (r Result) ModelFrom(metric string) string {
+	if slices.Contains(r.Predicted, metric) {
+		return "predicted"
+	}
+	return "fit"
+}
+
+// OtherCombinations are the results of all that are not of r's
+// combination: what a fit of r may be made on, so that its error is a
+// held-out one.
+func OtherCombinations(r Result, all []Result) []Result {
+	out := make([]Result, 0, len(all))
+	for _, o := range all {
+		if o.Combo != r.Combo {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// FitFormulaPrefix opens a fit's formula in Result.Formula, after the
+// prediction's.
+const FitFormulaPrefix = "fit on the other combinations: "
+
+// Reason is why the model has no figure for a metric, or where it misses.
+func (r Result) Reason(metric string) string {
+	_, fitted := r.Model[metric]
+	if r.ModelFrom(metric) == "predicted" || (!fitted && r.PredictReason != "") {
+		return r.PredictReason
+	}
+	return r.FitReason
+}
+
+// SetModel records a point's prediction, made before it ran, and the fit
+// on the other combinations for the figures the prediction leaves out.
+func (r *Result) SetModel(pred, fit Prediction) {
+	r.Model, r.Formula, r.Predicted = nil, "", nil
+	for name, v := range pred.Metrics {
+		if r.Model == nil {
+			r.Model = map[string]float64{}
+		}
+		r.Model[name] = v
+		r.Predicted = append(r.Predicted, name)
+	}
+	slices.Sort(r.Predicted)
+	for name, v := range fit.Metrics {
+		if _, predicted := r.Model[name]; !predicted {
+			if r.Model == nil {
+				r.Model = map[string]float64{}
+			}
+			r.Model[name] = v
+		}
+	}
+	var formulas []string
+	if pred.Formula != "" {
+		formulas = append(formulas, pred.Formula)
+	}
+	if fit.Formula != "" && len(fit.Metrics) > 0 {
+		formulas = append(formulas, FitFormulaPrefix+fit.Formula)
+	}
+	r.Formula = strings.Join(formulas, "; ")
+	r.PredictReason, r.FitReason = pred.Reason, fit.Reason
 }

@@ -33,8 +33,11 @@ type Kind struct {
 	Params []ParamSpec
 	// New makes a workload for one point's resolved parameters.
 	New func(p Params) (Workload, error)
-	// Model, when set, predicts a point's metrics from the results so far
-	// (models fitted on other points, e.g. per-row costs on the fastest link).
+	// Model, when set, fits a point's metrics on other points (per-row
+	// costs on the fastest link): all never holds the point's own
+	// combination, so that the figure is a held-out one and its error is
+	// no in-sample residual. It may read the point's own inputs (rows,
+	// bytes read), never the figures it is judged against.
 	Model func(r Result, all []Result) Prediction
 	// Predict, when set, predicts a point before it runs, from its
 	// parameters, its links' configuration (r.Links, no traffic yet) and
@@ -96,6 +99,10 @@ type Prediction struct {
 	Metrics map[string]float64
 	// Formula says how the figure was obtained, for the report.
 	Formula string
+	// Reason says why there is no figure ("no prediction: first point"),
+	// or what the model leaves out where it misses, for the report's
+	// summary of the predictions.
+	Reason string
 }
 
 // Env is what a workload sees of its point: parameters, where to connect,

@@ -80,7 +80,7 @@ func Curves(rd *study.RunData) []*Curve {
 		slices.SortStableFunc(c.Points, func(a, b *study.Summary) int {
 			return int(a.Params.Int("users") - b.Params.Int("users"))
 		})
-		c.Model = storedModel(c)
+		c.Model = curveModel(c)
 	}
 	return out
 }
@@ -95,18 +95,11 @@ func transportOf(r workload.Result) string {
 	return l.Profile
 }
 
-// storedModel reads the closed-loop model stored with the curve's last
-// point, or fits it when the point has none.
-func storedModel(c *Curve) oltp.ClosedLoop {
+// curveModel is the closed loop fitted on every point of the curve: what
+// the curve's knee and peak are, a description of the measured points
+// (each point's own figure is held out of its fit).
+func curveModel(c *Curve) oltp.ClosedLoop {
 	last := c.Last()
-	m := last.Results[len(last.Results)-1].Model
-	if v, ok := m[oltp.ModelKnee]; ok {
-		n := oltp.PeakPoints
-		if len(c.Points) < oltp.PeakPoints {
-			n = 1
-		}
-		return oltp.ClosedLoop{Knee: v, Peak: m[oltp.ModelPeak], BaseMS: m[oltp.ModelBase], BaseUsers: m[oltp.ModelBaseN], ThinkMS: m[oltp.ModelThink], PeakPoints: n}
-	}
 	var cp []oltp.CurvePoint
 	for _, s := range c.Points {
 		cp = append(cp, oltp.CurvePoint{Users: s.Params.Float("users"), TPS: s.Mean("tps"), MeanMS: s.Mean("mean_ms"), Runs: 1})

@@ -9,7 +9,6 @@ import (
 	"strconv"
 
 	"github.com/dbrig/dbrig/internal/study"
-	"github.com/dbrig/dbrig/internal/workload"
 	"github.com/dbrig/dbrig/internal/workload/tpch"
 )
 
@@ -20,9 +19,6 @@ type sweep struct {
 	sf      float64
 	streams int
 	levels  []level // by degree
-	// fit is the result whose stored model saw the most degrees (the last
-	// point of the sweep): the report shows its serial fractions.
-	fit *workload.Result
 }
 
 // level is one degree of a sweep.
@@ -55,12 +51,6 @@ func analyze(rd *study.RunData) []*sweep {
 			out = append(out, sw)
 		}
 		sw.levels = append(sw.levels, level{degree: int(last.Metrics["degree"]), n: tpch.EffectiveProcesses(last), sum: sm})
-		for i := range sm.Results {
-			r := &sm.Results[i]
-			if sw.fit == nil || r.Model["amdahl_points"] >= sw.fit.Model["amdahl_points"] {
-				sw.fit = r
-			}
-		}
 	}
 	for _, sw := range out {
 		sort.SliceStable(sw.levels, func(i, j int) bool { return sw.levels[i].degree < sw.levels[j].degree })
@@ -109,13 +99,21 @@ func (sw *sweep) speedup(l level, metric string) float64 {
 	return s.mean(metric) / l.mean(metric)
 }
 
-// fraction is the stored serial fraction of a metric (NaN when none).
+// fraction is the serial fraction the sweep's measured times give, fitted
+// over every degree (NaN when there is no serial degree and another): a
+// measurement, as the seed's table is, which the findings judge; each
+// point's Amdahl figure is the model, fitted on the other degrees.
 func (sw *sweep) fraction(metric string) float64 {
-	if sw.fit == nil {
+	serial, ok := sw.serial()
+	if !ok {
 		return math.NaN()
 	}
-	if v, ok := sw.fit.Model[tpch.FractionName(metric)]; ok {
-		return v
+	var ns, times []float64
+	for _, l := range sw.levels {
+		ns, times = append(ns, l.n), append(times, l.mean(metric))
+	}
+	if s, ok := tpch.FitAmdahl(ns, times, serial.mean(metric)); ok {
+		return s
 	}
 	return math.NaN()
 }

@@ -69,8 +69,7 @@ func runData(t *testing.T, cpus float64, levels []handMade) *study.RunData {
 			total += v / 1000
 		}
 		r.Metrics["total_s"] = total
-		pred := tpch.Model(r, all)
-		r.Model, r.Formula = pred.Metrics, pred.Formula
+		r.SetModel(workload.Prediction{}, tpch.Model(r, workload.OtherCombinations(r, all)))
 		all = append(all, r)
 	}
 	return &study.RunData{Spec: spec, Plan: plan, Results: all, Summaries: study.Summarize(all, plan.Repeat)}
@@ -161,35 +160,38 @@ func TestJudges(t *testing.T) {
 	}
 }
 
-// TestModelIsStoredAndReportShowsIt: each point stores the Amdahl fit of
-// the points so far; the report shows the last point's stored fraction,
-// never a fraction refitted from the times.
-func TestModelIsStoredAndReportShowsIt(t *testing.T) {
+// TestModelIsHeldOutAndReportShowsTheMeasuredFraction: each point's
+// Amdahl figure is fitted on the other degrees (the serial point, with
+// no serial time but its own, has none); the report's serial fractions
+// are the measured speedups' over every degree, the seed's way.
+func TestModelIsHeldOutAndReportShowsTheMeasuredFraction(t *testing.T) {
 	scales := seedScaling(t)
 	rd := runData(t, 16, []handMade{{0, 0, scales}, {3, 3, scales}, {7, 7, scales}})
 	first, last := rd.Results[0], rd.Results[2]
 	if len(first.Model) != 0 {
 		t.Errorf("the serial point alone has a model: %v", first.Model)
 	}
+	if first.FitReason == "" {
+		t.Errorf("the serial point says nothing of why it has no figure")
+	}
 	seed, _ := seedOf(rd.Spec)
+	sw := analyze(rd)[0]
 	for q := 1; q <= tpch.NumQueries; q++ {
 		want, _ := seed.fit(q)
-		if got := last.Model[tpch.FractionName(tpch.MetricName(q))]; math.Abs(got-want) > 1e-9 {
-			t.Errorf("Q%d: stored s = %v, want %v", q, got, want)
+		if got := sw.fraction(tpch.MetricName(q)); math.Abs(got-want) > 1e-9 {
+			t.Errorf("Q%d: measured s = %v, want %v", q, got, want)
 		}
 		if got, want := last.Model[tpch.MetricName(q)], last.Metrics[tpch.MetricName(q)]; math.Abs(got-want) > 1e-9*want {
 			t.Errorf("Q%d: model %v ms, measured %v ms on an exact Amdahl curve", q, got, want)
 		}
 	}
-	if last.Model["amdahl_points"] != 3 || !strings.Contains(last.Formula, "n = 1, 4, 8") {
+	if last.Model["amdahl_points"] != 2 || !strings.Contains(last.Formula, "over n = 1, 4 ") || last.ModelFrom("total_s") != "fit" {
 		t.Errorf("model of the last point: %v points, formula %q", last.Model["amdahl_points"], last.Formula)
 	}
-	// A stored value the times would not give shows as stored.
-	rd.Summaries[2].Results[0].Model[tpch.FractionName(tpch.MetricName(1))] = 0.4242
 	d := &report.Doc{}
 	Report(rd, d)
-	if len(d.Sections) != 1 || !strings.Contains(fmt.Sprint(d.Sections[0].Tables[0].Rows[0]), "42.4 %") {
-		t.Errorf("the report does not show Q1's stored serial fraction (42.4 %%): %v", d.Sections[0].Tables[0].Rows[0])
+	if want, _ := seed.fit(1); len(d.Sections) != 1 || !strings.Contains(fmt.Sprint(d.Sections[0].Tables[0].Rows[0]), pct(want)) {
+		t.Errorf("the report does not show Q1's measured serial fraction (%s): %v", pct(want), d.Sections[0].Tables[0].Rows[0])
 	}
 	if len(d.Charts) != 4 {
 		t.Errorf("%d charts, want the total, the speedups, each query's speedup and the fractions", len(d.Charts))

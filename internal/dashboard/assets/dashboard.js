@@ -87,7 +87,7 @@
     cell(row, p.key);
     cell(row, p.status + (p.error ? ": " + p.error : ""));
     cell(row, figs.map(function (f) { return f.label + " " + f.text; }).join(", "));
-    cell(row, figs.filter(function (f) { return f.model !== undefined; }).map(function (f) { return f.label + " " + f.model_text; }).join(", "));
+    cell(row, figs.filter(function (f) { return f.model !== undefined; }).map(function (f) { return f.label + " " + f.model_text + (f.model_from ? " (" + f.model_from + ")" : ""); }).join(", "));
     cell(row, figs.filter(function (f) { return f.model !== undefined; }).map(function (f) { return f.label + " " + pct(f); }).join(", "));
     cell(row, p.seconds.toFixed(1) + " s", "num");
     $("points").tBodies[0].appendChild(row);

@@ -42,6 +42,7 @@ func Kind() workload.Kind {
 			return fmt.Sprintf("key-lookup rows=%d instance=%s", p.Int("rows"), p.String("instance"))
 		},
 		Model:   Model,
+		Predict: Predict,
 		Metrics: metricSpecs(),
 	}
 }

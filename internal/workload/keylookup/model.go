@@ -76,7 +76,41 @@ func Model(r workload.Result, all []workload.Result) workload.Prediction {
 	}
 	if n > 0 && m["pages"] > 0 {
 		pred.Metrics["time_ms"] = t / p * m["pages"]
+		pred.Reason = samePageCost
 		pred.Formula += fmt.Sprintf("; time = the %s path's time × pages / its pages (%.3g ms per 1,000 pages)", other, 1000*t/p)
 	}
 	return pred
+}
+
+// samePageCost is what the time model leaves out, said where it misses.
+const samePageCost = "a page visit is taken to cost the same on both paths: a scan reads each page's rows in order, a lookup finds one row a visit"
+
+// Predict is the model before the point runs: the table's layout (its
+// pages, the index's, a lookup's depth) as the other path's point measured
+// it on the same data, and the time a page visit took there.
+func Predict(r workload.Result, before []workload.Result) workload.Prediction {
+	path, key := r.Params.String("path"), sweepKey(r)
+	var ref []workload.Result
+	for _, o := range before {
+		if o.Measured() && o.Combo != r.Combo && sweepKey(o) == key && o.Metrics["table_pages"] > 0 && o.Metrics["pages"] > 0 {
+			ref = append(ref, o)
+		}
+	}
+	if len(ref) == 0 {
+		return workload.Prediction{Reason: "no prediction: first point of its table (the other path, which measures the layout and a page's time, ran after it)"}
+	}
+	layout := ref[len(ref)-1].Metrics
+	pages := PredictPages(path, layout["rows"], layout["table_pages"], layout["index_pages"], layout["lookup_depth"])
+	var t, p float64
+	for _, o := range ref {
+		t += o.Metrics["time_ms"]
+		p += o.Metrics["pages"]
+	}
+	perPage := t / p
+	return workload.Prediction{
+		Metrics: map[string]float64{"pages": pages, "time_ms": perPage * pages},
+		Formula: fmt.Sprintf("pages from the layout the %s path measured (%.0f table pages, %.0f index pages, %.0f a lookup); time = pages × %.3g ms per 1,000 pages, the %s path's",
+			ref[0].Params.String("path"), layout["table_pages"], layout["index_pages"], layout["lookup_depth"], 1000*perPage, ref[0].Params.String("path")),
+		Reason: samePageCost,
+	}
 }

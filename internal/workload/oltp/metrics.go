@@ -31,7 +31,8 @@ func metricSpecs() []workload.MetricSpec {
 			Doc: "response time of every transaction, " + p.doc + " (from the intended start in an open loop)"})
 	}
 	ms = append(ms,
-		workload.MetricSpec{Name: "errors", Unit: workload.Count, Better: workload.Lower, Headline: true, Doc: "transactions that failed, every class"},
+		workload.MetricSpec{Name: "errors", Unit: workload.Count, Better: workload.Lower, Headline: true,
+			Unmodelled: "a count of failures: no model of the load predicts one", Doc: "transactions that failed, every class"},
 		workload.MetricSpec{Name: "error_pct", Unit: workload.Percent, Better: workload.Lower, Doc: "failed transactions in percent of those that ended"},
 	)
 	for _, c := range load.ErrorClasses() {

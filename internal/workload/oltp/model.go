@@ -101,13 +101,14 @@ type CurvePoint struct {
 	Runs               int
 }
 
-// curveOf gathers the closed-loop points measured so far that share r's
-// curve, one per users value, in users order.
+// curveOf gathers the closed-loop points of all that share r's curve,
+// one per users value, in users order, leaving r's own combination out:
+// the model of a point is never fitted on it.
 func curveOf(r workload.Result, all []workload.Result) []CurvePoint {
 	key := CurveKey(r, false)
 	by := map[float64]*CurvePoint{}
-	for _, o := range append(slices.Clone(all), r) {
-		if !o.Measured() || o.Params.Float("rate") > 0 || CurveKey(o, false) != key {
+	for _, o := range all {
+		if !o.Measured() || o.Combo == r.Combo || o.Params.Float("rate") > 0 || CurveKey(o, false) != key {
 			continue
 		}
 		tps, okT := o.Metrics["tps"]
@@ -191,13 +192,14 @@ func Model(r workload.Result, all []workload.Result) workload.Prediction {
 	}
 	curve := curveOf(r, all)
 	if len(curve) == 0 {
-		return workload.Prediction{}
+		return workload.Prediction{Reason: "no figure: no other users level of the same curve measured"}
 	}
 	n := r.Params.Float("users")
 	m := FitClosedLoop(curve, ThinkMS(r.Params))
 	pred := workload.Prediction{Metrics: map[string]float64{
 		"tps": m.TPS(n), ModelKnee: m.Knee, ModelPeak: m.Peak, ModelBase: m.BaseMS, ModelBaseN: m.BaseUsers, ModelThink: m.ThinkMS,
 	}}
+	pred.Reason = kneeReason
 	pred.Formula = fmt.Sprintf("closed loop: tps = min(N / (R0 + Z), X_peak) = min(%g / (%s + %s), %s/s) = %s/s; R0 = the mean response at %g users (the lightest load so far), X_peak = the mean of the top %d points so far (seed 001's rule; the highest while there are fewer than 4); knee N* = X_peak × (R0 + Z) = %.0f users",
 		n, FormatMS(m.BaseMS), FormatMS(m.ThinkMS), FormatTPS(m.Peak), FormatTPS(m.TPS(n)), m.BaseUsers, m.PeakPoints, m.Knee)
 	if Mismatched(r) {
@@ -275,4 +277,55 @@ func FormatMS(v float64) string {
 		return fmt.Sprintf("%.2f ms", v)
 	}
 	return fmt.Sprintf("%.1f ms", v)
+}
+
+// kneeReason is what the closed loop leaves out, said where it misses.
+const kneeReason = "the knee is sharp in the model: near it, waiting for the server lowers the throughput below both asymptotes"
+
+// saturatedShare is how far below the light-load line N / (R0 + Z) a
+// point's throughput must fall for the server, not the users, to have set
+// it: a point there measured the server's capacity.
+const saturatedShare = 0.9
+
+// Predict is the closed loop before the point runs, from its curve's
+// points measured before it: tps = min(N / (R0 + Z), X_cap), R0 the mean
+// response at the lightest load, X_cap the throughput of the points that
+// saturated the server (seed 001's top-4 mean of them); an open loop's is
+// its arrival rate.
+func Predict(r workload.Result, before []workload.Result) workload.Prediction {
+	if rate := r.Params.Float("rate"); rate > 0 {
+		return workload.Prediction{Metrics: map[string]float64{"tps": rate},
+			Formula: fmt.Sprintf("open loop: tps = the arrival rate, %s/s, while the server keeps up", FormatTPS(rate)),
+			Reason:  "an open loop's throughput is its rate until the server saturates"}
+	}
+	if Mismatched(r) {
+		return workload.Prediction{Reason: "no prediction: a mismatched link's stalls are counted at the point itself, so its figure is the stall model's fit"}
+	}
+	curve := curveOf(r, before)
+	if len(curve) == 0 {
+		return workload.Prediction{Reason: "no prediction: first point of its curve"}
+	}
+	n, z, r0 := r.Params.Float("users"), ThinkMS(r.Params), curve[0].MeanMS
+	free := n / ((r0 + z) / 1000)
+	var saturated []float64
+	for _, c := range curve {
+		if c.TPS < saturatedShare*c.Users/((r0+z)/1000) {
+			saturated = append(saturated, c.TPS)
+		}
+	}
+	pred := workload.Prediction{Metrics: map[string]float64{"tps": free}}
+	pred.Formula = fmt.Sprintf("closed loop: tps = N / (R0 + Z) = %g / (%s + %s) = %s/s; R0 = the mean response at %g users, the lightest load measured before",
+		n, FormatMS(r0), FormatMS(z), FormatTPS(free), curve[0].Users)
+	if len(saturated) == 0 {
+		pred.Reason = "no point before it saturated the server: its capacity is unknown, and the throughput is capped by the users only"
+		return pred
+	}
+	capacity, top := Peak(saturated)
+	if capacity < free {
+		pred.Metrics["tps"] = capacity
+	}
+	pred.Formula += fmt.Sprintf(", capped by the server's capacity %s/s (the mean of the top %d of the %d points before it that fell below %.0f %% of N / (R0 + Z)): tps = %s/s",
+		FormatTPS(capacity), len(top), len(saturated), 100*saturatedShare, FormatTPS(pred.Metrics["tps"]))
+	pred.Reason = kneeReason
+	return pred
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/dbrig/dbrig/internal/diagnose"
+	"github.com/dbrig/dbrig/internal/workload"
 	"github.com/dbrig/dbrig/internal/workload/oltp"
 	"github.com/dbrig/dbrig/internal/workload/oltp/oltptest"
 )
@@ -31,25 +32,29 @@ func TestPeakIsTheMeanOfTheTopFour(t *testing.T) {
 	}
 }
 
-// TestModelStoredWithEachPoint: each point's model is fitted on its curve
-// so far, the last point's on the whole curve; a mismatched point's on
-// its full-duplex twin and its own stalls.
+// TestModelStoredWithEachPoint: each point's model is fitted on its
+// curve's other points, never on itself: the first point, alone so far,
+// has no figure and says why; the last point's on the four before it; a
+// mismatched point's on its full-duplex twin and its own stalls.
 func TestModelStoredWithEachPoint(t *testing.T) {
 	results := oltptest.Results("transport-oltp", "10ms", oltptest.ClosedLoop("shop", "unix", 0.5, 10, 5000, oltptest.QuickUsers, nil))
 	first, last := results[0], results[len(results)-1]
-	// The first point is its own lightest load and its own peak: Little's
-	// law gives back its throughput.
-	if math.Abs(first.Model["tps"]-first.Metrics["tps"]) > 1e-6 {
-		t.Errorf("first point: model %v, measured %v", first.Model["tps"], first.Metrics["tps"])
+	if _, ok := first.Model["tps"]; ok || first.FitReason == "" {
+		t.Errorf("first point: model %v (reason %q), want no figure and why", first.Model, first.FitReason)
 	}
-	// The last point's peak is the mean of the top 4 of the five (952,
-	// 3810, 5000, 5000, 5000), its knee that peak × (0.5 + 10 ms).
-	peak := (3*5000 + 40/0.0105) / 4
-	if math.Abs(last.Model[oltp.ModelPeak]-peak) > 1e-6 || math.Abs(last.Model[oltp.ModelKnee]-peak*0.0105) > 1e-6 || math.Abs(last.Model["tps"]-peak) > 1e-6 {
+	// The last point's peak is the mean of the top 4 of the four before
+	// it (952, 3810, 5000, 5000), its knee that peak × (0.5 + 10 ms).
+	peak := (2*5000 + 40/0.0105 + 10/0.0105) / 4
+	if math.Abs(last.Model[oltp.ModelPeak]-peak) > 1e-6 || math.Abs(last.Model[oltp.ModelKnee]-peak*0.0105) > 1e-6 {
 		t.Errorf("last point: model %v, want peak %v, knee %v", last.Model, peak, peak*0.0105)
 	}
-	if !strings.Contains(last.Formula, "knee N* = X_peak × (R0 + Z) = 49 users") {
+	if !strings.Contains(last.Formula, "knee N* = X_peak × (R0 + Z) = 39 users") || last.ModelFrom(oltp.ModelPeak) != "fit" {
 		t.Errorf("formula: %s", last.Formula)
+	}
+	// Its tps is the prediction stored before it ran, capped by the
+	// server's capacity the points before it reached.
+	if last.Model["tps"] != 5000 || last.ModelFrom("tps") != "predicted" {
+		t.Errorf("last point's tps: %v, %s; want 5000 predicted", last.Model["tps"], last.ModelFrom("tps"))
 	}
 
 	results = oltptest.Results("duplex-mismatch", "0s", oltptest.Duplex(oltptest.DuplexOpts{TPSRatio: 0.3, MeanRatio: 1.6, Stalled: true, Over1s: 2, CPUMM: 0.5, ReportMM: 1}))
@@ -74,4 +79,33 @@ func TestModelStoredWithEachPoint(t *testing.T) {
 		return
 	}
 	t.Fatal("no mismatched shop point at 32 users")
+}
+
+// TestPredictFromThePointsBefore: before the point runs, its throughput
+// is N / (R0 + Z) from the lightest load measured before, capped by the
+// capacity of the points before it that saturated the server; the
+// first point of a curve has none, and says why.
+func TestPredictFromThePointsBefore(t *testing.T) {
+	results := oltptest.Results("transport-oltp", "10ms", oltptest.ClosedLoop("shop", "unix", 0.5, 10, 5000, oltptest.QuickUsers, nil))
+	at := func(users int) workload.Result {
+		for _, r := range results {
+			if r.Params.Int("users") == int64(users) {
+				return r
+			}
+		}
+		t.Fatalf("no point at %d users", users)
+		return workload.Result{}
+	}
+	if p := oltp.Predict(at(10), nil); len(p.Metrics) != 0 || !strings.HasPrefix(p.Reason, "no prediction: first point") {
+		t.Errorf("first point: %v, %q", p.Metrics, p.Reason)
+	}
+	light := oltp.Predict(at(40), results[:1])
+	if want := 40 / 0.0105; math.Abs(light.Metrics["tps"]-want) > 1e-6 || !strings.Contains(light.Reason, "capacity is unknown") {
+		t.Errorf("40 users after 10: %v (%q), want %v uncapped", light.Metrics["tps"], light.Reason, want)
+	}
+	// 70 and 110 users fell below 90 % of N / (R0 + Z): the server's 5000/s.
+	heavy := oltp.Predict(at(150), results[:4])
+	if math.Abs(heavy.Metrics["tps"]-5000) > 1e-6 || !strings.Contains(heavy.Formula, "capacity 5000/s") {
+		t.Errorf("150 users: %v, formula %q", heavy.Metrics["tps"], heavy.Formula)
+	}
 }

@@ -61,6 +61,7 @@ func KindWith(live *Live) workload.Kind {
 		},
 		Metrics: metricSpecs(),
 		Model:   Model,
+		Predict: Predict,
 	}
 }
 

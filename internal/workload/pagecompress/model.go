@@ -77,7 +77,8 @@ func Model(r workload.Result, all []workload.Result) workload.Prediction {
 }
 
 // fitLine fits zstd's bytes per page against distinct values per page
-// over the sweep's points so far, this one included.
+// over the sweep's other combinations, so that a point's ratio is never
+// fitted on itself.
 func fitLine(r workload.Result, all []workload.Result) (a, b float64, n int, ok bool) {
 	key := sweepKey(r)
 	var xs, ys []float64
@@ -89,15 +90,10 @@ func fitLine(r workload.Result, all []workload.Result) (a, b float64, n int, ok 
 			distinct[math.Round(o.Metrics["distinct_per_page"]*10)] = true
 		}
 	}
-	self := false
 	for _, o := range all {
-		if o.Measured() && sweepKey(o) == key {
+		if o.Measured() && o.Combo != r.Combo && sweepKey(o) == key {
 			add(o)
-			self = self || (o.Key == r.Key && o.Started.Equal(r.Started))
 		}
-	}
-	if !self {
-		add(r)
 	}
 	if len(distinct) < 2 {
 		return 0, 0, 0, false

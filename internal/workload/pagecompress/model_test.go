@@ -22,8 +22,8 @@ type handPoint struct {
 
 // modelled makes an engine's points (58 rows of 140 bytes a PostgreSQL
 // page, values of 101; MariaDB's in whole 4 KiB blocks of 64 KiB pages),
-// each with its model computed from the points before it, as the runner
-// does.
+// each with its model computed from the other combinations before it, as
+// the runner does.
 func modelled(eng string, ms []handPoint) []workload.Result {
 	var all []workload.Result
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -42,8 +42,7 @@ func modelled(eng string, ms []handPoint) []workload.Result {
 			r.Metrics["fs_block_bytes"], r.Metrics["page_bytes"] = 4096, 65536
 		}
 		r.Instances = []engine.InstanceConfig{in}
-		pred := Model(r, all)
-		r.Model, r.Formula = pred.Metrics, pred.Formula
+		r.SetModel(workload.Prediction{}, Model(r, workload.OtherCombinations(r, all)))
 		all = append(all, r)
 	}
 	return all
@@ -59,17 +58,23 @@ func TestModel(t *testing.T) {
 	if r := DictionaryRatio(80, 1, 113, 100); r < 6 {
 		t.Errorf("the seed's filler order: %.2fx", r)
 	}
-	results := modelled("postgres", []handPoint{{ByCID, 80, 1.1, 55}, {ByFiller, 80, 10, 1.2}})
-	first, second := results[0], results[1]
+	// zstd's bytes a page on the line 8192/10 + (D − 1.2) × 100: the
+	// third point lies on the line through the other two.
+	onLine := func(d float64) float64 { return 8192 / (8192.0/10 + (d-1.2)*100) }
+	results := modelled("postgres", []handPoint{{ByCID, 80, onLine(55), 55}, {ByFiller, 80, 10, 1.2}, {ByFiller, 40, onLine(20), 20}})
+	first, second, third := results[0], results[1], results[2]
+	if _, ok := second.Model["ratio"]; ok {
+		t.Errorf("a line through one other point: %v", second.Model)
+	}
 	if _, ok := first.Model["ratio"]; ok {
 		t.Errorf("one point fitted a line: %v", first.Model)
 	}
-	// Two points: the line passes through both.
-	if got := second.Model["ratio"]; math.Abs(got-10) > 1e-6 {
-		t.Errorf("the line through two points predicts %v for the second, want 10", got)
+	// The line through the other two predicts the third, never fitted on it.
+	if got, want := third.Model["ratio"], onLine(20); math.Abs(got-want) > 1e-6 {
+		t.Errorf("the line through the other two predicts %v for the third, want %v", got, want)
 	}
-	if !strings.Contains(second.Formula, "zstd bytes per page") || !strings.Contains(second.Formula, "page dictionary") {
-		t.Errorf("formula %q", second.Formula)
+	if !strings.Contains(third.Formula, "zstd bytes per page") || !strings.Contains(third.Formula, "page dictionary") {
+		t.Errorf("formula %q", third.Formula)
 	}
 	maria := modelled("mariadb", []handPoint{{ByCID, 80, 3.9, 70}, {ByFiller, 80, 3.9, 1.4}})
 	if got := maria[0].Model["ratio"]; got != 3.9 {

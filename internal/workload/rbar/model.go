@@ -3,6 +3,7 @@ package rbar
 import (
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/dbrig/dbrig/internal/workload"
 )
@@ -14,21 +15,25 @@ import (
 //	client-stream, wide-rows:    throughput = min(rate, window / RTT, consumer rate × client speed)
 //	                             t = bytes × 8 / throughput + RTT
 //
-// The per-row costs and the consumer rate are fitted on the fastest path
-// of the same engine, transport, experiment and client (a PostgreSQL point
-// never predicts a MariaDB one), and predict every other
-// link: points over TCP (direct or through a link) are predicted from
-// direct loopback TCP (else the smallest RTT), since the TCP stack's own
-// per-message cost is part of every network path; points on the unix
-// socket are their own reference. The server-side experiments are fitted
-// on the same row count, since their fixed costs do not scale with rows,
-// and run on one backend, bound by its CPU: at a cpu_speed (a CFS quota of
-// that many cores' worth) a row takes 1/speed of its time at a whole core,
-// so a capped point is predicted from its reference at another speed. The
-// client's speed likewise divides its per-row cost in row-by-row work and
-// multiplies its consumer rate in a stream: the whole per-row cost fitted
-// on the reference is taken for the client's, an upper bound where the
-// server's share of it does not slow down with the client.
+// The per-row costs and the consumer rate are taken from the fastest path
+// of the same engine, transport, experiment and client among the other
+// combinations (a PostgreSQL point never predicts a MariaDB one, and a
+// point never predicts itself: the fastest path's own figure comes from
+// the next fastest). A point through the emulated link is predicted from
+// the fastest other link (the loopback profile: the proxy without
+// impairment), since the proxy's per-message cost is part of every link,
+// else from direct loopback TCP, whose TCP stack's cost is part of every
+// network path; direct TCP from direct TCP; the unix socket from itself;
+// and a path with no other of its transport from the other transport.
+// The server-side experiments are fitted on the same row count, since
+// their fixed costs do not scale with rows, and run on one backend, bound
+// by its CPU: at a cpu_speed (a CFS quota of that many cores' worth) a row
+// takes 1/speed of its time at a whole core, so a capped point is
+// predicted from its reference at another speed. The client's speed
+// likewise divides its per-row cost in row-by-row work and multiplies its
+// consumer rate in a stream: the whole per-row cost fitted on the
+// reference is taken for the client's, an upper bound where the server's
+// share of it does not slow down with the client.
 
 // roundTripBytes are the protocol bytes of one row-by-row exchange on the
 // wire (request and response of a FETCH or a prepared SELECT), for the
@@ -73,29 +78,50 @@ func groupKey(r workload.Result) string {
 		r.Params.String("client_cost"), r.Client.GOMAXPROCS, r.Client.CPUs, r.Params.String("instance"), rows, transport)
 }
 
-// Reference finds the results of the fastest link measured so far for r's
-// group, and says whether r itself is one of them.
-func Reference(r workload.Result, all []workload.Result) (ref []workload.Result, isRef bool) {
+// Reference finds the results of the fastest path among all for r's
+// group, leaving out r's own combination: the point is never its own
+// reference, so its figure is a prediction from another path (see the
+// top of this file for the order the paths are tried in).
+func Reference(r workload.Result, all []workload.Result) []workload.Result {
+	// A path through the emulated link pays the proxy's per-message cost
+	// beside the TCP stack's: its reference is the fastest other link
+	// (the loopback profile, without impairment) before direct TCP.
+	for _, key := range []func(workload.Result) string{sameMode, groupKey, anyTransport} {
+		if ref := reference(r, all, key); len(ref) > 0 {
+			return ref
+		}
+	}
+	return nil
+}
+
+// sameMode is groupKey with the path's mode: unix, direct or link.
+func sameMode(r workload.Result) string { return groupKey(r) + "|" + linkOf(r).Mode }
+
+// anyTransport is groupKey without the transport.
+func anyTransport(r workload.Result) string {
+	k := groupKey(r)
+	return k[:strings.LastIndexByte(k, '|')]
+}
+
+func reference(r workload.Result, all []workload.Result, groupKey func(workload.Result) string) []workload.Result {
 	key := groupKey(r)
 	best := math.Inf(1)
 	var bestCombo string
-	for _, o := range append(all, r) {
-		if !o.OK() || groupKey(o) != key || o.Metrics == nil {
+	for _, o := range all {
+		if !o.OK() || o.Combo == r.Combo || groupKey(o) != key || o.Metrics == nil {
 			continue
 		}
 		if rank := SpeedRank(linkOf(o)); rank < best {
 			best, bestCombo = rank, o.Combo
 		}
 	}
+	var ref []workload.Result
 	for _, o := range all {
 		if o.OK() && o.Combo == bestCombo && o.Metrics != nil {
 			ref = append(ref, o)
 		}
 	}
-	if r.Combo == bestCombo {
-		ref = append(ref, r)
-	}
-	return ref, r.Combo == bestCombo
+	return ref
 }
 
 func meanMetric(rs []workload.Result, name string) float64 {
@@ -116,18 +142,18 @@ func meanMetric(rs []workload.Result, name string) float64 {
 // Model predicts a point's time per row or throughput; see the top of
 // this file.
 func Model(r workload.Result, all []workload.Result) workload.Prediction {
-	ref, isRef := Reference(r, all)
-	if len(ref) == 0 || r.Metrics == nil {
+	if r.Metrics == nil {
 		return workload.Prediction{}
+	}
+	ref := Reference(r, all)
+	if len(ref) == 0 {
+		return workload.Prediction{Reason: "no figure: no other link of the same engine, experiment and client measured"}
 	}
 	l := linkOf(r)
 	refLink := linkOf(ref[0])
 	rtt, refRTT := l.RTTSeconds, refLink.RTTSeconds
 	rows := r.Metrics["rows"]
-	fit := " (fitted on " + refLink.Profile + ")"
-	if isRef {
-		fit = " (fitted here: the fastest path of its transport)"
-	}
+	fit := " (costs from " + profileName(refLink) + ")"
 	switch r.Params.String("experiment") {
 	case "server-loop", "server-cursor":
 		s := (meanMetric(ref, "seconds") - refRTT) / meanMetric(ref, "rows") * ServerSpeed(ref[0])
@@ -136,6 +162,7 @@ func Model(r workload.Result, all []workload.Result) workload.Prediction {
 		return workload.Prediction{
 			Metrics: map[string]float64{"seconds": t, "us_per_row": t / rows * 1e6},
 			Formula: fmt.Sprintf("t = rows × %.3g µs%s + RTT%s", s*1e6, speedTerm(speed, ServerSpeed(ref[0]), "server"), fit),
+			Reason:  missReason("server"),
 		}
 	case "client-row-by-row":
 		s := (meanMetric(ref, "us_per_row")*1e-6 - refRTT - serialization(refLink)) * ClientSpeed(ref[0])
@@ -144,6 +171,7 @@ func Model(r workload.Result, all []workload.Result) workload.Prediction {
 		return workload.Prediction{
 			Metrics: map[string]float64{"us_per_row": perRow * 1e6, "rows_per_s": 1 / perRow},
 			Formula: fmt.Sprintf("t/row = RTT + %.3g µs%s%s", s*1e6, speedTerm(speed, ClientSpeed(ref[0]), "client"), fit),
+			Reason:  missReason("row-by-row"),
 		}
 	case "client-stream", "wide-rows", "cursor-messages":
 		consumer := meanMetric(ref, "throughput_bps") / ClientSpeed(ref[0]) * ClientSpeed(r)
@@ -159,11 +187,21 @@ func Model(r workload.Result, all []workload.Result) workload.Prediction {
 		bytes := r.Metrics["wire_bytes"]
 		t := bytes*8/rate + rtt
 		return workload.Prediction{
-			Metrics: map[string]float64{"throughput_bps": bytes * 8 / t, "seconds": t},
+			Metrics: map[string]float64{"throughput_bps": bytes * 8 / t, "seconds": t, "us_per_row": t / rows * 1e6},
 			Formula: fmt.Sprintf("t = bytes / min(rate, window/RTT, consumer %.3g Gbit/s) + RTT: limited by %s%s", consumer/1e9, limit, fit),
+			Reason:  missReason("stream"),
 		}
 	}
 	return workload.Prediction{}
+}
+
+// profileName names a link as a formula does: its profile, or its mode
+// where it has none (unix, direct).
+func profileName(l workload.LinkResult) string {
+	if l.Profile != "" {
+		return l.Profile
+	}
+	return l.Mode
 }
 
 func serialization(l workload.LinkResult) float64 {
@@ -200,4 +238,39 @@ func ServerSpeed(r workload.Result) float64 {
 		return s
 	}
 	return 1
+}
+
+// Predict is the model before the point runs: the rows are its parameter,
+// and a stream's protocol bytes the reference's bytes per row (scaled by
+// the row's size in the wide-rows experiment), since only the run measures
+// them; the costs come from the fastest other link measured before it.
+func Predict(r workload.Result, before []workload.Result) workload.Prediction {
+	ref := Reference(r, before)
+	if len(ref) == 0 {
+		return workload.Prediction{Reason: "no prediction: no other link of the same engine, experiment and client measured before it"}
+	}
+	rows := float64(r.Params.Int("rows"))
+	inputs := r
+	inputs.Metrics = map[string]float64{"rows": rows}
+	if perRow := meanMetric(ref, "wire_bytes") / meanMetric(ref, "rows"); perRow > 0 {
+		if r.Params.String("experiment") == "wide-rows" {
+			if refSize, size := float64(ref[0].Params.Int("row_bytes")), float64(r.Params.Int("row_bytes")); refSize > 0 && size > 0 {
+				perRow *= size / refSize
+			}
+		}
+		inputs.Metrics["wire_bytes"] = perRow * rows
+	}
+	return Model(inputs, before)
+}
+
+// missReason is what the model leaves out, said beside its figure where
+// it misses.
+func missReason(kind string) string {
+	switch kind {
+	case "server":
+		return "the server's per-row cost is the reference path's; the client's and the link's costs are one round trip"
+	case "row-by-row":
+		return "each row pays one round trip plus the reference path's per-row cost; a busy host or a slower client adds to it"
+	}
+	return "a stream is bounded by min(rate, window / RTT, the reference's consumer rate): a consumer slower here than on the reference is not"
 }

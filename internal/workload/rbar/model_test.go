@@ -2,6 +2,7 @@ package rbar
 
 import (
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/dbrig/dbrig/internal/engine"
@@ -59,10 +60,11 @@ func TestModelPredictsFromTheFastestLink(t *testing.T) {
 			}
 		})
 	}
-	// With no result on a faster link, the point is its own reference.
+	// With no other link measured, the point is never its own reference:
+	// no figure, and why.
 	only := result("rbr lan", "client-row-by-row", lan1g, map[string]float64{"us_per_row": 250, "rows": 100})
-	if p := Model(only, nil); math.Abs(p.Metrics["us_per_row"]-250) > 1e-6 {
-		t.Errorf("self-fitted prediction = %v, want the measurement 250", p.Metrics["us_per_row"])
+	if p := Model(only, []workload.Result{only}); len(p.Metrics) != 0 || p.Reason == "" {
+		t.Errorf("a point alone: %v (reason %q), want no figure and why", p.Metrics, p.Reason)
 	}
 }
 
@@ -158,5 +160,36 @@ func TestClientSideWorkFollowsTheClientsSpeed(t *testing.T) {
 				t.Errorf("%s = %v, want %v; formula %q", tt.metric, got, tt.want, p.Formula)
 			}
 		})
+	}
+}
+
+// TestPredictBeforeThePointRuns: before the point, with no metrics of its
+// own, the costs come from the fastest other link measured before it and
+// a stream's bytes from the reference's bytes per row; with nothing
+// measured before, no prediction and why.
+func TestPredictBeforeThePointRuns(t *testing.T) {
+	before := []workload.Result{
+		result("rbr direct", "client-row-by-row", direct, map[string]float64{"us_per_row": 20, "rows": 1000}),
+		result("stream direct", "client-stream", direct, map[string]float64{"throughput_bps": 2e9, "wire_bytes": 1e8, "seconds": 0.4, "rows": 1e6}),
+	}
+	rbr := result("rbr wan", "client-row-by-row", wan77, nil)
+	rbr.Params["rows"] = int64(10)
+	if p := Predict(rbr, before); math.Abs(p.Metrics["us_per_row"]-(77000+20+roundTripBytes*8/1e9*1e6)) > 1e-6 || p.Reason == "" {
+		t.Errorf("row by row across a WAN: %v (reason %q)", p.Metrics, p.Reason)
+	}
+	stream := result("stream wan", "client-stream", wan77, nil)
+	stream.Params["rows"] = int64(1e5)
+	want := 1e7*8/(65535*8/0.077) + 0.077
+	if p := Predict(stream, before); math.Abs(p.Metrics["seconds"]-want)/want > 1e-9 {
+		t.Errorf("a stream of 10^5 rows at 100 bytes each through a 64 KiB window: %v s, want %v", p.Metrics["seconds"], want)
+	}
+	// With only the unix socket measured before, a TCP link takes its
+	// per-row cost.
+	unixOnly := []workload.Result{result("rbr unix", "client-row-by-row", unix, map[string]float64{"us_per_row": 5, "rows": 1000})}
+	if p := Predict(rbr, unixOnly); math.Abs(p.Metrics["us_per_row"]-(77000+5+roundTripBytes*8/1e9*1e6)) > 1e-6 {
+		t.Errorf("row by row across a WAN from the unix socket's cost: %v", p.Metrics)
+	}
+	if p := Predict(rbr, nil); len(p.Metrics) != 0 || !strings.HasPrefix(p.Reason, "no prediction") {
+		t.Errorf("first point: %v (reason %q), want no prediction and why", p.Metrics, p.Reason)
 	}
 }

@@ -41,6 +41,7 @@ func Kind() workload.Kind {
 		CheckParams: checkParams,
 		Metrics:     Metrics,
 		Model:       Model,
+		Predict:     Predict,
 		PrepareKey:  func(workload.Params) string { return "rbar-v1" },
 	}
 }

@@ -31,7 +31,8 @@ func metricSpecs() []workload.MetricSpec {
 			Doc: "response time of the transactions that succeeded, retries included (from the intended start in an open loop): " + q.suffix})
 	}
 	specs = append(specs,
-		workload.MetricSpec{Name: "errors", Unit: workload.Count, Better: workload.Lower, Headline: true, Doc: "transactions that failed, after their last try"},
+		workload.MetricSpec{Name: "errors", Unit: workload.Count, Better: workload.Lower, Headline: true,
+			Unmodelled: "a count of failures: no model of the load predicts one", Doc: "transactions that failed, after their last try"},
 		m("error_pct", workload.Percent, workload.Lower, "failed transactions in percent of those that ended"),
 		m("retried", workload.Count, workload.Lower, "transactions tried more than once after a serialization failure or a deadlock, succeeded or not (pgbench's \"retried\")"),
 		m("retries", workload.Count, workload.Lower, "tries after the first, every transaction (pgbench's \"retries\")"),

@@ -93,16 +93,13 @@ func EffectiveProcesses(r workload.Result) float64 {
 	return max(n, 1)
 }
 
-// sweepOf returns the measured results of r's sweep, r included.
+// sweepOf returns the measured results of r's sweep in all, leaving r's
+// own combination out: a degree's time is never fitted on itself.
 func sweepOf(r workload.Result, all []workload.Result) []point {
 	key := SweepKey(r)
-	rs := slices.Clone(all)
-	if !slices.ContainsFunc(all, func(o workload.Result) bool { return o.Key == r.Key && o.Started.Equal(r.Started) }) {
-		rs = append(rs, r)
-	}
 	var out []point
-	for _, o := range rs {
-		if o.Measured() && o.Metrics != nil && SweepKey(o) == key {
+	for _, o := range all {
+		if o.Measured() && o.Combo != r.Combo && o.Metrics != nil && SweepKey(o) == key {
 			out = append(out, point{degree: int(o.Metrics["degree"]), n: EffectiveProcesses(o), r: o})
 		}
 	}
@@ -147,9 +144,9 @@ func FractionName(metric string) string {
 }
 
 // Model fits Amdahl's law per query and for the total over the sweep's
-// results so far (this point included) and stores, with each time, the
-// fitted serial fraction, so that the report shows the fit of the last
-// point of a sweep, which saw every degree.
+// other degrees and stores, with each time, the fitted serial fraction: a
+// degree's time is predicted from the others, and the serial time itself
+// (degree 0) has no figure.
 func Model(r workload.Result, all []workload.Result) workload.Prediction {
 	if r.Metrics == nil {
 		return workload.Prediction{}
@@ -179,7 +176,7 @@ func Model(r workload.Result, all []workload.Result) workload.Prediction {
 		pred.Metrics[FractionName(m)] = s
 	}
 	if len(pred.Metrics) == 0 {
-		return workload.Prediction{}
+		return workload.Prediction{Reason: "no figure: Amdahl needs the serial time (degree 0) and another degree above it, measured on other points"}
 	}
 	slices.Sort(distinct)
 	pred.Metrics["amdahl_points"] = float64(len(distinct))
@@ -189,5 +186,36 @@ func Model(r workload.Result, all []workload.Result) workload.Prediction {
 	}
 	pred.Formula = fmt.Sprintf("time(n) = t1 × (s + (1 − s)/n) at n = %g; s fitted per query over n = %s (total: s = %.1f %%)",
 		n, strings.Join(nList, ", "), 100*pred.Metrics["total_serial_fraction"])
+	pred.Reason = amdahlReason
+	return pred
+}
+
+// amdahlReason is what Amdahl's law leaves out, said where it misses.
+const amdahlReason = "Amdahl's serial fraction is one number per query: a plan that changes with the degree, or cache that more processes bring, moves it"
+
+// Predict is Amdahl's law before the point runs: the serial time and the
+// serial fractions come from the degrees of the same sweep measured before
+// it; n is its degree's processes (the degree and the leader), at most the
+// CPUs the points before it saw.
+func Predict(r workload.Result, before []workload.Result) workload.Prediction {
+	inputs := r
+	inputs.Metrics = map[string]float64{"degree": float64(r.Params.Int("degree"))}
+	timed := []string{"total_s"}
+	for q := 1; q <= NumQueries; q++ {
+		timed = append(timed, MetricName(q))
+	}
+	for _, p := range sweepOf(r, before) {
+		for _, name := range timed {
+			if _, ok := p.r.Metrics[name]; ok {
+				inputs.Metrics[name] = 0
+			}
+		}
+		inputs.Metrics["host_cpus"] = p.r.Metrics["host_cpus"]
+	}
+	pred := Model(inputs, before)
+	if len(pred.Metrics) == 0 {
+		pred.Reason = "no prediction: Amdahl needs the serial time (degree 0) and another degree above it, measured before it"
+		return pred
+	}
 	return pred
 }

@@ -51,6 +51,7 @@ func Kind() workload.Kind {
 		New:        newWorkload,
 		PrepareKey: prepareKey,
 		Model:      Model,
+		Predict:    Predict,
 		Metrics:    metricSpecs(),
 	}
 }

@@ -2,12 +2,16 @@ package tpch
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/dbrig/dbrig/internal/engine"
+	"github.com/dbrig/dbrig/internal/workload"
 )
 
 func TestCanonicalValues(t *testing.T) {
@@ -240,5 +244,35 @@ func TestGoldenMatchesTheSpecification(t *testing.T) {
 		if want[q].Rows != rows {
 			t.Errorf("%s: %d rows at scale factor 1, the specification's answer has %d", q, want[q].Rows, rows)
 		}
+	}
+}
+
+// TestPredictFromTheDegreesBefore: before a degree runs, its times follow
+// Amdahl with the serial time and fraction of the degrees measured before
+// it; with only the serial degree before, nothing calibrates the fraction.
+func TestPredictFromTheDegreesBefore(t *testing.T) {
+	t.Parallel()
+	point := func(degree int, s float64) workload.Result {
+		n := float64(degree + 1)
+		r := workload.Result{Combo: fmt.Sprintf("degree=%d", degree), Key: fmt.Sprintf("degree=%d #1", degree), Run: 1,
+			Params:    workload.Params{"degree": int64(degree), "scale_factor": 0.3, "instance": "db"},
+			Instances: []engine.InstanceConfig{{Name: "db", Engine: "postgres"}},
+		}
+		if s >= 0 {
+			r.Metrics = map[string]float64{"degree": float64(degree), "processes": n, "host_cpus": 16,
+				"total_s": Amdahl(100, s, n), MetricName(1): Amdahl(5000, s, n)}
+		}
+		return r
+	}
+	before := []workload.Result{point(0, 0.1), point(1, 0.1)}
+	p := Predict(point(3, -1), before)
+	if want := Amdahl(100, 0.1, 4); math.Abs(p.Metrics["total_s"]-want) > 1e-9 || math.Abs(p.Metrics[MetricName(1)]-Amdahl(5000, 0.1, 4)) > 1e-9 {
+		t.Errorf("degree 3: %v, want total %v", p.Metrics, want)
+	}
+	if p.Reason == "" {
+		t.Error("a prediction without the reason it may miss")
+	}
+	if p := Predict(point(1, -1), before[:1]); len(p.Metrics) != 0 || !strings.HasPrefix(p.Reason, "no prediction") {
+		t.Errorf("degree 1 after the serial degree alone: %v, %q", p.Metrics, p.Reason)
 	}
 }

@@ -48,8 +48,9 @@ func LinkFor(net string) workload.LinkResult {
 }
 
 // Results are a run of study's hand-made points with think time think,
-// each result's model computed as the runner does (in order, from the
-// results before it).
+// each result's model computed as the runner does (in order: the
+// prediction from the results before it, the fit from the other
+// combinations' before it).
 func Results(study, think string, pts []Point) []workload.Result {
 	var all []workload.Result
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -77,8 +78,8 @@ func Results(study, think string, pts []Point) []workload.Result {
 		if p.CPU >= 0 {
 			r.Monitor = []monitor.Series{{Instance: "db", Engine: "postgres", Samples: []monitor.Sample{{At: 1, CPU: p.CPU}, {At: 2, CPU: p.CPU}}}}
 		}
-		pred := oltp.Model(r, all)
-		r.Model, r.Formula = pred.Metrics, pred.Formula
+		pred := oltp.Predict(r, all)
+		r.SetModel(pred, oltp.Model(r, workload.OtherCombinations(r, all)))
 		all = append(all, r)
 	}
 	return all

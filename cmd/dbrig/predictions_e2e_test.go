@@ -1,0 +1,73 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+// TestReportPredictionsOverRuns: two smoke runs of key-lookup, and dbrig
+// report --predictions over both prints each run's share of figures
+// predicted and their error, the total, and where the model misses most;
+// --json the same; a directory that is not a run is a usage error, before
+// anything is printed.
+func TestReportPredictionsOverRuns(t *testing.T) {
+	t.Parallel()
+	_, _, first := notesRun(t, "key-lookup")
+	_, _, second := notesRun(t, "key-lookup")
+
+	code, out, errOut := runDbrig(t, t.TempDir(), nil, "report", "--predictions", first, second)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	// Each run: 2 engines × 2 paths × (time, pages); the scan, first of
+	// its table, has no prediction, so its pages are a fit.
+	for _, want := range []string{"figures", "predicted", "median error", first, second, "all 2 runs", "Where each workload's model misses most:", "key-lookup "} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+
+	code, out, errOut = runDbrig(t, t.TempDir(), nil, "report", "--predictions", "--json", first, second)
+	if code != 0 {
+		t.Fatalf("--json: exit %d\n%s\n%s", code, out, errOut)
+	}
+	var doc struct {
+		Runs []struct {
+			Dir       string   `json:"dir"`
+			Figures   int      `json:"figures"`
+			Predicted int      `json:"predicted"`
+			Fitted    int      `json:"fitted"`
+			MedianPct *float64 `json:"median_error_pct"`
+		} `json:"runs"`
+		All struct {
+			Figures   int `json:"figures"`
+			Predicted int `json:"predicted"`
+			Worst     []struct {
+				Workload string `json:"workload"`
+				Reason   string `json:"reason"`
+			} `json:"worst"`
+		} `json:"all"`
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatalf("--json output: %v\n%s", err, out)
+	}
+	if len(doc.Runs) != 2 || doc.Runs[0].Dir != first || doc.Runs[0].Figures != 8 || doc.All.Figures != 16 {
+		t.Errorf("runs %+v, all %+v: want 8 figures a run, 16 in all", doc.Runs, doc.All)
+	}
+	for _, r := range doc.Runs {
+		// The lookup paths' time and pages are predicted from the scans.
+		if r.Predicted != 4 || r.Predicted+r.Fitted > r.Figures || r.MedianPct == nil {
+			t.Errorf("run %s: %d predicted, %d fit of %d, median %v; want the lookups' 4 predicted", r.Dir, r.Predicted, r.Fitted, r.Figures, r.MedianPct)
+		}
+	}
+	if len(doc.All.Worst) != 1 || doc.All.Worst[0].Workload != "key-lookup" || doc.All.Worst[0].Reason == "" {
+		t.Errorf("worst: %+v, want key-lookup's with the reason its model states", doc.All.Worst)
+	}
+
+	notRun := t.TempDir()
+	code, out, errOut = runDbrig(t, t.TempDir(), nil, "report", "--predictions", first, notRun)
+	if code != 2 || out != "" || !strings.Contains(errOut, notRun+" is not a dbrig run directory") {
+		t.Errorf("a directory that is not a run: exit %d, stdout %q, stderr %q; want 2, nothing printed, the directory named", code, out, errOut)
+	}
+}
