@@ -102,7 +102,17 @@ type Config struct {
 	RTO time.Duration
 	// Seed makes jitter and loss reproducible (0 = random).
 	Seed int64
+	// Members is the number of links bonded into one (0 = 1): each has a
+	// medium of its own at Rate, and each connection rides one of them,
+	// chosen by a hash of its ports (802.3ad's layer3+4 policy), so one
+	// connection never goes faster than one member (seed 004: "limited to
+	// a performance equivalent to a single port at 1Gbps for each TCP
+	// connection").
+	Members int
 }
+
+// MemberCount returns the number of bonded members in use.
+func (c Config) MemberCount() int { return max(c.Members, 1) }
 
 // OneWay returns the forward and reverse one-way delays.
 func (c Config) OneWay() (forward, reverse time.Duration) {
@@ -167,6 +177,9 @@ const (
 	MaxRate = 1000 * units.Gbit
 	// MaxRTO is Linux's largest retransmission timeout (TCP_RTO_MAX).
 	MaxRTO = 120 * time.Second
+	// MaxMembers is 802.1AX's (802.3ad's) most active members of one
+	// aggregation.
+	MaxMembers = 8
 	// MaxOverhead bounds the header bytes counted per segment: no header
 	// is longer than a whole IPv4 datagram.
 	MaxOverhead = 65535
@@ -228,6 +241,9 @@ func (c Config) String() string {
 	}
 	if c.Rate > 0 {
 		parts = append(parts, "rate "+c.Rate.String())
+	}
+	if c.MemberCount() > 1 {
+		parts = append(parts, fmt.Sprintf("members %d", c.MemberCount()))
 	}
 	if c.Window > 0 {
 		parts = append(parts, "window "+c.Window.String())

@@ -98,6 +98,7 @@ var params = []Param{
 	durationParam("reverse-delay", "one-way delay server to client (a `duration`; overrides half of --rtt)",
 		func(c *Config) *time.Duration { return &c.ReverseDelay }, MaxRTT, beyondMoon),
 	rateParam(),
+	membersParam(),
 	windowParam(),
 	sendBufferParam(),
 	durationParam("jitter", "extra delay per segment, uniform in [0, `duration`] (such as 2ms); never reorders",
@@ -181,6 +182,28 @@ func rateParam() Param {
 	}.param("rate", "serialization `rate` in bit/s, decimal units: 1gbit, 100mbit, 10 Gbps, 10gigabit, 1.5Mbit/s, 1g; "+
 		"bytes per second with a capital B: 125MB/s (0 = unlimited)",
 		fmt.Sprintf("0 (unlimited), or %s to %s: %s; %s", MinRate, MaxRate, rateTooSlow, rateTooFast))
+}
+
+func membersParam() Param {
+	const why = "802.3ad (802.1AX) aggregates at most 8 active members"
+	bound := fmt.Sprintf("1 to %d: %s", MaxMembers, why)
+	return field[int]{of: func(c *Config) *int { return &c.Members }, zeroUnset: true,
+		parse: func(s string) (int, error) {
+			n, err := strconv.Atoi(strings.TrimSpace(s))
+			if err != nil {
+				return 0, fmt.Errorf("%q: want a whole number of members, such as 2", s)
+			}
+			return n, nil
+		},
+		show: strconv.Itoa,
+		complain: func(n int) string {
+			if n < 1 || n > MaxMembers {
+				return "want " + bound
+			}
+			return ""
+		},
+	}.param("members", "links bonded into one (802.3ad), each at --rate: a connection rides one member, chosen by a hash of its ports (default 1)",
+		bound+"; 0 is refused, not taken for the default")
 }
 
 func windowParam() Param {

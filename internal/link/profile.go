@@ -68,6 +68,12 @@ var siteRTTms = [5][5]int{
 	{150, 146, 156, 84, 1},
 }
 
+// bonded is settings with the given number of members.
+func bonded(settings map[string]string, members int) map[string]string {
+	settings["members"] = strconv.Itoa(members)
+	return settings
+}
+
 // Profiles returns every built-in profile, base profiles first, each group
 // sorted by name.
 func Profiles() []Profile {
@@ -77,6 +83,10 @@ func Profiles() []Profile {
 	ps := []Profile{
 		{Name: "loopback", Description: "no impairment: the proxy only segments and forwards"},
 		{Name: "lan-1g", Description: "1 Gbit/s Ethernet LAN, 0.2 ms RTT", Source: "seed 004", settings: lan("1gbit", "200us")},
+		{Name: "lan-2x1g", Description: "two 1 Gbit/s Ethernet links bonded (802.3ad), 0.2 ms RTT: one connection rides one member",
+			Source: "seed 004", settings: bonded(lan("1gbit", "200us"), 2)},
+		{Name: "lan-4x1g", Description: "four 1 Gbit/s Ethernet links bonded (802.3ad), 0.2 ms RTT: one connection rides one member",
+			Source: "seed 004", settings: bonded(lan("1gbit", "200us"), 4)},
 		{Name: "lan-10g", Description: "10 Gbit/s Ethernet LAN, 0.1 ms RTT", Source: "seed 004", settings: lan("10gbit", "100us")},
 		{Name: "infiniband", Description: "Infiniband-like fabric, 40 Gbit/s, 0.02 ms RTT", Source: "seed 004", settings: lan("40gbit", "20us")},
 		{Name: "legacy-window", Modifier: true, Source: "seed 000",
@@ -88,6 +98,12 @@ func Profiles() []Profile {
 		{Name: "autotuned", Modifier: true, Source: "seed 000",
 			Description: "16 MiB TCP window (receive window autotuning: Windows Server 2008)",
 			settings:    map[string]string{"window": autotunedWindow}},
+		{Name: "bond2", Modifier: true, Source: "seed 004",
+			Description: "two links bonded (802.3ad), each at the base profile's rate: one connection rides one member",
+			settings:    map[string]string{"members": "2"}},
+		{Name: "bond4", Modifier: true, Source: "seed 004",
+			Description: "four links bonded (802.3ad), each at the base profile's rate: one connection rides one member",
+			settings:    map[string]string{"members": "4"}},
 		{Name: "half-duplex", Modifier: true, Source: "seed 002",
 			Description: "both directions share one medium",
 			settings:    map[string]string{"duplex": HalfDuplex.String()}},

@@ -76,7 +76,7 @@ type Proxy struct {
 	ln        net.Listener
 	clock     clock
 	wall      *wallClock // owned and closed by Close; nil when a clock was given
-	med       *medium
+	members   []*medium  // one per bonded member; each connection rides one
 	rec       *recorder
 	log       *slog.Logger
 	ctx       context.Context // cancelled by Close, to stop dials
@@ -137,7 +137,7 @@ func newProxy(cfg Config, opts ...Option) (*Proxy, error) {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	p := &Proxy{cfg: cfg, impaired: cfg.Impaired(), rcvBuf: receiveBuffer(cfg), clock: o.clock, med: newMedium(cfg), log: o.logger,
+	p := &Proxy{cfg: cfg, impaired: cfg.Impaired(), rcvBuf: receiveBuffer(cfg), clock: o.clock, members: newMembers(cfg), log: o.logger,
 		conns: make(map[*conn]struct{})}
 	if p.clock == nil {
 		wc, err := newWallClock()
@@ -330,8 +330,9 @@ func (p *Proxy) newConn(client, server net.Conn) *conn {
 		return c
 	}
 	opened := p.clock.Now()
+	med := p.members[memberOf(client.RemoteAddr(), client.LocalAddr(), len(p.members))]
 	for _, d := range []direction{forward, reverse} {
-		f := newFlow(p.med, p.rec, d)
+		f := newFlow(med, p.rec, d)
 		// The connection pays the TCP handshake: the client may send once its
 		// SYN-ACK is back (one RTT), the server once the final ACK reaches it.
 		f.notBefore = opened.Add(f.delay + f.ackDelay)

@@ -8,7 +8,8 @@
 //
 // judges.go decides the seed's findings by their ids in the TOML:
 // server-side-no-network, infiniband-stream, infiniband-resultsets,
-// round-trip-per-row, slow-client, wide-rows-1g and wide-rows-consumer.
+// round-trip-per-row, slow-client, wide-rows-1g, wide-rows-consumer,
+// vm-penalty and bond-one-connection.
 // report.go adds to the report of every rbar run the charts of time per
 // row and throughput against the link and a table per experiment.
 // analysis.go groups a run's combinations by experiment, client cost and

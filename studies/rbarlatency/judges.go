@@ -37,11 +37,12 @@ func Judges() map[string]study.Judge {
 		"infiniband-resultsets": judge(func(a *analysis, f *report.Finding, p study.Published) {
 			a.judgeInfiniband(f, "cursor-messages", "rows sent as one message each", p.Value)
 		}),
-		"round-trip-per-row": judge((*analysis).judgeRoundTrip),
-		"slow-client":        judge((*analysis).judgeSlowClient),
-		"wide-rows-1g":       judge((*analysis).judgeWide1G),
-		"wide-rows-consumer": judge((*analysis).judgeWideConsumer),
-		"vm-penalty":         judge((*analysis).judgeProcessorSpeed),
+		"round-trip-per-row":  judge((*analysis).judgeRoundTrip),
+		"slow-client":         judge((*analysis).judgeSlowClient),
+		"wide-rows-1g":        judge((*analysis).judgeWide1G),
+		"wide-rows-consumer":  judge((*analysis).judgeWideConsumer),
+		"vm-penalty":          judge((*analysis).judgeProcessorSpeed),
+		"bond-one-connection": judge((*analysis).judgeBond),
 	}
 }
 
@@ -261,5 +262,52 @@ func (a *analysis) judgeWideConsumer(f *report.Finding, _ study.Published) {
 	default:
 		f.Verdict = report.Differs
 		f.Why = fmt.Sprintf("The stream reached %.0f %% of the rate without a link: on this 2-core machine the emulated link's own forwarding rate (see docs/link.md), not the consumer, caps a 40 Gbit/s link.", ib/nl.rate*100)
+	}
+}
+
+// The bond's finding reads the wide-rows stream: the one stream that one
+// 1 Gbit/s link caps (wide-rows-1g), so the one a second member could
+// speed up if a connection could use it.
+const (
+	bondNet, memberNet = "lan-2x1g", "lan-1g"
+	// bondSame is the change in rate between the bond and one member
+	// within which one connection gained nothing: two points of the same
+	// physics, run apart on a shared machine.
+	bondSame = 10.0
+	// memberFull is the share of a member's rate from which the stream is
+	// held by the link, not by an end.
+	memberFull = 0.85
+)
+
+func (a *analysis) judgeBond(f *report.Finding, _ study.Published) {
+	one, bond := a.mean("wide-rows", fast, memberNet, "throughput_bps"), a.mean("wide-rows", fast, bondNet, "throughput_bps")
+	s := a.sum("wide-rows", fast, bondNet)
+	if math.IsNaN(one) || math.IsNaN(bond) || s == nil {
+		return
+	}
+	l := study.LinkOf(s.Results[0])
+	member := l.RateBitsPerS
+	gain := study.Change(bond, one)
+	f.Measured = fmt.Sprintf("one wide-rows stream (one connection): %s over %s, %s over %s (%s)",
+		units.Rate(one), memberNet, units.Rate(bond), bondNet, study.FormatPercent(gain))
+	so, sb := a.stat("wide-rows", fast, memberNet, "throughput_bps"), a.stat("wide-rows", fast, bondNet, "throughput_bps")
+	f.Spread = a.rd.Spread("throughput_bps", so, sb)
+	f.Model = fmt.Sprintf("one connection rides one member: at most %s whatever the members", units.Rate(member))
+	switch {
+	case member > 0 && bond > 1.05*member:
+		f.Verdict = report.Differs
+		f.Why = fmt.Sprintf("One connection carried %.2fx one member's rate over the bond: the link spread it over members, which 802.3ad never does.", bond/member)
+	case math.Abs(gain) > bondSame && !study.Separated(so, sb):
+		f.Verdict = report.WithinNoise
+		f.Why = fmt.Sprintf("The bond changed one connection's rate by %s, but the two links' runs overlap: the runs tell neither a gain nor a loss.", study.FormatPercent(gain))
+	case math.Abs(gain) > bondSame:
+		f.Verdict = report.Differs
+		f.Why = fmt.Sprintf("The bond changed one connection's rate by %s, beyond the runs' spread, though it rode one member of the same rate: this machine's load moved between the points, not the link.", study.FormatPercent(gain))
+	case member > 0 && one < memberFull*member:
+		f.Verdict = report.NotMeasured
+		f.Why = fmt.Sprintf("The stream reached %.0f %% of one member's rate over %s: an end, not the link, held it, so there was no cap for a second member to lift.", one/member*100, memberNet)
+	default:
+		f.Verdict = report.Reproduced
+		f.Why = fmt.Sprintf("One member's %s caps the stream, and a second member adds nothing: the connection rides one member (the 802.3ad layer3+4 hash of its ports), as in the seed. More connections would spread over both.", units.Rate(member))
 	}
 }

@@ -15,15 +15,20 @@ import (
 )
 
 // point is one hand-made combination: three runs of the same metrics
-// (spread ±1 %), with the model the runner would have stored.
+// (spread ±1 % unless spread says), with the model the runner would have
+// stored.
 type point struct {
 	exp, cost, net string
 	rows           float64
 	metrics, model map[string]float64
 	serverCPU      float64 // the server's busy CPUs, when sampled
+	spread         float64 // the runs' spread either side of the mean; 0 = 1 %
 }
 
-var rtts = map[string]float64{"unix": 0, "direct": 0, "lan-1g": 0.0002, "infiniband": 0.00002, "rtt-1ms": 0.001, "rtt-77ms": 0.077}
+var rtts = map[string]float64{"unix": 0, "direct": 0, "lan-1g": 0.0002, "lan-2x1g": 0.0002, "infiniband": 0.00002, "rtt-1ms": 0.001, "rtt-77ms": 0.077}
+
+// rates are the links' rates (each member's, for a bond).
+var rates = map[string]float64{"lan-1g": 1e9, "lan-2x1g": 1e9, "infiniband": 40e9, "rtt-1ms": 1e9, "rtt-77ms": 1e9}
 
 func runData(t *testing.T, pts ...point) *study.RunData {
 	t.Helper()
@@ -43,7 +48,11 @@ func runData(t *testing.T, pts ...point) *study.RunData {
 			mode = p.net
 		}
 		combo := "experiment=" + p.exp + " net=" + p.net + " client_cost=" + p.cost
-		for run, f := range []float64{0.99, 1, 1.01} {
+		sp := p.spread
+		if sp == 0 {
+			sp = 0.01
+		}
+		for run, f := range []float64{1 - sp, 1, 1 + sp} {
 			m := map[string]float64{"rows": p.rows}
 			for k, v := range p.metrics {
 				m[k] = v * f
@@ -52,7 +61,7 @@ func runData(t *testing.T, pts ...point) *study.RunData {
 				Key: combo + " #" + string(rune('1'+run)), Combo: combo, Run: run + 1,
 				Values:  map[string]any{"experiment": p.exp, "net": p.net, "client_cost": p.cost},
 				Params:  workload.Params{"experiment": p.exp, "client_cost": p.cost, "rows": int64(p.rows)},
-				Links:   []workload.LinkResult{{Profile: p.net, Mode: mode, RTTSeconds: rtts[p.net]}},
+				Links:   []workload.LinkResult{{Profile: p.net, Mode: mode, RTTSeconds: rtts[p.net], RateBitsPerS: rates[p.net]}},
 				Metrics: m, Model: p.model, Monitor: monitorOf(p.serverCPU),
 			})
 		}
@@ -162,6 +171,57 @@ func TestJudgesSayBothVerdicts(t *testing.T) {
 				t.Errorf("no spread shown beside the verdict: %+v", f)
 			}
 		})
+	}
+}
+
+// The bond's finding, each answer from hand-made wide-rows streams over one
+// 1 Gbit/s member and over the 2 x 1 Gbit/s bond.
+func TestBondJudgeSaysEachVerdict(t *testing.T) {
+	wide := func(net string, bps, spread float64) point {
+		return point{exp: "wide-rows", cost: fast, net: net, rows: 2e4, spread: spread,
+			metrics: map[string]float64{"throughput_bps": bps}}
+	}
+	for _, tt := range []struct {
+		name      string
+		one, bond point
+		want      report.Verdict
+	}{
+		{"the member's rate caps both", wide("lan-1g", 0.95e9, 0), wide("lan-2x1g", 0.96e9, 0), report.Reproduced},
+		{"one connection beat one member", wide("lan-1g", 0.95e9, 0), wide("lan-2x1g", 1.9e9, 0), report.Differs},
+		{"slower over the bond, beyond the runs' spread", wide("lan-1g", 0.95e9, 0), wide("lan-2x1g", 0.7e9, 0), report.Differs},
+		{"slower over the bond, the runs overlap", wide("lan-1g", 0.95e9, 0.2), wide("lan-2x1g", 0.8e9, 0.2), report.WithinNoise},
+		{"an end held the stream below the member's rate", wide("lan-1g", 0.5e9, 0), wide("lan-2x1g", 0.51e9, 0), report.NotMeasured},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			f := judged(t, "bond-one-connection", runData(t, tt.one, tt.bond))
+			if f.Verdict != tt.want {
+				t.Errorf("verdict %q, want %q\nmeasured: %s\nwhy: %s", f.Verdict, tt.want, f.Measured, f.Why)
+			}
+			if f.Spread == "" || !strings.Contains(f.Measured, "lan-2x1g") {
+				t.Errorf("the finding shows no spread or no bond: %+v", f)
+			}
+		})
+	}
+}
+
+// Quick and full add one combination each for the bond (three runs): the
+// wide-rows stream of the fast client, the one the finding reads.
+func TestQuickAndFullRunTheBondOnceOnWideRows(t *testing.T) {
+	spec := runData(t).Spec
+	for _, scale := range []string{"quick", "full"} {
+		plan, err := spec.Plan(scale)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var bond []string
+		for _, c := range plan.Combos {
+			if c.Values["net"] == "lan-2x1g" {
+				bond = append(bond, c.Key)
+			}
+		}
+		if len(bond) != 1 || !strings.Contains(bond[0], "experiment=wide-rows") || !strings.Contains(bond[0], "client_cost=0s") {
+			t.Errorf("%s's bond combinations: %q, want one: wide-rows, client_cost 0s", scale, bond)
+		}
 	}
 }
 
