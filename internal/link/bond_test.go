@@ -74,7 +74,12 @@ func sendAll(t *testing.T, conns []*net.TCPConn, n int, received *atomic.Int64, 
 // connections the hash puts on different members; each dial takes a new
 // ephemeral source port, so that takes two dials on average.
 func TestFidelityBond(t *testing.T) {
-	const member = 50 * units.Mbit
+	// Members slow enough that the proxy's CPU never decides, and the
+	// lower bound judged on the best of three attempts: a busy machine can
+	// only slow a transfer down, and one shared medium never carries more
+	// than one member's rate in any attempt.
+	const member = 10 * units.Mbit
+	const attempts = 3
 	cfg := Config{RTT: time.Millisecond, Rate: member, Window: AutotunedWindow, Members: 2}
 	n := int(member.BytesPerSecond() * 0.6)
 	for _, tt := range []struct {
@@ -87,36 +92,48 @@ func TestFidelityBond(t *testing.T) {
 		{name: "one connection", conns: 1, most: 1.1},
 		{name: "two connections on two members", conns: 2, least: 1.3, most: 2.1, different: true},
 	} {
-		var received atomic.Int64
-		done := make(chan struct{})
-		var finished atomic.Int64
-		up := serveTCP(t, func(c net.Conn) {
-			buf := make([]byte, 64<<10)
-			got := 0
-			for {
-				k, err := c.Read(buf)
-				got += k
-				received.Add(int64(k))
-				if err != nil {
-					break
-				}
+		best := 0.0
+		for attempt := 1; attempt <= attempts && (attempt == 1 || best < tt.least); attempt++ {
+			ratio := bondTransfer(t, cfg, tt.conns, n, member)
+			t.Logf("%s, attempt %d: %.3f of one member's %s", tt.name, attempt, ratio, member)
+			if ratio > tt.most {
+				t.Errorf("%s: %.3f of one member's %s, more than %.1fx", tt.name, ratio, member, tt.most)
 			}
-			if got == n && finished.Add(1) == int64(tt.conns) {
-				close(done)
-			}
-		})
-		p := startLink(t, up, cfg)
-		conns := dialMembers(t, p.Addr(), tt.conns, cfg.Members)
-		got := sendAll(t, conns, n, &received, done)
-		ratio := float64(got) / float64(member)
-		t.Logf("%s: %s, %.3f of one member's %s", tt.name, got, ratio, member)
-		if ratio > tt.most {
-			t.Errorf("%s: %s, more than %.1fx one member's %s", tt.name, got, tt.most, member)
+			best = max(best, ratio)
 		}
-		if tt.least > 0 && ratio < tt.least {
-			t.Errorf("%s: %s, want more than %.1fx one member's %s: the members do not carry at once", tt.name, got, tt.least, member)
+		if tt.least > 0 && best < tt.least {
+			t.Errorf("%s: at best %.3f of one member's %s in %d attempts, want more than %.1fx: the members do not carry at once", tt.name, best, member, attempts, tt.least)
 		}
 	}
+}
+
+// bondTransfer sends n bytes on each of conns connections on different
+// members of a fresh link and returns the rate all of them reached
+// together, as a share of one member's.
+func bondTransfer(t *testing.T, cfg Config, conns, n int, member units.Rate) float64 {
+	t.Helper()
+	var received atomic.Int64
+	done := make(chan struct{})
+	var finished atomic.Int64
+	up := serveTCP(t, func(c net.Conn) {
+		buf := make([]byte, 64<<10)
+		got := 0
+		for {
+			k, err := c.Read(buf)
+			got += k
+			received.Add(int64(k))
+			if err != nil {
+				break
+			}
+		}
+		if got == n && finished.Add(1) == int64(conns) {
+			close(done)
+		}
+	})
+	p := startLink(t, up, cfg)
+	cs := dialMembers(t, p.Addr(), conns, cfg.Members)
+	got := sendAll(t, cs, n, &received, done)
+	return float64(got) / float64(member)
 }
 
 // dialMembers dials addr until it holds k connections on k different
