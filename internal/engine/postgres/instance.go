@@ -47,6 +47,9 @@ type Instance struct {
 	dataDir   string
 	walDir    string // the WAL's own directory when placed apart, else ""
 	socketDir string
+	// socketApart says the socket directory is not in dir (whose path was
+	// too long for a socket's) and goes on its own at Stop.
+	socketApart bool
 	logPath   string
 	port      int
 	password  string
@@ -166,6 +169,9 @@ func Start(ctx context.Context, opts Options) (inst *Instance, err error) {
 			err = wrap(err)
 		}
 	}()
+	if err := i.placeSocketDir(); err != nil {
+		return nil, err
+	}
 	if opts.WALDir != "" {
 		wal, err := os.MkdirTemp(opts.WALDir, "dbrig-pg-wal-"+safeName(opts.Name)+"-")
 		if err != nil {
@@ -215,6 +221,38 @@ func Start(ctx context.Context, opts Options) (inst *Instance, err error) {
 	return i, nil
 }
 
+// maxSocketPath is the longest path of a unix socket (sun_path less its
+// terminating NUL), and socketName the longest name PostgreSQL gives one.
+const (
+	maxSocketPath = 107
+	socketName    = "/.s.PGSQL.65535"
+)
+
+// placeSocketDir moves the socket directory out of the instance directory
+// when the socket's path there would be too long for the kernel (an
+// instance on an emulated disk lies under its loop device's mount, under
+// TMPDIR): into a directory of its own in the system's temporary
+// directory (else /tmp), mode 0700, with the owner record RemoveStale
+// reads.
+func (i *Instance) placeSocketDir() error {
+	if len(i.socketDir)+len(socketName) <= maxSocketPath {
+		return nil
+	}
+	parent := os.TempDir()
+	if len(parent)+len("/dbrig-pg-sock-0123456789")+len(socketName) > maxSocketPath {
+		parent = "/tmp"
+	}
+	dir, err := os.MkdirTemp(parent, "dbrig-pg-sock-")
+	if err != nil {
+		return fmt.Errorf("create the socket directory: %w", err)
+	}
+	i.socketDir, i.socketApart = dir, true
+	if err := engine.WriteOwner(dir); err != nil {
+		return fmt.Errorf("record the socket directory's owner: %w", err)
+	}
+	return nil
+}
+
 func safeName(s string) string {
 	return strings.Map(func(r rune) rune {
 		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' {
@@ -234,8 +272,10 @@ func (i *Instance) initdb(ctx context.Context) error {
 	if err := os.Chmod(i.dir, 0o700); err != nil {
 		return err
 	}
-	if err := os.Mkdir(i.socketDir, 0o700); err != nil {
-		return fmt.Errorf("create the socket directory: %w", err)
+	if !i.socketApart {
+		if err := os.Mkdir(i.socketDir, 0o700); err != nil {
+			return fmt.Errorf("create the socket directory: %w", err)
+		}
 	}
 	for _, p := range []string{i.dir, i.socketDir} {
 		if err := i.user.Chown(p); err != nil {
@@ -714,6 +754,11 @@ func (i *Instance) stop(ctx context.Context) error {
 			if err := os.RemoveAll(d); err != nil {
 				errs = append(errs, fmt.Errorf("remove %s: %w", d, err))
 			}
+		}
+	}
+	if i.socketApart {
+		if err := os.RemoveAll(i.socketDir); err != nil {
+			errs = append(errs, fmt.Errorf("remove %s: %w", i.socketDir, err))
 		}
 	}
 	// An emulated disk goes with its server, kept directory or not: a
