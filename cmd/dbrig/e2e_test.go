@@ -25,10 +25,12 @@ var (
 	buildErr  error
 )
 
-// TestMain removes the dbrig binary the tests built (23 MB) once they are
-// done: no test owns it, so no t.Cleanup can.
+// TestMain removes the dbrig binary the tests built (23 MB) and stops the
+// replicate tests' shared subscriber once they are done: no test owns
+// either, so no t.Cleanup can.
 func TestMain(m *testing.M) {
 	code := m.Run()
+	replSubscribers.Stop()
 	if builtBin != "" {
 		os.RemoveAll(filepath.Dir(builtBin))
 	}

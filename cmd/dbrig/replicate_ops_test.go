@@ -130,12 +130,12 @@ func exists(t *testing.T, i *postgres.Instance, sql string) bool {
 
 func TestReplicateTeardownRemovesOnlyItsOwn(t *testing.T) {
 	t.Parallel()
-	pub, sub := replServers(t, "logical")
-	mustExec(t, pub,
+	pub, sub, subDB := replServers(t, "logical")
+	mustExec(t, pub, "shop",
 		"CREATE TABLE a (id int PRIMARY KEY, v text)",
 		"CREATE TABLE b (id int PRIMARY KEY, v text)",
 		"CREATE PUBLICATION reporting_pub FOR TABLE b")
-	env := map[string]string{"DBRIG_PUBLISHER": pub.Conn("shop").URI(), "DBRIG_SUBSCRIBER": sub.Conn("shop").URI()}
+	env := map[string]string{"DBRIG_PUBLISHER": pub.Conn("shop").URI(), "DBRIG_SUBSCRIBER": sub.Conn(subDB).URI()}
 	ok := func(args ...string) string {
 		t.Helper()
 		code, out, errs := replRun(t, env, args...)
@@ -178,10 +178,10 @@ func TestReplicateTeardownRemovesOnlyItsOwn(t *testing.T) {
 
 	// A second replication shares the publisher and the distribution database.
 	ok("replicate", "setup", "--publication", "second", "--tables", "b", "--init", "snapshot")
-	mustExec(t, pub, "INSERT INTO a SELECT g, 'a' || g FROM generate_series(1, 100) g",
+	mustExec(t, pub, "shop", "INSERT INTO a SELECT g, 'a' || g FROM generate_series(1, 100) g",
 		"INSERT INTO b SELECT g, 'b' || g FROM generate_series(1, 50) g")
 	ok("replicate", "run", "--publication", "second", "--until-caught-up", "--progress", "0")
-	if n := queryInt(t, sub, "shop", "SELECT count(*) FROM b"); n != 50 {
+	if n := queryInt(t, sub, subDB, "SELECT count(*) FROM b"); n != 50 {
 		t.Errorf("subscriber b: %d rows, want 50", n)
 	}
 	ok("replicate", "teardown", "--publication", "second")
@@ -191,7 +191,7 @@ func TestReplicateTeardownRemovesOnlyItsOwn(t *testing.T) {
 	ours("slot dbrig", true)
 	ours("reporting_pub", true)
 	ok("replicate", "run", "--until-caught-up", "--progress", "0")
-	if n := queryInt(t, sub, "shop", "SELECT count(*) FROM a"); n != 100 {
+	if n := queryInt(t, sub, subDB, "SELECT count(*) FROM a"); n != 100 {
 		t.Errorf("subscriber a: %d rows, want 100", n)
 	}
 	ok("replicate", "teardown")
@@ -244,9 +244,9 @@ func TestReplicateNeverPrintsAPassword(t *testing.T) {
 
 func TestReplicateStatusShowsWhereEachRoleRuns(t *testing.T) {
 	t.Parallel()
-	pub, sub := replServers(t, "logical")
-	mustExec(t, pub, "CREATE TABLE a (id int PRIMARY KEY, v text)")
-	env := map[string]string{"DBRIG_PUBLISHER": pub.Conn("shop").URI(), "DBRIG_SUBSCRIBER": sub.Conn("shop").URI()}
+	pub, sub, subDB := replServers(t, "logical")
+	mustExec(t, pub, "shop", "CREATE TABLE a (id int PRIMARY KEY, v text)")
+	env := map[string]string{"DBRIG_PUBLISHER": pub.Conn("shop").URI(), "DBRIG_SUBSCRIBER": sub.Conn(subDB).URI()}
 	if code, out, errs := replRun(t, env, "replicate", "setup", "--tables", "a", "--init", "snapshot", "--mode", "push"); code != 0 {
 		t.Fatalf("setup: %d\n%s%s", code, out, errs)
 	}
@@ -287,22 +287,22 @@ func TestReplicateStatusShowsWhereEachRoleRuns(t *testing.T) {
 
 func TestReplicateApplyErrorStopsOnlyTheAgent(t *testing.T) {
 	t.Parallel()
-	pub, sub := replServers(t, "logical")
-	mustExec(t, pub, "CREATE TABLE t (id int PRIMARY KEY, v int NOT NULL)")
-	env := map[string]string{"DBRIG_PUBLISHER": pub.Conn("shop").URI(), "DBRIG_SUBSCRIBER": sub.Conn("shop").URI()}
+	pub, sub, subDB := replServers(t, "logical")
+	mustExec(t, pub, "shop", "CREATE TABLE t (id int PRIMARY KEY, v int NOT NULL)")
+	env := map[string]string{"DBRIG_PUBLISHER": pub.Conn("shop").URI(), "DBRIG_SUBSCRIBER": sub.Conn(subDB).URI()}
 	if code, out, errs := replRun(t, env, "replicate", "setup", "--tables", "t", "--init", "snapshot"); code != 0 {
 		t.Fatalf("setup: %d\n%s%s", code, out, errs)
 	}
-	mustExec(t, sub, "ALTER TABLE t ADD CONSTRAINT small_v CHECK (v < 100)")
+	mustExec(t, sub, subDB, "ALTER TABLE t ADD CONSTRAINT small_v CHECK (v < 100)")
 	r := replStart(t, env, "replicate", "run", "--progress", "200ms", "--metrics-addr", "127.0.0.1:0")
-	mustExec(t, pub, "INSERT INTO t VALUES (1, 1)", "INSERT INTO t VALUES (2, 500)")
+	mustExec(t, pub, "shop", "INSERT INTO t VALUES (1, 1)", "INSERT INTO t VALUES (2, 500)")
 	st := waitStatus(t, env, "the agent stopped on the constraint", func(s statusJSON) bool { return s.Agent.State == "stopped" })
 	if !strings.Contains(st.Agent.Error, "small_v") {
 		t.Errorf("agent error %q does not name the constraint", st.Agent.Error)
 	}
 	// The log reader keeps capturing while the agent is stopped.
 	before := st.LogReader.Commands
-	mustExec(t, pub, "INSERT INTO t SELECT g, 1 FROM generate_series(3, 52) g")
+	mustExec(t, pub, "shop", "INSERT INTO t SELECT g, 1 FROM generate_series(3, 52) g")
 	st = waitStatus(t, env, "the log reader storing new commands", func(s statusJSON) bool { return s.LogReader.Commands >= before+50 })
 	if !st.LogReader.Running || st.Pending < 51 || st.Slot.WALRetainedBytes == nil {
 		t.Errorf("with the agent stopped: %+v", st)
@@ -343,7 +343,7 @@ func TestReplicateApplyErrorStopsOnlyTheAgent(t *testing.T) {
 	if code != 1 || strings.Count(errs, `violates check constraint "small_v"`) != 1 {
 		t.Errorf("run: exit %d, want 1 with the error once:\n%s", code, errs)
 	}
-	mustExec(t, sub, "ALTER TABLE t DROP CONSTRAINT small_v")
+	mustExec(t, sub, subDB, "ALTER TABLE t DROP CONSTRAINT small_v")
 	if code, out, errs := replRun(t, env, "replicate", "run", "--until-caught-up", "--progress", "0"); code != 0 {
 		t.Fatalf("run after the fix: %d\n%s%s", code, out, errs)
 	}
@@ -358,8 +358,8 @@ func TestReplicateApplyErrorStopsOnlyTheAgent(t *testing.T) {
 // secondary indexes), so the subscriber can take over.
 func TestReplicateSnapshotCopiesTheSchema(t *testing.T) {
 	t.Parallel()
-	pub, sub := replServers(t, "logical")
-	mustExec(t, pub,
+	pub, sub, subDB := replServers(t, "logical")
+	mustExec(t, pub, "shop",
 		"CREATE SCHEMA sales",
 		"CREATE SEQUENCE sales.order_no START 1000 INCREMENT 5",
 		`CREATE TABLE sales.orders (
@@ -374,38 +374,38 @@ func TestReplicateSnapshotCopiesTheSchema(t *testing.T) {
 		"CREATE INDEX orders_placed ON sales.orders (placed DESC)",
 		"CREATE UNIQUE INDEX orders_lower_code ON sales.orders (lower(code))",
 		"INSERT INTO sales.orders (code, qty, price) SELECT 'c' || g, g % 10 + 1, g FROM generate_series(1, 100) g")
-	env := map[string]string{"DBRIG_PUBLISHER": pub.Conn("shop").URI(), "DBRIG_SUBSCRIBER": sub.Conn("shop").URI()}
+	env := map[string]string{"DBRIG_PUBLISHER": pub.Conn("shop").URI(), "DBRIG_SUBSCRIBER": sub.Conn(subDB).URI()}
 	if code, out, errs := replRun(t, env, "replicate", "setup", "--tables", "sales.orders", "--init", "snapshot"); code != 0 {
 		t.Fatalf("setup: %d\n%s%s", code, out, errs)
 	}
-	dump := func(i *postgres.Instance) string {
+	dump := func(i *postgres.Instance, db string) string {
 		t.Helper()
-		out, err := pgDump(i, "--schema-only", "--no-owner", "--no-privileges", "--table=sales.orders", "--table=sales.order_no")
+		out, err := pgDump(i, db, "--schema-only", "--no-owner", "--no-privileges", "--table=sales.orders", "--table=sales.order_no")
 		if err != nil {
 			t.Fatalf("pg_dump: %v", err)
 		}
 		return out
 	}
-	if p, s := dump(pub), dump(sub); p != s {
+	if p, s := dump(pub, "shop"), dump(sub, subDB); p != s {
 		t.Errorf("the subscriber's schema differs from the publisher's:\n--- publisher\n%s\n--- subscriber\n%s", p, s)
 	}
 	for _, seq := range []string{"sales.order_no", "sales.orders_id_seq", "sales.orders_ext_seq"} {
 		q := "SELECT last_value * 2 + is_called::int FROM " + seq
-		if p, s := queryInt(t, pub, "shop", q), queryInt(t, sub, "shop", q); p != s {
+		if p, s := queryInt(t, pub, "shop", q), queryInt(t, sub, subDB, q); p != s {
 			t.Errorf("sequence %s stands at %d on the subscriber, %d on the publisher", seq, s, p)
 		}
 	}
 	// The subscriber can take over: its sequences go on from the publisher's.
-	mustExec(t, sub, "INSERT INTO sales.orders (code) VALUES ('taken over')")
-	if n := queryInt(t, sub, "shop", "SELECT count(*) FROM sales.orders"); n != 101 {
+	mustExec(t, sub, subDB, "INSERT INTO sales.orders (code) VALUES ('taken over')")
+	if n := queryInt(t, sub, subDB, "SELECT count(*) FROM sales.orders"); n != 101 {
 		t.Errorf("subscriber holds %d rows, want 101", n)
 	}
 }
 
-// pgDump runs the instance's pg_dump on database shop with args.
-func pgDump(i *postgres.Instance, args ...string) (string, error) {
-	cmd := exec.Command(i.Binaries().Path("pg_dump"), append(args, "--dbname=shop")...)
-	cmd.Env = append(os.Environ(), i.Conn("shop").Env()...)
+// pgDump runs the instance's pg_dump on database db with args.
+func pgDump(i *postgres.Instance, db string, args ...string) (string, error) {
+	cmd := exec.Command(i.Binaries().Path("pg_dump"), append(args, "--dbname="+db)...)
+	cmd.Env = append(os.Environ(), i.Conn(db).Env()...)
 	var errb bytes.Buffer
 	cmd.Stderr = &errb
 	out, err := cmd.Output()
@@ -453,9 +453,9 @@ func scrape(t *testing.T, b *background) string {
 // once, prefixed once.
 func TestReplicateLogReaderFailureIsSaidOnce(t *testing.T) {
 	t.Parallel()
-	pub, sub := replServers(t, "logical")
-	mustExec(t, pub, "CREATE TABLE a (id int PRIMARY KEY, v text)")
-	env := map[string]string{"DBRIG_PUBLISHER": pub.Conn("shop").URI(), "DBRIG_SUBSCRIBER": sub.Conn("shop").URI()}
+	pub, sub, subDB := replServers(t, "logical")
+	mustExec(t, pub, "shop", "CREATE TABLE a (id int PRIMARY KEY, v text)")
+	env := map[string]string{"DBRIG_PUBLISHER": pub.Conn("shop").URI(), "DBRIG_SUBSCRIBER": sub.Conn(subDB).URI()}
 	if code, out, errs := replRun(t, env, "replicate", "setup", "--tables", "a", "--init", "snapshot"); code != 0 {
 		t.Fatalf("setup: %d\n%s%s", code, out, errs)
 	}
@@ -465,7 +465,7 @@ func TestReplicateLogReaderFailureIsSaidOnce(t *testing.T) {
 	for queryInt(t, pub, "shop", "SELECT count(*) FROM pg_replication_slots WHERE slot_name = 'dbrig'") > 0 {
 		// Between the walsender's exit and the log reader's reconnect the
 		// slot is free to drop.
-		mustExec(t, pub, "SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots WHERE slot_name = 'dbrig' AND active_pid IS NOT NULL")
+		mustExec(t, pub, "shop", "SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots WHERE slot_name = 'dbrig' AND active_pid IS NOT NULL")
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		pub.Exec(ctx, "shop", "SELECT pg_drop_replication_slot('dbrig')")
 		cancel()

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -24,36 +23,32 @@ func replRun(t *testing.T, env map[string]string, args ...string) (int, string, 
 	return code, out.String(), errb.String()
 }
 
-// replServers starts a publisher (wal_level as given) and a subscriber,
-// each with a database "shop".
-func replServers(t *testing.T, walLevel string) (pub, sub *postgres.Instance) {
+// replSubscribers is the subscribers' server: what dbrig makes on a
+// subscriber (its schema, the tables) lives in the subscriber's database, so
+// each test's database of its own keeps the tests apart.
+var replSubscribers = pgtest.NewShared("sub", nil)
+
+// replServers starts a publisher (wal_level as given), with a database
+// "shop", and makes the test's own database on the shared subscribers'
+// server. A publisher is the test's own: its distribution database and
+// replication slot are the server's.
+func replServers(t *testing.T, walLevel string) (pub, sub *postgres.Instance, subDB string) {
 	t.Helper()
-	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() {
-		defer wg.Done()
-		pub = pgtest.Start(t, "pub", map[string]string{"wal_level": walLevel, "max_replication_slots": "4", "max_wal_senders": "4"})
-	}()
-	go func() { defer wg.Done(); sub = pgtest.Start(t, "sub", nil) }()
-	wg.Wait()
-	if pub == nil || sub == nil {
-		t.FailNow()
-	}
+	pub = pgtest.Start(t, "pub", map[string]string{"wal_level": walLevel, "max_replication_slots": "4", "max_wal_senders": "4"})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	for _, i := range []*postgres.Instance{pub, sub} {
-		if err := i.CreateDatabase(ctx, "shop"); err != nil {
-			t.Fatal(err)
-		}
+	if err := pub.CreateDatabase(ctx, "shop"); err != nil {
+		t.Fatal(err)
 	}
-	return pub, sub
+	sub, subDB = replSubscribers.Database(t)
+	return pub, sub, subDB
 }
 
-func mustExec(t *testing.T, i *postgres.Instance, sql ...string) {
+func mustExec(t *testing.T, i *postgres.Instance, db string, sql ...string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if err := i.Exec(ctx, "shop", sql...); err != nil {
+	if err := i.Exec(ctx, db, sql...); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -74,16 +69,17 @@ func queryInt(t *testing.T, i *postgres.Instance, db, sql string) int {
 	return n
 }
 
-// nothingCreated checks that a failed setup left no trace on either side.
-func nothingCreated(t *testing.T, pub, sub *postgres.Instance) {
+// nothingCreated checks that a failed setup left no trace on either side:
+// the publisher's server is the test's own, the subscriber's database too.
+func nothingCreated(t *testing.T, pub, sub *postgres.Instance, subDB string) {
 	t.Helper()
 	for what, n := range map[string]int{
 		"replication slots":       queryInt(t, pub, "shop", "SELECT count(*) FROM pg_replication_slots"),
 		"publications":            queryInt(t, pub, "shop", "SELECT count(*) FROM pg_publication"),
 		"distribution databases":  queryInt(t, pub, "shop", "SELECT count(*) FROM pg_database WHERE datname LIKE 'dbrig%'"),
 		"dbrig schemas (pub)":     queryInt(t, pub, "shop", "SELECT count(*) FROM pg_namespace WHERE nspname LIKE 'dbrig%'"),
-		"dbrig schemas (sub)":     queryInt(t, sub, "shop", "SELECT count(*) FROM pg_namespace WHERE nspname LIKE 'dbrig%'"),
-		"subscriber tables (sub)": queryInt(t, sub, "shop", "SELECT count(*) FROM pg_tables WHERE schemaname = 'public'"),
+		"dbrig schemas (sub)":     queryInt(t, sub, subDB, "SELECT count(*) FROM pg_namespace WHERE nspname LIKE 'dbrig%'"),
+		"subscriber tables (sub)": queryInt(t, sub, subDB, "SELECT count(*) FROM pg_tables WHERE schemaname = 'public'"),
 	} {
 		if n != 0 {
 			t.Errorf("a refused setup left %d %s", n, what)
@@ -93,12 +89,12 @@ func nothingCreated(t *testing.T, pub, sub *postgres.Instance) {
 
 func TestReplicateBadInput(t *testing.T) {
 	t.Parallel()
-	pub, sub := replServers(t, "logical")
-	mustExec(t, pub,
+	pub, sub, subDB := replServers(t, "logical")
+	mustExec(t, pub, "shop",
 		"CREATE TABLE nokey (a int, b text)",
 		"CREATE TABLE odd (id int PRIMARY KEY, p point)",
 		"CREATE TABLE fine (id int PRIMARY KEY, t text)")
-	pubURI, subURI := pub.Conn("shop").URI(), sub.Conn("shop").URI()
+	pubURI, subURI := pub.Conn("shop").URI(), sub.Conn(subDB).URI()
 	secret := pub.Conn("shop").Password()
 
 	for _, tc := range []struct {
@@ -158,32 +154,32 @@ func TestReplicateBadInput(t *testing.T) {
 			if strings.Contains(out+errs, secret) {
 				t.Errorf("the password was printed:\n%s%s", out, errs)
 			}
-			nothingCreated(t, pub, sub)
+			nothingCreated(t, pub, sub, subDB)
 		})
 	}
 }
 
 func TestReplicateRefusesPhysicalWAL(t *testing.T) {
 	t.Parallel()
-	pub, sub := replServers(t, "replica")
-	mustExec(t, pub, "CREATE TABLE fine (id int PRIMARY KEY, t text)")
-	code, _, errs := replRun(t, map[string]string{"DBRIG_PUBLISHER": pub.Conn("shop").URI(), "DBRIG_SUBSCRIBER": sub.Conn("shop").URI()},
+	pub, sub, subDB := replServers(t, "replica")
+	mustExec(t, pub, "shop", "CREATE TABLE fine (id int PRIMARY KEY, t text)")
+	code, _, errs := replRun(t, map[string]string{"DBRIG_PUBLISHER": pub.Conn("shop").URI(), "DBRIG_SUBSCRIBER": sub.Conn(subDB).URI()},
 		"replicate", "setup", "--init", "snapshot")
 	if code != 1 || !strings.Contains(errs, "wal_level = replica") || !strings.Contains(errs, "wal_level = logical") {
 		t.Errorf("exit %d, stderr: %s", code, errs)
 	}
-	nothingCreated(t, pub, sub)
+	nothingCreated(t, pub, sub, subDB)
 }
 
 func TestReplicateLifecycle(t *testing.T) {
 	t.Parallel()
-	pub, sub := replServers(t, "logical")
-	mustExec(t, pub,
+	pub, sub, subDB := replServers(t, "logical")
+	mustExec(t, pub, "shop",
 		"CREATE TABLE orders (id bigint PRIMARY KEY, customer text NOT NULL, total numeric(12,2), placed timestamptz DEFAULT now())",
 		"CREATE TABLE lines (order_id bigint, n int, item text, qty int, PRIMARY KEY (order_id, n))",
 		"INSERT INTO orders SELECT g, 'customer ' || g, g * 1.5 FROM generate_series(1, 500) g",
 		"INSERT INTO lines SELECT g, 1, 'item ü ' || g, g % 7 FROM generate_series(1, 500) g")
-	env := map[string]string{"DBRIG_PUBLISHER": pub.Conn("shop").URI(), "DBRIG_SUBSCRIBER": sub.Conn("shop").URI()}
+	env := map[string]string{"DBRIG_PUBLISHER": pub.Conn("shop").URI(), "DBRIG_SUBSCRIBER": sub.Conn(subDB).URI()}
 	secret := pub.Conn("shop").Password()
 	check := func(code int, out, errs string, want int) {
 		t.Helper()
@@ -207,7 +203,7 @@ func TestReplicateLifecycle(t *testing.T) {
 		t.Errorf("second setup: %s", errs)
 	}
 
-	mustExec(t, pub,
+	mustExec(t, pub, "shop",
 		"INSERT INTO orders SELECT g, 'late ' || g, g FROM generate_series(501, 800) g",
 		"UPDATE orders SET total = total + 1 WHERE id % 3 = 0",
 		"DELETE FROM lines WHERE order_id > 450")
@@ -243,7 +239,7 @@ func TestReplicateLifecycle(t *testing.T) {
 	}
 
 	// A difference on the subscriber: verify exits 1 and names the keys.
-	mustExec(t, sub, "DELETE FROM orders WHERE id = 42", "UPDATE lines SET qty = 99 WHERE order_id = 7")
+	mustExec(t, sub, subDB, "DELETE FROM orders WHERE id = 42", "UPDATE lines SET qty = 99 WHERE order_id = 7")
 	code, out, errs = replRun(t, env, "replicate", "verify")
 	t.Logf("verify after changing the subscriber:\n%s%s", out, errs)
 	check(code, out, errs, 1)
@@ -261,7 +257,7 @@ func TestReplicateLifecycle(t *testing.T) {
 	if n := queryInt(t, pub, "shop", "SELECT count(*) FROM pg_database WHERE datname = 'dbrig_distribution'"); n != 0 {
 		t.Errorf("distribution database left")
 	}
-	if n := queryInt(t, sub, "shop", "SELECT count(*) FROM orders"); n != 799 {
+	if n := queryInt(t, sub, subDB, "SELECT count(*) FROM orders"); n != 799 {
 		t.Errorf("subscriber orders: %d rows, want 799 (the tables stay)", n)
 	}
 }

@@ -33,13 +33,9 @@ func Start(tb testing.TB, name string, settings map[string]string) *postgres.Ins
 func startWith(tb testing.TB, name string, settings, fixture map[string]string) *postgres.Instance {
 	tb.Helper()
 	bin := Binaries(tb)
-	merged := map[string]string{"fsync": "off", "synchronous_commit": "off", "full_page_writes": "off"}
-	for k, v := range settings {
-		merged[k] = v
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	inst, err := postgres.Start(ctx, postgres.Options{InstanceConfig: engine.InstanceConfig{Name: name, Settings: merged},
+	inst, err := postgres.Start(ctx, postgres.Options{InstanceConfig: engine.InstanceConfig{Name: name, Settings: fast(settings)},
 		StartOptions: engine.StartOptions{Fixture: fixture}, Binaries: bin})
 	if err != nil {
 		tb.Fatalf("start postgres: %v", err)
@@ -50,6 +46,16 @@ func startWith(tb testing.TB, name string, settings, fixture map[string]string) 
 		}
 	})
 	return inst
+}
+
+// fast turns off what makes a test server wait for its disk (a test's data
+// need not survive a crash) unless settings say otherwise.
+func fast(settings map[string]string) map[string]string {
+	merged := map[string]string{"fsync": "off", "synchronous_commit": "off", "full_page_writes": "off"}
+	for k, v := range settings {
+		merged[k] = v
+	}
+	return merged
 }
 
 // Binaries finds the server binaries or skips (fails in CI).
