@@ -6,7 +6,7 @@ BIN       ?= ./dbrig
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS   := -X main.version=$(VERSION)
 # The whole suite stays well under CI's 15-minute budget on 2 cores.
-TEST_TIMEOUT ?= 14m
+TEST_TIMEOUT ?= 25m
 # The packages make test runs (make test TEST_PKGS=./internal/link/ for one).
 TEST_PKGS ?= ./...
 # How long make test fuzzes FuzzNoPasswordInOutput (cmd/dbrig) after the tests:

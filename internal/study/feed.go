@@ -66,12 +66,12 @@ type LinkSecond struct {
 type PointDone struct {
 	Key string `json:"key"`
 	// Status is measured, failed, skipped or interrupted.
-	Status   string   `json:"status"`
-	Seconds  float64  `json:"seconds"`
+	Status   string     `json:"status"`
+	Seconds  float64    `json:"seconds"`
 	Figures  []Headline `json:"figures,omitempty"`
-	Formula  string   `json:"formula,omitempty"`
-	Warnings []string `json:"warnings,omitempty"`
-	Error    string   `json:"error,omitempty"`
+	Formula  string     `json:"formula,omitempty"`
+	Warnings []string   `json:"warnings,omitempty"`
+	Error    string     `json:"error,omitempty"`
 }
 
 // pointDone describes a finished point for the feed.

@@ -50,16 +50,16 @@ type Instance struct {
 	// socketApart says the socket directory is not in dir (whose path was
 	// too long for a socket's) and goes on its own at Stop.
 	socketApart bool
-	logPath   string
-	port      int
-	password  string
-	keep      bool
-	user      engine.ServerUser
-	log       *slog.Logger
-	settings  map[string]string
-	fixture   map[string]string // engine.StartOptions.Fixture: written before the study's settings
-	proc      engine.ProcessOptions
-	disks     *engine.Disks // the emulated disks under the data and WAL, or nil
+	logPath     string
+	port        int
+	password    string
+	keep        bool
+	user        engine.ServerUser
+	log         *slog.Logger
+	settings    map[string]string
+	fixture     map[string]string // engine.StartOptions.Fixture: written before the study's settings
+	proc        engine.ProcessOptions
+	disks       *engine.Disks // the emulated disks under the data and WAL, or nil
 
 	mu       sync.Mutex // guards cmd, exited, exitErr across restarts
 	cmd      *exec.Cmd
