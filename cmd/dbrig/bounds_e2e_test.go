@@ -59,13 +59,13 @@ rows = 1000
 		want string
 	}{
 		{"runs of int64's most", []string{"run", write("runs.toml", replace("runs = 3", "runs = 9223372036854775807"))},
-			"runs.toml:114: repeat.runs: runs = 9223372036854775807: at most 1,000 runs per combination"},
+			"runs.toml:119: repeat.runs: runs = 9223372036854775807: at most 1,000 runs per combination"},
 		{"a WAN of a million hours", []string{"run", write("wan.toml", wan)},
 			"wan.toml:10: link.0.rtt: rtt 1000000h0m0s: at most 10s"},
 		{"a client on a CPU this machine lacks", []string{"run", write("cpus.toml", replace("gomaxprocs = 1\n", fmt.Sprintf("gomaxprocs = 1\ncpus = \"%d\"\n", lacks)))},
-			fmt.Sprintf("cpus.toml:83: client.cpus: CPU %d of list \"%d\" does not exist on this machine (it has %d: 0-%d)", lacks, lacks, runtime.NumCPU(), runtime.NumCPU()-1)},
+			fmt.Sprintf("cpus.toml:87: client.cpus: CPU %d of list \"%d\" does not exist on this machine (it has %d: 0-%d)", lacks, lacks, runtime.NumCPU(), runtime.NumCPU()-1)},
 		{"rows wider than a server returns", []string{"run", write("wide.toml", replace("row_bytes = 8000", "row_bytes = 99999999999"))},
-			"wide.toml:94: workload.row_bytes: row_bytes = 99999999999B: at most 16MiB"},
+			"wide.toml:98: workload.row_bytes: row_bytes = 99999999999B: at most 16MiB"},
 		{"server programs that are not there", []string{"run", "rbar-latency", "--pg-bin", filepath.Join(files, "nonexistent")},
 			"--pg-bin " + filepath.Join(files, "nonexistent") + ": no postgres program in"},
 		{"an arrival queue of 8 TB", []string{"load", "oltp", "--rate", "5", "--max-in-flight", "1000000000000"},

@@ -248,7 +248,7 @@ func TestRunRefusesBadInput(t *testing.T) {
 		{[]string{"run", "--resume", t.TempDir()}, 2, []string{"not a dbrig run directory"}},
 		{[]string{"report", t.TempDir()}, 2, []string{"not a dbrig run directory"}},
 		{[]string{"run", "rbar-latency", "--bogus"}, 2, []string{"unknown flag: --bogus"}},
-		{[]string{"run", misspelt}, 2, []string{`misspelt.toml:69: instance.0.settings.postgres.synchronus_commit: a study may vary performance settings only, and dbrig's list of PostgreSQL's has no synchronus_commit (did you mean "synchronous_commit"?)`}},
+		{[]string{"run", misspelt}, 2, []string{`misspelt.toml:73: instance.0.settings.postgres.synchronus_commit: a study may vary performance settings only, and dbrig's list of PostgreSQL's has no synchronus_commit (did you mean "synchronous_commit"?)`}},
 		{[]string{"run", "rbar-latency", "--engine", "oracle"}, 2, []string{"--engine oracle: want one of"}},
 		{[]string{"run", "rbar-latency", "--target", "db=postgres//repl:" + marker + "@host/db"}, 2, []string{"--target db: unknown connection scheme"}},
 		{[]string{"run", "rbar-latency", "--target", "db=repl:" + marker + "@host/db"}, 2, []string{"--target db:"}},

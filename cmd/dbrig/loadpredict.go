@@ -32,7 +32,7 @@ func (f *loadFlags) checkPredict(k workload.Kind, req study.LoadRequest) error {
 	switch {
 	case !f.predict:
 		return nil
-	case k.Predict == nil:
+	case !reportsRoundTrips(k):
 		return fmt.Errorf("--predict: load %s reports no round trips to predict from", k.Name)
 	case req.Link == nil:
 		return errors.New("--predict: give --link PROFILE[,PROFILE...]: the links to predict the load through")
@@ -40,6 +40,14 @@ func (f *loadFlags) checkPredict(k workload.Kind, req study.LoadRequest) error {
 		return errors.New("--predict: calibrates on this machine; run it without --agents and --listen-agents")
 	}
 	return nil
+}
+
+// reportsRoundTrips says whether a kind counts its transactions' round
+// trips, which --predict calibrates on: a kind with a Predict of its own
+// (a sweep's points predicted from the points before them) may not.
+func reportsRoundTrips(k workload.Kind) bool {
+	_, ok := k.Metric("round_trips_per_tx")
+	return ok && k.Predict != nil
 }
 
 // predictLoad calibrates the load briefly through the calibration's links,

@@ -45,9 +45,9 @@ func TestStudyFileCannotReachWhatDbrigOwns(t *testing.T) {
 		}
 	}
 	pgWant := []string{
-		"owned.toml:69: instance.0.settings.postgres.hba_file: a study may vary performance settings only: hba_file decides who may log in and how",
-		"owned.toml:70: instance.0.settings.postgres.archive_command: a study may vary performance settings only: archive_command decides which shell commands the server runs",
-		`owned.toml:71: instance.0.settings.postgres.cluster_name: cluster_name = "x\\'#\nport = 55999 #": a value may not hold a control character`,
+		"owned.toml:73: instance.0.settings.postgres.hba_file: a study may vary performance settings only: hba_file decides who may log in and how",
+		"owned.toml:74: instance.0.settings.postgres.archive_command: a study may vary performance settings only: archive_command decides which shell commands the server runs",
+		`owned.toml:75: instance.0.settings.postgres.cluster_name: cluster_name = "x\\'#\nport = 55999 #": a value may not hold a control character`,
 	}
 	tests := []struct {
 		args []string
@@ -55,8 +55,8 @@ func TestStudyFileCannotReachWhatDbrigOwns(t *testing.T) {
 	}{
 		{[]string{"run", file, "--scale", "smoke", "--out", filepath.Join(dir, "run")}, pgWant},
 		{[]string{"run", fileMaria, "--scale", "smoke", "--engine", "mariadb", "--out", filepath.Join(dir, "run")},
-			[]string{"owned-maria.toml:73: instance.0.settings.mariadb.init_file: a study may vary performance settings only: init_file decides who may log in and how"}},
-		{[]string{"run", "--resume", resume}, []string{"spec.toml:69: instance.0.settings.postgres.hba_file: a study may vary performance settings only"}},
+			[]string{"owned-maria.toml:77: instance.0.settings.mariadb.init_file: a study may vary performance settings only: init_file decides who may log in and how"}},
+		{[]string{"run", "--resume", resume}, []string{"spec.toml:73: instance.0.settings.postgres.hba_file: a study may vary performance settings only"}},
 	}
 	for _, tt := range tests {
 		base := pgtest.BaseDir(t)

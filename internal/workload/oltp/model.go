@@ -190,6 +190,27 @@ func Model(r workload.Result, all []workload.Result) workload.Prediction {
 		return workload.Prediction{Metrics: map[string]float64{"tps": rate},
 			Formula: fmt.Sprintf("open loop: tps = the arrival rate, %s/s, while the server keeps up", FormatTPS(rate))}
 	}
+	pred := closedLoopModel(r, all)
+	if Mismatched(r) {
+		// The stalls' bound needs the full-duplex twin, not the curve: a
+		// mismatched point alone on its curve still gets it.
+		if s, ok := stallModel(r, all); ok {
+			if pred.Metrics == nil {
+				pred.Metrics, pred.Reason = map[string]float64{}, ""
+			}
+			for k, v := range s.metrics {
+				pred.Metrics[k] = v
+			}
+			pred.Metrics["tps"] = s.tps
+			pred.Formula = strings.TrimSuffix(s.formula+"; "+pred.Formula, "; ")
+		}
+	}
+	return pred
+}
+
+// closedLoopModel is the closed loop's asymptotes fitted on the point's
+// curve so far (no figure without another users level on it).
+func closedLoopModel(r workload.Result, all []workload.Result) workload.Prediction {
 	curve := curveOf(r, all)
 	if len(curve) == 0 {
 		return workload.Prediction{Reason: "no figure: no other users level of the same curve measured"}
@@ -202,15 +223,6 @@ func Model(r workload.Result, all []workload.Result) workload.Prediction {
 	pred.Reason = kneeReason
 	pred.Formula = fmt.Sprintf("closed loop: tps = min(N / (R0 + Z), X_peak) = min(%g / (%s + %s), %s/s) = %s/s; R0 = the mean response at %g users (the lightest load so far), X_peak = the mean of the top %d points so far (seed 001's rule; the highest while there are fewer than 4); knee N* = X_peak × (R0 + Z) = %.0f users",
 		n, FormatMS(m.BaseMS), FormatMS(m.ThinkMS), FormatTPS(m.Peak), FormatTPS(m.TPS(n)), m.BaseUsers, m.PeakPoints, m.Knee)
-	if Mismatched(r) {
-		if s, ok := stallModel(r, all); ok {
-			for k, v := range s.metrics {
-				pred.Metrics[k] = v
-			}
-			pred.Metrics["tps"] = s.tps
-			pred.Formula = s.formula + "; " + pred.Formula
-		}
-	}
 	return pred
 }
 
