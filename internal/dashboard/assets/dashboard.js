@@ -42,7 +42,7 @@
       if (names.length === 0) { return; }
       chart(name).setOption({
         animation: false,
-        grid: { left: 60, right: 20, top: 30, bottom: 40 },
+        grid: { left: 10, right: 20, top: 30, bottom: 40, containLabel: true },
         legend: { top: 0, data: names },
         tooltip: { trigger: "axis" },
         xAxis: { type: "value", name: "s", nameLocation: "middle", nameGap: 25, min: "dataMin" },
