@@ -45,7 +45,11 @@
         grid: { left: 10, right: 20, top: 30, bottom: 40, containLabel: true },
         legend: { top: 0, data: names },
         tooltip: { trigger: "axis" },
-        xAxis: { type: "value", name: "s", nameLocation: "middle", nameGap: 25, min: "dataMin" },
+        // Whole seconds at the axis' ends: dataMin's own figure (6.167451272)
+        // drew past the chart's left edge.
+        xAxis: { type: "value", name: "s", nameLocation: "middle", nameGap: 25,
+          min: function (v) { return Math.floor(v.min); }, max: function (v) { return Math.ceil(v.max); },
+          axisLabel: { formatter: function (x) { return String(Math.round(x * 10) / 10); } } },
         yAxis: { type: "value", name: units[name] },
         series: names.map(function (n) {
           return { name: n, type: "line", showSymbol: false, data: lines[n] };
