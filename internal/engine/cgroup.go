@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -146,8 +147,9 @@ func NewCgroup(name string, l Limits) (*Cgroup, error) {
 		return nil, err
 	}
 	// A killed dbrig's empty cgroups go first, so that they do not pile up
-	// beside the ones of runs that ended well.
-	RemoveStaleCgroups()
+	// beside the ones of runs that ended well: once a process, not at
+	// every server's start (a sweep starts hundreds).
+	staleCgroupsOnce.Do(func() { RemoveStaleCgroups() })
 	name = fmt.Sprintf("%s%s%d", name, ownerMark, os.Getpid())
 	cs := l.controllers()
 	if parent, ok := v2Parent(cs...); ok {
@@ -191,6 +193,8 @@ func newV2(path, parent string, l Limits) (*Cgroup, error) {
 	cg.fd = fd
 	return cg, nil
 }
+
+var staleCgroupsOnce sync.Once
 
 // ownerMark separates a cgroup's name from the id of the dbrig that made it.
 const ownerMark = ".pid"
