@@ -64,14 +64,7 @@ func TestCPUSpeedIsSweptLikeAnyAttribute(t *testing.T) {
 	src := strings.Replace(goodSpec, `engine = "postgres"`, "engine = \"postgres\"\ncpu_speed = \"${speed}\"", 1)
 	src = strings.Replace(src, `gomaxprocs = "${procs}"`, "gomaxprocs = \"${procs}\"\ncpu_speed = 0.75", 1)
 	src = strings.Replace(src, `procs = [1]`, `procs = [1]`+"\nspeed = [\"1\", \"0.5\", \"none\"]", 1)
-	s, err := Parse("demo.toml", []byte(src), reg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := s.Plan("")
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := mustPlan(t, reg, src, "")
 	speeds := map[string]float64{}
 	for _, c := range p.Combos {
 		speeds[fmt.Sprint(c.Values["speed"])] = c.Instances[0].CPUSpeed

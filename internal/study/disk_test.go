@@ -13,14 +13,7 @@ func TestDiskProfilesOfAnInstance(t *testing.T) {
 	reg := NewRegistry(testEngines(), []workload.Kind{testKind()})
 	spec := strings.Replace(goodSpec, `engine = "postgres"`, "engine = \"postgres\"\ndata_disk = \"san-2009\"\nwal_disk = \"${wal}\"", 1)
 	spec = strings.Replace(spec, "procs = [1]", "procs = [1]\nwal = [\"none\", \"sata-hdd\"]", 1)
-	s, err := Parse("demo.toml", []byte(spec), reg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := s.Plan("quick")
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := mustPlan(t, reg, spec, "quick")
 	var got []string
 	for _, c := range p.Combos[:2] {
 		got = append(got, c.Instances[0].DataDisk+"/"+c.Instances[0].WALDisk)
@@ -32,14 +25,7 @@ func TestDiskProfilesOfAnInstance(t *testing.T) {
 	// wal_dir puts it apart, on a disk of its own.
 	for _, tt := range []struct{ walDir, wantWAL string }{{"", ""}, {t.TempDir(), "nvme"}} {
 		one := strings.Replace(goodSpec, `engine = "postgres"`, fmt.Sprintf("engine = \"postgres\"\ndisk = \"nvme\"\nwal_dir = %q", tt.walDir), 1)
-		s, err := Parse("demo.toml", []byte(one), reg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		p, err := s.Plan("")
-		if err != nil {
-			t.Fatal(err)
-		}
+		p := mustPlan(t, reg, one, "")
 		if in := p.Combos[0].Instances[0]; in.DataDisk != "nvme" || in.WALDisk != tt.wantWAL {
 			t.Errorf("disk = nvme, wal_dir = %q: data on %q, WAL on %q, want nvme and %q", tt.walDir, in.DataDisk, in.WALDisk, tt.wantWAL)
 		}

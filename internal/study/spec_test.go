@@ -539,15 +539,8 @@ func TestHostIsCheckedBeforeAnythingStarts(t *testing.T) {
 	good := t.TempDir()
 	src := strings.Replace(goodSpec, `engine = "postgres"`, fmt.Sprintf("engine = \"postgres\"\ncpus = \"${cpu}\"\ndata_dir = %q\nwal_dir = %q", filepath.Join(good, "missing"), file), 1)
 	src = strings.Replace(src, "[sweep]\n", fmt.Sprintf("[sweep]\ncpu = [\"0\", \"%d\"]\n", runtime.NumCPU()), 1)
-	s, err := Parse("demo.toml", []byte(src), reg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := s.Plan("")
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = CheckHost(p)
+	p := mustPlan(t, reg, src, "")
+	err := CheckHost(p)
 	for _, w := range []string{
 		fmt.Sprintf("demo.toml:7: instance.0.cpus: CPU %d of list \"%d\" does not exist on this machine", runtime.NumCPU(), runtime.NumCPU()),
 		"demo.toml:8: instance.0.data_dir: " + filepath.Join(good, "missing") + ": no such file or directory",
@@ -563,13 +556,7 @@ func TestHostIsCheckedBeforeAnythingStarts(t *testing.T) {
 
 	ok := strings.Replace(strings.Replace(src, filepath.Join(good, "missing"), good, 1), file, good, 1)
 	ok = strings.Replace(ok, fmt.Sprintf("cpu = [\"0\", \"%d\"]", runtime.NumCPU()), `cpu = ["0"]`, 1)
-	if s, err = Parse("demo.toml", []byte(ok), reg); err != nil {
-		t.Fatal(err)
-	}
-	if p, err = s.Plan(""); err != nil {
-		t.Fatal(err)
-	}
-	if err := CheckHost(p); err != nil {
+	if err := CheckHost(mustPlan(t, reg, ok, "")); err != nil {
 		t.Errorf("CheckHost of a plan this machine can run = %v", err)
 	}
 }
@@ -640,14 +627,7 @@ func TestSweptMemoryCapMayBeNone(t *testing.T) {
 	reg := NewRegistry(testEngines(), []workload.Kind{testKind()})
 	spec := strings.Replace(goodSpec, `engine = "postgres"`, "engine = \"postgres\"\nmemory = \"${cap}\"", 1)
 	spec = strings.Replace(spec, "procs = [1]", "procs = [1]\ncap = [\"none\", \"512MB\", \"\"]", 1)
-	s, err := Parse("demo.toml", []byte(spec), reg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := s.Plan("quick")
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := mustPlan(t, reg, spec, "quick")
 	var caps []int64
 	for _, c := range p.Combos[:3] {
 		caps = append(caps, c.Instances[0].Memory)
@@ -659,4 +639,18 @@ func TestSweptMemoryCapMayBeNone(t *testing.T) {
 	if _, err := Parse("demo.toml", []byte(bad), reg); err == nil || !strings.Contains(err.Error(), `or "none" for no cap`) {
 		t.Errorf("memory = lots: %v", err)
 	}
+}
+
+// mustPlan parses a study file made in a test and plans a scale of it.
+func mustPlan(t *testing.T, reg *Registry, src, scale string) *Plan {
+	t.Helper()
+	s, err := Parse("demo.toml", []byte(src), reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := s.Plan(scale)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
