@@ -64,24 +64,41 @@ test: ## install what the tests need, vet, run every test, and fail if a test le
 	fi; \
 	rm -rf "$$tmp" "$$untracked"; exit $$status
 
-bench: bench-link bench-rbar bench-oltp bench-script bench-replication ## run the speed benchmarks (ratios measured in one run)
-
-bench-link: ## the link against direct loopback in one run (throughput and added round trip unimpaired, delivered rate from 1 Gbit/s to unlimited), ending with a table of its goals
-	@st=$$(mktemp) || exit 1; \
-	{ $(GO) test -run '^$$' -bench . -benchtime 1x -timeout 20m ./internal/link/; echo $$? > "$$st"; } | scripts/goal-table; \
+# Each bench-* target passes its benchmark's output through scripts/goal-table,
+# which ends it with the table of the goals it printed (GOAL lines, each
+# figure beside its peer's measured in the same run), and exits with the
+# benchmark's status. make bench runs every one with GOALS naming a file they
+# append their output to instead of each ending with its own table, and ends
+# with one table of every goal, between the load averages before and after.
+# A failing benchmark does not stop the others; make bench then fails.
+GOALS ?=
+bench_goals = @st=$$(mktemp) || exit 1; \
+	{ $(1); echo $$? > "$$st"; } | scripts/goal-table $(if $(GOALS),--append "$(GOALS)"); \
 	status=$$(cat "$$st"); rm -f "$$st"; exit $$status
 
-bench-rbar: ## the row-by-row client's round trips per second against pgbench (PostgreSQL) and sysbench oltp_point_select (MariaDB)
-	$(GO) test -run '^$$' -bench . -benchtime 5s ./internal/workload/rbar/
+bench: ## every speed benchmark (about 30 minutes on a quiet machine), ending with one table of every goal: each figure, its peer's in the same run, the ratio, the goal and the verdict
+	@goals=$$(mktemp) || exit 1; trap 'rm -f "$$goals"' EXIT; status=0; \
+	echo "load average: $$(cat /proc/loadavg)"; \
+	for t in bench-link bench-rbar bench-oltp bench-script bench-replication; do \
+		$(MAKE) --no-print-directory $$t GOALS="$$goals" || status=$$?; \
+	done; \
+	echo; echo "load average: $$(cat /proc/loadavg)"; echo; \
+	scripts/goal-table --table-only < "$$goals"; exit $$status
 
-bench-oltp: ## dbrig's point-select against pgbench -S -M prepared and sysbench oltp_point_select at 1, 2, 4, 8 clients on one socket; open loop against pgbench -R, also with the server stalled (about 9 minutes)
-	$(GO) test -run '^$$' -bench 'PointSelectVs|StalledServer' -benchtime 1x -timeout 30m ./internal/workload/oltp/
+bench-link: ## the link against direct loopback in one run (throughput and added round trip unimpaired, delivered rate from 1 Gbit/s to unlimited), ending with a table of its goals
+	$(call bench_goals,$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 20m ./internal/link/)
 
-bench-script: ## pgbench's select-only and tpcb-like under dbrig's script runner against pgbench -M prepared at 1, 2, 4, 8 clients on one socket (about 5 minutes)
-	$(GO) test -run '^$$' -bench ScriptVsPgbench -benchtime 1x -timeout 30m ./internal/workload/script/
+bench-rbar: ## the row-by-row client's round trips per second against pgbench (PostgreSQL) and sysbench oltp_point_select (MariaDB), ending with a table of its goals
+	$(call bench_goals,$(GO) test -run '^$$' -bench . -benchtime 5s ./internal/workload/rbar/)
 
-bench-replication: ## the replication agent as a user meets it (fsync on, cold, last row visible) against native logical replication and across 77 ms, the seed's agents against their models, then initial sync and backlog against native through the same WANs (about 6 minutes on a quiet machine)
-	$(GO) test -run '^$$' -bench 'FasterThanNative|SeedModels|WANAgainstNative' -benchtime 1x -timeout 60m -v ./internal/workload/georep/
+bench-oltp: ## dbrig's point-select against pgbench -S -M prepared and sysbench oltp_point_select at 1, 2, 4, 8 clients on one socket; open loop against pgbench -R, also with the server stalled (about 9 minutes), ending with a table of its goals
+	$(call bench_goals,$(GO) test -run '^$$' -bench 'PointSelectVs|StalledServer' -benchtime 1x -timeout 30m ./internal/workload/oltp/)
+
+bench-script: ## pgbench's select-only and tpcb-like under dbrig's script runner against pgbench -M prepared at 1, 2, 4, 8 clients on one socket (about 5 minutes), ending with a table of its goals
+	$(call bench_goals,$(GO) test -run '^$$' -bench ScriptVsPgbench -benchtime 1x -timeout 30m ./internal/workload/script/)
+
+bench-replication: ## the replication agent as a user meets it (fsync on, cold, last row visible) against native logical replication and across 77 ms, the seed's agents against their models, then initial sync and backlog against native through the same WANs (about 6 minutes on a quiet machine), ending with a table of its goals
+	$(call bench_goals,$(GO) test -run '^$$' -bench 'FasterThanNative|SeedModels|WANAgainstNative' -benchtime 1x -timeout 60m -v ./internal/workload/georep/)
 
 accept-predict: ## pgbench's tpcb-like (-M prepared) predicted before it runs at RTT 1, 5 and 20 ms with 1 and 4 users, each held to 5 % of the measured tps; prints the table (about 1 minute; a quiet machine)
 	scripts/install-deps --test

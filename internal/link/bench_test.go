@@ -5,13 +5,13 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os"
 	"slices"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/dbrig/dbrig/internal/benchgoal"
 	"github.com/dbrig/dbrig/internal/units"
 )
 
@@ -24,15 +24,9 @@ import (
 // median of benchRounds alternating rounds (the link first in one round,
 // direct loopback first in the next), and each ratio is the median of the
 // rounds' ratios: a burst of load elsewhere moves both sides of a round.
-// Besides the metrics each benchmark reports, every goal is printed as one
-// line
-//
-//	GOAL <name> <ours> <peer> <ratio> <goal> <met|MISSED>
-//
-// which `make bench-link` collects into a table, and where the time goes as
-// one line
-//
-//	WHERE <name> <what was measured>
+// Besides the metrics each benchmark reports, every goal is printed as a
+// GOAL line and where its time goes as a WHERE line (internal/benchgoal),
+// which `make bench-link` and `make bench` collect into a table.
 //
 // A bulk transfer's CPU time per KiB (the whole process: sender, link and
 // receiver) against direct loopback's is the link's cost, which holds it
@@ -142,8 +136,8 @@ func printCPUCost(b *testing.B, name string, direct, link []transfer) {
 	b.ReportMetric(median(cpuPerKiB(direct)), "direct-cpu-ns/KiB")
 	b.ReportMetric(median(cpuPerKiB(link)), "link-cpu-ns/KiB")
 	b.ReportMetric(cost, "cpu-per-byte-ratio")
-	fmt.Fprintf(os.Stdout, "WHERE %s CPU time per KiB moved (sender, link and receiver in one process): %.0f ns through the link, %.0f ns direct (%.1fx)\n",
-		name, median(cpuPerKiB(link)), median(cpuPerKiB(direct)), cost)
+	benchgoal.Where(b, name, "CPU time per KiB moved (sender, link and receiver in one process): %.0f ns through the link, %.0f ns direct (%.1fx)",
+		median(cpuPerKiB(link)), median(cpuPerKiB(direct)), cost)
 }
 
 // roundTrips runs n 64-byte ping-pongs on one connection and returns each
@@ -197,15 +191,6 @@ func ratios(num, den []float64) []float64 {
 	return r
 }
 
-// printGoal prints one GOAL line.
-func printGoal(name, ours, peer, ratio, goal string, met bool) {
-	verdict := "MISSED"
-	if met {
-		verdict = "met"
-	}
-	fmt.Fprintf(os.Stdout, "GOAL %s %s %s %s %s %s\n", name, ours, peer, ratio, goal, verdict)
-}
-
 func mbps(bytesPerSecond float64) string { return fmt.Sprintf("%.0fMB/s", bytesPerSecond/1e6) }
 
 // BenchmarkProxyVsDirect measures direct loopback and the link with no
@@ -239,12 +224,12 @@ func BenchmarkProxyVsDirect(b *testing.B) {
 	b.ReportMetric(us(median(rttDirect)), "direct-rtt-median-us")
 	b.ReportMetric(us(median(rttLink)), "proxy-rtt-median-us")
 	b.ReportMetric(us(addedMedian), "added-rtt-median-us")
-	printGoal("link-unimpaired-throughput", mbps(median(proxied)), mbps(median(direct)),
-		fmt.Sprintf("%.2f", ratio), ">=0.90", ratio >= 0.9)
-	printGoal("link-unimpaired-rtt", fmt.Sprintf("%.1fus", us(median(rttLink))), fmt.Sprintf("%.1fus", us(median(rttDirect))),
-		fmt.Sprintf("%+.1fus", us(addedMedian)), "<=+5us", addedMedian <= 5*time.Microsecond)
+	benchgoal.Print(b, benchgoal.AtLeast("link-unimpaired-throughput", mbps(median(proxied)), mbps(median(direct)), ratio, 0.9))
+	benchgoal.Print(b, benchgoal.Goal{Name: "link-unimpaired-rtt", Ours: fmt.Sprintf("%.1fus", us(median(rttLink))),
+		Peer: fmt.Sprintf("%.1fus", us(median(rttDirect))), Ratio: fmt.Sprintf("%+.1fus", us(addedMedian)), Wanted: "<=+5us",
+		Met: addedMedian <= 5*time.Microsecond})
 	printCPUCost(b, "link-unimpaired-throughput", directT, proxiedT)
-	fmt.Fprintf(os.Stdout, "WHERE link-unimpaired-rtt the link adds %.2fx direct's own round trip: each way, a message waits for one more wake-up, read and write, in the link's relay\n",
+	benchgoal.Where(b, "link-unimpaired-rtt", "the link adds %.2fx direct's own round trip: each way, a message waits for one more wake-up, read and write, in the link's relay",
 		median(ratios(durations(added), durations(rttDirect))))
 }
 
@@ -311,6 +296,7 @@ func benchImpaired(b *testing.B, name string, cfg Config) {
 	if cfg.Rate > 0 {
 		goal = fmt.Sprintf(">=0.90*min(%s,direct)", mbps(cfg.Rate.BytesPerSecond()))
 	}
-	printGoal("link-"+name, mbps(median(delivered)), mbps(median(direct)), fmt.Sprintf("%.2f", ratio), goal, ratio >= 0.9)
+	benchgoal.Print(b, benchgoal.Goal{Name: "link-" + name, Ours: mbps(median(delivered)), Peer: mbps(median(direct)),
+		Ratio: fmt.Sprintf("%.2f", ratio), Wanted: goal, Met: ratio >= 0.9})
 	printCPUCost(b, "link-"+name, directT, deliveredT)
 }
