@@ -7,6 +7,7 @@ import (
 
 	"testing"
 
+	"github.com/dbrig/dbrig/internal/benchgoal"
 	"github.com/dbrig/dbrig/internal/link"
 	"github.com/dbrig/dbrig/internal/replication"
 	"github.com/dbrig/dbrig/internal/units"
@@ -16,6 +17,8 @@ import (
 // native logical replication through.
 type wanLink struct {
 	name string
+	// slug names the link in a goal's name, one word.
+	slug string
 	cfg  link.Config
 }
 
@@ -33,8 +36,8 @@ func wanLinks(tb testing.TB) []wanLink {
 	}
 	fast.Rate = 100 * units.Mbit
 	return []wanLink{
-		{"tukwila-blueridge+legacy-window", legacy},
-		{"tukwila-blueridge+autotuned at 100 Mbit/s", fast},
+		{"tukwila-blueridge+legacy-window", "legacy-window", legacy},
+		{"tukwila-blueridge+autotuned at 100 Mbit/s", "100mbit", fast},
 	}
 }
 
@@ -57,7 +60,7 @@ func windowModel(l link.Config, bytes int64, conns int) float64 {
 // wanFigure is one row of the table: dbrig's time and native's through the
 // same link, and what crossed it.
 type wanFigure struct {
-	what                    string
+	what, goalName          string
 	native, dbrig           time.Duration
 	nativeBytes, dbrigBytes int64
 	nativeConns, dbrigConns int
@@ -66,6 +69,15 @@ type wanFigure struct {
 }
 
 func (f *wanFigure) ratio() float64 { return f.native.Seconds() / f.dbrig.Seconds() }
+
+// printGoal prints the figure as a goal (native's time against dbrig's) and
+// where its time goes by the window/RTT model.
+func (f *wanFigure) printGoal(b *testing.B) {
+	seconds := func(d time.Duration) string { return fmt.Sprintf("%.2fs", d.Seconds()) }
+	benchgoal.Print(b, benchgoal.AtLeast(f.goalName, seconds(f.dbrig), seconds(f.native), f.ratio(), f.goal))
+	benchgoal.Where(b, f.goalName, "by the window/RTT model, dbrig's %.1f MB on %d connections need %.2f s, native's %.1f MB on %d %.2f s",
+		float64(f.dbrigBytes)/1e6, f.dbrigConns, f.dbrigModel, float64(f.nativeBytes)/1e6, f.nativeConns, f.nativeModel)
+}
 
 func (f *wanFigure) String() string {
 	verdict := "met"
@@ -145,7 +157,8 @@ func initThroughLink(ctx context.Context, cfg replication.Config, t replication.
 // DBRIG_BENCH_WAN_READ_STREAMS the agent's --read-streams (default 8).
 //
 // It prints a table: each figure, native's, the ratio, the goal and the
-// window/RTT model's time for what crossed the link.
+// window/RTT model's time for what crossed the link; and each figure as a
+// goal (internal/benchgoal).
 //
 //	go test -run '^$' -bench WANAgainstNative -benchtime 1x -timeout 60m -v ./internal/workload/georep/
 func BenchmarkWANAgainstNative(b *testing.B) {
@@ -160,7 +173,8 @@ func BenchmarkWANAgainstNative(b *testing.B) {
 		var table []*wanFigure
 		for _, l := range wanLinks(b) {
 			b.Logf("%s: initial sync of %d rows of 1 KB", l.name, initRows)
-			in := &wanFigure{what: fmt.Sprintf("initial sync, %d rows, %s", initRows, l.name), goal: 5, nativeConns: 1, dbrigConns: 1}
+			in := &wanFigure{what: fmt.Sprintf("initial sync, %d rows, %s", initRows, l.name), goal: 5, nativeConns: 1, dbrigConns: 1,
+				goalName: fmt.Sprintf("repl-init-%d-rows-%s", initRows, l.slug)}
 			in.nativeBytes = throughLink(ctx, b, pubAddr, l.cfg, func(via string) error {
 				viaPub, err := p.pub.Conn("app").Via(via)
 				if err != nil {
@@ -184,7 +198,8 @@ func BenchmarkWANAgainstNative(b *testing.B) {
 			b.Logf("  dbrig  %.3f s (%d streams)", in.dbrig.Seconds(), in.dbrigConns)
 
 			b.Logf("%s: a backlog of %d changes of 1 KB", l.name, changes)
-			dr := &wanFigure{what: fmt.Sprintf("backlog of %d changes, %s", changes, l.name), goal: 3, nativeConns: 1, dbrigConns: readStreams}
+			dr := &wanFigure{what: fmt.Sprintf("backlog of %d changes, %s", changes, l.name), goal: 3, nativeConns: 1, dbrigConns: readStreams,
+				goalName: fmt.Sprintf("repl-backlog-%d-changes-%s", changes, l.slug)}
 			dr.nativeBytes = throughLink(ctx, b, pubAddr, l.cfg, func(via string) error {
 				viaPub, err := p.pub.Conn("app").Via(via)
 				if err != nil {
@@ -216,6 +231,7 @@ func BenchmarkWANAgainstNative(b *testing.B) {
 		b.Logf("dbrig against native through the same link (ratio: native's time / dbrig's; model: MB crossed / min(rate, connections x window / RTT)):")
 		for _, f := range table {
 			b.Logf("  %s", f)
+			f.printGoal(b)
 		}
 	}
 }

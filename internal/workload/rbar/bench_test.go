@@ -15,6 +15,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/dbrig/dbrig/internal/benchgoal"
 	"github.com/dbrig/dbrig/internal/engine"
 	"github.com/dbrig/dbrig/internal/engine/mariadb/mariatest"
 	"github.com/dbrig/dbrig/internal/engine/postgres"
@@ -71,7 +72,7 @@ func roundTripsPerSecond(tb testing.TB, ci postgres.ConnInfo, n int64) float64 {
 // BenchmarkRowByRowVsPgbench measures the row-by-row client's round trips
 // per second against pgbench doing the same on the same unix socket in the
 // same run (pgbench before and after, averaged), and reports the ratio.
-// Target: ratio >= 0.8.
+// Target: ratio >= 0.8, printed as the goal rbar-vs-pgbench.
 //
 //	go test -run '^$' -bench RowByRowVsPgbench ./internal/workload/rbar/
 func BenchmarkRowByRowVsPgbench(b *testing.B) {
@@ -91,6 +92,7 @@ func BenchmarkRowByRowVsPgbench(b *testing.B) {
 	b.ReportMetric(t, "pgbench-tps")
 	b.ReportMetric(o/t, "ratio")
 	b.Logf("row-by-row client %.0f round trips/s, pgbench %.0f tps, ratio %.2f (target >= 0.8)", o, t, o/t)
+	benchgoal.Print(b, benchgoal.AtLeast("rbar-vs-pgbench", fmt.Sprintf("%.0frt/s", o), fmt.Sprintf("%.0ftps", t), o/t, 0.8))
 }
 
 // sysbench runs Debian's sysbench (1.0.20) with the mysql driver against a
@@ -218,7 +220,7 @@ func processCPU(tb testing.TB) time.Duration {
 // per second on MariaDB against sysbench oltp_point_select (one thread,
 // server-side prepared statements) on the same unix socket of the same
 // server in the same run, nine times each, alternating, and reports the
-// ratio of the medians. Target: ratio >= 1.0. It also reports the ratio
+// ratio of the medians. Target: ratio >= 1.0 (the goal rbar-vs-sysbench). It also reports the ratio
 // against sysbench running the client's own statement, a prepared
 // SELECT ? (ratio-same-query), since oltp_point_select also reads an
 // InnoDB row, and the CPU time each client spends per round trip (its
@@ -265,6 +267,9 @@ func BenchmarkRowByRowVsSysbench(b *testing.B) {
 	b.Logf("row-by-row client %.0f round trips/s, %.1f µs of client CPU each; sysbench oltp_point_select %.0f tps, %.1f µs (ratio %.2f, target >= 1.0); sysbench SELECT ? %.0f tps, %.1f µs (ratio %.2f)",
 		o, median(oursCPU), p, median(pointCPU), o/p, s, median(sameCPU), o/s)
 	b.Logf("each run: dbrig %.0f; oltp_point_select %.0f; SELECT ? %.0f", ours, point, same)
+	benchgoal.Print(b, benchgoal.AtLeast("rbar-vs-sysbench", fmt.Sprintf("%.0frt/s", o), fmt.Sprintf("%.0ftps", p), o/p, 1.0))
+	benchgoal.Where(b, "rbar-vs-sysbench", "client CPU per round trip: %.1f us the row-by-row client, %.1f us sysbench oltp_point_select, %.1f us sysbench SELECT ? (%.0f tps, ratio %.2f)",
+		median(oursCPU), median(pointCPU), median(sameCPU), s, o/s)
 }
 
 func median(v []float64) float64 {

@@ -13,6 +13,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/dbrig/dbrig/internal/benchgoal"
 	"github.com/dbrig/dbrig/internal/engine/postgres"
 	"github.com/dbrig/dbrig/internal/engine/postgres/pgtest"
 	"github.com/dbrig/dbrig/internal/load"
@@ -30,7 +31,8 @@ import (
 //
 //	make bench-script   # go test -run '^$' -bench ScriptVsPgbench -benchtime 1x -timeout 30m ./internal/workload/script/
 //
-// Target: ratio >= 1.0 for both scripts at every client count.
+// Target: ratio >= 1.0 for both scripts at every client count, each
+// printed as a goal (internal/benchgoal).
 
 // benchClients are the client counts compared (DBRIG_BENCH_CLIENTS, a
 // comma-separated list, picks others).
@@ -198,6 +200,10 @@ func BenchmarkScriptVsPgbench(b *testing.B) {
 					fmt.Sprintf("%.2f", ratio), fmt.Sprintf("%.1f", ours.median(cpu)), fmt.Sprintf("%.1f", theirs.median(cpu)),
 					fmt.Sprintf("%.2f", ours.median(csw)), fmt.Sprintf("%.2f", theirs.median(csw))})
 				b.ReportMetric(ratio, fmt.Sprintf("ratio-%s-%d", script, n))
+				name := fmt.Sprintf("script-%s-%d-clients", script, n)
+				benchgoal.Print(b, benchgoal.AtLeast(name, fmt.Sprintf("%.0ftps", ours.median(tps)), fmt.Sprintf("%.0ftps", theirs.median(tps)), ratio, 1.0))
+				benchgoal.Where(b, name, "client CPU per transaction: %.1f us dbrig, %.1f us pgbench; context switches per transaction: %.2f dbrig, %.2f pgbench",
+					ours.median(cpu), theirs.median(cpu), ours.median(csw), theirs.median(csw))
 			}
 		}
 		var sb strings.Builder
