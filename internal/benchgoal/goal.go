@@ -47,10 +47,11 @@ func AtMost(name, ours, peer string, ratio, want float64) Goal {
 }
 
 // Within is a goal met when ratio lies within share of 1 either way: a
-// figure that must agree with the peer's, neither side better.
+// figure that must agree with the peer's, neither side better. Its ratio
+// reads as the difference, +19%.
 func Within(name, ours, peer string, ratio, share float64) Goal {
-	return Goal{Name: name, Ours: ours, Peer: peer, Ratio: fmt.Sprintf("%.2f", ratio),
-		Wanted: fmt.Sprintf("%.2f..%.2f", 1-share, 1+share), Met: ratio >= 1-share && ratio <= 1+share}
+	return Goal{Name: name, Ours: ours, Peer: peer, Ratio: fmt.Sprintf("%+.0f%%", 100*(ratio-1)),
+		Wanted: fmt.Sprintf("within+-%.0f%%", 100*share), Met: ratio >= 1-share && ratio <= 1+share}
 }
 
 // Line is the goal's GOAL line, or an error naming the field that would

@@ -19,9 +19,9 @@ func TestVerdictsAreComputedFromTheRatio(t *testing.T) {
 		{AtLeast("rate-missed", "8MB/s", "10MB/s", 0.8, 0.9), "GOAL rate-missed 8MB/s 10MB/s 0.80 >=0.90 MISSED"},
 		{AtMost("time-met", "1.2s", "1.0s", 1.2, 1.2), "GOAL time-met 1.2s 1.0s 1.20 <=1.20 met"},
 		{AtMost("time-missed", "1.5s", "1.0s", 1.5, 1.2), "GOAL time-missed 1.5s 1.0s 1.50 <=1.20 MISSED"},
-		{Within("p99-met", "105us", "100us", 1.05, 0.1), "GOAL p99-met 105us 100us 1.05 0.90..1.10 met"},
-		{Within("p99-missed-low", "70us", "100us", 0.7, 0.1), "GOAL p99-missed-low 70us 100us 0.70 0.90..1.10 MISSED"},
-		{Within("p99-missed-high", "143us", "100us", 1.43, 0.1), "GOAL p99-missed-high 143us 100us 1.43 0.90..1.10 MISSED"},
+		{Within("p99-met", "105us", "100us", 1.05, 0.1), "GOAL p99-met 105us 100us +5% within+-10% met"},
+		{Within("p99-missed-low", "70us", "100us", 0.7, 0.1), "GOAL p99-missed-low 70us 100us -30% within+-10% MISSED"},
+		{Within("p99-missed-high", "143us", "100us", 1.43, 0.1), "GOAL p99-missed-high 143us 100us +43% within+-10% MISSED"},
 	} {
 		got, err := tt.goal.Line()
 		if err != nil || got != tt.want {
@@ -82,8 +82,8 @@ oltp-pgbench-1-clients  15501tps  10852tps  1.43     >=1.00                     
 oltp-pgbench-2-clients  78000tps  76805tps  1.02     >=1.00                       met
 repl-pull-vs-loopback   1.185s    1.005s    1.18     <=1.20                       met
 repl-cold-pull          1.597s    1.087s    1.47     <=1.20                       MISSED
-oltp-open-loop-p50      233us     195us     1.19     0.90..1.10                   MISSED
-oltp-open-loop-p99.9    2.1ms     2.0ms     1.05     0.90..1.10                   met
+oltp-open-loop-p50      233us     195us     +19%     within+-10%                  MISSED
+oltp-open-loop-p99.9    2.1ms     2.0ms     +5%      within+-10%                  met
 link-unimpaired-rtt     34.9us    18.0us    +17.7us  <=+5us                       MISSED
 link-1gbit              125MB/s   2130MB/s  1.00     >=0.90*min(125MB/s,direct)   met
 link-infiniband         1523MB/s  2629MB/s  0.55     >=0.90*min(5000MB/s,direct)  MISSED
