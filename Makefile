@@ -76,7 +76,7 @@ bench_goals = @st=$$(mktemp) || exit 1; \
 	{ $(1); echo $$? > "$$st"; } | scripts/goal-table $(if $(GOALS),--append "$(GOALS)"); \
 	status=$$(cat "$$st"); rm -f "$$st"; exit $$status
 
-bench: ## every speed benchmark (about 30 minutes on a quiet machine), ending with one table of every goal: each figure, its peer's in the same run, the ratio, the goal and the verdict
+bench: ## every speed benchmark (16 minutes on a quiet machine), ending with one table of every goal: each figure, its peer's in the same run, the ratio, the goal and the verdict
 	@goals=$$(mktemp) || exit 1; trap 'rm -f "$$goals"' EXIT; status=0; \
 	echo "load average: $$(cat /proc/loadavg)"; \
 	for t in bench-link bench-rbar bench-oltp bench-script bench-replication; do \
