@@ -475,144 +475,222 @@ func (c *conn) read(d direction, in *inbox, src net.Conn) {
 // receiver at its delivery time, in order. The FIN is passed on with
 // CloseWrite once everything ahead of it is delivered.
 func (c *conn) schedule(f *flow, in *inbox, dst net.Conn) {
-	clk := c.p.clock
-	var (
-		pending    []arrival // read, not yet admitted
-		out        []item    // admitted, not yet delivered
-		head       int
-		segs       []segment
-		bufs       net.Buffers
-		vt         time.Time // the model's time of the last admission
-		stallStart time.Time // when the window last filled with data waiting
-		// The arrival times of the last two reads: a read that came less
-		// than one one-way delay after the one before is part of a stream.
-		prevAt, lastAt time.Time
-	)
-	for {
-		pending = in.take(pending)
-		now := clk.Now()
-		var creditAt time.Time // when the window next opens, if data waits for it
-		for len(pending) > 0 {
-			a := &pending[0]
-			t := later(vt, a.at)
-			if a.fin {
-				out = append(out, item{fin: true, deliver: f.finDelivery(t)})
-				pending = pending[1:]
-				break // nothing follows a FIN
-			}
-			credit := f.credit(t)
-			if credit <= 0 {
-				if stallStart.IsZero() {
-					stallStart = t
-				}
-				at := f.nextCredit()
-				if at.After(now) {
-					creditAt = at
-					break
-				}
-				t = at
-				credit = f.credit(t)
-				c.p.rec.stalled(f.dir, t.Sub(stallStart))
-				stallStart = time.Time{}
-			}
-			vt = t
-			k := int(min(credit, int64(a.n-a.off)))
-			segs = f.admit(t, k, segs[:0])
-			for i, sg := range segs {
-				out = append(out, item{c: a.c, off: a.off + sg.off, n: sg.n, deliver: sg.deliver,
-					last: i == len(segs)-1 && a.off+k == a.n})
-			}
-			if a.off == 0 {
-				prevAt, lastAt = lastAt, a.at
-			}
-			a.off += k
-			in.release(k)
-			if a.off == a.n {
-				pending[0] = arrival{}
-				pending = pending[1:]
-			}
-		}
+	s := &scheduler{c: c, f: f, in: in, dst: dst, clk: c.p.clock}
+	s.run()
+}
 
-		// Deliver what is due, coalescing the pieces of one read.
-		bufs = bufs[:0]
-		n, nsegs, fin, done := 0, 0, false, head
-		for done < len(out) && !out[done].deliver.After(now) && n < maxBatch {
-			it := out[done]
-			done++
-			if it.fin {
-				fin = true
-				break
-			}
-			if k := len(bufs) - 1; k >= 0 && out[done-2].c == it.c && out[done-2].off+out[done-2].n == it.off {
-				bufs[k] = bufs[k][:len(bufs[k])+it.n]
-			} else {
-				bufs = append(bufs, it.c.buf[it.off:it.off+it.n])
-			}
-			n += it.n
-			nsegs++
-		}
-		if n > 0 {
-			wb := bufs // WriteTo consumes its receiver
-			if _, err := wb.WriteTo(dst); err != nil {
-				c.fail("write", f.dir, err)
-				return
-			}
-			at := clk.Now()
-			c.p.rec.delivered(f.dir, n, nsegs, at, at.Sub(out[head].deliver))
-		}
-		for ; head < done; head++ {
-			if out[head].last {
-				c.p.putChunk(out[head].c)
-			}
-			out[head] = item{}
-		}
-		if head == len(out) {
-			out, head = out[:0], 0
-		} else if head > 1024 && head*2 > len(out) {
-			out = out[:copy(out, out[head:])]
-			head = 0
+// scheduler is a direction's scheduling state, which lives as long as the
+// connection and is kept between its passes: one pass admits, delivers
+// what is due and sleeps until there is more to do.
+type scheduler struct {
+	c   *conn
+	f   *flow
+	in  *inbox
+	dst net.Conn
+	clk clock
+
+	pending    []arrival // read, not yet admitted
+	out        []item    // admitted; out[head:] not yet delivered
+	head       int
+	segs       []segment // reused by every admission
+	bufs       net.Buffers
+	vt         time.Time // the model's time of the last admission
+	stallStart time.Time // when the window last filled with data waiting
+	// The arrival times of the last two reads: a read that came less
+	// than one one-way delay after the one before is part of a stream.
+	prevAt, lastAt time.Time
+}
+
+// batch is the run of due items one write delivers: out[head:end].
+type batch struct {
+	end, bytes, segs int
+	fin              bool // the FIN ends the batch: the direction is done
+}
+
+func (s *scheduler) run() {
+	for {
+		s.pending = s.in.take(s.pending)
+		now := s.clk.Now()
+		creditAt := s.admit(now)
+		fin, ok := s.deliverDue(now)
+		if !ok {
+			return
 		}
 		if fin {
-			closeWrite(dst)
+			closeWrite(s.dst)
 			return
 		}
-
-		// Sleep until the next delivery or window credit, or until the reader
-		// brings something.
-		next := creditAt
-		precise := false
-		if head < len(out) && (next.IsZero() || out[head].deliver.Before(next)) {
-			next = out[head].deliver
-			// Spin for precision only when the head is all there is: the end of
-			// a message, whose arrival the receiver acts on. A backed-up stream
-			// keeps its average rate by absolute deadlines without spinning,
-			// and admissions are stamped with exact times whenever they run.
-			// A message that follows the one before within one one-way
-			// delay is part of a stream of small writes (a server sending
-			// each row as it goes): spinning for each would take the CPU
-			// from the sender and the receiver, and a stream is paced by
-			// its deadlines anyway.
-			precise = head == len(out)-1 && len(pending) == 0 &&
-				(prevAt.IsZero() || lastAt.Sub(prevAt) >= f.delay)
-		}
-		select {
-		case <-c.done:
+		if !s.wait(creditAt) {
 			return
-		default:
 		}
-		if next.IsZero() {
-			select {
-			case <-in.notify:
-			case <-c.done:
-				return
-			}
-			continue
-		}
-		if len(pending) > 0 && creditAt.IsZero() {
-			continue // more to admit: a batch was cut short
-		}
-		clk.SleepUntil(next, precise, in.notify)
 	}
+}
+
+// admit admits pending reads up to now as the window allows. It returns
+// when the window next opens if data waits for it past now, else zero.
+func (s *scheduler) admit(now time.Time) (creditAt time.Time) {
+	for len(s.pending) > 0 {
+		a := &s.pending[0]
+		t := later(s.vt, a.at)
+		if a.fin {
+			s.out = append(s.out, item{fin: true, deliver: s.f.finDelivery(t)})
+			s.pending = s.pending[1:]
+			return time.Time{} // nothing follows a FIN
+		}
+		t, credit, open := s.creditFrom(t, now)
+		if !open {
+			return t
+		}
+		s.admitPart(a, t, credit)
+	}
+	return time.Time{}
+}
+
+// creditFrom returns the time from t on at which data may be admitted and
+// the window's credit then: at t, or, when the window is full, at its next
+// opening, which ends a stall. It reports open false, with the opening's
+// time, when the window opens only after now.
+func (s *scheduler) creditFrom(t, now time.Time) (at time.Time, credit int64, open bool) {
+	if credit = s.f.credit(t); credit > 0 {
+		return t, credit, true
+	}
+	if s.stallStart.IsZero() {
+		s.stallStart = t
+	}
+	at = s.f.nextCredit()
+	if at.After(now) {
+		return at, 0, false
+	}
+	credit = s.f.credit(at)
+	s.c.p.rec.stalled(s.f.dir, at.Sub(s.stallStart))
+	s.stallStart = time.Time{}
+	return at, credit, true
+}
+
+// admitPart admits as much of the head read a as credit allows at t and
+// queues its segments for delivery; a fully admitted read leaves pending.
+func (s *scheduler) admitPart(a *arrival, t time.Time, credit int64) {
+	s.vt = t
+	k := int(min(credit, int64(a.n-a.off)))
+	s.segs = s.f.admit(t, k, s.segs[:0])
+	for i, sg := range s.segs {
+		s.out = append(s.out, item{c: a.c, off: a.off + sg.off, n: sg.n, deliver: sg.deliver,
+			last: i == len(s.segs)-1 && a.off+k == a.n})
+	}
+	if a.off == 0 {
+		s.prevAt, s.lastAt = s.lastAt, a.at
+	}
+	a.off += k
+	s.in.release(k)
+	if a.off == a.n {
+		s.pending[0] = arrival{}
+		s.pending = s.pending[1:]
+	}
+}
+
+// deliverDue writes what is due at now in one write and frees what it
+// wrote. It reports whether the FIN was reached, and ok false when the
+// write failed (the connection is then failed).
+func (s *scheduler) deliverDue(now time.Time) (fin, ok bool) {
+	b := s.collectDue(now)
+	if b.bytes > 0 {
+		wb := s.bufs // WriteTo consumes its receiver
+		if _, err := wb.WriteTo(s.dst); err != nil {
+			s.c.fail("write", s.f.dir, err)
+			return false, false
+		}
+		at := s.clk.Now()
+		s.c.p.rec.delivered(s.f.dir, b.bytes, b.segs, at, at.Sub(s.out[s.head].deliver))
+	}
+	s.retire(b.end)
+	return b.fin, true
+}
+
+// collectDue gathers the items due at now into bufs, coalescing the pieces
+// of one read, up to maxBatch bytes or the FIN.
+func (s *scheduler) collectDue(now time.Time) batch {
+	out, bufs := s.out, s.bufs[:0]
+	b := batch{end: s.head}
+	for b.end < len(out) && !out[b.end].deliver.After(now) && b.bytes < maxBatch {
+		it := out[b.end]
+		b.end++
+		if it.fin {
+			b.fin = true
+			break
+		}
+		if k := len(bufs) - 1; k >= 0 && out[b.end-2].c == it.c && out[b.end-2].off+out[b.end-2].n == it.off {
+			bufs[k] = bufs[k][:len(bufs[k])+it.n]
+		} else {
+			bufs = append(bufs, it.c.buf[it.off:it.off+it.n])
+		}
+		b.bytes += it.n
+		b.segs++
+	}
+	s.bufs = bufs
+	return b
+}
+
+// retire frees the chunks of the delivered items out[head:end] and
+// reclaims their room in out.
+func (s *scheduler) retire(end int) {
+	for ; s.head < end; s.head++ {
+		if s.out[s.head].last {
+			s.c.p.putChunk(s.out[s.head].c)
+		}
+		s.out[s.head] = item{}
+	}
+	if s.head == len(s.out) {
+		s.out, s.head = s.out[:0], 0
+	} else if s.head > 1024 && s.head*2 > len(s.out) {
+		s.out = s.out[:copy(s.out, s.out[s.head:])]
+		s.head = 0
+	}
+}
+
+// wait sleeps until the next delivery or window credit (creditAt), or
+// until the reader brings something. It reports false when the connection
+// ends.
+func (s *scheduler) wait(creditAt time.Time) bool {
+	next, precise := s.nextWake(creditAt)
+	select {
+	case <-s.c.done:
+		return false
+	default:
+	}
+	if next.IsZero() {
+		select {
+		case <-s.in.notify:
+			return true
+		case <-s.c.done:
+			return false
+		}
+	}
+	if len(s.pending) > 0 && creditAt.IsZero() {
+		return true // more to admit: a batch was cut short
+	}
+	s.clk.SleepUntil(next, precise, s.in.notify)
+	return true
+}
+
+// nextWake returns the earlier of creditAt and the head's delivery, and
+// whether to spin for it.
+func (s *scheduler) nextWake(creditAt time.Time) (next time.Time, precise bool) {
+	next = creditAt
+	if s.head < len(s.out) && (next.IsZero() || s.out[s.head].deliver.Before(next)) {
+		next = s.out[s.head].deliver
+		// Spin for precision only when the head is all there is: the end of
+		// a message, whose arrival the receiver acts on. A backed-up stream
+		// keeps its average rate by absolute deadlines without spinning,
+		// and admissions are stamped with exact times whenever they run.
+		// A message that follows the one before within one one-way
+		// delay is part of a stream of small writes (a server sending
+		// each row as it goes): spinning for each would take the CPU
+		// from the sender and the receiver, and a stream is paced by
+		// its deadlines anyway.
+		precise = s.head == len(s.out)-1 && len(s.pending) == 0 &&
+			(s.prevAt.IsZero() || s.lastAt.Sub(s.prevAt) >= s.f.delay)
+	}
+	return next, precise
 }
 
 // chunk is the buffer of one read; its segments point into it.

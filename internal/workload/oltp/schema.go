@@ -136,104 +136,129 @@ func newGenerator(sizes Sizes) *generator {
 
 // write streams table's rows to w.
 func (g *generator) write(table string, w io.Writer) error {
-	b := bufio.NewWriterSize(w, 1<<16)
-	var line []byte
-	var err error
-	emit := func() {
-		if err == nil {
-			line = append(line, '\n')
-			_, err = b.Write(line)
-		}
-		line = line[:0]
-	}
-	s := g.sizes
+	rows := &rowWriter{b: bufio.NewWriterSize(w, 1<<16)}
 	switch table {
 	case "items":
-		rng := rand.New(rand.NewPCG(2, 2))
-		for id := int64(1); id <= s.Items && err == nil; id++ {
-			line = strconv.AppendInt(line, id, 10)
-			line = append(line, '\t')
-			line = strconv.AppendInt(line, 1+(id-1)%s.Categories, 10)
-			line = append(line, '\t')
-			line = append(line, adjectives[rng.IntN(len(adjectives))]...)
-			line = append(line, ' ')
-			line = append(line, materials[rng.IntN(len(materials))]...)
-			line = append(line, ' ')
-			line = append(line, nouns[rng.IntN(len(nouns))]...)
-			line = append(line, '\t')
-			for w, n := 0, 8+rng.IntN(17); w < n; w++ {
-				if w > 0 {
-					line = append(line, ' ')
-				}
-				line = append(line, prose[rng.IntN(len(prose))]...)
-			}
-			line = append(line, '\t')
-			line = appendCents(line, g.prices[id-1])
-			emit()
-		}
+		g.writeItems(rows)
 	case "stock":
-		rng := rand.New(rand.NewPCG(3, 3))
-		for id := int64(1); id <= s.Items && err == nil; id++ {
-			line = strconv.AppendInt(line, id, 10)
-			line = append(line, '\t')
-			line = strconv.AppendInt(line, 10+rng.Int64N(91), 10) // TPC-C's initial stock: 10 to 100
-			line = append(line, "\t0\t"...)
-			line = appendTime(line, epoch)
-			emit()
-		}
+		g.writeStock(rows)
 	case "customers":
-		rng := rand.New(rand.NewPCG(4, 4))
-		for id := int64(1); id <= s.Customers && err == nil; id++ {
-			line = strconv.AppendInt(line, id, 10)
-			line = append(line, '\t')
-			line = append(line, firstNames[rng.IntN(len(firstNames))]...)
-			line = append(line, ' ')
-			line = append(line, lastNames[rng.IntN(len(lastNames))]...)
-			line = append(line, "\tc"...)
-			line = strconv.AppendInt(line, id, 10)
-			line = append(line, "@example.com\t"...)
-			line = appendCents(line, rng.Int64N(500_000))
-			line = append(line, '\t')
-			line = appendTime(line, epoch+rng.Int64N(180*86400))
-			emit()
-		}
-	case "orders", "order_lines":
-		g.orders(func(o order) {
-			if table == "orders" {
-				line = strconv.AppendInt(line, o.id, 10)
-				line = append(line, '\t')
-				line = strconv.AppendInt(line, o.customer, 10)
-				line = append(line, '\t')
-				line = appendTime(line, o.placed)
-				line = append(line, '\t')
-				line = appendCents(line, o.total)
-				line = append(line, '\t')
-				line = strconv.AppendInt(line, int64(len(o.lines)), 10)
-				emit()
-				return
-			}
-			for i, l := range o.lines {
-				line = strconv.AppendInt(line, o.id, 10)
-				line = append(line, '\t')
-				line = strconv.AppendInt(line, int64(i+1), 10)
-				line = append(line, '\t')
-				line = strconv.AppendInt(line, l.item, 10)
-				line = append(line, '\t')
-				line = strconv.AppendInt(line, l.quantity, 10)
-				line = append(line, '\t')
-				line = appendCents(line, l.price)
-				emit()
-			}
-		}, func() bool { return err == nil })
+		g.writeCustomers(rows)
+	case "orders":
+		g.orders(rows.writeOrder, rows.ok)
+	case "order_lines":
+		g.orders(rows.writeOrderLines, rows.ok)
 	case "carts":
 		// Carts start empty.
 	default:
 		return fmt.Errorf("no table %q", table)
 	}
-	if err != nil {
-		return err
+	if rows.err != nil {
+		return rows.err
 	}
-	return b.Flush()
+	return rows.b.Flush()
+}
+
+// rowWriter builds one row at a time in line and writes it as a line; after
+// the first write error it writes nothing more and keeps the error.
+type rowWriter struct {
+	b    *bufio.Writer
+	line []byte
+	err  error
+}
+
+func (r *rowWriter) ok() bool { return r.err == nil }
+
+// emit ends the row in line and writes it.
+func (r *rowWriter) emit() {
+	if r.err == nil {
+		r.line = append(r.line, '\n')
+		_, r.err = r.b.Write(r.line)
+	}
+	r.line = r.line[:0]
+}
+
+func (g *generator) writeItems(r *rowWriter) {
+	rng := rand.New(rand.NewPCG(2, 2))
+	for id := int64(1); id <= g.sizes.Items && r.ok(); id++ {
+		line := strconv.AppendInt(r.line, id, 10)
+		line = append(line, '\t')
+		line = strconv.AppendInt(line, 1+(id-1)%g.sizes.Categories, 10)
+		line = append(line, '\t')
+		line = append(line, adjectives[rng.IntN(len(adjectives))]...)
+		line = append(line, ' ')
+		line = append(line, materials[rng.IntN(len(materials))]...)
+		line = append(line, ' ')
+		line = append(line, nouns[rng.IntN(len(nouns))]...)
+		line = append(line, '\t')
+		for w, n := 0, 8+rng.IntN(17); w < n; w++ {
+			if w > 0 {
+				line = append(line, ' ')
+			}
+			line = append(line, prose[rng.IntN(len(prose))]...)
+		}
+		line = append(line, '\t')
+		r.line = appendCents(line, g.prices[id-1])
+		r.emit()
+	}
+}
+
+func (g *generator) writeStock(r *rowWriter) {
+	rng := rand.New(rand.NewPCG(3, 3))
+	for id := int64(1); id <= g.sizes.Items && r.ok(); id++ {
+		line := strconv.AppendInt(r.line, id, 10)
+		line = append(line, '\t')
+		line = strconv.AppendInt(line, 10+rng.Int64N(91), 10) // TPC-C's initial stock: 10 to 100
+		line = append(line, "\t0\t"...)
+		r.line = appendTime(line, epoch)
+		r.emit()
+	}
+}
+
+func (g *generator) writeCustomers(r *rowWriter) {
+	rng := rand.New(rand.NewPCG(4, 4))
+	for id := int64(1); id <= g.sizes.Customers && r.ok(); id++ {
+		line := strconv.AppendInt(r.line, id, 10)
+		line = append(line, '\t')
+		line = append(line, firstNames[rng.IntN(len(firstNames))]...)
+		line = append(line, ' ')
+		line = append(line, lastNames[rng.IntN(len(lastNames))]...)
+		line = append(line, "\tc"...)
+		line = strconv.AppendInt(line, id, 10)
+		line = append(line, "@example.com\t"...)
+		line = appendCents(line, rng.Int64N(500_000))
+		line = append(line, '\t')
+		r.line = appendTime(line, epoch+rng.Int64N(180*86400))
+		r.emit()
+	}
+}
+
+func (r *rowWriter) writeOrder(o order) {
+	line := strconv.AppendInt(r.line, o.id, 10)
+	line = append(line, '\t')
+	line = strconv.AppendInt(line, o.customer, 10)
+	line = append(line, '\t')
+	line = appendTime(line, o.placed)
+	line = append(line, '\t')
+	line = appendCents(line, o.total)
+	line = append(line, '\t')
+	r.line = strconv.AppendInt(line, int64(len(o.lines)), 10)
+	r.emit()
+}
+
+func (r *rowWriter) writeOrderLines(o order) {
+	for i, l := range o.lines {
+		line := strconv.AppendInt(r.line, o.id, 10)
+		line = append(line, '\t')
+		line = strconv.AppendInt(line, int64(i+1), 10)
+		line = append(line, '\t')
+		line = strconv.AppendInt(line, l.item, 10)
+		line = append(line, '\t')
+		line = strconv.AppendInt(line, l.quantity, 10)
+		line = append(line, '\t')
+		r.line = appendCents(line, l.price)
+		r.emit()
+	}
 }
 
 // order is one generated order.

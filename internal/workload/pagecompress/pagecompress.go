@@ -356,55 +356,88 @@ func addPage(m *measured, codec *codecs, page *[]byte, hexPage []byte, blk int64
 // order, compresses each on its own, counts each page's distinct fillers
 // from the rows in key order, and measures the compressed copy on disk.
 func measureMariaDB(ctx context.Context, c *dbconn.Conn, dataDir, db, order string) (measured, error) {
-	m := measured{haveEngine: true}
-	t, pc := table(order), compressed(order)
+	mm := &mariaMeasure{c: c, dataDir: dataDir, db: db, order: order, t: table(order), pc: compressed(order), m: measured{haveEngine: true}}
 	// Every dirty page of both copies written: the file holds the table,
 	// and the compressed copy's pages are compressed on disk.
-	if err := c.Exec(ctx, "FLUSH TABLES "+t+", "+pc+" FOR EXPORT", "UNLOCK TABLES"); err != nil {
-		return m, err
+	if err := c.Exec(ctx, "FLUSH TABLES "+mm.t+", "+mm.pc+" FOR EXPORT", "UNLOCK TABLES"); err != nil {
+		return mm.m, err
 	}
-	ps, err := c.Int(ctx, "SELECT @@innodb_page_size")
+	if err := mm.readSettings(ctx); err != nil {
+		return mm.m, err
+	}
+	if err := mm.readLeaves(ctx); err != nil {
+		return mm.m, err
+	}
+	if err := mm.countFillers(ctx); err != nil {
+		return mm.m, err
+	}
+	// CHAR(100) in latin1 takes its 100 bytes in a record (the driver's
+	// value has its trailing spaces cut, so it is not measured from it).
+	mm.m.valueBytes = 100
+	err := mm.measureEngine(ctx)
+	return mm.m, err
+}
+
+// mariaMeasure is measureMariaDB's state between its steps: where the
+// table t (in order) and its compressed copy pc live, and what was measured
+// so far.
+type mariaMeasure struct {
+	c           *dbconn.Conn
+	dataDir, db string
+	order       string
+	t, pc       string
+	m           measured
+}
+
+// readSettings reads the server's page size and compression settings.
+func (mm *mariaMeasure) readSettings(ctx context.Context) error {
+	ps, err := mm.c.Int(ctx, "SELECT @@innodb_page_size")
 	if err != nil {
-		return m, err
+		return err
 	}
-	m.pageBytes = int(ps)
-	level, err := c.Int(ctx, "SELECT @@innodb_compression_level")
+	mm.m.pageBytes = int(ps)
+	level, err := mm.c.Int(ctx, "SELECT @@innodb_compression_level")
 	if err != nil {
-		return m, err
+		return err
 	}
-	m.deflateLevel = int(level)
-	if algo, err := c.Value(ctx, "SELECT @@innodb_compression_algorithm"); err == nil && algo != "zlib" {
-		m.note = fmt.Sprintf("MariaDB compresses pages with %s here; the blocks model counts deflate's (zlib's) sizes", algo)
+	mm.m.deflateLevel = int(level)
+	if algo, err := mm.c.Value(ctx, "SELECT @@innodb_compression_algorithm"); err == nil && algo != "zlib" {
+		mm.m.note = fmt.Sprintf("MariaDB compresses pages with %s here; the blocks model counts deflate's (zlib's) sizes", algo)
 	}
-	id, err := c.Int(ctx, "SELECT i.INDEX_ID FROM information_schema.INNODB_SYS_INDEXES i JOIN information_schema.INNODB_SYS_TABLES t ON t.TABLE_ID = i.TABLE_ID "+
-		"WHERE t.NAME = '"+db+"/"+t+"' AND i.NAME = 'PRIMARY'")
+	return nil
+}
+
+// readLeaves reads and compresses the leaf pages of the table's clustered
+// index from its file.
+func (mm *mariaMeasure) readLeaves(ctx context.Context) error {
+	id, err := mm.c.Int(ctx, "SELECT i.INDEX_ID FROM information_schema.INNODB_SYS_INDEXES i JOIN information_schema.INNODB_SYS_TABLES t ON t.TABLE_ID = i.TABLE_ID "+
+		"WHERE t.NAME = '"+mm.db+"/"+mm.t+"' AND i.NAME = 'PRIMARY'")
 	if err != nil {
-		return m, fmt.Errorf("the clustered index of %s: %w", t, err)
+		return fmt.Errorf("the clustered index of %s: %w", mm.t, err)
 	}
-	codec, err := newCodecs(m.deflateLevel)
+	codec, err := newCodecs(mm.m.deflateLevel)
 	if err != nil {
-		return m, err
+		return err
 	}
 	defer codec.close()
-	if m.pages, err = innodbLeaves(filepath.Join(dataDir, db, t+".ibd"), m.pageBytes, uint64(id), codec); err != nil {
-		return m, err
-	}
-	// Each page's distinct fillers: the rows in key order, taken page by
-	// page by each leaf's record count.
+	mm.m.pages, err = innodbLeaves(filepath.Join(mm.dataDir, mm.db, mm.t+".ibd"), mm.m.pageBytes, uint64(id), codec)
+	return err
+}
+
+// countFillers counts each page's distinct fillers: the rows in key order,
+// taken page by page by each leaf's record count.
+func (mm *mariaMeasure) countFillers(ctx context.Context) error {
 	key := "cid"
-	if order == ByFiller {
+	if mm.order == ByFiller {
 		key = "filler, cid"
 	}
+	m := &mm.m
 	i, left := 0, 0
 	seen := map[string]bool{}
-	flush := func() {
-		m.pages[i].distinct = len(seen)
-		clear(seen)
-	}
-	err = c.Each(ctx, "SELECT filler FROM "+t+" ORDER BY "+key, func(r []string) error {
+	err := mm.c.Each(ctx, "SELECT filler FROM "+mm.t+" ORDER BY "+key, func(r []string) error {
 		for left == 0 {
 			if i >= len(m.pages) {
-				return fmt.Errorf("%s has more rows than its leaf pages hold", t)
+				return fmt.Errorf("%s has more rows than its leaf pages hold", mm.t)
 			}
 			left = m.pages[i].rows
 			if left == 0 {
@@ -414,34 +447,38 @@ func measureMariaDB(ctx context.Context, c *dbconn.Conn, dataDir, db, order stri
 		seen[r[0]] = true
 		m.rows++
 		if left--; left == 0 {
-			flush()
+			m.pages[i].distinct = len(seen)
+			clear(seen)
 			i++
 		}
 		return nil
 	})
 	if err != nil {
-		return m, err
+		return err
 	}
 	if i != len(m.pages) || left != 0 {
-		return m, fmt.Errorf("%s: its %d rows fill %d of its %d leaf pages", t, m.rows, i, len(m.pages))
+		return fmt.Errorf("%s: its %d rows fill %d of its %d leaf pages", mm.t, m.rows, i, len(m.pages))
 	}
-	// CHAR(100) in latin1 takes its 100 bytes in a record (the driver's
-	// value has its trailing spaces cut, so it is not measured from it).
-	m.valueBytes = 100
-	// The engine's own: the pages it wrote of the compressed copy against
-	// the blocks they take on disk (a compressed page is punched down to
-	// whole file system blocks; pages never written are holes).
-	block, err := c.Int(ctx, "SELECT FS_BLOCK_SIZE FROM information_schema.INNODB_SYS_TABLESPACES WHERE NAME = '"+db+"/"+pc+"'")
+	return nil
+}
+
+// measureEngine takes the engine's own measure: the pages it wrote of the
+// compressed copy against the blocks they take on disk (a compressed page
+// is punched down to whole file system blocks; pages never written are
+// holes), and the blocks model's ratio for the same block.
+func (mm *mariaMeasure) measureEngine(ctx context.Context) error {
+	block, err := mm.c.Int(ctx, "SELECT FS_BLOCK_SIZE FROM information_schema.INNODB_SYS_TABLESPACES WHERE NAME = '"+mm.db+"/"+mm.pc+"'")
 	if err != nil {
-		return m, fmt.Errorf("the file system block of %s: %w", pc, err)
+		return fmt.Errorf("the file system block of %s: %w", mm.pc, err)
 	}
-	pages, alloc, err := onDisk(filepath.Join(dataDir, db, pc+".ibd"), int64(m.pageBytes))
+	pages, alloc, err := onDisk(filepath.Join(mm.dataDir, mm.db, mm.pc+".ibd"), int64(mm.m.pageBytes))
 	if err != nil {
-		return m, err
+		return err
 	}
 	if pages == 0 || alloc == 0 || block <= 0 {
-		return m, fmt.Errorf("%s holds %d pages in %d bytes on disk (blocks of %d bytes)", pc, pages, alloc, block)
+		return fmt.Errorf("%s holds %d pages in %d bytes on disk (blocks of %d bytes)", mm.pc, pages, alloc, block)
 	}
+	m := &mm.m
 	m.engine = engineSize{plain: pages * int64(m.pageBytes), compressed: alloc, block: block}
 	var raw, stored float64
 	for _, p := range m.pages {
@@ -449,7 +486,7 @@ func measureMariaDB(ctx context.Context, c *dbconn.Conn, dataDir, db, order stri
 		stored += float64((int64(p.compressed.deflate+40) + m.engine.block - 1) / m.engine.block * m.engine.block)
 	}
 	m.blocksRatio = raw / stored
-	return m, nil
+	return nil
 }
 
 // fillerSQL is the seed's filler for row i: the first 7 characters of

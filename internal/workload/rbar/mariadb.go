@@ -382,72 +382,23 @@ func (w *rbar) myRowByRow(ctx context.Context, s *session, env *workload.Env) (w
 	bg := context.WithoutCancel(ctx)
 	var m workload.Measurement
 	err := s.conn.Raw(func(dc any) error {
+		r := &rowReader{bg: bg, dest: make([]driver.Value, 1)}
 		var next func() error
-		var i int64
-		dest := make([]driver.Value, 1)
-		// one reads the one row of a result and checks its value.
-		one := func(rows driver.Rows, err error, what string, want int64) error {
-			if err != nil {
-				return err
-			}
-			err = rows.Next(dest)
-			if err == nil {
-				if v, ok := asInt64(dest[0]); !ok || v != want {
-					err = fmt.Errorf("%s returned %v, want %d", what, dest[0], want)
-				} else if rows.Next(dest) != io.EOF {
-					err = fmt.Errorf("%s returned more than one row", what)
-				}
-			} else if err == io.EOF {
-				err = fmt.Errorf("%s returned no row", what)
-			}
-			return errors.Join(err, rows.Close())
-		}
 		switch w.rowByRow {
 		case "select":
-			prep, ok := dc.(driver.ConnPrepareContext)
-			if !ok {
-				return fmt.Errorf("the driver's connection %T cannot prepare", dc)
-			}
-			stmt, err := prep.PrepareContext(ctx, "SELECT ?")
+			stmt, err := r.prepareSelect(ctx, dc)
 			if err != nil {
 				return err
 			}
 			defer stmt.Close()
-			query, ok := stmt.(driver.StmtQueryContext)
-			if !ok {
-				return fmt.Errorf("the driver's statement %T cannot query", stmt)
-			}
-			args := []driver.NamedValue{{Ordinal: 1}}
-			next = func() error {
-				i++
-				want := i%objects + 1
-				args[0].Value = want
-				rows, err := query.QueryContext(bg, args)
-				return one(rows, err, "SELECT ?", want)
-			}
+			next = r.nextSelect
 		case "fetch":
-			q, ok := dc.(driver.QueryerContext)
-			if !ok {
-				return fmt.Errorf("the driver's connection %T cannot query", dc)
-			}
-			ex, ok := dc.(driver.ExecerContext)
-			if !ok {
-				return fmt.Errorf("the driver's connection %T cannot execute", dc)
-			}
-			if _, err := ex.ExecContext(ctx, "HANDLER rbar_objects OPEN AS "+handlerName, nil); err != nil {
+			ex, err := r.openHandler(ctx, dc)
+			if err != nil {
 				return err
 			}
 			defer func() { _, _ = ex.ExecContext(bg, "HANDLER "+handlerName+" CLOSE", nil) }()
-			first, following := "HANDLER "+handlerName+" READ `PRIMARY` FIRST", "HANDLER "+handlerName+" READ `PRIMARY` NEXT"
-			next = func() error {
-				query, want := following, i%objects+1
-				if want == 1 {
-					query = first
-				}
-				i++
-				rows, err := q.QueryContext(bg, query, nil)
-				return one(rows, err, query, want)
-			}
+			next = r.nextFetch
 		default:
 			return fmt.Errorf("row_by_row = %q: want fetch or select", w.rowByRow)
 		}
@@ -461,6 +412,99 @@ func (w *rbar) myRowByRow(ctx context.Context, s *session, env *workload.Env) (w
 		return err
 	})
 	return m, err
+}
+
+// The HANDLER reads of the fetch mode: the table's first row, and the row
+// after the handler's position.
+const (
+	handlerFirst = "HANDLER " + handlerName + " READ `PRIMARY` FIRST"
+	handlerNext  = "HANDLER " + handlerName + " READ `PRIMARY` NEXT"
+)
+
+// rowReader makes myRowByRow's round trips on the driver's connection, one
+// row each, and checks each row's value. Its buffers are reused by every
+// round trip, which allocates nothing of its own.
+type rowReader struct {
+	bg    context.Context // the round trips' context: see openSession
+	i     int64           // round trips made
+	dest  []driver.Value
+	args  []driver.NamedValue     // the select mode's one argument
+	stmt  driver.StmtQueryContext // the select mode's SELECT ?
+	query driver.QueryerContext   // the fetch mode's connection
+}
+
+// prepareSelect prepares the select mode's SELECT ? on dc; the caller
+// closes the statement.
+func (r *rowReader) prepareSelect(ctx context.Context, dc any) (driver.Stmt, error) {
+	prep, ok := dc.(driver.ConnPrepareContext)
+	if !ok {
+		return nil, fmt.Errorf("the driver's connection %T cannot prepare", dc)
+	}
+	stmt, err := prep.PrepareContext(ctx, "SELECT ?")
+	if err != nil {
+		return nil, err
+	}
+	query, ok := stmt.(driver.StmtQueryContext)
+	if !ok {
+		stmt.Close()
+		return nil, fmt.Errorf("the driver's statement %T cannot query", stmt)
+	}
+	r.stmt, r.args = query, []driver.NamedValue{{Ordinal: 1}}
+	return stmt, nil
+}
+
+// openHandler opens the fetch mode's HANDLER on dc and returns what closes
+// it.
+func (r *rowReader) openHandler(ctx context.Context, dc any) (driver.ExecerContext, error) {
+	q, ok := dc.(driver.QueryerContext)
+	if !ok {
+		return nil, fmt.Errorf("the driver's connection %T cannot query", dc)
+	}
+	ex, ok := dc.(driver.ExecerContext)
+	if !ok {
+		return nil, fmt.Errorf("the driver's connection %T cannot execute", dc)
+	}
+	if _, err := ex.ExecContext(ctx, "HANDLER rbar_objects OPEN AS "+handlerName, nil); err != nil {
+		return nil, err
+	}
+	r.query = q
+	return ex, nil
+}
+
+func (r *rowReader) nextSelect() error {
+	r.i++
+	want := r.i%objects + 1
+	r.args[0].Value = want
+	rows, err := r.stmt.QueryContext(r.bg, r.args)
+	return r.one(rows, err, "SELECT ?", want)
+}
+
+func (r *rowReader) nextFetch() error {
+	query, want := handlerNext, r.i%objects+1
+	if want == 1 {
+		query = handlerFirst
+	}
+	r.i++
+	rows, err := r.query.QueryContext(r.bg, query, nil)
+	return r.one(rows, err, query, want)
+}
+
+// one reads the one row of a result and checks its value.
+func (r *rowReader) one(rows driver.Rows, err error, what string, want int64) error {
+	if err != nil {
+		return err
+	}
+	err = rows.Next(r.dest)
+	if err == nil {
+		if v, ok := asInt64(r.dest[0]); !ok || v != want {
+			err = fmt.Errorf("%s returned %v, want %d", what, r.dest[0], want)
+		} else if rows.Next(r.dest) != io.EOF {
+			err = fmt.Errorf("%s returned more than one row", what)
+		}
+	} else if err == io.EOF {
+		err = fmt.Errorf("%s returned no row", what)
+	}
+	return errors.Join(err, rows.Close())
 }
 
 // asInt64 reads an integer the driver returned: int64 from the binary

@@ -308,37 +308,59 @@ func (w *tpch) Run(ctx context.Context, env *workload.Env) (workload.Measurement
 	if err != nil {
 		return m, err
 	}
+	if err := recordPlannedWorkers(ctx, s, queries, m.Metrics); err != nil {
+		return m, err
+	}
+	serverPID := w.serverPID(env)
+	before := sampleCPU(serverPID)
+	times, totals, err := w.runStreams(ctx, env, s, queries, reference)
+	if err != nil {
+		return m, err
+	}
+	if other, ok := otherCPUs(before, sampleCPU(serverPID)); ok {
+		m.Metrics["other_cpus"] = other
+	}
+	w.summarize(m, queries, times, totals)
+	m.Metrics["processes"] = float64(processes)
+	return m, nil
+}
+
+// recordPlannedWorkers puts into metrics the workers each query's plan
+// asks for at the session's degree.
+func recordPlannedWorkers(ctx context.Context, s *session, queries []Query, metrics map[string]float64) error {
 	for _, q := range queries {
 		n, err := s.plannedWorkers(ctx, q.SQL)
 		if err != nil {
-			return m, fmt.Errorf("EXPLAIN %s: %w", q.Name(), err)
+			return fmt.Errorf("EXPLAIN %s: %w", q.Name(), err)
 		}
-		m.Metrics[WorkersName(q.N)] = float64(n)
+		metrics[WorkersName(q.N)] = float64(n)
 	}
+	return nil
+}
 
-	serverPID := 0
+// serverPID is the process of the server the point runs on when dbrig
+// started it, else 0: a target's server is not ours to sample.
+func (w *tpch) serverPID(env *workload.Env) int {
 	if env.Instance != nil {
 		if inst := env.Instance(w.instance); inst != nil && inst.Owned() {
-			serverPID = inst.PID()
+			return inst.PID()
 		}
 	}
-	before := sampleCPU(serverPID)
-	times := make([][]float64, len(queries)) // per query, per stream (ms)
-	var totals []float64
+	return 0
+}
+
+// runStreams runs the queries `streams` times, checking every answer, and
+// returns each query's time in every stream (ms) and each stream's total
+// (s).
+func (w *tpch) runStreams(ctx context.Context, env *workload.Env, s *session, queries []Query, reference map[int]Answer) (times [][]float64, totals []float64, err error) {
+	times = make([][]float64, len(queries)) // per query, per stream (ms)
 	done, total := int64(0), int64(w.streams*len(queries))
 	for stream := 1; stream <= w.streams; stream++ {
 		var sum float64
 		for i, q := range queries {
-			start := time.Now()
-			got, err := s.query(ctx, q.SQL)
-			ms := float64(time.Since(start).Nanoseconds()) / 1e6
+			ms, err := w.timeQuery(ctx, s, q, stream, reference)
 			if err != nil {
-				return m, fmt.Errorf("%s, stream %d, degree %d: %w", q.Name(), stream, w.degree, err)
-			}
-			if want, ok := reference[q.N]; !ok {
-				return m, fmt.Errorf("%s has no serial reference answer (the data was prepared for other queries)", q.Name())
-			} else if got != want {
-				return m, fmt.Errorf("%s at degree %d returned %s; the serial run returned %s: the parallel plan's answer differs", q.Name(), w.degree, got, want)
+				return nil, nil, err
 			}
 			times[i] = append(times[i], ms)
 			sum += ms
@@ -349,9 +371,29 @@ func (w *tpch) Run(ctx context.Context, env *workload.Env) (workload.Measurement
 		}
 		totals = append(totals, sum/1000)
 	}
-	if other, ok := otherCPUs(before, sampleCPU(serverPID)); ok {
-		m.Metrics["other_cpus"] = other
+	return times, totals, nil
+}
+
+// timeQuery runs q once and returns its time (ms) once its answer is found
+// to be the serial reference's.
+func (w *tpch) timeQuery(ctx context.Context, s *session, q Query, stream int, reference map[int]Answer) (float64, error) {
+	start := time.Now()
+	got, err := s.query(ctx, q.SQL)
+	ms := float64(time.Since(start).Nanoseconds()) / 1e6
+	if err != nil {
+		return 0, fmt.Errorf("%s, stream %d, degree %d: %w", q.Name(), stream, w.degree, err)
 	}
+	if want, ok := reference[q.N]; !ok {
+		return 0, fmt.Errorf("%s has no serial reference answer (the data was prepared for other queries)", q.Name())
+	} else if got != want {
+		return 0, fmt.Errorf("%s at degree %d returned %s; the serial run returned %s: the parallel plan's answer differs", q.Name(), w.degree, got, want)
+	}
+	return ms, nil
+}
+
+// summarize puts each query's mean time, the streams' totals and the
+// point's settings into m.
+func (w *tpch) summarize(m workload.Measurement, queries []Query, times [][]float64, totals []float64) {
 	var total_s float64
 	kept := 0
 	for i, q := range queries {
@@ -367,12 +409,10 @@ func (w *tpch) Run(ctx context.Context, env *workload.Env) (workload.Measurement
 	m.Metrics["total_s"] = total_s
 	m.Series["total_s"] = totals
 	m.Metrics["degree"] = float64(w.degree)
-	m.Metrics["processes"] = float64(processes)
 	m.Metrics["streams_kept"] = float64(kept)
 	if cpus := onlineCPUs(); cpus > 0 {
 		m.Metrics["host_cpus"] = float64(cpus)
 	}
-	return m, nil
 }
 
 // settle makes the session run at the point's degree. A study sets the
