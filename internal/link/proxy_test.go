@@ -120,21 +120,30 @@ func TestFidelityRate(t *testing.T) {
 	for _, rate := range []units.Rate{20 * units.Mbit, 100 * units.Mbit} {
 		cfg := Config{RTT: 10 * time.Millisecond, Window: AutotunedWindow, Rate: rate}
 		n := int(rate.BytesPerSecond() * 0.6)
-		start := time.Now()
-		got, st := bulk(t, cfg, n)
-		// The whole transfer, from before the link started to after the
-		// last byte arrived: a busy machine only lengthens it, so it can
-		// never beat the rate. The receiver's own slope can, when its
-		// reads come late and in bursts (103.8 % once at load average 14),
-		// so it is held to the rate only from below.
-		whole := units.Rate(float64(n) * 8 / time.Since(start).Seconds())
-		ratio := float64(got) / float64(rate)
-		t.Logf("rate %s: %s, ratio %.4f; whole transfer %s; Throughput() %s", rate, got, ratio, whole, st.Forward.Throughput())
-		if ratio < 0.85 {
-			t.Errorf("rate %s: got %s (-15%%)", rate, got)
+		// The lower bound on the best of three attempts, as the window's
+		// test does: a busy machine can starve the receiver in one (0.596 of
+		// 100 Mbit/s once at load average 31, on code that passed 2 of 3),
+		// never make the link faster than its rate, so every attempt is
+		// held to the upper bound.
+		best := 0.0
+		for attempt := 1; attempt <= 3 && best < 0.85; attempt++ {
+			start := time.Now()
+			got, st := bulk(t, cfg, n)
+			// The whole transfer, from before the link started to after the
+			// last byte arrived: a busy machine only lengthens it, so it can
+			// never beat the rate. The receiver's own slope can, when its
+			// reads come late and in bursts (103.8 % once at load average 14),
+			// so it is held to the rate only from below.
+			whole := units.Rate(float64(n) * 8 / time.Since(start).Seconds())
+			ratio := float64(got) / float64(rate)
+			best = max(best, ratio)
+			t.Logf("rate %s, attempt %d: %s, ratio %.4f; whole transfer %s; Throughput() %s", rate, attempt, got, ratio, whole, st.Forward.Throughput())
+			if whole > rate*102/100 {
+				t.Errorf("rate %s: the whole transfer ran at %s, faster than the rate (+2%%)", rate, whole)
+			}
 		}
-		if whole > rate*102/100 {
-			t.Errorf("rate %s: the whole transfer ran at %s, faster than the rate (+2%%)", rate, whole)
+		if best < 0.85 {
+			t.Errorf("rate %s: at best %.4f of the rate in 3 attempts (-15%%)", rate, best)
 		}
 	}
 }
