@@ -6,10 +6,12 @@
 //
 // Its file, consolidation.toml, names six experiments by the sweep
 // variable "experiment" and publishes the seed's findings: instances-scale,
-// per-database-falls, memory-floor, cpu-affinity, log-apart and
-// recovery-model (dedicated is not measured: the machine is shared). analysis.go reads each experiment's points and compares them
+// per-database-falls, memory-floor, cpu-affinity, log-apart,
+// recovery-model and plan-cache (dedicated is not measured: the machine is
+// shared). analysis.go reads each experiment's points and compares them
 // against their own noise and other processes' load; judges.go decides
-// each finding per engine and merges the engines' findings; report.go
+// each finding per engine and merges the engines' findings (plancache.go
+// the plan cache's, against what each engine keeps instead); report.go
 // draws each experiment with the model's line, the memory the functions
 // take, every point's throughput and resources, the baseline measured
 // again and what two cores cannot show, for every run of the workload.

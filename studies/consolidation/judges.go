@@ -57,6 +57,7 @@ func Judges() map[string]study.Judge {
 		"cpu-affinity":       wrap(judgeAffinity),
 		"log-apart":          wrap(judgeLogApart),
 		"recovery-model":     wrap(judgeRecoveryModel),
+		"plan-cache":         wrap(judgePlanCache),
 	}
 }
 

@@ -231,3 +231,42 @@ func TestReportOfARunStoppedBeforeItsFirstPoint(t *testing.T) {
 		t.Errorf("the section reads %q", s.Text)
 	}
 }
+
+// TestPlanCacheJudge: the seed's plans dropped and recompiled against a
+// backend that keeps its plans, on hand-made databases experiments: each
+// answer from the figures that decide it.
+func TestPlanCacheJudge(t *testing.T) {
+	t.Parallel()
+	const mb = 1 << 20
+	dbs := func(n float64, plans int, first, later, noise float64, extra ...any) hand {
+		kv := []any{"functions", 200, "first_call_ms", first, "later_call_ms", later, "compile_noise_ms", noise}
+		if plans > 0 {
+			kv = append(kv, "plan_cache_bytes", plans)
+		}
+		return pt("databases", 1000*n, n, 1, append(kv, extra...)...)
+	}
+	for _, tc := range []struct {
+		name   string
+		points []hand
+		want   report.Verdict
+		says   string
+	}{
+		{"plans dropped as databases grow", []hand{dbs(10, 7*mb, 2, 0.3, 0.1), dbs(100, 3*mb, 2, 0.3, 0.1)},
+			report.Reproduced, "kept 43 % of the compiled code at 100 databases"},
+		{"every backend keeps its plans", []hand{dbs(10, 7*mb, 2, 0.3, 0.1), dbs(100, 7*mb, 2, 0.3, 0.1)},
+			report.Differs, "the seed's 500 databases would hold 3.42 GiB"},
+		{"compiling costs no more than the noise", []hand{dbs(10, 7*mb, 0.35, 0.3, 0.1), dbs(100, 3*mb, 0.35, 0.3, 0.1)},
+			report.WithinNoise, "within the connections' spread (±0.100 ms)"},
+		{"one database count", []hand{dbs(100, 7*mb, 2, 0.3, 0.1)},
+			report.NotMeasured, "at least two database counts"},
+		{"no priming", []hand{pt("databases", 10000, 10, 1), pt("databases", 100000, 100, 1)},
+			report.NotMeasured, "prime = false"},
+		{"MariaDB counts no plans apart", []hand{dbs(10, 0, 2, 0.3, 0.1, "engine", "mariadb"), dbs(100, 0, 2, 0.3, 0.1, "engine", "mariadb")},
+			report.NotMeasured, "stored_program_cache"},
+	} {
+		f := Judges()["plan-cache"](runOf(tc.points...), published(t, "plan-cache"))
+		if f.Verdict != tc.want || !strings.Contains(f.Why+f.Measured, tc.says) {
+			t.Errorf("%s: %s\n  measured: %s\n  why: %s\nwant %s saying %q", tc.name, f.Verdict, f.Measured, f.Why, tc.want, tc.says)
+		}
+	}
+}

@@ -331,6 +331,9 @@ func memorySection(a *analysis, eng, suffix string) (report.Section, bool) {
 		fmt.Fprintf(&b, "Each MariaDB connection keeps its own cache of the stored procedures it calls (stored_program_cache, 256 by default): with %.0f procedures a connection counted %s (MEMORY_USED). The shared caches are the table caches: %s table definitions opened anew per transaction at %.0f databases (table_definition_cache holds 400 by default; each database has 3 tables).",
 			fns, size(ctxs), num(last.mean("table_cache_misses_per_tx")), last.mean("databases_per_instance"))
 	}
+	if first, later := last.mean("first_call_ms"), last.mean("later_call_ms"); b.Len() > 0 && !math.IsNaN(first) && !math.IsNaN(later) {
+		fmt.Fprintf(&b, " A function's first call on a connection took %.3f ms, its later calls %.3f ms: the difference is what compiling it costs, which a call would pay again if its plan were dropped.", first, later)
+	}
 	return report.Section{Title: "What the functions cost in memory" + suffix, Text: b.String()}, b.Len() > 0
 }
 

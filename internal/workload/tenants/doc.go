@@ -41,9 +41,11 @@
 // MariaDB's are CALL proc(...) with the arguments written into the text
 // (one round trip, no server-side statement per function and connection).
 // A connection the server closed is opened anew at the next call. With
-// `prime` every connection first calls every function once (PostgreSQL: in
+// `prime` every connection first calls every function twice (PostgreSQL: in
 // a transaction it rolls back), so every backend holds every plan when the
-// clock starts, as after hours of service.
+// clock starts, as after hours of service; the two passes are timed apart
+// (first_call_ms, later_call_ms), their difference being what compiling a
+// function costs, which the seed's recompilations paid again.
 //
 // The load layer counts transactions per type, errors by class and the
 // response-time distributions (kept whole, "response" and per family); each
@@ -65,7 +67,7 @@
 //
 // The model (model.go) is the closed loop capped by the CPU:
 // TPM = min(N × 60 / (R0 + Z), 60 × C / D). The consolidation study
-// (studies/consolidation) judges the seed's six findings from its
+// (studies/consolidation) judges the seed's findings from its
 // experiments, which the sweep variable "experiment" names (databases,
 // instances, affinity, memory, wal, durability), and draws each experiment
 // with the model's line.

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+	"gonum.org/v1/gonum/stat"
 
 	"github.com/dbrig/dbrig/internal/engine"
 	"github.com/dbrig/dbrig/internal/load"
@@ -273,6 +274,9 @@ var Metrics = []workload.MetricSpec{
 	{Name: "server_cpu_set", Unit: workload.Count, Doc: "CPUs each server may run on (its affinity), on average"},
 	{Name: "backend_private_bytes", Unit: workload.Bytes, Doc: "a backend process's private memory (RssAnon), on average (PostgreSQL, dbrig's own servers)"},
 	{Name: "backend_context_bytes", Unit: workload.Bytes, Doc: "a connection's memory as the server counts it (PostgreSQL: its memory contexts; MariaDB: MEMORY_USED), on average"},
+	{Name: "first_call_ms", Unit: workload.Milliseconds, Doc: "a function's first call on a connection, on average while priming: the backend compiles it and plans its statements"},
+	{Name: "later_call_ms", Unit: workload.Milliseconds, Doc: "the same functions called again on the same connection, on average: compiled, as after hours of service"},
+	{Name: "compile_noise_ms", Unit: workload.Milliseconds, Doc: "95 % confidence half-width of first_call_ms less later_call_ms over the connections: the compile cost's own noise"},
 	{Name: "plan_cache_bytes", Unit: workload.Bytes, Doc: "a backend's compiled functions and their plans (PostgreSQL's PL/pgSQL function, CachedPlan* and SPI Plan contexts), on average"},
 	{Name: "instance_memory_bytes", Unit: workload.Bytes, Doc: "an instance's memory: the PSS of all its processes (shared buffers counted once), on average"},
 	{Name: "instance_private_bytes", Unit: workload.Bytes, Doc: "an instance's private memory: its processes' RssAnon summed, on average"},
@@ -300,6 +304,7 @@ func (w *tenants) measurement(env *workload.Env, res *load.Result, lw *tenantLoa
 		w.windowMetrics(mm, a, b, members)
 	}
 	connectionMemory(&m, lw)
+	compileCost(mm, lw)
 	instanceMetrics(mm, members, mems)
 	w.placement(members, &m)
 	return m
@@ -422,6 +427,26 @@ func connectionMemory(m *workload.Measurement, lw *tenantLoad) {
 				break
 			}
 		}
+	}
+}
+
+// compileCost is what a call costs the first time a connection makes it
+// and later, on average over the connections that primed: the cost the
+// seed's recompilations paid again, and its noise from the connections'
+// spread.
+func compileCost(mm map[string]float64, lw *tenantLoad) {
+	var first, later, diff []float64
+	for _, sl := range lw.slots {
+		f, l := sl.firstCalls.perCall(), sl.laterCalls.perCall()
+		if math.IsNaN(f) || math.IsNaN(l) {
+			continue
+		}
+		first, later, diff = append(first, f), append(later, l), append(diff, f-l)
+	}
+	setMean(mm, "first_call_ms", first)
+	setMean(mm, "later_call_ms", later)
+	if len(diff) >= 2 {
+		mm["compile_noise_ms"] = 1.96 * stat.StdErr(stat.StdDev(diff, nil), float64(len(diff)))
 	}
 }
 

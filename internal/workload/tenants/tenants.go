@@ -43,7 +43,7 @@ func Kind() workload.Kind {
 				Doc: "databases created at once while preparing",
 				Max: 256, Why: "each is a session of its own: beyond the server's CPUs more only queue"},
 			{Name: "prime", Type: workload.BoolParam, Default: true,
-				Doc: "each connection calls every function once before the clock starts, so every backend holds every plan, as after hours of service"},
+				Doc: "each connection calls every function twice before the clock starts, so every backend holds every plan, as after hours of service; the first pass (compiling) and the second are timed apart"},
 		},
 		New: newWorkload,
 		// Prepare runs before every point: a set that shrank (count = 2

@@ -3,6 +3,7 @@ package tenants
 import (
 	"context"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"strconv"
 	"sync"
@@ -35,6 +36,25 @@ type slot struct {
 	// server serves connections on threads of one process (MariaDB).
 	backend int
 	mem     backendMemory
+	// firstCalls and laterCalls are the priming's two passes over every
+	// function: the first compiles each function and plans its statements
+	// in this backend, the second finds them compiled. Their difference is
+	// what the seed's recompilations cost a call.
+	firstCalls, laterCalls callTimes
+}
+
+// callTimes is the time one connection's calls of every function took.
+type callTimes struct {
+	calls   int
+	elapsed time.Duration
+}
+
+// perCall is the mean time of a call in ms; NaN before any call.
+func (c callTimes) perCall() float64 {
+	if c.calls == 0 {
+		return math.NaN()
+	}
+	return float64(c.elapsed) / float64(time.Millisecond) / float64(c.calls)
 }
 
 // backendMemory is one connection's memory on the server, read as the
@@ -170,8 +190,8 @@ func (c *caller) everyCall() []call {
 }
 
 // NewWorker connects to the user's database and, when priming, calls
-// every function once (in a transaction it rolls back where the engine's
-// SQL says so).
+// every function twice, timing each pass (in a transaction it rolls back
+// where the engine's SQL says so).
 func (l *tenantLoad) NewWorker(ctx context.Context, id int) (load.Worker, error) {
 	t := l.tenants[id]
 	sq, err := sqlOf(t.conn.Engine)
@@ -222,13 +242,27 @@ func (w *worker) primeAll(ctx context.Context) error {
 		}
 		defer w.s.Exec(context.WithoutCancel(ctx), "ROLLBACK")
 	}
-	for _, c := range w.call.everyCall() {
+	calls := w.call.everyCall()
+	for _, pass := range []*callTimes{&w.slot.firstCalls, &w.slot.laterCalls} {
+		t, err := w.callEach(ctx, calls)
+		if err != nil {
+			return err
+		}
+		*pass = t
+	}
+	return nil
+}
+
+// callEach makes every call once and times them together.
+func (w *worker) callEach(ctx context.Context, calls []call) (callTimes, error) {
+	start := time.Now()
+	for _, c := range calls {
 		if _, err := w.s.Query(ctx, c.text, c.args).Close(); err != nil {
-			return fmt.Errorf("%s: %w", c.text, err)
+			return callTimes{}, fmt.Errorf("%s: %w", c.text, err)
 		}
 		w.slot.calls.Add(1)
 	}
-	return nil
+	return callTimes{calls: len(calls), elapsed: time.Since(start)}, nil
 }
 
 // Do makes one call, on a new connection when the last one broke (a

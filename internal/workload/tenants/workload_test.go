@@ -86,7 +86,8 @@ func TestPostgresTenants(t *testing.T) {
 	}
 	mm := m.Metrics
 	for _, k := range []string{"tpm", "tpm_per_db", "response_ms", "cpu_ms_per_tx", "backend_private_bytes", "backend_context_bytes",
-		"plan_cache_bytes", "instance_memory_bytes", "buffer_hit_pct", "buffer_bytes", "tpm_db_min"} {
+		"plan_cache_bytes", "instance_memory_bytes", "buffer_hit_pct", "buffer_bytes", "tpm_db_min",
+		"first_call_ms", "later_call_ms", "compile_noise_ms"} {
 		if mm[k] <= 0 {
 			t.Errorf("%s = %v; metrics %v", k, mm[k], mm)
 		}
@@ -124,7 +125,8 @@ func TestMariaDBTenants(t *testing.T) {
 		t.Fatal(err)
 	}
 	mm := m.Metrics
-	for _, k := range []string{"tpm", "response_ms", "cpu_ms_per_tx", "backend_context_bytes", "instance_memory_bytes", "buffer_bytes"} {
+	for _, k := range []string{"tpm", "response_ms", "cpu_ms_per_tx", "backend_context_bytes", "instance_memory_bytes", "buffer_bytes",
+		"first_call_ms", "later_call_ms"} {
 		if mm[k] <= 0 {
 			t.Errorf("%s = %v; metrics %v", k, mm[k], mm)
 		}
