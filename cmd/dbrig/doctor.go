@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -16,18 +17,7 @@ import (
 )
 
 func newDoctorCmd(a *app) *cobra.Command {
-	var (
-		hostsFile   string
-		links       []string
-		dbURI       string
-		jsonOut     bool
-		parallel    int
-		timeout     time.Duration
-		sshConfig   string
-		sshOptions  []string
-		snapshots   []string
-		printScript bool
-	)
+	var f doctorFlags
 	cmd := &cobra.Command{
 		Use:   "doctor",
 		Short: "Check this host, or a fleet over ssh, for the faults the studies found",
@@ -52,92 +42,128 @@ or the database was unreachable, 2 bad usage (flags, hosts file, --link).`,
   dbrig doctor --hosts fleet.txt --parallel 16 --timeout 30s --json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if printScript {
+			if f.printScript {
 				_, err := io.WriteString(a.stdout, doctor.CollectorScript)
 				return err
 			}
-			opts := doctor.Options{Parallel: parallel, Timeout: timeout}
-			var errs []error
-			for _, s := range links {
-				l, err := doctor.ParseLink(s)
-				if err != nil {
-					errs = append(errs, err)
-					continue
-				}
-				opts.Links = append(opts.Links, l)
-			}
-			if parallel < 1 {
-				errs = append(errs, fmt.Errorf("--parallel %d: want at least 1", parallel))
-			}
-			if timeout <= 0 {
-				errs = append(errs, errors.New("--timeout 0: want a positive duration such as 20s"))
-			}
-			errs = append(errs, checkSSHFlags(hostsFile, sshConfig, sshOptions)...)
-			if dbURI != "" {
-				db, err := doctorDatabase(dbURI, a.getenv)
-				if err != nil {
-					errs = append(errs, err)
-				}
-				opts.DB = db
-			}
-			var hosts []doctor.Host
-			if hostsFile != "" {
-				targets, err := doctor.ReadHostsFile(hostsFile)
-				if err != nil {
-					errs = append(errs, fmt.Errorf("--hosts: %w", err))
-				}
-				ssh := doctor.SSH{ConfigFile: sshConfig, Options: sshOptions}
-				for _, t := range targets {
-					hosts = append(hosts, doctor.RemoteHost(t, ssh))
-				}
-			}
-			for _, f := range snapshots {
-				s, err := doctor.ReadSnapshotFile(f)
-				if err != nil {
-					errs = append(errs, fmt.Errorf("--snapshot: %w", err))
-					continue
-				}
-				hosts = append(hosts, doctor.SnapshotHost(filepath.Base(f), s))
-			}
-			if len(errs) > 0 {
-				return usageError(errors.Join(errs...))
-			}
-			if hostsFile == "" && len(snapshots) == 0 {
-				hosts = append(hosts, doctor.LocalHost("/"))
-			}
-
-			rep := doctor.Run(cmd.Context(), hosts, opts)
-			if err := cmd.Context().Err(); err != nil {
-				return err // interrupted: the report would be partial
-			}
-			var err error
-			if jsonOut {
-				err = doctor.WriteJSON(a.stdout, rep)
-			} else {
-				err = doctor.WriteText(a.stdout, rep, term.Style{Enabled: term.ColorEnabled(a.stdout, a.getenv)})
-			}
-			if err != nil {
-				return err
-			}
-			if rep.ExitCode != 0 {
-				return failure(fmt.Errorf("doctor: %s", failedWords(rep)))
-			}
-			return nil
+			return runDoctor(cmd.Context(), a, f)
 		},
 	}
-	f := cmd.Flags()
-	f.StringVar(&hostsFile, "hosts", "", "check the hosts listed in `FILE` over ssh, one [user@]host[:port] per line")
-	f.StringArrayVar(&links, "link", nil, "a link the database traffic crosses, to check TCP buffers against: `RTT:RATE` (150ms:1gbit, 77ms:10gigabit, \"20 ms:100 Mbps\"), PROFILE:RATE or PROFILE (tukwila-dublin); repeatable")
-	f.StringVar(&dbURI, "db", "", "check a PostgreSQL server's settings: `[db=]URI` or [db=]env:VAR (env:VAR, PGPASSWORD or ~/.pgpass keep the password out of the process list)")
-	f.BoolVar(&jsonOut, "json", false, "write the report as JSON (fields in docs/doctor.md)")
-	f.IntVar(&parallel, "parallel", 8, "check `N` hosts at a time")
-	timeout = 20 * time.Second
-	f.Var(durationFlag{&timeout}, "timeout", "time allowed per host, and for the database connection (a `duration` such as 20s or 1m)")
-	f.StringVar(&sshConfig, "ssh-config", "", "use this ssh config `FILE` instead of ~/.ssh/config (ssh -F)")
-	f.StringArrayVar(&sshOptions, "ssh-option", nil, "pass -o `KEY=VALUE` to ssh (e.g. IdentityFile=~/.ssh/fleet, UserKnownHostsFile=...); repeatable")
-	f.StringArrayVar(&snapshots, "snapshot", nil, "check a snapshot `FILE` saved from the collector (dbrig doctor --print-collector | ssh HOST sh -s > FILE) instead of a live host; repeatable")
-	f.BoolVar(&printScript, "print-collector", false, "print the shell script that --hosts runs on each host, and exit")
+	f.register(cmd)
 	return cmd
+}
+
+type doctorFlags struct {
+	hostsFile   string
+	links       []string
+	dbURI       string
+	jsonOut     bool
+	parallel    int
+	timeout     time.Duration
+	sshConfig   string
+	sshOptions  []string
+	snapshots   []string
+	printScript bool
+}
+
+func (f *doctorFlags) register(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.StringVar(&f.hostsFile, "hosts", "", "check the hosts listed in `FILE` over ssh, one [user@]host[:port] per line")
+	fl.StringArrayVar(&f.links, "link", nil, "a link the database traffic crosses, to check TCP buffers against: `RTT:RATE` (150ms:1gbit, 77ms:10gigabit, \"20 ms:100 Mbps\"), PROFILE:RATE or PROFILE (tukwila-dublin); repeatable")
+	fl.StringVar(&f.dbURI, "db", "", "check a PostgreSQL server's settings: `[db=]URI` or [db=]env:VAR (env:VAR, PGPASSWORD or ~/.pgpass keep the password out of the process list)")
+	fl.BoolVar(&f.jsonOut, "json", false, "write the report as JSON (fields in docs/doctor.md)")
+	fl.IntVar(&f.parallel, "parallel", 8, "check `N` hosts at a time")
+	f.timeout = 20 * time.Second
+	fl.Var(durationFlag{&f.timeout}, "timeout", "time allowed per host, and for the database connection (a `duration` such as 20s or 1m)")
+	fl.StringVar(&f.sshConfig, "ssh-config", "", "use this ssh config `FILE` instead of ~/.ssh/config (ssh -F)")
+	fl.StringArrayVar(&f.sshOptions, "ssh-option", nil, "pass -o `KEY=VALUE` to ssh (e.g. IdentityFile=~/.ssh/fleet, UserKnownHostsFile=...); repeatable")
+	fl.StringArrayVar(&f.snapshots, "snapshot", nil, "check a snapshot `FILE` saved from the collector (dbrig doctor --print-collector | ssh HOST sh -s > FILE) instead of a live host; repeatable")
+	fl.BoolVar(&f.printScript, "print-collector", false, "print the shell script that --hosts runs on each host, and exit")
+}
+
+// runDoctor checks the hosts and writes the report; every bad flag is
+// reported at once, before any host is checked.
+func runDoctor(ctx context.Context, a *app, f doctorFlags) error {
+	opts, errs := f.options(a.getenv)
+	hosts, hostErrs := f.hosts()
+	if errs = append(errs, hostErrs...); len(errs) > 0 {
+		return usageError(errors.Join(errs...))
+	}
+	if f.hostsFile == "" && len(f.snapshots) == 0 {
+		hosts = append(hosts, doctor.LocalHost("/"))
+	}
+
+	rep := doctor.Run(ctx, hosts, opts)
+	if err := ctx.Err(); err != nil {
+		return err // interrupted: the report would be partial
+	}
+	var err error
+	if f.jsonOut {
+		err = doctor.WriteJSON(a.stdout, rep)
+	} else {
+		err = doctor.WriteText(a.stdout, rep, term.Style{Enabled: term.ColorEnabled(a.stdout, a.getenv)})
+	}
+	if err != nil {
+		return err
+	}
+	if rep.ExitCode != 0 {
+		return failure(fmt.Errorf("doctor: %s", failedWords(rep)))
+	}
+	return nil
+}
+
+// options reads the links, the limits, the ssh flags and --db.
+func (f doctorFlags) options(getenv func(string) string) (doctor.Options, []error) {
+	opts := doctor.Options{Parallel: f.parallel, Timeout: f.timeout}
+	var errs []error
+	for _, s := range f.links {
+		l, err := doctor.ParseLink(s)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		opts.Links = append(opts.Links, l)
+	}
+	if f.parallel < 1 {
+		errs = append(errs, fmt.Errorf("--parallel %d: want at least 1", f.parallel))
+	}
+	if f.timeout <= 0 {
+		errs = append(errs, errors.New("--timeout 0: want a positive duration such as 20s"))
+	}
+	errs = append(errs, checkSSHFlags(f.hostsFile, f.sshConfig, f.sshOptions)...)
+	if f.dbURI != "" {
+		db, err := doctorDatabase(f.dbURI, getenv)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		opts.DB = db
+	}
+	return opts, errs
+}
+
+// hosts are the hosts of --hosts, reached over ssh, and the snapshots.
+func (f doctorFlags) hosts() ([]doctor.Host, []error) {
+	var hosts []doctor.Host
+	var errs []error
+	if f.hostsFile != "" {
+		targets, err := doctor.ReadHostsFile(f.hostsFile)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("--hosts: %w", err))
+		}
+		ssh := doctor.SSH{ConfigFile: f.sshConfig, Options: f.sshOptions}
+		for _, t := range targets {
+			hosts = append(hosts, doctor.RemoteHost(t, ssh))
+		}
+	}
+	for _, file := range f.snapshots {
+		s, err := doctor.ReadSnapshotFile(file)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("--snapshot: %w", err))
+			continue
+		}
+		hosts = append(hosts, doctor.SnapshotHost(filepath.Base(file), s))
+	}
+	return hosts, errs
 }
 
 // doctorDatabase reads --db as every flag naming a server of the user's

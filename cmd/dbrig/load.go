@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/dbrig/dbrig/internal/agent"
+	"github.com/dbrig/dbrig/internal/engine"
 	"github.com/dbrig/dbrig/internal/load"
 	"github.com/dbrig/dbrig/internal/report"
 	"github.com/dbrig/dbrig/internal/study"
@@ -241,84 +242,117 @@ func runLoad(ctx context.Context, a *app, k workload.Kind, f *loadFlags, pf *par
 	if err := checkOut(f.out); err != nil {
 		return err
 	}
-	reg := newRegistry(f.bins)
-	info := loadInfo{kind: k.Name, engine: f.engine, target: f.target != ""}
-	logins, targetEngines, err := loadTarget(f.target, reg.Engines(), a.getenv)
+	ls, err := prepareLoad(a, k, f, pf)
 	if err != nil {
-		return usageError(err)
-	}
-	if e, ok := targetEngines["db"]; ok {
-		info.engine = e
-	}
-	eng, ok := reg.Engines().Lookup(info.engine)
-	if !ok {
-		return usageError(fmt.Errorf("--engine %s: want one of %s", f.engine, strings.Join(reg.Engines().Names(), ", ")))
-	}
-	info.title = eng.Title()
-	given, sweep, err := pf.values()
-	if err != nil {
-		return usageError(err)
-	}
-	linkReq, err := f.link.request()
-	if err != nil {
-		return usageError(err)
-	}
-	view := viewOf(a, k, f)
-	reg = study.NewRegistry(reg.Engines(), withKind(workloads(), view.kind(k)), studies.All()...)
-	req := study.LoadRequest{Kind: k, Engine: info.engine, Target: info.target, Params: given, Sweep: sweep, Link: linkReq}
-	if err := f.checkPredict(k, req); err != nil {
-		return usageError(err)
-	}
-	spec, err := study.ParseLoad(req, reg)
-	if err != nil {
-		return usageError(pf.flagErrors(err, f.link.flagError))
+		return err
 	}
 	if f.predict {
-		plan, err := spec.Plan("")
+		plan, err := ls.spec.Plan("")
 		if err != nil {
 			return usageError(pf.flagErrors(err, f.link.flagError))
 		}
-		return predictLoad(ctx, a, reg, req, plan, study.Options{Targets: logins, TargetEngines: targetEngines, Dir: f.out, Keep: f.keep,
+		return predictLoad(ctx, a, ls.reg, ls.req, plan, study.Options{Targets: ls.logins, TargetEngines: ls.targetEngines, Dir: f.out, Keep: f.keep,
 			Progress: cmpProgress(nil, a), Log: newLogger(a, f.verbose), Version: a.version, CommandLine: redactedArgs(a)}, f.json)
 	}
-	info.sweep, _ = spec.Sweep[k.Load.Sweep].([]any)
+	return ls.run(ctx, a, f)
+}
+
+// loadSetup is a load command's study as its flags describe it, checked and
+// ready to predict or run.
+type loadSetup struct {
+	kind          workload.Kind
+	info          loadInfo
+	view          loadView
+	reg           *study.Registry
+	req           study.LoadRequest
+	spec          *study.Spec
+	logins        map[string]engine.Conn
+	targetEngines map[string]string
+}
+
+// prepareLoad reads the target, the engine, the parameters and the link
+// into a load study; every error is a usage error.
+func prepareLoad(a *app, k workload.Kind, f *loadFlags, pf *paramFlags) (*loadSetup, error) {
+	reg := newRegistry(f.bins)
+	ls := &loadSetup{kind: k, info: loadInfo{kind: k.Name, engine: f.engine, target: f.target != ""}}
+	var err error
+	if ls.logins, ls.targetEngines, err = loadTarget(f.target, reg.Engines(), a.getenv); err != nil {
+		return nil, usageError(err)
+	}
+	if e, ok := ls.targetEngines["db"]; ok {
+		ls.info.engine = e
+	}
+	eng, ok := reg.Engines().Lookup(ls.info.engine)
+	if !ok {
+		return nil, usageError(fmt.Errorf("--engine %s: want one of %s", f.engine, strings.Join(reg.Engines().Names(), ", ")))
+	}
+	ls.info.title = eng.Title()
+	given, sweep, err := pf.values()
+	if err != nil {
+		return nil, usageError(err)
+	}
+	linkReq, err := f.link.request()
+	if err != nil {
+		return nil, usageError(err)
+	}
+	ls.view = viewOf(a, k, f)
+	ls.reg = study.NewRegistry(reg.Engines(), withKind(workloads(), ls.view.kind(k)), studies.All()...)
+	ls.req = study.LoadRequest{Kind: k, Engine: ls.info.engine, Target: ls.info.target, Params: given, Sweep: sweep, Link: linkReq}
+	if err := f.checkPredict(k, ls.req); err != nil {
+		return nil, usageError(err)
+	}
+	if ls.spec, err = study.ParseLoad(ls.req, ls.reg); err != nil {
+		return nil, usageError(pf.flagErrors(err, f.link.flagError))
+	}
+	return ls, nil
+}
+
+// run runs the load study with its dashboard and users' page, and reports.
+func (ls *loadSetup) run(ctx context.Context, a *app, f *loadFlags) error {
+	k := ls.kind
+	ls.info.sweep, _ = ls.spec.Sweep[k.Load.Sweep].([]any)
 	dash, err := startDashboard(a, f.dashboard)
 	if err != nil {
 		return err
 	}
 	defer dash.stop(ctx, a)
-	if uv, ok := view.(usersView); ok {
-		stop, err := serveUsers(ctx, a, f, uv, info.sweep)
+	if uv, ok := ls.view.(usersView); ok {
+		stop, err := serveUsers(ctx, a, f, uv, ls.info.sweep)
 		if err != nil {
 			return err
 		}
 		defer stop()
 	}
-	ran, err := study.Run(ctx, reg, study.Options{
-		Spec: spec, Targets: logins, TargetEngines: targetEngines, Dir: f.out, Keep: f.keep,
-		Place: f.fleet.placer(a), Progress: cmpProgress(view.progress(), a), Events: dash.events(), Log: newLogger(a, f.verbose),
+	ran, err := study.Run(ctx, ls.reg, study.Options{
+		Spec: ls.spec, Targets: ls.logins, TargetEngines: ls.targetEngines, Dir: f.out, Keep: f.keep,
+		Place: f.fleet.placer(a), Progress: cmpProgress(ls.view.progress(), a), Events: dash.events(), Log: newLogger(a, f.verbose),
 		Version: a.version, CommandLine: redactedArgs(a),
 		Starting: func(plan *study.Plan, dir string) {
-			info.params = plan.Combos[0].Params
+			ls.info.params = plan.Combos[0].Params
 			dash.starting(dir)
-			view.starting(info)
-			fmt.Fprintf(a.stderr, "dbrig: load %s on %s (%s) into %s\n", k.Name, info.where(), pluralPoints(len(plan.Points())), dir)
+			ls.view.starting(ls.info)
+			fmt.Fprintf(a.stderr, "dbrig: load %s on %s (%s) into %s\n", k.Name, ls.info.where(), pluralPoints(len(plan.Points())), dir)
 		},
 	})
 	if ran == nil {
 		return runError(err)
 	}
-	doc := view.summary(info, ran, err)
+	return ls.report(a, f, ran, err)
+}
+
+// report prints the summary and the --expect checks, as JSON with --json.
+func (ls *loadSetup) report(a *app, f *loadFlags, ran *study.Ran, runErr error) error {
+	doc := ls.view.summary(ls.info, ran, runErr)
 	checks := judgeExpectations(f.expectations, ran)
 	if f.json {
 		enc := json.NewEncoder(a.stdout)
 		enc.SetIndent("", "  ")
 		_ = enc.Encode(withExpectations(doc, checks))
 	} else {
-		view.print(a.stdout, doc)
+		ls.view.print(a.stdout, doc)
 		printExpectations(a.stdout, term.Style{Enabled: term.ColorEnabled(a.stdout, a.getenv)}, checks)
 	}
-	return expectOutcome(loadOutcome(a, ran, err), checks)
+	return expectOutcome(loadOutcome(a, ran, runErr), checks)
 }
 
 func (l loadInfo) where() string {

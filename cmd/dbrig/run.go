@@ -375,57 +375,69 @@ directory is not a dbrig run directory (or none was given).`,
 			if predictions {
 				return printPredictions(a.stdout, args, reg, asJSON)
 			}
-			color := term.ColorEnabled(a.stdout, a.getenv)
-			var docs []runJSON
-			var notRuns, failed []error
-			for i, dir := range args {
-				rep, err := rebuildReport(dir, reg)
-				htmlPath, mdPath, doc := rep.HTML, rep.Markdown, rep.Doc
-				var notRun *notRunDirError
-				switch {
-				case errors.As(err, &notRun):
-					notRuns = append(notRuns, err)
-				case err != nil:
-					failed = append(failed, err)
-				}
-				if asJSON {
-					j := runJSON{Dir: dir, HTML: htmlPath, Markdown: mdPath}
-					if err != nil {
-						j.Error = err.Error()
-					}
-					if doc != nil {
-						j.Findings = doc.Findings
-					}
-					docs = append(docs, j)
-					continue
-				}
-				if err != nil {
-					continue
-				}
-				if len(args) > 1 {
-					if i > 0 {
-						fmt.Fprintln(a.stdout)
-					}
-					fmt.Fprintf(a.stdout, "== %s ==\n", dir)
-				}
-				if err := report.WriteSummary(a.stdout, doc, color); err != nil {
-					return failure(err)
-				}
-				fmt.Fprintf(a.stdout, "\nreport: %s\nmarkdown: %s\n", htmlPath, mdPath)
-			}
-			if asJSON {
-				enc := json.NewEncoder(a.stdout)
-				enc.SetIndent("", "  ")
-				if err := enc.Encode(docs); err != nil {
-					return failure(err)
-				}
-			}
-			return reportOutcome(len(args), notRuns, failed)
+			return rebuildReports(a, args, reg, asJSON)
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print a JSON array with each directory's findings and paths (and error, if any)")
 	cmd.Flags().BoolVar(&predictions, "predictions", false, "rebuild nothing: print each run's share of headline figures predicted or fitted held out, their median and p90 error, and where each workload's model misses most")
 	return cmd
+}
+
+// rebuildReports rebuilds each directory's reports and prints their
+// summaries, or one JSON array; a directory that fails does not stop the
+// others.
+func rebuildReports(a *app, dirs []string, reg *study.Registry, asJSON bool) error {
+	color := term.ColorEnabled(a.stdout, a.getenv)
+	var docs []runJSON
+	var notRuns, failed []error
+	for i, dir := range dirs {
+		rep, err := rebuildReport(dir, reg)
+		var notRun *notRunDirError
+		switch {
+		case errors.As(err, &notRun):
+			notRuns = append(notRuns, err)
+		case err != nil:
+			failed = append(failed, err)
+		}
+		if asJSON {
+			docs = append(docs, reportJSON(dir, rep, err))
+			continue
+		}
+		if err != nil {
+			continue
+		}
+		if len(dirs) > 1 {
+			if i > 0 {
+				fmt.Fprintln(a.stdout)
+			}
+			fmt.Fprintf(a.stdout, "== %s ==\n", dir)
+		}
+		if err := report.WriteSummary(a.stdout, rep.Doc, color); err != nil {
+			return failure(err)
+		}
+		fmt.Fprintf(a.stdout, "\nreport: %s\nmarkdown: %s\n", rep.HTML, rep.Markdown)
+	}
+	if asJSON {
+		enc := json.NewEncoder(a.stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(docs); err != nil {
+			return failure(err)
+		}
+	}
+	return reportOutcome(len(dirs), notRuns, failed)
+}
+
+// reportJSON is a directory's entry in report --json: its paths and
+// findings, or why its report could not be built.
+func reportJSON(dir string, rep study.Report, err error) runJSON {
+	j := runJSON{Dir: dir, HTML: rep.HTML, Markdown: rep.Markdown}
+	if err != nil {
+		j.Error = err.Error()
+	}
+	if rep.Doc != nil {
+		j.Findings = rep.Doc.Findings
+	}
+	return j
 }
 
 // notRunDirError is a directory given to dbrig report that holds no run:

@@ -93,22 +93,14 @@ func (r *Runner) Run(ctx context.Context) (res *Result, err error) {
 	if r.started.Swap(true) {
 		return nil, errors.New("load: a Runner runs once; make a new one")
 	}
-	r.clientCores = min(runtime.GOMAXPROCS(0), r.cfg.Users)
-	if r.cfg.Open() {
-		r.clientCores = min(runtime.GOMAXPROCS(0), r.cfg.Users+1) // and the arrival process
-	}
+	r.clientCores = r.cfg.clientCores()
 	dedicated, restoreProcs := reserveProcs(r.cfg.Users)
 	defer restoreProcs()
 	r.dedicated = dedicated
 	workers, err := r.openWorkers(ctx)
 	defer func() {
-		for i, w := range workers {
-			if w == nil {
-				continue
-			}
-			if cerr := w.Close(); cerr != nil {
-				err = errors.Join(err, fmt.Errorf("close worker %d: %w", i, cerr))
-			}
+		if cerr := closeWorkers(workers); cerr != nil {
+			err = errors.Join(err, cerr)
 		}
 	}()
 	if err != nil {
@@ -120,20 +112,48 @@ func (r *Runner) Run(ctx context.Context) (res *Result, err error) {
 		}
 	}
 
+	res = r.drive(ctx, workers)
+	res.NotStartedAtEnd = r.notStartedAtEnd.Load() + int64(len(r.queue)) // arrivals no worker started
+	if ctx.Err() != nil {
+		res.Interrupted = true
+		return res, fmt.Errorf("load run interrupted: %w", ctx.Err())
+	}
+	return res, nil
+}
+
+// clientCores is how many cores the client may use: one per user, and one
+// for the arrival process of an open loop.
+func (c Config) clientCores() int {
+	if c.Open() {
+		return min(runtime.GOMAXPROCS(0), c.Users+1)
+	}
+	return min(runtime.GOMAXPROCS(0), c.Users)
+}
+
+// closeWorkers closes every worker opened, nil for one that failed to open.
+func closeWorkers(workers []Worker) error {
+	var errs []error
+	for i, w := range workers {
+		if w == nil {
+			continue
+		}
+		if cerr := w.Close(); cerr != nil {
+			errs = append(errs, fmt.Errorf("close worker %d: %w", i, cerr))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// drive runs the users from the start to the end of the run, with the
+// collector sampling beside them, and returns what it gathered.
+func (r *Runner) drive(ctx context.Context, workers []Worker) *Result {
 	stopCtx, stop := context.WithCancel(ctx)
 	defer stop()
 	opCtx, cancelOps := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelOps()
 	r.stopCtx, r.stopDone, r.opCtx = stopCtx, stopCtx.Done(), opCtx
 
-	r.recorders = make([]*recorder, len(workers))
-	for i := range r.recorders {
-		r.recorders[i] = newRecorder(len(r.mix), r.cfg.Open(), r.cfg.LateAfter, r.cfg.TxLimit)
-		r.recorders[i].keepSamples = r.cfg.KeepSamples
-	}
-	if r.cfg.Open() {
-		r.queue = make(chan time.Duration, r.cfg.MaxInFlight)
-	}
+	r.prepareRecorders(len(workers))
 	col := newCollector(r)
 	stopAt := make(chan time.Duration, 1)
 	usersDone := make(chan struct{})
@@ -146,8 +166,32 @@ func (r *Runner) Run(ctx context.Context) (res *Result, err error) {
 	r.startUsers(&users, workers)
 	go func() { users.Wait(); close(usersDone) }() // ends with the last user
 
-	// The run deadline stops new operations; the hard deadline, Grace
-	// later, cancels the ones still running. An interrupt does both at once.
+	r.awaitRunEnd(ctx, usersDone)
+	stopAt <- r.since()
+	stop()
+	r.awaitUsers(ctx, usersDone, cancelOps)
+	close(finished)
+	collecting.Wait()
+	return col.result()
+}
+
+// prepareRecorders gives each user a recorder and an open loop its queue of
+// arrivals.
+func (r *Runner) prepareRecorders(users int) {
+	r.recorders = make([]*recorder, users)
+	for i := range r.recorders {
+		r.recorders[i] = newRecorder(len(r.mix), r.cfg.Open(), r.cfg.LateAfter, r.cfg.TxLimit)
+		r.recorders[i].keepSamples = r.cfg.KeepSamples
+	}
+	if r.cfg.Open() {
+		r.queue = make(chan time.Duration, r.cfg.MaxInFlight)
+	}
+}
+
+// awaitRunEnd waits for the run deadline, the last user or an interrupt.
+// The run deadline stops new operations; the hard deadline, Grace later,
+// cancels the ones still running (awaitUsers). An interrupt does both at once.
+func (r *Runner) awaitRunEnd(ctx context.Context, usersDone <-chan struct{}) {
 	var deadline <-chan time.Time
 	if r.cfg.Duration > 0 {
 		t := time.NewTimer(r.cfg.WarmUp + r.cfg.Duration)
@@ -159,8 +203,11 @@ func (r *Runner) Run(ctx context.Context) (res *Result, err error) {
 	case <-deadline:
 	case <-ctx.Done():
 	}
-	stopAt <- r.since()
-	stop()
+}
+
+// awaitUsers lets the operations still running finish within Grace, then
+// cancels them, at once on an interrupt, and returns when every user is done.
+func (r *Runner) awaitUsers(ctx context.Context, usersDone <-chan struct{}, cancelOps context.CancelFunc) {
 	if ctx.Err() != nil {
 		cancelOps()
 	} else {
@@ -175,16 +222,6 @@ func (r *Runner) Run(ctx context.Context) (res *Result, err error) {
 		grace.Stop()
 	}
 	<-usersDone
-	close(finished)
-	collecting.Wait()
-
-	res = col.result()
-	res.NotStartedAtEnd = r.notStartedAtEnd.Load() + int64(len(r.queue)) // arrivals no worker started
-	if ctx.Err() != nil {
-		res.Interrupted = true
-		return res, fmt.Errorf("load run interrupted: %w", ctx.Err())
-	}
-	return res, nil
 }
 
 // openWorkers makes every user's worker before the clock starts, a few at a

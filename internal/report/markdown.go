@@ -33,7 +33,22 @@ type mdWriter struct{ w *bufio.Writer }
 
 func (m *mdWriter) p(format string, a ...any) { fmt.Fprintf(m.w, format, a...) }
 
+// doc writes the report's sections in the order a reader meets them: what
+// was asked and judged first, the evidence after, how it was run last.
 func (m *mdWriter) doc(d *Doc) {
+	m.header(d)
+	m.findings(d.Findings)
+	m.charts(d.Charts)
+	m.sections(d.Sections)
+	m.points(d.Points)
+	m.failures(d)
+	m.environment(d.Environment)
+	m.p("## What this machine cannot show\n\n")
+	m.list(d.Limits, "Nothing noted.")
+	m.command(d)
+}
+
+func (m *mdWriter) header(d *Doc) {
 	m.p("# %s\n\n", mdText(orDefault(d.Title, "dbrig report")))
 	if d.Question != "" {
 		m.p("**Question.** %s\n\n", mdText(d.Question))
@@ -51,32 +66,39 @@ func (m *mdWriter) doc(d *Doc) {
 			m.table(t, false)
 		}
 	}
+}
 
+func (m *mdWriter) findings(findings []Finding) {
 	m.p("## Findings\n\n")
-	if len(d.Findings) == 0 {
+	if len(findings) == 0 {
 		m.p("This study sets no published findings beside its measurements.\n\n")
-	} else {
-		t := Table{Columns: []string{"#", "Published", "Measured here", "Model", "Verdict", "Why"}}
-		for i, f := range d.Findings {
-			measured := f.Measured
-			if f.Spread != "" {
-				measured += "\n(" + f.Spread + ")"
-			}
-			t.Rows = append(t.Rows, []string{fmt.Sprintf("F%d", i+1), f.Published, measured, f.Model, verdictText(f.Verdict), f.Why})
-		}
-		m.table(t, false)
+		return
 	}
+	t := Table{Columns: []string{"#", "Published", "Measured here", "Model", "Verdict", "Why"}}
+	for i, f := range findings {
+		measured := f.Measured
+		if f.Spread != "" {
+			measured += "\n(" + f.Spread + ")"
+		}
+		t.Rows = append(t.Rows, []string{fmt.Sprintf("F%d", i+1), f.Published, measured, f.Model, verdictText(f.Verdict), f.Why})
+	}
+	m.table(t, false)
+}
 
-	if len(d.Charts) > 0 {
-		m.p("## Charts\n\n")
-		for _, c := range d.Charts {
-			if !c.Empty() {
-				m.chart(c)
-			}
+func (m *mdWriter) charts(charts []Chart) {
+	if len(charts) == 0 {
+		return
+	}
+	m.p("## Charts\n\n")
+	for _, c := range charts {
+		if !c.Empty() {
+			m.chart(c)
 		}
 	}
+}
 
-	for _, s := range d.Sections {
+func (m *mdWriter) sections(sections []Section) {
+	for _, s := range sections {
 		m.p("## %s\n\n", mdText(orDefault(s.Title, "Section")))
 		for _, para := range paragraphs(s.Text) {
 			m.p("%s\n\n", mdText(para))
@@ -91,17 +113,21 @@ func (m *mdWriter) doc(d *Doc) {
 			m.table(t, true)
 		}
 	}
+}
 
+func (m *mdWriter) points(points Table) {
 	m.p("## Every point\n\n")
-	if d.Points.Note != "" {
-		m.p("%s\n\n", mdText(d.Points.Note))
+	if points.Note != "" {
+		m.p("%s\n\n", mdText(points.Note))
 	}
-	if len(d.Points.Rows) == 0 {
+	if len(points.Rows) == 0 {
 		m.p("No points were measured.\n\n")
-	} else {
-		m.table(d.Points, true)
+		return
 	}
+	m.table(points, true)
+}
 
+func (m *mdWriter) failures(d *Doc) {
 	m.p("## Failures\n\n")
 	m.list(d.Failures, "None: no point failed.")
 	if len(d.Skipped) > 0 {
@@ -115,21 +141,22 @@ func (m *mdWriter) doc(d *Doc) {
 	if d.Counts.Missing > 0 {
 		m.p("%s not run yet: the run was interrupted (resume it with `dbrig run --resume`).\n\n", plural(d.Counts.Missing, "planned point has", "planned points have"))
 	}
+}
 
+func (m *mdWriter) environment(env [][2]string) {
 	m.p("## Environment\n\n")
-	if len(d.Environment) == 0 {
+	if len(env) == 0 {
 		m.p("Not recorded.\n\n")
-	} else {
-		t := Table{Columns: []string{"Item", "Value"}}
-		for _, kv := range d.Environment {
-			t.Rows = append(t.Rows, []string{kv[0], kv[1]})
-		}
-		m.table(t, false)
+		return
 	}
+	t := Table{Columns: []string{"Item", "Value"}}
+	for _, kv := range env {
+		t.Rows = append(t.Rows, []string{kv[0], kv[1]})
+	}
+	m.table(t, false)
+}
 
-	m.p("## What this machine cannot show\n\n")
-	m.list(d.Limits, "Nothing noted.")
-
+func (m *mdWriter) command(d *Doc) {
 	m.p("## Command\n\n")
 	if d.Command == "" {
 		m.p("Not recorded.\n\n")

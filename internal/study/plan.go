@@ -662,13 +662,42 @@ type keyedError struct {
 // (the file's, a sweep's, --engine's or a target's), its count, CPUs,
 // memory, directories and the settings for that engine.
 func (s *Spec) resolveInstance(i int, in InstanceSpec, subst func(string, any) any, opts PlanOptions) ([]resolvedInstance, []keyedError) {
-	key := fmt.Sprintf("instance.%d", i)
-	var errs []keyedError
-	fail := func(k string, err error) { errs = append(errs, keyedError{k, err}) }
+	r := &instanceResolver{spec: s, key: fmt.Sprintf("instance.%d", i), in: in, subst: subst}
+	eng := r.engine(opts)
+	if eng == "" {
+		return nil, r.errs
+	}
+	settings, keys := r.settings(eng)
+	count := r.count()
+	cpus := r.cpus(count)
+	base := engine.InstanceConfig{Name: in.Name, Engine: eng, Site: in.Site, Settings: settings, Memory: r.memory()}
+	base.CPUSpeed = resolveCPUSpeed(r.key+".cpu_speed", in.CPUSpeed, subst, r.fail)
+	base.DataDir, base.WALDir = r.dir("data_dir", in.DataDir), r.dir("wal_dir", in.WALDir)
+	base.DataDisk, base.WALDisk = s.resolveDisks(r.key, in, base.WALDir != "", subst, r.fail)
+	if _, isTarget := opts.Targets[in.Name]; isTarget {
+		base.Target = in.Name
+	}
+	return r.expand(base, count, cpus, keys), r.errs
+}
 
-	written := in.Engine
-	eng, _ := subst(key+".engine", in.Engine).(string)
-	target, isTarget := opts.Targets[in.Name]
+// instanceResolver holds what the steps resolving one [[instance]] share: its
+// key in the file, the combination's substitution, and the errors found so far
+// (every one is reported, not only the first).
+type instanceResolver struct {
+	spec  *Spec
+	key   string
+	in    InstanceSpec
+	subst func(string, any) any
+	errs  []keyedError
+}
+
+func (r *instanceResolver) fail(k string, err error) { r.errs = append(r.errs, keyedError{k, err}) }
+
+// engine is the engine this combination runs, "" for an instance it leaves
+// out; a target's engine and --engine win over the file's.
+func (r *instanceResolver) engine(opts PlanOptions) string {
+	eng, _ := r.subst(r.key+".engine", r.in.Engine).(string)
+	target, isTarget := opts.Targets[r.in.Name]
 	switch {
 	case isTarget:
 		eng = target
@@ -676,136 +705,164 @@ func (s *Spec) resolveInstance(i int, in InstanceSpec, subst func(string, any) a
 		eng = opts.Engine
 	}
 	if eng == "" {
-		return nil, errs
+		return ""
 	}
-	if len(s.kind.Engines) > 0 && !slices.Contains(s.kind.Engines, eng) {
-		fail(key+".engine", fmt.Errorf("workload %q runs on %s only (%s), got %q", s.kind.Name, strings.Join(s.kind.Engines, ", "), s.kind.EnginesWhy, eng))
+	if kind := r.spec.kind; len(kind.Engines) > 0 && !slices.Contains(kind.Engines, eng) {
+		r.fail(r.key+".engine", fmt.Errorf("workload %q runs on %s only (%s), got %q", kind.Name, strings.Join(kind.Engines, ", "), kind.EnginesWhy, eng))
 	}
+	return eng
+}
 
-	// Settings: the flat ones belong to the engine the file names; a table
-	// named after an engine holds that engine's.
-	settings := map[string]string{}
-	keys := map[string]string{}
+// settings returns the settings for eng and the key each was written at. The
+// flat ones belong to the engine the file names; a table named after an
+// engine holds that engine's.
+func (r *instanceResolver) settings(eng string) (settings, keys map[string]string) {
+	settings, keys = map[string]string{}, map[string]string{}
 	var flat []string
-	for sk, sv := range in.Settings {
+	for sk, sv := range r.in.Settings {
 		if sub, ok := sv.(map[string]any); ok {
 			if sk != eng {
 				continue
 			}
 			for ek, ev := range sub {
-				at := key + ".settings." + sk + "." + ek
-				if r := subst(at, ev); r != nil {
-					settings[ek], keys[ek] = fmt.Sprint(r), at
+				at := r.key + ".settings." + sk + "." + ek
+				if v := r.subst(at, ev); v != nil {
+					settings[ek], keys[ek] = fmt.Sprint(v), at
 				}
 			}
 			continue
 		}
 		flat = append(flat, sk)
-		at := key + ".settings." + sk
-		if r := subst(at, sv); r != nil {
-			settings[sk], keys[sk] = fmt.Sprint(r), at
+		at := r.key + ".settings." + sk
+		if v := r.subst(at, sv); v != nil {
+			settings[sk], keys[sk] = fmt.Sprint(v), at
 		}
 	}
-	if len(flat) > 0 && eng != written {
+	if written := r.in.Engine; len(flat) > 0 && eng != written {
 		sort.Strings(flat)
-		fail(key+".settings", fmt.Errorf("settings %s are for %s (engine = %q) and this point runs %s: put each engine's settings under [instance.settings.ENGINE]", strings.Join(flat, ", "), written, written, eng))
+		r.fail(r.key+".settings", fmt.Errorf("settings %s are for %s (engine = %q) and this point runs %s: put each engine's settings under [instance.settings.ENGINE]", strings.Join(flat, ", "), written, written, eng))
 	} else {
-		s.checkStudySettings(eng, settings, keys, fail)
+		r.spec.checkStudySettings(eng, settings, keys, r.fail)
 	}
+	return settings, keys
+}
 
-	count := 1
-	if in.Count != nil {
-		switch n, ok := workload.IntOf(subst(key+".count", in.Count)); {
-		case !ok || n < 1:
-			fail(key+".count", fmt.Errorf("want a whole number of instances (1 or more), got %s", workload.Describe(subst(key+".count", in.Count))))
-		case n > MaxInstances:
-			fail(key+".count", fmt.Errorf("count = %d: at most %s instances in a set (each is a server of its own, with its processes, port and a data directory of about 40 MB; the seeds ran at most 16)", n, units.FormatCount(MaxInstances)))
-		default:
-			count = int(n)
-		}
+// count is how many instances the set holds, 1 when the file sets none.
+func (r *instanceResolver) count() int {
+	if r.in.Count == nil {
+		return 1
 	}
+	key := r.key + ".count"
+	switch n, ok := workload.IntOf(r.subst(key, r.in.Count)); {
+	case !ok || n < 1:
+		r.fail(key, fmt.Errorf("want a whole number of instances (1 or more), got %s", workload.Describe(r.subst(key, r.in.Count))))
+	case n > MaxInstances:
+		r.fail(key, fmt.Errorf("count = %d: at most %s instances in a set (each is a server of its own, with its processes, port and a data directory of about 40 MB; the seeds ran at most 16)", n, units.FormatCount(MaxInstances)))
+	default:
+		return int(n)
+	}
+	return 1
+}
 
-	var cpus []string // per instance
-	if in.CPUs != nil {
-		v := subst(key+".cpus", in.CPUs)
-		str := fmt.Sprint(v)
-		if _, isInt := v.(int64); !isInt {
-			if _, isStr := v.(string); !isStr {
-				fail(key+".cpus", fmt.Errorf("want a CPU list such as \"0\" or \"0-1\", or \"spread\", got %s", workload.Describe(v)))
-				str = ""
-			}
-		}
-		list, spread := strings.CutPrefix(str, "spread")
-		switch {
-		case str == "" || str == "any":
-		case spread:
-			pool := make([]int, runtime.NumCPU())
-			for c := range pool {
-				pool[c] = c
-			}
-			if rest, ok := strings.CutPrefix(list, ":"); ok {
-				var err error
-				if pool, err = engine.ParseCPUList(rest); err != nil {
-					fail(key+".cpus", err)
-					pool = []int{0}
-				}
-			} else if list != "" {
-				fail(key+".cpus", fmt.Errorf("want \"spread\" or \"spread:LIST\" (e.g. spread:0-3), got %q", str))
-			}
-			for n := range count {
-				cpus = append(cpus, strconv.Itoa(pool[n%len(pool)]))
-			}
-		default:
-			if _, err := engine.ParseCPUList(str); err != nil {
-				fail(key+".cpus", err)
-			}
-			for range count {
-				cpus = append(cpus, str)
-			}
+// cpus is the CPU list of each of the count instances, none when the file
+// sets no cpus or "any".
+func (r *instanceResolver) cpus(count int) []string {
+	if r.in.CPUs == nil {
+		return nil
+	}
+	v := r.subst(r.key+".cpus", r.in.CPUs)
+	str := fmt.Sprint(v)
+	if _, isInt := v.(int64); !isInt {
+		if _, isStr := v.(string); !isStr {
+			r.fail(r.key+".cpus", fmt.Errorf("want a CPU list such as \"0\" or \"0-1\", or \"spread\", got %s", workload.Describe(v)))
+			str = ""
 		}
 	}
+	list, spread := strings.CutPrefix(str, "spread")
+	var cpus []string
+	switch {
+	case str == "" || str == "any":
+	case spread:
+		pool := r.spreadPool(str, list)
+		for n := range count {
+			cpus = append(cpus, strconv.Itoa(pool[n%len(pool)]))
+		}
+	default:
+		if _, err := engine.ParseCPUList(str); err != nil {
+			r.fail(r.key+".cpus", err)
+		}
+		for range count {
+			cpus = append(cpus, str)
+		}
+	}
+	return cpus
+}
 
-	var memory int64
-	if in.Memory != nil {
-		v := subst(key+".memory", in.Memory)
-		if str, ok := v.(string); ok && (str == "" || str == "none") {
-			// no cap: a sweep may compare capped and uncapped instances
-		} else if n, err := (workload.ParamSpec{Type: workload.SizeParam}).Normalize(v); err != nil {
-			fail(key+".memory", fmt.Errorf("want a size such as \"2GB\", or \"none\" for no cap, got %s", workload.Describe(v)))
-		} else {
-			memory = n.(int64)
-		}
+// spreadPool is the CPUs "spread" deals the instances over, one each in
+// turn: every CPU of the machine, or the list after "spread:".
+func (r *instanceResolver) spreadPool(str, list string) []int {
+	pool := make([]int, runtime.NumCPU())
+	for c := range pool {
+		pool[c] = c
 	}
-	speed := resolveCPUSpeed(key+".cpu_speed", in.CPUSpeed, subst, fail)
-	dir := func(attr, val string) string {
-		if val == "" {
-			return ""
+	if rest, ok := strings.CutPrefix(list, ":"); ok {
+		var err error
+		if pool, err = engine.ParseCPUList(rest); err != nil {
+			r.fail(r.key+".cpus", err)
+			pool = []int{0}
 		}
-		r, _ := subst(key+"."+attr, val).(string)
-		if r != "" && !strings.HasPrefix(r, "/") {
-			fail(key+"."+attr, fmt.Errorf("want an absolute directory, got %q", r))
-		}
-		return r
+	} else if list != "" {
+		r.fail(r.key+".cpus", fmt.Errorf("want \"spread\" or \"spread:LIST\" (e.g. spread:0-3), got %q", str))
 	}
-	dataDir, walDir := dir("data_dir", in.DataDir), dir("wal_dir", in.WALDir)
-	dataDisk, walDisk := s.resolveDisks(key, in, walDir != "", subst, fail)
+	return pool
+}
 
+// memory is the memory cap in bytes, 0 for none: a sweep may compare capped
+// and uncapped instances.
+func (r *instanceResolver) memory() int64 {
+	if r.in.Memory == nil {
+		return 0
+	}
+	v := r.subst(r.key+".memory", r.in.Memory)
+	if str, ok := v.(string); ok && (str == "" || str == "none") {
+		return 0
+	}
+	n, err := (workload.ParamSpec{Type: workload.SizeParam}).Normalize(v)
+	if err != nil {
+		r.fail(r.key+".memory", fmt.Errorf("want a size such as \"2GB\", or \"none\" for no cap, got %s", workload.Describe(v)))
+		return 0
+	}
+	return n.(int64)
+}
+
+// dir is a directory attribute after substitution, which must be absolute.
+func (r *instanceResolver) dir(attr, val string) string {
+	if val == "" {
+		return ""
+	}
+	d, _ := r.subst(r.key+"."+attr, val).(string)
+	if d != "" && !strings.HasPrefix(d, "/") {
+		r.fail(r.key+"."+attr, fmt.Errorf("want an absolute directory, got %q", d))
+	}
+	return d
+}
+
+// expand makes the set's count instances from base, each with its own copy of
+// the settings, its CPUs, and a numbered name when the file sets a count.
+func (r *instanceResolver) expand(base engine.InstanceConfig, count int, cpus []string, keys map[string]string) []resolvedInstance {
 	var out []resolvedInstance
 	for n := range count {
-		cfg := engine.InstanceConfig{Name: in.Name, Engine: eng, Site: in.Site, Settings: maps.Clone(settings),
-			Memory: memory, CPUSpeed: speed, DataDir: dataDir, WALDir: walDir, DataDisk: dataDisk, WALDisk: walDisk}
-		if in.Count != nil {
-			cfg.Name = fmt.Sprintf("%s-%d", in.Name, n+1)
+		cfg := base
+		cfg.Settings = maps.Clone(base.Settings)
+		if r.in.Count != nil {
+			cfg.Name = fmt.Sprintf("%s-%d", r.in.Name, n+1)
 		}
 		if len(cpus) > 0 {
 			cfg.CPUs = cpus[n]
 		}
-		if isTarget {
-			cfg.Target = in.Name
-		}
 		out = append(out, resolvedInstance{InstanceConfig: cfg, keys: keys})
 	}
-	return out, errs
+	return out
 }
 
 // resolveDisks reads an instance's emulated disks: disk (every disk its

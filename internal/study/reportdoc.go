@@ -313,68 +313,99 @@ func orDefaultScale(s string) string {
 // version, CPUs, memory, directories and settings, with every value a
 // swept attribute took (never a "${var}" unfilled).
 func instanceRows(rd *RunData) [][2]string {
-	type seen struct {
-		order  []string
-		values map[string][]string
-	}
-	by := map[string]*seen{}
-	var names []string
-	add := func(inst, key, val string) {
-		s, ok := by[inst]
-		if !ok {
-			s = &seen{values: map[string][]string{}}
-			by[inst] = s
-			names = append(names, inst)
-		}
-		if _, ok := s.values[key]; !ok {
-			s.order = append(s.order, key)
-		}
-		if !slices.Contains(s.values[key], val) {
-			s.values[key] = append(s.values[key], val)
-		}
-	}
+	attrs := newInstanceAttrs()
 	for _, r := range rd.Results {
 		for _, in := range r.Instances {
-			eng := in.Engine
-			if v := rd.Environment.Servers[in.Engine]; v != "" && in.Target == "" {
-				eng += " " + v
-			}
-			if in.Target != "" {
-				eng += " (your server, --target " + in.Target + ")"
-			}
-			add(in.Name, "engine", eng)
-			if in.CPUs != "" {
-				add(in.Name, "cpus", in.CPUs)
-			}
-			if in.Memory > 0 {
-				add(in.Name, "memory", units.Size(in.Memory).String())
-			}
-			if in.CPUSpeed > 0 {
-				add(in.Name, "cpu_speed", formatCPUSpeed(in.CPUSpeed))
-			}
-			if in.DataDir != "" {
-				add(in.Name, "data_dir", in.DataDir)
-			}
-			if in.WALDir != "" {
-				add(in.Name, "wal_dir", in.WALDir)
-			}
-			if in.DataDisk != "" {
-				add(in.Name, "data_disk", diskLabel(rd, in.DataDisk))
-			}
-			if in.WALDisk != "" {
-				add(in.Name, "wal_disk", diskLabel(rd, in.WALDisk))
-			}
-			for _, k := range slices.Sorted(maps.Keys(in.Settings)) {
-				add(in.Name, k, ranSetting(rd, in, k))
-			}
+			attrs.addInstance(rd, in)
 		}
 		if r.Client.CPUSpeed > 0 {
-			add(clientRow, "cpu_speed", formatCPUSpeed(r.Client.CPUSpeed))
+			attrs.add(clientRow, "cpu_speed", formatCPUSpeed(r.Client.CPUSpeed))
 		}
 	}
+	rows := attrs.rows()
+	if len(rows) > 0 {
+		rows = append(rows, [2]string{"", "Values separated by | are the values a swept attribute took across the points."})
+	}
+	for _, t := range rd.Environment.Targets {
+		rows = append(rows, [2]string{"target " + t.Name, targetRow(t)})
+	}
+	return rows
+}
+
+// instanceAttrs gathers each instance's attributes across the points, in the
+// order first met, with every distinct value a swept attribute took.
+type instanceAttrs struct {
+	names []string
+	by    map[string]*attrValues
+}
+
+type attrValues struct {
+	order  []string
+	values map[string][]string
+}
+
+func newInstanceAttrs() *instanceAttrs {
+	return &instanceAttrs{by: map[string]*attrValues{}}
+}
+
+func (a *instanceAttrs) add(inst, key, val string) {
+	s, ok := a.by[inst]
+	if !ok {
+		s = &attrValues{values: map[string][]string{}}
+		a.by[inst] = s
+		a.names = append(a.names, inst)
+	}
+	if _, ok := s.values[key]; !ok {
+		s.order = append(s.order, key)
+	}
+	if !slices.Contains(s.values[key], val) {
+		s.values[key] = append(s.values[key], val)
+	}
+}
+
+// addInstance records what one point ran an instance with; an attribute left
+// at its default is not written.
+func (a *instanceAttrs) addInstance(rd *RunData, in engine.InstanceConfig) {
+	eng := in.Engine
+	if v := rd.Environment.Servers[in.Engine]; v != "" && in.Target == "" {
+		eng += " " + v
+	}
+	if in.Target != "" {
+		eng += " (your server, --target " + in.Target + ")"
+	}
+	a.add(in.Name, "engine", eng)
+	if in.CPUs != "" {
+		a.add(in.Name, "cpus", in.CPUs)
+	}
+	if in.Memory > 0 {
+		a.add(in.Name, "memory", units.Size(in.Memory).String())
+	}
+	if in.CPUSpeed > 0 {
+		a.add(in.Name, "cpu_speed", formatCPUSpeed(in.CPUSpeed))
+	}
+	if in.DataDir != "" {
+		a.add(in.Name, "data_dir", in.DataDir)
+	}
+	if in.WALDir != "" {
+		a.add(in.Name, "wal_dir", in.WALDir)
+	}
+	if in.DataDisk != "" {
+		a.add(in.Name, "data_disk", diskLabel(rd, in.DataDisk))
+	}
+	if in.WALDisk != "" {
+		a.add(in.Name, "wal_disk", diskLabel(rd, in.WALDisk))
+	}
+	for _, k := range slices.Sorted(maps.Keys(in.Settings)) {
+		a.add(in.Name, k, ranSetting(rd, in, k))
+	}
+}
+
+// rows writes one row per instance, "key = value" for each attribute, the
+// values a sweep took separated by "|".
+func (a *instanceAttrs) rows() [][2]string {
 	var rows [][2]string
-	for _, n := range names {
-		s := by[n]
+	for _, n := range a.names {
+		s := a.by[n]
 		var parts []string
 		for _, k := range s.order {
 			parts = append(parts, k+" = "+strings.Join(s.values[k], " | "))
@@ -385,25 +416,24 @@ func instanceRows(rd *RunData) [][2]string {
 		}
 		rows = append(rows, [2]string{label, strings.Join(parts, "; ")})
 	}
-	if len(rows) > 0 {
-		rows = append(rows, [2]string{"", "Values separated by | are the values a swept attribute took across the points."})
-	}
-	for _, t := range rd.Environment.Targets {
-		var set []string
-		for _, k := range slices.Sorted(maps.Keys(t.Settings)) {
-			set = append(set, k+"="+t.Settings[k])
-		}
-		row := fmt.Sprintf("%s %s at %s; settings that differ from the defaults: %s", t.Engine, t.Version, t.Server, strings.Join(set, ", "))
-		if len(t.Differs) > 0 {
-			var differs []string
-			for _, d := range t.Differs {
-				differs = append(differs, d.String())
-			}
-			row += "; the study's server settings it ran with values of its own (dbrig never reconfigures a target): " + strings.Join(differs, "; ")
-		}
-		rows = append(rows, [2]string{"target " + t.Name, row})
-	}
 	return rows
+}
+
+// targetRow describes a user's server as dbrig found it.
+func targetRow(t TargetEnvironment) string {
+	var set []string
+	for _, k := range slices.Sorted(maps.Keys(t.Settings)) {
+		set = append(set, k+"="+t.Settings[k])
+	}
+	row := fmt.Sprintf("%s %s at %s; settings that differ from the defaults: %s", t.Engine, t.Version, t.Server, strings.Join(set, ", "))
+	if len(t.Differs) > 0 {
+		var differs []string
+		for _, d := range t.Differs {
+			differs = append(differs, d.String())
+		}
+		row += "; the study's server settings it ran with values of its own (dbrig never reconfigures a target): " + strings.Join(differs, "; ")
+	}
+	return row
 }
 
 // ranSetting is the value of a setting an instance ran with: the study's,

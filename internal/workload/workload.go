@@ -321,85 +321,118 @@ func (ps ParamSpec) limitText(n int64) string {
 // normalizeKind converts a value to the kind's canonical form and refuses
 // one the kind never takes (a negative count, a word for a number).
 func (ps ParamSpec) normalizeKind(v any) (any, error) {
-	switch ps.Type {
-	case IntParam:
-		n, ok := IntOf(v)
-		if !ok {
-			return nil, fmt.Errorf("want %s, got %s", ps.Type, Describe(v))
-		}
-		if n < 0 || (n == 0 && !ps.AllowZero) {
-			return nil, fmt.Errorf("want %s, got %d", ps.Type, n)
-		}
-		return n, nil
-	case SizeParam:
-		var n int64
-		switch x := v.(type) {
-		case string:
-			z, err := units.ParseSize(x)
-			if err != nil {
-				return nil, err
-			}
-			n = int64(z)
-		default:
-			var ok bool
-			if n, ok = IntOf(v); !ok {
-				return nil, fmt.Errorf("want %s, got %s", ps.Type, Describe(v))
-			}
-		}
-		if n < 0 || (n == 0 && !ps.AllowZero) {
-			return nil, fmt.Errorf("want a positive size, got %d bytes", n)
-		}
-		return n, nil
-	case DurationParam:
-		s, ok := v.(string)
-		if !ok {
-			return nil, fmt.Errorf("want %s, got %s", ps.Type, Describe(v))
-		}
-		d, err := units.ParseDuration(s)
+	normalize, ok := kindNormalizers[ps.Type]
+	if !ok {
+		return nil, fmt.Errorf("unknown parameter kind %d", ps.Type)
+	}
+	return normalize(ps, v)
+}
+
+var kindNormalizers = map[ParamType]func(ParamSpec, any) (any, error){
+	IntParam:      ParamSpec.normalizeInt,
+	SizeParam:     ParamSpec.normalizeSize,
+	DurationParam: ParamSpec.normalizeDuration,
+	InstanceParam: ParamSpec.normalizeInstance,
+	StringParam:   ParamSpec.normalizeString,
+	FloatParam:    ParamSpec.normalizeFloat,
+	BoolParam:     ParamSpec.normalizeBool,
+}
+
+// wrongKind refuses a value of another Go type than the kind's.
+func (ps ParamSpec) wrongKind(v any) error {
+	return fmt.Errorf("want %s, got %s", ps.Type, Describe(v))
+}
+
+func (ps ParamSpec) normalizeInt(v any) (any, error) {
+	n, ok := IntOf(v)
+	if !ok {
+		return nil, ps.wrongKind(v)
+	}
+	if n < 0 || (n == 0 && !ps.AllowZero) {
+		return nil, fmt.Errorf("want %s, got %d", ps.Type, n)
+	}
+	return n, nil
+}
+
+// normalizeSize takes a count of bytes or a size written with its unit.
+func (ps ParamSpec) normalizeSize(v any) (any, error) {
+	var n int64
+	switch x := v.(type) {
+	case string:
+		z, err := units.ParseSize(x)
 		if err != nil {
 			return nil, err
 		}
-		return d.String(), nil
-	case InstanceParam:
-		s, ok := v.(string)
-		if !ok || s == "" {
-			return nil, fmt.Errorf("want %s, got %s", ps.Type, Describe(v))
+		n = int64(z)
+	default:
+		var ok bool
+		if n, ok = IntOf(v); !ok {
+			return nil, ps.wrongKind(v)
 		}
-		return s, nil
-	case StringParam:
-		s, ok := v.(string)
-		if !ok {
-			return nil, fmt.Errorf("want %s, got %s", ps.Type, Describe(v))
-		}
-		if len(ps.Choices) > 0 && !slices.Contains(ps.Choices, s) {
-			return nil, fmt.Errorf("want one of %s, got %q", strings.Join(ps.Choices, ", "), s)
-		}
-		return s, nil
-	case FloatParam:
-		var x float64
-		switch y := v.(type) {
-		case float64:
-			x = y
-		case int64:
-			x = float64(y)
-		default:
-			return nil, fmt.Errorf("want %s, got %s", ps.Type, Describe(v))
-		}
-		switch {
-		case math.IsNaN(x) || math.IsInf(x, 0) || x < 0:
-			return nil, fmt.Errorf("want %s, 0 or more, got %v", ps.Type, x)
-		case x == 0 && !ps.AllowZero:
-			return nil, fmt.Errorf("want %s above 0, got 0", ps.Type)
-		}
-		return x, nil
-	case BoolParam:
-		b, ok := v.(bool)
-		if !ok {
-			return nil, fmt.Errorf("want %s, got %s", ps.Type, Describe(v))
-		}
-		return b, nil
 	}
-	return nil, fmt.Errorf("unknown parameter kind %d", ps.Type)
+	if n < 0 || (n == 0 && !ps.AllowZero) {
+		return nil, fmt.Errorf("want a positive size, got %d bytes", n)
+	}
+	return n, nil
+}
+
+func (ps ParamSpec) normalizeDuration(v any) (any, error) {
+	s, ok := v.(string)
+	if !ok {
+		return nil, ps.wrongKind(v)
+	}
+	d, err := units.ParseDuration(s)
+	if err != nil {
+		return nil, err
+	}
+	return d.String(), nil
+}
+
+func (ps ParamSpec) normalizeInstance(v any) (any, error) {
+	s, ok := v.(string)
+	if !ok || s == "" {
+		return nil, ps.wrongKind(v)
+	}
+	return s, nil
+}
+
+func (ps ParamSpec) normalizeString(v any) (any, error) {
+	s, ok := v.(string)
+	if !ok {
+		return nil, ps.wrongKind(v)
+	}
+	if len(ps.Choices) > 0 && !slices.Contains(ps.Choices, s) {
+		return nil, fmt.Errorf("want one of %s, got %q", strings.Join(ps.Choices, ", "), s)
+	}
+	return s, nil
+}
+
+// normalizeFloat also takes a whole number, as TOML writes 2 for 2.0.
+func (ps ParamSpec) normalizeFloat(v any) (any, error) {
+	var x float64
+	switch y := v.(type) {
+	case float64:
+		x = y
+	case int64:
+		x = float64(y)
+	default:
+		return nil, ps.wrongKind(v)
+	}
+	switch {
+	case math.IsNaN(x) || math.IsInf(x, 0) || x < 0:
+		return nil, fmt.Errorf("want %s, 0 or more, got %v", ps.Type, x)
+	case x == 0 && !ps.AllowZero:
+		return nil, fmt.Errorf("want %s above 0, got 0", ps.Type)
+	}
+	return x, nil
+}
+
+func (ps ParamSpec) normalizeBool(v any) (any, error) {
+	b, ok := v.(bool)
+	if !ok {
+		return nil, ps.wrongKind(v)
+	}
+	return b, nil
 }
 
 func IntOf(v any) (int64, bool) {

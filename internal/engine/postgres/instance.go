@@ -79,42 +79,16 @@ var (
 // 0700), scram-sha-256 logins with a random password. It returns once the
 // server accepts connections. On error nothing is left running.
 func Start(ctx context.Context, opts Options) (inst *Instance, err error) {
-	if opts.Name == "" {
-		opts.Name = "pg"
-	}
-	if opts.Log == nil {
-		opts.Log = slog.New(slog.DiscardHandler)
-	}
-	if opts.StartTimeout <= 0 {
-		opts.StartTimeout = 60 * time.Second
-	}
+	opts = opts.withDefaults()
 	ctx, cancel := context.WithTimeout(ctx, opts.StartTimeout)
 	defer cancel()
 	wrap := func(err error) error { return fmt.Errorf("start postgres instance %q: %w", opts.Name, err) }
 
-	if err := checkStudySettings(opts.Settings); err != nil {
-		return nil, wrap(err)
-	}
-	if err := checkFixture(opts.Fixture); err != nil {
-		return nil, wrap(err)
-	}
-	var proc engine.ProcessOptions
-	if opts.CPUs != "" {
-		if proc.CPUs, err = engine.CheckCPUs(opts.CPUs); err != nil {
-			return nil, wrap(fmt.Errorf("cpus: %w", err))
-		}
-	}
-	bin := opts.Binaries
-	if bin.Dir == "" {
-		if bin, err = FindBinaries(ctx, ""); err != nil {
-			return nil, wrap(err)
-		}
-	}
-	user, err := engine.FindServerUser()
+	pre, err := prepareStart(ctx, opts)
 	if err != nil {
 		return nil, wrap(err)
 	}
-	disks, cfg, err := engine.MakeDisks(ctx, opts.InstanceConfig, opts.BaseDir, user)
+	disks, cfg, err := engine.MakeDisks(ctx, opts.InstanceConfig, opts.BaseDir, pre.user)
 	if err != nil {
 		return nil, wrap(err)
 	}
@@ -124,6 +98,91 @@ func Start(ctx context.Context, opts Options) (inst *Instance, err error) {
 		}
 	}()
 	opts.InstanceConfig = cfg
+	dir, err := makeInstanceDir(opts, pre.user)
+	if err != nil {
+		return nil, wrap(err)
+	}
+	i := newInstance(opts, pre, dir, disks)
+	// From here Stop removes what was made: the directory, the socket's and
+	// WAL's directories, the cgroup and the server.
+	defer func() {
+		if err != nil {
+			_ = i.Stop(context.WithoutCancel(ctx))
+			err = wrap(err)
+		}
+	}()
+	if err := i.placeSocketDir(); err != nil {
+		return nil, err
+	}
+	if err := i.makeWALDir(opts.WALDir); err != nil {
+		return nil, err
+	}
+	if err := i.applyLimits(opts.InstanceConfig, pre.proc); err != nil {
+		return nil, err
+	}
+	if err := i.initdb(ctx); err != nil {
+		return nil, err
+	}
+	if err := i.startOnFreePort(ctx); err != nil {
+		return nil, err
+	}
+	i.log.Info("postgres started", "version", pre.bin.Version, "port", i.port, "dir", dir)
+	return i, nil
+}
+
+func (opts Options) withDefaults() Options {
+	if opts.Name == "" {
+		opts.Name = "pg"
+	}
+	if opts.Log == nil {
+		opts.Log = slog.New(slog.DiscardHandler)
+	}
+	if opts.StartTimeout <= 0 {
+		opts.StartTimeout = 60 * time.Second
+	}
+	return opts
+}
+
+// startPrereqs is what Start finds before it makes anything: the server's
+// CPUs, its binaries and the user it runs as.
+type startPrereqs struct {
+	proc engine.ProcessOptions
+	bin  Binaries
+	user engine.ServerUser
+}
+
+// prepareStart checks the options and finds the binaries and the server's
+// user, so that a bad option refuses before anything is made.
+func prepareStart(ctx context.Context, opts Options) (startPrereqs, error) {
+	var pre startPrereqs
+	if err := checkStudySettings(opts.Settings); err != nil {
+		return pre, err
+	}
+	if err := checkFixture(opts.Fixture); err != nil {
+		return pre, err
+	}
+	var err error
+	if opts.CPUs != "" {
+		if pre.proc.CPUs, err = engine.CheckCPUs(opts.CPUs); err != nil {
+			return pre, fmt.Errorf("cpus: %w", err)
+		}
+	}
+	pre.bin = opts.Binaries
+	if pre.bin.Dir == "" {
+		if pre.bin, err = FindBinaries(ctx, ""); err != nil {
+			return pre, err
+		}
+	}
+	if pre.user, err = engine.FindServerUser(); err != nil {
+		return pre, err
+	}
+	return pre, nil
+}
+
+// makeInstanceDir makes the instance's directory under the data directory,
+// the base directory or the system's temporary one, after removing what
+// killed runs left in it and beside the WAL.
+func makeInstanceDir(opts Options, user engine.ServerUser) (string, error) {
 	base := opts.BaseDir
 	if opts.DataDir != "" {
 		base = opts.DataDir
@@ -136,7 +195,7 @@ func Start(ctx context.Context, opts Options) (inst *Instance, err error) {
 			continue
 		}
 		if err := user.CheckReachable(d); err != nil {
-			return nil, wrap(err)
+			return "", err
 		}
 		for _, gone := range RemoveStale(d) {
 			opts.Log.Info("removed the directory of an instance whose dbrig was killed", "dir", gone)
@@ -144,16 +203,20 @@ func Start(ctx context.Context, opts Options) (inst *Instance, err error) {
 	}
 	dir, err := os.MkdirTemp(base, "dbrig-pg-"+safeName(opts.Name)+"-")
 	if err != nil {
-		return nil, wrap(fmt.Errorf("create the instance directory: %w", err))
+		return "", fmt.Errorf("create the instance directory: %w", err)
 	}
 	// Recorded first, so a later run's RemoveStale knows the directory's
 	// dbrig from the start, whenever that dbrig is killed.
 	if err := engine.WriteOwner(dir); err != nil {
 		_ = os.RemoveAll(dir)
-		return nil, wrap(fmt.Errorf("record the instance directory's owner: %w", err))
+		return "", fmt.Errorf("record the instance directory's owner: %w", err)
 	}
-	i := &Instance{
-		name: opts.Name, bin: bin, dir: dir, keep: opts.Keep, user: user,
+	return dir, nil
+}
+
+func newInstance(opts Options, pre startPrereqs, dir string, disks *engine.Disks) *Instance {
+	return &Instance{
+		name: opts.Name, bin: pre.bin, dir: dir, keep: opts.Keep, user: pre.user,
 		dataDir:   filepath.Join(dir, "data"),
 		socketDir: filepath.Join(dir, "sock"),
 		logPath:   filepath.Join(dir, "server.log"),
@@ -163,62 +226,64 @@ func Start(ctx context.Context, opts Options) (inst *Instance, err error) {
 		fixture:   maps.Clone(opts.Fixture),
 		disks:     disks,
 	}
-	defer func() {
-		if err != nil {
-			_ = i.Stop(context.WithoutCancel(ctx))
-			err = wrap(err)
-		}
-	}()
-	if err := i.placeSocketDir(); err != nil {
-		return nil, err
+}
+
+// makeWALDir makes the WAL's own directory under parent, if one is asked.
+func (i *Instance) makeWALDir(parent string) error {
+	if parent == "" {
+		return nil
 	}
-	if opts.WALDir != "" {
-		wal, err := os.MkdirTemp(opts.WALDir, "dbrig-pg-wal-"+safeName(opts.Name)+"-")
-		if err != nil {
-			return nil, fmt.Errorf("create the WAL directory: %w", err)
-		}
-		// The owner file lets RemoveStale tell a killed run's WAL from a
-		// live one.
-		if err := os.WriteFile(filepath.Join(wal, "owner"), []byte(dir+"\n"), 0o644); err != nil {
-			return nil, err
-		}
-		if err := i.user.Chown(wal); err != nil {
-			return nil, err
-		}
-		i.walDir = wal
+	wal, err := os.MkdirTemp(parent, "dbrig-pg-wal-"+safeName(i.name)+"-")
+	if err != nil {
+		return fmt.Errorf("create the WAL directory: %w", err)
 	}
-	if l := engine.InstanceLimits(opts.InstanceConfig, disks); l.Any() {
-		cg, err := engine.NewCgroup(filepath.Base(dir), l)
+	// The owner file lets RemoveStale tell a killed run's WAL from a
+	// live one.
+	if err := os.WriteFile(filepath.Join(wal, "owner"), []byte(i.dir+"\n"), 0o644); err != nil {
+		return err
+	}
+	if err := i.user.Chown(wal); err != nil {
+		return err
+	}
+	i.walDir = wal
+	return nil
+}
+
+// applyLimits puts the server's processes in a cgroup of their own when the
+// instance has memory, CPU or disk caps.
+func (i *Instance) applyLimits(cfg engine.InstanceConfig, proc engine.ProcessOptions) error {
+	if l := engine.InstanceLimits(cfg, i.disks); l.Any() {
+		cg, err := engine.NewCgroup(filepath.Base(i.dir), l)
 		if err != nil {
-			return nil, fmt.Errorf("memory, CPU and disk caps: %w", err)
+			return fmt.Errorf("memory, CPU and disk caps: %w", err)
 		}
 		proc.Cgroup = cg
 	}
 	i.proc = proc
-	if err := i.initdb(ctx); err != nil {
-		return nil, err
-	}
-	// A port found free may be taken before the server binds it: retry.
+	return nil
+}
+
+// startOnFreePort starts the server on a free port. A port found free may
+// be taken before the server binds it: retry.
+func (i *Instance) startOnFreePort(ctx context.Context) error {
 	for attempt := 0; ; attempt++ {
 		port, err := engine.FreePort()
 		if err != nil {
-			return nil, err
+			return err
 		}
 		i.port = port
 		if err := i.writeConf(i.settings); err != nil {
-			return nil, err
+			return err
 		}
 		err = i.start(ctx)
 		if err == nil {
-			break
+			return nil
 		}
 		if attempt < 3 && strings.Contains(i.logTail(), "could not bind") {
 			continue
 		}
-		return nil, err
+		return err
 	}
-	i.log.Info("postgres started", "version", bin.Version, "port", i.port, "dir", dir)
-	return i, nil
 }
 
 // maxSocketPath is the longest path of a unix socket (sun_path less its
