@@ -237,16 +237,14 @@ func (i *Instance) makeWALDir(parent string) error {
 	if err != nil {
 		return fmt.Errorf("create the WAL directory: %w", err)
 	}
+	// Recorded before anything else can fail, so that Stop removes it.
+	i.walDir = wal
 	// The owner file lets RemoveStale tell a killed run's WAL from a
 	// live one.
 	if err := os.WriteFile(filepath.Join(wal, "owner"), []byte(i.dir+"\n"), 0o644); err != nil {
 		return err
 	}
-	if err := i.user.Chown(wal); err != nil {
-		return err
-	}
-	i.walDir = wal
-	return nil
+	return i.user.Chown(wal)
 }
 
 // applyLimits puts the server's processes in a cgroup of their own when the
