@@ -26,9 +26,16 @@ import (
 // dbrig's own plain read is not the server's and is not throttled: it
 // bounds the device beneath.
 
-// Model predicts a point's time from its bytes and its device's measured
-// throughput, and on an emulated disk from the profile's rates too.
-func Model(r workload.Result, _ []workload.Result) workload.Prediction {
+// Model fits a point's time with the seed's arithmetic (Arithmetic): a
+// figure Predict stored before the point ran takes precedence over it.
+func Model(r workload.Result, _ []workload.Result) workload.Prediction { return Arithmetic(r) }
+
+// Arithmetic is the seed's arithmetic on a measured point: its time from
+// its bytes and the device's throughput measured right after it, and on an
+// emulated disk from the profile's rates too. The study's model finding
+// judges it; it reads the point's own measurements, so it is no
+// prediction.
+func Arithmetic(r workload.Result) workload.Prediction {
 	m := r.Metrics
 	if m == nil || m["device_mb_per_s"] <= 0 || m["bytes_read"] <= 0 {
 		return workload.Prediction{}
