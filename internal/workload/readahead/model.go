@@ -45,7 +45,7 @@ func Arithmetic(r workload.Result) workload.Prediction {
 	}
 	return workload.Prediction{
 		Metrics: map[string]float64{"seconds": m["bytes_read"] / 1e6 / m["device_mb_per_s"], "mb_per_s": m["device_mb_per_s"]},
-		Reason:  "the device's throughput is a plain read's at the scan's read size, measured at the point: a scan that leaves the device idle between its reads (the engine's CPU, one read in flight) is slower",
+		Reason:  "a fit after the scan, no prediction: the device's rate is not known before the point (its throughput is a plain read's at the scan's read size, measured after it); a scan that leaves the device idle between its reads (the engine's CPU, one read in flight) is slower",
 		Formula: fmt.Sprintf("time = bytes read / the device's throughput at that read size = %.0f MB / %.1f MB/s (a plain read of %s a read)",
 			m["bytes_read"]/1e6, m["device_mb_per_s"], FormatReadSize(m["device_bytes_per_read"])),
 	}
