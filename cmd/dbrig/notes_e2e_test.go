@@ -106,7 +106,9 @@ func TestReadAheadSmokeStudy(t *testing.T) {
 		return
 	}
 	for _, r := range results {
-		if r.Skipped != "" || r.Metrics["resident_before"] != 0 || r.Metrics["bytes_read"] <= 0 || r.Model["seconds"] <= 0 {
+		// On san-2009 the device's rates are known before a scan: its time
+		// is predicted, not fitted after it.
+		if r.Skipped != "" || r.Metrics["resident_before"] != 0 || r.Metrics["bytes_read"] <= 0 || r.Model["seconds"] <= 0 || r.ModelFrom("seconds") != "predicted" {
 			t.Errorf("%s: skipped %q, metrics %v, model %v", r.Key, r.Skipped, r.Metrics, r.Model)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/dbrig/dbrig/internal/report"
 	"github.com/dbrig/dbrig/internal/study"
+	"github.com/dbrig/dbrig/internal/workload"
 	"github.com/dbrig/dbrig/internal/workload/readahead"
 )
 
@@ -260,11 +261,21 @@ func judgeThroughput(c comparison, p study.Published) report.Finding {
 	return f
 }
 
-// modelSeconds is the model's time for a setting: the mean of the times
-// stored with its kept runs, each from the device's throughput measured
-// right after that run's scan (a busy disk's throughput changes from run
-// to run, and each scan is set beside its own).
+// modelSeconds is the seed's arithmetic for a setting: the mean of its
+// kept runs' (readahead.Arithmetic), each from the device's throughput
+// measured right after that run's scan (a busy disk's throughput changes
+// from run to run, and each scan is set beside its own). It is not the
+// prediction stored before the run, which the report's predictions show.
 func modelSeconds(s *study.Summary, discardFirst bool) float64 {
+	return keptMean(s, discardFirst, func(r workload.Result) (float64, bool) {
+		v, ok := readahead.Arithmetic(r).Metrics["seconds"]
+		return v, ok && v > 0
+	})
+}
+
+// keptMean is the mean of a figure over a setting's kept runs that have
+// it (NaN when none has).
+func keptMean(s *study.Summary, discardFirst bool, figure func(workload.Result) (float64, bool)) float64 {
 	runs := s.Results
 	if discardFirst && len(runs) > 1 {
 		runs = runs[1:]
@@ -272,7 +283,7 @@ func modelSeconds(s *study.Summary, discardFirst bool) float64 {
 	var sum float64
 	n := 0
 	for _, r := range runs {
-		if v, ok := r.Model["seconds"]; ok && v > 0 {
+		if v, ok := figure(r); ok {
 			sum += v
 			n++
 		}
@@ -283,13 +294,14 @@ func modelSeconds(s *study.Summary, discardFirst bool) float64 {
 	return sum / float64(n)
 }
 
-// throttled is the formula of a setting's last run on an emulated disk,
-// from "max(": "" when its instance's disk was not throttled.
+// throttled is the seed's arithmetic's formula for a setting's last run
+// on an emulated disk, from "max(": "" when its instance's disk was not
+// throttled.
 func throttled(s *study.Summary) string {
 	if len(s.Results) == 0 {
 		return ""
 	}
-	f := s.Results[len(s.Results)-1].Formula
+	f := readahead.Arithmetic(s.Results[len(s.Results)-1]).Formula
 	if i := strings.Index(f, "max("); i >= 0 {
 		return f[i:]
 	}

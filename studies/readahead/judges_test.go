@@ -157,12 +157,15 @@ func TestModelIsStoredWithEachScan(t *testing.T) {
 }
 
 // TestModelSecondsKeepsTheRulesRuns: the model's time of a setting is the
-// mean of its kept runs' own models, the first left out when the rule
-// drops it.
+// mean of its kept runs' own arithmetic, the first left out when the rule
+// drops it, and never the prediction a run stored before it ran.
 func TestModelSecondsKeepsTheRulesRuns(t *testing.T) {
 	sm := &study.Summary{}
 	for _, v := range []float64{100, 10, 20} {
-		sm.Results = append(sm.Results, workload.Result{Model: map[string]float64{"seconds": v}})
+		// v MB at 1 MB/s; the prediction stored before the run, 1 s, is
+		// not the seed's arithmetic.
+		sm.Results = append(sm.Results, workload.Result{Metrics: map[string]float64{"bytes_read": v * 1e6, "device_mb_per_s": 1},
+			Model: map[string]float64{"seconds": 1}, Predicted: []string{"seconds"}})
 	}
 	if got := modelSeconds(sm, true); got != 15 {
 		t.Errorf("with the first dropped: %v, want 15", got)

@@ -12,7 +12,9 @@
 // Innodb_buffer_pool_read_requests and the handler counters), then times
 // it `executions` times and keeps the median. It also measures what one
 // lookup costs (lookupDepth), the input of the page-count model (Model):
-// pages(lookup) = rows × pages per lookup + index pages.
+// pages(lookup) = rows × pages per lookup + index pages. Predict stores a
+// point's pages and time before it runs: the layout an earlier point
+// measured, and a page visit's cost on the same path's earlier points.
 //
 // The key-lookup study (studies/keylookup) judges each engine's ratios
 // against the seed's and the model's, and sets the seed's row beside each

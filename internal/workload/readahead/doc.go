@@ -13,7 +13,11 @@
 // /proc/diskstats read around it (bytes, reads, their average size and
 // queue depth), and then reads the table's file itself, as the engine
 // reads it, to measure the device's throughput at that read size: the
-// model's time is the bytes over that throughput (Model).
+// seed's arithmetic gives the bytes over that throughput (Arithmetic, the
+// fit Model). On an emulated disk, whose rates its profile gives, Predict
+// stores the scan's time before it runs: the throttle's bound on its bytes
+// and reads, plus the time a page took beyond it on the setting's earlier
+// scans.
 //
 // PostgreSQL reads through the OS cache, so the device's read-ahead sizes
 // its reads; it has no prefetch of its own for a sequential scan. InnoDB

@@ -26,9 +26,16 @@ import (
 // dbrig's own plain read is not the server's and is not throttled: it
 // bounds the device beneath.
 
-// Model predicts a point's time from its bytes and its device's measured
-// throughput, and on an emulated disk from the profile's rates too.
-func Model(r workload.Result, _ []workload.Result) workload.Prediction {
+// Model fits a point's time with the seed's arithmetic (Arithmetic): a
+// figure Predict stored before the point ran takes precedence over it.
+func Model(r workload.Result, _ []workload.Result) workload.Prediction { return Arithmetic(r) }
+
+// Arithmetic is the seed's arithmetic on a measured point: its time from
+// its bytes and the device's throughput measured right after it, and on an
+// emulated disk from the profile's rates too. The study's model finding
+// judges it; it reads the point's own measurements, so it is no
+// prediction.
+func Arithmetic(r workload.Result) workload.Prediction {
 	m := r.Metrics
 	if m == nil || m["device_mb_per_s"] <= 0 || m["bytes_read"] <= 0 {
 		return workload.Prediction{}
@@ -38,7 +45,7 @@ func Model(r workload.Result, _ []workload.Result) workload.Prediction {
 	}
 	return workload.Prediction{
 		Metrics: map[string]float64{"seconds": m["bytes_read"] / 1e6 / m["device_mb_per_s"], "mb_per_s": m["device_mb_per_s"]},
-		Reason:  "the device's throughput is a plain read's at the scan's read size, measured at the point: a scan that leaves the device idle between its reads (the engine's CPU, one read in flight) is slower",
+		Reason:  "a fit after the scan, no prediction: the device's rate is not known before the point (its throughput is a plain read's at the scan's read size, measured after it); a scan that leaves the device idle between its reads (the engine's CPU, one read in flight) is slower",
 		Formula: fmt.Sprintf("time = bytes read / the device's throughput at that read size = %.0f MB / %.1f MB/s (a plain read of %s a read)",
 			m["bytes_read"]/1e6, m["device_mb_per_s"], FormatReadSize(m["device_bytes_per_read"])),
 	}

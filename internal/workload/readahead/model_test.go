@@ -14,6 +14,9 @@ func TestModelAndResolve(t *testing.T) {
 	if got := p.Metrics["seconds"]; got != 20 {
 		t.Errorf("1,600 MB at 80 MB/s: model %v s, want 20 (%s)", got, p.Formula)
 	}
+	if !strings.Contains(p.Reason, "no prediction: the device's rate is not known before the point") {
+		t.Errorf("off an emulated disk the fit's reason %q does not say why nothing was predicted", p.Reason)
+	}
 	if p := Model(workload.Result{Metrics: map[string]float64{"bytes_read": 1}}, nil); p.Metrics != nil {
 		t.Errorf("a point without the device's throughput has a model: %v", p)
 	}

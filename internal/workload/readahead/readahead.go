@@ -54,6 +54,7 @@ func Kind() workload.Kind {
 			return fmt.Sprintf("read-ahead rows=%d size=%d instance=%s", p.Int("rows"), p.Int("device_size"), p.String("instance"))
 		},
 		Model:   Model,
+		Predict: Predict,
 		Metrics: metricSpecs(),
 	}
 }
