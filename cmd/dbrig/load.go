@@ -132,6 +132,11 @@ func (f *loadFlags) check(k workload.Kind, changed func(string) bool) error {
 	if f.fleet.agents != "" && f.target == "" && !slices.ContainsFunc(f.fleet.hosts, func(h string) bool { return strings.HasPrefix(h, "db=") }) {
 		errs = append(errs, errors.New("--agents: agents on other hosts cannot reach a server on this machine's loopback: give --target URI (at an address they reach) or --host db=ssh://[user@]host (dbrig starts the server there)"))
 	}
+	if spreads {
+		if err := f.link.checkOnAgents(); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	if f.fleet.agents != "" && f.fleet.listen != "" {
 		errs = append(errs, errors.New("--agents and --listen-agents: agents are started by ssh, or dial in; not both"))
 	}
@@ -245,6 +250,9 @@ func runLoad(ctx context.Context, a *app, k workload.Kind, f *loadFlags, pf *par
 	info := loadInfo{kind: k.Name, engine: f.engine, target: f.target != ""}
 	logins, targetEngines, err := loadTarget(f.target, reg.Engines(), a.getenv)
 	if err != nil {
+		return usageError(err)
+	}
+	if err := socketOnAgents(f, logins); err != nil {
 		return usageError(err)
 	}
 	if e, ok := targetEngines["db"]; ok {
