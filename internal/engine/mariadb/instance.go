@@ -905,7 +905,7 @@ func (i *Instance) stop() error {
 	}
 	if i.keep {
 		_ = os.WriteFile(filepath.Join(i.dir, "keep"), []byte("kept by dbrig --keep\n"), 0o644)
-		i.log.Info("mariadb stopped; directories kept", "dir", i.dir, "external", i.extDirs)
+		i.log.Info("mariadb stopped; directories kept", "dir", i.dir, "external", i.extDirs, "disk_images", i.disks.Keep())
 	} else {
 		for _, d := range append(slices.Clone(i.extDirs), i.dir) {
 			if err := os.RemoveAll(d); err != nil {
@@ -918,8 +918,9 @@ func (i *Instance) stop() error {
 			errs = append(errs, fmt.Errorf("remove %s: %w", i.sockApart, err))
 		}
 	}
-	// An emulated disk goes with its server, kept directory or not: a
-	// loop device outliving dbrig would hold its backing file.
+	// An emulated disk's loop device goes with its server, kept or not
+	// (one outliving dbrig would hold its backing file); kept, its image
+	// stays, the data on it.
 	if err := i.disks.Close(context.Background()); err != nil {
 		errs = append(errs, err)
 	}
