@@ -4,11 +4,11 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/dbrig/dbrig/internal/engine"
+	"github.com/dbrig/dbrig/internal/engine/enginetest"
 	"github.com/dbrig/dbrig/internal/engine/mariadb/mariatest"
 )
 
@@ -21,15 +21,7 @@ func TestLongInstancePathKeepsItsSocket(t *testing.T) {
 	t.Parallel()
 	e := mariatest.Engine(t)
 	base := mariatest.BaseDir(t)
-	deep := filepath.Join(base, strings.Repeat("d", 60), strings.Repeat("e", 40))
-	if err := os.MkdirAll(deep, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	for d := deep; d != base; d = filepath.Dir(d) {
-		if err := os.Chmod(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
+	deep := enginetest.DeepDir(t, base)
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	inst, err := e.StartInstance(ctx, engine.InstanceConfig{Name: "long-path", Settings: mariatest.FastSettings},
