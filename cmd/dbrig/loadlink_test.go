@@ -155,11 +155,13 @@ func TestLoadOnAgentsUsage(t *testing.T) {
 		args []string
 		says string
 	}{
-		{[]string{"oltp", "--target", tcp, "--link", "unix"}, "--link unix: unix is the server's socket on its own host"},
-		{[]string{"script", "select-only", "--target", tcp, "--link", "lan-1g,unix"}, "--link lan-1g,unix: unix is the server's socket"},
-		{[]string{"oltp", "--target", "postgres://u@/db?host=/run/dbrig-nowhere"}, "--target: names the unix socket /run/dbrig-nowhere"},
+		{[]string{"oltp", "--target", tcp, "--link", "unix", "--agents", agents}, "--link unix: unix is the server's socket on its own host"},
+		{[]string{"script", "select-only", "--target", tcp, "--link", "lan-1g,unix", "--agents", agents}, "--link lan-1g,unix: unix is the server's socket"},
+		{[]string{"oltp", "--target", "postgres://u@/db?host=/run/dbrig-nowhere", "--agents", agents}, "--target: names the unix socket /run/dbrig-nowhere"},
+		// Without the refusal this one waits for an agent that never dials.
+		{[]string{"oltp", "--target", tcp, "--link", "unix", "--listen-agents", "127.0.0.1:0", "--agent-count", "1"}, "--link unix: unix is the server's socket"},
 	} {
-		args := append(append([]string{"load"}, tc.args...), "--agents", agents)
+		args := append([]string{"load"}, tc.args...)
 		code, stdout, stderr := runDbrig(t, base, nil, args...)
 		if code != 2 || !strings.Contains(stderr, tc.says) {
 			t.Errorf("dbrig %s: exit %d, stderr %q; want 2 saying %q\n%s", strings.Join(args, " "), code, stderr, tc.says, stdout)
