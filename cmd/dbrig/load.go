@@ -133,6 +133,11 @@ func (f *loadFlags) check(k workload.Kind, changed func(string) bool) error {
 	if f.fleet.agents != "" && f.target == "" && !slices.ContainsFunc(f.fleet.hosts, func(h string) bool { return strings.HasPrefix(h, "db=") }) {
 		errs = append(errs, errors.New("--agents: agents on other hosts cannot reach a server on this machine's loopback: give --target URI (at an address they reach) or --host db=ssh://[user@]host (dbrig starts the server there)"))
 	}
+	if spreads {
+		if err := f.link.checkOnAgents(); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	if f.fleet.agents != "" && f.fleet.listen != "" {
 		errs = append(errs, errors.New("--agents and --listen-agents: agents are started by ssh, or dial in; not both"))
 	}
@@ -277,6 +282,9 @@ func prepareLoad(a *app, k workload.Kind, f *loadFlags, pf *paramFlags) (*loadSe
 	ls := &loadSetup{kind: k, info: loadInfo{kind: k.Name, engine: f.engine, target: f.target != ""}}
 	var err error
 	if ls.logins, ls.targetEngines, err = loadTarget(f.target, reg.Engines(), a.getenv); err != nil {
+		return nil, usageError(err)
+	}
+	if err := socketOnAgents(f, ls.logins); err != nil {
 		return nil, usageError(err)
 	}
 	if e, ok := ls.targetEngines["db"]; ok {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/dbrig/dbrig/internal/engine"
 	"github.com/dbrig/dbrig/internal/link"
 	"github.com/dbrig/dbrig/internal/load"
 	"github.com/dbrig/dbrig/internal/study"
@@ -29,7 +30,7 @@ type loadLinkFlags struct {
 
 func (l *loadLinkFlags) register(fs *pflag.FlagSet) {
 	l.fs, l.flags = fs, map[string]string{}
-	fs.StringVar(&l.profiles, "link", "", "an emulated network link between the users and the server: `PROFILE` (lan-1g, tukwila-blueridge, rtt-23ms, ...: dbrig link --list-profiles; unix and direct bypass it); a comma list sweeps them, crossed with --users")
+	fs.StringVar(&l.profiles, "link", "", "an emulated network link between the users and the server: `PROFILE` (lan-1g, tukwila-blueridge, rtt-23ms, ...: dbrig link --list-profiles; unix and direct bypass it, and unix cannot go with --agents); a comma list sweeps them, crossed with --users")
 	taken := map[string]bool{}
 	for _, p := range load.Params() {
 		taken[p.FlagName()] = true
@@ -107,3 +108,27 @@ type writtenValue struct{ text string }
 func (v *writtenValue) String() string     { return v.text }
 func (v *writtenValue) Set(s string) error { v.text = s; return nil }
 func (v *writtenValue) Type() string       { return "string" }
+
+// checkOnAgents refuses a path the users on load agents cannot take: the
+// server's unix socket is on the server's host, not on theirs (a TCP
+// target's or a remote host's point over it was skipped once the agents,
+// server and data were ready; a socket target's path was dialled on each
+// agent's own host). A link profile is fine: each agent runs it.
+func (l *loadLinkFlags) checkOnAgents() error {
+	for _, p := range strings.Split(l.profiles, ",") {
+		if strings.TrimSpace(p) == study.ProfileUnix {
+			return fmt.Errorf("--link %s: unix is the server's socket on its own host, out of reach of the users on the agents' hosts (--agents, --listen-agents): give direct (the server's TCP address) or a link profile, which each agent runs in front of its users", l.profiles)
+		}
+	}
+	return nil
+}
+
+// socketOnAgents refuses a --target that names a unix socket when the
+// users run on load agents, on other hosts than the socket.
+func socketOnAgents(f *loadFlags, logins map[string]engine.Conn) error {
+	c, ok := logins["db"]
+	if !ok || !c.IsUnix() || f.fleet.agents == "" && f.fleet.listen == "" {
+		return nil
+	}
+	return fmt.Errorf("--target: names the unix socket %s, out of reach of the users on the agents' hosts (--agents, --listen-agents): give the server's TCP address", c.Host)
+}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -133,6 +134,37 @@ func TestLoadLinkUsage(t *testing.T) {
 			if code != 2 || !strings.Contains(stderr, tc.says) {
 				t.Errorf("dbrig %s: exit %d, stderr %q; want 2 saying %q\n%s", strings.Join(args, " "), code, stderr, tc.says, stdout)
 			}
+		}
+	}
+}
+
+// The users on load agents run on other hosts than the server: a path
+// through the server's unix socket (--link unix, or a --target naming a
+// socket) is refused before any agent or server starts, by its flag.
+func TestLoadOnAgentsUsage(t *testing.T) {
+	t.Parallel()
+	base := t.TempDir()
+	agents := filepath.Join(t.TempDir(), "agents")
+	// .invalid never resolves (RFC 6761): were the refusal missing, ssh
+	// would fail to reach the agent and dbrig exit 1.
+	if err := os.WriteFile(agents, []byte("dbrig@agent.invalid\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tcp := "postgres://u@127.0.0.1:1/db"
+	for _, tc := range []struct {
+		args []string
+		says string
+	}{
+		{[]string{"oltp", "--target", tcp, "--link", "unix", "--agents", agents}, "--link unix: unix is the server's socket on its own host"},
+		{[]string{"script", "select-only", "--target", tcp, "--link", "lan-1g,unix", "--agents", agents}, "--link lan-1g,unix: unix is the server's socket"},
+		{[]string{"oltp", "--target", "postgres://u@/db?host=/run/dbrig-nowhere", "--agents", agents}, "--target: names the unix socket /run/dbrig-nowhere"},
+		// Without the refusal this one waits for an agent that never dials.
+		{[]string{"oltp", "--target", tcp, "--link", "unix", "--listen-agents", "127.0.0.1:0", "--agent-count", "1"}, "--link unix: unix is the server's socket"},
+	} {
+		args := append([]string{"load"}, tc.args...)
+		code, stdout, stderr := runDbrig(t, base, nil, args...)
+		if code != 2 || !strings.Contains(stderr, tc.says) {
+			t.Errorf("dbrig %s: exit %d, stderr %q; want 2 saying %q\n%s", strings.Join(args, " "), code, stderr, tc.says, stdout)
 		}
 	}
 }

@@ -63,10 +63,10 @@ type app struct {
 }
 
 func main() {
-	ctx, stop := interruptContext(os.Stderr)
-	code := run(ctx, os.Args[1:], &app{stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv, version: version})
+	in, stop := interruptContext(os.Stderr)
+	code := run(in.ctx, os.Args[1:], &app{stdout: in.guardOutput(os.Stdout), stderr: in.stderr, getenv: os.Getenv, version: version})
 	stop()
-	os.Exit(code)
+	os.Exit(in.exitCode(code))
 }
 
 // run executes one command line and returns the process exit code.
@@ -119,7 +119,7 @@ every figure beside the figure a physical model predicts and the figure the
 source study published.
 
 Exit codes: 0 success, 1 a run or check failed, 2 bad usage or study file,
-130 interrupted.`,
+130 interrupted, 141 stopped because the reader of its output quit.`,
 		Version:           a.version,
 		SilenceUsage:      true,
 		SilenceErrors:     true,

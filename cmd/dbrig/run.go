@@ -114,7 +114,7 @@ Exit codes: 0 every point succeeded, 1 a point failed (the message names it),
 	fl.StringVar(&f.out, "out", "", "run directory to create (default runs/NAME-YYYYMMDD-HHMMSS)")
 	fl.StringVar(&f.resume, "resume", "", "resume the run in `DIR`: run only the points it lacks")
 	fl.BoolVar(&f.json, "json", false, "print a JSON summary on stdout (progress goes to stderr)")
-	fl.BoolVar(&f.keep, "keep", false, "keep the instances' directories (data, logs) after the run")
+	fl.BoolVar(&f.keep, "keep", false, "keep the instances' directories (data, logs) after the run; on an emulated disk, its image: dbrig-loop-*/disk.img in TMPDIR (or data_dir), with a KEPT file saying how to mount it")
 	fl.BoolVar(&f.keepGoing, "keep-going", false, "run the remaining points after one fails")
 	f.bins.register(fl, "")
 	fl.StringVar(&f.engine, "engine", "", "run every instance on this `ENGINE` (postgres, mariadb)")

@@ -120,6 +120,43 @@ func TestHangupWithItsReaderGone(t *testing.T) {
 	assertInterruptedPoint(t, dir, strings.Join(log, "\n"))
 }
 
+// TestReaderGone: `dbrig load oltp | head -1` stops dbrig as Ctrl-C
+// does once head quits: the next per-second line finds the pipe closed,
+// and dbrig stops its server and removes its directory, says so once on
+// stderr, and exits 141 (a shell's status for SIGPIPE) instead of dying
+// by the signal with its instance directory left in TMPDIR.
+func TestReaderGone(t *testing.T) {
+	t.Parallel()
+	pgtest.Binaries(t)
+	base := pgtest.BaseDir(t)
+	cmd := exec.Command(dbrigBinary(t), "load", "oltp", "--users", "2", "--duration", "10m", "--warm-up", "1s",
+		"--scale", "0.01", "--out", filepath.Join(t.TempDir(), "load"))
+	cmd.Env = append(os.Environ(), "TMPDIR="+base, "NO_COLOR=1")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	first, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		t.Fatalf("no line on stdout (%v)", err)
+	}
+	stdout.Close() // what head does after its line
+	code := exitCode(cmd.Wait())
+	if code != 141 {
+		t.Errorf("exit %d, want 141 (first line %q):\n%s", code, first, stderr.String())
+	}
+	if n := strings.Count(stderr.String(), "broken pipe"); n != 1 {
+		t.Errorf("stderr says %d times that the reader quit, want once:\n%s", n, stderr.String())
+	}
+	assertNothingLeft(t, base, nil)
+}
+
 // targetDB is a PostgreSQL server standing in for the user's, named to
 // dbrig by DBRIG_TEST_TARGET in dbrig's environment alone (not the test
 // process's, which parallel tests share).

@@ -195,7 +195,8 @@ func assertGone(t *testing.T, l *Loop) {
 }
 
 // TestRemoveStale removes what a killed dbrig left (a loop of a pid no
-// longer running) and nothing of a live one's.
+// longer running) and nothing of a live one's, nor a disk it kept
+// (--keep), whose image holds the data.
 func TestRemoveStale(t *testing.T) {
 	requireLoops(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
@@ -215,12 +216,23 @@ func TestRemoveStale(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { live.Close(context.Background()) })
+	kept, err := newLoop(ctx, base, LoopOptions{Size: 64 << 20, UID: -1, GID: -1}, done.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept.Keep()
+	if err := kept.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
 	if err := RemoveStale(ctx, base); err != nil {
 		t.Fatal(err)
 	}
 	assertGone(t, dead)
 	if !isMounted(live.Mount) {
 		t.Errorf("the live run's loop was removed")
+	}
+	if _, err := os.Stat(kept.Backing); err != nil || isMounted(kept.Mount) {
+		t.Errorf("the kept disk's image: %v, mounted %v; want it kept, unmounted", err, isMounted(kept.Mount))
 	}
 }
 

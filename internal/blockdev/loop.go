@@ -19,6 +19,10 @@ import (
 // by the pid of the dbrig that made it: RemoveStale finds a dead one's.
 const loopPrefix = "dbrig-loop-"
 
+// KeptFile, in a Loop's directory, marks it kept (Keep) and says how to
+// mount its backing file: RemoveStale leaves such a directory.
+const KeptFile = "KEPT"
+
 // Loop is a loop device dbrig made: a backing file in a directory of its
 // own, an ext4 file system on the device, mounted in that directory.
 // Close removes all of it.
@@ -39,6 +43,7 @@ type Loop struct {
 	mounted  bool
 	attached bool
 	closed   bool
+	keep     bool
 }
 
 // LoopOptions say how big a Loop is and who owns its file system's root.
@@ -155,9 +160,15 @@ func newLoop(ctx context.Context, base string, o LoopOptions, pid int) (l *Loop,
 	return l, nil
 }
 
+// Keep makes Close keep the backing file and its directory, with KeptFile
+// saying how to mount it: what a server wrote on the device (--keep) is
+// in that file system, and nowhere else.
+func (l *Loop) Keep() { l.keep = true }
+
 // Close unmounts the file system (lazily when a process still holds it
 // after a few seconds: the device is then freed when it lets go), detaches
-// the device and removes the directory. Safe to call more than once.
+// the device and removes the directory, or keeps it (Keep). Safe to call
+// more than once.
 func (l *Loop) Close(ctx context.Context) error {
 	if l == nil || l.closed {
 		return nil
@@ -174,12 +185,31 @@ func (l *Loop) Close(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("detach %s: %w", l.Device.Path(), err))
 		}
 	}
-	if l.Dir != "" {
+	switch {
+	case l.Dir == "":
+	case l.keep:
+		if err := os.WriteFile(filepath.Join(l.Dir, KeptFile), []byte(l.keptNote()), 0o644); err != nil {
+			errs = append(errs, fmt.Errorf("keep %s: %w", l.Dir, err))
+		}
+	default:
 		if err := os.RemoveAll(l.Dir); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// keptNote tells a user how to read a kept device. Mounted where the
+// server had it, the paths an instance records (its data directory, its
+// external file) hold again.
+func (l *Loop) keptNote() string {
+	return fmt.Sprintf(`dbrig kept this emulated disk (--keep): %s is its ext4 file system (sparse), with
+what the server wrote on it as it stopped. To read it, as root, mount it where the server had it:
+
+mount -o loop,noatime %s %s
+
+and when done: umount %s; rm -r %s
+`, l.Backing, l.Backing, l.Mount, l.Mount, l.Dir)
 }
 
 // unmount unmounts a file system, retrying while it is busy (a server that
@@ -211,6 +241,9 @@ func RemoveStale(ctx context.Context, base string) error {
 		pid, ok := pidOf(filepath.Base(dir))
 		if !ok || alive(pid) {
 			continue
+		}
+		if _, err := os.Stat(filepath.Join(dir, KeptFile)); err == nil {
+			continue // the user's, with the data a server wrote
 		}
 		l := &Loop{Dir: dir, Backing: filepath.Join(dir, "disk.img"), Mount: filepath.Join(dir, "mnt")}
 		l.mounted = isMounted(l.Mount)

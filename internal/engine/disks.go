@@ -106,7 +106,22 @@ func (d *Disks) Limits() []DiskLimit {
 	return d.limits
 }
 
-// Close unmounts and removes the loop devices, once the server that used
+// Keep makes Close keep each device's backing file, the one place the
+// data on it lives, and returns their directories, each with a
+// blockdev.KeptFile saying how to mount it. Safe on a nil Disks.
+func (d *Disks) Keep() []string {
+	if d == nil {
+		return nil
+	}
+	var dirs []string
+	for _, l := range d.loops {
+		l.Keep()
+		dirs = append(dirs, l.Dir)
+	}
+	return dirs
+}
+
+// Close unmounts and detaches the loop devices and removes them (unless kept), once the server that used
 // them has stopped. Safe on a nil Disks and more than once.
 func (d *Disks) Close(ctx context.Context) error {
 	if d == nil {

@@ -1,9 +1,14 @@
 // Package enginetest holds what tests of every engine share: the registry
 // of the engines dbrig has, as main builds it, for a workload's tests to
-// open sessions through.
+// open sessions through, and a base directory too deep for a socket.
 package enginetest
 
 import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
 	"github.com/dbrig/dbrig/internal/engine"
 	"github.com/dbrig/dbrig/internal/engine/mariadb"
 	"github.com/dbrig/dbrig/internal/engine/postgres"
@@ -12,4 +17,22 @@ import (
 // Registry is every engine, with the binaries found as dbrig finds them.
 func Registry() *engine.Registry {
 	return engine.NewRegistry(postgres.New(""), mariadb.New(""))
+}
+
+// DeepDir is a directory under base whose path leaves no room for a unix
+// socket's (107 bytes) below it, as an instance on an emulated disk lies
+// under its loop device's mount under TMPDIR; every level is 0755, so the
+// server's account reaches it when tests run as root.
+func DeepDir(tb testing.TB, base string) string {
+	tb.Helper()
+	deep := filepath.Join(base, strings.Repeat("d", 60), strings.Repeat("e", 40))
+	if err := os.MkdirAll(deep, 0o755); err != nil {
+		tb.Fatal(err)
+	}
+	for d := deep; d != base; d = filepath.Dir(d) {
+		if err := os.Chmod(d, 0o755); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	return deep
 }

@@ -40,7 +40,8 @@ const maxSocketPath = 107
 //
 //	<base>/dbrig-mariadb-<name>-*/   mode 0700, the server account's
 //	    data/         the data directory (unless data_dir puts it elsewhere)
-//	    sock/         0700, holds mysqld.sock
+//	    sock/         0700, holds mysqld.sock (in a directory apart when
+//	                  this path is too long for a unix socket's)
 //	    tmp/          the server's temporary files (unless tmpdir is set)
 //	    server.log    the server's error log
 //	    mariadbd.pid  the server's pid file
@@ -55,6 +56,7 @@ type Instance struct {
 	walDir    string // "" = the redo log lives in the data directory
 	extDirs   []string
 	socket    string
+	sockApart string // the socket's directory when dir's path is too long for it, else ""; removed at Stop
 	tmpDir    string
 	logPath   string
 	pidPath   string
@@ -241,12 +243,9 @@ func (i *Instance) makeDirs(cfg engine.InstanceConfig) error {
 	if err := engine.WriteOwner(i.dir); err != nil {
 		return err
 	}
-	if len(i.socket) > maxSocketPath {
-		return fmt.Errorf("the socket path %s is %d bytes, more than the %d a unix socket may have: use a shorter base directory", i.socket, len(i.socket), maxSocketPath)
-	}
-	sockDir := filepath.Dir(i.socket)
-	if err := os.Mkdir(sockDir, 0o700); err != nil {
-		return fmt.Errorf("create the socket directory: %w", err)
+	sockDir, err := i.makeSocketDir()
+	if err != nil {
+		return err
 	}
 	if err := os.Mkdir(i.tmpDir, 0o700); err != nil {
 		return fmt.Errorf("create the temporary directory: %w", err)
@@ -286,6 +285,38 @@ func (i *Instance) makeDirs(cfg engine.InstanceConfig) error {
 		}
 	}
 	return nil
+}
+
+// sockApartLen is the longest path of a socket in a directory apart
+// made under a parent (the parent's length added).
+const sockApartLen = len("/dbrig-mariadb-sock-0123456789/mysqld.sock")
+
+// makeSocketDir makes the socket's directory, mode 0700: in the instance
+// directory, or, when the socket's path there would be too long for the
+// kernel (an instance on an emulated disk lies under its loop device's
+// mount, under TMPDIR), a directory of its own in the system's temporary
+// directory (else /tmp) with the owner record RemoveStale reads.
+func (i *Instance) makeSocketDir() (string, error) {
+	dir := filepath.Dir(i.socket)
+	if len(i.socket) <= maxSocketPath {
+		if err := os.Mkdir(dir, 0o700); err != nil {
+			return "", fmt.Errorf("create the socket directory: %w", err)
+		}
+		return dir, nil
+	}
+	parent := os.TempDir()
+	if len(parent)+sockApartLen > maxSocketPath {
+		parent = "/tmp"
+	}
+	dir, err := os.MkdirTemp(parent, "dbrig-mariadb-sock-")
+	if err != nil {
+		return "", fmt.Errorf("create the socket directory: %w", err)
+	}
+	i.socket, i.sockApart = filepath.Join(dir, "mysqld.sock"), dir
+	if err := engine.WriteOwner(dir); err != nil {
+		return "", fmt.Errorf("record the socket directory's owner: %w", err)
+	}
+	return dir, nil
 }
 
 // installDB runs mariadb-install-db. The logins are made in its bootstrap
@@ -874,7 +905,7 @@ func (i *Instance) stop() error {
 	}
 	if i.keep {
 		_ = os.WriteFile(filepath.Join(i.dir, "keep"), []byte("kept by dbrig --keep\n"), 0o644)
-		i.log.Info("mariadb stopped; directories kept", "dir", i.dir, "external", i.extDirs)
+		i.log.Info("mariadb stopped; directories kept", "dir", i.dir, "external", i.extDirs, "disk_images", i.disks.Keep())
 	} else {
 		for _, d := range append(slices.Clone(i.extDirs), i.dir) {
 			if err := os.RemoveAll(d); err != nil {
@@ -882,8 +913,14 @@ func (i *Instance) stop() error {
 			}
 		}
 	}
-	// An emulated disk goes with its server, kept directory or not: a
-	// loop device outliving dbrig would hold its backing file.
+	if i.sockApart != "" { // a stopped server's socket is of no use, kept or not
+		if err := os.RemoveAll(i.sockApart); err != nil {
+			errs = append(errs, fmt.Errorf("remove %s: %w", i.sockApart, err))
+		}
+	}
+	// An emulated disk's loop device goes with its server, kept or not
+	// (one outliving dbrig would hold its backing file); kept, its image
+	// stays, the data on it.
 	if err := i.disks.Close(context.Background()); err != nil {
 		errs = append(errs, err)
 	}

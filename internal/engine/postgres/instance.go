@@ -808,7 +808,7 @@ func (i *Instance) stop(ctx context.Context) error {
 	}
 	if i.keep {
 		_ = os.WriteFile(filepath.Join(i.dir, "keep"), []byte("kept by dbrig --keep\n"), 0o644)
-		i.log.Info("postgres stopped; directory kept", "dir", i.dir)
+		i.log.Info("postgres stopped; directory kept", "dir", i.dir, "disk_images", i.disks.Keep())
 	} else {
 		for _, d := range []string{i.dir, i.walDir} {
 			if d == "" {
@@ -824,8 +824,9 @@ func (i *Instance) stop(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("remove %s: %w", i.socketDir, err))
 		}
 	}
-	// An emulated disk goes with its server, kept directory or not: a
-	// loop device outliving dbrig would hold its backing file.
+	// An emulated disk's loop device goes with its server, kept or not
+	// (one outliving dbrig would hold its backing file); kept, its image
+	// stays, the data on it.
 	if err := i.disks.Close(ctx); err != nil {
 		errs = append(errs, err)
 	}

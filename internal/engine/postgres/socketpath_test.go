@@ -3,14 +3,13 @@ package postgres_test
 import (
 	"context"
 	"os"
-	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/dbrig/dbrig/internal/engine"
+	"github.com/dbrig/dbrig/internal/engine/enginetest"
 	"github.com/dbrig/dbrig/internal/engine/postgres"
 	"github.com/dbrig/dbrig/internal/engine/postgres/pgtest"
 )
@@ -24,15 +23,7 @@ func TestLongInstancePathKeepsItsSocket(t *testing.T) {
 	t.Parallel()
 	bin := pgtest.Binaries(t)
 	base := pgtest.BaseDir(t)
-	deep := filepath.Join(base, strings.Repeat("d", 60), strings.Repeat("e", 40))
-	if err := os.MkdirAll(deep, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	for d := deep; d != base; d = filepath.Dir(d) {
-		if err := os.Chmod(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
+	deep := enginetest.DeepDir(t, base)
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	inst, err := postgres.Start(ctx, postgres.Options{InstanceConfig: engine.InstanceConfig{Name: "long-path"},
