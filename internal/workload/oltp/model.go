@@ -24,7 +24,11 @@ import (
 // more users bring more throughput; beyond it, only longer waits.
 // R0 is the mean response at the curve's lightest load measured, X_peak
 // the mean of the curve's top 4 points (seed 001's rule for the peak; the
-// highest point while the curve has fewer than 4).
+// highest point while the curve has fewer than 4). Z is the think time as
+// the users lived it there, by Little's law N0 / X0 - R0: a busy machine
+// wakes a sleeping user late (1.6 ms on a think of 10 ms at load average
+// 23 to 40), which the think time set leaves out, so N / (R0 + Z set)
+// judged the lightest point itself saturated.
 //
 // Duplex mismatch (seed 002): a transaction one of whose segments
 // collides waits one retransmission timeout (RTO = RTT + 200 ms) for it.
@@ -153,6 +157,18 @@ func ThinkMS(p workload.Params) float64 {
 	return ms(p.Duration("think")) + ms(p.Duration("keying"))
 }
 
+// LivedThinkMS is the think time the users of a curve point lived, by
+// Little's law: N users each completing X / N transactions a second spend
+// N / X per cycle, of which the mean response is the server's; the rest
+// is think, keying and the wake-ups after them. think (the time set, ms)
+// when the point has no throughput to tell.
+func LivedThinkMS(c CurvePoint, think float64) float64 {
+	if c.TPS <= 0 || c.Users <= 0 {
+		return think
+	}
+	return max(1000*c.Users/c.TPS-c.MeanMS, 0)
+}
+
 // FitClosedLoop fits the closed-loop model on a curve's points, in users
 // order, with think the think and keying time per transaction (ms).
 func FitClosedLoop(curve []CurvePoint, think float64) ClosedLoop {
@@ -161,7 +177,7 @@ func FitClosedLoop(curve []CurvePoint, think float64) ClosedLoop {
 		tps[i] = c.TPS
 	}
 	peak, top := Peak(tps)
-	m := ClosedLoop{BaseUsers: curve[0].Users, BaseMS: curve[0].MeanMS, ThinkMS: think, Peak: peak, PeakPoints: len(top)}
+	m := ClosedLoop{BaseUsers: curve[0].Users, BaseMS: curve[0].MeanMS, ThinkMS: LivedThinkMS(curve[0], think), Peak: peak, PeakPoints: len(top)}
 	m.Knee = m.Peak * (m.BaseMS + m.ThinkMS) / 1000
 	return m
 }
@@ -221,7 +237,7 @@ func closedLoopModel(r workload.Result, all []workload.Result) workload.Predicti
 		"tps": m.TPS(n), ModelKnee: m.Knee, ModelPeak: m.Peak, ModelBase: m.BaseMS, ModelBaseN: m.BaseUsers, ModelThink: m.ThinkMS,
 	}}
 	pred.Reason = kneeReason
-	pred.Formula = fmt.Sprintf("closed loop: tps = min(N / (R0 + Z), X_peak) = min(%g / (%s + %s), %s/s) = %s/s; R0 = the mean response at %g users (the lightest load so far), X_peak = the mean of the top %d points so far (seed 001's rule; the highest while there are fewer than 4); knee N* = X_peak × (R0 + Z) = %.0f users",
+	pred.Formula = fmt.Sprintf("closed loop: tps = min(N / (R0 + Z), X_peak) = min(%g / (%s + %s), %s/s) = %s/s; R0 = the mean response at %g users (the lightest load so far), Z = the think time lived there (N0 / X0 - R0), X_peak = the mean of the top %d points so far (seed 001's rule; the highest while there are fewer than 4); knee N* = X_peak × (R0 + Z) = %.0f users",
 		n, FormatMS(m.BaseMS), FormatMS(m.ThinkMS), FormatTPS(m.Peak), FormatTPS(m.TPS(n)), m.BaseUsers, m.PeakPoints, m.Knee)
 	return pred
 }
@@ -300,10 +316,10 @@ const kneeReason = "the knee is sharp in the model: near it, waiting for the ser
 const saturatedShare = 0.9
 
 // Predict is the closed loop before the point runs, from its curve's
-// points measured before it: tps = min(N / (R0 + Z), X_cap), R0 the mean
-// response at the lightest load, X_cap the throughput of the points that
-// saturated the server (seed 001's top-4 mean of them); an open loop's is
-// its arrival rate.
+// points measured before it: tps = min(N / (R0 + Z), X_cap), R0 + Z the
+// cycle the users lived at the lightest load (N0 / X0, Little's law),
+// X_cap the throughput of the points that saturated the server (seed
+// 001's top-4 mean of them); an open loop's is its arrival rate.
 func Predict(r workload.Result, before []workload.Result) workload.Prediction {
 	if rate := r.Params.Float("rate"); rate > 0 {
 		return workload.Prediction{Metrics: map[string]float64{"tps": rate},
@@ -317,17 +333,19 @@ func Predict(r workload.Result, before []workload.Result) workload.Prediction {
 	if len(curve) == 0 {
 		return workload.Prediction{Reason: "no prediction: first point of its curve"}
 	}
-	n, z, r0 := r.Params.Float("users"), ThinkMS(r.Params), curve[0].MeanMS
-	free := n / ((r0 + z) / 1000)
+	n, base := r.Params.Float("users"), curve[0]
+	z := LivedThinkMS(base, ThinkMS(r.Params))
+	cycle := base.MeanMS + z
+	free := n / (cycle / 1000)
 	var saturated []float64
 	for _, c := range curve {
-		if c.TPS < saturatedShare*c.Users/((r0+z)/1000) {
+		if c.TPS < saturatedShare*c.Users/(cycle/1000) {
 			saturated = append(saturated, c.TPS)
 		}
 	}
 	pred := workload.Prediction{Metrics: map[string]float64{"tps": free}}
-	pred.Formula = fmt.Sprintf("closed loop: tps = N / (R0 + Z) = %g / (%s + %s) = %s/s; R0 = the mean response at %g users, the lightest load measured before",
-		n, FormatMS(r0), FormatMS(z), FormatTPS(free), curve[0].Users)
+	pred.Formula = fmt.Sprintf("closed loop: tps = N / (R0 + Z) = %g / (%s + %s) = %s/s; R0 = the mean response at %g users, the lightest load measured before, Z = the think time its users lived (N0 / X0 - R0; %s set)",
+		n, FormatMS(base.MeanMS), FormatMS(z), FormatTPS(free), base.Users, FormatMS(ThinkMS(r.Params)))
 	if len(saturated) == 0 {
 		pred.Reason = "no point before it saturated the server: its capacity is unknown, and the throughput is capped by the users only"
 		return pred
@@ -338,6 +356,18 @@ func Predict(r workload.Result, before []workload.Result) workload.Prediction {
 	}
 	pred.Formula += fmt.Sprintf(", capped by the server's capacity %s/s (the mean of the top %d of the %d points before it that fell below %.0f %% of N / (R0 + Z)): tps = %s/s",
 		FormatTPS(capacity), len(top), len(saturated), 100*saturatedShare, FormatTPS(pred.Metrics["tps"]))
-	pred.Reason = kneeReason
+	pred.Reason = capacityReason(saturated)
 	return pred
+}
+
+// capacityReason says what the capacity taken from the points before
+// leaves out: the CPU the machine leaves the server changes between
+// points, which the spread of those points shows before this one runs.
+func capacityReason(saturated []float64) string {
+	lo, hi := slices.Min(saturated), slices.Max(saturated)
+	if len(saturated) < 2 || hi <= 1.1*lo {
+		return kneeReason
+	}
+	return fmt.Sprintf("%s; the saturated points before it spread from %s/s to %s/s: the server's capacity is the CPU the machine leaves it, which other load changes from point to point",
+		kneeReason, FormatTPS(lo), FormatTPS(hi))
 }

@@ -109,3 +109,45 @@ func TestPredictFromThePointsBefore(t *testing.T) {
 		t.Errorf("150 users: %v, formula %q", heavy.Metrics["tps"], heavy.Formula)
 	}
 }
+
+// TestPredictTakesTheThinkTimeTheUsersLived: on a busy machine a user's
+// think time of 10 ms ends late (1.6 ms at load average 23 to 40), so the
+// lightest point's users cycle in R0 + 11.6 ms; the prediction takes that
+// cycle from the points before it (N0 / X0), not the time set, which
+// judged the lightest point itself saturated and predicted its 719/s for
+// 40 users where 2,881/s were measured. A repeat of the point's own
+// combination never feeds its prediction.
+func TestPredictTakesTheThinkTimeTheUsersLived(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name          string
+		r0, lived     float64 // ms
+		peak          float64
+		users, before int
+		want          float64
+	}{
+		{"lived think as set", 2.3, 10, 5000, 40, 1, 40 / 0.0123},
+		{"late wake-ups, below the knee", 2.3, 11.6, 5000, 40, 1, 40 / 0.0139},
+		{"late wake-ups, capped by the saturated points", 2.3, 11.6, 5000, 150, 4, 5000},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			results := oltptest.Results("transport-oltp", "10ms", oltptest.ClosedLoop("shop", "unix", tc.r0, tc.lived, tc.peak, oltptest.QuickUsers, nil))
+			var r workload.Result
+			for _, o := range results {
+				if o.Params.Int("users") == int64(tc.users) {
+					r = o
+				}
+			}
+			before := results[:tc.before]
+			p := oltp.Predict(r, before)
+			if got := p.Metrics["tps"]; math.Abs(got-tc.want) > 1e-6*tc.want {
+				t.Errorf("%d users after %d points: %v, want %v (%s)", tc.users, tc.before, got, tc.want, p.Formula)
+			}
+			repeat := r
+			repeat.Run, repeat.Metrics = 2, map[string]float64{"tps": 1, "mean_ms": 1000}
+			if again := oltp.Predict(r, append(slices.Clone(before), repeat)); again.Metrics["tps"] != p.Metrics["tps"] {
+				t.Errorf("a repeat of its own combination moved the prediction from %v to %v", p.Metrics["tps"], again.Metrics["tps"])
+			}
+		})
+	}
+}
