@@ -151,3 +151,14 @@ func TestPredictTakesTheThinkTimeTheUsersLived(t *testing.T) {
 		})
 	}
 }
+
+// TestP99SaysWhyItHasNoModel: the 99th percentile, a headline figure, is
+// left out of the report's share of figures predicted with the reason no
+// model predicts it, rather than counted as a figure the model forgot.
+func TestP99SaysWhyItHasNoModel(t *testing.T) {
+	t.Parallel()
+	spec, ok := oltp.Kind().Metric("p99_ms")
+	if !ok || !spec.Headline || !strings.HasPrefix(spec.Unmodelled, "no model: ") {
+		t.Errorf("p99_ms: headline %v, unmodelled %q; want a headline figure that says why it has no model", spec.Headline, spec.Unmodelled)
+	}
+}
