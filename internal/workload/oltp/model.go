@@ -309,10 +309,10 @@ func FormatMS(v float64) string {
 
 // p99Unmodelled says why no model predicts the 99th percentile: the
 // simplest candidate, the nearest users level's p99 over its mean times
-// the predicted mean response, missed by a median of 46 % (p90 232 %)
-// replayed on a quick transport-oltp at load average 23 to 40, where the
-// closed loop's tps missed by 18 %.
-const p99Unmodelled = "no model: a closed loop's tail is how the machine schedules the users, the server and the links on its cores, which no point before it tells (the nearest users level's p99 scaled by the predicted mean missed by a median of 46 %, p90 232 %, on a quick transport-oltp at load average 23 to 40)"
+// the predicted mean response, missed by a median of 31 to 38 % (p90 224
+// to 294 %) replayed on two quick transport-oltp runs at load average 23
+// to 108, where the closed loop's tps missed by a median of 20 to 30 %.
+const p99Unmodelled = "no model: a closed loop's tail is how the machine schedules the users, the server and the links on its cores, which no point before it tells (the nearest users level's p99 scaled by the predicted mean missed by a median of 31 to 38 %, p90 224 to 294 %, on two quick transport-oltp runs at load average 23 to 108)"
 
 // kneeReason is what the closed loop leaves out, said where it misses.
 const kneeReason = "the knee is sharp in the model: near it, waiting for the server lowers the throughput below both asymptotes"
