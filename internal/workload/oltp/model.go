@@ -103,6 +103,9 @@ func CurveKey(r workload.Result, noDuplex bool) string {
 type CurvePoint struct {
 	Users, TPS, MeanMS float64
 	Runs               int
+	// ServerCPU is the CPUs the server's processes kept busy, the runs'
+	// mean of what the monitor saw (0 when it saw none).
+	ServerCPU float64
 }
 
 // curveOf gathers the closed-loop points of all that share r's curve,
@@ -128,6 +131,7 @@ func curveOf(r workload.Result, all []workload.Result) []CurvePoint {
 		}
 		cp.TPS = (cp.TPS*float64(cp.Runs) + tps) / float64(cp.Runs+1)
 		cp.MeanMS = (cp.MeanMS*float64(cp.Runs) + mean) / float64(cp.Runs+1)
+		cp.ServerCPU = (cp.ServerCPU*float64(cp.Runs) + serverCPU(o)) / float64(cp.Runs+1)
 		cp.Runs++
 	}
 	var out []CurvePoint
@@ -135,6 +139,18 @@ func curveOf(r workload.Result, all []workload.Result) []CurvePoint {
 		out = append(out, *by[u])
 	}
 	return out
+}
+
+// serverCPU is the CPUs the point's servers kept busy on average, as the
+// monitor saw them (0 when it saw none: a target's processes are hidden).
+func serverCPU(r workload.Result) float64 {
+	cpu := 0.0
+	for _, s := range r.Monitor {
+		if v := s.Summarize().MeanCPU; v > 0 {
+			cpu += v
+		}
+	}
+	return cpu
 }
 
 // ClosedLoop is the closed-loop model of one curve.
@@ -345,9 +361,13 @@ func Predict(r workload.Result, before []workload.Result) workload.Prediction {
 	cycle := base.MeanMS + z
 	free := n / (cycle / 1000)
 	var saturated []float64
+	var cpus []float64
 	for _, c := range curve {
 		if c.TPS < saturatedShare*c.Users/(cycle/1000) {
 			saturated = append(saturated, c.TPS)
+			if c.ServerCPU > 0 {
+				cpus = append(cpus, c.ServerCPU)
+			}
 		}
 	}
 	pred := workload.Prediction{Metrics: map[string]float64{"tps": free}}
@@ -363,18 +383,32 @@ func Predict(r workload.Result, before []workload.Result) workload.Prediction {
 	}
 	pred.Formula += fmt.Sprintf(", capped by the server's capacity %s/s (the mean of the top %d of the %d points before it that fell below %.0f %% of N / (R0 + Z)): tps = %s/s",
 		FormatTPS(capacity), len(top), len(saturated), 100*saturatedShare, FormatTPS(pred.Metrics["tps"]))
-	pred.Reason = capacityReason(saturated)
+	pred.Reason = capacityReason(saturated, cpus)
 	return pred
 }
 
 // capacityReason says what the capacity taken from the points before
-// leaves out: the CPU the machine leaves the server changes between
-// points, which the spread of those points shows before this one runs.
-func capacityReason(saturated []float64) string {
-	lo, hi := slices.Min(saturated), slices.Max(saturated)
-	if len(saturated) < 2 || hi <= 1.1*lo {
+// leaves out, with what is known of it before the point runs: how far the
+// saturated points spread, and how many CPUs the server kept busy at them.
+// A server that saturated short of the machine's CPUs was given no more:
+// the machine's other load (the client, the links, other programs) sets
+// the capacity, and moves it from point to point.
+func capacityReason(saturated, cpus []float64) string {
+	var why []string
+	if lo, hi := slices.Min(saturated), slices.Max(saturated); len(saturated) > 1 && hi > 1.1*lo {
+		why = append(why, fmt.Sprintf("the saturated points before it spread from %s/s to %s/s", FormatTPS(lo), FormatTPS(hi)))
+	}
+	if len(cpus) > 0 {
+		lo, hi := slices.Min(cpus), slices.Max(cpus)
+		span := fmt.Sprintf("%.2f", lo)
+		if hi > lo {
+			span += fmt.Sprintf(" to %.2f", hi)
+		}
+		why = append(why, fmt.Sprintf("the server kept %s CPUs busy at them", span))
+	}
+	if len(why) == 0 {
 		return kneeReason
 	}
-	return fmt.Sprintf("%s; the saturated points before it spread from %s/s to %s/s: the server's capacity is the CPU the machine leaves it, which other load changes from point to point",
-		kneeReason, FormatTPS(lo), FormatTPS(hi))
+	return fmt.Sprintf("%s; %s: the server's capacity is the CPU the machine leaves it, which its other load (the client, the links, other programs) changes from point to point",
+		kneeReason, strings.Join(why, ", and "))
 }

@@ -125,10 +125,13 @@ func TestPredictTakesTheThinkTimeTheUsersLived(t *testing.T) {
 		peak          float64
 		users, before int
 		want          float64
+		reason        string // a part of what the prediction says it leaves out
 	}{
-		{"lived think as set", 2.3, 10, 5000, 40, 1, 40 / 0.0123},
-		{"late wake-ups, below the knee", 2.3, 11.6, 5000, 40, 1, 40 / 0.0139},
-		{"late wake-ups, capped by the saturated points", 2.3, 11.6, 5000, 150, 4, 5000},
+		{"lived think as set", 2.3, 10, 5000, 40, 1, 40 / 0.0123, "capacity is unknown"},
+		{"late wake-ups, below the knee", 2.3, 11.6, 5000, 40, 1, 40 / 0.0139, "capacity is unknown"},
+		// The one saturated point, 110 users, kept 1.2 CPUs busy (oltptest's
+		// 1.2 × tps / peak): what the machine left the server.
+		{"late wake-ups, capped by the saturated points", 2.3, 11.6, 5000, 150, 4, 5000, "the server kept 1.20 CPUs busy at them: the server's capacity is the CPU the machine leaves it"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			results := oltptest.Results("transport-oltp", "10ms", oltptest.ClosedLoop("shop", "unix", tc.r0, tc.lived, tc.peak, oltptest.QuickUsers, nil))
@@ -142,6 +145,9 @@ func TestPredictTakesTheThinkTimeTheUsersLived(t *testing.T) {
 			p := oltp.Predict(r, before)
 			if got := p.Metrics["tps"]; math.Abs(got-tc.want) > 1e-6*tc.want {
 				t.Errorf("%d users after %d points: %v, want %v (%s)", tc.users, tc.before, got, tc.want, p.Formula)
+			}
+			if !strings.Contains(p.Reason, tc.reason) {
+				t.Errorf("reason %q, want it to say %q", p.Reason, tc.reason)
 			}
 			repeat := r
 			repeat.Run, repeat.Metrics = 2, map[string]float64{"tps": 1, "mean_ms": 1000}
