@@ -168,3 +168,25 @@ func TestP99SaysWhyItHasNoModel(t *testing.T) {
 		t.Errorf("p99_ms: headline %v, unmodelled %q; want a headline figure that says why it has no model", spec.Headline, spec.Unmodelled)
 	}
 }
+
+// TestFitTakesTheThinkTimeTheUsersLived: the closed loop fitted on a
+// curve (each point's figure held out of its own fit, the report's knee
+// and its dashed lines) takes Z as the lightest point's users lived it,
+// so its light-load line passes through that point.
+func TestFitTakesTheThinkTimeTheUsersLived(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name       string
+		set, lived float64 // ms
+	}{
+		{"as set", 10, 10},
+		{"woken late", 10, 11.6},
+		{"no think time", 0, 0.05},
+	} {
+		curve := []oltp.CurvePoint{{Users: 10, MeanMS: 2.3, TPS: 10 / ((2.3 + tc.lived) / 1000)}, {Users: 150, MeanMS: 20, TPS: 5000}}
+		m := oltp.FitClosedLoop(curve, tc.set)
+		if math.Abs(m.ThinkMS-tc.lived) > 1e-9 || math.Abs(m.TPS(10)-curve[0].TPS) > 1e-9 {
+			t.Errorf("%s: Z = %v ms, tps at 10 users %v; want %v ms and the point's %v", tc.name, m.ThinkMS, m.TPS(10), tc.lived, curve[0].TPS)
+		}
+	}
+}
