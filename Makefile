@@ -100,7 +100,7 @@ bench-script: ## pgbench's select-only and tpcb-like under dbrig's script runner
 bench-replication: ## the replication agent as a user meets it (fsync on, cold, last row visible) against native logical replication and across 77 ms, the seed's agents against their models, then initial sync and backlog against native through the same WANs (about 6 minutes on a quiet machine), ending with a table of its goals
 	$(call bench_goals,$(GO) test -run '^$$' -bench 'FasterThanNative|SeedModels|WANAgainstNative' -benchtime 1x -timeout 60m -v ./internal/workload/georep/)
 
-accept-predict: ## pgbench's tpcb-like (-M prepared) predicted before it runs at RTT 1, 5 and 20 ms with 1 and 4 users, each held to 5 % of the measured tps; prints the table (about 1 minute; a quiet machine)
+accept-predict: ## pgbench's tpcb-like (-M prepared) predicted before it runs at RTT 1, 5 and 20 ms with 1 and 4 users, each held to 5 % of the measured tps; prints the table (about 1.5 minutes; a quiet machine, else it says which points it cannot judge and skips them)
 	scripts/install-deps --test
 	DBRIG_PREDICT_ACCEPT=1 $(GO) test -count=1 -v -run 'TestPredictionOfTPCBLike$$' ./internal/workload/script/
 

@@ -59,7 +59,7 @@ func usersCharts(rd *study.RunData, cs []*Curve) []report.Chart {
 			suffix, id = ", mix "+mix, "-"+strconv.Itoa(i+1)
 		}
 		tc := report.Chart{ID: "oltp-users" + id, Title: "Throughput against virtual users" + suffix, XLabel: "virtual users", YLabel: "transactions per second",
-			Note: rd.RunsCaption() + ". Dashed: the closed-loop model, tps = min(users / (R0 + Z), X_peak), R0 the mean response at the lightest load, Z the think time, X_peak the mean of the top 4 points (seed 001's rule); the knee (users = X_peak × (R0 + Z)) marked on each."}
+			Note: rd.RunsCaption() + ". Dashed: the closed-loop model, tps = min(users / (R0 + Z), X_peak), R0 the mean response at the lightest load, Z the think time its users lived there (users / tps - R0, Little's law), X_peak the mean of the top 4 points (seed 001's rule); the knee (users = X_peak × (R0 + Z)) marked on each."}
 		rc := report.Chart{ID: "oltp-response" + id, Title: "Mean response time against virtual users" + suffix, XLabel: "virtual users", YLabel: "mean response time (ms)",
 			Note: "Dashed: the closed-loop model's response, max(R0, users / X_peak - Z): flat below the knee, then growing by 1 / X_peak for every user added."}
 		knees := report.Series{Name: "knees", Style: report.Points, Unit: "tps", Metric: "tps"}
@@ -160,7 +160,7 @@ func peaksSection(rd *study.RunData, cs []*Curve) (report.Section, bool) {
 	if haveGbE {
 		text += "The gain over " + GbE + " is seed 001's: (peak - peak on " + GbE + ") / peak on " + GbE + ", in the same mix. "
 	}
-	text += "The knee is the closed-loop model's, stored with the curve's last point: R0 is the mean response at the lightest load, Z the think time per transaction. Server CPUs are the CPU time of the server's processes per second while the peak's points ran (the monitoring connection's samples"
+	text += "The knee is the closed-loop model's, stored with the curve's last point: R0 is the mean response at the lightest load, Z the think time per transaction its users lived there (users / tps - R0, Little's law: a busy machine wakes a sleeping user late). Server CPUs are the CPU time of the server's processes per second while the peak's points ran (the monitoring connection's samples"
 	if n := rd.Environment.CPUs; n > 0 {
 		text += fmt.Sprintf("; this machine has %d, shared with the client and the emulated links", n)
 	}

@@ -109,3 +109,84 @@ func TestPredictFromThePointsBefore(t *testing.T) {
 		t.Errorf("150 users: %v, formula %q", heavy.Metrics["tps"], heavy.Formula)
 	}
 }
+
+// TestPredictTakesTheThinkTimeTheUsersLived: on a busy machine a user's
+// think time of 10 ms ends late (1.6 ms at load average 23 to 40), so the
+// lightest point's users cycle in R0 + 11.6 ms; the prediction takes that
+// cycle from the points before it (N0 / X0), not the time set, which
+// judged the lightest point itself saturated and predicted its 719/s for
+// 40 users where 2,881/s were measured. A repeat of the point's own
+// combination never feeds its prediction.
+func TestPredictTakesTheThinkTimeTheUsersLived(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name          string
+		r0, lived     float64 // ms
+		peak          float64
+		users, before int
+		want          float64
+		reason        string // a part of what the prediction says it leaves out
+	}{
+		{"lived think as set", 2.3, 10, 5000, 40, 1, 40 / 0.0123, "capacity is unknown"},
+		{"late wake-ups, below the knee", 2.3, 11.6, 5000, 40, 1, 40 / 0.0139, "capacity is unknown"},
+		// The one saturated point, 110 users, kept 1.2 CPUs busy (oltptest's
+		// 1.2 × tps / peak): what the machine left the server.
+		{"late wake-ups, capped by the saturated points", 2.3, 11.6, 5000, 150, 4, 5000, "the server kept 1.20 CPUs busy at them: the server's capacity is the CPU the machine leaves it"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			results := oltptest.Results("transport-oltp", "10ms", oltptest.ClosedLoop("shop", "unix", tc.r0, tc.lived, tc.peak, oltptest.QuickUsers, nil))
+			var r workload.Result
+			for _, o := range results {
+				if o.Params.Int("users") == int64(tc.users) {
+					r = o
+				}
+			}
+			before := results[:tc.before]
+			p := oltp.Predict(r, before)
+			if got := p.Metrics["tps"]; math.Abs(got-tc.want) > 1e-6*tc.want {
+				t.Errorf("%d users after %d points: %v, want %v (%s)", tc.users, tc.before, got, tc.want, p.Formula)
+			}
+			if !strings.Contains(p.Reason, tc.reason) {
+				t.Errorf("reason %q, want it to say %q", p.Reason, tc.reason)
+			}
+			repeat := r
+			repeat.Run, repeat.Metrics = 2, map[string]float64{"tps": 1, "mean_ms": 1000}
+			if again := oltp.Predict(r, append(slices.Clone(before), repeat)); again.Metrics["tps"] != p.Metrics["tps"] {
+				t.Errorf("a repeat of its own combination moved the prediction from %v to %v", p.Metrics["tps"], again.Metrics["tps"])
+			}
+		})
+	}
+}
+
+// TestP99SaysWhyItHasNoModel: the 99th percentile, a headline figure, is
+// left out of the report's share of figures predicted with the reason no
+// model predicts it, rather than counted as a figure the model forgot.
+func TestP99SaysWhyItHasNoModel(t *testing.T) {
+	t.Parallel()
+	spec, ok := oltp.Kind().Metric("p99_ms")
+	if !ok || !spec.Headline || !strings.HasPrefix(spec.Unmodelled, "no model: ") {
+		t.Errorf("p99_ms: headline %v, unmodelled %q; want a headline figure that says why it has no model", spec.Headline, spec.Unmodelled)
+	}
+}
+
+// TestFitTakesTheThinkTimeTheUsersLived: the closed loop fitted on a
+// curve (each point's figure held out of its own fit, the report's knee
+// and its dashed lines) takes Z as the lightest point's users lived it,
+// so its light-load line passes through that point.
+func TestFitTakesTheThinkTimeTheUsersLived(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name       string
+		set, lived float64 // ms
+	}{
+		{"as set", 10, 10},
+		{"woken late", 10, 11.6},
+		{"no think time", 0, 0.05},
+	} {
+		curve := []oltp.CurvePoint{{Users: 10, MeanMS: 2.3, TPS: 10 / ((2.3 + tc.lived) / 1000)}, {Users: 150, MeanMS: 20, TPS: 5000}}
+		m := oltp.FitClosedLoop(curve, tc.set)
+		if math.Abs(m.ThinkMS-tc.lived) > 1e-9 || math.Abs(m.TPS(10)-curve[0].TPS) > 1e-9 {
+			t.Errorf("%s: Z = %v ms, tps at 10 users %v; want %v ms and the point's %v", tc.name, m.ThinkMS, m.TPS(10), tc.lived, curve[0].TPS)
+		}
+	}
+}
