@@ -117,7 +117,8 @@ func (w *tenants) openMembers(ctx context.Context, env *workload.Env, names []st
 }
 
 // newRunner is the load of one connection per tenant, reporting its
-// progress to env.
+// progress and each second (over every tenant: the dashboard draws a
+// consolidation point live, as it does oltp's) to env.
 func (w *tenants) newRunner(env *workload.Env, lw *tenantLoad) (*load.Runner, error) {
 	total := (w.warmUp + w.duration).Seconds()
 	cfg := load.Config{
@@ -126,6 +127,9 @@ func (w *tenants) newRunner(env *workload.Env, lw *tenantLoad) (*load.Runner, er
 		OnInterval: func(iv load.Interval) {
 			if env.Progress != nil {
 				env.Progress(int64((iv.Start + iv.Length).Seconds()), int64(total))
+			}
+			if env.Second != nil {
+				env.Second(iv.Second())
 			}
 		},
 	}

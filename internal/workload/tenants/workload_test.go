@@ -2,7 +2,9 @@ package tenants
 
 import (
 	"context"
+	"math"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -80,10 +82,12 @@ func TestPostgresTenants(t *testing.T) {
 		t.Fatalf("after preparing 3: databases %v, %d functions in one", names, fns)
 	}
 
+	seconds := recordSeconds(env)
 	m, err := w3.Run(ctx, env)
 	if err != nil {
 		t.Fatal(err)
 	}
+	checkSeconds(t, seconds(), m, 3)
 	mm := m.Metrics
 	for _, k := range []string{"tpm", "tpm_per_db", "response_ms", "cpu_ms_per_tx", "backend_private_bytes", "backend_context_bytes",
 		"plan_cache_bytes", "instance_memory_bytes", "buffer_hit_pct", "buffer_bytes", "tpm_db_min",
@@ -120,10 +124,12 @@ func TestMariaDBTenants(t *testing.T) {
 	if err := w.Prepare(ctx, env); err != nil {
 		t.Fatal(err)
 	}
+	seconds := recordSeconds(env)
 	m, err := w.Run(ctx, env)
 	if err != nil {
 		t.Fatal(err)
 	}
+	checkSeconds(t, seconds(), m, 3)
 	mm := m.Metrics
 	for _, k := range []string{"tpm", "response_ms", "cpu_ms_per_tx", "backend_context_bytes", "instance_memory_bytes", "buffer_bytes",
 		"first_call_ms", "later_call_ms"} {
@@ -138,4 +144,57 @@ func TestMariaDBTenants(t *testing.T) {
 		t.Errorf("no log flushes counted: %v", mm)
 	}
 	t.Logf("metrics: %v\nnotes: %v", mm, m.Notes)
+}
+
+// recordSeconds keeps the seconds the run sends env (the dashboard's live
+// feed), to read once the run has returned.
+func recordSeconds(env *workload.Env) func() []workload.Second {
+	var mu sync.Mutex
+	var seconds []workload.Second
+	env.Second = func(s workload.Second) {
+		mu.Lock()
+		defer mu.Unlock()
+		seconds = append(seconds, s)
+	}
+	return func() []workload.Second {
+		mu.Lock()
+		defer mu.Unlock()
+		return seconds
+	}
+}
+
+// checkSeconds: the run sent its seconds over every tenant (the
+// consolidation study's live view), warm-up and measured, each with its
+// users, and the measured ones hold exactly the point's transactions and
+// errors, with the percentiles of the seconds that had any.
+func checkSeconds(t *testing.T, seconds []workload.Second, m workload.Measurement, users int) {
+	t.Helper()
+	phases := map[string]int{}
+	var ops, failed float64
+	lastEnd := 0.0
+	for _, s := range seconds {
+		phases[s.Phase]++
+		length := s.EndS - lastEnd
+		if s.Users != users || length <= 0 || length > 1.001 {
+			t.Errorf("second %+v (%.3f s long), want %d users and at most a second", s, length, users)
+		}
+		lastEnd = s.EndS
+		if s.Phase != "measured" {
+			continue
+		}
+		ops += math.Round(s.TPS * length)
+		failed += float64(s.Errors)
+		if s.TPS > 0 && (s.P50Ms <= 0 || s.P99Ms < s.P50Ms) {
+			t.Errorf("measured second %+v: percentiles missing or out of order", s)
+		}
+	}
+	if phases["warm-up"] < 1 || phases["measured"] < 3 {
+		t.Errorf("seconds by phase = %v, want the warm-up's and the measured interval's (3 s)", phases)
+	}
+	if want := float64(m.Histograms["response"].Count()); ops != want || want == 0 {
+		t.Errorf("the measured seconds count %v transactions, the point %v", ops, want)
+	}
+	if failed != m.Metrics["errors"] {
+		t.Errorf("the measured seconds count %v errors, the point %v", failed, m.Metrics["errors"])
+	}
 }
