@@ -449,163 +449,202 @@ func parseTextArray(s string) []string {
 	return out
 }
 
+// agentReader is the reader's state between its steps: where it stands in
+// the command stream, and the buffer it fills.
+type agentReader struct {
+	run *agentRun
+	r   *renderer
+	cdc *codec
+	// seq numbers the buffers it starts.
+	seq int64
+	// lastRead is the last command rendered; n counts those of this pass.
+	lastRead int64
+	n        int
+	// xactLSN is the final LSN of the source transaction being read.
+	xactLSN LSN
+	poll    *time.Timer
+	probe   *idleTimer
+}
+
 // read is the reader: it streams the pending commands as one result set,
 // renders them into buffers and hands each full buffer to the writer; then
 // it waits for the log reader's notification (or polls) and reads again.
 func (run *agentRun) read(dist *pgconn.PgConn, r *renderer) error {
-	a := run.a
-	ctx := run.ctx
-	var seq int64
-	next := func() (*buffer, error) {
-		start := time.Now()
-		select {
-		case b := <-run.free:
-			if d := time.Since(start); d > 0 {
-				a.mu.Lock()
-				a.stats.ReaderWait += d
-				a.mu.Unlock()
-			}
-			seq++
-			b.reset(seq)
-			return b, nil
-		case <-ctx.Done():
-			return nil, context.Cause(ctx)
-		}
-	}
-	// hand gives the writer the current buffer and starts the next.
-	hand := func() error {
-		r.seal()
-		run.filled <- r.cur // never blocks: filled holds the whole pool
-		r.cur = nil
-		b, err := next()
-		if err != nil {
-			return err
-		}
-		r.startBuffer(b)
-		return nil
-	}
-	b, err := next()
+	cfg := run.a.cfg
+	rd := &agentReader{run: run, r: r}
+	b, err := rd.next()
 	if err != nil {
 		return err
 	}
 	r.startBuffer(b)
-	lastRead := r.applied
-	poll := time.NewTimer(a.cfg.PollInterval)
-	defer poll.Stop()
-	probe := newIdleTimer(a.cfg.ReportInterval)
-	defer probe.stop()
-	cdc := getCodec()
-	defer putCodec(cdc)
-	var xactLSN LSN
+	rd.lastRead = r.applied
+	rd.poll = time.NewTimer(cfg.PollInterval)
+	defer rd.poll.Stop()
+	rd.probe = newIdleTimer(cfg.ReportInterval)
+	defer rd.probe.stop()
+	rd.cdc = getCodec()
+	defer putCodec(rd.cdc)
 	for {
-		n := 0
-		from := lastRead
-		apply := func(cmd int64, msg []byte) error {
-			if cmd <= lastRead {
-				return nil // applied before: the chunk straddles the position
-			}
-			if cmd != lastRead+1 {
-				return fmt.Errorf("the distribution database holds command %d after %d: commands %d to %d are gone (cleaned up before this subscriber applied them?)",
-					cmd, lastRead, lastRead+1, cmd-1)
-			}
-			kind := msg[0]
-			switch kind {
-			case kindBegin:
-				b, err := parseBegin(msg)
-				if err != nil {
-					return fmt.Errorf("command %d: %w", cmd, err)
-				}
-				xactLSN = LSN(b.FinalLSN)
-			case kindRelation:
-				msg = append([]byte(nil), msg...) // kept beyond this chunk
-				fallthrough
-			default:
-				for {
-					full, err := r.render(cmd, kind, xactLSN, msg)
-					if err != nil {
-						return err
-					}
-					if !full {
-						break
-					}
-					if err := hand(); err != nil {
-						return err
-					}
-				}
-			}
-			lastRead = cmd
-			n++
-			return nil
-		}
-		chunk := func(first int64, data []byte) error {
-			if first > lastRead+1 {
-				return fmt.Errorf("the distribution database's next command after %d is %d: commands %d to %d are gone (cleaned up before this subscriber applied them?)",
-					lastRead, first, lastRead+1, first-1)
-			}
-			raw, err := cdc.decode(data)
-			if err != nil {
-				return err
-			}
-			a.mu.Lock()
-			a.stats.ReadBytes += int64(len(data))
-			a.mu.Unlock()
-			return eachMessage(raw, first, apply)
-		}
-		if err := run.fetch(dist, from, chunk); err != nil {
-			if ctx.Err() != nil {
-				return context.Cause(ctx)
+		rd.n = 0
+		if err := run.fetch(dist, rd.lastRead, rd.chunk); err != nil {
+			if run.ctx.Err() != nil {
+				return context.Cause(run.ctx)
 			}
 			return err
 		}
-		// Caught up with what was committed when the query began: commit
-		// and send what is buffered.
-		if r.inTxn {
-			if r.xacts == 0 {
-				return fmt.Errorf("the distribution database ends inside a source transaction (command %d)", lastRead)
-			}
-			r.commit()
+		if err := rd.caughtUp(); err != nil {
+			return err
 		}
-		r.closeGroup()
-		if r.cur.size() > 0 {
-			if err := hand(); err != nil {
-				return err
-			}
-		}
-		if n > 0 {
-			a.cfg.Logger.Debug("read pending commands", "commands", n, "up_to", lastRead)
-			probe.disarm()
+		if rd.n > 0 {
+			cfg.Logger.Debug("read pending commands", "commands", rd.n, "up_to", rd.lastRead)
+			rd.probe.disarm()
 			continue
 		}
-		if a.cfg.UntilCaughtUp {
-			if err := run.waitApplied(lastRead); err != nil {
-				return err
-			}
-			return nil
+		if cfg.UntilCaughtUp {
+			return run.waitApplied(rd.lastRead)
 		}
-		if !poll.Stop() {
-			select {
-			case <-poll.C:
-			default:
-			}
-		}
-		poll.Reset(a.cfg.PollInterval)
-		select {
-		case <-ctx.Done():
-			return context.Cause(ctx)
-		case <-run.notify:
-		case <-poll.C:
-		case <-probe.arm():
-			probe.fired()
-			// Idle a while with commits not known durable: the WAL
-			// writer may have flushed them, but nothing tells, so ask.
-			if a.awaitingFlush() {
-				r.flushProbe()
-				if err := hand(); err != nil {
-					return err
-				}
-			}
+		if err := rd.idle(); err != nil {
+			return err
 		}
 	}
+}
+
+// next takes a free buffer, counting the wait as the reader's.
+func (rd *agentReader) next() (*buffer, error) {
+	a, ctx := rd.run.a, rd.run.ctx
+	start := time.Now()
+	select {
+	case b := <-rd.run.free:
+		if d := time.Since(start); d > 0 {
+			a.mu.Lock()
+			a.stats.ReaderWait += d
+			a.mu.Unlock()
+		}
+		rd.seq++
+		b.reset(rd.seq)
+		return b, nil
+	case <-ctx.Done():
+		return nil, context.Cause(ctx)
+	}
+}
+
+// hand gives the writer the current buffer and starts the next.
+func (rd *agentReader) hand() error {
+	r := rd.r
+	r.seal()
+	rd.run.filled <- r.cur // never blocks: filled holds the whole pool
+	r.cur = nil
+	b, err := rd.next()
+	if err != nil {
+		return err
+	}
+	r.startBuffer(b)
+	return nil
+}
+
+// chunk renders the commands of one chunk of the stream.
+func (rd *agentReader) chunk(first int64, data []byte) error {
+	if first > rd.lastRead+1 {
+		return fmt.Errorf("the distribution database's next command after %d is %d: commands %d to %d are gone (cleaned up before this subscriber applied them?)",
+			rd.lastRead, first, rd.lastRead+1, first-1)
+	}
+	raw, err := rd.cdc.decode(data)
+	if err != nil {
+		return err
+	}
+	a := rd.run.a
+	a.mu.Lock()
+	a.stats.ReadBytes += int64(len(data))
+	a.mu.Unlock()
+	return eachMessage(raw, first, rd.apply)
+}
+
+// apply renders command cmd, the next after lastRead.
+func (rd *agentReader) apply(cmd int64, msg []byte) error {
+	if cmd <= rd.lastRead {
+		return nil // applied before: the chunk straddles the position
+	}
+	if cmd != rd.lastRead+1 {
+		return fmt.Errorf("the distribution database holds command %d after %d: commands %d to %d are gone (cleaned up before this subscriber applied them?)",
+			cmd, rd.lastRead, rd.lastRead+1, cmd-1)
+	}
+	kind := msg[0]
+	switch kind {
+	case kindBegin:
+		b, err := parseBegin(msg)
+		if err != nil {
+			return fmt.Errorf("command %d: %w", cmd, err)
+		}
+		rd.xactLSN = LSN(b.FinalLSN)
+	case kindRelation:
+		msg = append([]byte(nil), msg...) // kept beyond this chunk
+		fallthrough
+	default:
+		if err := rd.renderAll(cmd, kind, msg); err != nil {
+			return err
+		}
+	}
+	rd.lastRead = cmd
+	rd.n++
+	return nil
+}
+
+// renderAll renders one command, handing the writer as many full buffers
+// as it takes.
+func (rd *agentReader) renderAll(cmd int64, kind byte, msg []byte) error {
+	for {
+		full, err := rd.r.render(cmd, kind, rd.xactLSN, msg)
+		if err != nil || !full {
+			return err
+		}
+		if err := rd.hand(); err != nil {
+			return err
+		}
+	}
+}
+
+// caughtUp ends a pass, caught up with what was committed when its query
+// began: it commits and sends what is buffered.
+func (rd *agentReader) caughtUp() error {
+	r := rd.r
+	if r.inTxn {
+		if r.xacts == 0 {
+			return fmt.Errorf("the distribution database ends inside a source transaction (command %d)", rd.lastRead)
+		}
+		r.commit()
+	}
+	r.closeGroup()
+	if r.cur.size() > 0 {
+		return rd.hand()
+	}
+	return nil
+}
+
+// idle waits for the log reader's notification or the next poll; idle a
+// while with commits not known durable, it sends a flush probe.
+func (rd *agentReader) idle() error {
+	run := rd.run
+	if !rd.poll.Stop() {
+		select {
+		case <-rd.poll.C:
+		default:
+		}
+	}
+	rd.poll.Reset(run.a.cfg.PollInterval)
+	select {
+	case <-run.ctx.Done():
+		return context.Cause(run.ctx)
+	case <-run.notify:
+	case <-rd.poll.C:
+	case <-rd.probe.arm():
+		rd.probe.fired()
+		// The WAL writer may have flushed them, but nothing tells, so ask.
+		if run.a.awaitingFlush() {
+			rd.r.flushProbe()
+			return rd.hand()
+		}
+	}
+	return nil
 }
 
 // noteDurable copies the durable position into the statistics; a.mu is
