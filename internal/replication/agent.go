@@ -158,10 +158,11 @@ type agentRun struct {
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 
-	free     chan *buffer // buffers the reader may fill
-	filled   chan *buffer // buffers for the writer
-	inflight chan *buffer // sent, awaiting the subscriber's answer
-	slots    chan struct{}
+	free     chan *buffer  // buffers the reader may fill
+	filled   chan *buffer  // buffers for the writer
+	inflight chan *buffer  // sent, awaiting the subscriber's answer
+	slots    chan struct{} // one per buffer in flight
+	depth    int           // the pipeline's: buffers in flight at most
 	notify   chan struct{} // a notification arrived
 	progress chan struct{} // the writer committed something
 
@@ -173,100 +174,150 @@ type agentRun struct {
 }
 
 func (a *DistributionAgent) runOnce(parent context.Context) (err error) {
-	cfg, opts := a.cfg, a.opts
 	ctx, cancel := context.WithCancelCause(parent)
 	defer cancel(nil)
-
-	// Three connections, opened at once: across a WAN each costs its
-	// round trips (TCP, then the authentication exchange), so an agent
-	// started cold pays them once, not three times.
-	var sub, dist, ctl *pgconn.PgConn
-	var subErr, distErr, ctlErr error
-	var at subscriberRecord
-	var rtt time.Duration
-	var rate units.Rate
-	var wg sync.WaitGroup
-	wg.Add(3)
-	go func() { // the subscriber: exclusive for this subscription, and its position
-		defer wg.Done()
-		sub, at, subErr = a.openSubscriber(ctx)
-		if subErr == nil && opts.Pipeline == PipelineAuto {
-			if rtt, rate, subErr = measurePath(ctx, sub); subErr != nil {
-				subErr = fmt.Errorf("measure the path to the subscriber: %w", subErr)
-			}
-		}
-	}()
-	go func() { // the reader's
-		defer wg.Done()
-		if dist, distErr = connectStreaming(ctx, cfg.Distribution, agentAppName(cfg.Publication)); distErr != nil {
-			distErr = fmt.Errorf("distribution database: %w", distErr)
-		}
-	}()
-	go func() { // the control connection: the log reader's notifications, progress
-		defer wg.Done()
-		if ctl, ctlErr = connect(ctx, cfg.Distribution, agentAppName(cfg.Publication)); ctlErr != nil {
-			ctlErr = fmt.Errorf("distribution database: %w", ctlErr)
-		}
-	}()
-	readers := make([]*pgconn.PgConn, opts.ReadStreams-1)
-	readerErrs := make([]error, len(readers))
-	for i := range readers {
-		wg.Add(1)
-		go func() { // the reader's further connections
-			defer wg.Done()
-			readers[i], readerErrs[i] = connectStreaming(ctx, cfg.Distribution, agentAppName(cfg.Publication))
-		}()
-	}
-	wg.Wait()
-	subOwned := true
-	defer func() {
-		for _, c := range append([]*pgconn.PgConn{dist, ctl}, readers...) {
-			if c != nil {
-				c.Close(context.WithoutCancel(ctx))
-			}
-		}
-		if sub != nil && subOwned {
-			sub.Close(context.WithoutCancel(ctx))
-		}
-	}()
-	if err := errors.Join(subErr, distErr, ctlErr); err != nil {
+	c := a.connectAll(ctx)
+	defer c.close(ctx)
+	if err := c.err(); err != nil {
 		return err
 	}
-	if err := errors.Join(readerErrs...); err != nil {
-		return fmt.Errorf("distribution database: %w", err)
-	}
-	applied := at.position.cmd
-	a.applied.Store(applied)
-	k := opts.Pipeline
-	if k == PipelineAuto {
-		k = pipelineDepth(rtt, rate, opts.BufferSize)
-		cfg.Logger.Info("pipeline sized from the bandwidth-delay product", "rtt", rtt, "rate", rate, "buffers_in_flight", k)
-	}
-	a.mu.Lock()
-	a.stats.LastCmdID, a.stats.LastLSN = applied, at.position.lsn
-	a.stats.RTT, a.stats.Rate, a.stats.Pipeline = rtt, rate, k
-	a.durable.restart(at.position)
-	a.durable.flushedTo(at.walFlush)
-	a.noteDurable()
-	a.mu.Unlock()
-	rnd, err := setupRenderer(ctx, ctl, cfg.Publication, applied, opts, k, a.place)
+	k := a.resume(c)
+	rnd, err := setupRenderer(ctx, c.ctl, a.cfg.Publication, c.at.position.cmd, a.opts, k, a.place)
 	if err != nil {
 		return err
 	}
 
 	// The writer owns the subscriber connection from here on.
-	if err := sub.SyncConn(ctx); err != nil {
+	if err := c.sub.SyncConn(ctx); err != nil {
 		return fmt.Errorf("subscriber: %w", err)
 	}
-	hc, err := sub.Hijack()
+	hc, err := c.sub.Hijack()
 	if err != nil {
 		return fmt.Errorf("subscriber: %w", err)
 	}
-	subOwned = false
+	c.sub = nil
 	defer hc.Conn.Close()
 	stopClose := context.AfterFunc(ctx, func() { hc.Conn.Close() })
 	defer stopClose()
 
+	run := a.newRun(ctx, cancel, hc, c.readers, k)
+	if err := a.passGate(ctx); err != nil {
+		return err
+	}
+	if run.drive(c.dist, c.ctl, rnd) == nil {
+		return nil
+	}
+	if parent.Err() != nil {
+		return parent.Err()
+	}
+	return context.Cause(ctx) // the first error of any goroutine
+}
+
+// agentConns are one run's connections, with what opening them learnt.
+type agentConns struct {
+	// sub is the subscriber's (exclusive for this subscription), nil once
+	// the writer has taken it over; dist the reader's, readers its further
+	// ones (AgentOptions.ReadStreams); ctl the control connection.
+	sub, dist, ctl *pgconn.PgConn
+	readers        []*pgconn.PgConn
+	at             subscriberRecord
+	// rtt and rate are the path to the subscriber, measured for
+	// PipelineAuto.
+	rtt  time.Duration
+	rate units.Rate
+
+	subErr, distErr, ctlErr error
+	readerErrs              []error
+}
+
+// connectAll opens the run's connections at once: across a WAN each costs
+// its round trips (TCP, then the authentication exchange), so an agent
+// started cold pays them once, not three times. What failed is in err.
+func (a *DistributionAgent) connectAll(ctx context.Context) *agentConns {
+	cfg, opts := a.cfg, a.opts
+	c := &agentConns{readers: make([]*pgconn.PgConn, opts.ReadStreams-1)}
+	c.readerErrs = make([]error, len(c.readers))
+	var wg sync.WaitGroup
+	wg.Add(3)
+	go func() { // the subscriber: exclusive for this subscription, and its position
+		defer wg.Done()
+		c.sub, c.at, c.subErr = a.openSubscriber(ctx)
+		if c.subErr == nil && opts.Pipeline == PipelineAuto {
+			if c.rtt, c.rate, c.subErr = measurePath(ctx, c.sub); c.subErr != nil {
+				c.subErr = fmt.Errorf("measure the path to the subscriber: %w", c.subErr)
+			}
+		}
+	}()
+	go func() { // the reader's
+		defer wg.Done()
+		if c.dist, c.distErr = connectStreaming(ctx, cfg.Distribution, agentAppName(cfg.Publication)); c.distErr != nil {
+			c.distErr = fmt.Errorf("distribution database: %w", c.distErr)
+		}
+	}()
+	go func() { // the control connection: the log reader's notifications, progress
+		defer wg.Done()
+		if c.ctl, c.ctlErr = connect(ctx, cfg.Distribution, agentAppName(cfg.Publication)); c.ctlErr != nil {
+			c.ctlErr = fmt.Errorf("distribution database: %w", c.ctlErr)
+		}
+	}()
+	for i := range c.readers {
+		wg.Add(1)
+		go func() { // the reader's further connections
+			defer wg.Done()
+			c.readers[i], c.readerErrs[i] = connectStreaming(ctx, cfg.Distribution, agentAppName(cfg.Publication))
+		}()
+	}
+	wg.Wait()
+	return c
+}
+
+// err is why a connection could not be opened.
+func (c *agentConns) err() error {
+	if err := errors.Join(c.subErr, c.distErr, c.ctlErr); err != nil {
+		return err
+	}
+	if err := errors.Join(c.readerErrs...); err != nil {
+		return fmt.Errorf("distribution database: %w", err)
+	}
+	return nil
+}
+
+// close closes the connections the run still owns.
+func (c *agentConns) close(ctx context.Context) {
+	for _, conn := range append([]*pgconn.PgConn{c.dist, c.ctl}, c.readers...) {
+		if conn != nil {
+			conn.Close(context.WithoutCancel(ctx))
+		}
+	}
+	if c.sub != nil {
+		c.sub.Close(context.WithoutCancel(ctx))
+	}
+}
+
+// resume starts the agent's books at the subscriber's record, and returns
+// the pipeline's depth.
+func (a *DistributionAgent) resume(c *agentConns) int {
+	applied := c.at.position.cmd
+	a.applied.Store(applied)
+	k := a.opts.Pipeline
+	if k == PipelineAuto {
+		k = pipelineDepth(c.rtt, c.rate, a.opts.BufferSize)
+		a.cfg.Logger.Info("pipeline sized from the bandwidth-delay product", "rtt", c.rtt, "rate", c.rate, "buffers_in_flight", k)
+	}
+	a.mu.Lock()
+	a.stats.LastCmdID, a.stats.LastLSN = applied, c.at.position.lsn
+	a.stats.RTT, a.stats.Rate, a.stats.Pipeline = c.rtt, c.rate, k
+	a.durable.restart(c.at.position)
+	a.durable.flushedTo(c.at.walFlush)
+	a.noteDurable()
+	a.mu.Unlock()
+	return k
+}
+
+// newRun makes the run's channels and its pool of buffers, enough for k
+// in flight and one being filled.
+func (a *DistributionAgent) newRun(ctx context.Context, cancel context.CancelCauseFunc, hc *pgconn.HijackedConn, readers []*pgconn.PgConn, k int) *agentRun {
+	opts := a.opts
 	pool := max(opts.Buffers, k+1)
 	run := &agentRun{
 		a: a, ctx: ctx, cancel: cancel,
@@ -274,6 +325,7 @@ func (a *DistributionAgent) runOnce(parent context.Context) (err error) {
 		filled:   make(chan *buffer, pool),
 		inflight: make(chan *buffer, pool),
 		slots:    make(chan struct{}, k),
+		depth:    k,
 		notify:   make(chan struct{}, 1),
 		progress: make(chan struct{}, 1),
 		conn:     hc.Conn,
@@ -284,18 +336,30 @@ func (a *DistributionAgent) runOnce(parent context.Context) (err error) {
 		b := &buffer{msg: make([]byte, 0, opts.BufferSize+opts.BufferSize/4+64)}
 		run.free <- b
 	}
+	return run
+}
 
-	if cfg.Ready != nil {
-		cfg.Ready()
+// passGate tells Ready the agent is connected and waits for Gate.
+func (a *DistributionAgent) passGate(ctx context.Context) error {
+	if a.cfg.Ready != nil {
+		a.cfg.Ready()
 	}
-	if cfg.Gate != nil {
+	if a.cfg.Gate != nil {
 		select {
-		case <-cfg.Gate:
+		case <-a.cfg.Gate:
 		case <-ctx.Done():
 			return ctx.Err()
 		}
 	}
-	if k == 1 {
+	return nil
+}
+
+// drive runs the writer and the control goroutines beside the reader, and
+// returns once all have ended: nil when the reader caught up and the
+// writer committed everything.
+func (run *agentRun) drive(dist, ctl *pgconn.PgConn, rnd *renderer) error {
+	var wg sync.WaitGroup
+	if run.depth == 1 {
 		// Stop and wait: one goroutine sends a buffer and reads its answer.
 		wg.Add(1)
 		go func() { defer wg.Done(); run.sendAndWait() }() // ends when filled closes or the connection fails
@@ -308,15 +372,9 @@ func (a *DistributionAgent) runOnce(parent context.Context) (err error) {
 	go func() { defer wg.Done(); run.control(ctl) }()
 	rerr := run.read(dist, rnd)
 	close(run.filled)
-	cancel(rerr) // nil: caught up, and the writer has committed everything
+	run.cancel(rerr) // nil: caught up, and the writer has committed everything
 	wg.Wait()
-	if rerr == nil {
-		return nil
-	}
-	if parent.Err() != nil {
-		return parent.Err()
-	}
-	return context.Cause(ctx) // the first error of any goroutine
+	return rerr
 }
 
 // subscriberRecord is the subscription's position as the subscriber
