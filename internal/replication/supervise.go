@@ -287,6 +287,8 @@ type roleSet struct {
 	retry <-chan time.Time
 }
 
+// start runs a role in a goroutine of its own, which reports its return
+// on ends.
 func (rs *roleSet) start(role string, run func(context.Context) error) {
 	rs.running++
 	rs.wg.Add(1)
@@ -337,6 +339,7 @@ func (s *Supervisor) run(ctx, parent context.Context) {
 	s.settle(parent)
 }
 
+// closeWaiter closes the watcher's connections once no caller uses them.
 func (s *Supervisor) closeWaiter() {
 	if s.waiter != nil {
 		s.wmu.Lock()
