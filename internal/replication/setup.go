@@ -593,10 +593,21 @@ func (p *plan) createPublication(ctx context.Context, pub *pgx.Conn, made *creat
 	return nil
 }
 
+// durableCommit makes the transaction's commit wait for its WAL to be
+// flushed, whatever the server's synchronous_commit says: setup's last
+// commit on each server then makes all setup wrote there durable (the WAL
+// is flushed in order). With synchronous_commit off, a crash within the
+// WAL writer's delay after setup lost its records: the log reader then
+// found the publication not set up (TestSetupSurvivesACrash).
+const durableCommit = "SET LOCAL synchronous_commit = local"
+
 // subscriptionRow records the subscription on the subscriber: command 0
 // at the slot's consistent point.
 func subscriptionRow(cfg Config, opts SetupOptions, at LSN) func(context.Context, pgx.Tx) error {
 	return func(ctx context.Context, tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, durableCommit); err != nil {
+			return fmt.Errorf("subscriber: %w", err)
+		}
 		_, err := tx.Exec(ctx, "INSERT INTO "+Schema+".subscription (name, publication, publisher, mode, last_cmd_id, last_lsn) VALUES ($1, $1, $2, $3, 0, $4)",
 			cfg.Publication, engine.RedactURI(cfg.Publisher.String()), opts.Mode.String(), at.String())
 		if err != nil {
@@ -613,6 +624,7 @@ func (p *plan) recordCatalog(ctx context.Context, dist *pgx.Conn, opts SetupOpti
 	// One batch: a setup run from the subscriber's site pays the round
 	// trips to the distribution database across the WAN.
 	b := &pgx.Batch{}
+	b.Queue(durableCommit)
 	b.Queue("INSERT INTO "+Schema+".publication (name, slot, publisher_database, publisher, init, binary_values, compression, consistent_lsn) VALUES ($1, $1, $2, $3, $4, $5, $6, $7)",
 		cfg.Publication, cfg.Publisher.Database, engine.RedactURI(cfg.Publisher.String()), opts.Init.String(), opts.Binary, opts.Compression.String(), at.String())
 	for _, t := range p.tables {
