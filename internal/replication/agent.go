@@ -173,6 +173,9 @@ type agentRun struct {
 	readers []*pgconn.PgConn
 }
 
+// runOnce is one connected run: it resumes at the subscriber's record and
+// applies commands until the reader stops (caught up, with UntilCaughtUp)
+// or any of its goroutines fails.
 func (a *DistributionAgent) runOnce(parent context.Context) (err error) {
 	ctx, cancel := context.WithCancelCause(parent)
 	defer cancel(nil)
@@ -195,7 +198,7 @@ func (a *DistributionAgent) runOnce(parent context.Context) (err error) {
 	if err != nil {
 		return fmt.Errorf("subscriber: %w", err)
 	}
-	c.sub = nil
+	c.sub = nil // closed through hc from now on
 	defer hc.Conn.Close()
 	stopClose := context.AfterFunc(ctx, func() { hc.Conn.Close() })
 	defer stopClose()
