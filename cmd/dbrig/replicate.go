@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/dbrig/dbrig/internal/engine/postgres"
 	"github.com/dbrig/dbrig/internal/link"
@@ -108,7 +109,12 @@ sides differ, 2 bad flags, URIs or tables, 130 interrupted.`,
 			return runReplicate(cmd.Context(), cmd, a, &f, args[0])
 		},
 	}
-	fl := cmd.Flags()
+	f.register(cmd.Flags())
+	return cmd
+}
+
+// register declares replicate's flags, in the order --help lists them.
+func (f *replicateFlags) register(fl *pflag.FlagSet) {
 	fl.SortFlags = false
 	fl.StringVar(&f.publisher, "publisher", "", "publisher database: `[publisher=]URI` (postgres://user:password@host:port/db, or key=value) or [publisher=]env:VAR; default $DBRIG_PUBLISHER")
 	fl.StringVar(&f.subscriber, "subscriber", "", "subscriber database: `[subscriber=]URI` or [subscriber=]env:VAR; default $DBRIG_SUBSCRIBER")
@@ -135,7 +141,6 @@ sides differ, 2 bad flags, URIs or tables, 130 interrupted.`,
 	fl.IntVar(&f.maxDiffs, "max-differences", 10, "verify: differing keys to list per table")
 	fl.BoolVar(&f.jsonOut, "json", false, "print JSON instead of text")
 	fl.BoolVar(&f.verbose, "verbose", false, "log what the agents do on stderr")
-	return cmd
 }
 
 // replicateError maps the package's errors to exit codes.
@@ -317,6 +322,28 @@ func (f *replicateFlags) agentOptions() (replication.AgentOptions, error) {
 }
 
 func replicateRun(ctx context.Context, a *app, f *replicateFlags, cfg replication.Config, mode replication.Mode) error {
+	rc, wan, err := f.runConfig(cfg, mode)
+	if err != nil {
+		return usageError(err)
+	}
+	if rc.Logger == nil {
+		rc.Logger = slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	}
+
+	// The agent's connections, one of them through the emulated WAN.
+	var proxy *link.Proxy
+	if f.linkProfile != "" && rc.Agent {
+		if proxy, rc.Targets, err = agentLink(ctx, a, f.linkProfile, wan, rc); err != nil {
+			return err
+		}
+		defer proxy.Close()
+	}
+	rc.OnEvent = agentEvents(a, f, rc.LogReader)
+	return superviseRun(ctx, a, f, rc, proxy)
+}
+
+// runConfig checks run's own flags and says what the run is.
+func (f *replicateFlags) runConfig(cfg replication.Config, mode replication.Mode) (replication.RunConfig, link.Config, error) {
 	opts, err := f.agentOptions()
 	role := strings.ToLower(f.role)
 	if role != "all" && role != "log-reader" && role != "agent" {
@@ -331,34 +358,38 @@ func replicateRun(ctx context.Context, a *app, f *replicateFlags, cfg replicatio
 	if f.agentRetry < 0 {
 		err = errors.Join(err, fmt.Errorf("--agent-retry %s: want a duration of 0 (never) or more", f.agentRetry))
 	}
-	if err != nil {
-		return usageError(err)
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	}
 	rc := replication.RunConfig{Config: cfg, LogReader: role != "agent", Agent: role != "log-reader", Mode: mode, Options: opts,
 		UntilCaughtUp: f.untilCaughtUp, AgentRetry: f.agentRetry}
+	return rc, wan, err
+}
 
-	// The agent's connections, one of them through the emulated WAN.
-	var proxy *link.Proxy
-	if f.linkProfile != "" && rc.Agent {
-		up := mode.Crossing(cfg.Distribution(), cfg.Subscriber)
-		proxy, err = link.Listen(ctx, "127.0.0.1:0", up.Addr(), wan)
-		if err != nil {
-			return failure(fmt.Errorf("--link: %w", err))
-		}
-		defer proxy.Close()
-		if rc.Targets, err = mode.AgentTargets(cfg.Distribution(), cfg.Subscriber, proxy.Addr()); err != nil {
-			return failure(err)
-		}
-		fmt.Fprintf(a.stderr, "emulated WAN %s (%s) in front of %s\n", f.linkProfile, wan, up)
+// agentLink puts the emulated WAN in front of the connection the mode
+// sends across, and returns the agent's targets, one of them through it.
+func agentLink(ctx context.Context, a *app, profile string, wan link.Config, rc replication.RunConfig) (*link.Proxy, replication.Targets, error) {
+	cfg := rc.Config
+	up := rc.Mode.Crossing(cfg.Distribution(), cfg.Subscriber)
+	proxy, err := link.Listen(ctx, "127.0.0.1:0", up.Addr(), wan)
+	if err != nil {
+		return nil, replication.Targets{}, failure(fmt.Errorf("--link: %w", err))
 	}
-	rc.OnEvent = func(e replication.Event) {
+	targets, err := rc.Mode.AgentTargets(cfg.Distribution(), cfg.Subscriber, proxy.Addr())
+	if err != nil {
+		proxy.Close()
+		return nil, targets, failure(err)
+	}
+	fmt.Fprintf(a.stderr, "emulated WAN %s (%s) in front of %s\n", profile, wan, up)
+	return proxy, targets, nil
+}
+
+// agentEvents tells the operator of the agent's stops and restarts; a run
+// that ends with the agent (no log reader, or --until-caught-up) says why
+// when it ends instead.
+func agentEvents(a *app, f *replicateFlags, withLogReader bool) func(replication.Event) {
+	return func(e replication.Event) {
 		switch {
 		case e.State == "restarting":
 			fmt.Fprintf(a.stderr, "%s: restarting the distribution agent\n", e.At.Format(time.RFC3339))
-		case e.Role == "distribution agent" && rc.LogReader && !f.untilCaughtUp:
+		case e.Role == "distribution agent" && withLogReader && !f.untilCaughtUp:
 			again := "remove the cause, then restart it (dbrig replicate run --role agent, or restart this run)"
 			if f.agentRetry > 0 {
 				again = fmt.Sprintf("it is retried every %s", f.agentRetry)
@@ -367,7 +398,10 @@ func replicateRun(ctx context.Context, a *app, f *replicateFlags, cfg replicatio
 				e.At.Format(time.RFC3339), again, e.Err)
 		}
 	}
+}
 
+// superviseRun runs the replication, printing progress, until it ends.
+func superviseRun(ctx context.Context, a *app, f *replicateFlags, rc replication.RunConfig, proxy *link.Proxy) error {
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
 	sup, err := replication.Supervise(runCtx, rc)
@@ -376,36 +410,13 @@ func replicateRun(ctx context.Context, a *app, f *replicateFlags, cfg replicatio
 	}
 	defer sup.Stop()
 	if f.metricsAddr != "" {
-		ms, err := load.ServeMetrics(runCtx, f.metricsAddr, replication.NewCollector(cfg, sup))
+		ms, err := load.ServeMetrics(runCtx, f.metricsAddr, replication.NewCollector(rc.Config, sup))
 		if err != nil {
 			return usageError(fmt.Errorf("--metrics-addr: %w", err))
 		}
 		fmt.Fprintf(a.stderr, "metrics at http://%s/metrics\n", ms.Addr())
 	}
-	report := func(final bool) {
-		line := replProgress{Progress: sup.Progress(), Final: final}
-		if proxy != nil {
-			s := proxy.Stats()
-			line.Link = &s
-		}
-		printProgress(a, f.jsonOut, line)
-	}
-	var tick <-chan time.Time
-	if f.progress > 0 {
-		t := time.NewTicker(f.progress)
-		defer t.Stop()
-		tick = t.C
-	}
-wait:
-	for {
-		select {
-		case <-sup.Done():
-			break wait
-		case <-tick:
-			report(false)
-		}
-	}
-	report(true)
+	watchProgress(a, f, sup, proxy)
 	err = sup.Err()
 	if err == nil && f.untilCaughtUp && !f.jsonOut {
 		fmt.Fprintf(a.stdout, "caught up with %s in %s\n", sup.Target(), units.FormatDuration(sup.Progress().Elapsed))
@@ -422,6 +433,34 @@ wait:
 		return failure(errors.New("run ended with the distribution agent stopped (see above)"))
 	}
 	return replicateError(err)
+}
+
+// watchProgress prints the run's progress every --progress until it ends,
+// then its totals.
+func watchProgress(a *app, f *replicateFlags, sup *replication.Supervisor, proxy *link.Proxy) {
+	report := func(final bool) {
+		line := replProgress{Progress: sup.Progress(), Final: final}
+		if proxy != nil {
+			s := proxy.Stats()
+			line.Link = &s
+		}
+		printProgress(a, f.jsonOut, line)
+	}
+	var tick <-chan time.Time
+	if f.progress > 0 {
+		t := time.NewTicker(f.progress)
+		defer t.Stop()
+		tick = t.C
+	}
+	for {
+		select {
+		case <-sup.Done():
+			report(true)
+			return
+		case <-tick:
+			report(false)
+		}
+	}
 }
 
 // replProgress is one line of run's progress, also its JSON form.

@@ -158,10 +158,11 @@ type agentRun struct {
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 
-	free     chan *buffer // buffers the reader may fill
-	filled   chan *buffer // buffers for the writer
-	inflight chan *buffer // sent, awaiting the subscriber's answer
-	slots    chan struct{}
+	free     chan *buffer  // buffers the reader may fill
+	filled   chan *buffer  // buffers for the writer
+	inflight chan *buffer  // sent, awaiting the subscriber's answer
+	slots    chan struct{} // one per buffer in flight
+	depth    int           // the pipeline's: buffers in flight at most
 	notify   chan struct{} // a notification arrived
 	progress chan struct{} // the writer committed something
 
@@ -172,101 +173,154 @@ type agentRun struct {
 	readers []*pgconn.PgConn
 }
 
+// runOnce is one connected run: it resumes at the subscriber's record and
+// applies commands until the reader stops (caught up, with UntilCaughtUp)
+// or any of its goroutines fails.
 func (a *DistributionAgent) runOnce(parent context.Context) (err error) {
-	cfg, opts := a.cfg, a.opts
 	ctx, cancel := context.WithCancelCause(parent)
 	defer cancel(nil)
-
-	// Three connections, opened at once: across a WAN each costs its
-	// round trips (TCP, then the authentication exchange), so an agent
-	// started cold pays them once, not three times.
-	var sub, dist, ctl *pgconn.PgConn
-	var subErr, distErr, ctlErr error
-	var at subscriberRecord
-	var rtt time.Duration
-	var rate units.Rate
-	var wg sync.WaitGroup
-	wg.Add(3)
-	go func() { // the subscriber: exclusive for this subscription, and its position
-		defer wg.Done()
-		sub, at, subErr = a.openSubscriber(ctx)
-		if subErr == nil && opts.Pipeline == PipelineAuto {
-			if rtt, rate, subErr = measurePath(ctx, sub); subErr != nil {
-				subErr = fmt.Errorf("measure the path to the subscriber: %w", subErr)
-			}
-		}
-	}()
-	go func() { // the reader's
-		defer wg.Done()
-		if dist, distErr = connectStreaming(ctx, cfg.Distribution, agentAppName(cfg.Publication)); distErr != nil {
-			distErr = fmt.Errorf("distribution database: %w", distErr)
-		}
-	}()
-	go func() { // the control connection: the log reader's notifications, progress
-		defer wg.Done()
-		if ctl, ctlErr = connect(ctx, cfg.Distribution, agentAppName(cfg.Publication)); ctlErr != nil {
-			ctlErr = fmt.Errorf("distribution database: %w", ctlErr)
-		}
-	}()
-	readers := make([]*pgconn.PgConn, opts.ReadStreams-1)
-	readerErrs := make([]error, len(readers))
-	for i := range readers {
-		wg.Add(1)
-		go func() { // the reader's further connections
-			defer wg.Done()
-			readers[i], readerErrs[i] = connectStreaming(ctx, cfg.Distribution, agentAppName(cfg.Publication))
-		}()
-	}
-	wg.Wait()
-	subOwned := true
-	defer func() {
-		for _, c := range append([]*pgconn.PgConn{dist, ctl}, readers...) {
-			if c != nil {
-				c.Close(context.WithoutCancel(ctx))
-			}
-		}
-		if sub != nil && subOwned {
-			sub.Close(context.WithoutCancel(ctx))
-		}
-	}()
-	if err := errors.Join(subErr, distErr, ctlErr); err != nil {
+	c := a.connectAll(ctx)
+	defer c.close(ctx)
+	if err := c.err(); err != nil {
 		return err
 	}
-	if err := errors.Join(readerErrs...); err != nil {
-		return fmt.Errorf("distribution database: %w", err)
-	}
-	applied := at.position.cmd
-	a.applied.Store(applied)
-	k := opts.Pipeline
-	if k == PipelineAuto {
-		k = pipelineDepth(rtt, rate, opts.BufferSize)
-		cfg.Logger.Info("pipeline sized from the bandwidth-delay product", "rtt", rtt, "rate", rate, "buffers_in_flight", k)
-	}
-	a.mu.Lock()
-	a.stats.LastCmdID, a.stats.LastLSN = applied, at.position.lsn
-	a.stats.RTT, a.stats.Rate, a.stats.Pipeline = rtt, rate, k
-	a.durable.restart(at.position)
-	a.durable.flushedTo(at.walFlush)
-	a.noteDurable()
-	a.mu.Unlock()
-	rnd, err := setupRenderer(ctx, ctl, cfg.Publication, applied, opts, k, a.place)
+	k := a.resume(c)
+	rnd, err := setupRenderer(ctx, c.ctl, a.cfg.Publication, c.at.position.cmd, a.opts, k, a.place)
 	if err != nil {
 		return err
 	}
 
 	// The writer owns the subscriber connection from here on.
-	if err := sub.SyncConn(ctx); err != nil {
+	if err := c.sub.SyncConn(ctx); err != nil {
 		return fmt.Errorf("subscriber: %w", err)
 	}
-	hc, err := sub.Hijack()
+	hc, err := c.sub.Hijack()
 	if err != nil {
 		return fmt.Errorf("subscriber: %w", err)
 	}
-	subOwned = false
+	c.sub = nil // closed through hc from now on
 	defer hc.Conn.Close()
 	stopClose := context.AfterFunc(ctx, func() { hc.Conn.Close() })
 	defer stopClose()
 
+	run := a.newRun(ctx, cancel, hc, c.readers, k)
+	if err := a.passGate(ctx); err != nil {
+		return err
+	}
+	if run.drive(c.dist, c.ctl, rnd) == nil {
+		return nil
+	}
+	if parent.Err() != nil {
+		return parent.Err()
+	}
+	return context.Cause(ctx) // the first error of any goroutine
+}
+
+// agentConns are one run's connections, with what opening them learnt.
+type agentConns struct {
+	// sub is the subscriber's (exclusive for this subscription), nil once
+	// the writer has taken it over; dist the reader's, readers its further
+	// ones (AgentOptions.ReadStreams); ctl the control connection.
+	sub, dist, ctl *pgconn.PgConn
+	readers        []*pgconn.PgConn
+	at             subscriberRecord
+	// rtt and rate are the path to the subscriber, measured for
+	// PipelineAuto.
+	rtt  time.Duration
+	rate units.Rate
+
+	subErr, distErr, ctlErr error
+	readerErrs              []error
+}
+
+// connectAll opens the run's connections at once: across a WAN each costs
+// its round trips (TCP, then the authentication exchange), so an agent
+// started cold pays them once, not three times. What failed is in err.
+func (a *DistributionAgent) connectAll(ctx context.Context) *agentConns {
+	cfg, opts := a.cfg, a.opts
+	c := &agentConns{readers: make([]*pgconn.PgConn, opts.ReadStreams-1)}
+	c.readerErrs = make([]error, len(c.readers))
+	var wg sync.WaitGroup
+	wg.Add(3)
+	go func() { // the subscriber: exclusive for this subscription, and its position
+		defer wg.Done()
+		c.sub, c.at, c.subErr = a.openSubscriber(ctx)
+		if c.subErr == nil && opts.Pipeline == PipelineAuto {
+			if c.rtt, c.rate, c.subErr = measurePath(ctx, c.sub); c.subErr != nil {
+				c.subErr = fmt.Errorf("measure the path to the subscriber: %w", c.subErr)
+			}
+		}
+	}()
+	go func() { // the reader's
+		defer wg.Done()
+		if c.dist, c.distErr = connectStreaming(ctx, cfg.Distribution, agentAppName(cfg.Publication)); c.distErr != nil {
+			c.distErr = fmt.Errorf("distribution database: %w", c.distErr)
+		}
+	}()
+	go func() { // the control connection: the log reader's notifications, progress
+		defer wg.Done()
+		if c.ctl, c.ctlErr = connect(ctx, cfg.Distribution, agentAppName(cfg.Publication)); c.ctlErr != nil {
+			c.ctlErr = fmt.Errorf("distribution database: %w", c.ctlErr)
+		}
+	}()
+	for i := range c.readers {
+		wg.Add(1)
+		go func() { // the reader's further connections
+			defer wg.Done()
+			c.readers[i], c.readerErrs[i] = connectStreaming(ctx, cfg.Distribution, agentAppName(cfg.Publication))
+		}()
+	}
+	wg.Wait()
+	return c
+}
+
+// err is why a connection could not be opened.
+func (c *agentConns) err() error {
+	if err := errors.Join(c.subErr, c.distErr, c.ctlErr); err != nil {
+		return err
+	}
+	if err := errors.Join(c.readerErrs...); err != nil {
+		return fmt.Errorf("distribution database: %w", err)
+	}
+	return nil
+}
+
+// close closes the connections the run still owns.
+func (c *agentConns) close(ctx context.Context) {
+	for _, conn := range append([]*pgconn.PgConn{c.dist, c.ctl}, c.readers...) {
+		if conn != nil {
+			conn.Close(context.WithoutCancel(ctx))
+		}
+	}
+	if c.sub != nil {
+		c.sub.Close(context.WithoutCancel(ctx))
+	}
+}
+
+// resume starts the agent's books at the subscriber's record, and returns
+// the pipeline's depth.
+func (a *DistributionAgent) resume(c *agentConns) int {
+	applied := c.at.position.cmd
+	a.applied.Store(applied)
+	k := a.opts.Pipeline
+	if k == PipelineAuto {
+		k = pipelineDepth(c.rtt, c.rate, a.opts.BufferSize)
+		a.cfg.Logger.Info("pipeline sized from the bandwidth-delay product", "rtt", c.rtt, "rate", c.rate, "buffers_in_flight", k)
+	}
+	a.mu.Lock()
+	a.stats.LastCmdID, a.stats.LastLSN = applied, c.at.position.lsn
+	a.stats.RTT, a.stats.Rate, a.stats.Pipeline = c.rtt, c.rate, k
+	a.durable.restart(c.at.position)
+	a.durable.flushedTo(c.at.walFlush)
+	a.noteDurable()
+	a.mu.Unlock()
+	return k
+}
+
+// newRun makes the run's channels and its pool of buffers, enough for k
+// in flight and one being filled.
+func (a *DistributionAgent) newRun(ctx context.Context, cancel context.CancelCauseFunc, hc *pgconn.HijackedConn, readers []*pgconn.PgConn, k int) *agentRun {
+	opts := a.opts
 	pool := max(opts.Buffers, k+1)
 	run := &agentRun{
 		a: a, ctx: ctx, cancel: cancel,
@@ -274,6 +328,7 @@ func (a *DistributionAgent) runOnce(parent context.Context) (err error) {
 		filled:   make(chan *buffer, pool),
 		inflight: make(chan *buffer, pool),
 		slots:    make(chan struct{}, k),
+		depth:    k,
 		notify:   make(chan struct{}, 1),
 		progress: make(chan struct{}, 1),
 		conn:     hc.Conn,
@@ -284,18 +339,30 @@ func (a *DistributionAgent) runOnce(parent context.Context) (err error) {
 		b := &buffer{msg: make([]byte, 0, opts.BufferSize+opts.BufferSize/4+64)}
 		run.free <- b
 	}
+	return run
+}
 
-	if cfg.Ready != nil {
-		cfg.Ready()
+// passGate tells Ready the agent is connected and waits for Gate.
+func (a *DistributionAgent) passGate(ctx context.Context) error {
+	if a.cfg.Ready != nil {
+		a.cfg.Ready()
 	}
-	if cfg.Gate != nil {
+	if a.cfg.Gate != nil {
 		select {
-		case <-cfg.Gate:
+		case <-a.cfg.Gate:
 		case <-ctx.Done():
 			return ctx.Err()
 		}
 	}
-	if k == 1 {
+	return nil
+}
+
+// drive runs the writer and the control goroutines beside the reader, and
+// returns once all have ended: nil when the reader caught up and the
+// writer committed everything.
+func (run *agentRun) drive(dist, ctl *pgconn.PgConn, rnd *renderer) error {
+	var wg sync.WaitGroup
+	if run.depth == 1 {
 		// Stop and wait: one goroutine sends a buffer and reads its answer.
 		wg.Add(1)
 		go func() { defer wg.Done(); run.sendAndWait() }() // ends when filled closes or the connection fails
@@ -308,15 +375,9 @@ func (a *DistributionAgent) runOnce(parent context.Context) (err error) {
 	go func() { defer wg.Done(); run.control(ctl) }()
 	rerr := run.read(dist, rnd)
 	close(run.filled)
-	cancel(rerr) // nil: caught up, and the writer has committed everything
+	run.cancel(rerr) // nil: caught up, and the writer has committed everything
 	wg.Wait()
-	if rerr == nil {
-		return nil
-	}
-	if parent.Err() != nil {
-		return parent.Err()
-	}
-	return context.Cause(ctx) // the first error of any goroutine
+	return rerr
 }
 
 // subscriberRecord is the subscription's position as the subscriber
@@ -449,163 +510,202 @@ func parseTextArray(s string) []string {
 	return out
 }
 
+// agentReader is the reader's state between its steps: where it stands in
+// the command stream, and the buffer it fills.
+type agentReader struct {
+	run *agentRun
+	r   *renderer
+	cdc *codec
+	// seq numbers the buffers it starts.
+	seq int64
+	// lastRead is the last command rendered; n counts those of this pass.
+	lastRead int64
+	n        int
+	// xactLSN is the final LSN of the source transaction being read.
+	xactLSN LSN
+	poll    *time.Timer
+	probe   *idleTimer
+}
+
 // read is the reader: it streams the pending commands as one result set,
 // renders them into buffers and hands each full buffer to the writer; then
 // it waits for the log reader's notification (or polls) and reads again.
 func (run *agentRun) read(dist *pgconn.PgConn, r *renderer) error {
-	a := run.a
-	ctx := run.ctx
-	var seq int64
-	next := func() (*buffer, error) {
-		start := time.Now()
-		select {
-		case b := <-run.free:
-			if d := time.Since(start); d > 0 {
-				a.mu.Lock()
-				a.stats.ReaderWait += d
-				a.mu.Unlock()
-			}
-			seq++
-			b.reset(seq)
-			return b, nil
-		case <-ctx.Done():
-			return nil, context.Cause(ctx)
-		}
-	}
-	// hand gives the writer the current buffer and starts the next.
-	hand := func() error {
-		r.seal()
-		run.filled <- r.cur // never blocks: filled holds the whole pool
-		r.cur = nil
-		b, err := next()
-		if err != nil {
-			return err
-		}
-		r.startBuffer(b)
-		return nil
-	}
-	b, err := next()
+	cfg := run.a.cfg
+	rd := &agentReader{run: run, r: r}
+	b, err := rd.next()
 	if err != nil {
 		return err
 	}
 	r.startBuffer(b)
-	lastRead := r.applied
-	poll := time.NewTimer(a.cfg.PollInterval)
-	defer poll.Stop()
-	probe := newIdleTimer(a.cfg.ReportInterval)
-	defer probe.stop()
-	cdc := getCodec()
-	defer putCodec(cdc)
-	var xactLSN LSN
+	rd.lastRead = r.applied
+	rd.poll = time.NewTimer(cfg.PollInterval)
+	defer rd.poll.Stop()
+	rd.probe = newIdleTimer(cfg.ReportInterval)
+	defer rd.probe.stop()
+	rd.cdc = getCodec()
+	defer putCodec(rd.cdc)
 	for {
-		n := 0
-		from := lastRead
-		apply := func(cmd int64, msg []byte) error {
-			if cmd <= lastRead {
-				return nil // applied before: the chunk straddles the position
-			}
-			if cmd != lastRead+1 {
-				return fmt.Errorf("the distribution database holds command %d after %d: commands %d to %d are gone (cleaned up before this subscriber applied them?)",
-					cmd, lastRead, lastRead+1, cmd-1)
-			}
-			kind := msg[0]
-			switch kind {
-			case kindBegin:
-				b, err := parseBegin(msg)
-				if err != nil {
-					return fmt.Errorf("command %d: %w", cmd, err)
-				}
-				xactLSN = LSN(b.FinalLSN)
-			case kindRelation:
-				msg = append([]byte(nil), msg...) // kept beyond this chunk
-				fallthrough
-			default:
-				for {
-					full, err := r.render(cmd, kind, xactLSN, msg)
-					if err != nil {
-						return err
-					}
-					if !full {
-						break
-					}
-					if err := hand(); err != nil {
-						return err
-					}
-				}
-			}
-			lastRead = cmd
-			n++
-			return nil
-		}
-		chunk := func(first int64, data []byte) error {
-			if first > lastRead+1 {
-				return fmt.Errorf("the distribution database's next command after %d is %d: commands %d to %d are gone (cleaned up before this subscriber applied them?)",
-					lastRead, first, lastRead+1, first-1)
-			}
-			raw, err := cdc.decode(data)
-			if err != nil {
-				return err
-			}
-			a.mu.Lock()
-			a.stats.ReadBytes += int64(len(data))
-			a.mu.Unlock()
-			return eachMessage(raw, first, apply)
-		}
-		if err := run.fetch(dist, from, chunk); err != nil {
-			if ctx.Err() != nil {
-				return context.Cause(ctx)
+		rd.n = 0
+		if err := run.fetch(dist, rd.lastRead, rd.chunk); err != nil {
+			if run.ctx.Err() != nil {
+				return context.Cause(run.ctx)
 			}
 			return err
 		}
-		// Caught up with what was committed when the query began: commit
-		// and send what is buffered.
-		if r.inTxn {
-			if r.xacts == 0 {
-				return fmt.Errorf("the distribution database ends inside a source transaction (command %d)", lastRead)
-			}
-			r.commit()
+		if err := rd.caughtUp(); err != nil {
+			return err
 		}
-		r.closeGroup()
-		if r.cur.size() > 0 {
-			if err := hand(); err != nil {
-				return err
-			}
-		}
-		if n > 0 {
-			a.cfg.Logger.Debug("read pending commands", "commands", n, "up_to", lastRead)
-			probe.disarm()
+		if rd.n > 0 {
+			cfg.Logger.Debug("read pending commands", "commands", rd.n, "up_to", rd.lastRead)
+			rd.probe.disarm()
 			continue
 		}
-		if a.cfg.UntilCaughtUp {
-			if err := run.waitApplied(lastRead); err != nil {
-				return err
-			}
-			return nil
+		if cfg.UntilCaughtUp {
+			return run.waitApplied(rd.lastRead)
 		}
-		if !poll.Stop() {
-			select {
-			case <-poll.C:
-			default:
-			}
-		}
-		poll.Reset(a.cfg.PollInterval)
-		select {
-		case <-ctx.Done():
-			return context.Cause(ctx)
-		case <-run.notify:
-		case <-poll.C:
-		case <-probe.arm():
-			probe.fired()
-			// Idle a while with commits not known durable: the WAL
-			// writer may have flushed them, but nothing tells, so ask.
-			if a.awaitingFlush() {
-				r.flushProbe()
-				if err := hand(); err != nil {
-					return err
-				}
-			}
+		if err := rd.idle(); err != nil {
+			return err
 		}
 	}
+}
+
+// next takes a free buffer, counting the wait as the reader's.
+func (rd *agentReader) next() (*buffer, error) {
+	a, ctx := rd.run.a, rd.run.ctx
+	start := time.Now()
+	select {
+	case b := <-rd.run.free:
+		if d := time.Since(start); d > 0 {
+			a.mu.Lock()
+			a.stats.ReaderWait += d
+			a.mu.Unlock()
+		}
+		rd.seq++
+		b.reset(rd.seq)
+		return b, nil
+	case <-ctx.Done():
+		return nil, context.Cause(ctx)
+	}
+}
+
+// hand gives the writer the current buffer and starts the next.
+func (rd *agentReader) hand() error {
+	r := rd.r
+	r.seal()
+	rd.run.filled <- r.cur // never blocks: filled holds the whole pool
+	r.cur = nil
+	b, err := rd.next()
+	if err != nil {
+		return err
+	}
+	r.startBuffer(b)
+	return nil
+}
+
+// chunk renders the commands of one chunk of the stream.
+func (rd *agentReader) chunk(first int64, data []byte) error {
+	if first > rd.lastRead+1 {
+		return fmt.Errorf("the distribution database's next command after %d is %d: commands %d to %d are gone (cleaned up before this subscriber applied them?)",
+			rd.lastRead, first, rd.lastRead+1, first-1)
+	}
+	raw, err := rd.cdc.decode(data)
+	if err != nil {
+		return err
+	}
+	a := rd.run.a
+	a.mu.Lock()
+	a.stats.ReadBytes += int64(len(data))
+	a.mu.Unlock()
+	return eachMessage(raw, first, rd.apply)
+}
+
+// apply renders command cmd, the next after lastRead.
+func (rd *agentReader) apply(cmd int64, msg []byte) error {
+	if cmd <= rd.lastRead {
+		return nil // applied before: the chunk straddles the position
+	}
+	if cmd != rd.lastRead+1 {
+		return fmt.Errorf("the distribution database holds command %d after %d: commands %d to %d are gone (cleaned up before this subscriber applied them?)",
+			cmd, rd.lastRead, rd.lastRead+1, cmd-1)
+	}
+	kind := msg[0]
+	switch kind {
+	case kindBegin:
+		b, err := parseBegin(msg)
+		if err != nil {
+			return fmt.Errorf("command %d: %w", cmd, err)
+		}
+		rd.xactLSN = LSN(b.FinalLSN)
+	case kindRelation:
+		msg = append([]byte(nil), msg...) // kept beyond this chunk
+		fallthrough
+	default:
+		if err := rd.renderAll(cmd, kind, msg); err != nil {
+			return err
+		}
+	}
+	rd.lastRead = cmd
+	rd.n++
+	return nil
+}
+
+// renderAll renders one command, handing the writer as many full buffers
+// as it takes.
+func (rd *agentReader) renderAll(cmd int64, kind byte, msg []byte) error {
+	for {
+		full, err := rd.r.render(cmd, kind, rd.xactLSN, msg)
+		if err != nil || !full {
+			return err
+		}
+		if err := rd.hand(); err != nil {
+			return err
+		}
+	}
+}
+
+// caughtUp ends a pass, caught up with what was committed when its query
+// began: it commits and sends what is buffered.
+func (rd *agentReader) caughtUp() error {
+	r := rd.r
+	if r.inTxn {
+		if r.xacts == 0 {
+			return fmt.Errorf("the distribution database ends inside a source transaction (command %d)", rd.lastRead)
+		}
+		r.commit()
+	}
+	r.closeGroup()
+	if r.cur.size() > 0 {
+		return rd.hand()
+	}
+	return nil
+}
+
+// idle waits for the log reader's notification or the next poll; idle a
+// while with commits not known durable, it sends a flush probe.
+func (rd *agentReader) idle() error {
+	run := rd.run
+	if !rd.poll.Stop() {
+		select {
+		case <-rd.poll.C:
+		default:
+		}
+	}
+	rd.poll.Reset(run.a.cfg.PollInterval)
+	select {
+	case <-run.ctx.Done():
+		return context.Cause(run.ctx)
+	case <-run.notify:
+	case <-rd.poll.C:
+	case <-rd.probe.arm():
+		rd.probe.fired()
+		// The WAL writer may have flushed them, but nothing tells, so ask.
+		if run.a.awaitingFlush() {
+			rd.r.flushProbe()
+			return rd.hand()
+		}
+	}
+	return nil
 }
 
 // noteDurable copies the durable position into the statistics; a.mu is

@@ -254,3 +254,22 @@ func storedCmd(t *testing.T, cfg Config) int64 {
 	}
 	return n
 }
+
+// TestSetupSurvivesACrash: both servers crash just after setup, with
+// synchronous_commit off and a WAL writer that writes only every 2 s. The
+// replication is all there after recovery: its catalog in the distribution
+// database, its subscription on the subscriber.
+func TestSetupSurvivesACrash(t *testing.T) {
+	t.Parallel()
+	p, cfg := faultPairWith(t, lateWALWriter, lateWALWriter)
+	restarters := []*restarter{newRestarter(t, p.pub), newRestarter(t, p.sub)}
+	for _, rs := range restarters {
+		rs.crash(t)
+	}
+	for _, rs := range restarters {
+		rs.start(t)
+	}
+	if _, err := GetStatus(testCtx(t, time.Minute), cfg); err != nil {
+		t.Fatalf("after a crash of both servers just after setup: %v", err)
+	}
+}

@@ -318,29 +318,15 @@ func (run *logReaderRun) loop(ctx context.Context) error {
 	}
 }
 
+// handle takes one message of the replication stream: a keepalive, or
+// WAL data carrying a pgoutput message.
 func (run *logReaderRun) handle(ctx context.Context, msg []byte, timer *time.Timer) error {
 	if len(msg) == 0 {
 		return nil
 	}
 	switch msg[0] {
 	case 'k':
-		ka, err := pglogrepl.ParsePrimaryKeepaliveMessage(msg[1:])
-		if err != nil {
-			return fmt.Errorf("replication stream: %w", err)
-		}
-		// Between transactions with nothing pending, everything before the
-		// server's position has been received and stored: confirm it, so
-		// the slot does not hold WAL for changes outside the publication.
-		if !run.inXact && run.pendingXacts == 0 && LSN(ka.ServerWALEnd) > run.confirmed {
-			run.confirmed = LSN(ka.ServerWALEnd)
-			run.r.mu.Lock()
-			run.r.stats.ConfirmedLSN = run.confirmed
-			run.r.mu.Unlock()
-		}
-		if ka.ReplyRequested || !run.inXact {
-			return run.stream.sendStatus(run.confirmed)
-		}
-		return nil
+		return run.keepalive(msg)
 	case 'w':
 	default:
 		return nil
@@ -355,56 +341,100 @@ func (run *logReaderRun) handle(ctx context.Context, msg []byte, timer *time.Tim
 	}
 	switch data[0] {
 	case kindBegin:
-		b, err := parseBegin(data)
-		if err != nil {
-			return err
-		}
-		run.inXact = true
-		run.xactLSN = LSN(b.FinalLSN)
-		// Received again after a restart: stored already.
-		run.skipping = LSN(b.FinalLSN) <= run.lastCommit
-		if !run.skipping {
-			run.addMessage(data)
-		}
+		return run.begin(data)
 	case kindRelation, kindInsert, kindUpdate, kindDelete, kindTruncate:
-		if run.skipping {
-			return nil
-		}
-		if !run.inXact {
-			return fmt.Errorf("%q message outside a transaction at %s", data[0], xl.WALStart)
-		}
-		run.addMessage(data)
-		if data[0] != kindRelation {
-			run.pendingCmds++
-		}
-		if len(run.chunk.raw) >= maxChunkBytes {
-			return run.flushChunk(ctx)
-		}
+		return run.change(ctx, data, xl.WALStart)
 	case kindCommit:
-		c, err := parseCommit(data)
-		if err != nil {
-			return err
-		}
-		run.inXact = false
-		if run.skipping {
-			run.skipping = false
-			run.r.mu.Lock()
-			run.r.stats.Skipped++
-			run.r.mu.Unlock()
-			return nil
-		}
+		return run.commitXact(ctx, data, timer)
+	}
+	return nil
+}
+
+// keepalive confirms what the server's position shows is stored, and
+// answers.
+func (run *logReaderRun) keepalive(msg []byte) error {
+	ka, err := pglogrepl.ParsePrimaryKeepaliveMessage(msg[1:])
+	if err != nil {
+		return fmt.Errorf("replication stream: %w", err)
+	}
+	// Between transactions with nothing pending, everything before the
+	// server's position has been received and stored: confirm it, so
+	// the slot does not hold WAL for changes outside the publication.
+	if !run.inXact && run.pendingXacts == 0 && LSN(ka.ServerWALEnd) > run.confirmed {
+		run.confirmed = LSN(ka.ServerWALEnd)
+		run.r.mu.Lock()
+		run.r.stats.ConfirmedLSN = run.confirmed
+		run.r.mu.Unlock()
+	}
+	if ka.ReplyRequested || !run.inXact {
+		return run.stream.sendStatus(run.confirmed)
+	}
+	return nil
+}
+
+// begin opens a source transaction, skipped when it was stored before.
+func (run *logReaderRun) begin(data []byte) error {
+	b, err := parseBegin(data)
+	if err != nil {
+		return err
+	}
+	run.inXact = true
+	run.xactLSN = LSN(b.FinalLSN)
+	// Received again after a restart: stored already.
+	run.skipping = LSN(b.FinalLSN) <= run.lastCommit
+	if !run.skipping {
 		run.addMessage(data)
-		run.lastCommit = LSN(c.CommitLSN)
-		run.pendingEnd = LSN(c.TransactionEndLSN)
-		if run.pendingXacts == 0 {
-			run.pendingSince = time.Now()
-			timer.Reset(run.r.cfg.CommitInterval)
-		}
-		run.pendingXacts++
-		if run.pendingBytes >= int64(run.r.cfg.MaxBatchBytes) || len(run.stream.messages) == 0 ||
-			time.Since(run.pendingSince) >= run.r.cfg.CommitInterval {
-			return run.commit(ctx)
-		}
+	}
+	return nil
+}
+
+// change adds a message inside the transaction to the chunk under way,
+// storing the chunk once it is large.
+func (run *logReaderRun) change(ctx context.Context, data []byte, walStart pglogrepl.LSN) error {
+	if run.skipping {
+		return nil
+	}
+	if !run.inXact {
+		return fmt.Errorf("%q message outside a transaction at %s", data[0], walStart)
+	}
+	run.addMessage(data)
+	if data[0] != kindRelation {
+		run.pendingCmds++
+	}
+	if len(run.chunk.raw) >= maxChunkBytes {
+		return run.flushChunk(ctx)
+	}
+	return nil
+}
+
+// commitXact ends a source transaction and commits the pending ones when
+// enough are pending, nothing more is queued, or the oldest has waited
+// CommitInterval; otherwise the timer commits them.
+func (run *logReaderRun) commitXact(ctx context.Context, data []byte, timer *time.Timer) error {
+	c, err := parseCommit(data)
+	if err != nil {
+		return err
+	}
+	run.inXact = false
+	if run.skipping {
+		run.skipping = false
+		run.r.mu.Lock()
+		run.r.stats.Skipped++
+		run.r.mu.Unlock()
+		return nil
+	}
+	run.addMessage(data)
+	run.lastCommit = LSN(c.CommitLSN)
+	run.pendingEnd = LSN(c.TransactionEndLSN)
+	cfg := &run.r.cfg
+	if run.pendingXacts == 0 {
+		run.pendingSince = time.Now()
+		timer.Reset(cfg.CommitInterval)
+	}
+	run.pendingXacts++
+	if run.pendingBytes >= int64(cfg.MaxBatchBytes) || len(run.stream.messages) == 0 ||
+		time.Since(run.pendingSince) >= cfg.CommitInterval {
+		return run.commit(ctx)
 	}
 	return nil
 }

@@ -460,71 +460,95 @@ func (r *renderer) commit() {
 func (r *renderer) render(cmd int64, kind byte, xactLSN LSN, data []byte) (full bool, err error) {
 	switch kind {
 	case kindRelation:
-		rel, err := parseRelation(data)
-		if err != nil {
-			return false, fmt.Errorf("command %d: %w", cmd, err)
-		}
-		if old, ok := r.rels[rel.ID]; ok && r.group == old {
-			r.closeGroup()
-		}
-		r.versions++
-		ri, err := newRelInfo(rel, r.keys, r.versions)
-		if err != nil {
-			return false, fmt.Errorf("command %d: %w", cmd, err)
-		}
-		r.rels[rel.ID] = ri
-		return false, nil
+		return false, r.describe(cmd, data)
 	case kindCommit:
-		c, err := parseCommit(data)
-		if err != nil {
-			return false, fmt.Errorf("command %d: %w", cmd, err)
-		}
-		if !r.room(300) {
-			return true, nil
-		}
-		r.begin()
-		r.xacts++
-		r.lastCommit = commitPoint{cmd: cmd, lsn: LSN(c.TransactionEndLSN), time: c.CommitTime}
-		if r.xacts >= int64(r.commitBatch) {
-			r.commit()
-		}
-		return false, nil
+		return r.renderCommit(cmd, data)
 	case kindTruncate:
-		t, err := parseTruncate(data)
-		if err != nil {
-			return false, fmt.Errorf("command %d: %w", cmd, err)
-		}
-		if !r.room(100 * len(t.RelIDs)) {
-			return true, nil
-		}
-		r.closeGroup()
-		r.begin()
-		var names []string
-		for _, id := range t.RelIDs {
-			ri, ok := r.rels[id]
-			if !ok {
-				return false, fmt.Errorf("command %d: TRUNCATE of relation %d, which no Relation command described", cmd, id)
-			}
-			names = append(names, ri.quoted)
-		}
-		sql := "TRUNCATE ONLY " + strings.Join(names, ", ")
-		if t.RestartIdentity {
-			sql += " RESTART IDENTITY"
-		}
-		if t.Cascade {
-			sql += " CASCADE"
-		}
-		b := r.cur
-		b.msg = appendParse(b.msg, "", sql)
-		b.msg = appendBindExecute(b.msg, "", nil)
-		b.stmts = append(b.stmts, stmtInfo{kind: stmtTruncate, first: cmd, last: cmd, rows: 1, table: strings.Join(names, ", "), xactLSN: xactLSN})
-		b.cmds++
-		r.cmdsInTxn++
-		return false, nil
+		return r.renderTruncate(cmd, xactLSN, data)
 	case kindInsert, kindUpdate, kindDelete:
-	default:
-		return false, fmt.Errorf("command %d: unknown kind %q", cmd, kind)
+		return r.renderChange(cmd, kind, xactLSN, data)
 	}
+	return false, fmt.Errorf("command %d: unknown kind %q", cmd, kind)
+}
+
+// describe takes a Relation command: the statements of the relation's new
+// version get names of their own, so the old ones prepared on the writer's
+// connection are never reused for another shape.
+func (r *renderer) describe(cmd int64, data []byte) error {
+	rel, err := parseRelation(data)
+	if err != nil {
+		return fmt.Errorf("command %d: %w", cmd, err)
+	}
+	if old, ok := r.rels[rel.ID]; ok && r.group == old {
+		r.closeGroup()
+	}
+	r.versions++
+	ri, err := newRelInfo(rel, r.keys, r.versions)
+	if err != nil {
+		return fmt.Errorf("command %d: %w", cmd, err)
+	}
+	r.rels[rel.ID] = ri
+	return nil
+}
+
+// renderCommit ends a source transaction, and the subscriber transaction
+// with it once it holds commitBatch of them.
+func (r *renderer) renderCommit(cmd int64, data []byte) (full bool, err error) {
+	c, err := parseCommit(data)
+	if err != nil {
+		return false, fmt.Errorf("command %d: %w", cmd, err)
+	}
+	if !r.room(300) {
+		return true, nil
+	}
+	r.begin()
+	r.xacts++
+	r.lastCommit = commitPoint{cmd: cmd, lsn: LSN(c.TransactionEndLSN), time: c.CommitTime}
+	if r.xacts >= int64(r.commitBatch) {
+		r.commit()
+	}
+	return false, nil
+}
+
+// renderTruncate executes the TRUNCATE of the relations the command names,
+// through the unnamed statement.
+func (r *renderer) renderTruncate(cmd int64, xactLSN LSN, data []byte) (full bool, err error) {
+	t, err := parseTruncate(data)
+	if err != nil {
+		return false, fmt.Errorf("command %d: %w", cmd, err)
+	}
+	if !r.room(100 * len(t.RelIDs)) {
+		return true, nil
+	}
+	r.closeGroup()
+	r.begin()
+	var names []string
+	for _, id := range t.RelIDs {
+		ri, ok := r.rels[id]
+		if !ok {
+			return false, fmt.Errorf("command %d: TRUNCATE of relation %d, which no Relation command described", cmd, id)
+		}
+		names = append(names, ri.quoted)
+	}
+	sql := "TRUNCATE ONLY " + strings.Join(names, ", ")
+	if t.RestartIdentity {
+		sql += " RESTART IDENTITY"
+	}
+	if t.Cascade {
+		sql += " CASCADE"
+	}
+	b := r.cur
+	b.msg = appendParse(b.msg, "", sql)
+	b.msg = appendBindExecute(b.msg, "", nil)
+	b.stmts = append(b.stmts, stmtInfo{kind: stmtTruncate, first: cmd, last: cmd, rows: 1, table: strings.Join(names, ", "), xactLSN: xactLSN})
+	b.cmds++
+	r.cmdsInTxn++
+	return false, nil
+}
+
+// renderChange adds an insert (to the open multi-row INSERT), an update or
+// a delete.
+func (r *renderer) renderChange(cmd int64, kind byte, xactLSN LSN, data []byte) (full bool, err error) {
 	ch, err := parseChange(data)
 	if err != nil {
 		return false, fmt.Errorf("command %d: %w", cmd, err)
@@ -537,58 +561,81 @@ func (r *renderer) render(cmd int64, kind byte, xactLSN LSN, data []byte) (full 
 		return true, nil
 	}
 	r.begin()
-	b := r.cur
 	switch kind {
 	case kindInsert:
-		if len(ch.New) != len(ri.rel.Columns) {
-			return false, fmt.Errorf("command %d: insert into %s has %d values for %d columns", cmd, ri.table, len(ch.New), len(ri.rel.Columns))
-		}
-		if r.group != ri || r.groupRows >= ri.maxRows {
-			r.closeGroup()
-			r.group = ri
-			r.groupInfo = stmtInfo{kind: stmtInsert, first: cmd, table: ri.table.String(), xactLSN: xactLSN}
-		}
-		for _, v := range ch.New {
-			r.groupArgs.add(v)
-		}
-		r.groupRows++
-		r.groupInfo.rows = r.groupRows
-		r.groupInfo.last = cmd
+		err = r.renderInsert(cmd, xactLSN, ri, ch.New)
 	case kindUpdate:
-		r.closeGroup()
-		set := make([]bool, len(ri.cols))
-		mask := make([]byte, len(ri.cols))
-		p := &r.scratch
-		p.reset()
-		for i := range ri.cols {
-			mask[i] = '0'
-			if i < len(ch.New) && ch.New[i].Kind != 'u' { // unchanged TOAST value: keep the subscriber's
-				set[i], mask[i] = true, '1'
-				p.add(ch.New[i])
-			}
-		}
-		key := ch.New
-		if ch.Old != nil {
-			key = ch.Old
-		}
-		if err := appendKey(p, ri, key, cmd); err != nil {
-			return false, err
-		}
-		r.exec(ri.name+"_u"+string(mask), func() string { return ri.updateSQL(set) }, p,
-			stmtInfo{kind: stmtUpdate, first: cmd, last: cmd, rows: 1, table: ri.table.String(), xactLSN: xactLSN})
+		err = r.renderUpdate(cmd, xactLSN, ri, ch)
 	case kindDelete:
-		r.closeGroup()
-		p := &r.scratch
-		p.reset()
-		if err := appendKey(p, ri, ch.Old, cmd); err != nil {
-			return false, err
-		}
-		r.exec(ri.name+"_d", ri.deleteSQL, p,
-			stmtInfo{kind: stmtDelete, first: cmd, last: cmd, rows: 1, table: ri.table.String(), xactLSN: xactLSN})
+		err = r.renderDelete(cmd, xactLSN, ri, ch.Old)
 	}
-	b.cmds++
+	if err != nil {
+		return false, err
+	}
+	r.cur.cmds++
 	r.cmdsInTxn++
 	return false, nil
+}
+
+// renderInsert adds the row to the open multi-row INSERT into its table,
+// opening one when the open one is another table's or full.
+func (r *renderer) renderInsert(cmd int64, xactLSN LSN, ri *relInfo, row []tupleValue) error {
+	if len(row) != len(ri.rel.Columns) {
+		return fmt.Errorf("command %d: insert into %s has %d values for %d columns", cmd, ri.table, len(row), len(ri.rel.Columns))
+	}
+	if r.group != ri || r.groupRows >= ri.maxRows {
+		r.closeGroup()
+		r.group = ri
+		r.groupInfo = stmtInfo{kind: stmtInsert, first: cmd, table: ri.table.String(), xactLSN: xactLSN}
+	}
+	for _, v := range row {
+		r.groupArgs.add(v)
+	}
+	r.groupRows++
+	r.groupInfo.rows = r.groupRows
+	r.groupInfo.last = cmd
+	return nil
+}
+
+// renderUpdate executes the UPDATE of the columns the change carries: an
+// unchanged TOAST value is left as the subscriber holds it, so each set of
+// columns sent is a statement of its own.
+func (r *renderer) renderUpdate(cmd int64, xactLSN LSN, ri *relInfo, ch changeMsg) error {
+	r.closeGroup()
+	set := make([]bool, len(ri.cols))
+	mask := make([]byte, len(ri.cols))
+	p := &r.scratch
+	p.reset()
+	for i := range ri.cols {
+		mask[i] = '0'
+		if i < len(ch.New) && ch.New[i].Kind != 'u' { // unchanged TOAST value: keep the subscriber's
+			set[i], mask[i] = true, '1'
+			p.add(ch.New[i])
+		}
+	}
+	key := ch.New
+	if ch.Old != nil {
+		key = ch.Old
+	}
+	if err := appendKey(p, ri, key, cmd); err != nil {
+		return err
+	}
+	r.exec(ri.name+"_u"+string(mask), func() string { return ri.updateSQL(set) }, p,
+		stmtInfo{kind: stmtUpdate, first: cmd, last: cmd, rows: 1, table: ri.table.String(), xactLSN: xactLSN})
+	return nil
+}
+
+// renderDelete executes the DELETE of the row the old key names.
+func (r *renderer) renderDelete(cmd int64, xactLSN LSN, ri *relInfo, key []tupleValue) error {
+	r.closeGroup()
+	p := &r.scratch
+	p.reset()
+	if err := appendKey(p, ri, key, cmd); err != nil {
+		return err
+	}
+	r.exec(ri.name+"_d", ri.deleteSQL, p,
+		stmtInfo{kind: stmtDelete, first: cmd, last: cmd, rows: 1, table: ri.table.String(), xactLSN: xactLSN})
+	return nil
 }
 
 // appendKey appends the key columns' values as parameters.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/dbrig/dbrig/internal/engine"
 	"github.com/dbrig/dbrig/internal/engine/postgres"
@@ -439,15 +440,10 @@ func Setup(ctx context.Context, cfg Config, opts SetupOptions) (res SetupResult,
 		return res, err
 	}
 	cfg = p.cfg
-	log := cfg.Logger
 	var made created
 	defer func() {
 		if err != nil {
-			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-			defer cancel()
-			if uerr := made.undo(cctx, cfg); uerr != nil {
-				log.Warn("clean up after the failed setup", "err", uerr)
-			}
+			made.undoAfterFailure(ctx, cfg)
 		}
 	}()
 	res.Init = opts.Init.String()
@@ -466,40 +462,28 @@ func Setup(ctx context.Context, cfg Config, opts SetupOptions) (res SetupResult,
 	}
 
 	// 3. The subscriber's bookkeeping.
-	sub, err := pgxConnect(ctx, cfg.Subscriber, "dbrig setup")
+	sub, err := prepareSubscriber(ctx, cfg)
 	if err != nil {
 		return res, err
 	}
 	defer sub.Close(context.WithoutCancel(ctx))
-	if err := execAll(ctx, sub, subscriberDDL); err != nil {
-		return res, fmt.Errorf("subscriber %s: %w", cfg.Subscriber, err)
-	}
 	made.subscriberSchema = !p.subSchemaExists
 
 	// 4. The slot, exporting its consistent point as a snapshot when the
 	// subscriber is initialized from it. The replication connection must
 	// stay open and idle while the snapshot is in use.
-	rc, err := connectReplication(ctx, cfg.Publisher, "dbrig setup")
-	if err != nil {
-		return res, &ServerError{Err: err}
-	}
-	defer rc.Close(context.WithoutCancel(ctx))
-	slot, err := createSlot(ctx, rc, cfg.Publication, opts.Init != InitNone)
+	rc, slot, err := openSlot(ctx, cfg, opts.Init != InitNone)
 	if err != nil {
 		return res, err
 	}
+	defer rc.Close(context.WithoutCancel(ctx))
 	made.slot = true
 	res.ConsistentPoint = slot.ConsistentPoint
-	log.Info("replication slot created", "slot", cfg.Publication, "consistent_point", slot.ConsistentPoint)
 
 	// 5. Initialization, and the subscription's starting point: command 0
 	// at the consistent point. For a snapshot both commit together.
 	subRow := subscriptionRow(cfg, opts, slot.ConsistentPoint)
-	for _, t := range p.tables {
-		if _, ok := p.sub[t.Name]; !ok {
-			made.subscriberTables = append(made.subscriberTables, t.Name)
-		}
-	}
+	made.subscriberTables = p.missingOnSubscriber()
 	switch opts.Init {
 	case InitSnapshot:
 		err = initSnapshot(ctx, p, opts, slot.Snapshot, subRow, &res)
@@ -520,6 +504,49 @@ func Setup(ctx context.Context, cfg Config, opts SetupOptions) (res SetupResult,
 		return res, fmt.Errorf("distribution database: record publication %q: %w", cfg.Publication, err)
 	}
 	return res, nil
+}
+
+// prepareSubscriber connects to the subscriber and creates dbrig's
+// bookkeeping there (if missing).
+func prepareSubscriber(ctx context.Context, cfg Config) (*pgx.Conn, error) {
+	sub, err := pgxConnect(ctx, cfg.Subscriber, "dbrig setup")
+	if err != nil {
+		return nil, err
+	}
+	if err := execAll(ctx, sub, subscriberDDL); err != nil {
+		sub.Close(context.WithoutCancel(ctx))
+		return nil, fmt.Errorf("subscriber %s: %w", cfg.Subscriber, err)
+	}
+	return sub, nil
+}
+
+// openSlot opens a replication connection to the publisher and creates the
+// slot on it, exporting its snapshot when export is set; the snapshot
+// lives as long as the connection stays open and idle.
+func openSlot(ctx context.Context, cfg Config, export bool) (*pgconn.PgConn, slotInfo, error) {
+	rc, err := connectReplication(ctx, cfg.Publisher, "dbrig setup")
+	if err != nil {
+		return nil, slotInfo{}, &ServerError{Err: err}
+	}
+	slot, err := createSlot(ctx, rc, cfg.Publication, export)
+	if err != nil {
+		rc.Close(context.WithoutCancel(ctx))
+		return nil, slot, err
+	}
+	cfg.Logger.Info("replication slot created", "slot", cfg.Publication, "consistent_point", slot.ConsistentPoint)
+	return rc, slot, nil
+}
+
+// missingOnSubscriber lists the published tables the subscriber lacks:
+// the initialization creates them.
+func (p *plan) missingOnSubscriber() []TableName {
+	var missing []TableName
+	for _, t := range p.tables {
+		if _, ok := p.sub[t.Name]; !ok {
+			missing = append(missing, t.Name)
+		}
+	}
+	return missing
 }
 
 // makeDistribution creates the distribution database when the
@@ -566,10 +593,21 @@ func (p *plan) createPublication(ctx context.Context, pub *pgx.Conn, made *creat
 	return nil
 }
 
+// durableCommit makes the transaction's commit wait for its WAL to be
+// flushed, whatever the server's synchronous_commit says: setup's last
+// commit on each server then makes all setup wrote there durable (the WAL
+// is flushed in order). With synchronous_commit off, a crash within the
+// WAL writer's delay after setup lost its records: the log reader then
+// found the publication not set up (TestSetupSurvivesACrash).
+const durableCommit = "SET LOCAL synchronous_commit = local"
+
 // subscriptionRow records the subscription on the subscriber: command 0
 // at the slot's consistent point.
 func subscriptionRow(cfg Config, opts SetupOptions, at LSN) func(context.Context, pgx.Tx) error {
 	return func(ctx context.Context, tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, durableCommit); err != nil {
+			return fmt.Errorf("subscriber: %w", err)
+		}
 		_, err := tx.Exec(ctx, "INSERT INTO "+Schema+".subscription (name, publication, publisher, mode, last_cmd_id, last_lsn) VALUES ($1, $1, $2, $3, 0, $4)",
 			cfg.Publication, engine.RedactURI(cfg.Publisher.String()), opts.Mode.String(), at.String())
 		if err != nil {
@@ -586,6 +624,7 @@ func (p *plan) recordCatalog(ctx context.Context, dist *pgx.Conn, opts SetupOpti
 	// One batch: a setup run from the subscriber's site pays the round
 	// trips to the distribution database across the WAN.
 	b := &pgx.Batch{}
+	b.Queue(durableCommit)
 	b.Queue("INSERT INTO "+Schema+".publication (name, slot, publisher_database, publisher, init, binary_values, compression, consistent_lsn) VALUES ($1, $1, $2, $3, $4, $5, $6, $7)",
 		cfg.Publication, cfg.Publisher.Database, engine.RedactURI(cfg.Publisher.String()), opts.Init.String(), opts.Binary, opts.Compression.String(), at.String())
 	for _, t := range p.tables {
@@ -608,6 +647,16 @@ type created struct {
 	database, streamTables, publication, slot bool
 	subscriberSchema, subscription            bool
 	subscriberTables                          []TableName
+}
+
+// undoAfterFailure removes what the failed setup made, logging what it
+// could not remove: the setup's error is what the caller is told.
+func (m *created) undoAfterFailure(ctx context.Context, cfg Config) {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	if uerr := m.undo(cctx, cfg); uerr != nil {
+		cfg.Logger.Warn("clean up after the failed setup", "err", uerr)
+	}
 }
 
 func (m *created) undo(ctx context.Context, cfg Config) error {

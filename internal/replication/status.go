@@ -125,83 +125,33 @@ func GetStatus(ctx context.Context, cfg Config) (Status, error) {
 	}
 	defer pub.Close(context.WithoutCancel(ctx))
 	defer dist.Close(context.WithoutCancel(ctx))
-	var confirmed, current, restart *string
-	err = pub.QueryRow(ctx, `SELECT active, confirmed_flush_lsn::text, pg_current_wal_lsn()::text, restart_lsn::text,
-			coalesce(pg_current_wal_lsn() - confirmed_flush_lsn, 0)::bigint, coalesce(pg_current_wal_lsn() - restart_lsn, 0)::bigint
-		FROM pg_replication_slots WHERE slot_name = $1`, cfg.Publication).
-		Scan(&st.Slot.Active, &confirmed, &current, &restart, &st.Slot.LagBytes, &st.Slot.WALRetainedBytes)
-	switch {
-	case errors.Is(err, pgx.ErrNoRows):
-		return st, &ServerError{Err: fmt.Errorf("publisher %s has no replication slot %q, which replication %q needs: it was dropped outside dbrig (tear the replication down and set it up again)",
-			cfg.Publisher, cfg.Publication, cfg.Publication)}
-	case err != nil:
-		return st, &ServerError{Err: fmt.Errorf("publisher: read slot %q: %w", cfg.Publication, err)}
+	if st.Slot, err = readSlot(ctx, pub, cfg); err != nil {
+		return st, err
 	}
-	st.Slot.Exists = true
-	for _, p := range []struct {
-		s   *string
-		dst *LSN
-	}{{confirmed, &st.Slot.ConfirmedLSN}, {current, &st.Slot.CurrentLSN}, {restart, &st.Slot.RestartLSN}} {
-		if p.s != nil {
-			*p.dst, _ = ParseLSN(*p.s)
-		}
+	if st.LogReader, err = readLogReaderState(ctx, dist, cfg); err != nil {
+		return st, err
 	}
-
-	lr := &st.LogReader
-	var lastCommit string
-	var updated, started, stopped *time.Time
-	var host, state, lrErr *string
-	var pid *int
-	err = dist.QueryRow(ctx, `SELECT last_cmd_id, last_commit_lsn::text, xacts, commands, bytes, stored_bytes, updated_at,
-			host, pid, started_at, state, error, stopped_at
-		FROM `+Schema+`.log_reader WHERE publication = $1`, cfg.Publication).
-		Scan(&lr.LastCmdID, &lastCommit, &lr.Transactions, &lr.Commands, &lr.Bytes, &lr.StoredBytes, &updated,
-			&host, &pid, &started, &state, &lrErr, &stopped)
-	if err != nil {
-		return st, &ServerError{Err: fmt.Errorf("distribution database %s: read the log reader's state: %w", cfg.Distribution(), err)}
-	}
-	lr.LastCommitLSN, _ = ParseLSN(lastCommit)
-	lr.UpdatedAt = deref(updated)
-	lr.Role = role(host, pid, started, state, lrErr, stopped)
-	st.Stored = lr.Commands
-	if err := dist.QueryRow(ctx, holdsLock, lockKey("log reader", cfg.Publication)).Scan(&lr.Running); err != nil {
+	st.Stored = st.LogReader.Commands
+	if st.LogReader.Role, err = roleRunning(ctx, dist, "log reader", cfg.Publication, st.LogReader.Role); err != nil {
 		return st, &ServerError{Err: fmt.Errorf("distribution database: %w", err)}
 	}
-	if lr.Running && lr.State != "running" {
-		lr.Role = Role{Running: true, State: "starting"}
+	if st.Agent, err = readAgentState(ctx, dist, cfg); err != nil {
+		return st, err
 	}
-
-	ag := &st.Agent
-	var mode *string
-	err = dist.QueryRow(ctx, `SELECT applied_cmd_id, agent_host, agent_pid, agent_started_at, agent_state, agent_error, agent_stopped_at, agent_mode
-		FROM `+Schema+`.subscriptions WHERE name = $1`, cfg.Publication).
-		Scan(&ag.ReportedCmdID, &host, &pid, &started, &state, &lrErr, &stopped, &mode)
-	if err != nil {
-		return st, &ServerError{Err: fmt.Errorf("distribution database %s: read the agent's state: %w", cfg.Distribution(), err)}
-	}
-	ag.Role = role(host, pid, started, state, lrErr, stopped)
-	ag.Mode = deref(mode)
 
 	sub, err := pgxConnect(ctx, cfg.Subscriber, "dbrig status")
 	if err != nil {
 		return st, &ServerError{Err: fmt.Errorf("subscriber: %w", err)}
 	}
 	defer sub.Close(context.WithoutCancel(ctx))
-	var lastLSN string
-	var commitTime, appliedAt *time.Time
-	err = sub.QueryRow(ctx, "SELECT mode, last_cmd_id, last_lsn::text, last_commit_time, applied_at, xacts FROM "+Schema+".subscription WHERE name = $1",
-		cfg.Publication).Scan(&st.Subscription.Mode, &st.Subscription.LastCmdID, &lastLSN, &commitTime, &appliedAt, &st.Subscription.Transactions)
-	if err != nil {
-		return st, &ServerError{Err: fmt.Errorf("subscriber %s: read subscription %q: %w", cfg.Subscriber, cfg.Publication, err)}
+	if st.Subscription, err = readSubscription(ctx, sub, cfg); err != nil {
+		return st, err
 	}
-	st.Subscription.LastLSN, _ = ParseLSN(lastLSN)
-	st.Subscription.LastCommitTime = deref(commitTime)
-	st.Subscription.AppliedAt = deref(appliedAt)
-	if err := sub.QueryRow(ctx, holdsLock, lockKey("agent", cfg.Publication)).Scan(&ag.Running); err != nil {
+	if st.Agent.Role, err = roleRunning(ctx, sub, "agent", cfg.Publication, st.Agent.Role); err != nil {
 		return st, &ServerError{Err: fmt.Errorf("subscriber: %w", err)}
 	}
-	if ag.Running && ag.State != "running" {
-		ag.Role, ag.Mode = Role{Running: true, State: "starting"}, ""
+	if st.Agent.Running && st.Agent.State == roleStarting {
+		st.Agent.Mode = "" // the mode recorded is the last run's
 	}
 
 	if err := pendingCommands(ctx, dist, cfg.Publication, st.Subscription.LastCmdID, &st); err != nil {
@@ -209,6 +159,105 @@ func GetStatus(ctx context.Context, cfg Config) (Status, error) {
 	}
 	st.LagSeconds = st.Lag.Seconds()
 	return st, nil
+}
+
+// readSlot reads the publisher's replication slot.
+func readSlot(ctx context.Context, pub *pgx.Conn, cfg Config) (SlotStatus, error) {
+	var slot SlotStatus
+	var confirmed, current, restart *string
+	err := pub.QueryRow(ctx, `SELECT active, confirmed_flush_lsn::text, pg_current_wal_lsn()::text, restart_lsn::text,
+			coalesce(pg_current_wal_lsn() - confirmed_flush_lsn, 0)::bigint, coalesce(pg_current_wal_lsn() - restart_lsn, 0)::bigint
+		FROM pg_replication_slots WHERE slot_name = $1`, cfg.Publication).
+		Scan(&slot.Active, &confirmed, &current, &restart, &slot.LagBytes, &slot.WALRetainedBytes)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return slot, &ServerError{Err: fmt.Errorf("publisher %s has no replication slot %q, which replication %q needs: it was dropped outside dbrig (tear the replication down and set it up again)",
+			cfg.Publisher, cfg.Publication, cfg.Publication)}
+	case err != nil:
+		return slot, &ServerError{Err: fmt.Errorf("publisher: read slot %q: %w", cfg.Publication, err)}
+	}
+	slot.Exists = true
+	for _, p := range []struct {
+		s   *string
+		dst *LSN
+	}{{confirmed, &slot.ConfirmedLSN}, {current, &slot.CurrentLSN}, {restart, &slot.RestartLSN}} {
+		if p.s != nil {
+			*p.dst, _ = ParseLSN(*p.s)
+		}
+	}
+	return slot, nil
+}
+
+// readLogReaderState reads the log reader's record in the distribution
+// database.
+func readLogReaderState(ctx context.Context, dist *pgx.Conn, cfg Config) (LogReaderState, error) {
+	var lr LogReaderState
+	var lastCommit string
+	var updated, started, stopped *time.Time
+	var host, state, lrErr *string
+	var pid *int
+	err := dist.QueryRow(ctx, `SELECT last_cmd_id, last_commit_lsn::text, xacts, commands, bytes, stored_bytes, updated_at,
+			host, pid, started_at, state, error, stopped_at
+		FROM `+Schema+`.log_reader WHERE publication = $1`, cfg.Publication).
+		Scan(&lr.LastCmdID, &lastCommit, &lr.Transactions, &lr.Commands, &lr.Bytes, &lr.StoredBytes, &updated,
+			&host, &pid, &started, &state, &lrErr, &stopped)
+	if err != nil {
+		return lr, &ServerError{Err: fmt.Errorf("distribution database %s: read the log reader's state: %w", cfg.Distribution(), err)}
+	}
+	lr.LastCommitLSN, _ = ParseLSN(lastCommit)
+	lr.UpdatedAt = deref(updated)
+	lr.Role = role(host, pid, started, state, lrErr, stopped)
+	return lr, nil
+}
+
+// readAgentState reads the agent's record in the distribution database.
+func readAgentState(ctx context.Context, dist *pgx.Conn, cfg Config) (AgentState, error) {
+	var ag AgentState
+	var started, stopped *time.Time
+	var host, state, agErr, mode *string
+	var pid *int
+	err := dist.QueryRow(ctx, `SELECT applied_cmd_id, agent_host, agent_pid, agent_started_at, agent_state, agent_error, agent_stopped_at, agent_mode
+		FROM `+Schema+`.subscriptions WHERE name = $1`, cfg.Publication).
+		Scan(&ag.ReportedCmdID, &host, &pid, &started, &state, &agErr, &stopped, &mode)
+	if err != nil {
+		return ag, &ServerError{Err: fmt.Errorf("distribution database %s: read the agent's state: %w", cfg.Distribution(), err)}
+	}
+	ag.Role = role(host, pid, started, state, agErr, stopped)
+	ag.Mode = deref(mode)
+	return ag, nil
+}
+
+// readSubscription reads the subscription's record on the subscriber.
+func readSubscription(ctx context.Context, sub *pgx.Conn, cfg Config) (SubscriptionState, error) {
+	var s SubscriptionState
+	var lastLSN string
+	var commitTime, appliedAt *time.Time
+	err := sub.QueryRow(ctx, "SELECT mode, last_cmd_id, last_lsn::text, last_commit_time, applied_at, xacts FROM "+Schema+".subscription WHERE name = $1",
+		cfg.Publication).Scan(&s.Mode, &s.LastCmdID, &lastLSN, &commitTime, &appliedAt, &s.Transactions)
+	if err != nil {
+		return s, &ServerError{Err: fmt.Errorf("subscriber %s: read subscription %q: %w", cfg.Subscriber, cfg.Publication, err)}
+	}
+	s.LastLSN, _ = ParseLSN(lastLSN)
+	s.LastCommitTime = deref(commitTime)
+	s.AppliedAt = deref(appliedAt)
+	return s, nil
+}
+
+// roleStarting is the state of a role that holds its lock but has not yet
+// recorded where it runs.
+const roleStarting = "starting"
+
+// roleRunning reads, on the connection to the database where the role
+// takes its lock, whether it runs: the role as recorded, Running, or
+// starting when it runs without a record yet.
+func roleRunning(ctx context.Context, c *pgx.Conn, roleName, publication string, recorded Role) (Role, error) {
+	if err := c.QueryRow(ctx, holdsLock, lockKey(roleName, publication)).Scan(&recorded.Running); err != nil {
+		return recorded, err
+	}
+	if recorded.Running && recorded.State != "running" {
+		return Role{Running: true, State: roleStarting}, nil
+	}
+	return recorded, nil
 }
 
 // pendingCommands counts the commands after applied: whole chunks from

@@ -271,36 +271,41 @@ func (s *Supervisor) event(e Event) {
 	}
 }
 
+// roleEnd is a role's return.
+type roleEnd struct {
+	role string
+	err  error
+}
+
+// roleSet is the roles' goroutines, which the run owns and waits for.
+type roleSet struct {
+	ctx     context.Context
+	ends    chan roleEnd
+	wg      sync.WaitGroup
+	running int
+	// retry fires when the stopped agent is due to restart (AgentRetry).
+	retry <-chan time.Time
+}
+
+// start runs a role in a goroutine of its own, which reports its return
+// on ends.
+func (rs *roleSet) start(role string, run func(context.Context) error) {
+	rs.running++
+	rs.wg.Add(1)
+	go func() { defer rs.wg.Done(); rs.ends <- roleEnd{role, run(rs.ctx)} }() // waited for in Supervisor.run
+}
+
 // run owns the roles' goroutines.
 func (s *Supervisor) run(ctx, parent context.Context) {
 	defer close(s.done)
-	defer func() {
-		if s.waiter != nil {
-			s.wmu.Lock()
-			s.waiter.Close()
-			s.wmu.Unlock()
-		}
-	}()
-	type ended struct {
-		role string
-		err  error
-	}
-	ends := make(chan ended, 2)
-	var wg sync.WaitGroup
-	startRole := func(role string, f func(context.Context) error) {
-		wg.Add(1)
-		go func() { defer wg.Done(); ends <- ended{role, f(ctx)} }() // waited for below
-	}
-	running := 0
+	defer s.closeWaiter()
+	rs := &roleSet{ctx: ctx, ends: make(chan roleEnd, 2)}
 	if s.lr != nil {
-		running++
-		startRole(roleLogReader, s.lr.Run)
+		rs.start(roleLogReader, s.lr.Run)
 	}
 	if s.agent != nil {
-		running++
-		startRole(roleAgent, s.agent.Run)
+		rs.start(roleAgent, s.agent.Run)
 	}
-	var retry <-chan time.Time
 	var poll <-chan time.Time
 	if s.cfg.UntilCaughtUp && s.waiter != nil {
 		t := time.NewTicker(50 * time.Millisecond)
@@ -311,91 +316,125 @@ func (s *Supervisor) run(ctx, parent context.Context) {
 	defer rate.Stop()
 	s.sample()
 	stopping := ctx.Done()
-	finish := func(err error) {
-		s.mu.Lock()
-		if s.err == nil {
-			s.err = err
-		}
-		s.mu.Unlock()
-		s.cancel()
-	}
-	for running > 0 {
+	for rs.running > 0 {
 		select {
-		case e := <-ends:
-			running--
+		case e := <-rs.ends:
+			rs.running--
 			if ctx.Err() != nil {
 				continue // stopping: every role returns the context's error
 			}
-			switch e.role {
-			case roleLogReader:
-				err := fmt.Errorf("log reader: %w", e.err)
-				if e.err == nil {
-					err = errors.New("log reader: stopped")
-				}
-				s.mu.Lock()
-				s.permanent++
-				s.mu.Unlock()
-				s.event(Event{Role: "log reader", State: "stopped", Err: e.err})
-				finish(err)
-			case roleAgent:
-				if e.err == nil { // caught up (agent alone, UntilCaughtUp)
-					s.mu.Lock()
-					s.caughtUp = true
-					s.mu.Unlock()
-					finish(nil)
-					continue
-				}
-				s.mu.Lock()
-				s.agentErr = e.err
-				s.permanent++
-				s.mu.Unlock()
-				s.event(Event{Role: "distribution agent", State: "stopped", Err: e.err})
-				switch {
-				case s.lr == nil || s.cfg.UntilCaughtUp:
-					finish(fmt.Errorf("distribution agent: %w", e.err))
-				case s.cfg.AgentRetry > 0:
-					retry = time.After(s.cfg.AgentRetry)
-				}
-			}
-		case <-retry:
-			retry = nil
-			a, err := s.newAgent()
-			if err != nil {
-				finish(fmt.Errorf("distribution agent: %w", err))
-				continue
-			}
-			s.mu.Lock()
-			st := s.agent.Stats()
-			s.agentBase += st.Commands
-			s.restarts += int64(st.Restarts)
-			s.agent, s.agentErr = a, nil
-			s.mu.Unlock()
-			s.event(Event{Role: "distribution agent", State: "restarting"})
-			running++
-			startRole(roleAgent, a.Run)
+			s.roleEnded(rs, e)
+		case <-rs.retry:
+			rs.retry = nil
+			s.restartAgent(rs)
 		case <-poll:
-			var ok bool
-			var err error
-			s.wmu.Lock()
-			if s.agent != nil {
-				ok, err = s.waiter.CaughtUp(ctx, s.target)
-			} else {
-				ok, err = s.waiter.Stored(ctx, s.target)
-			}
-			s.wmu.Unlock()
-			if err == nil && ok {
-				s.mu.Lock()
-				s.caughtUp = true
-				s.mu.Unlock()
-				finish(nil)
-			}
+			s.checkCaughtUp(ctx)
 		case <-rate.C:
 			s.sample()
 		case <-stopping:
 			stopping = nil // the roles see it too, and return
 		}
 	}
-	wg.Wait()
+	rs.wg.Wait()
+	s.settle(parent)
+}
+
+// closeWaiter closes the watcher's connections once no caller uses them.
+func (s *Supervisor) closeWaiter() {
+	if s.waiter != nil {
+		s.wmu.Lock()
+		s.waiter.Close()
+		s.wmu.Unlock()
+	}
+}
+
+// finish ends the run with err, unless an error came first.
+func (s *Supervisor) finish(err error) {
+	s.mu.Lock()
+	if s.err == nil {
+		s.err = err
+	}
+	s.mu.Unlock()
+	s.cancel()
+}
+
+// roleEnded decides what a role's end means for the run: a log reader's
+// ends it; an agent's ends it when nothing else is left to do, or waits
+// for its restart.
+func (s *Supervisor) roleEnded(rs *roleSet, e roleEnd) {
+	switch e.role {
+	case roleLogReader:
+		err := fmt.Errorf("log reader: %w", e.err)
+		if e.err == nil {
+			err = errors.New("log reader: stopped")
+		}
+		s.mu.Lock()
+		s.permanent++
+		s.mu.Unlock()
+		s.event(Event{Role: "log reader", State: "stopped", Err: e.err})
+		s.finish(err)
+	case roleAgent:
+		if e.err == nil { // caught up (agent alone, UntilCaughtUp)
+			s.mu.Lock()
+			s.caughtUp = true
+			s.mu.Unlock()
+			s.finish(nil)
+			return
+		}
+		s.mu.Lock()
+		s.agentErr = e.err
+		s.permanent++
+		s.mu.Unlock()
+		s.event(Event{Role: "distribution agent", State: "stopped", Err: e.err})
+		switch {
+		case s.lr == nil || s.cfg.UntilCaughtUp:
+			s.finish(fmt.Errorf("distribution agent: %w", e.err))
+		case s.cfg.AgentRetry > 0:
+			rs.retry = time.After(s.cfg.AgentRetry)
+		}
+	}
+}
+
+// restartAgent starts a new agent in place of the stopped one, carrying
+// its counts over.
+func (s *Supervisor) restartAgent(rs *roleSet) {
+	a, err := s.newAgent()
+	if err != nil {
+		s.finish(fmt.Errorf("distribution agent: %w", err))
+		return
+	}
+	s.mu.Lock()
+	st := s.agent.Stats()
+	s.agentBase += st.Commands
+	s.restarts += int64(st.Restarts)
+	s.agent, s.agentErr = a, nil
+	s.mu.Unlock()
+	s.event(Event{Role: "distribution agent", State: "restarting"})
+	rs.start(roleAgent, a.Run)
+}
+
+// checkCaughtUp ends the run once the subscriber (or, with the log reader
+// alone, the distribution database) holds everything up to the target.
+func (s *Supervisor) checkCaughtUp(ctx context.Context) {
+	var ok bool
+	var err error
+	s.wmu.Lock()
+	if s.agent != nil {
+		ok, err = s.waiter.CaughtUp(ctx, s.target)
+	} else {
+		ok, err = s.waiter.Stored(ctx, s.target)
+	}
+	s.wmu.Unlock()
+	if err == nil && ok {
+		s.mu.Lock()
+		s.caughtUp = true
+		s.mu.Unlock()
+		s.finish(nil)
+	}
+}
+
+// settle says why the run ended when no role said so first.
+func (s *Supervisor) settle(parent context.Context) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.err == nil && !s.caughtUp {

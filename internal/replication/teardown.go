@@ -50,77 +50,105 @@ func Teardown(ctx context.Context, cfg Config, opts TeardownOptions) (res Teardo
 		return res, &ServerError{Err: fmt.Errorf("distribution database: %w", err)}
 	}
 	others = slicesDelete(others, cfg.Publication)
-
-	// Roles still running hold the slot (the log reader) or sessions in
-	// the distribution database (the agent): refuse unless forced.
 	if !opts.Force {
-		var lrPID *int32
-		err := pub.QueryRow(ctx, "SELECT active_pid FROM pg_replication_slots WHERE slot_name = $1", cfg.Publication).Scan(&lrPID)
-		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-			return res, &ServerError{Err: fmt.Errorf("publisher: read slot %q: %w", cfg.Publication, err)}
-		}
-		if lrPID != nil {
-			return res, &ServerError{Err: fmt.Errorf("replication %q: its slot is in use by process %d (a running log reader): stop it first, or use --force", cfg.Publication, *lrPID)}
-		}
-		var agents int
-		if err := pub.QueryRow(ctx, "SELECT count(*) FROM pg_stat_activity WHERE datname = $1 AND application_name = $2",
-			cfg.DistributionDB, agentAppName(cfg.Publication)).Scan(&agents); err != nil {
-			return res, &ServerError{Err: fmt.Errorf("publisher: %w", err)}
-		}
-		if agents > 0 {
-			return res, &ServerError{Err: fmt.Errorf("replication %q: a distribution agent is connected to the distribution database: stop it first, or use --force", cfg.Publication)}
+		if err := refuseRunningRoles(ctx, pub, cfg); err != nil {
+			return res, err
 		}
 	}
+	t := &teardown{cfg: cfg, opts: opts}
+	t.removeFromPublisher(ctx, pub, others)
+	t.removeFromSubscriber(ctx)
+	if err := errors.Join(t.errs...); err != nil {
+		return t.res, &ServerError{Err: err}
+	}
+	return t.res, nil
+}
 
-	var errs []error
-	if err := dropSlot(ctx, pub, cfg.Publication, opts.Force); err != nil {
-		errs = append(errs, err)
-	} else {
-		res.Removed = append(res.Removed, fmt.Sprintf("replication slot %q", cfg.Publication))
+// refuseRunningRoles refuses to tear down a replication whose roles still
+// run: the log reader holds the slot, the agent sessions in the
+// distribution database.
+func refuseRunningRoles(ctx context.Context, pub *pgx.Conn, cfg Config) error {
+	var lrPID *int32
+	err := pub.QueryRow(ctx, "SELECT active_pid FROM pg_replication_slots WHERE slot_name = $1", cfg.Publication).Scan(&lrPID)
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return &ServerError{Err: fmt.Errorf("publisher: read slot %q: %w", cfg.Publication, err)}
 	}
-	if _, err := pub.Exec(ctx, "DROP PUBLICATION IF EXISTS "+quoteIdent(cfg.Publication)); err != nil {
-		errs = append(errs, fmt.Errorf("publisher: drop publication %q: %w", cfg.Publication, err))
-	} else {
-		res.Removed = append(res.Removed, fmt.Sprintf("publication %q", cfg.Publication))
+	if lrPID != nil {
+		return &ServerError{Err: fmt.Errorf("replication %q: its slot is in use by process %d (a running log reader): stop it first, or use --force", cfg.Publication, *lrPID)}
 	}
+	var agents int
+	if err := pub.QueryRow(ctx, "SELECT count(*) FROM pg_stat_activity WHERE datname = $1 AND application_name = $2",
+		cfg.DistributionDB, agentAppName(cfg.Publication)).Scan(&agents); err != nil {
+		return &ServerError{Err: fmt.Errorf("publisher: %w", err)}
+	}
+	if agents > 0 {
+		return &ServerError{Err: fmt.Errorf("replication %q: a distribution agent is connected to the distribution database: stop it first, or use --force", cfg.Publication)}
+	}
+	return nil
+}
+
+// teardown is what a Teardown has removed, kept, and failed to remove: it
+// goes on after a failure, so that one run removes all it can.
+type teardown struct {
+	cfg  Config
+	opts TeardownOptions
+	res  TeardownResult
+	errs []error
+}
+
+// done books one removal: what was removed, or why not.
+func (t *teardown) done(err error, removed string) {
+	if err != nil {
+		t.errs = append(t.errs, err)
+		return
+	}
+	t.res.Removed = append(t.res.Removed, removed)
+}
+
+// removeFromPublisher drops the slot, the publication, and the
+// distribution database or, when other replications use it, this one's
+// part of it.
+func (t *teardown) removeFromPublisher(ctx context.Context, pub *pgx.Conn, others []string) {
+	cfg, force := t.cfg, t.opts.Force
+	t.done(dropSlot(ctx, pub, cfg.Publication, force), fmt.Sprintf("replication slot %q", cfg.Publication))
+	_, err := pub.Exec(ctx, "DROP PUBLICATION IF EXISTS "+quoteIdent(cfg.Publication))
+	if err != nil {
+		err = fmt.Errorf("publisher: drop publication %q: %w", cfg.Publication, err)
+	}
+	t.done(err, fmt.Sprintf("publication %q", cfg.Publication))
 	if len(others) == 0 {
 		drop := "DROP DATABASE " + quoteIdent(cfg.DistributionDB)
-		if opts.Force {
+		if force {
 			drop += " WITH (FORCE)"
 		}
-		if _, err := pub.Exec(ctx, drop); err != nil {
-			errs = append(errs, fmt.Errorf("publisher: drop the distribution database %q: %w", cfg.DistributionDB, err))
-		} else {
-			res.Removed = append(res.Removed, fmt.Sprintf("distribution database %q", cfg.DistributionDB))
+		if _, err = pub.Exec(ctx, drop); err != nil {
+			err = fmt.Errorf("publisher: drop the distribution database %q: %w", cfg.DistributionDB, err)
 		}
-	} else {
-		if opts.Force {
-			pub.Exec(ctx, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND application_name = $2",
-				cfg.DistributionDB, agentAppName(cfg.Publication))
-		}
-		if err := removeFromDistribution(ctx, cfg); err != nil {
-			errs = append(errs, err)
-		} else {
-			res.Removed = append(res.Removed, fmt.Sprintf("its command stream in the distribution database %q", cfg.DistributionDB))
-			res.Kept = append(res.Kept, fmt.Sprintf("distribution database %q (it serves %s)", cfg.DistributionDB, strings.Join(others, ", ")))
-		}
+		t.done(err, fmt.Sprintf("distribution database %q", cfg.DistributionDB))
+		return
 	}
+	if force {
+		pub.Exec(ctx, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND application_name = $2",
+			cfg.DistributionDB, agentAppName(cfg.Publication))
+	}
+	err = removeFromDistribution(ctx, cfg)
+	t.done(err, fmt.Sprintf("its command stream in the distribution database %q", cfg.DistributionDB))
+	if err == nil {
+		t.res.Kept = append(t.res.Kept, fmt.Sprintf("distribution database %q (it serves %s)", cfg.DistributionDB, strings.Join(others, ", ")))
+	}
+}
 
+// removeFromSubscriber removes the subscription, and dbrig's bookkeeping
+// schema with the last one.
+func (t *teardown) removeFromSubscriber(ctx context.Context) {
+	cfg := t.cfg
 	sub, err := pgxConnect(ctx, cfg.Subscriber, "dbrig teardown")
 	if err != nil {
-		errs = append(errs, fmt.Errorf("subscriber: %w; its subscription %q stays there: run teardown again once it is reachable", err, cfg.Publication))
-		return res, &ServerError{Err: errors.Join(errs...)}
+		t.errs = append(t.errs, fmt.Errorf("subscriber: %w; its subscription %q stays there: run teardown again once it is reachable", err, cfg.Publication))
+		return
 	}
 	defer sub.Close(context.WithoutCancel(ctx))
-	if err := removeSubscription(ctx, sub, cfg.Publication, true); err != nil {
-		errs = append(errs, err)
-	} else {
-		res.Removed = append(res.Removed, fmt.Sprintf("subscription %q on the subscriber", cfg.Publication))
-	}
-	if err := errors.Join(errs...); err != nil {
-		return res, &ServerError{Err: err}
-	}
-	return res, nil
+	t.done(removeSubscription(ctx, sub, cfg.Publication, true), fmt.Sprintf("subscription %q on the subscriber", cfg.Publication))
 }
 
 // dropSlot drops the replication slot of that name if it exists,
