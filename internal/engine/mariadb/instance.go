@@ -105,34 +105,11 @@ func (e *Engine) StartInstance(ctx context.Context, cfg engine.InstanceConfig, o
 	}
 	ctx, cancel := context.WithTimeout(ctx, StartTimeout)
 	defer cancel()
-	log := logger(opts.Log).With("instance", name)
-
-	if errs := e.CheckSettings(ctx, cfg.Settings); len(errs) > 0 {
-		return nil, wrapStart(name, errors.Join(errs...))
-	}
-	settings, _ := normalizeSettings(cfg.Settings)
-	fixture, err := checkFixture(opts.Fixture)
+	pre, err := e.prepareStart(ctx, name, cfg, opts)
 	if err != nil {
 		return nil, wrapStart(name, err)
 	}
-	var cpus []int
-	if cfg.CPUs != "" {
-		if cpus, err = engine.CheckCPUs(cfg.CPUs); err != nil {
-			return nil, wrapStart(name, err)
-		}
-	}
-	if cfg.Memory < 0 {
-		return nil, wrapStart(name, fmt.Errorf("memory cap %d: want a positive number of bytes, or 0 for none", cfg.Memory))
-	}
-	bin, err := e.FindBinaries(ctx)
-	if err != nil {
-		return nil, wrapStart(name, err)
-	}
-	user, err := engine.FindServerUser()
-	if err != nil {
-		return nil, wrapStart(name, err)
-	}
-	disks, cfg, err := engine.MakeDisks(ctx, cfg, opts.BaseDir, user)
+	disks, cfg, err := engine.MakeDisks(ctx, cfg, opts.BaseDir, pre.user)
 	if err != nil {
 		return nil, wrapStart(name, err)
 	}
@@ -141,44 +118,17 @@ func (e *Engine) StartInstance(ctx context.Context, cfg engine.InstanceConfig, o
 			_ = disks.Close(context.WithoutCancel(ctx))
 		}
 	}()
-	base := opts.BaseDir
-	if base == "" {
-		base = os.TempDir()
-	}
-	for _, d := range []string{base, cfg.DataDir, cfg.WALDir} {
-		if d == "" {
-			continue
-		}
-		if err := user.CheckReachable(d); err != nil {
-			return nil, wrapStart(name, err)
-		}
-	}
-	for _, d := range RemoveStale(base) {
-		log.Info("removed the directory of a mariadb instance whose dbrig was killed", "dir", d)
+	base, err := pre.instanceBase(opts.BaseDir, cfg)
+	if err != nil {
+		return nil, wrapStart(name, err)
 	}
 	dir, err := os.MkdirTemp(base, "dbrig-mariadb-"+safeName(name)+"-")
 	if err != nil {
 		return nil, wrapStart(name, fmt.Errorf("create the instance directory: %w", err))
 	}
-	i := &Instance{
-		server:   server{name: name},
-		engine:   e,
-		bin:      bin,
-		dir:      dir,
-		dataDir:  filepath.Join(dir, "data"),
-		socket:   filepath.Join(dir, "sock", "mysqld.sock"),
-		tmpDir:   filepath.Join(dir, "tmp"),
-		logPath:  filepath.Join(dir, "server.log"),
-		pidPath:  filepath.Join(dir, "mariadbd.pid"),
-		keep:     opts.Keep,
-		user:     user,
-		cpus:     cpus,
-		log:      log,
-		settings: settings,
-		fixture:  fixture,
-		exited:   make(chan struct{}),
-		disks:    disks,
-	}
+	i := pre.newInstance(e, dir, opts.Keep, disks)
+	// From here Stop removes what was made: the directories, the cgroup
+	// and the server.
 	defer func() {
 		if err != nil {
 			err = wrapStart(name, err)
@@ -203,26 +153,112 @@ func (e *Engine) StartInstance(ctx context.Context, cfg engine.InstanceConfig, o
 	if err := i.installDB(ctx); err != nil {
 		return nil, err
 	}
-	// A port found free may be taken before the server binds it: retry.
+	if err := i.launchOnFreePorts(ctx); err != nil {
+		return nil, err
+	}
+	pre.log.Info("mariadb started", "version", pre.bin.Version, "port", i.port, "dir", dir)
+	return i, nil
+}
+
+// startPrep is what an instance's start checks and finds before it makes
+// anything.
+type startPrep struct {
+	name     string
+	log      *slog.Logger
+	settings map[string]string
+	fixture  map[string]string
+	cpus     []int
+	bin      Binaries
+	user     engine.ServerUser
+}
+
+// prepareStart checks the instance's settings, fixture, CPUs and memory
+// cap, and finds the server's binaries and the user it runs as.
+func (e *Engine) prepareStart(ctx context.Context, name string, cfg engine.InstanceConfig, opts engine.StartOptions) (startPrep, error) {
+	pre := startPrep{name: name, log: logger(opts.Log).With("instance", name)}
+	if errs := e.CheckSettings(ctx, cfg.Settings); len(errs) > 0 {
+		return pre, errors.Join(errs...)
+	}
+	pre.settings, _ = normalizeSettings(cfg.Settings)
+	var err error
+	if pre.fixture, err = checkFixture(opts.Fixture); err != nil {
+		return pre, err
+	}
+	if cfg.CPUs != "" {
+		if pre.cpus, err = engine.CheckCPUs(cfg.CPUs); err != nil {
+			return pre, err
+		}
+	}
+	if cfg.Memory < 0 {
+		return pre, fmt.Errorf("memory cap %d: want a positive number of bytes, or 0 for none", cfg.Memory)
+	}
+	if pre.bin, err = e.FindBinaries(ctx); err != nil {
+		return pre, err
+	}
+	pre.user, err = engine.FindServerUser()
+	return pre, err
+}
+
+// instanceBase is the directory the instance's own goes in, once the
+// server's user is known to reach it and the data and WAL directories, and
+// a killed dbrig's instances there are removed.
+func (pre startPrep) instanceBase(base string, cfg engine.InstanceConfig) (string, error) {
+	if base == "" {
+		base = os.TempDir()
+	}
+	for _, d := range []string{base, cfg.DataDir, cfg.WALDir} {
+		if d == "" {
+			continue
+		}
+		if err := pre.user.CheckReachable(d); err != nil {
+			return "", err
+		}
+	}
+	for _, d := range RemoveStale(base) {
+		pre.log.Info("removed the directory of a mariadb instance whose dbrig was killed", "dir", d)
+	}
+	return base, nil
+}
+
+func (pre startPrep) newInstance(e *Engine, dir string, keep bool, disks *engine.Disks) *Instance {
+	return &Instance{
+		server:   server{name: pre.name},
+		engine:   e,
+		bin:      pre.bin,
+		dir:      dir,
+		dataDir:  filepath.Join(dir, "data"),
+		socket:   filepath.Join(dir, "sock", "mysqld.sock"),
+		tmpDir:   filepath.Join(dir, "tmp"),
+		logPath:  filepath.Join(dir, "server.log"),
+		pidPath:  filepath.Join(dir, "mariadbd.pid"),
+		keep:     keep,
+		user:     pre.user,
+		cpus:     pre.cpus,
+		log:      pre.log,
+		settings: pre.settings,
+		fixture:  pre.fixture,
+		exited:   make(chan struct{}),
+		disks:    disks,
+	}
+}
+
+// launchOnFreePorts starts the server on ports found free, again when one
+// was taken before the server bound it.
+func (i *Instance) launchOnFreePorts(ctx context.Context) error {
 	for attempt := 0; ; attempt++ {
+		var err error
 		if i.port, err = engine.FreePort(); err != nil {
-			return nil, err
+			return err
 		}
 		if i.extraPort, err = engine.FreePort(); err != nil {
-			return nil, err
+			return err
 		}
 		i.admin = i.Login("")
 		err = i.launch(ctx)
-		if err == nil {
-			break
+		if err == nil || attempt >= 3 || !errors.Is(err, errAddressInUse) {
+			return err
 		}
-		if attempt < 3 && errors.Is(err, errAddressInUse) {
-			continue
-		}
-		return nil, err
 	}
-	log.Info("mariadb started", "version", bin.Version, "port", i.port, "dir", dir)
-	return i, nil
 }
 
 func safeName(s string) string {

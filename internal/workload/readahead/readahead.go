@@ -268,84 +268,132 @@ func coldPossible(inst engine.Instance) error {
 // read size measures what the device gives.
 func (w *readahead) Run(ctx context.Context, env *workload.Env) (workload.Measurement, error) {
 	m := workload.Measurement{Metrics: map[string]float64{}}
-	if env.Instance == nil {
-		return m, errors.New("the read-ahead workload restarts the server and reads its files: it runs in dbrig's own process (give its client no gomaxprocs or cpus)")
-	}
-	inst := env.Instance(w.instance)
-	if inst == nil {
-		return m, fmt.Errorf("no instance %q", w.instance)
-	}
-	if err := coldPossible(inst); err != nil {
+	sc, err := w.locate(ctx, env)
+	if err != nil {
 		return m, err
+	}
+	if err := sc.dev.SetReadAheadKB(sc.kb); err != nil {
+		return m, err
+	}
+	notes, resident, err := sc.makeCold(ctx)
+	m.Notes = append(m.Notes, notes...)
+	if err != nil {
+		return m, err
+	}
+	m.Metrics["resident_before"] = float64(resident)
+	direct, err := sc.measureScan(ctx, env, &m)
+	if err != nil {
+		return m, err
+	}
+	// The device at the scan's read size, with no database in the way.
+	if _, err := evict(sc.dev, []string{sc.tableFile}); err != nil {
+		return m, err
+	}
+	before, _ := sc.dev.Stats()
+	rate, err := blockdev.ReadRate(ctx, sc.tableFile, int(sc.where.pageBytes), direct, w.calibration, 5*time.Second)
+	if err != nil {
+		return m, fmt.Errorf("measure the device: %w", err)
+	}
+	after, _ := sc.dev.Stats()
+	m.Metrics["device_mb_per_s"] = rate.BytesPerSecond() / 1e6
+	m.Metrics["device_bytes_per_read"] = after.Sub(before).BytesPerRead()
+	return m, nil
+}
+
+// scanSetup is a point's table as the server placed it: its files, the
+// device dbrig made under them and the read-ahead the point sets there.
+type scanSetup struct {
+	inst      engine.Instance
+	login     engine.Conn
+	where     location
+	dev       blockdev.Device
+	files     []string
+	tableFile string
+	kb        int
+	engineOff bool
+}
+
+// locate finds the point's instance, the table's files and the device
+// under them, which must be one this dbrig made.
+func (w *readahead) locate(ctx context.Context, env *workload.Env) (*scanSetup, error) {
+	if env.Instance == nil {
+		return nil, errors.New("the read-ahead workload restarts the server and reads its files: it runs in dbrig's own process (give its client no gomaxprocs or cpus)")
+	}
+	sc := &scanSetup{inst: env.Instance(w.instance)}
+	if sc.inst == nil {
+		return nil, fmt.Errorf("no instance %q", w.instance)
+	}
+	if err := coldPossible(sc.inst); err != nil {
+		return nil, err
 	}
 	ep, err := env.Conn(env.ClientSite, w.instance, env.Database)
 	if err != nil {
-		return m, err
+		return nil, err
 	}
-	where, err := readMarker(ctx, env, ep.Conn)
-	if err != nil {
-		return m, err
+	sc.login = ep.Conn
+	if sc.where, err = readMarker(ctx, env, ep.Conn); err != nil {
+		return nil, err
 	}
-	dev, err := blockdev.DeviceOf(where.dir)
-	if err != nil {
-		return m, err
+	if sc.dev, err = blockdev.DeviceOf(sc.where.dir); err != nil {
+		return nil, err
 	}
-	if !blockdev.MadeByThisProcess(dev) {
-		return m, fmt.Errorf("the table's directory %s is on %s, which this dbrig did not make: it changes no device's read-ahead but its own", where.dir, dev.Path())
+	if !blockdev.MadeByThisProcess(sc.dev) {
+		return nil, fmt.Errorf("the table's directory %s is on %s, which this dbrig did not make: it changes no device's read-ahead but its own", sc.where.dir, sc.dev.Path())
 	}
-	files, err := blockdev.FilesUnder(where.dir)
-	if err != nil {
-		return m, err
+	if sc.files, err = blockdev.FilesUnder(sc.where.dir); err != nil {
+		return nil, err
 	}
-	tableFile := largest(files)
-	kb, engineOff, err := resolve(w.readAhead, where.defaultKB)
-	if err != nil {
-		return m, err
+	sc.tableFile = largest(sc.files)
+	if sc.kb, sc.engineOff, err = resolve(w.readAhead, sc.where.defaultKB); err != nil {
+		return nil, err
 	}
-	if err := dev.SetReadAheadKB(kb); err != nil {
-		return m, err
-	}
+	return sc, nil
+}
 
-	// Cold: the server's cache by a restart, the OS's by evicting the
-	// table's files (and the device's own buffers), checked page by page.
-	if err := inst.(engine.Restarter).Restart(ctx); err != nil {
-		return m, err
+// makeCold empties the server's cache by a restart and the OS's by
+// evicting the table's files (and the device's own buffers), checked page
+// by page; it returns what the point's notes should say and the pages
+// still resident.
+func (sc *scanSetup) makeCold(ctx context.Context) (notes []string, resident int64, err error) {
+	if err := sc.inst.(engine.Restarter).Restart(ctx); err != nil {
+		return nil, 0, err
 	}
-	resident, err := evict(dev, files)
-	if err != nil {
-		return m, err
+	if resident, err = evict(sc.dev, sc.files); err != nil || resident == 0 {
+		return nil, resident, err
 	}
-	if resident > 0 {
-		if err := blockdev.DropCaches(); err != nil {
-			m.Notes = append(m.Notes, fmt.Sprintf("%d pages of the table's files stayed in the OS cache after they were evicted, and dropping every cache was not permitted (%v): the scan was not wholly cold", resident, err))
-		} else if resident, err = evict(dev, files); err != nil {
-			return m, err
-		} else {
-			m.Notes = append(m.Notes, "the table's files were evicted, and the OS's caches dropped when pages stayed")
-		}
+	if err := blockdev.DropCaches(); err != nil {
+		return []string{fmt.Sprintf("%d pages of the table's files stayed in the OS cache after they were evicted, and dropping every cache was not permitted (%v): the scan was not wholly cold", resident, err)}, resident, nil
 	}
-	m.Metrics["resident_before"] = float64(resident)
+	if resident, err = evict(sc.dev, sc.files); err != nil {
+		return nil, resident, err
+	}
+	return []string{"the table's files were evicted, and the OS's caches dropped when pages stayed"}, resident, nil
+}
 
-	c, err := dbconn.Open(ctx, env.Engines, ep.Conn)
+// measureScan runs the cold scan and records what it read from the device
+// in m; it returns whether the scan's reads bypassed the OS cache, as the
+// device's own measurement must then.
+func (sc *scanSetup) measureScan(ctx context.Context, env *workload.Env, m *workload.Measurement) (direct bool, err error) {
+	c, err := dbconn.Open(ctx, env.Engines, sc.login)
 	if err != nil {
-		return m, err
+		return false, err
 	}
 	defer c.Close(ctx)
-	s, err := newScanner(ctx, c, engineOff)
+	s, err := newScanner(ctx, c, sc.engineOff)
 	if err != nil {
-		return m, err
+		return false, err
 	}
-	before, err := dev.Stats()
+	before, err := sc.dev.Stats()
 	if err != nil {
-		return m, err
+		return false, err
 	}
 	elapsed, pages, err := s.scan(ctx)
 	if err != nil {
-		return m, err
+		return false, err
 	}
-	after, err := dev.Stats()
+	after, err := sc.dev.Stats()
 	if err != nil {
-		return m, err
+		return false, err
 	}
 	d := after.Sub(before)
 	m.Metrics["seconds"] = elapsed.Seconds()
@@ -354,29 +402,16 @@ func (w *readahead) Run(ctx context.Context, env *workload.Env) (workload.Measur
 	m.Metrics["bytes_per_read"] = d.BytesPerRead()
 	m.Metrics["mb_per_s"] = float64(d.BytesRead()) / 1e6 / elapsed.Seconds()
 	m.Metrics["queue_depth"] = d.QueueDepth(elapsed.Seconds())
-	m.Metrics["read_ahead_kb"] = float64(kb)
+	m.Metrics["read_ahead_kb"] = float64(sc.kb)
 	m.Metrics["pages_read"] = float64(pages)
-	m.Metrics["table_bytes"] = float64(where.tableBytes)
+	m.Metrics["table_bytes"] = float64(sc.where.tableBytes)
 	for k, v := range s.engineMetrics {
 		m.Metrics[k] = v
 	}
-	if pages*where.pageBytes < where.tableBytes*9/10 {
-		m.Notes = append(m.Notes, fmt.Sprintf("the server read only %d of the table's %d pages from outside its cache: the scan was not cold", pages, where.tableBytes/where.pageBytes))
+	if pages*sc.where.pageBytes < sc.where.tableBytes*9/10 {
+		m.Notes = append(m.Notes, fmt.Sprintf("the server read only %d of the table's %d pages from outside its cache: the scan was not cold", pages, sc.where.tableBytes/sc.where.pageBytes))
 	}
-
-	// The device at the scan's read size, with no database in the way.
-	if _, err := evict(dev, []string{tableFile}); err != nil {
-		return m, err
-	}
-	before, _ = dev.Stats()
-	rate, err := blockdev.ReadRate(ctx, tableFile, int(where.pageBytes), s.direct, w.calibration, 5*time.Second)
-	if err != nil {
-		return m, fmt.Errorf("measure the device: %w", err)
-	}
-	after, _ = dev.Stats()
-	m.Metrics["device_mb_per_s"] = rate.BytesPerSecond() / 1e6
-	m.Metrics["device_bytes_per_read"] = after.Sub(before).BytesPerRead()
-	return m, nil
+	return s.direct, nil
 }
 
 // evict empties the OS's cache of the files and the device's buffers, and
