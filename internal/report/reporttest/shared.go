@@ -57,14 +57,20 @@ func newPage(ctx context.Context, bin string) (*browser, error) {
 	return openTab(ctx, proc)
 }
 
-// sharedProcess returns the shared Chromium, starting it when none runs,
-// or nil when checks do not share one. It outlives the check that starts
+// sharedProcess returns the shared Chromium, starting it when none runs
+// (or the last died), or nil when checks do not share one. It outlives the check that starts
 // it, so no check's context bounds it: ShareBrowser's stop ends it.
 func sharedProcess(bin string) (*browser, error) {
 	sharedChromium.mu.Lock()
 	defer sharedChromium.mu.Unlock()
 	if !sharedChromium.on {
 		return nil, nil
+	}
+	// chromedp ends the context of a Chromium that died (a crash, the OOM
+	// killer): one dead Chromium must not fail every later check.
+	if proc := sharedChromium.proc; proc != nil && proc.tab.Err() != nil {
+		proc.stop()
+		sharedChromium.proc = nil
 	}
 	if sharedChromium.proc == nil {
 		proc, err := startChromium(context.Background(), bin)

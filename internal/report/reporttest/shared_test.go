@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -89,5 +90,50 @@ func TestTabsShareAChromium(t *testing.T) {
 	}
 	if _, err := os.Stat(proc.profile); !os.IsNotExist(err) {
 		t.Errorf("profile %s still there after stop (%v)", proc.profile, err)
+	}
+}
+
+// TestSharedChromiumRestartsAfterItDies: a shared Chromium that died (a
+// crash, the OOM killer) must not fail every later check of the package:
+// the next check starts another. Not parallel: it kills the package's
+// shared Chromium, which no other test uses while it runs.
+func TestSharedChromiumRestartsAfterItDies(t *testing.T) {
+	needChromium(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	bin, _ := FindChromium()
+	first, err := newPage(ctx, bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first.stop()
+	sharedChromium.mu.Lock()
+	dead := sharedChromium.proc
+	sharedChromium.mu.Unlock()
+	if dead == nil {
+		t.Fatal("no shared Chromium: TestMain did not share one, so this test proves nothing")
+	}
+	if err := syscall.Kill(-dead.pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-dead.tab.Done():
+	case <-ctx.Done():
+		t.Fatal("chromedp did not notice its Chromium died")
+	}
+
+	page := filepath.Join(t.TempDir(), "page.html")
+	if err := os.WriteFile(page, []byte(`<!DOCTYPE html><html><head><title>p</title></head><body>p</body></html>`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res, err := CheckInBrowser(ctx, page, filepath.Join(filepath.Dir(page), "page.png"))
+	if err != nil {
+		t.Fatalf("the check after the shared Chromium died: %v", err)
+	}
+	if p := res.Problems(); len(p) > 0 {
+		t.Errorf("problems: %q", p)
+	}
+	if _, err := os.Stat(dead.profile); !os.IsNotExist(err) {
+		t.Errorf("the dead Chromium's profile %s is still there (%v)", dead.profile, err)
 	}
 }
