@@ -78,19 +78,7 @@ func TestTabsShareAChromium(t *testing.T) {
 		t.Error("closing the tabs stopped the Chromium they shared")
 	}
 	proc.stop()
-	var live []string
-	for range 50 {
-		if live = liveProcesses(t, proc.pid, proc.profile); len(live) == 0 {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	if len(live) > 0 {
-		t.Errorf("still alive after stop: %q", live)
-	}
-	if _, err := os.Stat(proc.profile); !os.IsNotExist(err) {
-		t.Errorf("profile %s still there after stop (%v)", proc.profile, err)
-	}
+	assertStopped(t, proc.pid, proc.profile)
 }
 
 // TestSharedChromiumRestartsAfterItDies: a shared Chromium that died (a
