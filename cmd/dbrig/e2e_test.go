@@ -16,6 +16,7 @@ import (
 
 	"github.com/dbrig/dbrig/internal/engine/postgres/pgtest"
 	"github.com/dbrig/dbrig/internal/report"
+	"github.com/dbrig/dbrig/internal/report/reporttest"
 	"github.com/dbrig/dbrig/internal/study"
 )
 
@@ -26,10 +27,12 @@ var (
 )
 
 // TestMain removes the dbrig binary the tests built (23 MB) and stops the
-// replicate tests' shared subscriber once they are done: no test owns
-// either, so no t.Cleanup can.
+// replicate tests' shared subscriber and the browser checks' shared
+// Chromium once they are done: no test owns any, so no t.Cleanup can.
 func TestMain(m *testing.M) {
+	stopBrowser := reporttest.ShareBrowser()
 	code := m.Run()
+	stopBrowser()
 	replSubscribers.Stop()
 	if builtBin != "" {
 		os.RemoveAll(filepath.Dir(builtBin))

@@ -71,6 +71,7 @@ func TestLoadTPCH(t *testing.T) {
 	tpchtest.Generator(t)
 
 	t.Run("own server", func(t *testing.T) {
+		t.Parallel()
 		base := pgtest.BaseDir(t)
 		dir := filepath.Join(t.TempDir(), "load")
 		code, stdout, stderr := runDbrig(t, base, nil, "load", "tpch", "--scale", "0.01", "--degree", "0,1", "--runs", "2", "--json", "--out", dir)
@@ -98,6 +99,7 @@ func TestLoadTPCH(t *testing.T) {
 	})
 
 	t.Run("target", func(t *testing.T) {
+		t.Parallel()
 		server := pgtest.Start(t, "users-tpch", nil)
 		base := pgtest.BaseDir(t)
 		dir := filepath.Join(t.TempDir(), "load")

@@ -53,6 +53,7 @@ func TestLoadExpectUsage(t *testing.T) {
 // the "expectations" field, and the exit 1 when one fails, 0 when every
 // one holds at every point of a sweep.
 func TestLoadExpect(t *testing.T) {
+	t.Parallel()
 	pgtest.Binaries(t)
 	base := pgtest.BaseDir(t)
 	load := []string{"load", "oltp", "--mix", "point-select", "--duration", "2s", "--warm-up", "1s", "--scale", "0.01"}

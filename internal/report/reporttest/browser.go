@@ -189,11 +189,13 @@ type pageLayout struct {
 }
 
 // CheckInBrowser opens the HTML report at htmlPath in headless Chromium
-// with a new profile, waits for its charts to draw, and saves a full-page
-// screenshot to pngPath. It returns what the browser saw; an error means
-// the check itself could not run (no Chromium: [ErrNoChromium]). Chromium
-// and everything it started are killed before it returns, also when ctx
-// is cancelled.
+// with a new profile (or, after [ShareBrowser], in a new tab and browser
+// context of the shared Chromium), waits for its charts to draw, and saves
+// a full-page screenshot to pngPath. It returns what the browser saw; an
+// error means the check itself could not run (no Chromium:
+// [ErrNoChromium]). Chromium and everything it started (or the shared
+// Chromium's tab) are killed before it returns, also when ctx is
+// cancelled.
 func CheckInBrowser(ctx context.Context, htmlPath, pngPath string) (BrowserCheck, error) {
 	var res BrowserCheck
 	abs, err := filepath.Abs(htmlPath)
@@ -207,7 +209,7 @@ func CheckInBrowser(ctx context.Context, htmlPath, pngPath string) (BrowserCheck
 	if err != nil {
 		return res, err
 	}
-	b, err := startChromium(ctx, bin)
+	b, err := newPage(ctx, bin)
 	if err != nil {
 		return res, fmt.Errorf("check %s in a browser: %w", htmlPath, err)
 	}
@@ -219,7 +221,8 @@ func CheckInBrowser(ctx context.Context, htmlPath, pngPath string) (BrowserCheck
 	return res, nil
 }
 
-// browser is one headless Chromium that chromedp runs, with one tab.
+// browser is one headless Chromium that chromedp runs, with one tab; or,
+// from openTab, one tab of another's Chromium (pid 0, no profile).
 type browser struct {
 	tab     context.Context // chromedp's context of the tab
 	cancel  func()          // closes the tab, kills Chromium and waits for it
@@ -291,7 +294,9 @@ func (b *browser) stop() {
 			_ = syscall.Kill(-b.pid, syscall.SIGKILL)
 		}
 		b.cancel()
-		_ = os.RemoveAll(b.profile)
+		if b.profile != "" {
+			_ = os.RemoveAll(b.profile)
+		}
 	})
 }
 
@@ -516,7 +521,7 @@ func Screenshot(ctx context.Context, htmlPath, from, pngPath string, height int)
 	if err != nil {
 		return err
 	}
-	b, err := startChromium(ctx, bin)
+	b, err := newPage(ctx, bin)
 	if err != nil {
 		return fmt.Errorf("screenshot %s: %w", htmlPath, err)
 	}

@@ -184,11 +184,18 @@ func TestBrowserStopKillsAll(t *testing.T) {
 	}
 	b.stop()
 	b.stop() // a second stop is harmless
-	// Killed processes may linger a moment as zombies until reaped; they
-	// must not stay alive.
+	assertStopped(t, pgid, b.profile)
+}
+
+// assertStopped fails the test when a process of the stopped Chromium
+// (process group pgid, or naming its profile) lives on, or its profile
+// is left. Killed processes may linger a moment as zombies until reaped;
+// they must not stay alive.
+func assertStopped(t *testing.T, pgid int, profile string) {
+	t.Helper()
 	var live []string
 	for range 50 {
-		if live = liveProcesses(t, pgid, b.profile); len(live) == 0 {
+		if live = liveProcesses(t, pgid, profile); len(live) == 0 {
 			break
 		}
 		time.Sleep(100 * time.Millisecond)
@@ -196,8 +203,8 @@ func TestBrowserStopKillsAll(t *testing.T) {
 	if len(live) > 0 {
 		t.Errorf("still alive after stop: %q", live)
 	}
-	if _, err := os.Stat(b.profile); !os.IsNotExist(err) {
-		t.Errorf("profile %s still there after stop (%v)", b.profile, err)
+	if _, err := os.Stat(profile); !os.IsNotExist(err) {
+		t.Errorf("profile %s still there after stop (%v)", profile, err)
 	}
 }
 

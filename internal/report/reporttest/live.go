@@ -25,7 +25,7 @@ func CheckPageInBrowser(ctx context.Context, pageURL, ready string, timeout time
 	if err != nil {
 		return res, err
 	}
-	b, err := startChromium(ctx, bin)
+	b, err := newPage(ctx, bin)
 	if err != nil {
 		return res, fmt.Errorf("check %s in a browser: %w", pageURL, err)
 	}
