@@ -1,0 +1,69 @@
+package link
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// linkApartEnv names the upstream of a link that this test binary, started
+// again by startLinkApart, runs in a process of its own.
+const linkApartEnv = "DBRIG_LINK_APART_UPSTREAM"
+
+// TestLinkApartProcess is the body of that process, not a test: it runs an
+// unimpaired link to the upstream, prints its address and serves until its
+// standard input closes (its parent ended or stopped it).
+func TestLinkApartProcess(t *testing.T) {
+	upstream := os.Getenv(linkApartEnv)
+	if upstream == "" {
+		t.Skip("the body of the link's own process in BenchmarkProxyVsDirect")
+	}
+	p, err := Listen(context.Background(), "127.0.0.1:0", upstream, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	fmt.Println("link", p.Addr())
+	io.Copy(io.Discard, os.Stdin)
+}
+
+// startLinkApart runs an unimpaired link to upstream in a process of its
+// own, as a study runs the link in dbrig's process and the client and the
+// server in theirs: a message then wakes a process that was waiting, which
+// a link inside the benchmark's own busy process never does. The process
+// ends with the benchmark.
+func startLinkApart(b *testing.B, upstream string) string {
+	b.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run", "^TestLinkApartProcess$", "-test.count", "1")
+	cmd.Env = append(os.Environ(), linkApartEnv+"="+upstream)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		stdin.Close()
+		if err := cmd.Wait(); err != nil {
+			b.Errorf("the link's own process: %v", err)
+		}
+	})
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	addr, ok := strings.CutPrefix(strings.TrimSpace(line), "link ")
+	if err != nil || !ok {
+		b.Fatalf("the link's own process said %q (%v)", line, err)
+	}
+	go io.Copy(io.Discard, stdout) // what go test prints as the process ends
+	return addr
+}
