@@ -204,18 +204,6 @@ func (t seedTable) fit(q int) (float64, bool) {
 	return tpch.FitAmdahl(ns, ts, t1)
 }
 
-func median(vs []float64) float64 {
-	if len(vs) == 0 {
-		return math.NaN()
-	}
-	s := slices.Clone(vs)
-	slices.Sort(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
-}
-
 func pct(v float64) string {
 	if math.IsNaN(v) {
 		return "-"

@@ -8,6 +8,7 @@ import (
 
 	"gonum.org/v1/gonum/stat"
 
+	"github.com/dbrig/dbrig/internal/measure"
 	"github.com/dbrig/dbrig/internal/report"
 	"github.com/dbrig/dbrig/internal/study"
 	"github.com/dbrig/dbrig/internal/workload/tpch"
@@ -260,7 +261,7 @@ func judgeAmdahlFraction(rd *study.RunData, p study.Published) report.Finding {
 	if len(qs) == 0 {
 		return study.NotMeasured(p, "No query has both a fitted serial fraction here and the seed's times by MAXDOP.")
 	}
-	mo, ms := median(ours), median(seeds)
+	mo, ms := measure.Median(ours), measure.Median(seeds)
 	f := report.Finding{
 		Published: p.Finding,
 		Measured:  fmt.Sprintf("median serial fraction of %d queries: %s (from %s to %s); total: %s", len(qs), pct(mo), pct(slices.Min(ours)), pct(slices.Max(ours)), pct(sw.fraction("total_s"))),

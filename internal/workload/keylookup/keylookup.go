@@ -5,11 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/dbrig/dbrig/internal/measure"
 	"github.com/dbrig/dbrig/internal/workload"
 	"github.com/dbrig/dbrig/internal/workload/dbconn"
 	"github.com/dbrig/dbrig/internal/workload/widetable"
@@ -213,7 +213,7 @@ func (w *keylookup) Run(ctx context.Context, env *workload.Env) (workload.Measur
 			env.Progress(int64(n+1), int64(w.executions))
 		}
 	}
-	m.Metrics["time_ms"] = median(times)
+	m.Metrics["time_ms"] = measure.Median(times)
 	m.Series["time_ms"] = times
 	m.Metrics["pages"] = float64(counted.pages)
 	m.Metrics["physical_reads"] = float64(counted.physical)
@@ -231,15 +231,6 @@ func (w *keylookup) Run(ctx context.Context, env *workload.Env) (workload.Measur
 			counted.physical, counted.pages, layout.TablePages, layout.PageBytes))
 	}
 	return m, nil
-}
-
-func median(xs []float64) float64 {
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
 // checkPlan makes sure the engine runs the path asked for: a plan that

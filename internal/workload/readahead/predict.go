@@ -2,9 +2,9 @@ package readahead
 
 import (
 	"fmt"
-	"slices"
 
 	"github.com/dbrig/dbrig/internal/blockdev"
+	"github.com/dbrig/dbrig/internal/measure"
 	"github.com/dbrig/dbrig/internal/workload"
 )
 
@@ -50,7 +50,7 @@ func Predict(r workload.Result, before []workload.Result) workload.Prediction {
 		prof.Name, sc.bytes/1e6, float64(prof.ReadBPS)/1e6, sc.reads, prof.ReadIOPS, bind, sc.from)
 	reason := "the setting's first scan: the emulated disk's bound alone, before any scan measured the engine's time a page beyond it"
 	if len(extras) > 0 {
-		extra = median(extras)
+		extra = measure.Median(extras)
 		secs = bound + extra*sc.pages
 		formula += fmt.Sprintf(" + %.0f pages × %+.3g µs a page beyond the bound (the median of %d earlier scan(s) at this setting)",
 			sc.pages, 1e6*extra, len(extras))
@@ -166,13 +166,4 @@ func firstReadSize(eng, setting string, page float64) float64 {
 		return 4096
 	}
 	return max(page, float64(kb)*1024)
-}
-
-func median(xs []float64) float64 {
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
