@@ -417,7 +417,7 @@ func (c *conn) copyDirect(d direction, src, dst net.Conn) {
 				c.fail("write", d, werr)
 				return
 			}
-			c.p.rec.delivered(d, n, (n+mss-1)/mss, c.p.clock.Now(), 0)
+			c.p.rec.delivered(d, n, (n+mss-1)/mss, c.p.clock.Now(), 0, false)
 		}
 		switch {
 		case n == len(buf) && big == nil:
@@ -499,6 +499,9 @@ type scheduler struct {
 	// The arrival times of the last two reads: a read that came less
 	// than one one-way delay after the one before is part of a stream.
 	prevAt, lastAt time.Time
+	// spun is set when the last sleep was precise and reached its deadline:
+	// the next write is on the precise path.
+	spun bool
 }
 
 // batch is the run of due items one write delivers: out[head:end].
@@ -600,8 +603,9 @@ func (s *scheduler) deliverDue(now time.Time) (fin, ok bool) {
 			return false, false
 		}
 		at := s.clk.Now()
-		s.c.p.rec.delivered(s.f.dir, b.bytes, b.segs, at, at.Sub(s.out[s.head].deliver))
+		s.c.p.rec.delivered(s.f.dir, b.bytes, b.segs, at, at.Sub(s.out[s.head].deliver), s.spun)
 	}
+	s.spun = false
 	s.retire(b.end)
 	return b.fin, true
 }
@@ -668,7 +672,7 @@ func (s *scheduler) wait(creditAt time.Time) bool {
 	if len(s.pending) > 0 && creditAt.IsZero() {
 		return true // more to admit: a batch was cut short
 	}
-	s.clk.SleepUntil(next, precise, s.in.notify)
+	s.spun = s.clk.SleepUntil(next, precise, s.in.notify) && precise
 	return true
 }
 

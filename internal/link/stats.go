@@ -40,6 +40,13 @@ type DirStats struct {
 	// the emulation's own timing error. Zero on a link with no impairment.
 	MeanLateness time.Duration `json:"mean_lateness_ns"`
 	MaxLateness  time.Duration `json:"max_lateness_ns"`
+	// Spun and Unspun split those writes by the scheduler's path to them:
+	// a spun write ended a precise sleep (the end of a message, whose
+	// deadline the scheduler woke early for and spun to); an unspun one an
+	// imprecise sleep or none (a stream paced by its deadlines, data
+	// already due when it was read, a wake-up cut short by new data).
+	Spun   Lateness `json:"spun"`
+	Unspun Lateness `json:"unspun"`
 	// FirstDelivery and LastDelivery bound the time bytes were delivered.
 	FirstDelivery time.Time `json:"first_delivery"`
 	LastDelivery  time.Time `json:"last_delivery"`
@@ -49,6 +56,13 @@ type DirStats struct {
 	// grow the series without bound.
 	Series         []int64       `json:"series"`
 	SeriesInterval time.Duration `json:"series_interval_ns"`
+}
+
+// Lateness is the timing error of a set of the scheduler's writes.
+type Lateness struct {
+	Writes int64         `json:"writes"`
+	Mean   time.Duration `json:"mean_ns"`
+	Max    time.Duration `json:"max_ns"`
 }
 
 // Throughput is the payload rate between the first and the last delivery.
@@ -74,6 +88,7 @@ type recorder struct {
 	dirs                [2]DirStats
 	late                [2]time.Duration // sum of lateness, for the mean
 	writes              [2]int64
+	pathLate            [2][2]time.Duration // sum of lateness by direction and spun (1) or not (0)
 	connections, active int64
 }
 
@@ -86,28 +101,36 @@ func newRecorder(started time.Time, interval time.Duration) *recorder {
 }
 
 // delivered books n bytes in segs segments written to the receiver at at,
-// late after the model's time for the earliest of them.
-func (r *recorder) delivered(d direction, n, segs int, at time.Time, late time.Duration) {
+// late after the model's time for the earliest of them, spun when the
+// scheduler spun for the write.
+func (r *recorder) delivered(d direction, n, segs int, at time.Time, late time.Duration, spun bool) {
 	r.mu.Lock()
 	s := &r.dirs[d]
 	r.late[d] += late
 	r.writes[d]++
 	s.MaxLateness = max(s.MaxLateness, late)
+	path, i := &s.Unspun, 0
+	if spun {
+		path, i = &s.Spun, 1
+	}
+	path.Writes++
+	path.Max = max(path.Max, late)
+	r.pathLate[d][i] += late
 	s.Bytes += int64(n)
 	s.Segments += int64(segs)
 	if s.FirstDelivery.IsZero() {
 		s.FirstDelivery = at
 	}
 	s.LastDelivery = at
-	i := int(max(at.Sub(r.started), 0) / s.SeriesInterval)
-	for i >= maxSeries {
+	b := int(max(at.Sub(r.started), 0) / s.SeriesInterval)
+	for b >= maxSeries {
 		s.coarsen()
-		i /= 2
+		b /= 2
 	}
-	if i >= len(s.Series) {
-		s.Series = append(s.Series, make([]int64, i+1-len(s.Series))...)
+	if b >= len(s.Series) {
+		s.Series = append(s.Series, make([]int64, b+1-len(s.Series))...)
 	}
-	s.Series[i] += int64(n)
+	s.Series[b] += int64(n)
 	r.mu.Unlock()
 }
 
@@ -166,6 +189,11 @@ func (r *recorder) snapshot() Stats {
 	for d, ds := range []*DirStats{&s.Forward, &s.Reverse} {
 		if r.writes[d] > 0 {
 			ds.MeanLateness = r.late[d] / time.Duration(r.writes[d])
+		}
+		for i, path := range []*Lateness{&ds.Unspun, &ds.Spun} {
+			if path.Writes > 0 {
+				path.Mean = r.pathLate[d][i] / time.Duration(path.Writes)
+			}
 		}
 	}
 	return s

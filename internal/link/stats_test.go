@@ -9,12 +9,12 @@ import (
 
 func TestRecorderSeriesAndThroughput(t *testing.T) {
 	r := newRecorder(t0, 10*time.Millisecond)
-	r.delivered(forward, 1000, 1, t0.Add(5*time.Millisecond), 0)
-	r.delivered(forward, 3000, 3, t0.Add(15*time.Millisecond), 0)
-	r.delivered(forward, 500, 1, t0.Add(19*time.Millisecond), 0)
-	r.delivered(forward, 4000, 3, t0.Add(1005*time.Millisecond), 0)
-	r.delivered(reverse, 7, 1, t0.Add(42*time.Millisecond), 2*time.Millisecond)
-	r.delivered(reverse, 7, 1, t0.Add(43*time.Millisecond), 4*time.Millisecond)
+	r.delivered(forward, 1000, 1, t0.Add(5*time.Millisecond), 0, false)
+	r.delivered(forward, 3000, 3, t0.Add(15*time.Millisecond), 0, false)
+	r.delivered(forward, 500, 1, t0.Add(19*time.Millisecond), 0, false)
+	r.delivered(forward, 4000, 3, t0.Add(1005*time.Millisecond), 0, false)
+	r.delivered(reverse, 7, 1, t0.Add(42*time.Millisecond), 2*time.Millisecond, false)
+	r.delivered(reverse, 7, 1, t0.Add(43*time.Millisecond), 4*time.Millisecond, true)
 	st := r.snapshot()
 	f := st.Forward
 	if f.Bytes != 8500 || f.Segments != 8 || len(f.Series) != 101 || f.Series[0] != 1000 || f.Series[1] != 3500 || f.Series[100] != 4000 {
@@ -26,6 +26,10 @@ func TestRecorderSeriesAndThroughput(t *testing.T) {
 	}
 	if rv := st.Reverse; rv.MeanLateness != 3*time.Millisecond || rv.MaxLateness != 4*time.Millisecond {
 		t.Errorf("reverse lateness mean %v max %v, want 3ms and 4ms", rv.MeanLateness, rv.MaxLateness)
+	}
+	// The spun write and the other are split apart.
+	if rv := st.Reverse; rv.Spun != (Lateness{1, 4 * time.Millisecond, 4 * time.Millisecond}) || rv.Unspun != (Lateness{1, 2 * time.Millisecond, 2 * time.Millisecond}) {
+		t.Errorf("reverse lateness spun %+v, unspun %+v; want one write each, 4ms and 2ms", rv.Spun, rv.Unspun)
 	}
 	// A snapshot is a copy.
 	st.Forward.Series[0] = -1
@@ -40,11 +44,11 @@ func TestRecorderSeriesAndThroughput(t *testing.T) {
 func TestRecorderSeriesCoarsens(t *testing.T) {
 	const interval = time.Microsecond
 	r := newRecorder(t0, interval)
-	r.delivered(forward, 1, 1, t0, 0)
-	r.delivered(forward, 2, 1, t0.Add(interval), 0)
-	r.delivered(forward, 4, 1, t0.Add(3*interval), 0)
+	r.delivered(forward, 1, 1, t0, 0, false)
+	r.delivered(forward, 2, 1, t0.Add(interval), 0, false)
+	r.delivered(forward, 4, 1, t0.Add(3*interval), 0, false)
 	// Past maxSeries buckets the interval doubles until the series fits.
-	r.delivered(forward, 8, 1, t0.Add(3*maxSeries*interval), 0)
+	r.delivered(forward, 8, 1, t0.Add(3*maxSeries*interval), 0, false)
 	f := r.snapshot().Forward
 	if f.SeriesInterval != 4*interval {
 		t.Fatalf("interval %v after a delivery at 3×maxSeries buckets, want %v", f.SeriesInterval, 4*interval)
