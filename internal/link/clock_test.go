@@ -113,3 +113,60 @@ func TestTimerClockCancelsAndPassesPastDeadlines(t *testing.T) {
 		t.Error("SleepUntil of a past deadline returned false")
 	}
 }
+
+// TestWallClockSpinsOnceForDeadlinesThatFallTogether: precise sleeps whose
+// deadlines fall within one another's spin (several connections' replies
+// due together) are spun for by one goroutine, each released at its own
+// deadline. A spin per sleeper kept every P of a 2-core machine busy, and
+// the runtime polls the network only from an idle P: replies through the
+// link waited for the spins to end, more so the more users. A busy machine
+// can keep the dispatcher from waking in time, when a sleeper spins for
+// itself, so of five attempts three must spin once.
+func TestWallClockSpinsOnceForDeadlinesThatFallTogether(t *testing.T) {
+	t.Parallel()
+	const sleepers, attempts = 4, 5
+	var most []int
+	for range attempts {
+		most = append(most, mostSpinningAtOnce(t, sleepers))
+	}
+	t.Logf("%d precise sleepers with deadlines 10 µs apart, five times: at most %v goroutines spinning at once", sleepers, most)
+	several := 0
+	for _, n := range most {
+		if n > 1 {
+			several++
+		}
+	}
+	if several > 2 {
+		t.Errorf("more than one goroutine spun at once in %d of %d attempts (%v), want at most 2", several, attempts, most)
+	}
+}
+
+// mostSpinningAtOnce sleeps sleepers goroutines precisely until deadlines
+// 10 µs apart on a clock of their own and returns how many spun at once.
+func mostSpinningAtOnce(t *testing.T, sleepers int) int {
+	c, err := newWallClock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.close()
+	deadline := time.Now().Add(5 * time.Millisecond)
+	var wg sync.WaitGroup
+	early := make(chan time.Duration, sleepers)
+	for i := range sleepers {
+		at := deadline.Add(time.Duration(i) * 10 * time.Microsecond)
+		wg.Go(func() {
+			c.SleepUntil(at, true, nil)
+			if late := time.Since(at); late < 0 {
+				early <- -late
+			}
+		})
+	}
+	wg.Wait()
+	close(early)
+	for d := range early {
+		t.Fatalf("a precise sleep ended %v before its deadline", d)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.maxSpins
+}
