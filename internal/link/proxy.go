@@ -597,12 +597,16 @@ func (s *scheduler) admitPart(a *arrival, t time.Time, credit int64) {
 func (s *scheduler) deliverDue(now time.Time) (fin, ok bool) {
 	b := s.collectDue(now)
 	if b.bytes > 0 {
+		// The bytes reach the receiver's socket as the write begins; the
+		// kernel then wakes the receiver, often on this CPU and before the
+		// write returns (a sync wake-up), so the return would count the
+		// receiver's own run as the link's lateness.
+		at := s.clk.Now()
 		wb := s.bufs // WriteTo consumes its receiver
 		if _, err := wb.WriteTo(s.dst); err != nil {
 			s.c.fail("write", s.f.dir, err)
 			return false, false
 		}
-		at := s.clk.Now()
 		s.c.p.rec.delivered(s.f.dir, b.bytes, b.segs, at, at.Sub(s.out[s.head].deliver), s.spun)
 	}
 	s.spun = false

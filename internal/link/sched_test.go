@@ -169,3 +169,32 @@ func TestLinkSharedMedium(t *testing.T) {
 		}
 	})
 }
+
+// TestLinkLatenessLeavesOutTheReceiversTime: the link's lateness is when
+// its write began against the model's time. A receiver that takes its
+// bytes late (here a full pipe read after a second; on a socket, a
+// receiver the kernel wakes on the link's CPU and runs before the write
+// returns) does not make the link late: the bytes were there on time.
+func TestLinkLatenessLeavesOutTheReceiversTime(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p, err := newProxy(Config{RTT: 20 * time.Millisecond}, withClock(timerClock{}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		client, pc := memPipe(64 << 10)
+		ps, server := memPipe(1000) // the write of 10,000 bytes fills it
+		p.wg.Go(func() { p.handle(pc, ps) })
+		defer p.Close()
+		defer client.Close()
+		time.Sleep(time.Second) // past the handshake
+		client.Write(make([]byte, 10000))
+		time.Sleep(time.Second)
+		if _, err := io.ReadFull(server, make([]byte, 10000)); err != nil {
+			t.Fatal(err)
+		}
+		server.Close()
+		if late := p.Stats().Forward.MaxLateness; late != 0 {
+			t.Errorf("the link was %v late delivering to a receiver that read a second later, want 0", late)
+		}
+	})
+}
