@@ -219,24 +219,25 @@ func (s *Shipper) open(ctx context.Context, req ShipRequest) (*shipStream, error
 
 // shipStream is the archive a ship sends, as the subscriber's site reads it.
 type shipStream struct {
-	s          *Shipper
-	cmd        *exec.Cmd
-	stdin      io.WriteCloser
-	out        *os.File
-	compressed *countingReader
-	carried    io.ReadCloser
-	dec        *zstd.Decoder
-	raw        atomic.Int64
-	tail       *tailBuffer
-	start      time.Time
-	ran        time.Duration
-	halting    atomic.Bool
-	failed     error
-	stop       func() bool
-	exited     chan struct{}
-	waitErr    error
-	progress   chan struct{}
-	closeOnce  sync.Once
+	s            *Shipper
+	cmd          *exec.Cmd
+	stdin        io.WriteCloser
+	out          *os.File
+	compressed   *countingReader
+	carried      io.ReadCloser
+	dec          *zstd.Decoder
+	raw          atomic.Int64
+	tail         *tailBuffer
+	start        time.Time
+	ran          time.Duration
+	halting      atomic.Bool
+	failed       error
+	stop         func() bool
+	exited       chan struct{}
+	waitErr      error
+	progress     chan struct{}
+	progressDone chan struct{}
+	closeOnce    sync.Once
 }
 
 func (st *shipStream) Read(p []byte) (int, error) {
@@ -331,6 +332,7 @@ func (st *shipStream) Close() error {
 		<-st.exited
 		if st.progress != nil {
 			close(st.progress)
+			<-st.progressDone
 		}
 		if p := st.s.Progress; p != nil {
 			p(st.sofar(true))
@@ -351,16 +353,23 @@ func (st *shipStream) watchProgress() {
 	if st.s.Progress == nil || st.s.ProgressEvery <= 0 {
 		return
 	}
-	st.progress = make(chan struct{})
-	go func() { // ends when Close closes st.progress
+	st.progress, st.progressDone = make(chan struct{}), make(chan struct{})
+	go func() { // Close ends it and waits for it
+		defer close(st.progressDone)
 		t := time.NewTicker(st.s.ProgressEvery)
 		defer t.Stop()
+		var told int64
 		for {
 			select {
 			case <-st.progress:
 				return
 			case <-t.C:
-				st.s.Progress(st.sofar(false))
+				// Said again only when more arrived: the restore may
+				// take long after the archive's end.
+				if p := st.sofar(false); p.Raw > told {
+					told = p.Raw
+					st.s.Progress(p)
+				}
 			}
 		}
 	}()
