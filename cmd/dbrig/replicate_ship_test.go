@@ -1,9 +1,14 @@
 package main
 
 import (
+	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/dbrig/dbrig/internal/replication"
 )
@@ -89,4 +94,58 @@ func TestReplicateShipOverSSHCommand(t *testing.T) {
 	if !slices.Equal(args, want) || !s.SSH {
 		t.Errorf("ssh command %q, want %q", args, want)
 	}
+}
+
+// TestReplicateShipInterrupted interrupts setup --ship local (the built
+// dbrig, as a user runs it) while the archive crosses: it exits 130,
+// leaves nothing on either server, and no ship or pg_dump of its own is
+// left running.
+func TestReplicateShipInterrupted(t *testing.T) {
+	t.Parallel()
+	pub, sub, subDB := replServers(t, "logical")
+	mustExec(t, pub, "shop", "CREATE TABLE big (id bigint PRIMARY KEY, v text)",
+		"INSERT INTO big SELECT g, md5('a' || g) || md5('b' || g) || md5('c' || g) || md5('d' || g) FROM generate_series(1, 100000) g")
+	mark := fmt.Sprintf("DBRIG_TEST_SHIP_MARK=%d-%d", os.Getpid(), time.Now().UnixNano())
+	cmd, stdout, lines := startDbrigEnv(t, t.TempDir(), []string{mark, "DBRIG_PUBLISHER=" + pub.Conn("shop").URI(), "DBRIG_SUBSCRIBER=" + sub.Conn(subDB).URI()},
+		"replicate", "setup", "--init", "backup", "--ship", "local", "--progress", "10ms")
+	var said []string
+	for l := range lines {
+		said = append(said, l)
+		if strings.Contains(l, "of archive arrived") && len(markedProcesses(t, mark)) > 1 {
+			break
+		}
+	}
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	interrupted := time.Now()
+	for l := range lines {
+		said = append(said, l)
+	}
+	code := exitCode(cmd.Wait())
+	t.Logf("stopped %v after the interrupt", time.Since(interrupted).Round(time.Millisecond))
+	if code != 130 {
+		t.Fatalf("exit %d, want 130 (interrupted):\n%s\n%s", code, stdout, strings.Join(said, "\n"))
+	}
+	nothingCreated(t, pub, sub, subDB)
+	if left := markedProcesses(t, mark); len(left) > 0 {
+		t.Errorf("left running: %v", left)
+	}
+}
+
+// markedProcesses lists the processes whose environment holds mark (what
+// this test started and their children), by their command lines.
+func markedProcesses(t *testing.T, mark string) []string {
+	t.Helper()
+	envs, _ := filepath.Glob("/proc/[0-9]*/environ")
+	var found []string
+	for _, e := range envs {
+		b, err := os.ReadFile(e)
+		if err != nil || !slices.Contains(strings.Split(string(b), "\x00"), mark) {
+			continue
+		}
+		cl, _ := os.ReadFile(filepath.Join(filepath.Dir(e), "cmdline"))
+		found = append(found, strings.ReplaceAll(strings.TrimRight(string(cl), "\x00"), "\x00", " "))
+	}
+	return found
 }

@@ -225,6 +225,7 @@ type archiveSource interface {
 // archive streaming into it as it is made.
 func dumpRestore(ctx context.Context, bin postgres.Binaries, open func(context.Context) (archiveSource, error), restoreArgs []string, subCI postgres.ConnInfo,
 	res *SetupResult) error {
+	interrupted := ctx.Err
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	archive, err := open(ctx)
@@ -251,6 +252,8 @@ func dumpRestore(ctx context.Context, bin postgres.Binaries, open func(context.C
 		res.ShippedBytes = st.compressed.load()
 	}
 	switch cause := archive.cause(); {
+	case interrupted() != nil:
+		return fmt.Errorf("backup: %w", interrupted()) // what was killed for it says nothing more
 	case cause != nil:
 		return fmt.Errorf("backup: %w", cause)
 	case rerr != nil:
