@@ -202,7 +202,7 @@ func runReplicate(ctx context.Context, cmd *cobra.Command, a *app, f *replicateF
 	switch action {
 	case "setup", "run", "status", "verify", "teardown":
 	case "ship":
-		return replicateShip(ctx, a, f)
+		return replicateShip(ctx, f)
 	default:
 		return usageError(fmt.Errorf("unknown action %q: want setup, run, status, verify or teardown", action))
 	}

@@ -47,7 +47,11 @@ func (f *replicateFlags) shipper(a *app, init replication.InitMethod) (*replicat
 			}
 			bin = exe
 		}
-		s.Command = func() *exec.Cmd { return exec.Command(bin, "replicate", "ship") }
+		s.Command = func() *exec.Cmd {
+			cmd := exec.Command(bin, "replicate", "ship")
+			cmd.Env = withoutLogins(os.Environ())
+			return cmd
+		}
 	case strings.HasPrefix(f.ship, "ssh:"):
 		target, err := doctor.ParseTarget(strings.TrimPrefix(f.ship, "ssh:"))
 		if err != nil {
@@ -64,6 +68,19 @@ func (f *replicateFlags) shipper(a *app, init replication.InitMethod) (*replicat
 		return nil, fmt.Errorf("--ship %q: want local or ssh:[USER@]HOST[:PORT]", f.ship)
 	}
 	return s, nil
+}
+
+// withoutLogins is an environment without the publisher's and the
+// subscriber's URIs: the ship's login comes in its request, and a ship that
+// knew none has no password to filter out of its archive.
+func withoutLogins(env []string) []string {
+	var kept []string
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, "DBRIG_PUBLISHER=") && !strings.HasPrefix(kv, "DBRIG_SUBSCRIBER=") {
+			kept = append(kept, kv)
+		}
+	}
+	return kept
 }
 
 // shellWord quotes a word for the remote shell.
@@ -89,12 +106,15 @@ func ratio(raw, compressed int64) string {
 
 // replicateShip is `dbrig replicate ship`, the publisher's half of a
 // shipped backup, which setup --ship starts: its request on stdin, the
-// compressed archive on stdout, its errors on stderr.
-func replicateShip(ctx context.Context, a *app, f *replicateFlags) error {
+// compressed archive on stdout, its errors on stderr. The archive goes to
+// the process's own stdout, not through the filter that keeps passwords
+// out of messages: that would rewrite compressed bytes that happened to
+// spell one.
+func replicateShip(ctx context.Context, f *replicateFlags) error {
 	if f.publisher != "" || f.subscriber != "" || f.ship != "" {
 		return usageError(errors.New("ship: takes no flags: setup --ship starts it and gives it its request on standard input"))
 	}
-	if err := replication.ServeShip(ctx, os.Stdin, a.stdout, postgres.Binaries{}); err != nil {
+	if err := replication.ServeShip(ctx, os.Stdin, os.Stdout, postgres.Binaries{}); err != nil {
 		return failure(fmt.Errorf("ship: %w", err))
 	}
 	return nil
