@@ -101,7 +101,7 @@ sides differ, 2 bad flags, URIs or tables, 130 interrupted.`,
 		Example: `  export DBRIG_PUBLISHER='postgres://repl:secret@tukwila:5432/shop'
   export DBRIG_SUBSCRIBER='postgres://repl:secret@blueridge:5432/shop'
   dbrig replicate setup --tables orders,order_lines --init snapshot
-  dbrig replicate setup --init backup --ship ssh:repl@tukwila   # pg_dump at the publisher's site
+  dbrig replicate setup --init backup --ship ssh://repl@tukwila   # pg_dump at the publisher's site
   dbrig replicate run --until-caught-up            # log reader and agent here
   dbrig replicate run --role log-reader            # on the publisher's site
   dbrig replicate run --role agent --mode pull     # on the subscriber's site
@@ -128,9 +128,9 @@ func (f *replicateFlags) register(fl *pflag.FlagSet) {
 	fl.StringVar(&f.init, "init", "none", "setup: how the subscriber gets the existing rows: snapshot (COPY), backup (pg_dump/pg_restore) or none")
 	fl.IntVar(&f.streams, "streams", replication.DefaultInitStreams, "setup: publisher sessions of the one snapshot that --init snapshot copies each table in, a block range each (1 to 64; across a WAN each carries a window of its own)")
 	fl.StringVar(&f.compress, "compression", "zstd", "setup: how the distribution database stores commands: zstd (a fraction of the bytes to write and, in pull mode, to read across the WAN) or none (as the seed's)")
-	fl.StringVar(&f.ship, "ship", "", "setup --init backup: run pg_dump at the publisher's site and ship its archive compressed with zstd: ssh:[USER@]HOST[:PORT] (`dbrig replicate ship` there over your ssh) or local (a child process here)")
+	fl.StringVar(&f.ship, "ship", "", "setup --init backup: run pg_dump at the publisher's site and ship its archive compressed with zstd: ssh://[USER@]HOST[:PORT] (`dbrig replicate ship` there over your ssh) or local (a child process here)")
 	fl.StringVar(&f.shipBin, "ship-bin", "", "setup --ship: dbrig's `path` at the publisher's site (default: dbrig on the remote PATH; local: this dbrig)")
-	fl.StringVar(&f.sshConfig, "ssh-config", "", "setup --ship ssh:HOST: ssh client config `FILE` (ssh -F)")
+	fl.StringVar(&f.sshConfig, "ssh-config", "", "setup --ship ssh://HOST: ssh client config `FILE` (ssh -F)")
 	fl.BoolVar(&f.binary, "binary", false, "setup: carry column values in their binary form (bytea raw, not hex; PostgreSQL 14+, same major version on both sides)")
 	fl.StringVar(&f.bufferSize, "buffer-size", "40KB", "run: size of one command buffer, the most the writer sends per round trip (a `size` such as 40KB, 1MiB)")
 	fl.IntVar(&f.buffers, "buffers", replication.DefaultBuffers, "run: number of command buffers")

@@ -19,7 +19,7 @@ import (
 const shipConnectTimeout = 15 * time.Second
 
 // shipper makes --ship's Shipper: the ship as a child process of this
-// dbrig ("local"), or over the user's ssh ("ssh:[USER@]HOST[:PORT]"), as
+// dbrig ("local"), or over the user's ssh ("ssh://[USER@]HOST[:PORT]"), as
 // the agents are started (BatchMode, the user's config and keys, no port
 // opened; the request with the publisher's login crosses on ssh's standard
 // input, never its command line). Nil when --ship is not given.
@@ -38,7 +38,7 @@ func (f *replicateFlags) shipper(a *app, init replication.InitMethod) (*replicat
 	switch {
 	case f.ship == "local":
 		if f.sshConfig != "" {
-			return nil, errors.New("--ssh-config goes with --ship ssh:HOST")
+			return nil, errors.New("--ssh-config goes with --ship ssh://HOST")
 		}
 		if bin == "" {
 			exe, err := os.Executable()
@@ -52,8 +52,8 @@ func (f *replicateFlags) shipper(a *app, init replication.InitMethod) (*replicat
 			cmd.Env = withoutLogins(os.Environ())
 			return cmd
 		}
-	case strings.HasPrefix(f.ship, "ssh:"):
-		target, err := doctor.ParseTarget(strings.TrimPrefix(f.ship, "ssh:"))
+	case strings.HasPrefix(f.ship, "ssh://"):
+		target, err := doctor.ParseTarget(strings.TrimPrefix(f.ship, "ssh://"))
 		if err != nil {
 			return nil, fmt.Errorf("--ship %s: %w", f.ship, err)
 		}
@@ -65,7 +65,7 @@ func (f *replicateFlags) shipper(a *app, init replication.InitMethod) (*replicat
 		s.SSH = true
 		s.Command = func() *exec.Cmd { return exec.Command("ssh", args...) }
 	default:
-		return nil, fmt.Errorf("--ship %q: want local or ssh:[USER@]HOST[:PORT]", f.ship)
+		return nil, fmt.Errorf("--ship %q: want local or ssh://[USER@]HOST[:PORT]", f.ship)
 	}
 	return s, nil
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dbrig/dbrig/internal/agent/netnstest"
+	"github.com/dbrig/dbrig/internal/link"
 	"github.com/dbrig/dbrig/internal/replication"
 )
 
@@ -65,10 +68,10 @@ func TestReplicateShipRefused(t *testing.T) {
 		want string
 	}{
 		{"snapshot", []string{"--init", "snapshot", "--ship", "local"}, 2, "--ship local: goes with --init backup"},
-		{"unknown place", []string{"--init", "backup", "--ship", "ftp:db1"}, 2, "want local or ssh:[USER@]HOST[:PORT]"},
-		{"bad user", []string{"--init", "backup", "--ship", "ssh:no;body@db1"}, 2, "want letters, digits, '.', '_' or '-'"},
+		{"unknown place", []string{"--init", "backup", "--ship", "ftp:db1"}, 2, "want local or ssh://[USER@]HOST[:PORT]"},
+		{"bad user", []string{"--init", "backup", "--ship", "ssh://no;body@db1"}, 2, "want letters, digits, '.', '_' or '-'"},
 		{"ship-bin alone", []string{"--init", "backup", "--ship-bin", "/opt/dbrig"}, 2, "--ship-bin and --ssh-config go with --ship"},
-		{"ssh refused", []string{"--init", "backup", "--ship", "ssh:nobody@127.0.0.1:1"}, 1, "ssh failed: ssh: connect to host 127.0.0.1 port 1: Connection refused"},
+		{"ssh refused", []string{"--init", "backup", "--ship", "ssh://nobody@127.0.0.1:1"}, 1, "ssh failed: ssh: connect to host 127.0.0.1 port 1: Connection refused"},
 		{"dbrig missing", []string{"--init", "backup", "--ship", "local", "--ship-bin", "/nonexistent/dbrig"}, 1, "start the ship at local: fork/exec /nonexistent/dbrig: no such file"},
 	} {
 		code, out, errs := replRun(t, env, append([]string{"replicate", "setup"}, tc.args...)...)
@@ -84,7 +87,7 @@ func TestReplicateShipRefused(t *testing.T) {
 // command line (the publisher's login crosses on ssh's standard input).
 func TestReplicateShipOverSSHCommand(t *testing.T) {
 	t.Parallel()
-	f := replicateFlags{ship: "ssh:repl@db1:2222", shipBin: "/opt/dbrig it's"}
+	f := replicateFlags{ship: "ssh://repl@db1:2222", shipBin: "/opt/dbrig it's"}
 	s, err := f.shipper(&app{}, replication.InitBackup)
 	if err != nil {
 		t.Fatal(err)
@@ -148,4 +151,56 @@ func markedProcesses(t *testing.T, mark string) []string {
 		found = append(found, strings.ReplaceAll(strings.TrimRight(string(cl), "\x00"), "\x00", " "))
 	}
 	return found
+}
+
+// TestReplicateShipOverSSH ships the backup from another host (a network
+// namespace with its own sshd, reached by ssh as a real one), whose dbrig
+// runs pg_dump against the publisher at the address both hosts reach it
+// by: the tables arrive identical and no password is printed; a host
+// without dbrig fails the setup (exit 1) saying so; nothing is left
+// running on the host or on either server.
+func TestReplicateShipOverSSH(t *testing.T) {
+	t.Parallel()
+	pub, sub, subDB := replServers(t, "logical")
+	lab := netnstest.Start(t, 1)
+	bin := dbrigBinary(t)
+	mustExec(t, pub, "shop", shipTableSQL...)
+	// The publisher listens on this host's loopback; a relay with no
+	// impairment gives it an address the other host reaches too.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	relay, err := link.Listen(ctx, lab.BridgeAddr+":0", pub.Conn("shop").Addr(), link.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer relay.Close()
+	shared, err := pub.Conn("shop").Via(relay.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"DBRIG_PUBLISHER": shared.URI(), "DBRIG_SUBSCRIBER": sub.Conn(subDB).URI()}
+	secret := pub.Conn("shop").Password()
+	host := "ssh://" + lab.Hosts[0].Target(lab.User)
+
+	code, out, errs := replRun(t, env, "replicate", "setup", "--init", "backup", "--ship", host, "--ssh-config", lab.ConfigFile, "--ship-bin", "/nonexistent/dbrig")
+	if code != 1 || !strings.Contains(errs, "dbrig was not found there") {
+		t.Errorf("a host without dbrig: exit %d, want 1 saying dbrig was not found:\n%s%s", code, out, errs)
+	}
+	nothingCreated(t, pub, sub, subDB)
+
+	code, out, errs = replRun(t, env, "replicate", "setup", "--init", "backup", "--ship", host, "--ssh-config", lab.ConfigFile, "--ship-bin", bin)
+	t.Logf("setup:\n%s%s", out, errs)
+	if code != 0 || !strings.Contains(out, "shipped from "+host+": ") {
+		t.Fatalf("setup exit %d, or it does not say it shipped:\n%s%s", code, out, errs)
+	}
+	if strings.Contains(out+errs, secret) {
+		t.Fatalf("the password was printed:\n%s%s", out, errs)
+	}
+	if code, out, errs = replRun(t, env, "replicate", "verify"); code != 0 {
+		t.Fatalf("verify exit %d:\n%s%s", code, out, errs)
+	}
+	if code, out, errs = replRun(t, env, "replicate", "teardown"); code != 0 {
+		t.Fatalf("teardown exit %d:\n%s%s", code, out, errs)
+	}
+	assertOnlySSHD(t, lab)
 }

@@ -137,7 +137,7 @@ func ServeShip(ctx context.Context, in io.Reader, out io.Writer, bin postgres.Bi
 // and reads its archive, which crosses the network compressed: the seed's
 // fastest initialization shipped a compressed backup across the WAN.
 type Shipper struct {
-	// Where names the publisher's site in messages ("ssh:db1", "local").
+	// Where names the publisher's site in messages ("ssh://db1", "local").
 	Where string
 	// SSH says Command is ssh's, whose exit status 255 is its own failure.
 	SSH bool
