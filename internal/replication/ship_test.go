@@ -60,6 +60,17 @@ func newLocalShipper() *localShipper {
 	return l
 }
 
+// shipPair is a pair whose publisher holds shipTable, the configuration
+// that publishes it, and a ship to carry it.
+func shipPair(t *testing.T) (*pair, Config, *localShipper) {
+	t.Helper()
+	p := startPair(t)
+	execPub(t, p, shipTable)
+	cfg := p.cfg
+	cfg.Tables = []TableName{{"public", "big"}}
+	return p, cfg, newLocalShipper()
+}
+
 // exited fails unless the ship's process has ended and been waited for.
 func (l *localShipper) exited(t *testing.T) {
 	t.Helper()
@@ -76,12 +87,8 @@ func (l *localShipper) exited(t *testing.T) {
 // crossed than the archive holds.
 func TestShippedBackup(t *testing.T) {
 	t.Parallel()
-	p := startPair(t)
+	_, cfg, ship := shipPair(t)
 	ctx := testCtx(t, 3*time.Minute)
-	execPub(t, p, shipTable)
-	cfg := p.cfg
-	cfg.Tables = []TableName{{"public", "big"}}
-	ship := newLocalShipper()
 	res, err := Setup(ctx, cfg, SetupOptions{Init: InitBackup, Shipper: &ship.Shipper})
 	if err != nil {
 		t.Fatalf("setup: %v", err)
@@ -112,12 +119,8 @@ func TestShippedBackupFailure(t *testing.T) {
 	for _, fault := range []string{"publisher-refused", "killed"} {
 		t.Run(fault, func(t *testing.T) {
 			t.Parallel()
-			p := startPair(t)
+			p, cfg, ship := shipPair(t)
 			ctx := testCtx(t, 3*time.Minute)
-			execPub(t, p, shipTable)
-			cfg := p.cfg
-			cfg.Tables = []TableName{{"public", "big"}}
-			ship := newLocalShipper()
 			opts := SetupOptions{Init: InitBackup, Shipper: &ship.Shipper}
 			want := "signal: killed"
 			switch fault {
