@@ -39,6 +39,8 @@ type replicateFlags struct {
 	maxDiffs, streams      int
 	readStreams            int
 	compression            replication.Compression
+	ship, shipBin          string
+	sshConfig              string
 }
 
 func newReplicateCmd(a *app) *cobra.Command {
@@ -71,7 +73,9 @@ the WAN). Run the agent where you want it with --role agent.
             to one dbrig made), the publication, the slot and the
             subscriber's bookkeeping, and copy the tables' rows (--init
             snapshot: COPY in --streams sessions of one snapshot, creating
-            missing tables as pg_dump would; backup: pg_dump/pg_restore)
+            missing tables as pg_dump would; backup: pg_dump/pg_restore;
+            --ship runs pg_dump at the publisher's site instead, the archive
+            crossing the network compressed with zstd)
   run       run the log reader and the agent (--role) until Ctrl-C or
             --until-caught-up, printing progress; a lost connection or a
             restarted server is retried, a change the subscriber refuses
@@ -97,6 +101,7 @@ sides differ, 2 bad flags, URIs or tables, 130 interrupted.`,
 		Example: `  export DBRIG_PUBLISHER='postgres://repl:secret@tukwila:5432/shop'
   export DBRIG_SUBSCRIBER='postgres://repl:secret@blueridge:5432/shop'
   dbrig replicate setup --tables orders,order_lines --init snapshot
+  dbrig replicate setup --init backup --ship ssh://repl@tukwila   # pg_dump at the publisher's site
   dbrig replicate run --until-caught-up            # log reader and agent here
   dbrig replicate run --role log-reader            # on the publisher's site
   dbrig replicate run --role agent --mode pull     # on the subscriber's site
@@ -123,6 +128,9 @@ func (f *replicateFlags) register(fl *pflag.FlagSet) {
 	fl.StringVar(&f.init, "init", "none", "setup: how the subscriber gets the existing rows: snapshot (COPY), backup (pg_dump/pg_restore) or none")
 	fl.IntVar(&f.streams, "streams", replication.DefaultInitStreams, "setup: publisher sessions of the one snapshot that --init snapshot copies each table in, a block range each (1 to 64; across a WAN each carries a window of its own)")
 	fl.StringVar(&f.compress, "compression", "zstd", "setup: how the distribution database stores commands: zstd (a fraction of the bytes to write and, in pull mode, to read across the WAN) or none (as the seed's)")
+	fl.StringVar(&f.ship, "ship", "", "setup --init backup: run pg_dump at the publisher's site and ship its archive compressed with zstd: ssh://[USER@]HOST[:PORT] (`dbrig replicate ship` there over your ssh) or local (a child process here)")
+	fl.StringVar(&f.shipBin, "ship-bin", "", "setup --ship: dbrig's `path` at the publisher's site (default: dbrig on the remote PATH; local: this dbrig)")
+	fl.StringVar(&f.sshConfig, "ssh-config", "", "setup --ship ssh://HOST: ssh client config `FILE` (ssh -F)")
 	fl.BoolVar(&f.binary, "binary", false, "setup: carry column values in their binary form (bytea raw, not hex; PostgreSQL 14+, same major version on both sides)")
 	fl.StringVar(&f.bufferSize, "buffer-size", "40KB", "run: size of one command buffer, the most the writer sends per round trip (a `size` such as 40KB, 1MiB)")
 	fl.IntVar(&f.buffers, "buffers", replication.DefaultBuffers, "run: number of command buffers")
@@ -193,6 +201,8 @@ func (f *replicateFlags) config(a *app, action string) (replication.Config, erro
 func runReplicate(ctx context.Context, cmd *cobra.Command, a *app, f *replicateFlags, action string) error {
 	switch action {
 	case "setup", "run", "status", "verify", "teardown":
+	case "ship":
+		return replicateShip(ctx, f)
 	default:
 		return usageError(fmt.Errorf("unknown action %q: want setup, run, status, verify or teardown", action))
 	}
@@ -202,7 +212,12 @@ func runReplicate(ctx context.Context, cmd *cobra.Command, a *app, f *replicateF
 	init, ierr := replication.ParseInitMethod(f.init)
 	compression, cerr := replication.ParseCompression(f.compress)
 	f.compression = compression
-	if err := errors.Join(err, replFlagErr("mode", merr), replFlagErr("init", ierr), replFlagErr("compression", cerr)); err != nil {
+	var shipper *replication.Shipper
+	var serr error
+	if action == "setup" {
+		shipper, serr = f.shipper(a, init)
+	}
+	if err := errors.Join(err, replFlagErr("mode", merr), replFlagErr("init", ierr), replFlagErr("compression", cerr), serr); err != nil {
 		return usageError(err)
 	}
 	if f.verbose {
@@ -210,7 +225,7 @@ func runReplicate(ctx context.Context, cmd *cobra.Command, a *app, f *replicateF
 	}
 	switch action {
 	case "setup":
-		return replicateSetup(ctx, a, f, cfg, mode, init)
+		return replicateSetup(ctx, a, f, cfg, replication.SetupOptions{Init: init, Mode: mode, Shipper: shipper})
 	case "run":
 		return replicateRun(ctx, a, f, cfg, mode)
 	case "status":
@@ -272,8 +287,10 @@ func replFlagErr(flag string, err error) error {
 	return fmt.Errorf("--%s: %w", flag, err)
 }
 
-func replicateSetup(ctx context.Context, a *app, f *replicateFlags, cfg replication.Config, mode replication.Mode, init replication.InitMethod) error {
-	res, err := replication.Setup(ctx, cfg, replication.SetupOptions{Init: init, Mode: mode, Binary: f.binary, Compression: f.compression, Streams: f.streams})
+func replicateSetup(ctx context.Context, a *app, f *replicateFlags, cfg replication.Config, opts replication.SetupOptions) error {
+	init := opts.Init
+	opts.Binary, opts.Compression, opts.Streams = f.binary, f.compression, f.streams
+	res, err := replication.Setup(ctx, cfg, opts)
 	if err != nil {
 		return replicateError(fmt.Errorf("setup: %w", err))
 	}
@@ -290,6 +307,9 @@ func replicateSetup(ctx context.Context, a *app, f *replicateFlags, cfg replicat
 		}
 		fmt.Fprintf(a.stdout, "initialized by %s: %d tables, %d rows, %s in %s\n", init, len(res.Tables), rows,
 			units.Size(res.InitBytes), units.FormatDuration(res.InitDuration))
+		if opts.Shipper != nil {
+			fmt.Fprintf(a.stdout, "shipped from %s: %.1f MB crossed compressed%s\n", f.ship, float64(res.ShippedBytes)/1e6, ratio(res.InitBytes, res.ShippedBytes))
+		}
 	}
 	fmt.Fprintln(a.stdout, "next: dbrig replicate run")
 	return nil

@@ -47,6 +47,9 @@ type helperConfig struct {
 // helperMain runs a log reader or an agent until SIGTERM; it exits 1 with
 // the error on stderr when the role stops on an error it does not survive.
 func helperMain(role string) int {
+	if role == "ship" {
+		return shipHelper()
+	}
 	var hc helperConfig
 	if err := json.NewDecoder(os.Stdin).Decode(&hc); err != nil {
 		fmt.Fprintln(os.Stderr, "helper: read the configuration:", err)

@@ -8,6 +8,8 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -171,17 +173,18 @@ func initBackup(ctx context.Context, p *plan, opts SetupOptions, snapshot string
 			}
 		}
 	}
-	// The archive is not compressed by pg_dump: a carrier across a WAN
-	// compresses it as it ships it, faster than pg_dump's zlib.
-	args := []string{"--format=custom", "--compress=0", "--no-owner", "--no-privileges", "--snapshot=" + snapshot}
-	for _, t := range p.tables {
-		args = append(args, "--table="+t.Name.Quoted())
-	}
 	rargs := []string{"--single-transaction", "--exit-on-error", "--no-owner", "--no-privileges", "--dbname=" + subCI.Database}
 	if dataOnly {
 		rargs = append(rargs, "--data-only")
 	}
-	if err := dumpRestore(ctx, bin, args, pubCI, rargs, subCI, opts.Carrier, res); err != nil {
+	dumpArgs := backupDumpArgs(snapshot, tableNames(p.tables))
+	open := func(ctx context.Context) (archiveSource, error) {
+		if opts.Shipper != nil {
+			return opts.Shipper.open(ctx, ShipRequest{Protocol: ShipProtocol, Publisher: pubCI.Seal(), Snapshot: snapshot, Tables: tableNames(p.tables)})
+		}
+		return startDump(ctx, bin, dumpArgs, pubCI, opts.Carrier)
+	}
+	if err := dumpRestore(ctx, bin, open, rargs, subCI, res); err != nil {
 		return err
 	}
 	if err := pgx.BeginFunc(ctx, dst, func(tx pgx.Tx) error { return subRow(ctx, tx) }); err != nil {
@@ -197,38 +200,37 @@ func initBackup(ctx context.Context, p *plan, opts SetupOptions, snapshot string
 	return nil
 }
 
-// dumpRestore runs pg_dump and pg_restore at once, the archive streaming
-// from one through the carrier into the other.
-func dumpRestore(ctx context.Context, bin postgres.Binaries, dumpArgs []string, pubCI postgres.ConnInfo, restoreArgs []string, subCI postgres.ConnInfo,
-	carry Carrier, res *SetupResult) error {
+func tableNames(tables []*tableInfo) []TableName {
+	names := make([]TableName, len(tables))
+	for i, t := range tables {
+		names[i] = t.Name
+	}
+	return names
+}
+
+// archiveSource is a backup archive as the subscriber's site reads it.
+// Close ends it and waits for whatever makes it.
+type archiveSource interface {
+	io.ReadCloser
+	// cause is the maker's own failure (pg_dump's, the ship's), set when it
+	// failed before the restore was done with it: the reason to give.
+	cause() error
+	// rawBytes is the archive's size so far.
+	rawBytes() int64
+	// took is how long its maker ran, once it has stopped.
+	took() time.Duration
+}
+
+// dumpRestore runs pg_restore on the archive that open starts making, the
+// archive streaming into it as it is made.
+func dumpRestore(ctx context.Context, bin postgres.Binaries, open func(context.Context) (archiveSource, error), restoreArgs []string, subCI postgres.ConnInfo,
+	res *SetupResult) error {
+	interrupted := ctx.Err
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	dump := toolCmd(ctx, bin.Path("pg_dump"), dumpArgs, pubCI)
-	var dumpErr bytes.Buffer
-	dump.Stderr = &dumpErr
-	// A pipe of our own, not StdoutPipe: Wait closes that one as soon as
-	// pg_dump exits, which may be before the archive's last bytes are read.
-	out, w, err := os.Pipe()
+	archive, err := open(ctx)
 	if err != nil {
-		return fmt.Errorf("backup: pg_dump: %w", err)
-	}
-	defer out.Close()
-	dump.Stdout = w
-	start := time.Now()
-	err = dump.Start()
-	w.Close()
-	if err != nil {
-		return fmt.Errorf("backup: start pg_dump: %w", err)
-	}
-	dumped := make(chan error, 1)
-	counted := &countingReader{r: out}
-	var archive io.ReadCloser
-	if carry == nil {
-		archive = io.NopCloser(counted)
-	} else if archive, err = carry(ctx, counted); err != nil {
-		cancel()
-		dump.Wait()
-		return fmt.Errorf("backup: ship the archive: %w", err)
+		return fmt.Errorf("backup: %w", err)
 	}
 	restore := toolCmd(ctx, bin.Path("pg_restore"), restoreArgs, subCI)
 	restore.Stdin = archive
@@ -236,44 +238,132 @@ func dumpRestore(ctx context.Context, bin postgres.Binaries, dumpArgs []string, 
 	restore.Stdout, restore.Stderr = &restoreOut, &restoreOut
 	if err := restore.Start(); err != nil {
 		cancel()
-		dump.Wait()
 		archive.Close()
 		return fmt.Errorf("backup: start pg_restore: %w", err)
 	}
-	go func() { // owned here: received below
-		err := dump.Wait()
-		res.DumpDuration = time.Since(start)
-		dumped <- err
-	}()
 	rerr := restore.Wait()
 	if rerr != nil {
-		cancel() // pg_dump may be blocked writing to a reader that is gone
+		cancel() // the archive's maker may be blocked writing to a reader that is gone
 	}
-	derr := <-dumped
-	archive.Close()
-	res.InitBytes = counted.n
-	switch {
-	case derr != nil && ctx.Err() == nil:
-		return fmt.Errorf("backup: dump the published tables from %s: %s: %w: %s", pubCI, bin.Path("pg_dump"), derr, strings.TrimSpace(lastLines(dumpErr.String(), 5)))
+	aerr := archive.Close()
+	res.DumpDuration = archive.took()
+	res.InitBytes = archive.rawBytes()
+	if st, ok := archive.(*shipStream); ok {
+		res.ShippedBytes = st.compressed.load()
+	}
+	switch cause := archive.cause(); {
+	case interrupted() != nil:
+		return fmt.Errorf("backup: %w", interrupted()) // what was killed for it says nothing more
+	case cause != nil:
+		return fmt.Errorf("backup: %w", cause)
 	case rerr != nil:
 		return fmt.Errorf("backup: restore into %s: %s: %w: %s", subCI, bin.Path("pg_restore"), rerr, strings.TrimSpace(lastLines(restoreOut.String(), 5)))
-	case derr != nil:
-		return fmt.Errorf("backup: dump the published tables from %s: %w", pubCI, derr)
+	case aerr != nil:
+		return fmt.Errorf("backup: %w", aerr)
 	}
 	return nil
 }
 
+// localDump is pg_dump run here, its archive moved by a carrier (nil: a
+// pipe in this process).
+type localDump struct {
+	io.Reader
+	counted *countingReader
+	carried io.ReadCloser
+	dump    *exec.Cmd
+	dumped  chan struct{}
+	err     error
+	desc    string
+	stderr  *tailBuffer
+	start   time.Time
+	ran     time.Duration
+	ctx     context.Context
+	closed  sync.Once
+}
+
+// startDump starts pg_dump with args on the publisher, its archive going
+// through carry.
+func startDump(ctx context.Context, bin postgres.Binaries, args []string, pubCI postgres.ConnInfo, carry Carrier) (*localDump, error) {
+	dump := toolCmd(ctx, bin.Path("pg_dump"), args, pubCI)
+	d := &localDump{dump: dump, dumped: make(chan struct{}), stderr: &tailBuffer{}, ctx: ctx,
+		desc: fmt.Sprintf("dump the published tables from %s: %s", pubCI, bin.Path("pg_dump"))}
+	dump.Stderr = d.stderr
+	// A pipe of our own, not StdoutPipe: Wait closes that one as soon as
+	// pg_dump exits, which may be before the archive's last bytes are read.
+	out, w, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("pg_dump: %w", err)
+	}
+	dump.Stdout = w
+	d.start = time.Now()
+	err = dump.Start()
+	w.Close()
+	if err != nil {
+		out.Close()
+		return nil, fmt.Errorf("start pg_dump: %w", err)
+	}
+	go func() { // owned by d: Close waits for it
+		d.err = dump.Wait()
+		d.ran = time.Since(d.start)
+		close(d.dumped)
+	}()
+	d.counted = &countingReader{r: out}
+	d.Reader = d.counted
+	if carry != nil {
+		if d.carried, err = carry(ctx, d.counted); err != nil {
+			dump.Process.Kill()
+			<-d.dumped
+			out.Close()
+			return nil, fmt.Errorf("ship the archive: %w", err)
+		}
+		d.Reader = d.carried
+	}
+	return d, nil
+}
+
+func (d *localDump) Close() error {
+	d.closed.Do(func() {
+		if d.carried != nil {
+			d.carried.Close()
+		}
+		<-d.dumped
+		d.counted.r.(*os.File).Close()
+	})
+	if d.err != nil && d.ctx.Err() != nil {
+		return fmt.Errorf("%s: %w", d.desc, d.err)
+	}
+	return nil
+}
+
+func (d *localDump) cause() error {
+	select {
+	case <-d.dumped:
+	default:
+		return nil
+	}
+	if d.err == nil || d.ctx.Err() != nil {
+		return nil
+	}
+	return fmt.Errorf("%s: %w: %s", d.desc, d.err, strings.TrimSpace(lastLines(d.stderr.String(), 5)))
+}
+
+func (d *localDump) rawBytes() int64 { return d.counted.load() }
+
+func (d *localDump) took() time.Duration { return d.ran }
+
 // countingReader counts what is read through it.
 type countingReader struct {
 	r io.Reader
-	n int64
+	n atomic.Int64
 }
 
 func (c *countingReader) Read(p []byte) (int, error) {
 	n, err := c.r.Read(p)
-	c.n += int64(n)
+	c.n.Add(int64(n))
 	return n, err
 }
+
+func (c *countingReader) load() int64 { return c.n.Load() }
 
 // toolCmd is a PostgreSQL client program with a login in its environment
 // (never on its command line).

@@ -96,6 +96,9 @@ type SetupOptions struct {
 	// Carrier moves the backup archive of InitBackup from the publisher's
 	// site to the subscriber's (nil: a pipe in this process).
 	Carrier Carrier
+	// Shipper, when set, runs InitBackup's pg_dump at the publisher's site
+	// instead of here, its archive crossing compressed (Carrier unused).
+	Shipper *Shipper
 	// Streams is how many publisher sessions of the snapshot InitSnapshot
 	// copies a table with, each a block range (0: DefaultInitStreams; at
 	// most MaxInitStreams). A small table takes fewer.
@@ -124,8 +127,11 @@ type SetupResult struct {
 	InitDuration time.Duration `json:"init_duration_ns"`
 	DumpDuration time.Duration `json:"dump_duration_ns,omitempty"`
 	// InitBytes is what the copy moved: COPY bytes, or the archive's size.
-	InitBytes int64       `json:"init_bytes"`
-	Tables    []TableCopy `json:"tables,omitempty"`
+	InitBytes int64 `json:"init_bytes"`
+	// ShippedBytes is what crossed for the archive, compressed, when a
+	// Shipper carried it.
+	ShippedBytes int64       `json:"shipped_bytes,omitempty"`
+	Tables       []TableCopy `json:"tables,omitempty"`
 }
 
 // TableCopy is one table's initialization.

@@ -109,35 +109,8 @@ func throughLink(ctx context.Context, tb testing.TB, upstream string, l link.Con
 // them, crosses the link; timed until the subscriber is consistent (setup
 // returns once the copy and the subscription's starting point commit).
 func initThroughLink(ctx context.Context, cfg replication.Config, t replication.TableName, rows int, viaPub string, opts replication.SetupOptions) (time.Duration, replication.SetupResult, error) {
-	var res replication.SetupResult
-	cfg.Tables = []replication.TableName{t}
-	if err := PrepareTable(ctx, cfg.Publisher, cfg.Subscriber, t, PayloadHex1K, false); err != nil {
-		return 0, res, err
-	}
-	if _, err := InsertRows(ctx, cfg.Publisher, t, PayloadHex1K, 1, rows, 10000); err != nil {
-		return 0, res, err
-	}
-	far := cfg
-	pub, err := cfg.Publisher.Via(viaPub)
-	if err != nil {
-		return 0, res, err
-	}
-	far.Publisher = pub
 	opts.Init = replication.InitSnapshot
-	start := time.Now()
-	if res, err = replication.Setup(ctx, far, opts); err != nil {
-		return 0, res, err
-	}
-	elapsed := time.Since(start)
-	defer replication.Teardown(context.WithoutCancel(ctx), cfg, replication.TeardownOptions{Force: true})
-	v, err := replication.Verify(ctx, cfg, replication.VerifyOptions{})
-	if err != nil {
-		return 0, res, err
-	}
-	if !v.Equal {
-		return 0, res, fmt.Errorf("the initialized subscriber differs from the publisher: %+v", v.Tables)
-	}
-	return elapsed, res, nil
+	return syncThroughLink(ctx, cfg, t, rows, viaPub, opts)
 }
 
 // BenchmarkWANAgainstNative sets dbrig's replication against PostgreSQL's
