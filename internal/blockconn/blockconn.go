@@ -110,7 +110,7 @@ func (c *Conn) Read(b []byte) (int, error) {
 	if c.closed {
 		return 0, c.opError("read", net.ErrClosed)
 	}
-	if c.pollFirst {
+	if c.pollFirst && len(b) > 0 {
 		if err := c.waitReadable(); err != nil {
 			return 0, c.opError("read", err)
 		}

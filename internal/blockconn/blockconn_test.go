@@ -213,3 +213,27 @@ func TestReadSleepsOncePerAnswer(t *testing.T) {
 		t.Errorf("the reader slept %.2f times a round trip, want about once (%d in %d round trips)", perTrip, slept, rounds)
 	}
 }
+
+// TestAnEmptyReadDoesNotWait: a read into no room returns at once, as
+// read(2) does, and does not wait for data to come.
+func TestAnEmptyReadDoesNotWait(t *testing.T) {
+	t.Parallel()
+	for _, network := range []string{"tcp", "unix"} {
+		t.Run(network, func(t *testing.T) {
+			c, _ := dialed(t, network)
+			done := make(chan error, 1)
+			go func() {
+				_, err := c.Read(nil)
+				done <- err
+			}()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Errorf("empty read: %v", err)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("an empty read waited for data") // the clean-up's Close ends it
+			}
+		})
+	}
+}
