@@ -132,7 +132,11 @@ func (c *Conn) Read(b []byte) (int, error) {
 }
 
 // waitReadable waits until the socket has something to read (data, the
-// peer's end or an error), or its read deadline passes.
+// peer's end or an error), or its read deadline passes. Past the deadline it
+// does not wait and leaves the read to say what the socket holds: a deadline
+// set in the past shut it down, and its read ends in EOF as on TCP, which
+// pgconn takes for a broken connection where it would keep one that timed
+// out.
 //
 // A unix socket wakes a reader that sleeps in read(2) whenever room comes
 // back in its send buffer, that is whenever the server takes the request
@@ -148,7 +152,7 @@ func (c *Conn) waitReadable() error {
 		if dl := c.readDeadline.Load(); dl != 0 {
 			left := time.Until(time.Unix(0, dl))
 			if left <= 0 {
-				return os.ErrDeadlineExceeded
+				return nil
 			}
 			ts := unix.NsecToTimespec(left.Nanoseconds())
 			timeout = &ts

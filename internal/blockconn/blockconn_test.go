@@ -237,3 +237,21 @@ func TestAnEmptyReadDoesNotWait(t *testing.T) {
 		})
 	}
 }
+
+// TestAReadAfterAPastDeadlineEndsAsOnTCP: a deadline set in the past shuts
+// the connection down, and a read after it ends in EOF on either network
+// (pgconn closes a connection on EOF, and keeps one whose read timed out).
+func TestAReadAfterAPastDeadlineEndsAsOnTCP(t *testing.T) {
+	t.Parallel()
+	for _, network := range []string{"tcp", "unix"} {
+		t.Run(network, func(t *testing.T) {
+			c, _ := dialed(t, network)
+			if err := c.SetDeadline(time.Now()); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := c.Read(make([]byte, 8)); !errors.Is(err, io.EOF) {
+				t.Errorf("read after a past deadline: %v, want EOF", err)
+			}
+		})
+	}
+}
