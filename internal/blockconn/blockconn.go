@@ -1,6 +1,7 @@
 // Package blockconn is a net.Conn on a blocking socket: each Read and Write
-// is one system call that sleeps in the kernel until it is done, as a C
-// client's recv and send do.
+// sleeps in the kernel until it is done, as a C client's recv and send do.
+// A Write is one system call; a Read is one on TCP, and on a unix socket a
+// ppoll for data and then the read, as pgbench waits (see waitReadable).
 //
 // Go's own connections are non-blocking: a Read that finds no data parks
 // the goroutine and the runtime's network poller (epoll) wakes it, which on
@@ -14,10 +15,11 @@
 // blocking socket costs one thread per connection that is waiting, which a
 // load driver with one connection per virtual user can afford.
 //
-// Deadlines are kept as the socket's SO_RCVTIMEO and SO_SNDTIMEO, applied
-// from the next call on; a deadline in the past shuts the socket down, which
-// also ends a call already waiting (a blocking socket has no other way to
-// interrupt one), so the connection is unusable afterwards. Database drivers
+// Deadlines are kept as the socket's SO_RCVTIMEO and SO_SNDTIMEO (and the
+// read deadline as ppoll's timeout), applied from the next call on; a
+// deadline in the past shuts the socket down, which also ends a call
+// already waiting (a blocking socket has no other way to interrupt one), so
+// the connection is unusable afterwards. Database drivers
 // treat an interrupted connection as broken anyway.
 package blockconn
 
@@ -29,6 +31,7 @@ import (
 	"net"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -45,6 +48,11 @@ type Conn struct {
 	mu       sync.RWMutex
 	closed   bool
 	shutOnce sync.Once
+	// pollFirst makes a Read wait in ppoll for data before it reads (unix
+	// sockets; see waitReadable), and readDeadline is the read deadline
+	// that wait keeps (unix nanoseconds, 0 for none).
+	pollFirst    bool
+	readDeadline atomic.Int64
 }
 
 // Dial connects as net.Dialer does (TCP or a unix socket, honouring ctx)
@@ -78,7 +86,7 @@ func Dial(ctx context.Context, network, addr string) (net.Conn, error) {
 		// As net does: no Nagle delay on a request-response protocol.
 		_ = unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
 	}
-	return &Conn{fd: fd, local: c.LocalAddr(), remote: c.RemoteAddr(), network: network}, nil
+	return &Conn{fd: fd, local: c.LocalAddr(), remote: c.RemoteAddr(), network: network, pollFirst: network == "unix"}, nil
 }
 
 type rawConn interface {
@@ -102,6 +110,11 @@ func (c *Conn) Read(b []byte) (int, error) {
 	if c.closed {
 		return 0, c.opError("read", net.ErrClosed)
 	}
+	if c.pollFirst && len(b) > 0 {
+		if err := c.waitReadable(); err != nil {
+			return 0, c.opError("read", err)
+		}
+	}
 	for {
 		n, err := unix.Read(c.fd, b)
 		switch {
@@ -115,6 +128,45 @@ func (c *Conn) Read(b []byte) (int, error) {
 			return 0, io.EOF
 		}
 		return n, nil
+	}
+}
+
+// waitReadable waits until the socket has something to read (data, the
+// peer's end or an error), or its read deadline passes. Past the deadline it
+// does not wait and leaves the read to say what the socket holds: a deadline
+// set in the past shut it down, and its read ends in EOF as on TCP, which
+// pgconn takes for a broken connection where it would keep one that timed
+// out.
+//
+// A unix socket wakes a reader that sleeps in read(2) whenever room comes
+// back in its send buffer, that is whenever the server takes the request
+// the client just wrote: the read finds nothing, sleeps again and wakes a
+// second time for the answer. poll's wait is woken for POLLIN only, as
+// pgbench's ppoll is: pgbench's select-only under the script runner at 2
+// users went from 1.35-1.79 to 1.05 context switches a transaction (pgbench
+// itself 1.00), for one more system call a read.
+func (c *Conn) waitReadable() error {
+	fds := [1]unix.PollFd{{Fd: int32(c.fd), Events: unix.POLLIN}}
+	for {
+		var timeout *unix.Timespec
+		if dl := c.readDeadline.Load(); dl != 0 {
+			left := time.Until(time.Unix(0, dl))
+			if left <= 0 {
+				return nil
+			}
+			ts := unix.NsecToTimespec(left.Nanoseconds())
+			timeout = &ts
+		}
+		n, err := unix.Ppoll(fds[:], timeout, nil)
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err != nil:
+			return os.NewSyscallError("ppoll", err)
+		case n == 0:
+			return os.ErrDeadlineExceeded
+		}
+		return nil
 	}
 }
 
@@ -189,7 +241,15 @@ func (c *Conn) SetDeadline(t time.Time) error {
 	return errors.Join(c.SetReadDeadline(t), c.SetWriteDeadline(t))
 }
 
-func (c *Conn) SetReadDeadline(t time.Time) error  { return c.setTimeout(unix.SO_RCVTIMEO, t) }
+func (c *Conn) SetReadDeadline(t time.Time) error {
+	var dl int64
+	if !t.IsZero() {
+		dl = t.UnixNano()
+	}
+	c.readDeadline.Store(dl)
+	return c.setTimeout(unix.SO_RCVTIMEO, t)
+}
+
 func (c *Conn) SetWriteDeadline(t time.Time) error { return c.setTimeout(unix.SO_SNDTIMEO, t) }
 
 func (c *Conn) setTimeout(opt int, t time.Time) error {

@@ -6,6 +6,9 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -114,26 +117,141 @@ func TestAWaitingReadEnds(t *testing.T) {
 }
 
 func TestReadDeadlineTimesOut(t *testing.T) {
-	c, _ := dialed(t, "tcp")
-	if err := c.SetReadDeadline(time.Now().Add(50 * time.Millisecond)); err != nil {
+	for _, network := range []string{"tcp", "unix"} {
+		t.Run(network, func(t *testing.T) {
+			c, _ := dialed(t, network)
+			if err := c.SetReadDeadline(time.Now().Add(50 * time.Millisecond)); err != nil {
+				t.Fatal(err)
+			}
+			_, err := c.Read(make([]byte, 8))
+			var ne net.Error
+			if !errors.As(err, &ne) || !ne.Timeout() || !errors.Is(err, os.ErrDeadlineExceeded) {
+				t.Fatalf("read past the deadline: %v, want a timeout", err)
+			}
+			// No deadline: the connection works again.
+			if err := c.SetDeadline(time.Time{}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := c.Write([]byte("x")); err != nil {
+				t.Errorf("write after the deadline was cleared: %v", err)
+			}
+			if err := c.Close(); err != nil {
+				t.Errorf("close: %v", err)
+			}
+			if err := c.Close(); !errors.Is(err, net.ErrClosed) {
+				t.Errorf("second close: %v, want net.ErrClosed", err)
+			}
+		})
+	}
+}
+
+// voluntarySwitches is how many times the calling thread has slept.
+func voluntarySwitches(t *testing.T) int64 {
+	t.Helper()
+	b, err := os.ReadFile("/proc/thread-self/status")
+	if err != nil {
+		t.Skipf("no thread status to count switches with: %v", err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "voluntary_ctxt_switches:"); ok {
+			n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+	}
+	t.Fatal("no voluntary_ctxt_switches in /proc/thread-self/status")
+	return 0
+}
+
+// TestReadSleepsOncePerAnswer: a reader waiting on a unix socket wakes for
+// the answer only. The peer here takes each request while the reader
+// waits, then answers: taking it gives back room in the reader's send
+// buffer, which wakes a reader asleep in read(2) for nothing (two sleeps a
+// round trip, where pgbench's ppoll sleeps once).
+func TestReadSleepsOncePerAnswer(t *testing.T) {
+	t.Parallel()
+	c, srv := dialed(t, "unix")
+	const rounds = 40
+	served := make(chan error, 1)
+	go func() {
+		buf := make([]byte, 4)
+		for range rounds {
+			time.Sleep(time.Millisecond) // the reader is waiting by now
+			if _, err := io.ReadFull(srv, buf); err != nil {
+				served <- err
+				return
+			}
+			time.Sleep(time.Millisecond) // and waits again for the answer
+			if _, err := srv.Write([]byte("pong")); err != nil {
+				served <- err
+				return
+			}
+		}
+		served <- nil
+	}()
+	runtime.LockOSThread() // the switches counted are this thread's
+	defer runtime.UnlockOSThread()
+	buf := make([]byte, 4)
+	before := voluntarySwitches(t)
+	for range rounds {
+		if _, err := c.Write([]byte("ping")); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.ReadFull(c, buf); err != nil {
+			t.Fatal(err)
+		}
+	}
+	slept := voluntarySwitches(t) - before
+	if err := <-served; err != nil {
 		t.Fatal(err)
 	}
-	_, err := c.Read(make([]byte, 8))
-	var ne net.Error
-	if !errors.As(err, &ne) || !ne.Timeout() || !errors.Is(err, os.ErrDeadlineExceeded) {
-		t.Fatalf("read past the deadline: %v, want a timeout", err)
+	perTrip := float64(slept) / rounds
+	t.Logf("the reader slept %.2f times a round trip", perTrip)
+	if perTrip > 1.5 {
+		t.Errorf("the reader slept %.2f times a round trip, want about once (%d in %d round trips)", perTrip, slept, rounds)
 	}
-	// No deadline: the connection works again.
-	if err := c.SetDeadline(time.Time{}); err != nil {
-		t.Fatal(err)
+}
+
+// TestAnEmptyReadDoesNotWait: a read into no room returns at once, as
+// read(2) does, and does not wait for data to come.
+func TestAnEmptyReadDoesNotWait(t *testing.T) {
+	t.Parallel()
+	for _, network := range []string{"tcp", "unix"} {
+		t.Run(network, func(t *testing.T) {
+			c, _ := dialed(t, network)
+			done := make(chan error, 1)
+			go func() {
+				_, err := c.Read(nil)
+				done <- err
+			}()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Errorf("empty read: %v", err)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("an empty read waited for data") // the clean-up's Close ends it
+			}
+		})
 	}
-	if _, err := c.Write([]byte("x")); err != nil {
-		t.Errorf("write after the deadline was cleared: %v", err)
-	}
-	if err := c.Close(); err != nil {
-		t.Errorf("close: %v", err)
-	}
-	if err := c.Close(); !errors.Is(err, net.ErrClosed) {
-		t.Errorf("second close: %v, want net.ErrClosed", err)
+}
+
+// TestAReadAfterAPastDeadlineEndsAsOnTCP: a deadline set in the past shuts
+// the connection down, and a read after it ends in EOF on either network
+// (pgconn closes a connection on EOF, and keeps one whose read timed out).
+func TestAReadAfterAPastDeadlineEndsAsOnTCP(t *testing.T) {
+	t.Parallel()
+	for _, network := range []string{"tcp", "unix"} {
+		t.Run(network, func(t *testing.T) {
+			c, _ := dialed(t, network)
+			if err := c.SetDeadline(time.Now()); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := c.Read(make([]byte, 8)); !errors.Is(err, io.EOF) {
+				t.Errorf("read after a past deadline: %v, want EOF", err)
+			}
+		})
 	}
 }

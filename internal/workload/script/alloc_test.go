@@ -3,23 +3,13 @@ package script
 import (
 	"context"
 	"testing"
-
-	"github.com/dbrig/dbrig/internal/engine/postgres/pgtest"
 )
 
 // TestAllocsPerTransaction counts what a transaction allocates on the hot
 // path, select-only and tpcb-like under the prepared protocol: dbrig's
 // code nothing, pgconn one command tag per statement.
 func TestAllocsPerTransaction(t *testing.T) {
-	inst := pgtest.Start(t, "allocs", nil)
-	const db = "dbrig_script_allocs"
-	if err := inst.CreateDatabase(t.Context(), db); err != nil {
-		t.Fatal(err)
-	}
-	login, _ := inst.UnixLogin(db)
-	if err := Init(t.Context(), login, 1, nil); err != nil {
-		t.Fatal(err)
-	}
+	_, login := pgbenchServer(t, "allocs", "dbrig_script_allocs")
 	for name, statements := range map[string]float64{"select-only": 1, "tpcb-like": 7} {
 		src, _ := ParseFiles(name, nil)
 		prog, err := Parse(src, Options{Protocol: Prepared})

@@ -15,7 +15,6 @@ import (
 
 	"github.com/dbrig/dbrig/internal/benchgoal"
 	"github.com/dbrig/dbrig/internal/engine/postgres"
-	"github.com/dbrig/dbrig/internal/engine/postgres/pgtest"
 	"github.com/dbrig/dbrig/internal/load"
 	"github.com/dbrig/dbrig/internal/workload"
 	"github.com/dbrig/dbrig/internal/workload/workloadtest"
@@ -169,15 +168,8 @@ func childCPU(tb testing.TB) usage {
 // BenchmarkScriptVsPgbench compares dbrig's script runner with pgbench on
 // select-only and tpcb-like (see the comment at the top of the file).
 func BenchmarkScriptVsPgbench(b *testing.B) {
-	inst := pgtest.Start(b, "bench", nil)
 	const db = "pgbench"
-	if err := inst.CreateDatabase(context.Background(), db); err != nil {
-		b.Fatal(err)
-	}
-	login, _ := inst.UnixLogin(db)
-	if err := Init(context.Background(), login, 1, nil); err != nil {
-		b.Fatal(err)
-	}
+	inst, _ := pgbenchServer(b, "bench", db)
 	env := workloadtest.Env(db, inst)
 	d := benchSeconds * time.Second
 	childCPU(b)

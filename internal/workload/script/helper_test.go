@@ -9,9 +9,26 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dbrig/dbrig/internal/engine"
 	"github.com/dbrig/dbrig/internal/engine/postgres"
+	"github.com/dbrig/dbrig/internal/engine/postgres/pgtest"
 	"github.com/dbrig/dbrig/internal/workload"
 )
+
+// pgbenchServer starts a server with database db holding pgbench's tables
+// at scale 1, and returns it with the database's login on its unix socket.
+func pgbenchServer(tb testing.TB, name, db string) (*postgres.Instance, engine.Conn) {
+	tb.Helper()
+	inst := pgtest.Start(tb, name, nil)
+	if err := inst.CreateDatabase(tb.Context(), db); err != nil {
+		tb.Fatal(err)
+	}
+	login, _ := inst.UnixLogin(db)
+	if err := Init(tb.Context(), login, 1, nil); err != nil {
+		tb.Fatal(err)
+	}
+	return inst, login
+}
 
 // runPgbench runs pgbench against a database of inst in dir, its login in
 // the environment, and returns its standard output and error.
