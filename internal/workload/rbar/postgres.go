@@ -82,10 +82,17 @@ func (w *rbar) runPostgres(ctx context.Context, env *workload.Env, login engine.
 	}
 	pc := conn.PgConn()
 	switch w.experiment {
-	case "server-loop":
-		return w.pgServerSide(ctx, pc, `SELECT count(*) FROM (`+crossJoin+` LIMIT $1) s`)
-	case "server-cursor":
-		return w.pgServerSide(ctx, pc, `SELECT rbar_cursor($1)`)
+	case "server-loop", "server-cursor":
+		sql := `SELECT count(*) FROM (` + crossJoin + ` LIMIT $1) s`
+		if w.experiment == "server-cursor" {
+			sql = `SELECT rbar_cursor($1)`
+		}
+		m, err := w.pgServerSide(ctx, pc, sql)
+		if err != nil {
+			return m, err
+		}
+		// The row-by-row FETCH's shape: a simple query, one row back.
+		return probeRoundTrips(m, func() error { _, err := pc.Exec(ctx, "SELECT 1").ReadAll(); return err })
 	case "cursor-messages":
 		m, err := w.pgServerSide(ctx, pc, `SELECT rbar_messages($1)`)
 		if err != nil {
