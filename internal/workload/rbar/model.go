@@ -5,6 +5,7 @@ import (
 	"math"
 	"strings"
 
+	"github.com/dbrig/dbrig/internal/measure"
 	"github.com/dbrig/dbrig/internal/workload"
 )
 
@@ -138,19 +139,18 @@ func reference(r workload.Result, all []workload.Result, groupKey func(workload.
 	return ref
 }
 
-func meanMetric(rs []workload.Result, name string) float64 {
-	var sum float64
-	var n int
+// medianMetric is the median of a metric over rs's runs: the report keeps
+// the middle of three runs (the study drops the fastest and the slowest),
+// and one disturbed run of a reference on a shared machine would move a
+// mean by tens of percent.
+func medianMetric(rs []workload.Result, name string) float64 {
+	var vs []float64
 	for _, r := range rs {
 		if v, ok := r.Metrics[name]; ok {
-			sum += v
-			n++
+			vs = append(vs, v)
 		}
 	}
-	if n == 0 {
-		return math.NaN()
-	}
-	return sum / float64(n)
+	return measure.Median(vs)
 }
 
 // Model predicts a point's time per row or throughput; see the top of
@@ -170,7 +170,7 @@ func Model(r workload.Result, all []workload.Result) workload.Prediction {
 	fit := " (costs from " + profileName(refLink) + ")"
 	switch r.Params.String("experiment") {
 	case "server-loop", "server-cursor":
-		s := (meanMetric(ref, "seconds") - refRTT) / meanMetric(ref, "rows") * ServerSpeed(ref[0])
+		s := (medianMetric(ref, "seconds") - refRTT) / medianMetric(ref, "rows") * ServerSpeed(ref[0])
 		speed := ServerSpeed(r)
 		t := rows*s/speed + rtt
 		return workload.Prediction{
@@ -181,7 +181,7 @@ func Model(r workload.Result, all []workload.Result) workload.Prediction {
 	case "client-row-by-row":
 		return rowByRow(r, ref, all)
 	case "client-stream", "wide-rows", "cursor-messages":
-		consumer := meanMetric(ref, "throughput_bps") / ClientSpeed(ref[0]) * ClientSpeed(r)
+		consumer := medianMetric(ref, "throughput_bps") / ClientSpeed(ref[0]) * ClientSpeed(r)
 		rate, limit := consumer, "the client's consumer rate"
 		if l.RateBitsPerS > 0 && l.RateBitsPerS < rate {
 			rate, limit = l.RateBitsPerS, "the link's rate"
@@ -220,7 +220,7 @@ func rowByRow(r workload.Result, ref, all []workload.Result) workload.Prediction
 		roundTrip, refRoundTrip = probe, refProbe
 		formula = fmt.Sprintf("t/row = %s's probed round trip %.3g µs", profileName(l), probe*1e6) + " + %.3g µs%s (beyond its probed round trip on %s)"
 	}
-	s := (meanMetric(ref, "us_per_row")*1e-6 - refRoundTrip) * refSpeed
+	s := (medianMetric(ref, "us_per_row")*1e-6 - refRoundTrip) * refSpeed
 	perRow := roundTrip + s/speed
 	return workload.Prediction{
 		Metrics: map[string]float64{"us_per_row": perRow * 1e6, "rows_per_s": 1 / perRow},
@@ -229,24 +229,24 @@ func rowByRow(r workload.Result, ref, all []workload.Result) workload.Prediction
 	}
 }
 
-// probeOf is the mean round trip, in seconds, that the server-side points
-// of r's path, engine, instance, client and speeds among all probed (see
-// ProbeMetric), and whether any did. A row-by-row point never probes: its
-// own figure never enters its round trip.
+// probeOf is the median round trip, in seconds, that the server-side
+// points of r's path, engine, instance, client and speeds among all probed
+// (see ProbeMetric), and whether any did: a probe lasts milliseconds, and
+// another process's burst of CPU in one moves a mean by tens of percent.
+// A row-by-row point never probes: its own figure never enters its round
+// trip.
 func probeOf(r workload.Result, all []workload.Result) (float64, bool) {
 	key := probeKey(r)
-	var sum float64
-	var n int
+	var probes []float64
 	for _, o := range all {
 		if v, ok := o.Metrics[ProbeMetric]; ok && o.Measured() && v > 0 && probeKey(o) == key {
-			sum += v
-			n++
+			probes = append(probes, v)
 		}
 	}
-	if n == 0 {
+	if len(probes) == 0 {
 		return 0, false
 	}
-	return sum / float64(n) * 1e-6, true
+	return measure.Median(probes) * 1e-6, true
 }
 
 // probeKey is what a probe shares with the row-by-row points it predicts:
@@ -314,7 +314,7 @@ func Predict(r workload.Result, before []workload.Result) workload.Prediction {
 	rows := float64(r.Params.Int("rows"))
 	inputs := r
 	inputs.Metrics = map[string]float64{"rows": rows}
-	if perRow := meanMetric(ref, "wire_bytes") / meanMetric(ref, "rows"); perRow > 0 {
+	if perRow := medianMetric(ref, "wire_bytes") / medianMetric(ref, "rows"); perRow > 0 {
 		if r.Params.String("experiment") == "wide-rows" {
 			if refSize, size := float64(ref[0].Params.Int("row_bytes")), float64(r.Params.Int("row_bytes")); refSize > 0 && size > 0 {
 				perRow *= size / refSize
