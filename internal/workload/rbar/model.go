@@ -21,7 +21,8 @@ import (
 // of the same engine, transport, experiment and client among the other
 // combinations (a PostgreSQL point never predicts a MariaDB one, and a
 // point never predicts itself: the fastest path's own figure comes from
-// the next fastest). A point through the emulated link is predicted from
+// the next fastest; a reference's figure is the median of its runs, as
+// the report keeps the middle of three). A point through the emulated link is predicted from
 // the fastest other link (the loopback profile: the proxy without
 // impairment), since the proxy's per-message cost is part of every link,
 // else from direct loopback TCP, whose TCP stack's cost is part of every
