@@ -219,7 +219,9 @@ func rowByRow(r workload.Result, ref, all []workload.Result) workload.Prediction
 	refProbe, refProbed := probeOf(ref[0], all)
 	if probed && refProbed {
 		roundTrip, refRoundTrip = probe, refProbe
-		formula = fmt.Sprintf("t/row = %s's probed round trip %.3g µs", profileName(l), probe*1e6) + " + %.3g µs%s (beyond its probed round trip on %s)"
+		// The reference's time beyond its probe is negative where the
+		// probe's round trip cost more than the reference's row.
+		formula = fmt.Sprintf("t/row = %s's probed round trip %.1f µs", profileName(l), probe*1e6) + " %+.3g µs%s (the row beyond a probed round trip on %s)"
 	}
 	s := (medianMetric(ref, "us_per_row")*1e-6 - refRoundTrip) * refSpeed
 	perRow := roundTrip + s/speed

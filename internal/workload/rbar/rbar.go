@@ -76,11 +76,13 @@ var Metrics = []workload.MetricSpec{
 const ProbeMetric = "probe_rt_us"
 
 // A probe makes at most probeTrips timed round trips and stops once it has
-// spent probeBudget: a few milliseconds on a fast path, one round trip
-// across a WAN.
+// spent probeBudget: a tenth of a second on a fast path, where a
+// row-by-row point makes seconds of them and another process's burst of
+// CPU moves a shorter sample by tens of percent; one round trip across a
+// WAN.
 const (
-	probeTrips  = 100
-	probeBudget = 20 * time.Millisecond
+	probeTrips  = 500
+	probeBudget = 100 * time.Millisecond
 )
 
 // probeRoundTrips times trivial round trips after a server-side point's
