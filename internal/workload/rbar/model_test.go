@@ -233,6 +233,11 @@ func TestRowByRowPaysItsPathsProbedRoundTrip(t *testing.T) {
 		{"lan-1g from the unimpaired link", withLoopback, result("rbr lan", "client-row-by-row", lan1g, nil), 0, 300 + (139 - 136)},
 		{"the slow client on lan-1g from the unix socket", before, withCost(result("rbr lan slow", "client-row-by-row", lan1g, nil), "25us"), 0, 300 + (65 - 30)},
 		{"direct TCP from the unix socket", before[:6], result("rbr direct", "client-row-by-row", direct, nil), 0, 40 + (33 - 30)},
+		// Probes on a busy host that took longer than the reference's rows:
+		// the row pays its path's round trip, never less.
+		{"a reference faster than its probe", []workload.Result{probed(unix, 30), probed(direct, 112),
+			result("rbr direct", "client-row-by-row", direct, map[string]float64{"us_per_row": 59, "rows": 20000})},
+			result("rbr unix", "client-row-by-row", unix, nil), 0, 30},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
