@@ -42,6 +42,10 @@
 // bytes it reads from the socket while a statement runs, which is every
 // packet of the result, headers included.
 //
+// After their one statement, server-loop and server-cursor time round
+// trips of one row on their path (ProbeMetric, probe_rt_us): what the path
+// costs a row-by-row point beyond its RTT, measured before those points run.
+//
 // The model (model.go) predicts each point from the fastest path of the
 // same engine, transport, experiment and client. The rbar-latency study
 // (studies/rbarlatency) draws and judges the results, per engine when a

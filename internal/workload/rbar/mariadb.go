@@ -253,10 +253,14 @@ func (w *rbar) runMariaDB(ctx context.Context, env *workload.Env, login engine.C
 	n := strconv.FormatInt(w.rows, 10)
 	var m workload.Measurement
 	switch w.experiment {
-	case "server-loop":
-		m, err = w.myServerSide(ctx, s, serverLoopSQL(w.rows))
-	case "server-cursor":
-		m, err = w.myServerSide(ctx, s, "CALL rbar_cursor("+n+")")
+	case "server-loop", "server-cursor":
+		query := serverLoopSQL(w.rows)
+		if w.experiment == "server-cursor" {
+			query = "CALL rbar_cursor(" + n + ")"
+		}
+		if m, err = w.myServerSide(ctx, s, query); err == nil {
+			m, err = probeRoundTrips(m, func() error { _, err := s.conn.ExecContext(ctx, "DO 1"); return err })
+		}
 	case "cursor-messages":
 		m, err = w.myMessages(ctx, s, env)
 	case "client-stream":

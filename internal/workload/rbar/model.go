@@ -5,13 +5,15 @@ import (
 	"math"
 	"strings"
 
+	"github.com/dbrig/dbrig/internal/measure"
 	"github.com/dbrig/dbrig/internal/workload"
 )
 
 // The model of seed 004, per experiment:
 //
 //	server-loop, server-cursor:  t = rows × s_server / speed + RTT
-//	client-row-by-row:           t_row = RTT + s_row / client speed + request/response bytes × 8 / rate
+//	client-row-by-row:           t_row = round trip + s_row / client speed
+//	                             round trip = the path's probed round trip, else RTT + request/response bytes × 8 / rate
 //	client-stream, wide-rows:    throughput = min(rate, window / RTT, consumer rate × client speed)
 //	                             t = bytes × 8 / throughput + RTT
 //
@@ -19,7 +21,8 @@ import (
 // of the same engine, transport, experiment and client among the other
 // combinations (a PostgreSQL point never predicts a MariaDB one, and a
 // point never predicts itself: the fastest path's own figure comes from
-// the next fastest). A point through the emulated link is predicted from
+// the next fastest; a reference's figure is the median of its runs, as
+// the report keeps the middle of three). A point through the emulated link is predicted from
 // the fastest other link (the loopback profile: the proxy without
 // impairment), since the proxy's per-message cost is part of every link,
 // else from direct loopback TCP, whose TCP stack's cost is part of every
@@ -34,6 +37,19 @@ import (
 // consumer rate in a stream: the whole per-row cost fitted on the
 // reference is taken for the client's, an upper bound where the server's
 // share of it does not slow down with the client.
+//
+// A row-by-row point's round trip is its path's as the server-side points
+// probed it before (ProbeMetric: trivial round trips after their
+// statement, in the same process placement), and s_row is the reference's
+// time per row beyond its own path's probed round trip. An RTT does not
+// say what a round trip costs through the emulated link: its relay, in
+// dbrig's process, wakes the client's and the server's processes on other
+// CPUs (about 96 µs a round trip in the quick run of 2026-11-27, where
+// the link benchmark in one process measures 14-18 µs), and a delay hides
+// part of that, since the link stamps an arrival in the kernel before its
+// reader wakes. Without a probe of both paths, the round trip is the RTT
+// and serialization, and the reference's cost beyond its RTT is taken for
+// the path's.
 
 // roundTripBytes are the protocol bytes of one row-by-row exchange on the
 // wire (request and response of a FETCH or a prepared SELECT), for the
@@ -124,19 +140,18 @@ func reference(r workload.Result, all []workload.Result, groupKey func(workload.
 	return ref
 }
 
-func meanMetric(rs []workload.Result, name string) float64 {
-	var sum float64
-	var n int
+// medianMetric is the median of a metric over rs's runs: the report keeps
+// the middle of three runs (the study drops the fastest and the slowest),
+// and one disturbed run of a reference on a shared machine would move a
+// mean by tens of percent.
+func medianMetric(rs []workload.Result, name string) float64 {
+	var vs []float64
 	for _, r := range rs {
 		if v, ok := r.Metrics[name]; ok {
-			sum += v
-			n++
+			vs = append(vs, v)
 		}
 	}
-	if n == 0 {
-		return math.NaN()
-	}
-	return sum / float64(n)
+	return measure.Median(vs)
 }
 
 // Model predicts a point's time per row or throughput; see the top of
@@ -156,7 +171,7 @@ func Model(r workload.Result, all []workload.Result) workload.Prediction {
 	fit := " (costs from " + profileName(refLink) + ")"
 	switch r.Params.String("experiment") {
 	case "server-loop", "server-cursor":
-		s := (meanMetric(ref, "seconds") - refRTT) / meanMetric(ref, "rows") * ServerSpeed(ref[0])
+		s := (medianMetric(ref, "seconds") - refRTT) / medianMetric(ref, "rows") * ServerSpeed(ref[0])
 		speed := ServerSpeed(r)
 		t := rows*s/speed + rtt
 		return workload.Prediction{
@@ -165,16 +180,9 @@ func Model(r workload.Result, all []workload.Result) workload.Prediction {
 			Reason:  missReason("server"),
 		}
 	case "client-row-by-row":
-		s := (meanMetric(ref, "us_per_row")*1e-6 - refRTT - serialization(refLink)) * ClientSpeed(ref[0])
-		speed := ClientSpeed(r)
-		perRow := rtt + s/speed + serialization(l)
-		return workload.Prediction{
-			Metrics: map[string]float64{"us_per_row": perRow * 1e6, "rows_per_s": 1 / perRow},
-			Formula: fmt.Sprintf("t/row = RTT + %.3g µs%s%s", s*1e6, speedTerm(speed, ClientSpeed(ref[0]), "client"), fit),
-			Reason:  missReason("row-by-row"),
-		}
+		return rowByRow(r, ref, all)
 	case "client-stream", "wide-rows", "cursor-messages":
-		consumer := meanMetric(ref, "throughput_bps") / ClientSpeed(ref[0]) * ClientSpeed(r)
+		consumer := medianMetric(ref, "throughput_bps") / ClientSpeed(ref[0]) * ClientSpeed(r)
 		rate, limit := consumer, "the client's consumer rate"
 		if l.RateBitsPerS > 0 && l.RateBitsPerS < rate {
 			rate, limit = l.RateBitsPerS, "the link's rate"
@@ -193,6 +201,66 @@ func Model(r workload.Result, all []workload.Result) workload.Prediction {
 		}
 	}
 	return workload.Prediction{}
+}
+
+// rowByRow predicts a row-by-row point: one round trip of its path per
+// row, plus the client's and the server's time on the row beyond a round
+// trip, fitted on the reference. Where the server-side points probed both
+// paths, the round trip is the probe's (see probeOf); else it is the
+// link's RTT, and the reference's cost beyond its own RTT is taken for the
+// path's too.
+func rowByRow(r workload.Result, ref, all []workload.Result) workload.Prediction {
+	l, refLink := linkOf(r), linkOf(ref[0])
+	speed, refSpeed := ClientSpeed(r), ClientSpeed(ref[0])
+	roundTrip := l.RTTSeconds + serialization(l)
+	refRoundTrip := refLink.RTTSeconds + serialization(refLink)
+	formula := "t/row = RTT + %.3g µs%s (costs from %s)"
+	probe, probed := probeOf(r, all)
+	refProbe, refProbed := probeOf(ref[0], all)
+	if probed && refProbed {
+		roundTrip, refRoundTrip = probe, refProbe
+		formula = fmt.Sprintf("t/row = %s's probed round trip %.1f µs", profileName(l), probe*1e6) + " + %.3g µs%s (the row beyond a probed round trip on %s)"
+	}
+	// A row pays at least its path's round trip: where the reference's row
+	// took less than its own path's round trip, the round trips disagree
+	// with it (a probe's few thousand trips against its seconds on a busy
+	// host), and the client's and the server's time on the row is left out
+	// rather than taken negative.
+	s := max(0, (medianMetric(ref, "us_per_row")*1e-6-refRoundTrip)*refSpeed)
+	perRow := roundTrip + s/speed
+	return workload.Prediction{
+		Metrics: map[string]float64{"us_per_row": perRow * 1e6, "rows_per_s": 1 / perRow},
+		Formula: fmt.Sprintf(formula, s*1e6, speedTerm(speed, refSpeed, "client"), profileName(refLink)),
+		Reason:  missReason("row-by-row"),
+	}
+}
+
+// probeOf is the median round trip, in seconds, that the server-side
+// points of r's path, engine, instance, client and speeds among all probed
+// (see ProbeMetric), and whether any did: a probe lasts milliseconds, and
+// another process's burst of CPU in one moves a mean by tens of percent.
+// A row-by-row point never probes: its own figure never enters its round
+// trip.
+func probeOf(r workload.Result, all []workload.Result) (float64, bool) {
+	key := probeKey(r)
+	var probes []float64
+	for _, o := range all {
+		if v, ok := o.Metrics[ProbeMetric]; ok && o.Measured() && v > 0 && probeKey(o) == key {
+			probes = append(probes, v)
+		}
+	}
+	if len(probes) == 0 {
+		return 0, false
+	}
+	return measure.Median(probes) * 1e-6, true
+}
+
+// probeKey is what a probe shares with the row-by-row points it predicts:
+// the path, the server and the client, as they ran.
+func probeKey(r workload.Result) string {
+	l := linkOf(r)
+	return fmt.Sprintf("%s|%s|%d|%s|%g|%g|%s|%s", r.Instance().Engine, r.Params.String("instance"),
+		r.Client.GOMAXPROCS, r.Client.CPUs, ClientSpeed(r), ServerSpeed(r), l.Mode, profileName(l))
 }
 
 // profileName names a link as a formula does: its profile, or its mode
@@ -252,7 +320,7 @@ func Predict(r workload.Result, before []workload.Result) workload.Prediction {
 	rows := float64(r.Params.Int("rows"))
 	inputs := r
 	inputs.Metrics = map[string]float64{"rows": rows}
-	if perRow := meanMetric(ref, "wire_bytes") / meanMetric(ref, "rows"); perRow > 0 {
+	if perRow := medianMetric(ref, "wire_bytes") / medianMetric(ref, "rows"); perRow > 0 {
 		if r.Params.String("experiment") == "wide-rows" {
 			if refSize, size := float64(ref[0].Params.Int("row_bytes")), float64(r.Params.Int("row_bytes")); refSize > 0 && size > 0 {
 				perRow *= size / refSize
@@ -270,7 +338,7 @@ func missReason(kind string) string {
 	case "server":
 		return "the server's per-row cost is the reference path's; the client's and the link's costs are one round trip"
 	case "row-by-row":
-		return "each row pays one round trip plus the reference path's per-row cost; a busy host or a slower client adds to it"
+		return "each row pays one round trip of its path (probed by the server-side points, else the RTT) plus the reference path's per-row cost beyond its round trip; a busy host or a slower client adds to it"
 	}
 	return "a stream is bounded by min(rate, window / RTT, the reference's consumer rate): a consumer slower here than on the reference is not"
 }

@@ -82,10 +82,16 @@ func (w *rbar) runPostgres(ctx context.Context, env *workload.Env, login engine.
 	}
 	pc := conn.PgConn()
 	switch w.experiment {
-	case "server-loop":
-		return w.pgServerSide(ctx, pc, `SELECT count(*) FROM (`+crossJoin+` LIMIT $1) s`)
-	case "server-cursor":
-		return w.pgServerSide(ctx, pc, `SELECT rbar_cursor($1)`)
+	case "server-loop", "server-cursor":
+		sql := `SELECT count(*) FROM (` + crossJoin + ` LIMIT $1) s`
+		if w.experiment == "server-cursor" {
+			sql = `SELECT rbar_cursor($1)`
+		}
+		m, err := w.pgServerSide(ctx, pc, sql)
+		if err != nil {
+			return m, err
+		}
+		return w.pgProbe(ctx, pc, m)
 	case "cursor-messages":
 		m, err := w.pgServerSide(ctx, pc, `SELECT rbar_messages($1)`)
 		if err != nil {
@@ -125,6 +131,20 @@ func (w *rbar) pgServerSide(ctx context.Context, pc *pgconn.PgConn, sql string) 
 		return workload.Measurement{}, fmt.Errorf("the server counted %v rows, want %s", res.Rows, n)
 	}
 	return w.serverSideMetrics(elapsed), nil
+}
+
+// pgProbe probes the path with the row-by-row points' own round trip, a
+// FETCH NEXT from a cursor over the cross join, so that the server's and
+// the client's work on it are theirs too.
+func (w *rbar) pgProbe(ctx context.Context, pc *pgconn.PgConn, m workload.Measurement) (workload.Measurement, error) {
+	if err := pc.Exec(ctx, "BEGIN; DECLARE rbar_probe NO SCROLL CURSOR FOR "+crossJoin).Close(); err != nil {
+		return m, err
+	}
+	defer func() { _ = pc.Exec(context.WithoutCancel(ctx), "ROLLBACK").Close() }()
+	return probeRoundTrips(m, func() error {
+		_, err := pc.Exec(ctx, "FETCH NEXT FROM rbar_probe").ReadAll()
+		return err
+	})
 }
 
 // dataRowOverhead is the protocol's bytes per one-column DataRow besides

@@ -68,6 +68,48 @@ var Metrics = []workload.MetricSpec{
 	{Name: "wire_bytes", Unit: workload.Bytes, Doc: "protocol bytes of the rows"},
 	{Name: "rows", Unit: workload.Count, Doc: "rows processed"},
 	{Name: "row_mean_us", Unit: workload.Microseconds, Better: workload.Lower, Doc: "round trip per row, mean (the percentiles come from the merged histogram \"row\")"},
+	{Name: ProbeMetric, Unit: workload.Microseconds, Better: workload.Lower, Doc: "a trivial statement's round trip on the point's path, timed after a server-side experiment's statement: what the path costs a round trip, which predicts the row-by-row points that run after it"},
+}
+
+// ProbeMetric is the server-side experiments' probe of their path's round
+// trip (see probeRoundTrips).
+const ProbeMetric = "probe_rt_us"
+
+// A probe warms up for probeWarmUp, then makes at most probeTrips timed
+// round trips and stops once it has spent probeBudget: a tenth of a second
+// on a fast path, where a row-by-row point makes seconds of them and
+// another process's burst of CPU moves a shorter sample by tens of
+// percent; one round trip across a WAN.
+const (
+	probeWarmUp = 10 * time.Millisecond
+	probeTrips  = 500
+	probeBudget = 100 * time.Millisecond
+)
+
+// probeRoundTrips times round trips of one row each after a server-side
+// point's statement and adds their mean to m as ProbeMetric. The relay of
+// an emulated link costs each round trip the wake-up of the processes on
+// either side, which depends on where they run, and a delay hides part of
+// it (the link stamps an arrival in the kernel, before its reader wakes);
+// neither is known before the study runs, and row-by-row work pays it on
+// every row. The trips of the warm-up, after the statement's long wait
+// with one process busy and the other idle, are not timed.
+func probeRoundTrips(m workload.Measurement, trip func() error) (workload.Measurement, error) {
+	for start := time.Now(); time.Since(start) < probeWarmUp; {
+		if err := trip(); err != nil {
+			return m, fmt.Errorf("probe round trip: %w", err)
+		}
+	}
+	start := time.Now()
+	n := 0
+	for n < probeTrips && (n == 0 || time.Since(start) < probeBudget) {
+		if err := trip(); err != nil {
+			return m, fmt.Errorf("probe round trip: %w", err)
+		}
+		n++
+	}
+	m.Metrics[ProbeMetric] = time.Since(start).Seconds() * 1e6 / float64(n)
+	return m, nil
 }
 
 type rbar struct {

@@ -104,7 +104,14 @@ func TestExperimentsOnEachEngine(t *testing.T) {
 								t.Errorf("throughput %v, want %v", m.Metrics["throughput_bps"], want)
 							}
 						}
-						if tt.p.String("experiment") == "client-row-by-row" {
+						switch tt.p.String("experiment") {
+						case "server-loop", "server-cursor":
+							// Its path's round trip, which predicts the
+							// row-by-row points after it.
+							if probe, ok := m.Metrics[ProbeMetric]; !ok || !(probe > 0) {
+								t.Errorf("%s = %v (%v): want the path's round trip, probed after the statement", ProbeMetric, probe, ok)
+							}
+						case "client-row-by-row":
 							h := m.Histograms["row"]
 							if h == nil || h.Count() != int64(rows)-1 {
 								t.Errorf("histogram of round trips: %v, want %v samples", h, rows-1)
