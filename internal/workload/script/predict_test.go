@@ -101,13 +101,22 @@ func TestPredictionOfTPCBLike(t *testing.T) {
 			calibrationRTT, users, calibrationRuns, 100*d.waitSpread, d.cal.TurnOverhead.Round(time.Microsecond), d.overheadSpread.Round(time.Microsecond),
 			d.lateness.Round(time.Microsecond), d.lateSpread.Round(time.Microsecond))
 	}
-	differs, late := predictTPCBPoints(t, inst, db, delayed, tolerance, &table)
+	points := predictTPCBPoints(t, inst, db, delayed, tolerance, &table)
+	drifted := closingDrift(t, inst, db, delayed, tolerance, &table)
 	t.Logf("tpcb-like -M prepared, scale %d, through the link:\n%s", predictScale, table.String())
-	for _, d := range differs {
-		t.Errorf("%s", d)
+	var late []string
+	for _, p := range points {
+		switch {
+		case drifted[p.users] != "":
+			late = append(late, fmt.Sprintf("%s (%s)", p.name, drifted[p.users]))
+		case p.unjudged != "":
+			late = append(late, fmt.Sprintf("%s (%s)", p.name, p.unjudged))
+		case p.differs != "":
+			t.Errorf("%s: %s", p.name, p.differs)
+		}
 	}
 	if len(late) > 0 {
-		t.Skipf("not checked, the calibration's runs spread by more than the tolerance or the link's lateness departed from the calibrated one by more than the bound, so the model was not given those points' path: %s", strings.Join(late, ", "))
+		t.Skipf("not checked, the calibration's runs spread by more than the tolerance, the machine changed between the calibration and the points, or the link's lateness departed from the calibrated one by more than the bound, so the model was not given those points' path: %s", strings.Join(late, ", "))
 	}
 }
 
@@ -154,10 +163,18 @@ func tpcbPoint(users int) workload.Params {
 	return workload.Params{"script": "tpcb-like", "protocol": Prepared, "users": int64(users), "warm_up": "1s", "duration": "4s"}
 }
 
+// pointVerdict is one predicted point's judgement: why it missed beyond
+// the tolerance, or why it cannot be judged ("" for neither).
+type pointVerdict struct {
+	users             int
+	name              string
+	differs, unjudged string
+}
+
 // predictTPCBPoints predicts, then runs, each point, writes its line of
-// the table and returns the points that missed beyond tolerance and those
-// whose link departed from the calibrated lateness beyond the bound.
-func predictTPCBPoints(t *testing.T, inst engine.Instance, db string, delayed map[int]delayedCalibration, tolerance float64, table *strings.Builder) (differs, late []string) {
+// the table and returns each point's verdict: a miss beyond tolerance, or
+// a link that departed from the calibrated lateness beyond the bound.
+func predictTPCBPoints(t *testing.T, inst engine.Instance, db string, delayed map[int]delayedCalibration, tolerance float64, table *strings.Builder) (points []pointVerdict) {
 	t.Helper()
 	fmt.Fprintf(table, "%-5s %5s %9s %9s %7s %-8s %13s %9s %13s %s\n", "rtt", "users", "predicted", "measured", "error", "dominant", "link lateness", "bound", "with row locks", "error at the delivered RTT")
 	for _, rtt := range []time.Duration{time.Millisecond, 5 * time.Millisecond, 20 * time.Millisecond} {
@@ -178,15 +195,38 @@ func predictTPCBPoints(t *testing.T, inst engine.Instance, db string, delayed ma
 			fmt.Fprintf(table, "%-5s %5d %9.1f %9.1f %+6.1f%% %-8s %13v %9v %+12.1f%% %+6.1f%%\n", rtt, users, e.TPS, m.Metrics["tps"], 100*c.Error, e.Dominant,
 				lateness.Round(time.Microsecond), bound.Round(time.Microsecond), 100*predict.Compare(locked, m.Metrics["tps"]).Error,
 				100*predict.Compare(delivered.TPS, m.Metrics["tps"]).Error)
-			name := fmt.Sprintf("%v x %d users", rtt, users)
-			if why := d.unjudged(e, lateness, tolerance); why != "" {
-				late = append(late, fmt.Sprintf("%s (%s)", name, why))
-			} else if math.Abs(c.Error) > tolerance {
-				differs = append(differs, fmt.Sprintf("%s: %s, beyond %.0f %%", name, c, 100*tolerance))
+			p := pointVerdict{users: users, name: fmt.Sprintf("%v x %d users", rtt, users), unjudged: d.unjudged(e, lateness, tolerance)}
+			if math.Abs(c.Error) > tolerance {
+				p.differs = fmt.Sprintf("%s, beyond %.0f %%", c, 100*tolerance)
 			}
+			points = append(points, p)
 		}
 	}
-	return differs, late
+	return points
+}
+
+// closingDrift runs each number of users' calibration point once more,
+// after the points, and says for each whose wait a transaction moved from
+// the calibration's mean by more than the tolerance that the machine
+// changed while the points ran (a busy machine that calmed down made the
+// calibration slow and the points fast, 171 tps predicted against 325
+// measured at 1 ms x 4 users at load 10): their predictions were made
+// for another machine than the one that ran them.
+func closingDrift(t *testing.T, inst engine.Instance, db string, delayed map[int]delayedCalibration, tolerance float64, table *strings.Builder) map[int]string {
+	t.Helper()
+	drifted := map[int]string{}
+	for _, users := range []int{1, 4} {
+		d := delayed[users]
+		m, _ := throughLink(t, inst, db, link.Config{RTT: calibrationRTT}, tpcbPoint(users))
+		wait := time.Duration(m.Metrics["wait_ms_per_tx"] * float64(time.Millisecond))
+		drift := float64(wait-d.meanWait) / float64(d.meanWait)
+		fmt.Fprintf(table, "through %v at %d users after the points: %v a transaction's wait, %+.1f %% from the calibration's %v\n",
+			calibrationRTT, users, wait.Round(time.Microsecond), 100*drift, d.meanWait.Round(time.Microsecond))
+		if math.Abs(drift) > tolerance {
+			drifted[users] = fmt.Sprintf("the calibration point's wait moved %+.1f %% while the points ran", 100*drift)
+		}
+	}
+	return drifted
 }
 
 // calibrationRuns is how often each delayed calibration point runs: their
@@ -204,6 +244,8 @@ type delayedCalibration struct {
 	// overheadSpread is the largest less the smallest turn overhead of the
 	// runs, lateSpread the same of their lateness.
 	overheadSpread, lateSpread time.Duration
+	// meanWait is the runs' mean wait a transaction.
+	meanWait time.Duration
 	// waitSpread is the largest less the smallest of the runs' waits a
 	// transaction, over their mean: beyond the tolerance the machine moves
 	// the same point by more than the model is held to.
@@ -225,7 +267,7 @@ func calibrateDelayed(t *testing.T, inst engine.Instance, db string, cal predict
 	}
 	d := delayedCalibration{cal: cal, lateness: meanDuration(lates),
 		overheadSpread: slices.Max(overheads) - slices.Min(overheads), lateSpread: slices.Max(lates) - slices.Min(lates),
-		waitSpread: float64(slices.Max(waits)-slices.Min(waits)) / float64(meanDuration(waits))}
+		meanWait: meanDuration(waits), waitSpread: float64(slices.Max(waits)-slices.Min(waits)) / float64(meanDuration(waits))}
 	d.cal.TurnOverhead = meanDuration(overheads)
 	return d
 }
