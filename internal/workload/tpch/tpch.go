@@ -178,11 +178,11 @@ const loaders = 4
 // a few at a time, each over a session of its own. The first error stops
 // the others.
 func loadTables(ctx context.Context, env *workload.Env, login engine.Conn, program string, sf float64) error {
-	rows, removeFiles, err := tableRows(ctx, program, sf)
+	rows, release, err := tableRows(ctx, program, sf)
 	if err != nil {
 		return err
 	}
-	defer removeFiles()
+	defer release()
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	var wg sync.WaitGroup
