@@ -8,7 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/dbrig/dbrig/internal/engine/postgres/pgtest"
 	"github.com/dbrig/dbrig/internal/workload/script/expr"
 )
 
@@ -91,7 +90,7 @@ func debugText(v expr.Value) string {
 // every value must be the same, and every error and refusal too.
 func TestExpressionsAgreeWithPgbench(t *testing.T) {
 	t.Parallel()
-	inst := pgtest.Start(t, "exprs", nil)
+	inst, db := sharedServer.Database(t)
 	dir := t.TempDir()
 	var script strings.Builder
 	for i, e := range exprCases {
@@ -103,7 +102,7 @@ func TestExpressionsAgreeWithPgbench(t *testing.T) {
 		args = append(args, "-D", d)
 	}
 	withFile := func(file string) []string { return append(append([]string(nil), args...), "-f", file) }
-	_, stderr, err := runPgbench(t, inst, "postgres", dir, withFile(file)...)
+	_, stderr, err := runPgbench(t, inst, db, dir, withFile(file)...)
 	if err != nil {
 		t.Fatalf("pgbench: %v\n%s", err, stderr)
 	}
@@ -123,7 +122,7 @@ func TestExpressionsAgreeWithPgbench(t *testing.T) {
 	}
 	for _, c := range exprErrors {
 		text := fmt.Sprintf("\\set r debug(%s)\n", c.expr)
-		_, stderr, err := runPgbench(t, inst, "postgres", dir, withFile(writeFile(t, dir, "err.sql", text))...)
+		_, stderr, err := runPgbench(t, inst, db, dir, withFile(writeFile(t, dir, "err.sql", text))...)
 		if err == nil || !strings.Contains(stderr, c.want) {
 			t.Errorf("%s: pgbench did not fail with %q: %v\n%s", c.expr, c.want, err, stderr)
 		}
@@ -134,7 +133,7 @@ func TestExpressionsAgreeWithPgbench(t *testing.T) {
 	}
 	for _, e := range exprSyntaxErrors {
 		text := fmt.Sprintf("\\set r %s\n", e)
-		_, stderr, err := runPgbench(t, inst, "postgres", dir, "-n", "-t", "1", "-f", writeFile(t, dir, "syntax.sql", text))
+		_, stderr, err := runPgbench(t, inst, db, dir, "-n", "-t", "1", "-f", writeFile(t, dir, "syntax.sql", text))
 		if err == nil {
 			t.Errorf("%s: pgbench took it", e)
 		}

@@ -10,7 +10,6 @@ import (
 	"github.com/dbrig/dbrig/internal/engine"
 	"github.com/dbrig/dbrig/internal/engine/enginetest"
 	"github.com/dbrig/dbrig/internal/engine/mariadb"
-	"github.com/dbrig/dbrig/internal/engine/postgres/pgtest"
 	"github.com/dbrig/dbrig/internal/load"
 	"github.com/dbrig/dbrig/internal/workload/dbconn"
 )
@@ -171,11 +170,7 @@ func TestAsetAndCompound(t *testing.T) {
 // and the row misses exactly them.
 func TestRetriesCountedAsPgbench15(t *testing.T) {
 	t.Parallel()
-	inst := pgtest.Start(t, "retries", nil)
-	const db = "dbrig_script_retries"
-	if err := inst.CreateDatabase(t.Context(), db); err != nil {
-		t.Fatal(err)
-	}
+	inst, db := sharedServer.Database(t)
 	text := "BEGIN ISOLATION LEVEL REPEATABLE READ;\nSELECT v FROM hot WHERE id = 1;\n\\sleep 1 ms\nUPDATE hot SET v = v + 1 WHERE id = 1;\nEND;\n"
 	for _, tries := range []int{0, 1} {
 		execOn(t, inst, db, "DROP TABLE IF EXISTS hot", "CREATE TABLE hot (id int PRIMARY KEY, v int)", "INSERT INTO hot VALUES (1, 0)")
@@ -236,11 +231,7 @@ func TestDeadlocksRetriedOnMariaDB(t *testing.T) {
 // next one.
 func TestPipelines(t *testing.T) {
 	t.Parallel()
-	inst := pgtest.Start(t, "pipelines", nil)
-	const db = "dbrig_script_pipelines"
-	if err := inst.CreateDatabase(t.Context(), db); err != nil {
-		t.Fatal(err)
-	}
+	inst, db := sharedServer.Database(t)
 	execOn(t, inst, db, "CREATE TABLE pipe (client int, x int)")
 	text := "\\set x 2\n\\startpipeline\nBEGIN;\nINSERT INTO pipe VALUES (:client_id, 1);\n\\set y :x * 2\nINSERT INTO pipe VALUES (:client_id, :y);\nSELECT count(*) FROM pipe;\nEND;\n\\endpipeline\n"
 	for _, protocol := range []string{Prepared, Extended} {
@@ -276,11 +267,7 @@ func TestPipelines(t *testing.T) {
 // next transaction runs; so does a script that ends inside a block.
 func TestFailedTransactionsRolledBack(t *testing.T) {
 	t.Parallel()
-	inst := pgtest.Start(t, "failures", nil)
-	const db = "dbrig_script_failures"
-	if err := inst.CreateDatabase(t.Context(), db); err != nil {
-		t.Fatal(err)
-	}
+	inst, db := sharedServer.Database(t)
 	execOn(t, inst, db, "CREATE TABLE t (x int)")
 	prog := parseFor(t, inst, Prepared,
 		Source{Name: "fail.sql", Text: "BEGIN;\nINSERT INTO t VALUES (1);\nSELECT 1 / 0;\nEND;\n", Weight: 1},

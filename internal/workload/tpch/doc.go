@@ -1,10 +1,12 @@
 // Package tpch is the TPC-H workload of seed 002: the 22 queries run as a
 // power test at a parallel degree, every answer checked.
 //
-// Prepare streams each table from tpchgen-cli (FindGenerator) into the
-// database (PostgreSQL: COPY FROM STDIN; MariaDB: LOAD DATA LOCAL INFILE
-// from a registered reader), adds keys and indexes, analyzes, and runs
-// every query once serially: its answer (Answer: rows and a checksum of
+// Prepare streams each table from tpchgen-cli (FindGenerator; up to scale
+// factor 0.1 one process writes every table to temporary files first, since
+// its start costs more than the data) into the database (PostgreSQL: COPY
+// FROM STDIN; MariaDB: LOAD DATA LOCAL INFILE from a registered reader),
+// adds keys and indexes, analyzes, and runs every query once serially: its
+// answer (Answer: rows and a checksum of
 // the rows in order, canonical across engines) must equal the golden
 // answer of testdata/answers.json at that scale factor, and is stored
 // beside the data for the points. Run sets the degree, notes the workers

@@ -108,8 +108,91 @@ func generate(ctx context.Context, program string, sf float64, table string) (io
 	return &tableStream{cmd: cmd, cancel: cancel, stderr: &stderr, table: table, r: bufio.NewReaderSize(out, 1<<16)}, nil
 }
 
-// tableStream is a generator's output with each line's trailing '|' cut.
+// oneGeneratorMaxScale is the largest scale factor whose tables one
+// generator process writes to files before they load. The generator spends
+// about a second of CPU starting, whatever it makes: eight times over when
+// each table streams from a process of its own, which at this scale costs
+// more than generating every table (2.2 s of CPU at 0.1, against about
+// 9 s). The files of every table at 0.1 are about 100 MB, held only while
+// they load; above it each table streams from its own process and needs
+// no disk.
+const oneGeneratorMaxScale = 0.1
+
+// tableSource opens one table's rows, as generate streams them.
+type tableSource func(ctx context.Context, table string) (io.ReadCloser, error)
+
+// tableRows says where the tables' rows come from at scale factor sf: at
+// small scales the files one generator process wrote for every table, else
+// a generator process per table. The files are open and their directory
+// already removed when it returns, so that a dbrig killed while loading
+// leaves none of them behind; release closes those not read.
+func tableRows(ctx context.Context, program string, sf float64) (rows tableSource, release func(), err error) {
+	if sf > oneGeneratorMaxScale {
+		return func(ctx context.Context, table string) (io.ReadCloser, error) {
+			return generate(ctx, program, sf, table)
+		}, func() {}, nil
+	}
+	files, err := generateFiles(ctx, program, sf)
+	if err != nil {
+		return nil, nil, err
+	}
+	var mu sync.Mutex
+	rows = func(_ context.Context, table string) (io.ReadCloser, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		f, ok := files[table]
+		if !ok {
+			return nil, fmt.Errorf("%s: table %s was read already", GeneratorProgram, table)
+		}
+		delete(files, table)
+		return &tableStream{file: f, table: table, r: bufio.NewReaderSize(f, 1<<16)}, nil
+	}
+	release = func() {
+		mu.Lock()
+		defer mu.Unlock()
+		closeAll(files)
+	}
+	return rows, release, nil
+}
+
+// generateFiles runs the generator once for every table, each written to
+// a file of a temporary directory (the same bytes it streams for one
+// table), and returns the files open, the directory removed.
+func generateFiles(ctx context.Context, program string, sf float64) (map[string]*os.File, error) {
+	dir, err := os.MkdirTemp("", "dbrig-tpch-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	cmd := exec.CommandContext(ctx, program, "tbl", "--scale-factor", FormatScale(sf), "--output-dir", dir, "--quiet", "--num-threads", "1")
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("%s at scale factor %s: %w: %s", GeneratorProgram, FormatScale(sf), err, strings.TrimSpace(tail(out.String(), 400)))
+	}
+	files := map[string]*os.File{}
+	for _, table := range Tables {
+		f, err := os.Open(filepath.Join(dir, table+".tbl"))
+		if err != nil {
+			closeAll(files)
+			return nil, fmt.Errorf("%s wrote no table %s: %w", GeneratorProgram, table, err)
+		}
+		files[table] = f
+	}
+	return files, nil
+}
+
+func closeAll(files map[string]*os.File) {
+	for table, f := range files {
+		f.Close()
+		delete(files, table)
+	}
+}
+
+// tableStream is a generator's output (its process's or a file it wrote)
+// with each line's trailing '|' cut.
 type tableStream struct {
+	file   *os.File // nil when cmd is the source
 	cmd    *exec.Cmd
 	cancel context.CancelFunc
 	stderr *bytes.Buffer
@@ -157,6 +240,12 @@ func (s *tableStream) finish(readErr error) error {
 		return readErr
 	}
 	s.closed = true
+	if s.file != nil {
+		if err := s.file.Close(); err != nil {
+			return err
+		}
+		return io.EOF
+	}
 	if err := s.cmd.Wait(); err != nil {
 		return fmt.Errorf("%s for table %s: %w: %s", GeneratorProgram, s.table, err, strings.TrimSpace(tail(s.stderr.String(), 400)))
 	}
@@ -164,13 +253,17 @@ func (s *tableStream) finish(readErr error) error {
 	return io.EOF
 }
 
-// Close stops the generator if it is still running.
+// Close stops the generator if it is still running, or closes its file.
 func (s *tableStream) Close() error {
-	if !s.closed {
-		s.closed = true
-		s.cancel()
-		_ = s.cmd.Wait()
+	if s.closed {
+		return nil
 	}
+	s.closed = true
+	if s.file != nil {
+		return s.file.Close()
+	}
+	s.cancel()
+	_ = s.cmd.Wait()
 	return nil
 }
 

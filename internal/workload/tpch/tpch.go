@@ -169,15 +169,20 @@ func (w *tpch) Prepare(ctx context.Context, env *workload.Env) error {
 	return w.recordAnswers(ctx, s, queries)
 }
 
-// loaders is how many tables load at once: the generator spends about two
-// seconds starting, whatever the table's size, which a few loads at once
-// hide.
+// loaders is how many tables load at once: above oneGeneratorMaxScale the
+// generator spends about a second starting for each table, whatever its
+// size, which a few loads at once hide.
 const loaders = 4
 
 // loadTables streams every table from the generator into the database,
 // a few at a time, each over a session of its own. The first error stops
 // the others.
 func loadTables(ctx context.Context, env *workload.Env, login engine.Conn, program string, sf float64) error {
+	rows, release, err := tableRows(ctx, program, sf)
+	if err != nil {
+		return err
+	}
+	defer release()
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	var wg sync.WaitGroup
@@ -197,7 +202,7 @@ func loadTables(ctx context.Context, env *workload.Env, login engine.Conn, progr
 			defer wg.Done()
 			defer func() { <-slots }()
 			start := time.Now()
-			n, err := loadTable(ctx, env.Engines, login, program, sf, t)
+			n, err := loadTable(ctx, env.Engines, login, rows, sf, t)
 			if err != nil {
 				cancel(err)
 				return
@@ -216,13 +221,13 @@ func loadTables(ctx context.Context, env *workload.Env, login engine.Conn, progr
 }
 
 // loadTable streams one table from the generator into the database.
-func loadTable(ctx context.Context, engines *engine.Registry, login engine.Conn, program string, sf float64, table string) (int64, error) {
+func loadTable(ctx context.Context, engines *engine.Registry, login engine.Conn, source tableSource, sf float64, table string) (int64, error) {
 	s, err := openSession(ctx, engines, login)
 	if err != nil {
 		return 0, err
 	}
 	defer s.close(ctx)
-	rows, err := generate(ctx, program, sf, table)
+	rows, err := source(ctx, table)
 	if err != nil {
 		return 0, err
 	}

@@ -2,8 +2,10 @@ package tpch
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
@@ -221,6 +223,94 @@ func TestGeneratorStreamCutsTrailingBars(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "out of space") || !strings.Contains(err.Error(), "nation") {
 		t.Errorf("a failing generator reads as %v, want its error and the table", err)
 	}
+}
+
+// fakeGenerator writes a stand-in generator that notes each run in runs
+// (a line "run", then the output directory's path) and prints
+// "TABLE|row|" lines: to stdout for one table, or to DIR/TABLE.tbl for
+// every table with --output-dir DIR.
+func fakeGenerator(t *testing.T, dir, runs string) string {
+	t.Helper()
+	script := `#!/bin/sh
+echo run >> '` + runs + `'
+out=; table=
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --output-dir) out=$2; shift ;;
+    --tables) table=$2; shift ;;
+  esac
+  shift
+done
+echo "$out" >> '` + runs + `'
+if [ -z "$out" ]; then printf '%s|row|\n' "$table"; exit 0; fi
+for t in ` + strings.Join(Tables, " ") + `; do printf '%s|row|\n' "$t" > "$out/$t.tbl"; done
+`
+	p := filepath.Join(dir, "generator")
+	if err := os.WriteFile(p, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestOneGeneratorForEveryTableAtSmallScales: up to oneGeneratorMaxScale
+// one generator process makes every table (its start is most of its cost
+// there), and its directory is gone before the first row is read, so that
+// a killed dbrig leaves no file; above it each table has its own process.
+func TestOneGeneratorForEveryTableAtSmallScales(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		sf       float64
+		wantRuns int
+	}{{0.01, 1}, {oneGeneratorMaxScale, 1}, {1, len(Tables)}} {
+		dir := t.TempDir()
+		runs := filepath.Join(dir, "runs")
+		program := fakeGenerator(t, dir, runs)
+		rows, release, err := tableRows(context.Background(), program, c.sf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out := generatorOutputDir(t, runs); out != "" {
+			if _, err := os.Stat(out); !errors.Is(err, fs.ErrNotExist) {
+				t.Errorf("sf %v: the generator's directory %s is still there before the load (%v)", c.sf, out, err)
+			}
+		}
+		for _, table := range Tables {
+			r, err := rows(context.Background(), table)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := io.ReadAll(r)
+			if cerr := r.Close(); err == nil {
+				err = cerr
+			}
+			if err != nil || string(b) != table+"|row\n" {
+				t.Errorf("sf %v: table %s read %q, %v; want %q", c.sf, table, b, err, table+"|row\n")
+			}
+		}
+		release()
+		b, err := os.ReadFile(runs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := strings.Count(string(b), "run\n"); n != c.wantRuns {
+			t.Errorf("sf %v: the generator ran %d times for %d tables, want %d", c.sf, n, len(Tables), c.wantRuns)
+		}
+	}
+}
+
+// generatorOutputDir is the output directory the last run of
+// fakeGenerator noted ("" when it wrote to stdout or has not run).
+func generatorOutputDir(t *testing.T, runs string) string {
+	t.Helper()
+	b, err := os.ReadFile(runs)
+	if errors.Is(err, fs.ErrNotExist) {
+		return ""
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	return lines[len(lines)-1]
 }
 
 // TestGoldenMatchesTheSpecification: at scale factor 1 the recorded
