@@ -136,6 +136,13 @@ var Catalog = []CheckInfo{
 		Why: "Virtual machines cost 5-10 % on a tight loop and up to ~30 % on a cursor, and a virtual client adds " +
 			"~0.0025-0.03 ms per row: measurements on a VM are not comparable with physical ones.",
 		Source: "seed 004, studies/rbar-latency.md"},
+	{ID: "cpu.idle", Section: SectionCPU, Title: "how an idle CPU waits (a virtual machine's halt polling)",
+		Why: "A round trip wakes an idle CPU at each hop (the client's, the server's, a proxy's). A guest that halts an " +
+			"idle vCPU at once makes each wake-up a VM exit through the hypervisor: on dbrig's development VM a relay in a " +
+			"process of its own added 114-165 µs a round trip so, and 28-90 µs with the guest polling 200 µs before it " +
+			"halts. The seed's virtual machines cost ~30 % on the cursor, whose rows are round trips, against 5-10 % on " +
+			"a loop that never waits.",
+		Source: "seed 004 (the VM penalty on the cursor and the loop), studies/rbar-latency.md, docs/link.md (the round trip apart)"},
 	{ID: "clock.source", Section: SectionCPU, Title: "kernel clock source",
 		Why: "Every per-row timing (EXPLAIN ANALYZE, dbrig's own timers) reads the clock; hpet and acpi_pm cost " +
 			"microseconds per read where tsc costs nanoseconds, which distorts row-by-row measurements.",

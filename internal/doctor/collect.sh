@@ -95,7 +95,9 @@ f proc/sys/kernel/hostname proc/sys/kernel/osrelease proc/cpuinfo proc/meminfo \
 	proc/net/route proc/self/mountinfo \
 	sys/devices/system/clocksource/clocksource0/current_clocksource \
 	sys/devices/system/clocksource/clocksource0/available_clocksource \
-	sys/hypervisor/type sys/class/dmi/id/sys_vendor sys/class/dmi/id/product_name
+	sys/hypervisor/type sys/class/dmi/id/sys_vendor sys/class/dmi/id/product_name \
+	sys/devices/system/cpu/cpuidle/current_driver sys/devices/system/cpu/cpuidle/current_governor \
+	sys/devices/system/cpu/cpuidle/current_governor_ro sys/module/haltpoll/parameters/guest_halt_poll_ns
 for c in sys/devices/system/cpu/cpu[0-9]*; do
 	f "$c/cpufreq/scaling_governor" "$c/cpufreq/cpuinfo_max_freq" "$c/cpufreq/scaling_driver"
 done

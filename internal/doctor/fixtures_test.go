@@ -75,6 +75,7 @@ var vmBase = map[string]Status{
 	"cpu.governor":       Skip, // no cpufreq in the VM
 	"cpu.virtual":        Info,
 	"clock.source":       Pass,
+	"cpu.idle":           Skip, // captured before the collector read cpuidle
 }
 
 func with(base map[string]Status, kv ...any) map[string]Status {
@@ -117,6 +118,19 @@ func TestFixtures(t *testing.T) {
 					if !strings.Contains(r.Fix, s) {
 						t.Errorf("fix %q lacks %q", r.Fix, s)
 					}
+				}
+			},
+		},
+		{
+			fixture: "vm-haltpoll",
+			want:    with(vmBase, "tcp.bdp", Info, "cpu.idle", Warn),
+			check: func(t *testing.T, h HostReport) {
+				r := find(t, h, "cpu.idle", "")
+				if r.Values["guest_halt_poll_ns"] != int64(0) || r.Values["driver"] != "haltpoll" {
+					t.Errorf("cpu.idle values %v", r.Values)
+				}
+				if !strings.Contains(r.Observed, "halts at once") || !strings.Contains(r.Fix, "guest_halt_poll_ns") {
+					t.Errorf("cpu.idle: observed %q, fix %q", r.Observed, r.Fix)
 				}
 			},
 		},

@@ -344,3 +344,31 @@ func TestCatalogIsComplete(t *testing.T) {
 		}
 	}
 }
+
+// TestIdleCheck: a guest whose haltpoll driver never polls is warned about
+// (each wake-up of an idle vCPU is a VM exit), one that polls passes, and
+// other drivers are said as they are.
+func TestIdleCheck(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		c    cpuInfo
+		want Status
+		obs  string
+	}{
+		{"no cpuidle", cpuInfo{haltPollNs: -1}, Skip, "no cpuidle interface"},
+		{"haltpoll that never polls", cpuInfo{idleDriver: "haltpoll", idleGov: "haltpoll", haltPollNs: 0}, Warn, "halts at once"},
+		{"haltpoll polling 200 µs", cpuInfo{idleDriver: "haltpoll", idleGov: "haltpoll", haltPollNs: 200000}, Pass, "polls up to 200 µs"},
+		{"haltpoll, parameters unreadable", cpuInfo{idleDriver: "haltpoll", haltPollNs: -1}, Info, "cpuidle driver haltpoll"},
+		{"a physical host's driver", cpuInfo{idleDriver: "intel_idle", idleGov: "menu", haltPollNs: -1}, Info, "intel_idle, governor menu"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := checkIdle(tc.c)
+			if r.Status != tc.want || !strings.Contains(r.Observed, tc.obs) {
+				t.Errorf("status %s, observed %q; want %s with %q", r.Status, r.Observed, tc.want, tc.obs)
+			}
+			if r.Status == Warn && r.Fix == "" {
+				t.Error("a warning without a fix")
+			}
+		})
+	}
+}
