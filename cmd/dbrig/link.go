@@ -252,7 +252,12 @@ func dirJSON(s link.DirStats) map[string]any {
 	return map[string]any{"bytes": s.Bytes, "segments": s.Segments, "lost_segments": s.LostSegments,
 		"throughput_bps": float64(s.Throughput()), "max_in_flight": s.MaxInFlight, "window_stalls": s.WindowStalls,
 		"stall_time_s": s.StallTime.Seconds(), "max_jitter_s": s.MaxJitter.Seconds(),
-		"mean_lateness_s": s.MeanLateness.Seconds(), "max_lateness_s": s.MaxLateness.Seconds()}
+		"mean_lateness_s": s.MeanLateness.Seconds(), "max_lateness_s": s.MaxLateness.Seconds(),
+		"spun": latenessJSON(s.Spun), "unspun": latenessJSON(s.Unspun)}
+}
+
+func latenessJSON(l link.Lateness) map[string]any {
+	return map[string]any{"writes": l.Writes, "mean_lateness_s": l.Mean.Seconds(), "max_lateness_s": l.Max.Seconds()}
 }
 
 func configJSON(c link.Config) map[string]any {

@@ -360,10 +360,16 @@ func TestLinkRunsJSON(t *testing.T) {
 	if code := stop(); code != 0 {
 		t.Errorf("stopped by its context: exit %d, want 0", code)
 	}
+	type lateness struct {
+		Writes int64   `json:"writes"`
+		Mean   float64 `json:"mean_lateness_s"`
+	}
 	type dir struct {
-		Bytes    int64   `json:"bytes"`
-		Segments int64   `json:"segments"`
-		Interval float64 `json:"interval_bps"`
+		Bytes    int64    `json:"bytes"`
+		Segments int64    `json:"segments"`
+		Interval float64  `json:"interval_bps"`
+		Spun     lateness `json:"spun"`
+		Unspun   lateness `json:"unspun"`
 	}
 	type event struct {
 		Event    string `json:"event"`
@@ -393,6 +399,11 @@ func TestLinkRunsJSON(t *testing.T) {
 	}
 	if want := int64(3 * len(msg)); last.Forward.Bytes != want || last.Reverse.Bytes != want {
 		t.Errorf("totals: %d bytes forward, %d reverse; want %d each", last.Forward.Bytes, last.Reverse.Bytes, want)
+	}
+	for name, d := range map[string]dir{"forward": last.Forward, "reverse": last.Reverse} {
+		if d.Spun.Writes+d.Unspun.Writes == 0 {
+			t.Errorf("totals %s: no writes split into spun and unspun (%+v, %+v)", name, d.Spun, d.Unspun)
+		}
 	}
 	stats := 0
 	for _, ev := range events {

@@ -38,6 +38,10 @@ func mergeDir(a link.DirStats, aStart time.Time, b link.DirStats, bStart, start 
 	out.WindowStalls += b.WindowStalls
 	out.StallTime += b.StallTime
 	out.MaxJitter = max(a.MaxJitter, b.MaxJitter)
+	out.Spun = mergeLateness(a.Spun, b.Spun)
+	out.Unspun = mergeLateness(a.Unspun, b.Unspun)
+	out.MaxLateness = max(a.MaxLateness, b.MaxLateness)
+	out.MeanLateness = weightedMean(a.MeanLateness, a.Spun.Writes+a.Unspun.Writes, b.MeanLateness, b.Spun.Writes+b.Unspun.Writes)
 	if out.FirstDelivery.IsZero() || (!b.FirstDelivery.IsZero() && b.FirstDelivery.Before(out.FirstDelivery)) {
 		out.FirstDelivery = b.FirstDelivery
 	}
@@ -65,4 +69,18 @@ func mergeDir(a link.DirStats, aStart time.Time, b link.DirStats, bStart, start 
 	add(b.Series, bStart, b.SeriesInterval)
 	out.Series = series
 	return out
+}
+
+// mergeLateness joins two sets of writes' timing errors: the mean weighted
+// by their writes, the larger maximum.
+func mergeLateness(a, b link.Lateness) link.Lateness {
+	return link.Lateness{Writes: a.Writes + b.Writes, Max: max(a.Max, b.Max),
+		Mean: weightedMean(a.Mean, a.Writes, b.Mean, b.Writes)}
+}
+
+func weightedMean(a time.Duration, aN int64, b time.Duration, bN int64) time.Duration {
+	if aN+bN == 0 {
+		return 0
+	}
+	return time.Duration((float64(a)*float64(aN) + float64(b)*float64(bN)) / float64(aN+bN))
 }
