@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // OwnerFile, in an instance directory, records the dbrig process that made
@@ -43,6 +44,20 @@ func OwnerAlive(dir string) (alive, recorded bool) {
 	}
 	start, ok := processStart(pid)
 	return ok && (f[1] == "?" || start == f[1]), true
+}
+
+// OwnerGone reports whether the dbrig that made dir no longer runs: its
+// recorded owner is dead, or, without a record, the directory is over an
+// hour old (its dbrig may be writing the record this instant, or predate
+// it). A scratch directory whose owner is gone is a killed dbrig's, and
+// any later dbrig may remove it.
+func OwnerGone(dir string) bool {
+	st, err := os.Stat(dir)
+	if err != nil || !st.IsDir() {
+		return false
+	}
+	alive, recorded := OwnerAlive(dir)
+	return !alive && (recorded || time.Since(st.ModTime()) >= time.Hour)
 }
 
 // ProcessCommand returns the command name of a live process; ok is false

@@ -28,7 +28,7 @@ func RemoveStale(baseDir string) (removed []string) {
 	}
 	checks, _ := filepath.Glob(filepath.Join(baseDir, "dbrig-pgcheck-*"))
 	for _, dir := range checks {
-		if ownerGone(dir) && os.RemoveAll(dir) == nil {
+		if engine.OwnerGone(dir) && os.RemoveAll(dir) == nil {
 			removed = append(removed, dir)
 		}
 	}
@@ -80,17 +80,6 @@ func postmasterPID(path string) (int, bool) {
 	}
 	pid, err := strconv.Atoi(strings.TrimSpace(sc.Text()))
 	return pid, err == nil && pid > 0
-}
-
-// ownerGone reports whether dir's dbrig no longer runs: its recorded owner
-// is dead, or, without a record, the directory is over an hour old.
-func ownerGone(dir string) bool {
-	st, err := os.Stat(dir)
-	if err != nil || !st.IsDir() {
-		return false
-	}
-	alive, recorded := engine.OwnerAlive(dir)
-	return !alive && (recorded || time.Since(st.ModTime()) >= time.Hour)
 }
 
 // processAlive reports whether pid is a live postmaster: a recycled pid

@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/dbrig/dbrig/internal/engine"
 )
 
 // GeneratorProgram is the TPC-H data generator dbrig runs: tpchgen-cli, a
@@ -159,11 +161,15 @@ func tableRows(ctx context.Context, program string, sf float64) (rows tableSourc
 // a file of a temporary directory (the same bytes it streams for one
 // table), and returns the files open, the directory removed.
 func generateFiles(ctx context.Context, program string, sf float64) (map[string]*os.File, error) {
-	dir, err := os.MkdirTemp("", "dbrig-tpch-")
+	removeStaleGeneratorDirs(os.TempDir())
+	dir, err := os.MkdirTemp("", generatorDirPrefix)
 	if err != nil {
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
+	if err := engine.WriteOwner(dir); err != nil {
+		return nil, err
+	}
 	cmd := exec.CommandContext(ctx, program, "tbl", "--scale-factor", FormatScale(sf), "--output-dir", dir, "--quiet", "--num-threads", "1")
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
@@ -180,6 +186,22 @@ func generateFiles(ctx context.Context, program string, sf float64) (map[string]
 		files[table] = f
 	}
 	return files, nil
+}
+
+// generatorDirPrefix names the generator's temporary directories.
+const generatorDirPrefix = "dbrig-tpch-"
+
+// removeStaleGeneratorDirs removes the generator directories of dbrigs
+// that were killed while the generator wrote (their deferred removal never
+// ran): each records its owner, as an instance directory does.
+func removeStaleGeneratorDirs(base string) (removed []string) {
+	dirs, _ := filepath.Glob(filepath.Join(base, generatorDirPrefix+"*"))
+	for _, dir := range dirs {
+		if engine.OwnerGone(dir) && os.RemoveAll(dir) == nil {
+			removed = append(removed, dir)
+		}
+	}
+	return removed
 }
 
 func closeAll(files map[string]*os.File) {

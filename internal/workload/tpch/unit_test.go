@@ -366,3 +366,44 @@ func TestPredictFromTheDegreesBefore(t *testing.T) {
 		t.Errorf("degree 1 after the serial degree alone: %v, %q", p.Metrics, p.Reason)
 	}
 }
+
+// TestStaleGeneratorDirsGo: the generator's directory of a dbrig killed
+// while it wrote (its owner dead) is removed by the next generation,
+// however young; a live dbrig's stays, and so does a young one without a
+// record.
+func TestStaleGeneratorDirsGo(t *testing.T) {
+	t.Parallel()
+	base := t.TempDir()
+	mk := func(name, owner string) string {
+		dir := filepath.Join(base, name)
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "lineitem.tbl"), []byte("1|2|\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if owner != "" {
+			if err := os.WriteFile(filepath.Join(dir, engine.OwnerFile), []byte(owner), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return dir
+	}
+	// pid 1 runs, but was not started at tick 0: a recycled pid is no owner.
+	dead := mk(generatorDirPrefix+"dead", "1 0\n")
+	live := mk(generatorDirPrefix+"live", "")
+	if err := engine.WriteOwner(live); err != nil {
+		t.Fatal(err)
+	}
+	young := mk(generatorDirPrefix+"young", "")
+	other := mk("dbrig-pg-dead", "1 0\n")
+	removed := removeStaleGeneratorDirs(base)
+	if len(removed) != 1 || removed[0] != dead {
+		t.Errorf("removed %v, want only %s", removed, dead)
+	}
+	for _, d := range []string{live, young, other} {
+		if _, err := os.Stat(d); err != nil {
+			t.Errorf("%s: %v", d, err)
+		}
+	}
+}
