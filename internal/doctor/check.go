@@ -140,9 +140,9 @@ var Catalog = []CheckInfo{
 		Why: "A round trip wakes an idle CPU at each hop (the client's, the server's, a proxy's). A guest that halts an " +
 			"idle vCPU at once makes each wake-up a VM exit through the hypervisor: on dbrig's development VM a relay in a " +
 			"process of its own added 114-165 µs a round trip so, and 28-90 µs with the guest polling 200 µs before it " +
-			"halts. The seed's virtual machines cost ~30 % on the cursor, whose rows are round trips, against 5-10 % on " +
-			"a loop that never waits.",
-		Source: "seed 004 (the VM penalty on the cursor and the loop), studies/rbar-latency.md, docs/link.md (the round trip apart)"},
+			"halts. The seed found a virtualized client adding the same per-row time to row-by-row work over 1 Gbit/s " +
+			"Ethernet and Infiniband alike, and put it down to virtualization, not the network.",
+		Source: "seed 004 (a virtualized client's penalty per row), studies/rbar-latency.md, docs/link.md (the round trip apart)"},
 	{ID: "clock.source", Section: SectionCPU, Title: "kernel clock source",
 		Why: "Every per-row timing (EXPLAIN ANALYZE, dbrig's own timers) reads the clock; hpet and acpi_pm cost " +
 			"microseconds per read where tsc costs nanoseconds, which distorts row-by-row measurements.",

@@ -23,7 +23,7 @@ const (
 )
 
 // vmPenaltyNotMeasured is why the finding's other half stays unmeasured.
-const vmPenaltyNotMeasured = "The seed's VM penalty (5-10 % on the loop, about 30 % on the cursor) is not measured: it comes from what virtualization costs (VM exits, nested paging, virtual timers and devices), which a CPU quota does not reproduce (a quota slows every instruction alike), and a run has no physical machine beside a virtual one; the part a round trip pays, an idle vCPU's halt and wake-up through the hypervisor (dbrig doctor's cpu.idle), is a setting of the host, which dbrig does not change."
+const vmPenaltyNotMeasured = "The seed's VM penalty (5-10 % on the loop, about 30 % on the cursor) is not measured: it comes from what virtualization costs (VM exits, nested paging, virtual timers and devices), which a CPU quota does not reproduce (a quota slows every instruction alike), and a run has no physical machine beside a virtual one."
 
 // speedRatio is one experiment's time per row at half against full speed.
 type speedRatio struct {
