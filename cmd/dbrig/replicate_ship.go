@@ -60,8 +60,7 @@ func (f *replicateFlags) shipper(a *app, init replication.InitMethod) (*replicat
 		if bin == "" {
 			bin = "dbrig"
 		}
-		args := doctor.SSH{ConfigFile: f.sshConfig}.Args(target, shipConnectTimeout)
-		args[len(args)-1] = shellWord(bin) + " replicate ship" // Args ends with the remote command
+		args := doctor.SSH{ConfigFile: f.sshConfig}.RemoteArgs(target, shipConnectTimeout, doctor.ShellQuote(bin)+" replicate ship")
 		s.SSH = true
 		s.Command = func() *exec.Cmd { return exec.Command("ssh", args...) }
 	default:
@@ -82,9 +81,6 @@ func withoutLogins(env []string) []string {
 	}
 	return kept
 }
-
-// shellWord quotes a word for the remote shell.
-func shellWord(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
 // shipProgress prints the shipped archive's progress on stderr.
 func shipProgress(a *app) func(replication.ShipProgress) {

@@ -46,13 +46,8 @@ func (s SSH) command(t doctor.Target, remote string) []string {
 	if timeout == 0 {
 		timeout = 15 * time.Second
 	}
-	args := s.SSH.Args(t, timeout)
-	args[len(args)-1] = remote // Args ends with the remote command
-	return args
+	return s.SSH.RemoteArgs(t, timeout, remote)
 }
-
-// shellQuote quotes a word for the remote shell.
-func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
 // Start runs `dbrig agent` on t and returns its transport. The ssh process
 // dies with dbrig (its parent-death signal), and with it the session: the
@@ -62,9 +57,9 @@ func (s SSH) Start(t doctor.Target) (Transport, error) {
 	if bin == "" {
 		bin = "dbrig"
 	}
-	words := []string{shellQuote(bin), "agent"}
+	words := []string{doctor.ShellQuote(bin), "agent"}
 	for _, a := range s.Args {
-		words = append(words, shellQuote(a))
+		words = append(words, doctor.ShellQuote(a))
 	}
 	cmd := exec.Command(s.program(), s.command(t, strings.Join(words, " "))...)
 	stdin, err := cmd.StdinPipe()
@@ -118,8 +113,8 @@ case "$(uname -sm)" in %s) ;; *) echo "this host is $(uname -sm); the coordinato
 d="$HOME/.cache/dbrig"; f="$d/%s"
 if [ -x "$f" ]; then echo "$f"; exit 0; fi
 mkdir -p "$d"; chmod 700 "$d"
-cat > "$f.$$"; chmod 755 "$f.$$"; mv "$f.$$" "$f"; echo "$f"`, shellQuote(uname()), uname(), name)
-	cmd := exec.CommandContext(ctx, s.program(), s.command(t, "sh -c "+shellQuote(script))...)
+cat > "$f.$$"; chmod 755 "$f.$$"; mv "$f.$$" "$f"; echo "$f"`, doctor.ShellQuote(uname()), uname(), name)
+	cmd := exec.CommandContext(ctx, s.program(), s.command(t, "sh -c "+doctor.ShellQuote(script))...)
 	cmd.Stdin = bytes.NewReader(b)
 	var out bytes.Buffer
 	tl := NewTail()

@@ -47,6 +47,17 @@ func (s SSH) Args(t Target, timeout time.Duration) []string {
 	return append(args, "--", t.Host, "sh -s")
 }
 
+// RemoteArgs is Args with remote, in place of the collector's "sh -s",
+// as the command the host's shell runs (dbrig's agent, a shipped backup).
+func (s SSH) RemoteArgs(t Target, timeout time.Duration, remote string) []string {
+	args := s.Args(t, timeout)
+	args[len(args)-1] = remote
+	return args
+}
+
+// ShellQuote quotes a word for the remote shell.
+func ShellQuote(w string) string { return "'" + strings.ReplaceAll(w, "'", `'\''`) + "'" }
+
 // Collect runs the collector script on t and parses its output. The error
 // carries ssh's own message (connection refused, host key verification
 // failed, permission denied) or says the time ran out.
