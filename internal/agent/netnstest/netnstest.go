@@ -19,6 +19,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -66,6 +67,9 @@ func run(tb testing.TB, args ...string) {
 	}
 }
 
+// labs counts the labs this process has started.
+var labs atomic.Int64
+
 // Start builds n hosts.
 func Start(tb testing.TB, n int) *Lab {
 	tb.Helper()
@@ -80,11 +84,13 @@ func Start(tb testing.TB, n int) *Lab {
 	}
 	tb.Cleanup(func() { os.RemoveAll(dir) })
 
-	// Names and a subnet of this process's own, so that test binaries of
-	// other packages running at once do not collide.
-	id := os.Getpid() % 100000
-	subnet := fmt.Sprintf("198.18.%d", 1+os.Getpid()%250)
-	lab := &Lab{Bridge: fmt.Sprintf("dr%dbr", id), BridgeAddr: subnet + ".1", User: u.Username, Dir: dir,
+	// Names and a subnet of this lab's own, so that test binaries of other
+	// packages, and other tests of this one, running at once do not
+	// collide: the process's id and the lab's number in it.
+	k := int(labs.Add(1) - 1)
+	id := fmt.Sprintf("%d%c", os.Getpid()%100000, 'a'+k%26)
+	subnet := fmt.Sprintf("198.18.%d", 1+(os.Getpid()+83*k)%250)
+	lab := &Lab{Bridge: fmt.Sprintf("dr%sbr", id), BridgeAddr: subnet + ".1", User: u.Username, Dir: dir,
 		ConfigFile: filepath.Join(dir, "ssh_config")}
 	tb.Cleanup(func() { lab.teardown(tb) })
 	run(tb, "ip", "link", "add", lab.Bridge, "type", "bridge")
@@ -130,13 +136,13 @@ func requireTools(tb testing.TB) string {
 
 // addHost makes host i: a network namespace on the lab's bridge, with an
 // sshd of its own.
-func (l *Lab) addHost(tb testing.TB, sshd string, id int, subnet string, i int) *Host {
+func (l *Lab) addHost(tb testing.TB, sshd string, id string, subnet string, i int) *Host {
 	tb.Helper()
 	dir := l.Dir
-	h := &Host{Netns: fmt.Sprintf("dr%dh%d", id, i), Addr: fmt.Sprintf("%s.%d", subnet, 10+i),
-		Veth: fmt.Sprintf("dr%dv%d", id, i), done: make(chan struct{})}
+	h := &Host{Netns: fmt.Sprintf("dr%sh%d", id, i), Addr: fmt.Sprintf("%s.%d", subnet, 10+i),
+		Veth: fmt.Sprintf("dr%sv%d", id, i), done: make(chan struct{})}
 	l.Hosts = append(l.Hosts, h)
-	peer := fmt.Sprintf("dr%dp%d", id, i)
+	peer := fmt.Sprintf("dr%sp%d", id, i)
 	run(tb, "ip", "netns", "add", h.Netns)
 	run(tb, "ip", "link", "add", h.Veth, "type", "veth", "peer", "name", peer)
 	run(tb, "ip", "link", "set", peer, "netns", h.Netns)
