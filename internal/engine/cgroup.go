@@ -470,8 +470,20 @@ func v1Parent(controller string) (string, bool) {
 
 // ownCgroup reads this process's cgroup path for a v1 controller, or for
 // the v2 hierarchy when controller is "".
+//
+// It reads the calling thread's, not /proc/self's: /proc/self/cgroup is
+// the main thread's, and the spawner's locked thread may be the main thread,
+// which on v1 sits in a child's cgroups while it forks; read then, a
+// concurrent NewCgroup would nest its cgroup inside another server's and a
+// sweep would look for stale cgroups in the wrong place. No other goroutine
+// runs on the spawner's thread, and threads the runtime starts from a locked
+// one are cloned by its template thread, so every other thread stays where
+// the process started.
 func ownCgroup(controller string) (string, bool) {
-	b, err := os.ReadFile("/proc/self/cgroup")
+	b, err := os.ReadFile("/proc/thread-self/cgroup")
+	if err != nil {
+		b, err = os.ReadFile("/proc/self/cgroup")
+	}
 	if err != nil {
 		return "", false
 	}

@@ -5,10 +5,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 func TestLimitsRefuseWhatCapsNothingOrTooLittle(t *testing.T) {
@@ -121,13 +124,76 @@ func TestStaleCgroupsOfAKilledDbrigGo(t *testing.T) {
 		}
 		t.Cleanup(func() { _ = os.Remove(d) })
 	}
+	// A parallel test's first NewCgroup sweeps too, and may take the stale
+	// cgroup before this call does: what counts is that it is gone.
 	removed := RemoveStaleCgroups()
-	if !slices.Contains(removed, stale) {
-		t.Errorf("the stale cgroup %s was not removed (removed %v)", stale, removed)
+	if _, err := os.Stat(stale); !os.IsNotExist(err) {
+		t.Errorf("the stale cgroup %s was not removed (removed %v, stat %v)", stale, removed, err)
 	}
 	for _, d := range []string{live, foreign} {
 		if _, err := os.Stat(d); err != nil {
 			t.Errorf("%s, not a killed dbrig's, was removed: %v", d, err)
 		}
 	}
+}
+
+// TestOwnCgroupIsTheCallingThreads moves the main thread into a cgroup, as
+// the spawner does for each fork when its locked thread is the main thread,
+// and reads this process's cgroup from another thread: it must name where
+// the process is, not where the main thread is for the moment. (Reading
+// /proc/self/cgroup, a NewCgroup beside a starting server nested its cgroup
+// inside the server's, and a sweep missed a killed dbrig's cgroups.) Not
+// parallel: threads the runtime clones from the main thread meanwhile would
+// start in that cgroup.
+func TestOwnCgroupIsTheCallingThreads(t *testing.T) {
+	parent, ok := v1Parent("cpu")
+	if !ok {
+		t.Skip("no writable cgroup v1 cpu hierarchy")
+	}
+	cg, err := NewCgroup(fmt.Sprintf("dbrig-test-own-%d-%d", os.Getpid(), time.Now().UnixNano()), Limits{CPU: 0.5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := cg.Remove(); err != nil {
+			t.Error(err)
+		}
+	}()
+	dir, _ := cg.dir("cpu")
+	read := make(chan string)
+	go func() {
+		// A thread of its own that is not the main thread: when this one is,
+		// it stays locked (so no goroutine gets it) until another reads.
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		if unix.Gettid() != os.Getpid() {
+			read <- readOwn(t, dir, parent)
+			return
+		}
+		inner := make(chan string)
+		go func() {
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			inner <- readOwn(t, dir, parent)
+		}()
+		read <- <-inner
+	}()
+	if got := <-read; got != parent {
+		t.Errorf("this process's cpu cgroup read as %s while its main thread was in %s; the process is in %s", got, dir, parent)
+	}
+}
+
+// readOwn moves the main thread into dir, reads the caller's cpu cgroup and
+// moves the main thread back.
+func readOwn(t *testing.T, dir, parent string) string {
+	pid := fmt.Sprint(os.Getpid())
+	if err := os.WriteFile(filepath.Join(dir, "tasks"), []byte(pid), 0); err != nil {
+		t.Error(err)
+		return parent
+	}
+	got, _ := v1Parent("cpu")
+	if err := os.WriteFile(filepath.Join(parent, "tasks"), []byte(pid), 0); err != nil {
+		t.Error(err)
+	}
+	return got
 }
