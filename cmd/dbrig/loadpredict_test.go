@@ -27,8 +27,9 @@ type predictJSON struct {
 // TestLoadPredict predicts tpcb-like through 5 and 20 ms at 1 and 2 users
 // from a calibration of a few seconds through a link that changes nothing
 // and one of 2 ms:
-// every point predicted, latency-bound, below what 7 round trips of the
-// RTT allow, and none of the sweep's points run.
+// every point predicted, below what 7 round trips of the RTT allow,
+// latency-bound where the round trips are most of its response, and none
+// of the sweep's points run.
 func TestLoadPredict(t *testing.T) {
 	pgtest.Binaries(t)
 	t.Parallel()
@@ -45,9 +46,14 @@ func TestLoadPredict(t *testing.T) {
 	}
 	for _, p := range doc.Points {
 		rtt := map[string]time.Duration{"rtt-5ms": 5 * time.Millisecond, "rtt-20ms": 20 * time.Millisecond}[p.Link]
-		most := float64(p.Users) / (7 * rtt.Seconds())
-		if p.TPS <= 0 || p.TPS > most || p.Dominant != "latency" || p.Response < 7*float64(rtt.Milliseconds()) {
-			t.Errorf("%s x %d users: %.1f tps (at most %.1f), %.2f ms, %s dominates", p.Link, p.Users, p.TPS, most, p.Response, p.Dominant)
+		most, latency := float64(p.Users)/(7*rtt.Seconds()), 7*float64(rtt.Milliseconds())
+		if p.TPS <= 0 || p.TPS > most || p.Response < latency {
+			t.Errorf("%s x %d users: %.1f tps (at most %.1f), %.2f ms (at least %.0f)", p.Link, p.Users, p.TPS, most, p.Response, latency)
+		}
+		// The latency is the largest part where it is most of the response;
+		// a calibration on a busy machine can give the server more.
+		if p.Response < 2*latency && p.Dominant != "latency" {
+			t.Errorf("%s x %d users: %.2f ms, of which %.0f ms are round trips, yet %s dominates", p.Link, p.Users, p.Response, latency, p.Dominant)
 		}
 	}
 	results, err := study.ReadResults(dir)
