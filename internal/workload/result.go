@@ -38,12 +38,12 @@ type Result struct {
 	Warnings []string `json:"warnings,omitempty"`
 	// Monitor is what dbrig saw of each server while the point ran, over a
 	// connection of its own (see package monitor).
-	Monitor []monitor.Series   `json:"monitor,omitempty"`
+	Monitor []monitor.Series `json:"monitor,omitempty"`
 	// IdleLoops are the busy loops that kept this machine's CPUs from
 	// halting while the point ran (Client.Idle "spin").
-	IdleLoops *IdleLoops `json:"idle_loops,omitempty"`
-	Model   map[string]float64 `json:"model,omitempty"`
-	Formula string             `json:"formula,omitempty"`
+	IdleLoops *IdleLoops         `json:"idle_loops,omitempty"`
+	Model     map[string]float64 `json:"model,omitempty"`
+	Formula   string             `json:"formula,omitempty"`
 	// Predicted names the figures of Model that Kind.Predict made before
 	// the point ran; every other figure of Model is a fit on the other
 	// combinations (Kind.Model).
