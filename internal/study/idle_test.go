@@ -119,3 +119,25 @@ func loopChildren(t *testing.T) int {
 	}
 	return n
 }
+
+// dbrig load --idle spin is a study's client.idle; halt writes nothing.
+func TestALoadsIdleIsTheClients(t *testing.T) {
+	t.Parallel()
+	reg := NewRegistry(testEngines(), []workload.Kind{loadKind()})
+	for mode, want := range map[string]string{idleloop.Spin: idleloop.Spin, idleloop.Halt: "", "": ""} {
+		spec, err := ParseLoad(LoadRequest{Kind: loadKind(), Engine: "postgres", Sweep: []any{int64(10)}, Idle: mode}, reg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		plan, err := spec.Plan("")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := plan.Combos[0].Client.Idle; got != want {
+			t.Errorf("--idle %q: client idle %q, want %q", mode, got, want)
+		}
+		if mode == idleloop.Halt && strings.Contains(spec.Text, "idle") {
+			t.Errorf("--idle halt wrote the machine's default into the study file:\n%s", spec.Text)
+		}
+	}
+}
