@@ -287,6 +287,9 @@ func environmentRows(rd *RunData) [][2]string {
 		[2]string{"virtualization", e.Virtualization},
 		[2]string{"load average at start", e.LoadAverage},
 	)
+	if e.CPUIdle != nil {
+		rows = append(rows, [2]string{"idle CPUs wait by", e.CPUIdle.String()})
+	}
 	for _, k := range slices.Sorted(maps.Keys(e.Servers)) {
 		rows = append(rows, [2]string{k, e.Servers[k]})
 	}
