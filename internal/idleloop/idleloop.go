@@ -1,19 +1,29 @@
 // Package idleloop keeps this machine's CPUs from halting while they idle:
-// one busy loop pinned to each CPU at the lowest priority (SCHED_IDLE, so
-// it runs only when nothing else wants that CPU). On a virtual machine
-// that halts an idle vCPU at once (cpuidle's haltpoll driver with
-// guest_halt_poll_ns 0, which dbrig doctor names as cpu.idle), every
-// wake-up of a halted vCPU is a VM exit through the hypervisor: a client
-// that waits for the network pays it on each round trip. With the loops
-// the vCPUs never halt, so a run can measure what the halts cost, without
-// dbrig changing a kernel setting: the loops are its own processes,
-// started and stopped by it.
+// one busy loop pinned to each CPU at the lowest priority, so that it runs
+// only when nothing else wants that CPU. On a virtual machine that halts
+// an idle vCPU at once (cpuidle's haltpoll driver with guest_halt_poll_ns
+// 0, which dbrig doctor names as cpu.idle), every wake-up of a halted vCPU
+// is a VM exit through the hypervisor: a client that waits for the
+// network pays it on each round trip. With the loops the vCPUs never halt,
+// so a run can measure what the halts cost, without dbrig changing a
+// kernel setting: the loops are its own processes, started and stopped by
+// it.
+//
+// The lowest priority takes two things: SCHED_IDLE, and a cgroup of
+// dbrig's own at cpu.idle 1. SCHED_IDLE alone is idle only among the
+// processes of its own cgroup or session (the kernel's autogroup puts each
+// session in a group of its own): the loops then took their session's
+// whole share of the CPUs, and a row-by-row client of the same session
+// over loopback went from 0.11-0.16 ms a row to 0.7-2.1 ms with other
+// sessions busy beside it (load 9). In an idle cgroup the kernel runs them
+// only on time no other group wants.
 //
 // Each loop is a shell's `while :; do :; done`, which forks nothing and
 // needs no dbrig binary (a test or a client process starts loops as
 // easily as dbrig does). It is started through engine.StartWith, so it is
 // in a process group of its own with SIGKILL as its parent-death signal:
-// no loop outlives dbrig, SIGKILL of dbrig included. Their CPU time is
+// no loop outlives dbrig, SIGKILL of dbrig included (the next dbrig
+// removes the empty cgroup, engine.RemoveStaleCgroups). Their CPU time is
 // left out of the host's busy time (procstat.ExcludeFromHost).
 package idleloop
 
@@ -51,10 +61,12 @@ func CheckMode(mode string) error {
 // Loops are running busy loops, one per CPU.
 type Loops struct {
 	cpus   []int
+	cgroup *engine.Cgroup
 	cmds   []*exec.Cmd
 	reaped func(float64)
 	mu     sync.Mutex
 	final  float64
+	each   []float64 // each loop's CPU seconds, once stopped
 	done   bool
 }
 
@@ -67,7 +79,11 @@ func Start(cpus []int) (*Loops, error) {
 			return nil, err
 		}
 	}
-	l := &Loops{cpus: slices.Clone(cpus)}
+	cg, err := engine.NewCgroup("idleloop", engine.Limits{Idle: true})
+	if err != nil {
+		return nil, fmt.Errorf("the idle loops need a cpu cgroup of dbrig's own at cpu.idle 1, so that they take only CPU time no other process wants: %w", err)
+	}
+	l := &Loops{cpus: slices.Clone(cpus), cgroup: cg}
 	l.reaped = procstat.ExcludeFromHost(l.liveCPUSeconds)
 	for _, cpu := range l.cpus {
 		if err := l.startOne(cpu); err != nil {
@@ -80,7 +96,7 @@ func Start(cpus []int) (*Loops, error) {
 
 func (l *Loops) startOne(cpu int) error {
 	cmd := exec.Command("/bin/sh", "-c", "while :; do :; done")
-	if err := engine.StartWith(cmd, engine.ProcessOptions{CPUs: []int{cpu}}); err != nil {
+	if err := engine.StartWith(cmd, engine.ProcessOptions{CPUs: []int{cpu}, Cgroup: l.cgroup}); err != nil {
 		return fmt.Errorf("start the idle loop on CPU %d: %w", cpu, err)
 	}
 	l.mu.Lock()
@@ -115,6 +131,13 @@ func (l *Loops) sumLocked() float64 {
 	return sum
 }
 
+// Each is each loop's CPU seconds, in the order of CPUs, once stopped.
+func (l *Loops) Each() []float64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.each)
+}
+
 // liveCPUSeconds is what the running loops took: once reaped, their time
 // is the reaped total procstat holds.
 func (l *Loops) liveCPUSeconds() float64 {
@@ -140,12 +163,18 @@ func (l *Loops) Stop() (cpuSeconds float64, err error) {
 		if werr := c.Wait(); werr != nil && !killed(werr) {
 			errs = append(errs, fmt.Errorf("the idle loop %d: %w", c.Process.Pid, werr))
 		}
+		var spent float64
 		if ps := c.ProcessState; ps != nil {
-			l.final += (ps.UserTime() + ps.SystemTime()).Seconds()
+			spent = (ps.UserTime() + ps.SystemTime()).Seconds()
 		}
+		l.each = append(l.each, spent)
+		l.final += spent
 	}
 	l.done = true
 	l.reaped(l.final)
+	if err := l.cgroup.Remove(); err != nil {
+		errs = append(errs, err)
+	}
 	return l.final, errors.Join(errs...)
 }
 

@@ -420,6 +420,10 @@ func (r *Runner) runPoint(ctx context.Context, st *runState, p Point, n, total i
 		return res, err
 	}
 	loops, err := startIdleLoops(c.Client.Idle)
+	var noCgroup engine.NoCgroupError
+	if errors.As(err, &noCgroup) {
+		return res, &skipped{err.Error()}
+	}
 	if err != nil {
 		return res, err
 	}
@@ -498,7 +502,7 @@ func stopIdleLoops(loops *idleloop.Loops, log *slog.Logger) *workload.IdleLoops 
 		log.Warn("stop the idle loops", "err", err)
 	}
 	cpus := loops.CPUs()
-	return &workload.IdleLoops{CPUs: idleloop.FormatCPUs(cpus), Count: len(cpus), CPUSeconds: spent}
+	return &workload.IdleLoops{CPUs: idleloop.FormatCPUs(cpus), Count: len(cpus), CPUSeconds: spent, CPUSecondsEach: loops.Each()}
 }
 
 // skipped is why a point is not run on this machine although nothing

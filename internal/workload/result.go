@@ -137,6 +137,8 @@ type IdleLoops struct {
 	CPUs       string  `json:"cpus"` // "0-1"
 	Count      int     `json:"count"`
 	CPUSeconds float64 `json:"cpu_s"`
+	// CPUSecondsEach is each loop's, in the order of CPUs.
+	CPUSecondsEach []float64 `json:"cpu_s_each,omitempty"`
 }
 
 // ResolvedClient is the client's constraints for one combination.
