@@ -121,15 +121,18 @@ func (a *analysis) judgeVMClient() (part, spread string, verdict report.Verdict,
 		verdict = worse(verdict, d.verdict)
 	}
 	const mechanism = "On this VM an idle vCPU halts at once (haltpoll, guest_halt_poll_ns 0) and each wake-up is a VM exit through the hypervisor; a busy loop on each CPU (client.idle = spin) keeps them awake, as dbrig changes no kernel setting."
-	switch verdict {
-	case report.Reproduced:
+	switch {
+	case verdict == report.Reproduced:
 		why = fmt.Sprintf("%s Without the wake-ups the row-by-row client took %.0f to %.0f µs less a row on every link, inside the seed's %.1f to %.0f µs and alike over the links, as the seed found over Ethernet and Infiniband: the halted vCPU's wake-up is one mechanism of the virtualized client's penalty.",
 			mechanism, minGot(diffs), maxGot(diffs), seedVMLo, seedVMHi)
-	case report.WithinNoise:
+	case verdict == report.WithinNoise:
 		why = fmt.Sprintf("%s The runs' differences fall on both sides of the seed's %.1f to %.0f µs a row: two runs of this study could say either.", mechanism, seedVMLo, seedVMHi)
+	case maxGot(diffs) < seedVMLo:
+		why = fmt.Sprintf("%s The loops saved %.0f to %.0f µs a row, under the seed's %.1f µs on some link: few wake-ups were left to save, as other work kept this machine's CPUs from idling (load average %s at the start on %d CPUs), and a loop the kernel must preempt at each wake-up adds its own delay.",
+			mechanism, minGot(diffs), maxGot(diffs), seedVMLo, orUnknown(a.rd.Environment.LoadAverage), a.rd.Environment.CPUs)
 	default:
-		why = fmt.Sprintf("%s The differences, %.0f to %.0f µs a row, fall outside the seed's %.1f to %.0f µs on some link: this VM's wake-ups cost a round trip %s than the seed's virtualized network interface did, or other work on this machine moved the points (its load is in the environment).",
-			mechanism, minGot(diffs), maxGot(diffs), seedVMLo, seedVMHi, moreOrLess(diffs))
+		why = fmt.Sprintf("%s The differences, %.0f to %.0f µs a row, fall outside the seed's %.1f to %.0f µs on some link: this VM's wake-ups cost a round trip %s than the seed's virtualized network interface did, or other work on this machine moved the points (load average %s at the start).",
+			mechanism, minGot(diffs), maxGot(diffs), seedVMLo, seedVMHi, moreOrLess(diffs), orUnknown(a.rd.Environment.LoadAverage))
 	}
 	return part, spread, verdict, why
 }
@@ -155,4 +158,11 @@ func moreOrLess(diffs []idleDiff) string {
 		return "more"
 	}
 	return "less"
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "not recorded"
+	}
+	return s
 }

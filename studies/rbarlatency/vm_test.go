@@ -61,7 +61,7 @@ func TestVMPenaltyJudgesTheWakeUpsBothWays(t *testing.T) {
 	}{
 		{"the seed's penalty", 250, 240, haltsAtOnce, report.Reproduced, "inside the seed's 2.5 to 30 µs"},
 		{"far more than the seed's", 400, 250, haltsAtOnce, report.Differs, "this VM's wake-ups cost a round trip more"},
-		{"nothing saved", 50, 50, haltsAtOnce, report.Differs, "cost a round trip less"},
+		{"nothing saved", 50, 50, haltsAtOnce, report.Differs, "few wake-ups were left to save"},
 		{"runs across a bound", 250, 220, haltsAtOnce, report.WithinNoise, "two runs of this study could say either"},
 		{"CPUs that poll first", 250, 249, doctor.CPUIdle{Driver: "haltpoll", HaltPollNs: 200000}, report.NotMeasured, "do not halt at once (haltpoll: an idle vCPU polls up to 200 µs"},
 		{"no cpuidle", 250, 249, doctor.CPUIdle{HaltPollNs: -1}, report.NotMeasured, "do not halt at once (no cpuidle interface)"},
