@@ -326,7 +326,7 @@ func idleRow(results []workload.Result) ([2]string, bool) {
 		if !slices.Contains(combos, r.Combo) {
 			combos = append(combos, r.Combo)
 		}
-		if l := fmt.Sprintf("%d (CPUs %s)", r.IdleLoops.Count, r.IdleLoops.CPUs); !slices.Contains(cpus, l) {
+		if l := fmt.Sprintf("%s on CPUs %s", plural(r.IdleLoops.Count, "loop", "loops"), r.IdleLoops.CPUs); !slices.Contains(cpus, l) {
 			cpus = append(cpus, l)
 		}
 	}
@@ -338,7 +338,7 @@ func idleRow(results []workload.Result) ([2]string, bool) {
 		which = strings.Join(combos[:6], "; ") + fmt.Sprintf("; and %d more", len(combos)-6)
 	}
 	return [2]string{"idle CPUs (client.idle)", fmt.Sprintf(
-		"spin on %d of %d measured points (%s): a lowest-priority busy loop pinned to each CPU kept this machine's CPUs from halting, %s loops; they took %.1f CPU-seconds, which the host's busy CPU time leaves out. The other points: halt (the CPUs idle as the machine idles them)",
+		"spin on %d of %d measured points (%s): a lowest-priority busy loop pinned to each CPU kept this machine's CPUs from halting (%s); they took %.1f CPU-seconds, which the host's busy CPU time leaves out. The other points: halt (the CPUs idle as the machine idles them)",
 		spun, points, which, strings.Join(cpus, " | "), spent)}, true
 }
 
