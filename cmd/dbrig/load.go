@@ -15,6 +15,7 @@ import (
 
 	"github.com/dbrig/dbrig/internal/agent"
 	"github.com/dbrig/dbrig/internal/engine"
+	"github.com/dbrig/dbrig/internal/idleloop"
 	"github.com/dbrig/dbrig/internal/load"
 	"github.com/dbrig/dbrig/internal/report"
 	"github.com/dbrig/dbrig/internal/study"
@@ -77,6 +78,7 @@ type loadFlags struct {
 	fleet          fleetFlags
 	samples        string
 	link           loadLinkFlags
+	idle           string
 	predict        bool
 	dashboard      dashboardFlags
 	// expect are the thresholds of --expect, read by check.
@@ -100,6 +102,7 @@ func (f *loadFlags) register(cmd *cobra.Command, kind string) {
 	_ = fl.MarkHidden("samples")
 	fl.StringArrayVar(&f.expect, "expect", nil, "a threshold every point must meet, as k6 writes them: `METRIC<VALUE` (p99<50ms, tps>=2000, errors=0; repeatable); a failed one exits 1")
 	f.link.register(fl)
+	fl.StringVar(&f.idle, "idle", idleloop.Halt, "how this machine's CPUs idle while the load runs: `halt` (as they do) or spin (a lowest-priority busy loop pinned to each CPU keeps it from halting, so a VM's halted vCPU is not woken through the hypervisor at each round trip; the loops' CPU time is left out of the host's)")
 	f.dashboard.register(fl)
 	fl.BoolVar(&f.predict, "predict", false, "calibrate the load for a few seconds through loopback and rtt-2ms, then print each --link and --users point's predicted tps, response time and what dominates, without running them (docs/load.md#prediction)")
 }
@@ -114,6 +117,9 @@ func (f *loadFlags) check(k workload.Kind, changed func(string) bool) error {
 	}
 	if _, _, err := f.dashboard.listenAddr(); err != nil {
 		errs = append(errs, err)
+	}
+	if err := idleloop.CheckMode(f.idle); err != nil {
+		errs = append(errs, fmt.Errorf("--idle %s: %w", f.idle, err))
 	}
 	if f.predict && f.dashboard.addr != "" {
 		errs = append(errs, errors.New("--dashboard: goes with a run, and --predict runs none"))
@@ -305,7 +311,7 @@ func prepareLoad(a *app, k workload.Kind, f *loadFlags, pf *paramFlags) (*loadSe
 	}
 	ls.view = viewOf(a, k, f)
 	ls.reg = study.NewRegistry(reg.Engines(), withKind(workloads(), ls.view.kind(k)), studies.All()...)
-	ls.req = study.LoadRequest{Kind: k, Engine: ls.info.engine, Target: ls.info.target, Params: given, Sweep: sweep, Link: linkReq}
+	ls.req = study.LoadRequest{Kind: k, Engine: ls.info.engine, Target: ls.info.target, Params: given, Sweep: sweep, Link: linkReq, Idle: f.idle}
 	if err := f.checkPredict(k, ls.req); err != nil {
 		return nil, usageError(err)
 	}

@@ -220,3 +220,37 @@ func checkIdle(c cpuInfo) Result {
 	}
 	return r
 }
+
+// CPUIdle is how a machine's idle CPUs wait: the facts doctor's cpu.idle
+// check reads, for a run's environment to record beside its figures.
+type CPUIdle struct {
+	Driver   string `json:"driver,omitempty"`   // cpuidle's driver; "" without cpuidle
+	Governor string `json:"governor,omitempty"` // cpuidle's governor
+	// HaltPollNs is haltpoll's guest_halt_poll_ns; -1 when not read.
+	HaltPollNs int64 `json:"guest_halt_poll_ns"`
+}
+
+// ReadCPUIdle reads src's cpuidle driver, governor and haltpoll parameter.
+func ReadCPUIdle(src Source) CPUIdle {
+	c := readCPU(src)
+	return CPUIdle{Driver: c.idleDriver, Governor: c.idleGov, HaltPollNs: c.haltPollNs}
+}
+
+// HaltsAtOnce reports whether an idle vCPU halts without polling first
+// (haltpoll with guest_halt_poll_ns 0), so that each wake-up is a VM exit.
+func (c CPUIdle) HaltsAtOnce() bool { return c.Driver == "haltpoll" && c.HaltPollNs == 0 }
+
+// String says it in words.
+func (c CPUIdle) String() string {
+	switch {
+	case c.Driver == "":
+		return "no cpuidle interface"
+	case c.HaltsAtOnce():
+		return "haltpoll with guest_halt_poll_ns 0: an idle vCPU halts at once, each wake-up a VM exit"
+	case c.Driver == "haltpoll" && c.HaltPollNs > 0:
+		return fmt.Sprintf("haltpoll: an idle vCPU polls up to %d µs before it halts", c.HaltPollNs/1000)
+	case c.Governor != "":
+		return "cpuidle driver " + c.Driver + ", governor " + c.Governor
+	}
+	return "cpuidle driver " + c.Driver
+}

@@ -27,6 +27,11 @@ type Limits struct {
 	// Disks throttle reads and writes of block devices (v2 io.max, v1
 	// blkio.throttle.*_device).
 	Disks []DiskLimit
+	// Idle makes the cgroup's processes run only on CPU time no other
+	// cgroup wants (cpu.idle, v1 and v2): a SCHED_IDLE process alone is
+	// idle only among the processes of its own cgroup or session
+	// (autogroup), and competes with every other at full weight.
+	Idle bool
 }
 
 // DiskLimit throttles one block device; a zero rate is unthrottled.
@@ -52,7 +57,7 @@ func (l Limits) controllers() []string {
 	if l.Memory > 0 {
 		cs = append(cs, "memory")
 	}
-	if l.CPU > 0 {
+	if l.CPU > 0 || l.Idle {
 		cs = append(cs, "cpu")
 	}
 	if len(l.Disks) > 0 {
@@ -63,7 +68,7 @@ func (l Limits) controllers() []string {
 
 // Any reports whether the limits set anything, a bad value included (which
 // NewCgroup refuses rather than ignores).
-func (l Limits) Any() bool { return l.Memory != 0 || l.CPU != 0 || len(l.Disks) > 0 }
+func (l Limits) Any() bool { return l.Memory != 0 || l.CPU != 0 || len(l.Disks) > 0 || l.Idle }
 
 func (l Limits) check() error {
 	if l.Memory < 0 {
@@ -271,8 +276,15 @@ func v1Writes(controller string, l Limits) [][2]string {
 	case "memory":
 		return [][2]string{{"memory.limit_in_bytes", strconv.FormatInt(l.Memory, 10)}}
 	case "cpu":
-		q, p := quota(l.CPU)
-		return [][2]string{{"cpu.cfs_period_us", strconv.FormatInt(p, 10)}, {"cpu.cfs_quota_us", strconv.FormatInt(q, 10)}}
+		var ws [][2]string
+		if l.CPU > 0 {
+			q, p := quota(l.CPU)
+			ws = append(ws, [2]string{"cpu.cfs_period_us", strconv.FormatInt(p, 10)}, [2]string{"cpu.cfs_quota_us", strconv.FormatInt(q, 10)})
+		}
+		if l.Idle {
+			ws = append(ws, [2]string{"cpu.idle", "1"})
+		}
+		return ws
 	case "blkio":
 		return diskWrites(l.Disks, true)
 	}
@@ -288,6 +300,9 @@ func v2Writes(l Limits) [][2]string {
 	if l.CPU > 0 {
 		q, p := quota(l.CPU)
 		ws = append(ws, [2]string{"cpu.max", fmt.Sprintf("%d %d", q, p)})
+	}
+	if l.Idle {
+		ws = append(ws, [2]string{"cpu.idle", "1"})
 	}
 	return append(ws, diskWrites(l.Disks, false)...)
 }

@@ -6,35 +6,18 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/dbrig/dbrig/internal/procstat"
 )
 
 // clockTicks is the unit of /proc's CPU times (USER_HZ, 100 on Linux).
 const clockTicks = 100
 
-// HostBusy is the busy time of all CPUs since boot, in seconds: /proc/stat's
-// first line less idle and iowait.
+// HostBusy is the busy time of all CPUs since boot, in seconds, less
+// dbrig's own loops that keep the CPUs from halting (procstat.HostBusy).
 func HostBusy() (float64, bool) {
-	b, err := os.ReadFile("/proc/stat")
-	if err != nil {
-		return 0, false
-	}
-	line, _, _ := bytes.Cut(b, []byte("\n"))
-	f := strings.Fields(string(line))
-	if len(f) < 8 || f[0] != "cpu" {
-		return 0, false
-	}
-	var busy float64
-	for i, v := range f[1:] {
-		if i == 3 || i == 4 || i >= 8 { // idle, iowait; guest times are in user already
-			continue
-		}
-		n, err := strconv.ParseFloat(v, 64)
-		if err != nil {
-			return 0, false
-		}
-		busy += n
-	}
-	return busy / clockTicks, true
+	busy, err := procstat.HostBusy()
+	return busy, err == nil
 }
 
 // ProcCPU is a process's user and system time in seconds ("self" for this

@@ -145,6 +145,17 @@ func SelfCPU() (float64, error) {
 	if err != nil {
 		return 0, err
 	}
+	_, loops := excludedCPU()
+	return st.own + max(st.reaped-loops, 0), nil
+}
+
+// ProcessCPU is one process's CPU seconds, its reaped children's
+// included: a reading of one file, where TreeUsage reads every process's.
+func ProcessCPU(pid int) (float64, error) {
+	st, err := readStat(strconv.Itoa(pid))
+	if err != nil {
+		return 0, err
+	}
 	return st.own + st.reaped, nil
 }
 
@@ -249,7 +260,9 @@ func readKeyed(path string) (map[string]int64, error) {
 }
 
 // HostBusy is the busy time of all the host's CPUs since boot, in
-// seconds: /proc/stat's first line less idle and iowait.
+// seconds: /proc/stat's first line less idle and iowait, and less the
+// CPU time of dbrig's own loops that keep the CPUs from halting
+// (ExcludeFromHost).
 func HostBusy() (float64, error) {
 	b, err := os.ReadFile("/proc/stat")
 	if err != nil {
@@ -271,7 +284,8 @@ func HostBusy() (float64, error) {
 		}
 		busy += n
 	}
-	return busy / ClockTicks, nil
+	live, reaped := excludedCPU()
+	return max(busy/ClockTicks-live-reaped, 0), nil
 }
 
 // OnlineCPUs counts the host's online CPUs (not this process's affinity).

@@ -13,23 +13,27 @@ import (
 	"time"
 
 	"github.com/dbrig/dbrig/internal/blockdev"
+	"github.com/dbrig/dbrig/internal/doctor"
 	"github.com/dbrig/dbrig/internal/engine"
 )
 
 // Environment describes the machine and software a run measured, for the
 // report: results from different machines are not comparable without it.
 type Environment struct {
-	Hostname       string            `json:"hostname"`
-	CPUModel       string            `json:"cpu_model"`
-	CPUs           int               `json:"cpus"`
-	CPUMaxMHz      float64           `json:"cpu_max_mhz,omitempty"`
-	Governor       string            `json:"cpu_governor,omitempty"`
-	MemoryBytes    int64             `json:"memory_bytes"`
-	Kernel         string            `json:"kernel"`
-	OS             string            `json:"os"`
-	Virtualization string            `json:"virtualization"`
-	LoadAverage    string            `json:"load_average"`
-	Servers        map[string]string `json:"servers"` // engine -> version
+	Hostname       string  `json:"hostname"`
+	CPUModel       string  `json:"cpu_model"`
+	CPUs           int     `json:"cpus"`
+	CPUMaxMHz      float64 `json:"cpu_max_mhz,omitempty"`
+	Governor       string  `json:"cpu_governor,omitempty"`
+	MemoryBytes    int64   `json:"memory_bytes"`
+	Kernel         string  `json:"kernel"`
+	OS             string  `json:"os"`
+	Virtualization string  `json:"virtualization"`
+	LoadAverage    string  `json:"load_average"`
+	// CPUIdle is how this machine's idle CPUs wait (doctor's cpu.idle): a
+	// point at client.idle "spin" is compared with a halting CPU's.
+	CPUIdle *doctor.CPUIdle   `json:"cpu_idle,omitempty"`
+	Servers map[string]string `json:"servers"` // engine -> version
 	// Targets are the user's servers the run measured.
 	Targets []TargetEnvironment `json:"targets,omitempty"`
 	// Disks are the emulated disks the run's instances used: each profile's
@@ -145,6 +149,8 @@ func CaptureEnvironment(ctx context.Context, version string) Environment {
 			}
 		}
 	}
+	idle := doctor.ReadCPUIdle(doctor.DirSource{Root: "/"})
+	e.CPUIdle = &idle
 	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
 		f := strings.Fields(string(b))
 		if len(f) >= 3 {

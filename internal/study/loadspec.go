@@ -8,6 +8,7 @@ import (
 
 	"github.com/BurntSushi/toml"
 
+	"github.com/dbrig/dbrig/internal/idleloop"
 	"github.com/dbrig/dbrig/internal/workload"
 )
 
@@ -28,6 +29,8 @@ type LoadRequest struct {
 	// Link, when set, puts an emulated link between the users and the
 	// server.
 	Link *LoadLink
+	// Idle is the client's idle ("halt" or "spin"; "" is halt).
+	Idle string
 }
 
 // LoadLink is a load's link: the profiles (more than one sweeps them,
@@ -56,6 +59,7 @@ type loadFile struct {
 	Instance []loadInstance `toml:"instance"`
 	Client   struct {
 		Site string `toml:"site"`
+		Idle string `toml:"idle,omitempty"`
 	} `toml:"client"`
 	Link     []map[string]any `toml:"link,omitempty"`
 	Workload map[string]any   `toml:"workload"`
@@ -113,6 +117,9 @@ func LoadSpec(req LoadRequest) ([]byte, error) {
 		f.Sweep = map[string][]any{mode.Sweep: sweep}
 	}
 	f.addLink(req.Link)
+	if req.Idle != "" && req.Idle != idleloop.Halt {
+		f.Client.Idle = req.Idle
+	}
 	var b bytes.Buffer
 	b.WriteString("# Written by `dbrig load " + req.Kind.Name + "`; `dbrig report DIR` rebuilds its report.\n")
 	enc := toml.NewEncoder(&b)

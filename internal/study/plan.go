@@ -13,6 +13,7 @@ import (
 
 	"github.com/dbrig/dbrig/internal/blockdev"
 	"github.com/dbrig/dbrig/internal/engine"
+	"github.com/dbrig/dbrig/internal/idleloop"
 	"github.com/dbrig/dbrig/internal/link"
 	"github.com/dbrig/dbrig/internal/units"
 	"github.com/dbrig/dbrig/internal/workload"
@@ -479,7 +480,33 @@ func (s *Spec) resolveClient(substAny func(string, any) any, fail func(string, e
 		}
 	}
 	client.CPUSpeed = resolveCPUSpeed("client.cpu_speed", s.Client.CPUSpeed, substAny, fail)
+	client.Idle = resolveIdle(s.Client.Idle, substAny, fail)
 	return client
+}
+
+// resolveIdle reads the client's idle: "" for the machine as it is
+// (idleloop.Halt, the default), idleloop.Spin for loops that keep its
+// CPUs from halting.
+func resolveIdle(written any, subst func(string, any) any, fail func(string, error)) string {
+	if written == nil {
+		return ""
+	}
+	v := subst("client.idle", written)
+	mode, isText := v.(string)
+	if !isText {
+		if v != nil {
+			fail("client.idle", fmt.Errorf("want %q or %q, got %s", idleloop.Halt, idleloop.Spin, workload.Describe(v)))
+		}
+		return ""
+	}
+	if err := idleloop.CheckMode(mode); err != nil {
+		fail("client.idle", err)
+		return ""
+	}
+	if mode == idleloop.Halt {
+		return ""
+	}
+	return mode
 }
 
 // resolveCPUSpeed reads a cpu_speed: cores' worth of CPU time, from the
@@ -922,6 +949,7 @@ func (v *validator) checkSweepUsed() {
 	refer(s.Client.GOMAXPROCS)
 	refer(s.Client.CPUs)
 	refer(s.Client.CPUSpeed)
+	refer(s.Client.Idle)
 	for _, l := range s.Links {
 		refer(l.Profile)
 		refer(l.Settings)

@@ -287,6 +287,9 @@ func environmentRows(rd *RunData) [][2]string {
 		[2]string{"virtualization", e.Virtualization},
 		[2]string{"load average at start", e.LoadAverage},
 	)
+	if e.CPUIdle != nil {
+		rows = append(rows, [2]string{"idle CPUs wait by", e.CPUIdle.String()})
+	}
 	for _, k := range slices.Sorted(maps.Keys(e.Servers)) {
 		rows = append(rows, [2]string{k, e.Servers[k]})
 	}
@@ -297,7 +300,46 @@ func environmentRows(rd *RunData) [][2]string {
 		[2]string{"started", rd.Info.Started.Format(time.RFC3339)},
 	)
 	rows = append(rows, instanceRows(rd)...)
+	if row, ok := idleRow(rd.Results); ok {
+		rows = append(rows, row)
+	}
 	return rows
+}
+
+// idleRow says which points ran with a busy loop on each CPU (client.idle
+// "spin"), on which CPUs and what the loops took; none when no point did.
+func idleRow(results []workload.Result) ([2]string, bool) {
+	var spun, points int
+	var combos []string
+	var cpus []string
+	var spent float64
+	for _, r := range results {
+		if !r.Measured() {
+			continue
+		}
+		points++
+		if r.IdleLoops == nil {
+			continue
+		}
+		spun++
+		spent += r.IdleLoops.CPUSeconds
+		if !slices.Contains(combos, r.Combo) {
+			combos = append(combos, r.Combo)
+		}
+		if l := fmt.Sprintf("%s on CPUs %s", plural(r.IdleLoops.Count, "loop", "loops"), r.IdleLoops.CPUs); !slices.Contains(cpus, l) {
+			cpus = append(cpus, l)
+		}
+	}
+	if spun == 0 {
+		return [2]string{}, false
+	}
+	which := strings.Join(combos, "; ")
+	if len(combos) > 6 {
+		which = strings.Join(combos[:6], "; ") + fmt.Sprintf("; and %d more", len(combos)-6)
+	}
+	return [2]string{"idle CPUs (client.idle)", fmt.Sprintf(
+		"spin on %d of %d measured points (%s): a lowest-priority busy loop pinned to each CPU kept this machine's CPUs from halting (%s); they took %.1f CPU-seconds, which the host's busy CPU time leaves out. The other points: halt (the CPUs idle as the machine idles them)",
+		spun, points, which, strings.Join(cpus, " | "), spent)}, true
 }
 
 // orDefaultScale names the scale a run ran at ("" is the study's sweep as

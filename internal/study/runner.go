@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/dbrig/dbrig/internal/engine"
+	"github.com/dbrig/dbrig/internal/idleloop"
 	"github.com/dbrig/dbrig/internal/link"
 	"github.com/dbrig/dbrig/internal/monitor"
 	"github.com/dbrig/dbrig/internal/topology"
@@ -418,6 +419,15 @@ func (r *Runner) runPoint(ctx context.Context, st *runState, p Point, n, total i
 	if err := r.prepare(ctx, st, w, env, fresh); err != nil {
 		return res, err
 	}
+	loops, err := startIdleLoops(c.Client.Idle)
+	var noCgroup engine.NoCgroupError
+	if errors.As(err, &noCgroup) {
+		return res, &skipped{err.Error()}
+	}
+	if err != nil {
+		return res, err
+	}
+	defer func() { res.IdleLoops = stopIdleLoops(loops, r.Log) }()
 	// Each server is watched while the workload runs, over a connection
 	// opened before the workload's own.
 	var samplers []*monitor.Sampler
@@ -465,6 +475,34 @@ func (r *Runner) runPoint(ctx context.Context, st *runState, p Point, n, total i
 	}
 	res.SetModel(pred, fit)
 	return res, nil
+}
+
+// startIdleLoops starts, for a point whose client.idle is "spin", a busy
+// loop on each CPU, after its data is made and before its workload warms
+// up: only the points that ask run with them, so a sweep can set halt and
+// spin side by side.
+func startIdleLoops(mode string) (*idleloop.Loops, error) {
+	if mode != idleloop.Spin {
+		return nil, nil
+	}
+	loops, err := idleloop.Start(nil)
+	if err != nil {
+		return nil, fmt.Errorf("client.idle = %q: %w", mode, err)
+	}
+	return loops, nil
+}
+
+// stopIdleLoops stops a point's loops and says what they were.
+func stopIdleLoops(loops *idleloop.Loops, log *slog.Logger) *workload.IdleLoops {
+	if loops == nil {
+		return nil
+	}
+	spent, err := loops.Stop()
+	if err != nil {
+		log.Warn("stop the idle loops", "err", err)
+	}
+	cpus := loops.CPUs()
+	return &workload.IdleLoops{CPUs: idleloop.FormatCPUs(cpus), Count: len(cpus), CPUSeconds: spent, CPUSecondsEach: loops.Each()}
 }
 
 // skipped is why a point is not run on this machine although nothing

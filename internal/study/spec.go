@@ -122,6 +122,11 @@ type ClientSpec struct {
 	// CPUSpeed caps the client process's CPU time as an instance's
 	// cpu_speed caps a server's.
 	CPUSpeed any `toml:"cpu_speed"`
+	// Idle is how this machine's CPUs idle while a point runs: "halt" (as
+	// they do) or "spin" (a lowest-priority busy loop on each CPU keeps it
+	// from halting; package idleloop). It is here because the client and
+	// the links run on this machine, targets or not.
+	Idle any `toml:"idle"`
 }
 
 // SiteSpec places a site on a host: its instances run there, started by a

@@ -38,9 +38,12 @@ type Result struct {
 	Warnings []string `json:"warnings,omitempty"`
 	// Monitor is what dbrig saw of each server while the point ran, over a
 	// connection of its own (see package monitor).
-	Monitor []monitor.Series   `json:"monitor,omitempty"`
-	Model   map[string]float64 `json:"model,omitempty"`
-	Formula string             `json:"formula,omitempty"`
+	Monitor []monitor.Series `json:"monitor,omitempty"`
+	// IdleLoops are the busy loops that kept this machine's CPUs from
+	// halting while the point ran (Client.Idle "spin").
+	IdleLoops *IdleLoops         `json:"idle_loops,omitempty"`
+	Model     map[string]float64 `json:"model,omitempty"`
+	Formula   string             `json:"formula,omitempty"`
 	// Predicted names the figures of Model that Kind.Predict made before
 	// the point ran; every other figure of Model is a fit on the other
 	// combinations (Kind.Model).
@@ -128,6 +131,16 @@ func (r Result) Link() LinkResult {
 	return r.Links[0]
 }
 
+// IdleLoops are a point's busy loops: on which CPUs they ran and the CPU
+// time they took, which the host's busy time leaves out.
+type IdleLoops struct {
+	CPUs       string  `json:"cpus"` // "0-1"
+	Count      int     `json:"count"`
+	CPUSeconds float64 `json:"cpu_s"`
+	// CPUSecondsEach is each loop's, in the order of CPUs.
+	CPUSecondsEach []float64 `json:"cpu_s_each,omitempty"`
+}
+
 // ResolvedClient is the client's constraints for one combination.
 type ResolvedClient struct {
 	Site       string
@@ -136,6 +149,10 @@ type ResolvedClient struct {
 	// CPUSpeed caps the client process's CPU time, in cores' worth (a CFS
 	// quota); 0 = no cap.
 	CPUSpeed float64 `json:",omitempty"`
+	// Idle is "spin" when a lowest-priority busy loop on each of this
+	// machine's CPUs kept it from halting while the point ran; "" is the
+	// machine as it is ("halt").
+	Idle string `json:",omitempty"`
 }
 
 // Constrained reports whether the client must run in a process of its own:

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/dbrig/dbrig/internal/idleloop"
 	"github.com/dbrig/dbrig/internal/study"
 	"github.com/dbrig/dbrig/internal/units"
 	"github.com/dbrig/dbrig/internal/workload/rbar"
@@ -43,8 +44,16 @@ func expKey(s *study.Summary) string {
 	if speed := s.Results[0].Client.CPUSpeed; speed > 0 {
 		exp = atClientSpeed(exp, speed)
 	}
+	if s.Results[0].Client.Idle == idleloop.Spin {
+		exp = spinning(exp)
+	}
 	return exp
 }
+
+// spinning files an experiment run with a busy loop on each CPU
+// (client.idle "spin") apart, as a speed is: vm-penalty compares it with
+// the halting CPUs' point, and every other finding reads those alone.
+func spinning(exp string) string { return exp + "@spin" }
 
 func atSpeed(exp string, speed float64) string {
 	return exp + "@" + strconv.FormatFloat(speed, 'g', -1, 64)

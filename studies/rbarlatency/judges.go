@@ -41,7 +41,7 @@ func Judges() map[string]study.Judge {
 		"slow-client":         judge((*analysis).judgeSlowClient),
 		"wide-rows-1g":        judge((*analysis).judgeWide1G),
 		"wide-rows-consumer":  judge((*analysis).judgeWideConsumer),
-		"vm-penalty":          judge((*analysis).judgeProcessorSpeed),
+		"vm-penalty":          judge((*analysis).judgeVMPenalty),
 		"bond-one-connection": judge((*analysis).judgeBond),
 	}
 }

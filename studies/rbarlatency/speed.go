@@ -22,8 +22,9 @@ const (
 	speedTolerance = 0.25
 )
 
-// vmPenaltyNotMeasured is why the finding's other half stays unmeasured.
-const vmPenaltyNotMeasured = "The seed's VM penalty (5-10 % on the loop, about 30 % on the cursor) is not measured: it comes from what virtualization costs (VM exits, nested paging, virtual timers and devices), which a CPU quota does not reproduce (a quota slows every instruction alike), and a run has no physical machine beside a virtual one."
+// vmPenaltyNotMeasured is why the finding's server-side half stays
+// unmeasured (the client's half is judged in vm.go).
+const vmPenaltyNotMeasured = "The seed's VM penalty on the server-side loop (5-10 %) and cursor (about 30 %) is not measured: neither makes a round trip, so it is not a halted vCPU's wake-up but what virtualization costs inside the server (VM exits, nested paging, virtual timers and devices), which a CPU quota does not reproduce (a quota slows every instruction alike), and a run has no physical machine beside a virtual one."
 
 // speedRatio is one experiment's time per row at half against full speed.
 type speedRatio struct {
