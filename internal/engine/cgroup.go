@@ -145,8 +145,9 @@ func NewMemoryCgroup(name string, limit int64) (*Cgroup, error) {
 
 // NewCgroup makes a cgroup named name under dbrig's own cgroup with the
 // given limits. Nothing is left behind when it fails. The directory's name
-// ends with this process's id (name.pidN), so that RemoveStaleCgroups
-// knows a killed dbrig's from a running one's.
+// begins with "dbrig-" (added when name lacks it) and ends with this
+// process's id (dbrig-name.pidN), so that RemoveStaleCgroups knows it for
+// dbrig's and a killed dbrig's from a running one's.
 func NewCgroup(name string, l Limits) (*Cgroup, error) {
 	if err := l.check(); err != nil {
 		return nil, err
@@ -155,6 +156,9 @@ func NewCgroup(name string, l Limits) (*Cgroup, error) {
 	// beside the ones of runs that ended well: once a process, not at
 	// every server's start (a sweep starts hundreds).
 	staleCgroupsOnce.Do(func() { RemoveStaleCgroups() })
+	if !strings.HasPrefix(name, cgroupPrefix) {
+		name = cgroupPrefix + name
+	}
 	name = fmt.Sprintf("%s%s%d", name, ownerMark, os.Getpid())
 	cs := l.controllers()
 	if parent, ok := v2Parent(cs...); ok {
@@ -201,6 +205,10 @@ func newV2(path, parent string, l Limits) (*Cgroup, error) {
 
 var staleCgroupsOnce sync.Once
 
+// cgroupPrefix begins the name of every cgroup dbrig makes: a sweep
+// removes no other.
+const cgroupPrefix = "dbrig-"
+
 // ownerMark separates a cgroup's name from the id of the dbrig that made it.
 const ownerMark = ".pid"
 
@@ -238,7 +246,7 @@ func RemoveStaleCgroups() (removed []string) {
 
 // cgroupOwner reads the owner's id from a cgroup name dbrig made.
 func cgroupOwner(name string) (int, bool) {
-	if !strings.HasPrefix(name, "dbrig-") {
+	if !strings.HasPrefix(name, cgroupPrefix) {
 		return 0, false
 	}
 	i := strings.LastIndex(name, ownerMark)

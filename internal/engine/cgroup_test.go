@@ -197,3 +197,23 @@ func readOwn(t *testing.T, dir, parent string) string {
 	}
 	return got
 }
+
+// TestEveryCgroupIsNamedForTheSweep makes a cgroup under a name without
+// dbrig's prefix: it gets the prefix, so that RemoveStaleCgroups knows it
+// for dbrig's once its process is gone (the idle loops' cgroup was made as
+// "idleloop.pidN", which no sweep would ever remove).
+func TestEveryCgroupIsNamedForTheSweep(t *testing.T) {
+	t.Parallel()
+	if _, err := CgroupSupport("cpu"); err != nil {
+		t.Skip(err)
+	}
+	cg, err := NewCgroup(fmt.Sprintf("test-unprefixed-%d", time.Now().UnixNano()), Limits{Idle: true})
+	if err != nil {
+		t.Skip(err) // no cpu.idle on this kernel
+	}
+	defer func() { _ = cg.Remove() }()
+	dir, _ := cg.dir("cpu")
+	if pid, ok := cgroupOwner(filepath.Base(dir)); !ok || pid != os.Getpid() {
+		t.Errorf("cgroup %s: owner %d, %v; want this process's %d", dir, pid, ok, os.Getpid())
+	}
+}

@@ -35,6 +35,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -58,6 +59,9 @@ func CheckMode(mode string) error {
 	return nil
 }
 
+// started counts the Loops this process started, to name their cgroups.
+var started atomic.Int64
+
 // Loops are running busy loops, one per CPU.
 type Loops struct {
 	cpus   []int
@@ -79,7 +83,8 @@ func Start(cpus []int) (*Loops, error) {
 			return nil, err
 		}
 	}
-	cg, err := engine.NewCgroup("idleloop", engine.Limits{Idle: true})
+	// Named apart from other Loops of this process (tests start several).
+	cg, err := engine.NewCgroup(fmt.Sprintf("dbrig-idleloop-%d", started.Add(1)), engine.Limits{Idle: true})
 	if err != nil {
 		return nil, fmt.Errorf("the idle loops need a cpu cgroup of dbrig's own at cpu.idle 1, so that they take only CPU time no other process wants: %w", err)
 	}
