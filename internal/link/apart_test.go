@@ -7,12 +7,10 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"runtime"
 	"strings"
-	"syscall"
 	"testing"
 
-	"golang.org/x/sys/unix"
+	"github.com/dbrig/dbrig/internal/idleloop"
 )
 
 // linkApartEnv names the upstream of a link that this test binary, started
@@ -72,35 +70,18 @@ func startLinkApart(b *testing.B, upstream string) string {
 	return addr
 }
 
-// keepCPUsAwake runs, for the rest of the benchmark, one busy loop pinned
-// to each CPU at the lowest priority (SCHED_IDLE: it runs only when nothing
-// else wants the CPU), so that no virtual CPU halts while it idles: on a
-// guest that halts at once, each wake-up of a halted vCPU goes through the
-// hypervisor, and the link apart pays that at every hop. The loops die
-// with the benchmark (parent-death signal) and are stopped by its cleanup.
+// keepCPUsAwake runs, for the rest of the benchmark, dbrig's idle loops
+// (internal/idleloop: one busy loop pinned to each CPU, at SCHED_IDLE in a
+// cgroup at cpu.idle 1, so that it runs only when nothing else wants the
+// CPU), so that no virtual CPU halts while it idles: on a guest that halts
+// at once, each wake-up of a halted vCPU goes through the hypervisor, and
+// the link apart pays that at every hop. The loops die with the benchmark
+// and are stopped by its cleanup.
 func keepCPUsAwake(b *testing.B) {
 	b.Helper()
-	var loops []*exec.Cmd
-	b.Cleanup(func() {
-		for _, c := range loops {
-			c.Process.Kill()
-			c.Wait()
-		}
-	})
-	for cpu := range runtime.NumCPU() {
-		c := exec.Command("/bin/sh", "-c", "while :; do :; done")
-		c.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-		if err := c.Start(); err != nil {
-			b.Fatal(err)
-		}
-		loops = append(loops, c)
-		var set unix.CPUSet
-		set.Set(cpu)
-		if err := unix.SchedSetaffinity(c.Process.Pid, &set); err != nil {
-			b.Fatalf("pin the busy loop to CPU %d: %v", cpu, err)
-		}
-		if err := unix.SchedSetAttr(c.Process.Pid, &unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: unix.SCHED_IDLE}, 0); err != nil {
-			b.Fatalf("the busy loop at SCHED_IDLE: %v", err)
-		}
+	loops, err := idleloop.Start(nil)
+	if err != nil {
+		b.Fatal(err)
 	}
+	b.Cleanup(func() { _, _ = loops.Stop() })
 }
