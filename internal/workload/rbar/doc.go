@@ -45,6 +45,10 @@
 // After their one statement, server-loop and server-cursor time round
 // trips of one row on their path (ProbeMetric, probe_rt_us): what the path
 // costs a row-by-row point beyond its RTT, measured before those points run.
+// On a path whose round trip is at most 5 ms, server-loop then samples
+// each other experiment in one short statement (SampleRows, SampleMetric):
+// the consumer rate of each stream and a cursor's time per row on that
+// path, measured before the points of those experiments run there.
 //
 // The model (model.go) predicts each point from the fastest path of the
 // same engine, transport, experiment and client. The rbar-latency study

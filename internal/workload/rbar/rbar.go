@@ -60,7 +60,7 @@ func checkParams(p workload.Params) []workload.ParamError {
 }
 
 // Metrics are what the experiments measure.
-var Metrics = []workload.MetricSpec{
+var Metrics = append([]workload.MetricSpec{
 	{Name: "us_per_row", Unit: workload.Microseconds, Better: workload.Lower, Headline: true, Doc: "time per row: the run's time over its rows"},
 	{Name: "throughput_bps", Unit: workload.BitsPerSecond, Better: workload.Higher, Headline: true, Doc: "protocol bytes streamed to the client per second"},
 	{Name: "seconds", Unit: workload.Seconds, Better: workload.Lower, Doc: "the measured time of the run"},
@@ -69,7 +69,7 @@ var Metrics = []workload.MetricSpec{
 	{Name: "rows", Unit: workload.Count, Doc: "rows processed"},
 	{Name: "row_mean_us", Unit: workload.Microseconds, Better: workload.Lower, Doc: "round trip per row, mean (the percentiles come from the merged histogram \"row\")"},
 	{Name: ProbeMetric, Unit: workload.Microseconds, Better: workload.Lower, Doc: "a trivial statement's round trip on the point's path, timed after a server-side experiment's statement: what the path costs a round trip, which predicts the row-by-row points that run after it"},
-}
+}, sampleMetrics()...)
 
 // ProbeMetric is the server-side experiments' probe of their path's round
 // trip (see probeRoundTrips).
@@ -79,9 +79,14 @@ const ProbeMetric = "probe_rt_us"
 // round trips and stops once it has spent probeBudget: a tenth of a second
 // on a fast path, where a row-by-row point makes seconds of them and
 // another process's burst of CPU moves a shorter sample by tens of
-// percent; one round trip across a WAN.
+// percent; one round trip across a WAN. The warm-up is long beside the
+// statement's: after a backend's hundreds of milliseconds on a CPU, the
+// scheduler wakes the client on another CPU until the backend's load
+// decays (tens of milliseconds), and each such wake-up of a halted vCPU
+// cost a round trip on the unix socket twice a row-by-row point's (65
+// against 34 µs in the quick run of 2026-11-27 with a 10 ms warm-up).
 const (
-	probeWarmUp = 10 * time.Millisecond
+	probeWarmUp = 100 * time.Millisecond
 	probeTrips  = 500
 	probeBudget = 100 * time.Millisecond
 )
@@ -119,6 +124,9 @@ type rbar struct {
 	rowByRow   string
 	clientCost time.Duration
 	instance   string
+	// transport is the point's path to the server, as Env.Conn gave it:
+	// "unix", "tcp" (direct loopback) or "link".
+	transport string
 }
 
 var _ workload.Workload = (*rbar)(nil)
@@ -168,6 +176,7 @@ func (w *rbar) Run(ctx context.Context, env *workload.Env) (workload.Measurement
 	if err != nil {
 		return workload.Measurement{}, err
 	}
+	w.transport = ep.Transport
 	var m workload.Measurement
 	switch ep.Conn.Engine {
 	case postgres.Name:
