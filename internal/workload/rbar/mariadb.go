@@ -258,12 +258,16 @@ func (w *rbar) runMariaDB(ctx context.Context, env *workload.Env, login engine.C
 		if w.experiment == "server-cursor" {
 			query = "CALL rbar_cursor(" + n + ")"
 		}
-		if m, err = w.myServerSide(ctx, s, query); err == nil {
-			m, err = probeRoundTrips(m, func() error { _, err := s.conn.ExecContext(ctx, "DO 1"); return err })
-		}
+		trip := func() error { _, err := s.conn.ExecContext(ctx, "DO 1"); return err }
+		var probe, samples map[string]float64
+		probe, err = probeRoundTrips(trip)
 		if err == nil && w.experiment == "server-loop" {
-			m, err = takeSamples(m, w.transport, func(exp string, n int64) (int64, error) { return w.mySample(ctx, s, exp, n) })
+			samples, err = takeSamples(w.transport, trip, func(exp string, n int64) (int64, error) { return w.mySample(ctx, s, exp, n) })
 		}
+		if err == nil {
+			m, err = w.myServerSide(ctx, s, query)
+		}
+		m = withSamples(withSamples(m, probe), samples)
 	case "cursor-messages":
 		m, err = w.myMessages(ctx, s, env)
 	case "client-stream", "wide-rows":

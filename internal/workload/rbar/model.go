@@ -21,7 +21,7 @@ import (
 //	                             consumer rate = a row's bytes / (the sample's time per row + client_cost / client speed)
 //
 // A stream's consumer rate is its own path's: the server-loop points,
-// which run first on every path, sample each stream there after their
+// which run first on every path, sample each stream there before their
 // statement (takeSamples), in the process placement of the points after
 // them; another path's rate missed by up to 2.75x (cursor-messages on the
 // unix socket fitted from direct TCP), since each path costs each message
@@ -57,7 +57,7 @@ import (
 // share of it does not slow down with the client.
 //
 // A row-by-row point's round trip is its path's as the server-side points
-// probed it before (ProbeMetric: trivial round trips after their
+// probed it before (ProbeMetric: trivial round trips before their
 // statement, in the same process placement), and s_row is the reference's
 // time per row beyond its own path's probed round trip. An RTT does not
 // say what a round trip costs through the emulated link: its relay, in
@@ -529,5 +529,5 @@ func missReason(kind string) string {
 	case "stream":
 		return "a stream is bounded by min(rate, window / RTT, the consumer rate its path's sample measured before it): the sample lasts tens of milliseconds, and other work on the host during it or during the point moves either"
 	}
-	return "a stream is bounded by min(rate, window / RTT, the fastest other path's consumer rate, times the client's speed): a consumer slower here than there, or a server's pace that a slower client does not change, is not"
+	return "a stream is bounded by min(rate, window / RTT, the fastest other path's consumer rate, times the client's speed): a consumer slower here than there is not, nor the link's relay taking CPU from the client and the server where the link's rate and the consumer's are near, nor a server's pace that a slower client does not change"
 }

@@ -92,24 +92,29 @@ func (w *rbar) runPostgres(ctx context.Context, env *workload.Env, login engine.
 		if w.experiment == "server-cursor" {
 			sql = `SELECT rbar_cursor($1)`
 		}
-		m, err := w.pgServerSide(ctx, pc, sql)
+		probe, err := w.pgProbe(ctx, pc)
 		if err != nil {
-			return m, err
+			return workload.Measurement{}, err
 		}
-		if m, err = w.pgProbe(ctx, pc, m); err != nil || w.experiment != "server-loop" {
-			return m, err
-		}
-		return takeSamples(m, w.transport, func(exp string, n int64) (int64, error) {
-			notices, noticeBytes = 0, 0
-			wire, err := w.pgSample(ctx, pc, exp, n)
-			if exp == "cursor-messages" && err == nil {
-				if notices != n {
-					return 0, fmt.Errorf("received %d row messages, want %d", notices, n)
+		var samples map[string]float64
+		if w.experiment == "server-loop" {
+			trip := func() error { return pc.Exec(ctx, "SELECT 1").Close() }
+			if samples, err = takeSamples(w.transport, trip, func(exp string, n int64) (int64, error) {
+				notices, noticeBytes = 0, 0
+				wire, err := w.pgSample(ctx, pc, exp, n)
+				if exp == "cursor-messages" && err == nil {
+					if notices != n {
+						return 0, fmt.Errorf("received %d row messages, want %d", notices, n)
+					}
+					wire = noticeBytes
 				}
-				wire = noticeBytes
+				return wire, err
+			}); err != nil {
+				return workload.Measurement{}, err
 			}
-			return wire, err
-		})
+		}
+		m, err := w.pgServerSide(ctx, pc, sql)
+		return withSamples(withSamples(m, probe), samples), err
 	case "cursor-messages":
 		m, err := w.pgServerSide(ctx, pc, `SELECT rbar_messages($1)`)
 		if err != nil {
@@ -183,12 +188,12 @@ func (w *rbar) pgServerSide(ctx context.Context, pc *pgconn.PgConn, sql string) 
 // pgProbe probes the path with the row-by-row points' own round trip, a
 // FETCH NEXT from a cursor over the cross join, so that the server's and
 // the client's work on it are theirs too.
-func (w *rbar) pgProbe(ctx context.Context, pc *pgconn.PgConn, m workload.Measurement) (workload.Measurement, error) {
+func (w *rbar) pgProbe(ctx context.Context, pc *pgconn.PgConn) (map[string]float64, error) {
 	if err := pc.Exec(ctx, "BEGIN; DECLARE rbar_probe NO SCROLL CURSOR FOR "+crossJoin).Close(); err != nil {
-		return m, err
+		return nil, err
 	}
 	defer func() { _ = pc.Exec(context.WithoutCancel(ctx), "ROLLBACK").Close() }()
-	return probeRoundTrips(m, func() error {
+	return probeRoundTrips(func() error {
 		_, err := pc.Exec(ctx, "FETCH NEXT FROM rbar_probe").ReadAll()
 		return err
 	})
