@@ -18,16 +18,17 @@ import (
 //	client-stream, wide-rows,
 //	cursor-messages:             throughput = min(rate, window / RTT, consumer rate)
 //	                             t = bytes × 8 / throughput + RTT
-//	                             consumer rate = a row's bytes / (the sample's time per row + client_cost / client speed)
+//	                             consumer rate = the reference's × client speed, or
+//	                             a row's bytes / (the sample's time per row + client_cost / client speed)
 //
-// A stream's consumer rate is its own path's: the server-loop points,
-// which run first on every path, sample each stream there before their
-// statement (takeSamples), in the process placement of the points after
-// them; another path's rate missed by up to 2.75x (cursor-messages on the
-// unix socket fitted from direct TCP), since each path costs each message
-// its own wake-ups. A path without samples (a WAN, where a sample's one
-// round trip outweighs its rows) takes the consumer rate of the fastest
-// other path, times the client's speed. The first server-cursor point of
+// A stream's consumer rate is the fastest other path's of its transport
+// (the unix socket, or TCP); a transport's first stream point, which has
+// none, takes its own path's: the server-loop points, which run first on
+// every path, sample each stream on the unix socket and direct TCP before
+// their statement (takeSamples), in the process placement of the points
+// after them, where the other transport's rate missed by up to 2.75x
+// (cursor-messages on the unix socket fitted from direct TCP), since each
+// path costs each message its own wake-ups. The first server-cursor point of
 // a path takes the cursor's sample there; a server-side point with no
 // other path of its rows takes its own path at other rows; a row-by-row
 // point with no reference of its client cost takes one of another cost,
