@@ -92,29 +92,7 @@ func (w *rbar) runPostgres(ctx context.Context, env *workload.Env, login engine.
 		if w.experiment == "server-cursor" {
 			sql = `SELECT rbar_cursor($1)`
 		}
-		probe, err := w.pgProbe(ctx, pc)
-		if err != nil {
-			return workload.Measurement{}, err
-		}
-		var samples map[string]float64
-		if w.experiment == "server-loop" {
-			trip := func() error { return pc.Exec(ctx, "SELECT 1").Close() }
-			if samples, err = takeSamples(w.transport, trip, func(exp string, n int64) (int64, error) {
-				notices, noticeBytes = 0, 0
-				wire, err := w.pgSample(ctx, pc, exp, n)
-				if exp == "cursor-messages" && err == nil {
-					if notices != n {
-						return 0, fmt.Errorf("received %d row messages, want %d", notices, n)
-					}
-					wire = noticeBytes
-				}
-				return wire, err
-			}); err != nil {
-				return workload.Measurement{}, err
-			}
-		}
-		m, err := w.pgServerSide(ctx, pc, sql)
-		return withSamples(withSamples(m, probe), samples), err
+		return w.pgServerSideProbed(ctx, pc, sql, &notices, &noticeBytes)
 	case "cursor-messages":
 		m, err := w.pgServerSide(ctx, pc, `SELECT rbar_messages($1)`)
 		if err != nil {
@@ -133,6 +111,35 @@ func (w *rbar) runPostgres(ctx context.Context, env *workload.Env, login engine.
 		return w.pgRowByRow(ctx, pc, env)
 	}
 	return workload.Measurement{}, fmt.Errorf("unknown experiment %q", w.experiment)
+}
+
+// pgServerSideProbed probes the path's round trip, takes the samples of a
+// server-loop point (see takeSamples; notices and noticeBytes are what the
+// connection's handler counts), then times the point's statement.
+func (w *rbar) pgServerSideProbed(ctx context.Context, pc *pgconn.PgConn, sql string, notices, noticeBytes *int64) (workload.Measurement, error) {
+	probe, err := w.pgProbe(ctx, pc)
+	if err != nil {
+		return workload.Measurement{}, err
+	}
+	var samples map[string]float64
+	if w.experiment == "server-loop" {
+		trip := func() error { return pc.Exec(ctx, "SELECT 1").Close() }
+		if samples, err = takeSamples(w.transport, trip, func(exp string, n int64) (int64, error) {
+			*notices, *noticeBytes = 0, 0
+			wire, err := w.pgSample(ctx, pc, exp, n)
+			if exp == "cursor-messages" && err == nil {
+				if *notices != n {
+					return 0, fmt.Errorf("received %d row messages, want %d", *notices, n)
+				}
+				wire = *noticeBytes
+			}
+			return wire, err
+		}); err != nil {
+			return workload.Measurement{}, err
+		}
+	}
+	m, err := w.pgServerSide(ctx, pc, sql)
+	return withSamples(withSamples(m, probe), samples), err
 }
 
 // pgStreamSQL is the statement of a stream of n ($1) rows: the cross
