@@ -42,9 +42,13 @@
 // bytes it reads from the socket while a statement runs, which is every
 // packet of the result, headers included.
 //
-// After their one statement, server-loop and server-cursor time round
+// Before their one statement, server-loop and server-cursor time round
 // trips of one row on their path (ProbeMetric, probe_rt_us): what the path
 // costs a row-by-row point beyond its RTT, measured before those points run.
+// On the unix socket and direct TCP, server-loop then samples each other
+// experiment in one short statement (SampleRows, SampleMetric): the
+// consumer rate of each stream and a cursor's time per row on that path,
+// measured before the points of those experiments run there.
 //
 // The model (model.go) predicts each point from the fastest path of the
 // same engine, transport, experiment and client. The rbar-latency study

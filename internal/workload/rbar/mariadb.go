@@ -258,15 +258,20 @@ func (w *rbar) runMariaDB(ctx context.Context, env *workload.Env, login engine.C
 		if w.experiment == "server-cursor" {
 			query = "CALL rbar_cursor(" + n + ")"
 		}
-		if m, err = w.myServerSide(ctx, s, query); err == nil {
-			m, err = probeRoundTrips(m, func() error { _, err := s.conn.ExecContext(ctx, "DO 1"); return err })
+		trip := func() error { _, err := s.conn.ExecContext(ctx, "DO 1"); return err }
+		var probe, samples map[string]float64
+		probe, err = probeRoundTrips(trip)
+		if err == nil && w.experiment == "server-loop" {
+			samples, err = takeSamples(w.transport, trip, func(exp string, n int64) (int64, error) { return w.mySample(ctx, s, exp, n) })
 		}
+		if err == nil {
+			m, err = w.myServerSide(ctx, s, query)
+		}
+		m = withSamples(withSamples(m, probe), samples)
 	case "cursor-messages":
 		m, err = w.myMessages(ctx, s, env)
-	case "client-stream":
-		m, err = w.myStream(ctx, s, env, crossJoin+" LIMIT "+n, 0)
-	case "wide-rows":
-		m, err = w.myStream(ctx, s, env, "SELECT REPEAT('a', "+strconv.FormatInt(w.rowBytes, 10)+") AS x FROM rbar_objects a, rbar_objects b, rbar_objects c LIMIT "+n, w.rowBytes)
+	case "client-stream", "wide-rows":
+		m, err = w.myStream(ctx, s, env, w.myStreamSQL(w.rows), w.myStreamWidth())
 	case "client-row-by-row":
 		m, err = w.myRowByRow(ctx, s, env)
 	default:
@@ -293,6 +298,44 @@ func (w *rbar) myServerSide(ctx context.Context, s *session, query string) (work
 		return workload.Measurement{}, fmt.Errorf("the server counted %d rows, want %d", k, w.rows)
 	}
 	return w.serverSideMetrics(elapsed), nil
+}
+
+// myStreamSQL is the statement of a stream of n rows: the cross join's
+// ids, or rows of row_bytes characters.
+func (w *rbar) myStreamSQL(n int64) string {
+	limit := strconv.FormatInt(n, 10)
+	if w.experiment == "wide-rows" {
+		return "SELECT REPEAT('a', " + strconv.FormatInt(w.rowBytes, 10) + ") AS x FROM rbar_objects a, rbar_objects b, rbar_objects c LIMIT " + limit
+	}
+	return crossJoin + " LIMIT " + limit
+}
+
+// myStreamWidth is the length every value of the stream must have (0: any).
+func (w *rbar) myStreamWidth() int64 {
+	if w.experiment == "wide-rows" {
+		return w.rowBytes
+	}
+	return 0
+}
+
+// mySample runs n rows of another experiment on the point's session, with
+// none of the client's per-row cost, and returns the bytes it read.
+func (w *rbar) mySample(ctx context.Context, s *session, exp string, n int64) (int64, error) {
+	sample := *w
+	sample.experiment, sample.rows, sample.clientCost = exp, n, 0
+	var m workload.Measurement
+	var err error
+	switch exp {
+	case "client-stream", "wide-rows":
+		m, err = sample.myStream(ctx, s, &workload.Env{}, sample.myStreamSQL(n), sample.myStreamWidth())
+	case "cursor-messages":
+		m, err = sample.myMessages(ctx, s, &workload.Env{})
+	case "server-cursor":
+		_, err = sample.myServerSide(ctx, s, "CALL rbar_cursor("+strconv.FormatInt(n, 10)+")")
+	default:
+		err = fmt.Errorf("no sample of %q", exp)
+	}
+	return int64(m.Metrics["wire_bytes"]), err
 }
 
 // myStream reads one result set of rows and discards them as they arrive;

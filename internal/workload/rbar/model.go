@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"time"
 
 	"github.com/dbrig/dbrig/internal/measure"
 	"github.com/dbrig/dbrig/internal/workload"
@@ -14,10 +15,28 @@ import (
 //	server-loop, server-cursor:  t = rows × s_server / speed + RTT
 //	client-row-by-row:           t_row = round trip + s_row / client speed
 //	                             round trip = the path's probed round trip, else RTT + request/response bytes × 8 / rate
-//	client-stream, wide-rows:    throughput = min(rate, window / RTT, consumer rate × client speed)
+//	client-stream, wide-rows,
+//	cursor-messages:             throughput = min(rate, window / RTT, consumer rate)
 //	                             t = bytes × 8 / throughput + RTT
+//	                             consumer rate = the reference's × client speed, or
+//	                             a row's bytes / (the sample's time per row + client_cost / client speed)
 //
-// The per-row costs and the consumer rate are taken from the fastest path
+// A stream's consumer rate is the fastest other path's of its transport
+// (the unix socket, or TCP); a transport's first stream point, which has
+// none, takes its own path's: the server-loop points, which run first on
+// every path, sample each stream on the unix socket and direct TCP before
+// their statement (takeSamples), in the process placement of the points
+// after them, where the other transport's rate missed by up to 2.75x
+// (cursor-messages on the unix socket fitted from direct TCP), since each
+// path costs each message its own wake-ups. The first server-cursor point of
+// a path takes the cursor's sample there; a server-side point with no
+// other path of its rows takes its own path at other rows; a row-by-row
+// point with no reference of its client cost takes one of another cost,
+// the difference added per row (on the same path, its rows as they ran),
+// and with none at all its path's probed round trip and its client cost.
+// Only the study's very first point has nothing before it.
+//
+// The per-row costs are taken from the fastest path
 // of the same engine, transport, experiment and client among the other
 // combinations (a PostgreSQL point never predicts a MariaDB one, and a
 // point never predicts itself: the fastest path's own figure comes from
@@ -39,7 +58,7 @@ import (
 // share of it does not slow down with the client.
 //
 // A row-by-row point's round trip is its path's as the server-side points
-// probed it before (ProbeMetric: trivial round trips after their
+// probed it before (ProbeMetric: trivial round trips before their
 // statement, in the same process placement), and s_row is the reference's
 // time per row beyond its own path's probed round trip. An RTT does not
 // say what a round trip costs through the emulated link: its relay, in
@@ -80,18 +99,37 @@ func SpeedRank(l workload.LinkResult) float64 {
 // groupKey is what a point shares with its reference on the fastest link:
 // the same engine, experiment, client and transport (unix socket or TCP),
 // whatever the link and, but for server-side work, the row count.
-func groupKey(r workload.Result) string {
+func groupKey(r workload.Result) string { return groupKeyOf(r, true, true) }
+
+// groupKeyOf is groupKey, with the client's per-row cost and the
+// server-side row count left out where withCost or withRows is false.
+func groupKeyOf(r workload.Result, withCost, withRows bool) string {
 	exp := r.Params.String("experiment")
 	rows := int64(0)
-	if exp == "server-loop" || exp == "server-cursor" {
+	if withRows && (exp == "server-loop" || exp == "server-cursor") {
 		rows = r.Params.Int("rows")
+	}
+	cost := "any"
+	if withCost {
+		cost = r.Params.String("client_cost")
 	}
 	transport := "tcp"
 	if linkOf(r).Mode == "unix" {
 		transport = "unix"
 	}
 	return fmt.Sprintf("%s|%s|%s|%s|%d|%s|%s|%d|%s", r.Instance().Engine, exp, r.Params.String("row_by_row"),
-		r.Params.String("client_cost"), r.Client.GOMAXPROCS, r.Client.CPUs, r.Params.String("instance"), rows, transport)
+		cost, r.Client.GOMAXPROCS, r.Client.CPUs, r.Params.String("instance"), rows, transport)
+}
+
+// anyCost is groupKey whatever the client's per-row cost: a row-by-row
+// point's reference at another cost, the difference added per row.
+func anyCost(r workload.Result) string { return groupKeyOf(r, false, true) }
+
+// anyRows is groupKey whatever the server-side row count, on the same
+// path: a server-side point's last resort, its fixed costs then spread
+// over other rows.
+func anyRows(r workload.Result) string {
+	return groupKeyOf(r, true, false) + "|" + profileName(linkOf(r))
 }
 
 // Reference finds the results of the fastest path among all for r's
@@ -161,72 +199,184 @@ func Model(r workload.Result, all []workload.Result) workload.Prediction {
 		return workload.Prediction{}
 	}
 	ref := Reference(r, all)
-	if len(ref) == 0 {
-		return workload.Prediction{Reason: "no figure: no other link of the same engine, experiment and client measured"}
-	}
-	l := linkOf(r)
-	refLink := linkOf(ref[0])
-	rtt, refRTT := l.RTTSeconds, refLink.RTTSeconds
-	rows := r.Metrics["rows"]
-	fit := " (costs from " + profileName(refLink) + ")"
 	switch r.Params.String("experiment") {
 	case "server-loop", "server-cursor":
-		s := (medianMetric(ref, "seconds") - refRTT) / medianMetric(ref, "rows") * ServerSpeed(ref[0])
-		speed := ServerSpeed(r)
-		t := rows*s/speed + rtt
-		return workload.Prediction{
-			Metrics: map[string]float64{"seconds": t, "us_per_row": t / rows * 1e6},
-			Formula: fmt.Sprintf("t = rows × %.3g µs%s + RTT%s", s*1e6, speedTerm(speed, ServerSpeed(ref[0]), "server"), fit),
-			Reason:  missReason("server"),
-		}
+		return serverSide(r, ref, all)
 	case "client-row-by-row":
 		return rowByRow(r, ref, all)
 	case "client-stream", "wide-rows", "cursor-messages":
-		consumer := medianMetric(ref, "throughput_bps") / ClientSpeed(ref[0]) * ClientSpeed(r)
-		rate, limit := consumer, "the client's consumer rate"
-		if l.RateBitsPerS > 0 && l.RateBitsPerS < rate {
-			rate, limit = l.RateBitsPerS, "the link's rate"
-		}
-		if l.InFlightBytes() > 0 && rtt > 0 {
-			if w := float64(l.InFlightBytes()) * 8 / rtt; w < rate {
-				rate, limit = w, "window / RTT"
-			}
-		}
-		bytes := r.Metrics["wire_bytes"]
-		t := bytes*8/rate + rtt
-		return workload.Prediction{
-			Metrics: map[string]float64{"throughput_bps": bytes * 8 / t, "seconds": t, "us_per_row": t / rows * 1e6},
-			Formula: fmt.Sprintf("t = bytes / min(rate, window/RTT, consumer %.3g Gbit/s) + RTT: limited by %s%s", consumer/1e9, limit, fit),
-			Reason:  missReason("stream"),
-		}
+		return stream(r, ref, all)
 	}
 	return workload.Prediction{}
 }
 
+// noFigure is the reason of a point that nothing measured before it
+// predicts.
+const noFigure = "no figure: no other link of the same engine, experiment and client measured, and no sample of the experiment on its path"
+
+// serverSide predicts a server-side point: its rows at the per-row cost
+// of the fastest other path of the same rows, else the cursor sample of
+// its own path (server-cursor), else the same path at other rows.
+func serverSide(r workload.Result, ref, all []workload.Result) workload.Prediction {
+	rows, rtt := r.Metrics["rows"], linkOf(r).RTTSeconds
+	speed := ServerSpeed(r)
+	var s float64
+	var from string
+	if sample, ok := sampleOf(r, all, "us_per_row"); len(ref) == 0 && ok && r.Params.String("experiment") == "server-cursor" {
+		// The sample ran at this path's server speed (probeKey).
+		s, speed, from = sample*1e-6, 1, " (the cursor's sample on "+profileName(linkOf(r))+")"
+	} else {
+		if len(ref) == 0 {
+			ref = reference(r, all, anyRows)
+		}
+		if len(ref) == 0 {
+			return workload.Prediction{Reason: noFigure}
+		}
+		refSpeed := ServerSpeed(ref[0])
+		s = (medianMetric(ref, "seconds") - linkOf(ref[0]).RTTSeconds) / medianMetric(ref, "rows") * refSpeed
+		from = speedTerm(speed, refSpeed, "server") + " (costs from " + profileName(linkOf(ref[0])) + ")"
+	}
+	t := rows*s/speed + rtt
+	return workload.Prediction{
+		Metrics: map[string]float64{"seconds": t, "us_per_row": t / rows * 1e6},
+		Formula: fmt.Sprintf("t = rows × %.3g µs%s + RTT", s*1e6, from),
+		Reason:  missReason("server"),
+	}
+}
+
+// stream predicts a stream: the bytes at the least of the link's rate, its
+// window over its RTT and the consumer's rate, plus one RTT. The consumer's
+// rate is the fastest other path's of the same client and transport, else
+// the sample of the same experiment on the point's own path (see
+// takeSamples) with the client's per-row cost added, else the fastest
+// path's of the other transport.
+func stream(r workload.Result, ref, all []workload.Result) workload.Prediction {
+	l := linkOf(r)
+	rtt := l.RTTSeconds
+	var consumer float64
+	var from string
+	reason := missReason("stream")
+	if !sameTransport(r, ref) {
+		consumer, from = sampledConsumer(r, all)
+	}
+	if consumer == 0 {
+		if len(ref) == 0 {
+			return workload.Prediction{Reason: noFigure}
+		}
+		consumer = medianMetric(ref, "throughput_bps") / ClientSpeed(ref[0]) * ClientSpeed(r)
+		from = "costs from " + profileName(linkOf(ref[0]))
+		reason = missReason("stream-reference")
+	}
+	rate, limit := consumer, "the client's consumer rate"
+	if l.RateBitsPerS > 0 && l.RateBitsPerS < rate {
+		rate, limit = l.RateBitsPerS, "the link's rate"
+	}
+	if l.InFlightBytes() > 0 && rtt > 0 {
+		if w := float64(l.InFlightBytes()) * 8 / rtt; w < rate {
+			rate, limit = w, "window / RTT"
+		}
+	}
+	bytes, rows := r.Metrics["wire_bytes"], r.Metrics["rows"]
+	t := bytes*8/rate + rtt
+	return workload.Prediction{
+		Metrics: map[string]float64{"throughput_bps": bytes * 8 / t, "seconds": t, "us_per_row": t / rows * 1e6},
+		Formula: fmt.Sprintf("t = bytes / min(rate, window/RTT, consumer %.3g Gbit/s) + RTT: limited by %s (%s)", consumer/1e9, limit, from),
+		Reason:  reason,
+	}
+}
+
+// sameTransport reports whether r's reference ran on r's transport (the
+// unix socket, or TCP): a sample of r's own path stands in only for a
+// reference of another transport, since a reference's stream ran as
+// long as r's, where a sample's tens of milliseconds through a link
+// moved by up to 5x from its point on a busy host (wide-rows over lan-1g,
+// 2026-11-27, load average 10).
+func sameTransport(r workload.Result, ref []workload.Result) bool {
+	return len(ref) > 0 && (linkOf(ref[0]).Mode == "unix") == (linkOf(r).Mode == "unix")
+}
+
+// sampledConsumer is the consumer's rate (bits per second) that the
+// samples of r's experiment on its path give, with r's per-row client cost
+// added to the sample's time per row, and what it came from; 0 without a
+// sample.
+func sampledConsumer(r workload.Result, all []workload.Result) (float64, string) {
+	us, ok := sampleOf(r, all, "us_per_row")
+	perRow, okBytes := sampleOf(r, all, "bytes_per_row")
+	if !ok || !okBytes || us <= 0 {
+		return 0, ""
+	}
+	cost := clientCost(r) / ClientSpeed(r)
+	return perRow * 8 / (us*1e-6 + cost), fmt.Sprintf("the sample on %s, %.3g µs a row%s", profileName(linkOf(r)), us, costTerm(cost))
+}
+
+// clientCost is the CPU time, in seconds, the point's client spends on each
+// row (client_cost).
+func clientCost(r workload.Result) float64 {
+	d, err := time.ParseDuration(r.Params.String("client_cost"))
+	if err != nil {
+		return 0
+	}
+	return d.Seconds()
+}
+
+// costTerm is the formula's client cost per row, where there is one.
+func costTerm(cost float64) string {
+	if cost == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" + the client's %.3g µs", cost*1e6)
+}
+
 // rowByRow predicts a row-by-row point: one round trip of its path per
 // row, plus the client's and the server's time on the row beyond a round
-// trip, fitted on the reference. Where the server-side points probed both
-// paths, the round trip is the probe's (see probeOf); else it is the
-// link's RTT, and the reference's cost beyond its own RTT is taken for the
-// path's too.
+// trip, fitted on the reference (of the same client cost, else of another,
+// the difference added). Where the server-side points probed both paths,
+// the round trip is the probe's (see probeOf); else it is the link's RTT,
+// and the reference's cost beyond its own RTT is taken for the path's too.
+// With no reference, a row is the path's probed round trip and the
+// client's cost.
 func rowByRow(r workload.Result, ref, all []workload.Result) workload.Prediction {
-	l, refLink := linkOf(r), linkOf(ref[0])
-	speed, refSpeed := ClientSpeed(r), ClientSpeed(ref[0])
+	l := linkOf(r)
+	speed, cost := ClientSpeed(r), clientCost(r)
+	if len(ref) == 0 {
+		ref = reference(r, all, anyCost)
+	}
+	probe, probed := probeOf(r, all)
+	if len(ref) == 0 {
+		if !probed {
+			return workload.Prediction{Reason: noFigure}
+		}
+		perRow := probe + cost/speed
+		return workload.Prediction{
+			Metrics: map[string]float64{"us_per_row": perRow * 1e6, "rows_per_s": 1 / perRow},
+			Formula: fmt.Sprintf("t/row = %s's probed round trip %.1f µs%s%s", profileName(l), probe*1e6, costTerm(cost), speedTerm(speed, 1, "client")),
+			Reason:  missReason("row-by-row"),
+		}
+	}
+	refLink := linkOf(ref[0])
+	refSpeed := ClientSpeed(ref[0])
 	roundTrip := l.RTTSeconds + serialization(l)
 	refRoundTrip := refLink.RTTSeconds + serialization(refLink)
 	formula := "t/row = RTT + %.3g µs%s (costs from %s)"
-	probe, probed := probeOf(r, all)
 	refProbe, refProbed := probeOf(ref[0], all)
-	if probed && refProbed {
+	switch {
+	case profileName(refLink) == profileName(l):
+		// The same path at another client cost: its rows as they ran,
+		// whatever a probe says of their round trips.
+		roundTrip, refRoundTrip = 0, 0
+		formula = "t/row = %.3g µs%s (the rows on %s at the client's cost)"
+	case probed && refProbed:
 		roundTrip, refRoundTrip = probe, refProbe
 		formula = fmt.Sprintf("t/row = %s's probed round trip %.1f µs", profileName(l), probe*1e6) + " + %.3g µs%s (the row beyond a probed round trip on %s)"
 	}
-	// A row pays at least its path's round trip: where the reference's row
-	// took less than its own path's round trip, the round trips disagree
-	// with it (a probe's few thousand trips against its seconds on a busy
-	// host), and the client's and the server's time on the row is left out
-	// rather than taken negative.
-	s := max(0, (medianMetric(ref, "us_per_row")*1e-6-refRoundTrip)*refSpeed)
+	// A row pays at least its path's round trip and the client's cost:
+	// where the reference's row took less than its own path's round trip,
+	// the round trips disagree with it (a probe's few thousand trips
+	// against its seconds on a busy host), and the rest of the client's
+	// and the server's time on the row is left out rather than taken
+	// negative.
+	base := max(0, (medianMetric(ref, "us_per_row")*1e-6-refRoundTrip)*refSpeed-clientCost(ref[0]))
+	s := base + cost
 	perRow := roundTrip + s/speed
 	return workload.Prediction{
 		Metrics: map[string]float64{"us_per_row": perRow * 1e6, "rows_per_s": 1 / perRow},
@@ -242,17 +392,31 @@ func rowByRow(r workload.Result, ref, all []workload.Result) workload.Prediction
 // A row-by-row point never probes: its own figure never enters its round
 // trip.
 func probeOf(r workload.Result, all []workload.Result) (float64, bool) {
+	v, ok := pathMedian(r, all, ProbeMetric)
+	return v * 1e-6, ok
+}
+
+// sampleOf is the median of a sample of r's experiment (SampleMetric)
+// that the server-loop points of r's path took, and whether any did.
+func sampleOf(r workload.Result, all []workload.Result, what string) (float64, bool) {
+	return pathMedian(r, all, SampleMetric(r.Params.String("experiment"), what))
+}
+
+// pathMedian is the median of a metric over the measured points of r's
+// path (probeKey) among all, leaving r's own combination out: a figure of
+// the point's own runs never predicts it.
+func pathMedian(r workload.Result, all []workload.Result, metric string) (float64, bool) {
 	key := probeKey(r)
-	var probes []float64
+	var vs []float64
 	for _, o := range all {
-		if v, ok := o.Metrics[ProbeMetric]; ok && o.Measured() && v > 0 && probeKey(o) == key {
-			probes = append(probes, v)
+		if v, ok := o.Metrics[metric]; ok && o.Measured() && v > 0 && o.Combo != r.Combo && probeKey(o) == key {
+			vs = append(vs, v)
 		}
 	}
-	if len(probes) == 0 {
+	if len(vs) == 0 {
 		return 0, false
 	}
-	return measure.Median(probes) * 1e-6, true
+	return measure.Median(vs), true
 }
 
 // probeKey is what a probe shares with the row-by-row points it predicts:
@@ -310,25 +474,49 @@ func ServerSpeed(r workload.Result) float64 {
 
 // Predict is the model before the point runs: the rows are its parameter,
 // and a stream's protocol bytes the reference's bytes per row (scaled by
-// the row's size in the wide-rows experiment), since only the run measures
-// them; the costs come from the fastest other link measured before it.
+// the row's size in the wide-rows experiment), else its sample's, since
+// only the run measures them; the costs come from the points measured
+// before it.
 func Predict(r workload.Result, before []workload.Result) workload.Prediction {
-	ref := Reference(r, before)
-	if len(ref) == 0 {
-		return workload.Prediction{Reason: "no prediction: no other link of the same engine, experiment and client measured before it"}
-	}
 	rows := float64(r.Params.Int("rows"))
 	inputs := r
 	inputs.Metrics = map[string]float64{"rows": rows}
-	if perRow := medianMetric(ref, "wire_bytes") / medianMetric(ref, "rows"); perRow > 0 {
-		if r.Params.String("experiment") == "wide-rows" {
-			if refSize, size := float64(ref[0].Params.Int("row_bytes")), float64(r.Params.Int("row_bytes")); refSize > 0 && size > 0 {
-				perRow *= size / refSize
-			}
-		}
+	if perRow := bytesPerRow(r, before); perRow > 0 {
 		inputs.Metrics["wire_bytes"] = perRow * rows
 	}
-	return Model(inputs, before)
+	p := Model(inputs, before)
+	if len(p.Metrics) == 0 {
+		p.Reason = "no prediction: no other link of the same engine, experiment and client measured before it, and no sample of the experiment on its path"
+	}
+	return p
+}
+
+// bytesPerRow is a stream's protocol bytes per row before it runs: the
+// reference's, else its path's sample's, scaled by the row's size in the
+// wide-rows experiment.
+func bytesPerRow(r workload.Result, before []workload.Result) float64 {
+	var perRow float64
+	var size int64
+	if ref := Reference(r, before); len(ref) > 0 {
+		perRow, size = medianMetric(ref, "wire_bytes")/medianMetric(ref, "rows"), ref[0].Params.Int("row_bytes")
+	} else if v, ok := sampleOf(r, before, "bytes_per_row"); ok {
+		perRow, size = v, sampleRowBytes(r, before)
+	}
+	if r.Params.String("experiment") == "wide-rows" && size > 0 && r.Params.Int("row_bytes") > 0 {
+		perRow *= float64(r.Params.Int("row_bytes")) / float64(size)
+	}
+	return perRow
+}
+
+// sampleRowBytes is the row size of the wide-rows samples on r's path.
+func sampleRowBytes(r workload.Result, before []workload.Result) int64 {
+	key := probeKey(r)
+	for _, o := range before {
+		if _, ok := o.Metrics[SampleMetric("wide-rows", "bytes_per_row")]; ok && probeKey(o) == key {
+			return o.Params.Int("row_bytes")
+		}
+	}
+	return 0
 }
 
 // missReason is what the model leaves out, said beside its figure where
@@ -336,9 +524,11 @@ func Predict(r workload.Result, before []workload.Result) workload.Prediction {
 func missReason(kind string) string {
 	switch kind {
 	case "server":
-		return "the server's per-row cost is the reference path's; the client's and the link's costs are one round trip"
+		return "the server's per-row cost is the reference path's (or its path's cursor sample); the client's and the link's costs are one round trip"
 	case "row-by-row":
 		return "each row pays one round trip of its path (probed by the server-side points, else the RTT) plus the reference path's per-row cost beyond its round trip; a busy host or a slower client adds to it"
+	case "stream":
+		return "a stream is bounded by min(rate, window / RTT, the consumer rate its path's sample measured before it): the sample lasts tens of milliseconds, and other work on the host during it or during the point moves either"
 	}
-	return "a stream is bounded by min(rate, window / RTT, the reference's consumer rate): a consumer slower here than on the reference is not"
+	return "a stream is bounded by min(rate, window / RTT, the fastest other path's consumer rate, times the client's speed): a consumer slower here than there is not, nor the link's relay taking CPU from the client and the server where the link's rate and the consumer's are near, nor a server's pace that a slower client does not change"
 }

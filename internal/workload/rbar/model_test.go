@@ -262,6 +262,11 @@ func TestThePointsOwnFigureNeverEntersItsPrediction(t *testing.T) {
 		result("rbr direct", "client-row-by-row", direct, map[string]float64{"us_per_row": 43, "rows": 20000}),
 		result("stream direct", "client-stream", direct, map[string]float64{"throughput_bps": 2e9, "wire_bytes": 1e8, "seconds": 0.4, "rows": 1e6}),
 		result("loop direct", "server-loop", direct, map[string]float64{"seconds": 0.4, "rows": 1e7, ProbeMetric: 40}),
+		sampled(loopback, pathSamples),
+	}
+	// A sample or a probe in the point's own runs is its own figure too.
+	sampledOwn := func(exp string, v float64) map[string]float64 {
+		return map[string]float64{SampleMetric(exp, "us_per_row"): v, SampleMetric(exp, "bytes_per_row"): v * 10, ProbeMetric: v}
 	}
 	points := []struct {
 		combo, exp, metric string
@@ -275,6 +280,16 @@ func TestThePointsOwnFigureNeverEntersItsPrediction(t *testing.T) {
 		}},
 		{"loop loopback", "server-loop", "us_per_row", func(v float64) map[string]float64 {
 			return map[string]float64{"seconds": v, "us_per_row": v / 10, "rows": 1e7, ProbeMetric: v * 100}
+		}},
+		{"wide loopback", "wide-rows", "throughput_bps", func(v float64) map[string]float64 {
+			m := sampledOwn("wide-rows", v)
+			m["throughput_bps"], m["wire_bytes"], m["seconds"], m["rows"] = v, 1.6e8, 1.28e9/v, 2e4
+			return m
+		}},
+		{"cursor loopback", "server-cursor", "us_per_row", func(v float64) map[string]float64 {
+			m := sampledOwn("server-cursor", v)
+			m["seconds"], m["us_per_row"], m["rows"] = v, v/5, 5e5
+			return m
 		}},
 	}
 	for _, pt := range points {
@@ -295,6 +310,70 @@ func TestThePointsOwnFigureNeverEntersItsPrediction(t *testing.T) {
 			}
 			if fits[0] != fits[1] || !(fits[0] > 0) {
 				t.Errorf("fit %v as the point measured 1 and 1000: its own figure entered", fits)
+			}
+		})
+	}
+}
+
+// sampled is a server-loop point of a path that probed its round trip and
+// sampled the other experiments there (see takeSamples).
+func sampled(path workload.LinkResult, samples map[string][2]float64) workload.Result {
+	r := probed(path, 60)
+	for exp, s := range samples {
+		r.Metrics[SampleMetric(exp, "us_per_row")] = s[0]
+		if s[1] > 0 {
+			r.Metrics[SampleMetric(exp, "bytes_per_row")] = s[1]
+		}
+	}
+	r.Params["row_bytes"] = int64(8000)
+	return r
+}
+
+// The samples of the quick run's unix socket and direct TCP (2026-11-27:
+// 0.09 µs a row of 13.9 bytes streamed, 2.5 µs a notice of 124 bytes,
+// 5.6 µs a row of 8,011 bytes, 0.39 µs a cursor's row).
+var pathSamples = map[string][2]float64{
+	"client-stream": {0.09, 13.9}, "cursor-messages": {2.5, 124}, "wide-rows": {5.6, 8011}, "server-cursor": {0.39, 0},
+}
+
+// Each experiment's first point on a path, which no earlier point of its
+// experiment predicts there, is predicted from the samples its path's
+// server-loop points took before it; a client's per-row cost adds to the
+// sample's time per row.
+func TestFirstPointsArePredictedFromTheirPathsSamples(t *testing.T) {
+	directSamples := map[string][2]float64{"client-stream": {0.087, 13.9}, "cursor-messages": {6.9, 124}, "wide-rows": {10.5, 8011}, "server-cursor": {0.4, 0}}
+	before := []workload.Result{sampled(unix, pathSamples), sampled(direct, directSamples)}
+	rbrUnix := result("rbr unix", "client-row-by-row", unix, map[string]float64{"us_per_row": 33.6, "rows": 20000})
+	messagesUnix := result("messages unix", "cursor-messages", unix, map[string]float64{"throughput_bps": 124 * 8 / 2.5e-6, "wire_bytes": 124e5, "rows": 1e5})
+	loopUnix := atSpeed(result("loop unix", "server-loop", unix, map[string]float64{"seconds": 0.4, "rows": 1e7, ProbeMetric: 60}), 0)
+	tests := []struct {
+		name   string
+		before []workload.Result
+		r      workload.Result
+		rows   int64
+		want   float64 // µs a row
+	}{
+		{"a stream on the unix socket, first of its experiment", before, result("stream unix", "client-stream", unix, nil), 5_000_000, 0.09},
+		{"notices on direct TCP from direct's sample, not the unix socket's figure", append(slices.Clone(before), messagesUnix),
+			result("messages direct", "cursor-messages", direct, nil), 100_000, 6.9},
+		{"wide rows on the unix socket", before, result("wide unix", "wide-rows", unix, nil), 20_000, 5.6},
+		{"the slow client's stream adds its 25 µs to the sample's row", before,
+			withCost(result("stream unix slow", "client-stream", unix, nil), "25us"), 40_000, 25.09},
+		{"a server-side cursor, first of its experiment", before, result("cursor unix", "server-cursor", unix, nil), 500_000, 0.39},
+		{"a server loop at a whole core from the same path at other rows", []workload.Result{loopUnix},
+			atSpeed(result("loop unix 1", "server-loop", unix, nil), 1), 4_000_000, 0.04},
+		{"the slow client row by row from the fast one, 25 µs more", append(slices.Clone(before), rbrUnix),
+			withCost(result("rbr unix slow", "client-row-by-row", unix, nil), "25us"), 20_000, 58.6},
+		{"row by row with nothing before but its path's probe", before, result("rbr unix", "client-row-by-row", unix, nil), 20_000, 60},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.r.Params["rows"] = tt.rows
+			tt.r.Params["row_bytes"] = int64(8000)
+			p := Predict(tt.r, tt.before)
+			got, ok := p.Metrics["us_per_row"]
+			if !ok || math.Abs(got-tt.want)/tt.want > 1e-9 {
+				t.Errorf("predicted %v µs a row (%v), want %v; formula %q, reason %q", got, ok, tt.want, p.Formula, p.Reason)
 			}
 		})
 	}

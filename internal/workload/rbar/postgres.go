@@ -57,15 +57,20 @@ func (w *rbar) runPostgres(ctx context.Context, env *workload.Env, login engine.
 	if err != nil {
 		return workload.Measurement{}, err
 	}
+	// Every point counts notices: a server-loop point samples the
+	// cursor-messages experiment too (see takeSamples), without the
+	// client's per-row cost.
 	var notices, noticeBytes int64
-	if w.experiment == "cursor-messages" {
-		cfg.OnNotice = func(_ *pgconn.PgConn, n *pgconn.Notice) {
-			notices++
-			noticeBytes += noticeWireBytes(n)
-			w.spend(time.Now())
-			if notices&4095 == 0 && env.Progress != nil {
-				env.Progress(notices, w.rows)
-			}
+	measuring := w.experiment == "cursor-messages"
+	cfg.OnNotice = func(_ *pgconn.PgConn, n *pgconn.Notice) {
+		notices++
+		noticeBytes += noticeWireBytes(n)
+		if !measuring {
+			return
+		}
+		w.spend(time.Now())
+		if notices&4095 == 0 && env.Progress != nil {
+			env.Progress(notices, w.rows)
 		}
 	}
 	// One request at a time on one connection: a blocking socket costs
@@ -87,11 +92,7 @@ func (w *rbar) runPostgres(ctx context.Context, env *workload.Env, login engine.
 		if w.experiment == "server-cursor" {
 			sql = `SELECT rbar_cursor($1)`
 		}
-		m, err := w.pgServerSide(ctx, pc, sql)
-		if err != nil {
-			return m, err
-		}
-		return w.pgProbe(ctx, pc, m)
+		return w.pgServerSideProbed(ctx, pc, sql, &notices, &noticeBytes)
 	case "cursor-messages":
 		m, err := w.pgServerSide(ctx, pc, `SELECT rbar_messages($1)`)
 		if err != nil {
@@ -104,14 +105,72 @@ func (w *rbar) runPostgres(ctx context.Context, env *workload.Env, login engine.
 		m.Metrics["throughput_bps"] = float64(noticeBytes) * 8 / m.Metrics["seconds"]
 		m.Metrics["rows_per_s"] = float64(w.rows) / m.Metrics["seconds"]
 		return m, nil
-	case "client-stream":
-		return w.pgStream(ctx, pc, env, crossJoin+" LIMIT $1", w.rows)
-	case "wide-rows":
-		return w.pgStream(ctx, pc, env, `SELECT x FROM generate_series(1, $1) g, (SELECT rpad('a', `+strconv.FormatInt(w.rowBytes, 10)+`) AS x) c`, w.rows)
+	case "client-stream", "wide-rows":
+		return w.pgStream(ctx, pc, env, w.pgStreamSQL(), w.rows)
 	case "client-row-by-row":
 		return w.pgRowByRow(ctx, pc, env)
 	}
 	return workload.Measurement{}, fmt.Errorf("unknown experiment %q", w.experiment)
+}
+
+// pgServerSideProbed probes the path's round trip, takes the samples of a
+// server-loop point (see takeSamples; notices and noticeBytes are what the
+// connection's handler counts), then times the point's statement.
+func (w *rbar) pgServerSideProbed(ctx context.Context, pc *pgconn.PgConn, sql string, notices, noticeBytes *int64) (workload.Measurement, error) {
+	probe, err := w.pgProbe(ctx, pc)
+	if err != nil {
+		return workload.Measurement{}, err
+	}
+	var samples map[string]float64
+	if w.experiment == "server-loop" {
+		trip := func() error { return pc.Exec(ctx, "SELECT 1").Close() }
+		if samples, err = takeSamples(w.transport, trip, func(exp string, n int64) (int64, error) {
+			*notices, *noticeBytes = 0, 0
+			wire, err := w.pgSample(ctx, pc, exp, n)
+			if exp == "cursor-messages" && err == nil {
+				if *notices != n {
+					return 0, fmt.Errorf("received %d row messages, want %d", *notices, n)
+				}
+				wire = *noticeBytes
+			}
+			return wire, err
+		}); err != nil {
+			return workload.Measurement{}, err
+		}
+	}
+	m, err := w.pgServerSide(ctx, pc, sql)
+	return withSamples(withSamples(m, probe), samples), err
+}
+
+// pgStreamSQL is the statement of a stream of n ($1) rows: the cross
+// join's ids, or rows of row_bytes characters.
+func (w *rbar) pgStreamSQL() string {
+	if w.experiment == "wide-rows" {
+		return `SELECT x FROM generate_series(1, $1) g, (SELECT rpad('a', ` + strconv.FormatInt(w.rowBytes, 10) + `) AS x) c`
+	}
+	return crossJoin + " LIMIT $1"
+}
+
+// pgSample runs n rows of another experiment on the point's session, with
+// none of the client's per-row cost, and returns the stream's wire bytes
+// (the notices' are counted by the connection's handler).
+func (w *rbar) pgSample(ctx context.Context, pc *pgconn.PgConn, exp string, n int64) (int64, error) {
+	arg := [][]byte{[]byte(strconv.FormatInt(n, 10))}
+	switch exp {
+	case "client-stream", "wide-rows":
+		sample := *w
+		sample.experiment = exp
+		got, wire, err := readStream(ctx, pc, sample.pgStreamSQL(), n, nil)
+		if err == nil && got != n {
+			err = fmt.Errorf("received %d rows, want %d", got, n)
+		}
+		return wire, err
+	case "server-cursor":
+		return 0, pc.ExecParams(ctx, `SELECT rbar_cursor($1)`, arg, nil, nil, nil).Read().Err
+	case "cursor-messages":
+		return 0, pc.ExecParams(ctx, `SELECT rbar_messages($1)`, arg, nil, nil, nil).Read().Err
+	}
+	return 0, fmt.Errorf("no sample of %q", exp)
 }
 
 // pgServerSide times one statement that processes every row on the server
@@ -136,12 +195,12 @@ func (w *rbar) pgServerSide(ctx context.Context, pc *pgconn.PgConn, sql string) 
 // pgProbe probes the path with the row-by-row points' own round trip, a
 // FETCH NEXT from a cursor over the cross join, so that the server's and
 // the client's work on it are theirs too.
-func (w *rbar) pgProbe(ctx context.Context, pc *pgconn.PgConn, m workload.Measurement) (workload.Measurement, error) {
+func (w *rbar) pgProbe(ctx context.Context, pc *pgconn.PgConn) (map[string]float64, error) {
 	if err := pc.Exec(ctx, "BEGIN; DECLARE rbar_probe NO SCROLL CURSOR FOR "+crossJoin).Close(); err != nil {
-		return m, err
+		return nil, err
 	}
 	defer func() { _ = pc.Exec(context.WithoutCancel(ctx), "ROLLBACK").Close() }()
-	return probeRoundTrips(m, func() error {
+	return probeRoundTrips(func() error {
 		_, err := pc.Exec(ctx, "FETCH NEXT FROM rbar_probe").ReadAll()
 		return err
 	})
@@ -156,21 +215,14 @@ func (w *rbar) pgStream(ctx context.Context, pc *pgconn.PgConn, env *workload.En
 	if err := pc.Exec(ctx, "SELECT 1").Close(); err != nil {
 		return workload.Measurement{}, err
 	}
-	n := []byte(strconv.FormatInt(rows, 10))
-	var got, wire int64
 	start := time.Now()
-	rr := pc.ExecParams(ctx, sql, [][]byte{n}, nil, nil, nil)
-	for rr.NextRow() {
-		for _, v := range rr.Values() {
-			wire += int64(len(v)) + dataRowOverhead
-		}
-		got++
+	got, wire, err := readStream(ctx, pc, sql, rows, func(got int64) {
 		w.spend(time.Now())
 		if got&4095 == 0 && env.Progress != nil {
 			env.Progress(got, rows)
 		}
-	}
-	if _, err := rr.Close(); err != nil {
+	})
+	if err != nil {
 		return workload.Measurement{}, err
 	}
 	elapsed := time.Since(start)
@@ -178,6 +230,23 @@ func (w *rbar) pgStream(ctx context.Context, pc *pgconn.PgConn, env *workload.En
 		return workload.Measurement{}, fmt.Errorf("received %d rows, want %d", got, rows)
 	}
 	return streamMetrics(rows, wire, elapsed), nil
+}
+
+// readStream runs sql for rows ($1) and reads its rows, calling perRow
+// (when set) after each: the rows received and their protocol bytes.
+func readStream(ctx context.Context, pc *pgconn.PgConn, sql string, rows int64, perRow func(got int64)) (got, wire int64, err error) {
+	rr := pc.ExecParams(ctx, sql, [][]byte{[]byte(strconv.FormatInt(rows, 10))}, nil, nil, nil)
+	for rr.NextRow() {
+		for _, v := range rr.Values() {
+			wire += int64(len(v)) + dataRowOverhead
+		}
+		got++
+		if perRow != nil {
+			perRow(got)
+		}
+	}
+	_, err = rr.Close()
+	return got, wire, err
 }
 
 // pgRowByRow makes one round trip per row: FETCH NEXT from a cursor over

@@ -60,7 +60,7 @@ func checkParams(p workload.Params) []workload.ParamError {
 }
 
 // Metrics are what the experiments measure.
-var Metrics = []workload.MetricSpec{
+var Metrics = append([]workload.MetricSpec{
 	{Name: "us_per_row", Unit: workload.Microseconds, Better: workload.Lower, Headline: true, Doc: "time per row: the run's time over its rows"},
 	{Name: "throughput_bps", Unit: workload.BitsPerSecond, Better: workload.Higher, Headline: true, Doc: "protocol bytes streamed to the client per second"},
 	{Name: "seconds", Unit: workload.Seconds, Better: workload.Lower, Doc: "the measured time of the run"},
@@ -68,8 +68,8 @@ var Metrics = []workload.MetricSpec{
 	{Name: "wire_bytes", Unit: workload.Bytes, Doc: "protocol bytes of the rows"},
 	{Name: "rows", Unit: workload.Count, Doc: "rows processed"},
 	{Name: "row_mean_us", Unit: workload.Microseconds, Better: workload.Lower, Doc: "round trip per row, mean (the percentiles come from the merged histogram \"row\")"},
-	{Name: ProbeMetric, Unit: workload.Microseconds, Better: workload.Lower, Doc: "a trivial statement's round trip on the point's path, timed after a server-side experiment's statement: what the path costs a round trip, which predicts the row-by-row points that run after it"},
-}
+	{Name: ProbeMetric, Unit: workload.Microseconds, Better: workload.Lower, Doc: "a trivial statement's round trip on the point's path, timed before a server-side experiment's statement: what the path costs a round trip, which predicts the row-by-row points that run after it"},
+}, sampleMetrics()...)
 
 // ProbeMetric is the server-side experiments' probe of their path's round
 // trip (see probeRoundTrips).
@@ -86,30 +86,34 @@ const (
 	probeBudget = 100 * time.Millisecond
 )
 
-// probeRoundTrips times round trips of one row each after a server-side
-// point's statement and adds their mean to m as ProbeMetric. The relay of
-// an emulated link costs each round trip the wake-up of the processes on
-// either side, which depends on where they run, and a delay hides part of
-// it (the link stamps an arrival in the kernel, before its reader wakes);
-// neither is known before the study runs, and row-by-row work pays it on
-// every row. The trips of the warm-up, after the statement's long wait
-// with one process busy and the other idle, are not timed.
-func probeRoundTrips(m workload.Measurement, trip func() error) (workload.Measurement, error) {
+// probeRoundTrips times round trips of one row each on a server-side
+// point's fresh session, before its statement, and returns their mean as
+// ProbeMetric. The relay of an emulated link costs each round trip the
+// wake-up of the processes on either side, which depends on where they
+// run, and a delay hides part of it (the link stamps an arrival in the
+// kernel, before its reader wakes); neither is known before the study
+// runs, and row-by-row work pays it on every row. Before the statement,
+// as a row-by-row point starts its rows: for 200 to 400 ms after a
+// statement's hundreds of milliseconds on a CPU, the scheduler keeps
+// waking the client on the other, halted, vCPU (unix socket, load average
+// 8: 127, 59 and 43 µs a round trip in the first 100 ms against 33, 30
+// and 18 without the statement; 65 against the row-by-row point's 34 µs
+// in the quiet quick run of 2026-11-27, probed after the statement).
+func probeRoundTrips(trip func() error) (map[string]float64, error) {
 	for start := time.Now(); time.Since(start) < probeWarmUp; {
 		if err := trip(); err != nil {
-			return m, fmt.Errorf("probe round trip: %w", err)
+			return nil, fmt.Errorf("probe round trip: %w", err)
 		}
 	}
 	start := time.Now()
 	n := 0
 	for n < probeTrips && (n == 0 || time.Since(start) < probeBudget) {
 		if err := trip(); err != nil {
-			return m, fmt.Errorf("probe round trip: %w", err)
+			return nil, fmt.Errorf("probe round trip: %w", err)
 		}
 		n++
 	}
-	m.Metrics[ProbeMetric] = time.Since(start).Seconds() * 1e6 / float64(n)
-	return m, nil
+	return map[string]float64{ProbeMetric: time.Since(start).Seconds() * 1e6 / float64(n)}, nil
 }
 
 type rbar struct {
@@ -119,6 +123,9 @@ type rbar struct {
 	rowByRow   string
 	clientCost time.Duration
 	instance   string
+	// transport is the point's path to the server, as Env.Conn gave it:
+	// "unix", "tcp" (direct loopback) or "link".
+	transport string
 }
 
 var _ workload.Workload = (*rbar)(nil)
@@ -168,6 +175,7 @@ func (w *rbar) Run(ctx context.Context, env *workload.Env) (workload.Measurement
 	if err != nil {
 		return workload.Measurement{}, err
 	}
+	w.transport = ep.Transport
 	var m workload.Measurement
 	switch ep.Conn.Engine {
 	case postgres.Name:

@@ -111,6 +111,9 @@ func TestExperimentsOnEachEngine(t *testing.T) {
 							if probe, ok := m.Metrics[ProbeMetric]; !ok || !(probe > 0) {
 								t.Errorf("%s = %v (%v): want the path's round trip, probed after the statement", ProbeMetric, probe, ok)
 							}
+							if tt.p.String("experiment") == "server-loop" {
+								checkSamples(t, m, e.intRow, e.wideRow)
+							}
 						case "client-row-by-row":
 							h := m.Histograms["row"]
 							if h == nil || h.Count() != int64(rows)-1 {
@@ -167,5 +170,23 @@ func TestRowByRowStopsWhenCancelled(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// checkSamples checks a server-loop point's samples of the other
+// experiments on its path: a time per row for each and, for a stream, its
+// wire bytes per row.
+func checkSamples(t *testing.T, m workload.Measurement, intRow, wideRow [2]float64) {
+	t.Helper()
+	perRow := map[string][2]float64{"client-stream": intRow, "wide-rows": wideRow, "cursor-messages": {10, 200}}
+	for exp := range SampleRows {
+		if us := m.Metrics[SampleMetric(exp, "us_per_row")]; !(us > 0) {
+			t.Errorf("%s = %v: want the sample's time per row", SampleMetric(exp, "us_per_row"), us)
+		}
+		if want, ok := perRow[exp]; ok {
+			if b := m.Metrics[SampleMetric(exp, "bytes_per_row")]; b < want[0] || b > want[1]+1 {
+				t.Errorf("%s = %v, want %v to %v", SampleMetric(exp, "bytes_per_row"), b, want[0], want[1])
+			}
+		}
 	}
 }

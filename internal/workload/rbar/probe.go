@@ -1,0 +1,97 @@
+package rbar
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/dbrig/dbrig/internal/workload"
+)
+
+// The samples a server-loop point takes of the other experiments on the
+// unix socket and direct TCP, after its round-trip probe and before its
+// statement: each experiment's first point on either transport has no
+// earlier point of its own experiment there, and the other transport's
+// consumer rate misses it by up to 2.75x (cursor-messages on the unix socket fitted from
+// direct TCP, the quick run of 2026-11-27). The server-loop points run
+// first on every path, in the same process placement as every later
+// point, so their samples are measured before the points they predict,
+// never by them. Through the emulated link a point takes the fastest
+// other link's figures, measured as long as its own.
+//
+// Each sample is one statement of SampleRows[exp] rows of the experiment,
+// timed from the request to the last row, less one round trip, taken
+// before the point's own statement: on a fresh session, as the stream
+// points that it predicts start theirs, not after hundreds of
+// milliseconds of one backend on a CPU and the round-trip probe (taken
+// so, in a run at load average 7 to 9, the samples of notices on direct
+// TCP took 13 to 27 µs a row against the points' 5 to 8). Sizes keep each
+// to tens of milliseconds on PostgreSQL at the rates of this machine.
+var SampleRows = map[string]int64{
+	"server-cursor":   100_000,
+	"client-stream":   500_000,
+	"cursor-messages": 10_000,
+	"wide-rows":       2_000,
+}
+
+// SampleMetric names a sample's figure: its time per row (µs) or, for a
+// stream, the protocol bytes per row.
+func SampleMetric(exp, what string) string { return "sample_" + exp + "_" + what }
+
+// sampleMetrics declares the samples' figures.
+func sampleMetrics() []workload.MetricSpec {
+	var out []workload.MetricSpec
+	for _, exp := range []string{"server-cursor", "client-stream", "cursor-messages", "wide-rows"} {
+		out = append(out, workload.MetricSpec{Name: SampleMetric(exp, "us_per_row"), Unit: workload.Microseconds, Better: workload.Lower,
+			Doc: "a short sample of " + exp + " on the path, before a server-loop point's statement, less a round trip: predicts the " + exp + " points that run after it"})
+		if exp != "server-cursor" {
+			out = append(out, workload.MetricSpec{Name: SampleMetric(exp, "bytes_per_row"), Unit: workload.Bytes,
+				Doc: "protocol bytes per row of the " + exp + " sample"})
+		}
+	}
+	return out
+}
+
+// sampler runs one sample of an experiment: n rows, the wire bytes it
+// received (0 for server-side work).
+type sampler func(exp string, n int64) (wire int64, err error)
+
+// takeSamples runs every experiment's sample on a path that bypasses the
+// link (transport "unix" or "tcp") and returns their figures; trip makes
+// one round trip, which each sample's time leaves out.
+func takeSamples(transport string, trip func() error, run sampler) (map[string]float64, error) {
+	out := map[string]float64{}
+	if transport == "link" {
+		return out, nil
+	}
+	start := time.Now()
+	if err := trip(); err != nil {
+		return nil, fmt.Errorf("round trip before the samples: %w", err)
+	}
+	rt := time.Since(start)
+	for _, exp := range []string{"server-cursor", "client-stream", "cursor-messages", "wide-rows"} {
+		n := SampleRows[exp]
+		start := time.Now()
+		wire, err := run(exp, n)
+		if err != nil {
+			return nil, fmt.Errorf("sample of %s: %w", exp, err)
+		}
+		spent := max(time.Since(start)-rt, time.Since(start)/2)
+		out[SampleMetric(exp, "us_per_row")] = spent.Seconds() * 1e6 / float64(n)
+		if wire > 0 {
+			out[SampleMetric(exp, "bytes_per_row")] = float64(wire) / float64(n)
+		}
+	}
+	return out, nil
+}
+
+// withSamples adds the samples' figures to a measurement, where it has
+// figures.
+func withSamples(m workload.Measurement, samples map[string]float64) workload.Measurement {
+	if m.Metrics == nil {
+		return m
+	}
+	for k, v := range samples {
+		m.Metrics[k] = v
+	}
+	return m
+}
