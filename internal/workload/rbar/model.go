@@ -117,8 +117,10 @@ func groupKeyOf(r workload.Result, withCost, withRows bool) string {
 	if linkOf(r).Mode == "unix" {
 		transport = "unix"
 	}
-	return fmt.Sprintf("%s|%s|%s|%s|%d|%s|%s|%d|%s", r.Instance().Engine, exp, r.Params.String("row_by_row"),
-		cost, r.Client.GOMAXPROCS, r.Client.CPUs, r.Params.String("instance"), rows, transport)
+	// How the CPUs idle is part of the path: a busy loop on each CPU takes
+	// the halted vCPUs' wake-ups out of every round trip (client.idle).
+	return fmt.Sprintf("%s|%s|%s|%s|%d|%s|%s|%s|%d|%s", r.Instance().Engine, exp, r.Params.String("row_by_row"),
+		cost, r.Client.GOMAXPROCS, r.Client.CPUs, r.Client.Idle, r.Params.String("instance"), rows, transport)
 }
 
 // anyCost is groupKey whatever the client's per-row cost: a row-by-row
