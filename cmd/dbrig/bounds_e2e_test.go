@@ -36,6 +36,11 @@ func TestRunRefusesValuesBeyondTheirBoundsBeforeAnythingStarts(t *testing.T) {
 		}
 		return strings.Replace(string(rbar), old, new, 1)
 	}
+	// line is the line of the study file old is on, so that the study may
+	// grow above it.
+	line := func(old string) int {
+		return strings.Count(string(rbar)[:strings.Index(string(rbar), old)], "\n") + 1
+	}
 	lacks := runtime.NumCPU() + 75
 	wan := `name = "wan"
 title = "A WAN beyond the Moon"
@@ -59,13 +64,13 @@ rows = 1000
 		want string
 	}{
 		{"runs of int64's most", []string{"run", write("runs.toml", replace("runs = 3", "runs = 9223372036854775807"))},
-			"runs.toml:119: repeat.runs: runs = 9223372036854775807: at most 1,000 runs per combination"},
+			fmt.Sprintf("runs.toml:%d: repeat.runs: runs = 9223372036854775807: at most 1,000 runs per combination", line("runs = 3"))},
 		{"a WAN of a million hours", []string{"run", write("wan.toml", wan)},
 			"wan.toml:10: link.0.rtt: rtt 1000000h0m0s: at most 10s"},
 		{"a client on a CPU this machine lacks", []string{"run", write("cpus.toml", replace("gomaxprocs = 1\n", fmt.Sprintf("gomaxprocs = 1\ncpus = \"%d\"\n", lacks)))},
-			fmt.Sprintf("cpus.toml:87: client.cpus: CPU %d of list \"%d\" does not exist on this machine (it has %d: 0-%d)", lacks, lacks, runtime.NumCPU(), runtime.NumCPU()-1)},
+			fmt.Sprintf("cpus.toml:%d: client.cpus: CPU %d of list \"%d\" does not exist on this machine (it has %d: 0-%d)", line("gomaxprocs = 1\n")+1, lacks, lacks, runtime.NumCPU(), runtime.NumCPU()-1)},
 		{"rows wider than a server returns", []string{"run", write("wide.toml", replace("row_bytes = 8000", "row_bytes = 99999999999"))},
-			"wide.toml:98: workload.row_bytes: row_bytes = 99999999999B: at most 16MiB"},
+			fmt.Sprintf("wide.toml:%d: workload.row_bytes: row_bytes = 99999999999B: at most 16MiB", line("row_bytes = 8000"))},
 		{"server programs that are not there", []string{"run", "rbar-latency", "--pg-bin", filepath.Join(files, "nonexistent")},
 			"--pg-bin " + filepath.Join(files, "nonexistent") + ": no postgres program in"},
 		{"an arrival queue of 8 TB", []string{"load", "oltp", "--rate", "5", "--max-in-flight", "1000000000000"},
