@@ -26,14 +26,18 @@ var (
 	buildErr  error
 )
 
-// TestMain removes the dbrig binary the tests built (23 MB) and stops the
-// replicate tests' shared subscriber and the browser checks' shared
-// Chromium once they are done: no test owns any, so no t.Cleanup can.
+// TestMain removes the dbrig binary the tests built (23 MB) and the shared
+// key-lookup run, and stops the replicate tests' shared subscriber and the
+// browser checks' shared Chromium once they are done: no test owns any, so
+// no t.Cleanup can.
 func TestMain(m *testing.M) {
 	stopBrowser := reporttest.ShareBrowser()
 	code := m.Run()
 	stopBrowser()
 	replSubscribers.Stop()
+	if sharedKeyLookup.parent != "" {
+		os.RemoveAll(sharedKeyLookup.parent)
+	}
 	if builtBin != "" {
 		os.RemoveAll(filepath.Dir(builtBin))
 	}

@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -20,9 +21,49 @@ import (
 // instances' base directory.
 func notesRun(t *testing.T, name string) (studySummary, []workload.Result, string) {
 	t.Helper()
+	return notesRunIn(t, name, filepath.Join(t.TempDir(), "run"))
+}
+
+// sharedKeyLookup is the key-lookup smoke run that tests share when they
+// read its results and at most rebuild its report: a run costs both
+// engines' servers and the table loaded on each. The first test to ask
+// makes it, and its leftovers are judged there; TestMain removes it.
+var sharedKeyLookup struct {
+	once    sync.Once
+	parent  string
+	summary studySummary
+	results []workload.Result
+	dir     string
+}
+
+// sharedKeyLookupRun returns the shared key-lookup run; a caller changes
+// neither its results nor the files a run is read from.
+func sharedKeyLookupRun(t *testing.T) (studySummary, []workload.Result, string) {
+	t.Helper()
 	pgtest.Binaries(t)
 	mariatest.Engine(t)
-	return smokeStudyRun(t, name, func(t *testing.T, base string) {
+	r := &sharedKeyLookup
+	r.once.Do(func() {
+		parent, err := os.MkdirTemp("", "dbrig-shared-run-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.parent = parent
+		summary, results, dir := notesRunIn(t, "key-lookup", filepath.Join(parent, "run"))
+		r.summary, r.results, r.dir = summary, results, dir
+	})
+	if r.dir == "" {
+		t.Fatal("the shared key-lookup smoke run failed: see the test that made it")
+	}
+	return r.summary, r.results, r.dir
+}
+
+// notesRunIn is notesRun writing the run to dir.
+func notesRunIn(t *testing.T, name, dir string) (studySummary, []workload.Result, string) {
+	t.Helper()
+	pgtest.Binaries(t)
+	mariatest.Engine(t)
+	return smokeStudyRunIn(t, name, dir, func(t *testing.T, base string) {
 		// A lazily unmounted file system frees its loop device, and its
 		// directory, only when the last process lets go: wait (a bound
 		// only a hang reaches), then name what is left.
@@ -50,7 +91,7 @@ func notesRun(t *testing.T, name string) (studySummary, []workload.Result, strin
 // run with the seed's row beside ours.
 func TestKeyLookupSmokeStudy(t *testing.T) {
 	t.Parallel()
-	summary, results, dir := notesRun(t, "key-lookup")
+	summary, results, dir := sharedKeyLookupRun(t)
 	if summary.Ran != 4 || summary.Failed != 0 || len(summary.Findings) != 4 {
 		t.Errorf("summary: %+v", summary)
 	}

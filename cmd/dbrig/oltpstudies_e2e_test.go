@@ -26,8 +26,13 @@ type studySummary struct {
 // leftovers (given the instances' base directory) found nothing left.
 func smokeStudyRun(t *testing.T, name string, leftovers func(t *testing.T, base string)) (summary studySummary, results []workload.Result, dir string) {
 	t.Helper()
+	return smokeStudyRunIn(t, name, filepath.Join(t.TempDir(), "run"), leftovers)
+}
+
+// smokeStudyRunIn is smokeStudyRun writing the run to dir.
+func smokeStudyRunIn(t *testing.T, name, dir string, leftovers func(t *testing.T, base string)) (summary studySummary, results []workload.Result, _ string) {
+	t.Helper()
 	base := pgtest.BaseDir(t)
-	dir = filepath.Join(t.TempDir(), "run")
 	code, stdout, stderr := runDbrig(t, base, nil, "run", name, "--scale", "smoke", "--out", dir, "--json")
 	if code != 0 {
 		t.Fatalf("dbrig run %s: exit %d\n%s\n%s", name, code, stdout, stderr)

@@ -13,7 +13,7 @@ import (
 // anything is printed.
 func TestReportPredictionsOverRuns(t *testing.T) {
 	t.Parallel()
-	_, _, first := notesRun(t, "key-lookup")
+	_, _, first := sharedKeyLookupRun(t)
 	_, _, second := notesRun(t, "key-lookup")
 
 	code, out, errOut := runDbrig(t, t.TempDir(), nil, "report", "--predictions", first, second)
