@@ -31,6 +31,17 @@ func TestClientLimitIsSaidBesideTheTPS(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
 	}
+	saved, err := study.ReadResults(dir)
+	if err != nil || len(saved) != 1 || saved[0].Metrics["client_cpu_us_per_tx"] <= 0 || saved[0].Metrics["client_busy_pct"] < 90 {
+		t.Fatalf("results.jsonl: %+v (%v)", saved, err)
+	}
+	// The rule counts a wait for a CPU as the client's demand only beside a
+	// quarter of a CPU run: on a machine whose other load left the busy
+	// client less (at load 8 to 10 on 2 CPUs, about a fifth), the rule does
+	// not apply, and the point says nothing.
+	if cpu := saved[0].Metrics["client_cpu_pct"]; cpu < 25 {
+		t.Skipf("the client ran %.0f %% of a CPU and waited for one the rest: this machine's other load decided the point", cpu)
+	}
 	said := "WARNING: " + load.ClientLimitedWarning
 	pointLine := ""
 	for _, l := range strings.Split(stderr, "\n") {
@@ -44,9 +55,5 @@ func TestClientLimitIsSaidBesideTheTPS(t *testing.T) {
 	md, err := os.ReadFile(filepath.Join(dir, "report.md"))
 	if err != nil || !strings.Contains(string(md), "> **Warning.** users=1 #1 (tps ") || !strings.Contains(string(md), load.ClientLimitedWarning) {
 		t.Errorf("report.md (%v) does not say it at its top", err)
-	}
-	saved, err := study.ReadResults(dir)
-	if err != nil || len(saved) != 1 || saved[0].Metrics["client_cpu_us_per_tx"] <= 0 || saved[0].Metrics["client_busy_pct"] < 90 {
-		t.Errorf("results.jsonl: %+v (%v)", saved, err)
 	}
 }
