@@ -195,9 +195,8 @@ func (s *Spec) plan(scale string, opts PlanOptions) (*Plan, error) {
 	if sc.Repeat != nil {
 		plan.Repeat = *sc.Repeat
 	}
-	lists := make([][]any, len(s.SweepKeys))
+	lists := s.baseLists()
 	for i, k := range s.SweepKeys {
-		lists[i], _ = s.Sweep[k].([]any)
 		if o, ok := sc.Sweep[k].([]any); ok {
 			lists[i] = o
 		}
@@ -213,6 +212,42 @@ func (s *Spec) plan(scale string, opts PlanOptions) (*Plan, error) {
 		return nil, SpecErrors{{File: s.File, Line: lineOf(s.lines, key), Key: key, Msg: "every point is skipped: the plan is empty"}}
 	}
 	return plan, nil
+}
+
+// coverBase checks the study's own sweep where a default scale means no
+// run makes its plan: each value of each variable once, beside the other
+// variables' first values, rather than every combination. A sweep kept
+// large for its scales to cut (consolidation's 31,104 combinations) took
+// every command that reads the file seconds to resolve in full, and a bad
+// value a user writes there is still refused at its line.
+func (s *Spec) coverBase() error {
+	lists := s.baseLists()
+	if msg := sweepSizeError(lists); msg != "" {
+		return SpecErrors{{File: s.File, Line: lineOf(s.lines, "sweep"), Key: "sweep", Msg: msg}}
+	}
+	var errs SpecErrors
+	for i := range lists {
+		one := make([][]any, len(lists))
+		for k, l := range lists {
+			if one[k] = l; k != i && len(l) > 1 {
+				one[k] = l[:1]
+			}
+		}
+		errs = append(errs, s.expand(&Plan{Spec: s, Repeat: s.Repeat}, Scale{}, one)...)
+	}
+	if errs = dedupe(errs); len(errs) > 0 {
+		return errs
+	}
+	return nil
+}
+
+// baseLists are the values of each sweep variable, in SweepKeys' order.
+func (s *Spec) baseLists() [][]any {
+	lists := make([][]any, len(s.SweepKeys))
+	for i, k := range s.SweepKeys {
+		lists[i], _ = s.Sweep[k].([]any)
+	}
+	return lists
 }
 
 // expand resolves every combination of the sweep's lists that no rule of

@@ -622,20 +622,22 @@ func (v *validator) checkWhen(key string, r ScaleRule, kind workload.Kind, ok bo
 	v.checkSet(key+".set", r.Set, kind, ok)
 }
 
-// checkPoints resolves every point of each plan a run can make: each
-// scale's, and the study's own where it has no default scale.
+// checkPoints resolves every point of each plan a run can make (each
+// scale's, and the study's own where it has no default scale), and each
+// value of the study's own sweep where no run makes its plan.
 func (v *validator) checkPoints() {
 	s := v.spec
-	// The study without a scale runs only where it names no default one:
-	// else its plan is never made, and a sweep kept that large for the
-	// scales to cut (consolidation's 31,104 combinations) would cost every
-	// command that reads the file seconds to resolve.
-	scales := s.ScaleNames()
+	check := []func() error{}
 	if s.DefaultScale == "" {
-		scales = append([]string{""}, scales...)
+		check = append(check, func() error { _, err := s.plan("", PlanOptions{}); return err })
+	} else {
+		check = append(check, s.coverBase)
 	}
-	for _, scale := range scales {
-		if _, err := s.plan(scale, PlanOptions{}); err != nil {
+	for _, scale := range s.ScaleNames() {
+		check = append(check, func() error { _, err := s.plan(scale, PlanOptions{}); return err })
+	}
+	for _, c := range check {
+		if err := c(); err != nil {
 			var es SpecErrors
 			if errors.As(err, &es) {
 				// An error the checks above found is not repeated for
