@@ -69,7 +69,6 @@ type Loops struct {
 	cmds   []*exec.Cmd
 	reaped func(float64)
 	mu     sync.Mutex
-	final  float64
 	each   []float64 // each loop's CPU seconds, once stopped
 	done   bool
 }
@@ -123,9 +122,18 @@ func (l *Loops) CPUSeconds() float64 {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.done {
-		return l.final
+		return stopped(l.each)
 	}
 	return l.sumLocked()
+}
+
+// stopped is the stopped loops' CPU time in all.
+func stopped(each []float64) float64 {
+	var sum float64
+	for _, s := range each {
+		sum += s
+	}
+	return sum
 }
 
 func (l *Loops) sumLocked() float64 {
@@ -160,7 +168,7 @@ func (l *Loops) Stop() (cpuSeconds float64, err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.done {
-		return l.final, nil
+		return stopped(l.each), nil
 	}
 	var errs []error
 	for _, c := range l.cmds {
@@ -173,14 +181,14 @@ func (l *Loops) Stop() (cpuSeconds float64, err error) {
 			spent = (ps.UserTime() + ps.SystemTime()).Seconds()
 		}
 		l.each = append(l.each, spent)
-		l.final += spent
 	}
 	l.done = true
-	l.reaped(l.final)
+	total := stopped(l.each)
+	l.reaped(total)
 	if err := l.cgroup.Remove(); err != nil {
 		errs = append(errs, err)
 	}
-	return l.final, errors.Join(errs...)
+	return total, errors.Join(errs...)
 }
 
 func killed(err error) bool {

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"strings"
-	"time"
 
 	"github.com/dbrig/dbrig/internal/measure"
 	"github.com/dbrig/dbrig/internal/workload"
@@ -314,11 +313,7 @@ func sampledConsumer(r workload.Result, all []workload.Result) (float64, string)
 // clientCost is the CPU time, in seconds, the point's client spends on each
 // row (client_cost).
 func clientCost(r workload.Result) float64 {
-	d, err := time.ParseDuration(r.Params.String("client_cost"))
-	if err != nil {
-		return 0
-	}
-	return d.Seconds()
+	return r.Params.Duration("client_cost").Seconds()
 }
 
 // costTerm is the formula's client cost per row, where there is one.
