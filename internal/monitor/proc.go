@@ -6,19 +6,10 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-
-	"github.com/dbrig/dbrig/internal/procstat"
 )
 
 // clockTicks is the unit of /proc's CPU times (USER_HZ, 100 on Linux).
 const clockTicks = 100
-
-// HostBusy is the busy time of all CPUs since boot, in seconds, less
-// dbrig's own loops that keep the CPUs from halting (procstat.HostBusy).
-func HostBusy() (float64, bool) {
-	busy, err := procstat.HostBusy()
-	return busy, err == nil
-}
 
 // ProcCPU is a process's user and system time in seconds ("self" for this
 // one), with its reaped children's when asked (the postmaster reaps its

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/dbrig/dbrig/internal/monitor"
+	"github.com/dbrig/dbrig/internal/procstat"
 )
 
 // cpuSample is the host's busy CPU time, the server's and dbrig's own at
@@ -24,7 +25,8 @@ func sampleCPU(serverPID int) cpuSample {
 	if serverPID <= 0 {
 		return s
 	}
-	host, ok1 := monitor.HostBusy()
+	host, err := procstat.HostBusy()
+	ok1 := err == nil
 	server, ok2 := monitor.TreeCPU(serverPID)
 	self, ok3 := monitor.ProcCPU("self", true)
 	s.host, s.server, s.self, s.ok = host, server, self, ok1 && ok2 && ok3
