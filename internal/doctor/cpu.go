@@ -23,9 +23,7 @@ type cpuInfo struct {
 	hvType      string // /sys/hypervisor/type (Xen)
 	clock       string
 	clocksAvail []string
-	idleDriver  string // cpuidle's current driver; "" without cpuidle
-	idleGov     string // cpuidle's current governor
-	haltPollNs  int64  // haltpoll's guest_halt_poll_ns; -1 when not read
+	idle        CPUIdle
 }
 
 func readCPU(src Source) cpuInfo {
@@ -81,16 +79,7 @@ func readCPU(src Source) cpuInfo {
 	c.clock, _ = readString(src, "sys/devices/system/clocksource/clocksource0/current_clocksource")
 	avail, _ := readString(src, "sys/devices/system/clocksource/clocksource0/available_clocksource")
 	c.clocksAvail = strings.Fields(avail)
-	c.idleDriver, _ = readString(src, "sys/devices/system/cpu/cpuidle/current_driver")
-	if g, ok := readString(src, "sys/devices/system/cpu/cpuidle/current_governor_ro"); ok {
-		c.idleGov = g
-	} else {
-		c.idleGov, _ = readString(src, "sys/devices/system/cpu/cpuidle/current_governor")
-	}
-	c.haltPollNs = -1
-	if n, ok := readInt(src, "sys/module/haltpoll/parameters/guest_halt_poll_ns"); ok {
-		c.haltPollNs = n
-	}
+	c.idle = ReadCPUIdle(src)
 	return c
 }
 
@@ -197,26 +186,21 @@ func checkCPU(h *host) []Result {
 // wake-up is then a VM exit through the hypervisor: a round trip wakes an
 // idle CPU at each hop (client, server, proxy).
 func checkIdle(c cpuInfo) Result {
-	r := result("cpu.idle", "", Info, "", "an idle vCPU polls before it halts (haltpoll's guest_halt_poll_ns above 0)").
-		with("driver", c.idleDriver, "governor", c.idleGov, "guest_halt_poll_ns", c.haltPollNs)
+	idle := c.idle
+	r := result("cpu.idle", "", Info, idle.String(), "an idle vCPU polls before it halts (haltpoll's guest_halt_poll_ns above 0)").
+		with("driver", idle.Driver, "governor", idle.Governor, "guest_halt_poll_ns", idle.HaltPollNs)
 	switch {
-	case c.idleDriver == "":
-		r.Status, r.Observed = Skip, "no cpuidle interface"
-	case c.idleDriver != "haltpoll" || c.haltPollNs < 0:
-		r.Observed = "cpuidle driver " + c.idleDriver
-		if c.idleGov != "" {
-			r.Observed += ", governor " + c.idleGov
-		}
-	case c.haltPollNs == 0:
+	case idle.Driver == "":
+		r.Status = Skip
+	case idle.HaltsAtOnce():
 		r.Status = Warn
 		r.Observed = "haltpoll with guest_halt_poll_ns 0: an idle vCPU halts at once, and each wake-up is a VM exit through the hypervisor"
 		r = r.withFix("Let the guest poll before it halts: echo 200000 > /sys/module/haltpoll/parameters/guest_halt_poll_ns " +
 			"(haltpoll.guest_halt_poll_ns=200000 on the kernel command line to keep it); an idle vCPU then spins up to 200 µs " +
 			"of the host's CPU time before it halts. Else expect every round trip between processes to carry the wake-ups, " +
 			"and say so beside figures compared with a physical host.")
-	default:
+	case idle.Driver == "haltpoll" && idle.HaltPollNs > 0:
 		r.Status = Pass
-		r.Observed = fmt.Sprintf("haltpoll: an idle vCPU polls up to %d µs before it halts", c.haltPollNs/1000)
 	}
 	return r
 }
@@ -232,8 +216,17 @@ type CPUIdle struct {
 
 // ReadCPUIdle reads src's cpuidle driver, governor and haltpoll parameter.
 func ReadCPUIdle(src Source) CPUIdle {
-	c := readCPU(src)
-	return CPUIdle{Driver: c.idleDriver, Governor: c.idleGov, HaltPollNs: c.haltPollNs}
+	c := CPUIdle{HaltPollNs: -1}
+	c.Driver, _ = readString(src, "sys/devices/system/cpu/cpuidle/current_driver")
+	if g, ok := readString(src, "sys/devices/system/cpu/cpuidle/current_governor_ro"); ok {
+		c.Governor = g
+	} else {
+		c.Governor, _ = readString(src, "sys/devices/system/cpu/cpuidle/current_governor")
+	}
+	if n, ok := readInt(src, "sys/module/haltpoll/parameters/guest_halt_poll_ns"); ok {
+		c.HaltPollNs = n
+	}
+	return c
 }
 
 // HaltsAtOnce reports whether an idle vCPU halts without polling first

@@ -355,11 +355,11 @@ func TestIdleCheck(t *testing.T) {
 		want Status
 		obs  string
 	}{
-		{"no cpuidle", cpuInfo{haltPollNs: -1}, Skip, "no cpuidle interface"},
-		{"haltpoll that never polls", cpuInfo{idleDriver: "haltpoll", idleGov: "haltpoll", haltPollNs: 0}, Warn, "halts at once"},
-		{"haltpoll polling 200 µs", cpuInfo{idleDriver: "haltpoll", idleGov: "haltpoll", haltPollNs: 200000}, Pass, "polls up to 200 µs"},
-		{"haltpoll, parameters unreadable", cpuInfo{idleDriver: "haltpoll", haltPollNs: -1}, Info, "cpuidle driver haltpoll"},
-		{"a physical host's driver", cpuInfo{idleDriver: "intel_idle", idleGov: "menu", haltPollNs: -1}, Info, "intel_idle, governor menu"},
+		{"no cpuidle", cpuInfo{idle: CPUIdle{HaltPollNs: -1}}, Skip, "no cpuidle interface"},
+		{"haltpoll that never polls", cpuInfo{idle: CPUIdle{Driver: "haltpoll", Governor: "haltpoll", HaltPollNs: 0}}, Warn, "halts at once"},
+		{"haltpoll polling 200 µs", cpuInfo{idle: CPUIdle{Driver: "haltpoll", Governor: "haltpoll", HaltPollNs: 200000}}, Pass, "polls up to 200 µs"},
+		{"haltpoll, parameters unreadable", cpuInfo{idle: CPUIdle{Driver: "haltpoll", HaltPollNs: -1}}, Info, "cpuidle driver haltpoll"},
+		{"a physical host's driver", cpuInfo{idle: CPUIdle{Driver: "intel_idle", Governor: "menu", HaltPollNs: -1}}, Info, "intel_idle, governor menu"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := checkIdle(tc.c)
