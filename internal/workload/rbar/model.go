@@ -46,6 +46,9 @@ import (
 // else from direct loopback TCP, whose TCP stack's cost is part of every
 // network path; direct TCP from direct TCP; the unix socket from itself;
 // and a path with no other of its transport from the other transport.
+// A server-side point's cost per row is the median of every other path's
+// of its rows (the statement makes one round trip, so every path measures
+// the same server); a reference's own figure is the median of its runs.
 // The server-side experiments are fitted on the same row count, since
 // their fixed costs do not scale with rows, and run on one backend, bound
 // by its CPU: at a cpu_speed (a CFS quota of that many cores' worth) a row
@@ -234,8 +237,12 @@ func serverSide(r workload.Result, ref, all []workload.Result) workload.Predicti
 			return workload.Prediction{Reason: noFigure}
 		}
 		refSpeed := ServerSpeed(ref[0])
-		s = (medianMetric(ref, "seconds") - linkOf(ref[0]).RTTSeconds) / medianMetric(ref, "rows") * refSpeed
+		s = serverCostPerRow(ref)
 		from = speedTerm(speed, refSpeed, "server") + " (costs from " + profileName(linkOf(ref[0])) + ")"
+		if paths := otherPaths(r, all, anyTransport); len(paths) > 1 {
+			s, refSpeed = pooledServerCost(paths), 1
+			from = speedTerm(speed, refSpeed, "server") + fmt.Sprintf(" (the median cost of %d other paths)", len(paths))
+		}
 	}
 	t := rows*s/speed + rtt
 	return workload.Prediction{
@@ -243,6 +250,49 @@ func serverSide(r workload.Result, ref, all []workload.Result) workload.Predicti
 		Formula: fmt.Sprintf("t = rows × %.3g µs%s + RTT", s*1e6, from),
 		Reason:  missReason("server"),
 	}
+}
+
+// serverCostPerRow is a server-side reference's time per row at a whole
+// core: its median time less the one round trip, over its rows, times
+// the speed it ran at.
+func serverCostPerRow(ref []workload.Result) float64 {
+	return (medianMetric(ref, "seconds") - linkOf(ref[0]).RTTSeconds) / medianMetric(ref, "rows") * ServerSpeed(ref[0])
+}
+
+// otherPaths are the measured results of each other combination of r's
+// group (by key) among all, one slice per combination.
+func otherPaths(r workload.Result, all []workload.Result, key func(workload.Result) string) [][]workload.Result {
+	k := key(r)
+	byCombo := map[string][]workload.Result{}
+	var order []string
+	for _, o := range all {
+		if !o.OK() || o.Combo == r.Combo || o.Metrics == nil || key(o) != k {
+			continue
+		}
+		if _, seen := byCombo[o.Combo]; !seen {
+			order = append(order, o.Combo)
+		}
+		byCombo[o.Combo] = append(byCombo[o.Combo], o)
+	}
+	out := make([][]workload.Result, 0, len(order))
+	for _, c := range order {
+		out = append(out, byCombo[c])
+	}
+	return out
+}
+
+// pooledServerCost is the median of the paths' server-side costs per row
+// at a whole core: a server-side statement makes one round trip whatever
+// its rows, so every path measures the same server's cost, and on a
+// shared host one path's three runs spread by up to 1.8x (the quiet demo
+// of 2026-11-27 14:51: server-cursor through loopback 0.47 to 0.71 µs a
+// row), where the fastest path alone carried its spread into every link.
+func pooledServerCost(paths [][]workload.Result) float64 {
+	costs := make([]float64, 0, len(paths))
+	for _, p := range paths {
+		costs = append(costs, serverCostPerRow(p))
+	}
+	return measure.Median(costs)
 }
 
 // stream predicts a stream: the bytes at the least of the link's rate, its

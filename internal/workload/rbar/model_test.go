@@ -402,3 +402,35 @@ func TestIdleModesAreApartPaths(t *testing.T) {
 		}
 	}
 }
+
+// A server-side statement makes one round trip whatever its rows, so every
+// path measures the same server's cost per row: a point takes the median
+// of the other paths', where one disturbed path (here the unimpaired link,
+// 1.5x the others) would carry its spread into every link it predicts.
+func TestServerSideCostIsTheMedianOfTheOtherPaths(t *testing.T) {
+	loop := func(combo string, path workload.LinkResult, seconds float64) workload.Result {
+		return result(combo, "server-loop", path, map[string]float64{"seconds": seconds, "rows": 1e7})
+	}
+	before := []workload.Result{
+		loop("loop unix", unix, 0.40), loop("loop direct", direct, 0.42), loop("loop direct", direct, 0.38),
+		loop("loop loopback", loopback, 0.60), loop("loop lan", lan1g, 0.42+200e-6),
+	}
+	tests := []struct {
+		name   string
+		before []workload.Result
+		r      workload.Result
+		want   float64 // seconds
+	}{
+		{"a link from every other path, not the disturbed fastest link", before, loop("loop wan", wan77, 0), 0.41 + 0.077},
+		{"the unix socket from the others", before, loop("loop unix", unix, 0), 0.42},
+		{"with one other path, that path", before[:1], loop("loop direct", direct, 0), 0.40},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := Predict(tt.r, tt.before)
+			if got := p.Metrics["seconds"]; math.Abs(got-tt.want) > 1e-9 {
+				t.Errorf("predicted %v s, want %v; formula %q", got, tt.want, p.Formula)
+			}
+		})
+	}
+}
