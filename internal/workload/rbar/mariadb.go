@@ -259,15 +259,18 @@ func (w *rbar) runMariaDB(ctx context.Context, env *workload.Env, login engine.C
 			query = "CALL rbar_cursor(" + n + ")"
 		}
 		trip := func() error { _, err := s.conn.ExecContext(ctx, "DO 1"); return err }
-		var probe, samples map[string]float64
+		var probe, spin, samples map[string]float64
 		probe, err = probeRoundTrips(trip)
+		if err == nil && w.experiment == "server-loop" {
+			spin, err = probeSpinning(trip)
+		}
 		if err == nil && w.experiment == "server-loop" {
 			samples, err = takeSamples(w.transport, trip, func(exp string, n int64) (int64, error) { return w.mySample(ctx, s, exp, n) })
 		}
 		if err == nil {
 			m, err = w.myServerSide(ctx, s, query)
 		}
-		m = withSamples(withSamples(m, probe), samples)
+		m = withSamples(withSamples(withSamples(m, probe), spin), samples)
 	case "cursor-messages":
 		m, err = w.myMessages(ctx, s, env)
 	case "client-stream", "wide-rows":

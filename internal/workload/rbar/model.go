@@ -5,6 +5,7 @@ import (
 	"math"
 	"strings"
 
+	"github.com/dbrig/dbrig/internal/idleloop"
 	"github.com/dbrig/dbrig/internal/measure"
 	"github.com/dbrig/dbrig/internal/workload"
 )
@@ -437,9 +438,15 @@ func rowByRow(r workload.Result, ref, all []workload.Result) workload.Prediction
 // (see ProbeMetric), and whether any did: a probe lasts milliseconds, and
 // another process's burst of CPU in one moves a mean by tens of percent.
 // A row-by-row point never probes: its own figure never enters its round
-// trip.
+// trip. A point whose CPUs spin (client.idle) takes the probe timed with
+// the loops (ProbeSpinMetric): the loops spare each round trip the halted
+// vCPUs' wake-ups that the plain probe pays.
 func probeOf(r workload.Result, all []workload.Result) (float64, bool) {
-	v, ok := pathMedian(r, all, ProbeMetric)
+	metric := ProbeMetric
+	if r.Client.Idle == idleloop.Spin {
+		metric = ProbeSpinMetric
+	}
+	v, ok := pathMedian(r, all, metric)
 	return v * 1e-6, ok
 }
 

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/dbrig/dbrig/internal/engine"
+	"github.com/dbrig/dbrig/internal/idleloop"
 	"github.com/dbrig/dbrig/internal/workload"
 )
 
@@ -258,7 +259,7 @@ func TestRowByRowPaysItsPathsProbedRoundTrip(t *testing.T) {
 // its figure: the same prediction and fit whatever it measured.
 func TestThePointsOwnFigureNeverEntersItsPrediction(t *testing.T) {
 	history := []workload.Result{
-		probed(unix, 30), probed(direct, 40), probed(loopback, 136),
+		probed(unix, 30), probed(direct, 40), probedSpinning(loopback, 136, 80),
 		result("rbr direct", "client-row-by-row", direct, map[string]float64{"us_per_row": 43, "rows": 20000}),
 		result("stream direct", "client-stream", direct, map[string]float64{"throughput_bps": 2e9, "wire_bytes": 1e8, "seconds": 0.4, "rows": 1e6}),
 		result("loop direct", "server-loop", direct, map[string]float64{"seconds": 0.4, "rows": 1e7, ProbeMetric: 40}),
@@ -271,32 +272,37 @@ func TestThePointsOwnFigureNeverEntersItsPrediction(t *testing.T) {
 	points := []struct {
 		combo, exp, metric string
 		own                func(v float64) map[string]float64
+		idle               string
 	}{
 		{"rbr loopback", "client-row-by-row", "us_per_row", func(v float64) map[string]float64 {
 			return map[string]float64{"us_per_row": v, "rows": 20000}
-		}},
+		}, ""},
+		{"rbr loopback spin", "client-row-by-row", "us_per_row", func(v float64) map[string]float64 {
+			return map[string]float64{"us_per_row": v, "rows": 20000, ProbeSpinMetric: v, ProbeMetric: v}
+		}, idleloop.Spin},
 		{"stream loopback", "client-stream", "throughput_bps", func(v float64) map[string]float64 {
 			return map[string]float64{"throughput_bps": v, "wire_bytes": 1e8, "seconds": 8e8 / v, "rows": 1e6}
-		}},
+		}, ""},
 		{"loop loopback", "server-loop", "us_per_row", func(v float64) map[string]float64 {
 			return map[string]float64{"seconds": v, "us_per_row": v / 10, "rows": 1e7, ProbeMetric: v * 100}
-		}},
+		}, ""},
 		{"wide loopback", "wide-rows", "throughput_bps", func(v float64) map[string]float64 {
 			m := sampledOwn("wide-rows", v)
 			m["throughput_bps"], m["wire_bytes"], m["seconds"], m["rows"] = v, 1.6e8, 1.28e9/v, 2e4
 			return m
-		}},
+		}, ""},
 		{"cursor loopback", "server-cursor", "us_per_row", func(v float64) map[string]float64 {
 			m := sampledOwn("server-cursor", v)
 			m["seconds"], m["us_per_row"], m["rows"] = v, v/5, 5e5
 			return m
-		}},
+		}, ""},
 	}
 	for _, pt := range points {
-		t.Run(pt.exp, func(t *testing.T) {
+		t.Run(pt.combo, func(t *testing.T) {
 			var preds, fits []float64
 			for _, v := range []float64{1, 1e3} {
 				r := result(pt.combo, pt.exp, loopback, pt.own(v))
+				r.Client.Idle = pt.idle
 				earlier := r
 				earlier.Key, earlier.Run, earlier.Metrics = pt.combo+" #0", 0, pt.own(v*7)
 				all := append(slices.Clone(history), earlier, r)
@@ -430,6 +436,53 @@ func TestServerSideCostIsTheMedianOfTheOtherPaths(t *testing.T) {
 			p := Predict(tt.r, tt.before)
 			if got := p.Metrics["seconds"]; math.Abs(got-tt.want) > 1e-9 {
 				t.Errorf("predicted %v s, want %v; formula %q", got, tt.want, p.Formula)
+			}
+		})
+	}
+}
+
+// spinning is a hand-made point whose CPUs a busy loop each kept from
+// halting (client.idle = spin).
+func spinning(r workload.Result) workload.Result {
+	r.Client.Idle = idleloop.Spin
+	return r
+}
+
+// probedSpinning is a server-loop point of a path that probed its round
+// trip plain and with the idle loops.
+func probedSpinning(path workload.LinkResult, us, spinUS float64) workload.Result {
+	r := probed(path, us)
+	r.Metrics[ProbeSpinMetric] = spinUS
+	return r
+}
+
+// An idle = spin row-by-row point pays its path's round trip as the
+// server-loop points probed it with the loops running, not the halting
+// probe: the quiet demo of 2026-11-27 predicted loopback's spinning rows
+// from the halting probe (218 µs against 82.7 measured, -62 %).
+func TestSpinPointsPayTheirPathsSpinningProbe(t *testing.T) {
+	before := []workload.Result{
+		probedSpinning(direct, 63, 40), probedSpinning(loopback, 218, 85), probedSpinning(lan1g, 346, 270),
+		result("rbr direct", "client-row-by-row", direct, map[string]float64{"us_per_row": 45, "rows": 20000}),
+		result("rbr loopback", "client-row-by-row", loopback, map[string]float64{"us_per_row": 135, "rows": 20000}),
+	}
+	withSpin := append(slices.Clone(before), spinning(result("rbr loopback spin", "client-row-by-row", loopback, map[string]float64{"us_per_row": 83, "rows": 20000})))
+	tests := []struct {
+		name   string
+		before []workload.Result
+		r      workload.Result
+		want   float64
+	}{
+		{"the first spin point: its path's spinning probe", before, spinning(result("rbr loopback spin", "client-row-by-row", loopback, nil)), 85},
+		{"a spin point from another spin path, beyond its spinning probe", withSpin, spinning(result("rbr lan spin", "client-row-by-row", lan1g, nil)), 270},
+		{"a halting point keeps the halting probe", before, result("rbr lan", "client-row-by-row", lan1g, nil), 346},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.r.Params["rows"] = int64(5000)
+			p := Predict(tt.r, tt.before)
+			if got := p.Metrics["us_per_row"]; math.Abs(got-tt.want) > 1e-6 {
+				t.Errorf("predicted %v µs a row, want %v; formula %q", got, tt.want, p.Formula)
 			}
 		})
 	}

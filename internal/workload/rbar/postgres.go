@@ -117,12 +117,15 @@ func (w *rbar) runPostgres(ctx context.Context, env *workload.Env, login engine.
 // server-loop point (see takeSamples; notices and noticeBytes are what the
 // connection's handler counts), then times the point's statement.
 func (w *rbar) pgServerSideProbed(ctx context.Context, pc *pgconn.PgConn, sql string, notices, noticeBytes *int64) (workload.Measurement, error) {
-	probe, err := w.pgProbe(ctx, pc)
+	probe, err := w.pgProbe(ctx, pc, probeRoundTrips)
 	if err != nil {
 		return workload.Measurement{}, err
 	}
-	var samples map[string]float64
+	var samples, spin map[string]float64
 	if w.experiment == "server-loop" {
+		if spin, err = w.pgProbe(ctx, pc, probeSpinning); err != nil {
+			return workload.Measurement{}, err
+		}
 		trip := func() error { return pc.Exec(ctx, "SELECT 1").Close() }
 		if samples, err = takeSamples(w.transport, trip, func(exp string, n int64) (int64, error) {
 			*notices, *noticeBytes = 0, 0
@@ -139,7 +142,7 @@ func (w *rbar) pgServerSideProbed(ctx context.Context, pc *pgconn.PgConn, sql st
 		}
 	}
 	m, err := w.pgServerSide(ctx, pc, sql)
-	return withSamples(withSamples(m, probe), samples), err
+	return withSamples(withSamples(withSamples(m, probe), spin), samples), err
 }
 
 // pgStreamSQL is the statement of a stream of n ($1) rows: the cross
@@ -194,13 +197,14 @@ func (w *rbar) pgServerSide(ctx context.Context, pc *pgconn.PgConn, sql string) 
 
 // pgProbe probes the path with the row-by-row points' own round trip, a
 // FETCH NEXT from a cursor over the cross join, so that the server's and
-// the client's work on it are theirs too.
-func (w *rbar) pgProbe(ctx context.Context, pc *pgconn.PgConn) (map[string]float64, error) {
+// the client's work on it are theirs too; probe times the trips
+// (probeRoundTrips or probeSpinning).
+func (w *rbar) pgProbe(ctx context.Context, pc *pgconn.PgConn, probe func(trip func() error) (map[string]float64, error)) (map[string]float64, error) {
 	if err := pc.Exec(ctx, "BEGIN; DECLARE rbar_probe NO SCROLL CURSOR FOR "+crossJoin).Close(); err != nil {
 		return nil, err
 	}
 	defer func() { _ = pc.Exec(context.WithoutCancel(ctx), "ROLLBACK").Close() }()
-	return probeRoundTrips(func() error {
+	return probe(func() error {
 		_, err := pc.Exec(ctx, "FETCH NEXT FROM rbar_probe").ReadAll()
 		return err
 	})

@@ -69,11 +69,16 @@ var Metrics = append([]workload.MetricSpec{
 	{Name: "rows", Unit: workload.Count, Doc: "rows processed"},
 	{Name: "row_mean_us", Unit: workload.Microseconds, Better: workload.Lower, Doc: "round trip per row, mean (the percentiles come from the merged histogram \"row\")"},
 	{Name: ProbeMetric, Unit: workload.Microseconds, Better: workload.Lower, Doc: "a trivial statement's round trip on the point's path, timed before a server-side experiment's statement: what the path costs a round trip, which predicts the row-by-row points that run after it"},
+	{Name: ProbeSpinMetric, Unit: workload.Microseconds, Better: workload.Lower, Doc: "the same round trip with a lowest-priority busy loop on each CPU (client.idle = spin), timed after " + ProbeMetric + " on a server-loop point: predicts the row-by-row points whose CPUs spin"},
 }, sampleMetrics()...)
 
 // ProbeMetric is the server-side experiments' probe of their path's round
-// trip (see probeRoundTrips).
-const ProbeMetric = "probe_rt_us"
+// trip (see probeRoundTrips), and ProbeSpinMetric a server-loop point's
+// same probe with a busy loop on each CPU (see probeSpinning).
+const (
+	ProbeMetric     = "probe_rt_us"
+	ProbeSpinMetric = "probe_spin_rt_us"
+)
 
 // A probe warms up for probeWarmUp, then makes at most probeTrips timed
 // round trips and stops once it has spent probeBudget: a tenth of a second

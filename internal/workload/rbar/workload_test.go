@@ -9,6 +9,7 @@ import (
 	"github.com/dbrig/dbrig/internal/engine"
 	"github.com/dbrig/dbrig/internal/engine/mariadb/mariatest"
 	"github.com/dbrig/dbrig/internal/engine/postgres/pgtest"
+	"github.com/dbrig/dbrig/internal/idleloop"
 	"github.com/dbrig/dbrig/internal/workload"
 	"github.com/dbrig/dbrig/internal/workload/workloadtest"
 )
@@ -113,6 +114,7 @@ func TestExperimentsOnEachEngine(t *testing.T) {
 							}
 							if tt.p.String("experiment") == "server-loop" {
 								checkSamples(t, m, e.intRow, e.wideRow)
+								checkSpinProbe(t, m)
 							}
 						case "client-row-by-row":
 							h := m.Histograms["row"]
@@ -188,5 +190,27 @@ func checkSamples(t *testing.T, m workload.Measurement, intRow, wideRow [2]float
 				t.Errorf("%s = %v, want %v to %v", SampleMetric(exp, "bytes_per_row"), b, want[0], want[1])
 			}
 		}
+	}
+}
+
+// checkSpinProbe checks a server-loop point's probe with the idle loops:
+// a round trip, where this machine lets dbrig make the loops' cgroup, and
+// none where it does not (the spin points are then skipped).
+func checkSpinProbe(t *testing.T, m workload.Measurement) {
+	t.Helper()
+	loops, err := idleloop.Start([]int{0})
+	if err == nil {
+		_, err = loops.Stop()
+	}
+	spin, ok := m.Metrics[ProbeSpinMetric]
+	switch {
+	case errors.As(err, new(engine.NoCgroupError)):
+		if ok {
+			t.Errorf("%s = %v where no loops can start (%v): want none", ProbeSpinMetric, spin, err)
+		}
+	case err != nil:
+		t.Fatal(err)
+	case !(spin > 0):
+		t.Errorf("%s = %v (%v): want the path's round trip with the loops", ProbeSpinMetric, spin, ok)
 	}
 }
