@@ -487,3 +487,21 @@ func TestSpinPointsPayTheirPathsSpinningProbe(t *testing.T) {
 		})
 	}
 }
+
+// A transport's first stream point takes the fastest of its path's
+// samples: a sample lasts tens of milliseconds, and a disturbance only
+// ever slows it. The figures are the unix socket's of the quiet demo of
+// 2026-11-27 14:51 (six samples of cursor-messages from 2.52 to 4.29 µs
+// a row; the point measured 2.51).
+func TestFirstPointsTakeTheFastestSample(t *testing.T) {
+	var before []workload.Result
+	for _, us := range []float64{4.01, 4.20, 3.42, 2.52, 4.29, 2.64} {
+		before = append(before, sampled(unix, map[string][2]float64{"cursor-messages": {us, 124}}))
+	}
+	r := result("messages unix", "cursor-messages", unix, nil)
+	r.Params["rows"] = int64(100_000)
+	p := Predict(r, before)
+	if got := p.Metrics["us_per_row"]; math.Abs(got-2.52) > 1e-9 {
+		t.Errorf("predicted %v µs a row, want the fastest sample's 2.52; formula %q", got, p.Formula)
+	}
+}
