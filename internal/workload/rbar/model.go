@@ -29,7 +29,8 @@ import (
 // their statement (takeSamples), in the process placement of the points
 // after them, where the other transport's rate missed by up to 2.75x
 // (cursor-messages on the unix socket fitted from direct TCP), since each
-// path costs each message its own wake-ups. The first server-cursor point of
+// path costs each message its own wake-ups (the fastest of the path's
+// samples: see sampleOf). The first server-cursor point of
 // a path takes the cursor's sample there; a server-side point with no
 // other path of its rows takes its own path at other rows; a row-by-row
 // point with no reference of its client cost takes one of another cost,
@@ -63,7 +64,8 @@ import (
 //
 // A row-by-row point's round trip is its path's as the server-side points
 // probed it before (ProbeMetric: trivial round trips before their
-// statement, in the same process placement), and s_row is the reference's
+// statement, in the same process placement; ProbeSpinMetric, the same
+// with the idle loops running, for a point whose CPUs spin), and s_row is the reference's
 // time per row beyond its own path's probed round trip. An RTT does not
 // say what a round trip costs through the emulated link: its relay, in
 // dbrig's process, wakes the client's and the server's processes on other
