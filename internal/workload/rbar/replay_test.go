@@ -43,8 +43,8 @@ func TestReplayOnRuns(t *testing.T) {
 		replay(rd)
 		figures := rd.Figures()
 		now := study.SummarizeFigures(figures)
-		t.Logf("%s: stored %s", dir, stored.Line())
-		t.Logf("%s: replayed %s", dir, now.Line())
+		t.Logf("%s: stored %s (median %.1f %%, p90 %.1f %%)", dir, stored.Line(), stored.MedianPct, stored.P90Pct)
+		t.Logf("%s: replayed %s (median %.1f %%, p90 %.1f %%)", dir, now.Line(), now.MedianPct, now.P90Pct)
 		logFigures(t, figures)
 	}
 }
