@@ -44,14 +44,17 @@
 //
 // Before their one statement, server-loop and server-cursor time round
 // trips of one row on their path (ProbeMetric, probe_rt_us): what the path
-// costs a row-by-row point beyond its RTT, measured before those points run.
+// costs a row-by-row point beyond its RTT, measured before those points run;
+// server-loop times them once more with a busy loop on each CPU
+// (ProbeSpinMetric, probe_spin_rt_us), for the points whose CPUs spin.
 // On the unix socket and direct TCP, server-loop then samples each other
 // experiment in one short statement (SampleRows, SampleMetric): the
 // consumer rate of each stream and a cursor's time per row on that path,
 // measured before the points of those experiments run there.
 //
 // The model (model.go) predicts each point from the fastest path of the
-// same engine, transport, experiment and client. The rbar-latency study
+// same engine, transport, experiment and client (a server-side point from
+// the median of every other path). The rbar-latency study
 // (studies/rbarlatency) draws and judges the results, per engine when a
 // study sweeps it.
 package rbar
