@@ -23,6 +23,12 @@ const (
 	// that still says "no better": two points of different paths run
 	// apart on a shared machine differ by that much with nothing changed.
 	moveTolerance = 0.10
+	// slowHost is how much slower than uncapped the same host at half a
+	// core must run a row for the run to hold a slow server at all: the
+	// model's 2x where an end's CPU sets the rate, less a shared
+	// machine's noise. Where other work already keeps both ends under
+	// half a core, the quota binds on nothing and the host is not slow.
+	slowHost = 1.25
 )
 
 // moveExps are the seed's two experiments it drew the finding from: one
@@ -53,7 +59,10 @@ type clientMove struct {
 	exp                  string
 	fast, slow           moveGain
 	modelFast, modelSlow float64 // the slow server's is the model's upper bound
-	verdict              report.Verdict
+	// hostSlowdown is the same host's time per row at half a core over
+	// its time uncapped.
+	hostSlowdown float64
+	verdict      report.Verdict
 }
 
 func (a *analysis) clientMove(exp string) (clientMove, bool) {
@@ -63,6 +72,7 @@ func (a *analysis) clientMove(exp string) (clientMove, bool) {
 		return clientMove{}, false
 	}
 	m := clientMove{exp: exp, fast: gainOf(remoteFast, sameFast), slow: gainOf(remoteSlow, sameSlow)}
+	m.hostSlowdown = m.slow.same / m.fast.same
 	m.modelFast, m.modelSlow = a.moveModel(exp)
 	m.verdict = moveVerdict(m.fast, m.slow)
 	return m, !math.IsNaN(m.fast.got) && !math.IsNaN(m.slow.got)
@@ -100,31 +110,51 @@ func moveVerdict(fastGain, slowGain moveGain) report.Verdict {
 const sameHostEmulation = "The same host is the unix socket with the client and the server at the same cpu_speed, each under a CFS quota of its own (a host whose every core runs at that speed: the seed's one-thread client and MAXDOP 1 server each had a core); the client's own machine is lan-1g at the client's own speed. A quota gives part of each 100 ms period at full clock: it slows a process only while it would use more than its share."
 
 func (a *analysis) judgeSameHost(f *report.Finding, _ study.Published) {
-	var moves []clientMove
+	var moves, unslowed []clientMove
 	for _, exp := range moveExps {
-		if m, ok := a.clientMove(exp); ok {
+		m, ok := a.clientMove(exp)
+		switch {
+		case !ok:
+		case m.hostSlowdown < slowHost:
+			unslowed = append(unslowed, m)
+		default:
 			moves = append(moves, m)
 		}
 	}
-	if len(moves) == 0 {
+	if len(moves)+len(unslowed) == 0 {
 		f.Why = fmt.Sprintf("This run lacks the points that move the client: %s on %s with the client and the server at the same cpu_speed (none, and %g), and over %s with the client at %g beside an uncapped server, and uncapped beside a server at %g (the quick and full scales have them; the smoke scale, a machine without a writable cpu cgroup, and a --target skip them).",
 			strings.Join(moveExps, " and "), sameHostNet, halfSpeed, ownMachineNet, halfSpeed, halfSpeed)
 		return
 	}
 	var measured, spread, model []string
-	f.Verdict = report.Reproduced
-	for _, m := range moves {
-		measured = append(measured, fmt.Sprintf("%s: at the fast server %.3g µs/row from a client at cpu_speed %g over %s, %.3g on the same host: moving gains %s; at the server at cpu_speed %g %.3g µs/row from an uncapped client over %s, %.3g on the same host at %g: %s",
-			m.exp, m.fast.remote, halfSpeed, ownMachineNet, m.fast.same, study.FormatTimes(m.fast.got), halfSpeed, m.slow.remote, ownMachineNet, m.slow.same, halfSpeed, study.FormatTimes(m.slow.got)))
+	for _, m := range append(moves, unslowed...) {
+		measured = append(measured, describeMove(m))
 		spread = append(spread, fmt.Sprintf("%s: the runs give gains from %s to %s at the fast server, %s to %s at the slow one", m.exp,
 			study.FormatTimes(m.fast.lo), study.FormatTimes(m.fast.hi), study.FormatTimes(m.slow.lo), study.FormatTimes(m.slow.hi)))
 		model = append(model, fmt.Sprintf("%s %s at the fast server, at most %s at the slow one", m.exp, study.FormatTimes(m.modelFast), study.FormatTimes(m.modelSlow)))
-		f.Verdict = worse(f.Verdict, m.verdict)
 	}
 	f.Measured = strings.Join(measured, "; ")
 	f.Spread = strings.Join(spread, "; ")
 	f.Model = "gain = t/row from the client's own machine over t/row on the server's host, t/row = max(s_server / server speed, s_client / client speed, the link's time per row) from the full-speed points: " + strings.Join(model, "; ")
-	f.Why = sameHostWhy(f.Verdict) + " " + sameHostEmulation
+	if len(moves) == 0 {
+		f.Verdict = report.NotMeasured
+		f.Why = fmt.Sprintf("The quota did not make the same host slow: at cpu_speed %g on %s a row took under %s its uncapped time, so other work on this machine already held both ends under half a core and the run has no slow server to move the client onto. %s", halfSpeed, sameHostNet, study.FormatTimes(slowHost), sameHostEmulation)
+		return
+	}
+	f.Verdict = report.Reproduced
+	for _, m := range moves {
+		f.Verdict = worse(f.Verdict, m.verdict)
+	}
+	f.Why = sameHostWhy(f.Verdict)
+	for _, m := range unslowed {
+		f.Why += fmt.Sprintf(" %s is left out: at cpu_speed %g its same host ran a row in under %s its uncapped time, no slow server.", m.exp, halfSpeed, study.FormatTimes(slowHost))
+	}
+	f.Why += " " + sameHostEmulation
+}
+
+func describeMove(m clientMove) string {
+	return fmt.Sprintf("%s: at the fast server %.3g µs/row from a client at cpu_speed %g over %s, %.3g on the same host: moving gains %s; at the server at cpu_speed %g %.3g µs/row from an uncapped client over %s, %.3g on the same host at %g (%s its uncapped time): %s",
+		m.exp, m.fast.remote, halfSpeed, ownMachineNet, m.fast.same, study.FormatTimes(m.fast.got), halfSpeed, m.slow.remote, ownMachineNet, m.slow.same, halfSpeed, study.FormatTimes(m.hostSlowdown), study.FormatTimes(m.slow.got))
 }
 
 func sameHostWhy(v report.Verdict) string {

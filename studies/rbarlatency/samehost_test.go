@@ -104,9 +104,9 @@ func TestSameHostFindingSaysEachVerdict(t *testing.T) {
 	}
 }
 
-// Without the capped points (the smoke scale, a --target) the finding is
-// not measured and names the points it lacks; the capped points are no
-// facet of the other findings.
+// Without the capped points (the smoke scale, a --target), or where the
+// quota did not slow the same host, the finding is not measured and says
+// why; the capped points are no facet of the other findings.
 func TestSameHostNotMeasuredWithoutItsPoints(t *testing.T) {
 	t.Parallel()
 	rd := runData(t,
@@ -115,6 +115,12 @@ func TestSameHostNotMeasuredWithoutItsPoints(t *testing.T) {
 	f := judged(t, "same-host-fast-only", rd)
 	if f.Verdict != report.NotMeasured || !strings.Contains(f.Why, "lacks the points that move the client") {
 		t.Errorf("verdict %s, why %q; want not measured, naming the points", f.Verdict, f.Why)
+	}
+	// The quota bound on nothing: the same host at half a core ran as
+	// fast as uncapped, so the run holds no slow server.
+	unslowed := clientMoves(t, moveRuns{[]float64{0.2, 0.2, 0.2}, []float64{0.1, 0.1, 0.1}, []float64{0.1, 0.1, 0.1}, []float64{0.11, 0.11, 0.11}})
+	if f := judged(t, "same-host-fast-only", unslowed); f.Verdict != report.NotMeasured || !strings.Contains(f.Why, "did not make the same host slow") || !strings.Contains(f.Measured, "1.10x its uncapped time") {
+		t.Errorf("verdict %s, why %q, measured %q; want not measured: no slow host", f.Verdict, f.Why, f.Measured)
 	}
 	moves := clientMoves(t, moveRuns{[]float64{0.2, 0.2, 0.2}, []float64{0.1, 0.1, 0.1}, []float64{0.2, 0.2, 0.2}, []float64{0.2, 0.2, 0.2}})
 	if a := newAnalysis(moves); len(a.facets) != 1 {
