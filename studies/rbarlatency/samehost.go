@@ -161,7 +161,7 @@ func sameHostWhy(v report.Verdict) string {
 	bound := study.FormatTimes(1 + moveTolerance)
 	switch v {
 	case report.Reproduced:
-		return fmt.Sprintf("Moving the client onto the fast server made its rows faster than from a slower machine of its own, and onto the slow server gained at most %s: the client on the server's host runs at the host's speed, so the move pays only where the host is faster than the client's own machine, as in the seed.", bound)
+		return fmt.Sprintf("Moving the client onto the server gained more at the fast server than at the slow one, where it gained at most %s: the client on the server's host runs at the host's speed, so the move pays only where the host is faster than the client's own machine, as in the seed.", bound)
 	case report.WithinNoise:
 		return fmt.Sprintf("The runs fall on both sides of a bound (a larger gain at the fast server than at the slow one, at most %s at the slow one): two runs of this study could say either.", bound)
 	}

@@ -72,7 +72,7 @@ func TestSameHostFindingSaysEachVerdict(t *testing.T) {
 		why  string
 	}{
 		{"the move pays at the fast server only", moveRuns{[]float64{0.200, 0.202, 0.204}, same, []float64{0.190, 0.195, 0.200}, slowSame},
-			report.Reproduced, "the move pays only where the host is faster"},
+			report.Reproduced, "gained more at the fast server than at the slow one, where it gained at most 1.10x"},
 		{"the move pays at the slow server too", moveRuns{[]float64{0.200, 0.202, 0.204}, same, []float64{0.300, 0.303, 0.306}, slowSame},
 			report.Differs, "gained more than 1.10x at the slow one"},
 		{"the move hurts at the fast server", moveRuns{[]float64{0.080, 0.081, 0.082}, same, []float64{0.190, 0.195, 0.200}, slowSame},
