@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -238,6 +239,8 @@ func TestRunRefusesBadInput(t *testing.T) {
 	}
 	misspelt := filepath.Join(t.TempDir(), "misspelt.toml")
 	typo := strings.Replace(string(spec), `jit = "off"`, `jit = "off"`+"\nsynchronus_commit = \"on\"", 1)
+	// The typo's line, so that the study may grow above it.
+	typoLine := strings.Count(string(spec)[:strings.Index(string(spec), `jit = "off"`)], "\n") + 2
 	if err := os.WriteFile(misspelt, []byte(typo), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -255,7 +258,7 @@ func TestRunRefusesBadInput(t *testing.T) {
 		{[]string{"run", "--resume", t.TempDir()}, 2, []string{"not a dbrig run directory"}},
 		{[]string{"report", t.TempDir()}, 2, []string{"not a dbrig run directory"}},
 		{[]string{"run", "rbar-latency", "--bogus"}, 2, []string{"unknown flag: --bogus"}},
-		{[]string{"run", misspelt}, 2, []string{`misspelt.toml:73: instance.0.settings.postgres.synchronus_commit: a study may vary performance settings only, and dbrig's list of PostgreSQL's has no synchronus_commit (did you mean "synchronous_commit"?)`}},
+		{[]string{"run", misspelt}, 2, []string{"misspelt.toml:" + strconv.Itoa(typoLine) + ": " + `instance.0.settings.postgres.synchronus_commit: a study may vary performance settings only, and dbrig's list of PostgreSQL's has no synchronus_commit (did you mean "synchronous_commit"?)`}},
 		{[]string{"run", "rbar-latency", "--engine", "oracle"}, 2, []string{"--engine oracle: want one of"}},
 		{[]string{"run", "rbar-latency", "--target", "db=postgres//repl:" + marker + "@host/db"}, 2, []string{"--target db: unknown connection scheme"}},
 		{[]string{"run", "rbar-latency", "--target", "db=repl:" + marker + "@host/db"}, 2, []string{"--target db:"}},

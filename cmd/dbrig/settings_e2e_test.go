@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -44,10 +45,17 @@ func TestStudyFileCannotReachWhatDbrigOwns(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// The first added setting's line, below the line it follows, so that
+	// the study may grow above it.
+	after := func(anchor string) int {
+		return strings.Count(string(spec)[:strings.Index(string(spec), anchor)], "\n") + 2
+	}
+	pg, maria := after(`jit = "off"`), after(`innodb_buffer_pool_size = "128M"`)
+	at := func(file string, line int) string { return file + ":" + strconv.Itoa(line) + ": " }
 	pgWant := []string{
-		"owned.toml:73: instance.0.settings.postgres.hba_file: a study may vary performance settings only: hba_file decides who may log in and how",
-		"owned.toml:74: instance.0.settings.postgres.archive_command: a study may vary performance settings only: archive_command decides which shell commands the server runs",
-		`owned.toml:75: instance.0.settings.postgres.cluster_name: cluster_name = "x\\'#\nport = 55999 #": a value may not hold a control character`,
+		at("owned.toml", pg) + "instance.0.settings.postgres.hba_file: a study may vary performance settings only: hba_file decides who may log in and how",
+		at("owned.toml", pg+1) + "instance.0.settings.postgres.archive_command: a study may vary performance settings only: archive_command decides which shell commands the server runs",
+		at("owned.toml", pg+2) + `instance.0.settings.postgres.cluster_name: cluster_name = "x\\'#\nport = 55999 #": a value may not hold a control character`,
 	}
 	tests := []struct {
 		args []string
@@ -55,8 +63,8 @@ func TestStudyFileCannotReachWhatDbrigOwns(t *testing.T) {
 	}{
 		{[]string{"run", file, "--scale", "smoke", "--out", filepath.Join(dir, "run")}, pgWant},
 		{[]string{"run", fileMaria, "--scale", "smoke", "--engine", "mariadb", "--out", filepath.Join(dir, "run")},
-			[]string{"owned-maria.toml:77: instance.0.settings.mariadb.init_file: a study may vary performance settings only: init_file decides who may log in and how"}},
-		{[]string{"run", "--resume", resume}, []string{"spec.toml:73: instance.0.settings.postgres.hba_file: a study may vary performance settings only"}},
+			[]string{at("owned-maria.toml", maria) + "instance.0.settings.mariadb.init_file: a study may vary performance settings only: init_file decides who may log in and how"}},
+		{[]string{"run", "--resume", resume}, []string{at("spec.toml", pg) + "instance.0.settings.postgres.hba_file: a study may vary performance settings only"}},
 	}
 	for _, tt := range tests {
 		base := pgtest.BaseDir(t)

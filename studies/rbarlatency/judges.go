@@ -43,6 +43,7 @@ func Judges() map[string]study.Judge {
 		"wide-rows-consumer":  judge((*analysis).judgeWideConsumer),
 		"vm-penalty":          judge((*analysis).judgeVMPenalty),
 		"bond-one-connection": judge((*analysis).judgeBond),
+		"same-host-fast-only": judge((*analysis).judgeSameHost),
 	}
 }
 
