@@ -55,12 +55,12 @@ func TestPredictIsTheClosedLoopOfThePointsBefore(t *testing.T) {
 		// ms and Z = 21 ms; it saturated with 1.2 CPUs busy, so 60 × 1.2
 		// / 0.4 ms = 180,000 under the loop's 260,870; R = 100 × 60 /
 		// 180,000 − 21 ms = 12.33 ms.
-		{"CPU-bound", planned(100, flushOn), []workload.Result{light, busy}, 180000, 12.333, "1.20 CPUs (busy at the latest point the CPU capped, of 100 databases"},
+		{"CPU-bound", planned(100, flushOn), []workload.Result{light, busy}, 180000, 12.333, "1.20 CPUs (busy on average at the points before it that the CPU capped, 1 of them"},
 		// Commits that do not wait take async's D and lateness (its setup,
-		// though busy is later), and the CPUs busy at the latest point
-		// the CPU capped, busy's 1.2: 60 × 1.2 / 0.3 ms = 240,000; R = 100
-		// × 60 / 240,000 − 21 ms = 4 ms.
-		{"nearest setup", planned(100, flushOff), []workload.Result{light, async, busy}, 240000, 4, "/ 300 µs"},
+		// though busy is later), and the CPUs busy on average where the
+		// CPU capped, async's 1.0 and busy's 1.2: 60 × 1.1 / 0.3 ms =
+		// 220,000; R = 100 × 60 / 220,000 − 21 ms = 6.27 ms.
+		{"nearest setup", planned(100, flushOff), []workload.Result{light, async, busy}, 220000, 6.2727, "/ 300 µs"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := Predict(tc.r, tc.before)
