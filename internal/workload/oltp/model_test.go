@@ -207,7 +207,9 @@ func TestPredictFromTheSameLoadThroughAnotherLink(t *testing.T) {
 	lan := oltptest.ClosedLoop("shop", "lan-1g", 4, 10, 2500, []int{10, 40, 70}, nil)
 	unix := oltptest.ClosedLoop("shop", "unix", 1, 10, 4000, []int{10, 40, 70}, nil)
 	lan10g := oltptest.ClosedLoop("shop", "lan-10g", 4, 10, 2500, []int{10}, nil)
-	results := oltptest.Results("transport-oltp", "10ms", []oltptest.Point{unix[0], lan[0], lan10g[0], lan[1], unix[1], lan[2], unix[2]})
+	// A mismatched link's points are its stalls', no other link's cycle.
+	stalled := oltptest.ClosedLoop("shop", "lan-1g+duplex-mismatch", 50, 10, 2500, []int{10}, nil)
+	results := oltptest.Results("transport-oltp", "10ms", []oltptest.Point{unix[0], lan[0], stalled[0], lan10g[0], lan[1], unix[1], lan[2], unix[2]})
 	for _, tc := range []struct {
 		name     string
 		at       int
@@ -219,15 +221,16 @@ func TestPredictFromTheSameLoadThroughAnotherLink(t *testing.T) {
 		// The first lan-1g point has unix's cycle, the only one before.
 		{"first point through the only other link", 1, 0, 0, 10 / 0.011, "at 10 users through unix"},
 		// lan-10g's first point takes lan-1g's (a link's proxy too), not
-		// unix's, measured earlier.
-		{"first point through the nearest link", 2, 0, 0, 10 / 0.014, "at 10 users through lan-1g"},
+		// unix's, measured earlier, nor the mismatched link's, measured
+		// later.
+		{"first point through the nearest link", 3, 0, 0, 10 / 0.014, "at 10 users through lan-1g"},
 		// 70 users on unix, whose own 40 did not saturate: lan-1g's
 		// 2500/s, under N / (R0 + Z) = 6364/s.
-		{"capacity through another link", 6, 0, 0, 2500, "lan-1g's saturated points × its CPU per transaction over this curve's, the client's difference added (× 1.00)"},
+		{"capacity through another link", 7, 0, 0, 2500, "lan-1g's saturated points × its CPU per transaction over this curve's, the client's difference added (× 1.00)"},
 		// The client spends 300 µs a transaction on lan-1g (its proxy),
 		// 100 on unix: 0.78 ms a transaction there is 0.58 here, and
 		// 2500/s there 2500 × 0.78 / 0.58 = 3362/s here.
-		{"the link's client CPU", 6, 300, 100, 2500 * 0.78 / 0.58, "(× 1.34)"},
+		{"the link's client CPU", 7, 300, 100, 2500 * 0.78 / 0.58, "(× 1.34)"},
 	} {
 		before := slices.Clone(results[:tc.at])
 		for i := range before {

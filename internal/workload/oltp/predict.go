@@ -47,7 +47,9 @@ func siblingsOf(r workload.Result, before []workload.Result) []sibling {
 	seen := map[string]int{}
 	for _, o := range before {
 		ck := CurveKey(o, false)
-		if !o.Measured() || o.Params.Float("rate") > 0 || ck == own || siblingKey(o) != key {
+		// A mismatched link's throughput is its stalls': neither the
+		// users' cycle nor the server's capacity.
+		if !o.Measured() || o.Params.Float("rate") > 0 || Mismatched(o) || ck == own || siblingKey(o) != key {
 			continue
 		}
 		l := o.Link()
