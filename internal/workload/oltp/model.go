@@ -106,6 +106,9 @@ type CurvePoint struct {
 	// ServerCPU is the CPUs the server's processes kept busy, the runs'
 	// mean of what the monitor saw (0 when it saw none).
 	ServerCPU float64
+	// ClientUSPerTx is the client's CPU per transaction, the runs' mean
+	// (its process's: the link's proxy runs there too).
+	ClientUSPerTx float64
 }
 
 // curveOf gathers the closed-loop points of all that share r's curve,
@@ -132,6 +135,7 @@ func curveOf(r workload.Result, all []workload.Result) []CurvePoint {
 		cp.TPS = (cp.TPS*float64(cp.Runs) + tps) / float64(cp.Runs+1)
 		cp.MeanMS = (cp.MeanMS*float64(cp.Runs) + mean) / float64(cp.Runs+1)
 		cp.ServerCPU = (cp.ServerCPU*float64(cp.Runs) + serverCPU(o)) / float64(cp.Runs+1)
+		cp.ClientUSPerTx = (cp.ClientUSPerTx*float64(cp.Runs) + o.Metrics["client_cpu_us_per_tx"]) / float64(cp.Runs+1)
 		cp.Runs++
 	}
 	var out []CurvePoint
@@ -342,7 +346,11 @@ const saturatedShare = 0.9
 // points measured before it: tps = min(N / (R0 + Z), X_cap), R0 + Z the
 // cycle the users lived at the lightest load (N0 / X0, Little's law),
 // X_cap the throughput of the points that saturated the server (seed
-// 001's top-4 mean of them); an open loop's is its arrival rate.
+// 001's top-4 mean of them); an open loop's is its arrival rate. A curve
+// without a point before it takes its cycle from the nearest link's curve
+// of the same load, and one that has not saturated yet its capacity from a
+// curve that has, scaled by the CPU a transaction costs on each (see
+// predict.go).
 func Predict(r workload.Result, before []workload.Result) workload.Prediction {
 	if rate := r.Params.Float("rate"); rate > 0 {
 		return workload.Prediction{Metrics: map[string]float64{"tps": rate},
@@ -352,11 +360,15 @@ func Predict(r workload.Result, before []workload.Result) workload.Prediction {
 	if Mismatched(r) {
 		return workload.Prediction{Reason: "no prediction: a mismatched link's stalls are counted at the point itself, so its figure is the stall model's fit"}
 	}
-	curve := curveOf(r, before)
+	curve, sibs := curveOf(r, before), siblingsOf(r, before)
+	lightest, through := curve, ""
 	if len(curve) == 0 {
-		return workload.Prediction{Reason: "no prediction: first point of its curve"}
+		if len(sibs) == 0 {
+			return workload.Prediction{Reason: "no prediction: first point of its curve, and no other link's curve of the same load measured before it"}
+		}
+		lightest, through = sibs[0].curve, " through "+sibs[0].link
 	}
-	n, base := r.Params.Float("users"), curve[0]
+	n, base := r.Params.Float("users"), lightest[0]
 	z := LivedThinkMS(base, ThinkMS(r.Params))
 	cycle := base.MeanMS + z
 	free := n / (cycle / 1000)
@@ -371,11 +383,10 @@ func Predict(r workload.Result, before []workload.Result) workload.Prediction {
 		}
 	}
 	pred := workload.Prediction{Metrics: map[string]float64{"tps": free}}
-	pred.Formula = fmt.Sprintf("closed loop: tps = N / (R0 + Z) = %g / (%s + %s) = %s/s; R0 = the mean response at %g users, the lightest load measured before, Z = the think time its users lived (N0 / X0 - R0; %s set)",
-		n, FormatMS(base.MeanMS), FormatMS(z), FormatTPS(free), base.Users, FormatMS(ThinkMS(r.Params)))
+	pred.Formula = fmt.Sprintf("closed loop: tps = N / (R0 + Z) = %g / (%s + %s) = %s/s; R0 = the mean response at %g users%s, the lightest load measured before, Z = the think time its users lived (N0 / X0 - R0; %s set)",
+		n, FormatMS(base.MeanMS), FormatMS(z), FormatTPS(free), base.Users, through, FormatMS(ThinkMS(r.Params)))
 	if len(saturated) == 0 {
-		pred.Reason = "no point before it saturated the server: its capacity is unknown, and the throughput is capped by the users only"
-		return pred
+		return capBySiblings(pred, free, sibs, curve, through)
 	}
 	capacity, top := Peak(saturated)
 	if capacity < free {
@@ -384,6 +395,26 @@ func Predict(r workload.Result, before []workload.Result) workload.Prediction {
 	pred.Formula += fmt.Sprintf(", capped by the server's capacity %s/s (the mean of the top %d of the %d points before it that fell below %.0f %% of N / (R0 + Z)): tps = %s/s",
 		FormatTPS(capacity), len(top), len(saturated), 100*saturatedShare, FormatTPS(pred.Metrics["tps"]))
 	pred.Reason = capacityReason(saturated, cpus)
+	return pred
+}
+
+// capBySiblings caps a prediction whose own curve has not saturated the
+// server yet by the capacity its nearest sibling curve saturated at,
+// scaled by the CPU one transaction costs on each.
+func capBySiblings(pred workload.Prediction, free float64, sibs []sibling, own []CurvePoint, through string) workload.Prediction {
+	capacity, words, ok := siblingCapacity(sibs, own)
+	if !ok {
+		pred.Reason = "no point before it saturated the server: its capacity is unknown, and the throughput is capped by the users only"
+		if through != "" {
+			pred.Reason = "the first point of its curve: the users' cycle is another link's, and " + pred.Reason
+		}
+		return pred
+	}
+	if capacity < free {
+		pred.Metrics["tps"] = capacity
+	}
+	pred.Formula += fmt.Sprintf(", capped by the server's capacity %s/s (%s): tps = %s/s", FormatTPS(capacity), words, FormatTPS(pred.Metrics["tps"]))
+	pred.Reason = kneeReason + "; no point of its own curve saturated the server before it: its capacity is another link's, scaled by the CPU a transaction costs on each, and the CPU the machine's other load leaves moves from point to point"
 	return pred
 }
 

@@ -1,6 +1,7 @@
 package oltp_test
 
 import (
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -187,6 +188,68 @@ func TestFitTakesTheThinkTimeTheUsersLived(t *testing.T) {
 		m := oltp.FitClosedLoop(curve, tc.set)
 		if math.Abs(m.ThinkMS-tc.lived) > 1e-9 || math.Abs(m.TPS(10)-curve[0].TPS) > 1e-9 {
 			t.Errorf("%s: Z = %v ms, tps at 10 users %v; want %v ms and the point's %v", tc.name, m.ThinkMS, m.TPS(10), tc.lived, curve[0].TPS)
+		}
+	}
+}
+
+// TestPredictFromTheSameLoadThroughAnotherLink: before a curve has points
+// of its own to tell them, the same load through another link measured
+// before it tells the users' cycle (the nearest link's lightest point) and
+// the server's capacity (a curve that saturated: the CPUs its load got over
+// its CPU per transaction, the client's difference between the links
+// added, at the most users both measured).
+func TestPredictFromTheSameLoadThroughAnotherLink(t *testing.T) {
+	t.Parallel()
+	// lan-1g: 10 / 14 ms = 714/s, saturated at 40 and 70 users at 2500/s;
+	// unix: R0 1 ms, saturating at 4000/s from 70 users. oltptest gives a
+	// point's server 1.2 × tps / peak CPUs: 0.48 ms a transaction on
+	// lan-1g's saturated points.
+	lan := oltptest.ClosedLoop("shop", "lan-1g", 4, 10, 2500, []int{10, 40, 70}, nil)
+	unix := oltptest.ClosedLoop("shop", "unix", 1, 10, 4000, []int{10, 40, 70}, nil)
+	lan10g := oltptest.ClosedLoop("shop", "lan-10g", 4, 10, 2500, []int{10}, nil)
+	// A mismatched link's points are its stalls', no other link's cycle.
+	stalled := oltptest.ClosedLoop("shop", "lan-1g+duplex-mismatch", 50, 10, 2500, []int{10}, nil)
+	results := oltptest.Results("transport-oltp", "10ms", []oltptest.Point{unix[0], lan[0], stalled[0], lan10g[0], lan[1], unix[1], lan[2], unix[2]})
+	for _, tc := range []struct {
+		name     string
+		at       int
+		lan, uds float64 // the client's µs a transaction on lan-1g and unix
+		want     float64
+		formula  string
+	}{
+		{"first point", 0, 0, 0, 0, ""},
+		// The first lan-1g point has unix's cycle, the only one before.
+		{"first point through the only other link", 1, 0, 0, 10 / 0.011, "at 10 users through unix"},
+		// lan-10g's first point takes lan-1g's (a link's proxy too), not
+		// unix's, measured earlier, nor the mismatched link's, measured
+		// later.
+		{"first point through the nearest link", 3, 0, 0, 10 / 0.014, "at 10 users through lan-1g"},
+		// 70 users on unix, whose own 40 did not saturate: lan-1g's
+		// 2500/s, under N / (R0 + Z) = 6364/s.
+		{"capacity through another link", 7, 0, 0, 2500, "lan-1g's saturated points × its CPU per transaction over this curve's, the client's difference added (× 1.00)"},
+		// The client spends 300 µs a transaction on lan-1g (its proxy),
+		// 100 on unix: 0.78 ms a transaction there is 0.58 here, and
+		// 2500/s there 2500 × 0.78 / 0.58 = 3362/s here.
+		{"the link's client CPU", 7, 300, 100, 2500 * 0.78 / 0.58, "(× 1.34)"},
+	} {
+		before := slices.Clone(results[:tc.at])
+		for i := range before {
+			m := maps.Clone(before[i].Metrics)
+			m["client_cpu_us_per_tx"] = tc.uds
+			if before[i].Link().Profile == "lan-1g" {
+				m["client_cpu_us_per_tx"] = tc.lan
+			}
+			before[i].Metrics = m
+		}
+		p := oltp.Predict(results[tc.at], before)
+		if tc.want == 0 {
+			if len(p.Metrics) != 0 || !strings.HasPrefix(p.Reason, "no prediction: first point") {
+				t.Errorf("%s: predicted %v (%q) with nothing before it", tc.name, p.Metrics, p.Reason)
+			}
+			continue
+		}
+		if got := p.Metrics["tps"]; math.Abs(got-tc.want) > 1e-6*tc.want || !strings.Contains(p.Formula, tc.formula) {
+			t.Errorf("%s: %v (%s), want %v, saying %q", tc.name, got, p.Formula, tc.want, tc.formula)
 		}
 	}
 }

@@ -54,6 +54,7 @@ func Kind() workload.Kind {
 		PrepareKey: func(p workload.Params) string { return fmt.Sprintf("%s #%d", prepareKey(p), prepared.Add(1)) },
 		Metrics:    Metrics,
 		Model:      Model,
+		Predict:    Predict,
 	}
 }
 
