@@ -25,11 +25,13 @@ import (
 // postgres_fdw insert starts, prepares and commits a remote transaction
 // (3 RTTs).
 //
-// V is measured, so the models test the physics (round trips, window,
-// rate), not the encoding of the rows: the SQL the agent sent (push), the
-// commands it read (pull), or the bytes the link carried in the data's
-// direction (the others; for push-pipelined with auto the link also
-// carried the agent's bandwidth probe, which is not the rows).
+// Model takes V as measured, so its fit tests the physics (round trips,
+// window, rate), not the encoding of the rows: the SQL the agent sent
+// (push), the commands it read (pull), or the bytes the link carried in
+// the data's direction (the others; for push-pipelined with auto the link
+// also carried the agent's bandwidth probe, which is not the rows).
+// Predict (predict.go) takes V from the points before, so that the figure
+// is made before the point runs.
 
 // pointLink returns the point's link.
 func pointLink(r workload.Result) workload.LinkResult {

@@ -16,7 +16,7 @@ import (
 // volume bytes.
 func measuredPoint(scenario, payload, wan string, rtt float64, window int64, rows int64, volume float64) workload.Result {
 	r := plannedPoint(scenario, payload, wan, rtt, window, rows)
-	r.Metrics = map[string]float64{"rows": float64(rows), "seconds": 1, "rows_per_s": float64(rows)}
+	r.Metrics = map[string]float64{"rows": float64(rows)}
 	switch scenario {
 	case "push", "push-pipelined":
 		r.Metrics["sent_bytes"] = volume
@@ -25,6 +25,17 @@ func measuredPoint(scenario, payload, wan string, rtt float64, window int64, row
 	default:
 		r.Links[0].ForwardBytes = int64(volume)
 	}
+	r.Metrics["batch_size"], r.Metrics["pipeline"] = plannedBatch(r.Params), plannedPipeline(r)
+	// It took the model's time: nothing beyond the link's physics.
+	r.Metrics["seconds"] = Model(r, nil).Metrics["seconds"]
+	r.Metrics["rows_per_s"] = float64(rows) / r.Metrics["seconds"]
+	return r
+}
+
+// slower is r having taken perRow seconds a row beyond the model's time.
+func slower(r workload.Result, perRow float64) workload.Result {
+	r.Metrics["seconds"] += perRow * r.Metrics["rows"]
+	r.Metrics["rows_per_s"] = r.Metrics["rows"] / r.Metrics["seconds"]
 	return r
 }
 
@@ -36,7 +47,7 @@ func plannedPoint(scenario, payload, wan string, rtt float64, window int64, rows
 		Key: combo + " #1", Combo: combo, Run: 1,
 		Params: workload.Params{"scenario": scenario, "payload": payload, "rows": rows, "buffer_size": int64(40000),
 			"pipeline": "auto", "compression": "none", "fdw_batch": int64(100)},
-		Links: []workload.LinkResult{{Profile: wan, Mode: "link", RTTSeconds: rtt, RateBitsPerS: 1e9, WindowBytes: window}},
+		Links: []workload.LinkResult{{Profile: fmt.Sprintf("%s+w%d", wan, window), Mode: "link", RTTSeconds: rtt, RateBitsPerS: 1e9, WindowBytes: window}},
 	}
 }
 
@@ -74,7 +85,7 @@ func TestPredictTakesTheBytesARowOfTheScenarioBefore(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			got := Predict(tt.point, before)
-			if got.Reason != tt.wantFrom {
+			if !strings.HasPrefix(got.Reason, tt.wantFrom) {
 				t.Errorf("reason %q, want %q", got.Reason, tt.wantFrom)
 			}
 			// Model on the point once it has carried the predicted volume.
@@ -103,10 +114,54 @@ func TestPredictTakesThePipelineAutoWillChoose(t *testing.T) {
 		r := plannedPoint("push-pipelined", "char-1k", "tukwila-blueridge", 0.077, tt.window, 1000)
 		got := Predict(r, before)
 		done := measuredPoint("push-pipelined", "char-1k", "tukwila-blueridge", 0.077, tt.window, 1000, 1.1e6)
-		done.Metrics["pipeline"] = tt.k
+		if done.Metrics["pipeline"] != tt.k {
+			t.Errorf("window %d: %v buffers in flight, want %v", tt.window, done.Metrics["pipeline"], tt.k)
+		}
 		if g, w := got.Metrics["seconds"], Model(done, nil).Metrics["seconds"]; math.Abs(g-w)/w > 1e-9 {
 			t.Errorf("window %d: seconds = %v, want %v with %v buffers in flight (%s)", tt.window, g, w, tt.k, got.Formula)
 		}
+	}
+}
+
+// What the servers and the agent spend beside the link is the median time
+// a row took beyond the model at the same scenario's nearest points before:
+// on the same link (another payload), else the same round trip, else any
+// link.
+func TestPredictTakesTheScenariosTimeBeyondThePhysicsBefore(t *testing.T) {
+	t.Parallel()
+	const v = 1.1e6
+	before := []workload.Result{
+		slower(measuredPoint("pull", "char-1k", "tukwila-blueridge", 0.077, legacyW, 1000, v), 0.2e-3),
+		slower(measuredPoint("pull", "char-1k", "tukwila-dublin", 0.150, legacyW, 1000, v), 0.5e-3),
+		slower(measuredPoint("pull", "bytea-1.1k", "tukwila-dublin", 0.150, autoW, 1000, v), 0.1e-3),
+		slower(measuredPoint("pull", "bytea-1.1k", "tukwila-dublin", 0.150, 1<<22, 1000, v), 9e-3), // a run the machine slowed
+		slower(measuredPoint("push", "char-1k", "tukwila-dublin", 0.150, autoW, 1000, v), 3e-3),
+	}
+	for _, tt := range []struct {
+		name        string
+		wan         string
+		rtt         float64
+		window, buf int64
+		perRow      float64
+	}{
+		{"the same link", "tukwila-dublin", 0.150, legacyW, 160000, 0.5e-3},
+		{"the same round trip", "tukwila-dublin", 0.150, 1 << 20, 40000, 0.5e-3},
+		{"other links", "rtt-23ms", 0.023, legacyW, 40000, (0.2e-3 + 0.5e-3) / 2},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			point := plannedPoint("pull", "char-1k", tt.wan, tt.rtt, tt.window, 2000)
+			point.Params["buffer_size"] = tt.buf
+			point.Combo += fmt.Sprintf(" buffer=%d", tt.buf)
+			got := Predict(point, before)
+			want := Model(measuredPoint("pull", "char-1k", tt.wan, tt.rtt, tt.window, 2000, 2*v), nil).Metrics["seconds"] + 2000*tt.perRow
+			if g := got.Metrics["seconds"]; math.Abs(g-want)/want > 1e-9 {
+				t.Errorf("seconds = %v, want %v, %v s a row beside the model's (%s)", g, want, tt.perRow, got.Formula)
+			}
+			if !strings.Contains(got.Formula, tt.name) {
+				t.Errorf("formula %q does not say %q", got.Formula, tt.name)
+			}
+		})
 	}
 }
 
