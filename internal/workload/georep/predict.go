@@ -32,47 +32,57 @@ func Predict(r workload.Result, before []workload.Result) workload.Prediction {
 	}
 	p.Formula += fmt.Sprintf("; V = %.0f rows × %.0f bytes a row (%s)", rows, perRow, from)
 	p.Reason = reason
-	perRowBeside, n, where := timeBeside(r, before)
+	beside, n, where := timeBeside(r, before)
 	if n == 0 {
 		p.Reason += "; the servers' and the agent's own time beside the link is left out (no point of the scenario before measured it)"
 		return p
 	}
-	p.Metrics["seconds"] += perRowBeside * rows
+	p.Metrics["seconds"] += beside
 	p.Metrics["rows_per_s"] = rows / p.Metrics["seconds"]
-	p.Formula += fmt.Sprintf("; + rows × %.3f ms, the median time a row took beyond the model at %d point(s) of the scenario before on %s", 1000*perRowBeside, n, where)
-	p.Reason += "; the time beside the link's physics (the servers applying the rows, the agent's own work, this shared machine's load) taken as a row's at those points"
+	p.Formula += fmt.Sprintf("; + %.3f s, the median time beyond the model at %d point(s) of the scenario before (%s)", beside, n, where)
+	p.Reason += "; the time beside the link's physics (setting up, the servers applying the rows, the agent's own work, this shared machine's load) taken as at those points"
 	return p
 }
 
-// timeBeside is what a row took beyond the model's time (with their own
-// V) at the same scenario's points before: the median over the nearest,
-// those on the same link (another payload or buffer), else on the same
-// round trip, else on any. The model leaves out what the servers and the
-// agent spend beside the link (decoding, storing and applying the rows),
-// a time a row whatever the link; the median, because this machine's
+// timeBeside is the time beyond the model's (with their own V) that the
+// same scenario's points before took: the median over the nearest, those
+// of the same rows on the same link (another payload or buffer), else on
+// the same round trip, else on any link, else of other rows in the same
+// order. The model leaves out what the servers and the agent spend beside
+// the link: setting up (a slot, a snapshot, a dump), decoding, storing
+// and applying the rows. Of other rows it is taken as it was, not scaled:
+// the set-up does not grow with them. The median, because this machine's
 // other load makes a run now and then several times slower.
-func timeBeside(r workload.Result, before []workload.Result) (perRow float64, n int, where string) {
-	l := pointLink(r)
+func timeBeside(r workload.Result, before []workload.Result) (seconds float64, n int, where string) {
+	l, rows := pointLink(r), r.Params.Int("rows")
+	sameLink := func(o workload.LinkResult) bool { return o.Profile == l.Profile }
+	sameRTT := func(o workload.LinkResult) bool { return o.RTTSeconds == l.RTTSeconds }
+	anyLink := func(workload.LinkResult) bool { return true }
 	levels := []struct {
-		near func(workload.LinkResult) bool
-		what string
+		sameRows bool
+		near     func(workload.LinkResult) bool
+		what     string
 	}{
-		{func(o workload.LinkResult) bool { return o.Profile == l.Profile }, "the same link"},
-		{func(o workload.LinkResult) bool { return o.RTTSeconds == l.RTTSeconds }, "the same round trip"},
-		{func(workload.LinkResult) bool { return true }, "other links"},
+		{true, sameLink, "the same rows on the same link"},
+		{true, sameRTT, "the same rows on the same round trip"},
+		{true, anyLink, "the same rows on other links"},
+		{false, sameLink, "other rows on the same link"},
+		{false, sameRTT, "other rows on the same round trip"},
+		{false, anyLink, "other rows on other links"},
 	}
 	for _, level := range levels {
-		var perRows []float64
+		var times []float64
 		for _, o := range before {
-			if o.Combo == r.Combo || !o.Measured() || o.Params.String("scenario") != r.Params.String("scenario") || !level.near(pointLink(o)) {
+			if o.Combo == r.Combo || !o.Measured() || o.Params.String("scenario") != r.Params.String("scenario") ||
+				(o.Params.Int("rows") == rows) != level.sameRows || !level.near(pointLink(o)) {
 				continue
 			}
-			if t := Model(o, nil).Metrics["seconds"]; t > 0 && o.Metrics["seconds"] > 0 && o.Metrics["rows"] > 0 {
-				perRows = append(perRows, (o.Metrics["seconds"]-t)/o.Metrics["rows"])
+			if t := Model(o, nil).Metrics["seconds"]; t > 0 && o.Metrics["seconds"] > 0 {
+				times = append(times, o.Metrics["seconds"]-t)
 			}
 		}
-		if len(perRows) > 0 {
-			return median(perRows), len(perRows), level.what
+		if len(times) > 0 {
+			return median(times), len(times), level.what
 		}
 	}
 	return 0, 0, ""

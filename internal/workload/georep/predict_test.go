@@ -32,9 +32,9 @@ func measuredPoint(scenario, payload, wan string, rtt float64, window int64, row
 	return r
 }
 
-// slower is r having taken perRow seconds a row beyond the model's time.
-func slower(r workload.Result, perRow float64) workload.Result {
-	r.Metrics["seconds"] += perRow * r.Metrics["rows"]
+// slower is r having taken extra seconds beyond the model's time.
+func slower(r workload.Result, extra float64) workload.Result {
+	r.Metrics["seconds"] += extra
 	r.Metrics["rows_per_s"] = r.Metrics["rows"] / r.Metrics["seconds"]
 	return r
 }
@@ -124,41 +124,45 @@ func TestPredictTakesThePipelineAutoWillChoose(t *testing.T) {
 }
 
 // What the servers and the agent spend beside the link is the median time
-// a row took beyond the model at the same scenario's nearest points before:
-// on the same link (another payload), else the same round trip, else any
-// link.
+// beyond the model at the same scenario's nearest points before: of the
+// same rows on the same link (another payload), else on the same round
+// trip, else on any link; else of other rows, taken as it was.
 func TestPredictTakesTheScenariosTimeBeyondThePhysicsBefore(t *testing.T) {
 	t.Parallel()
 	const v = 1.1e6
 	before := []workload.Result{
-		slower(measuredPoint("pull", "char-1k", "tukwila-blueridge", 0.077, legacyW, 1000, v), 0.2e-3),
-		slower(measuredPoint("pull", "char-1k", "tukwila-dublin", 0.150, legacyW, 1000, v), 0.5e-3),
-		slower(measuredPoint("pull", "bytea-1.1k", "tukwila-dublin", 0.150, autoW, 1000, v), 0.1e-3),
-		slower(measuredPoint("pull", "bytea-1.1k", "tukwila-dublin", 0.150, 1<<22, 1000, v), 9e-3), // a run the machine slowed
-		slower(measuredPoint("push", "char-1k", "tukwila-dublin", 0.150, autoW, 1000, v), 3e-3),
+		slower(measuredPoint("pull", "char-1k", "tukwila-blueridge", 0.077, legacyW, 1000, v), 0.2),
+		slower(measuredPoint("pull", "char-1k", "tukwila-dublin", 0.150, legacyW, 1000, v), 0.5),
+		slower(measuredPoint("pull", "bytea-1.1k", "tukwila-dublin", 0.150, autoW, 1000, v), 0.1),
+		slower(measuredPoint("pull", "bytea-1.1k", "tukwila-dublin", 0.150, 1<<22, 1000, v), 9), // a run the machine slowed
+		slower(measuredPoint("pull", "char-1k", "tukwila-dublin", 0.150, 1<<23, 20000, 20*v), 4),
+		slower(measuredPoint("push", "char-1k", "tukwila-dublin", 0.150, autoW, 1000, v), 3),
 	}
 	for _, tt := range []struct {
 		name        string
 		wan         string
 		rtt         float64
 		window, buf int64
-		perRow      float64
+		rows        int64
+		extra       float64
 	}{
-		{"the same link", "tukwila-dublin", 0.150, legacyW, 160000, 0.5e-3},
-		{"the same round trip", "tukwila-dublin", 0.150, 1 << 20, 40000, 0.5e-3},
-		{"other links", "rtt-23ms", 0.023, legacyW, 40000, (0.2e-3 + 0.5e-3) / 2},
+		{"the same rows on the same link", "tukwila-dublin", 0.150, legacyW, 160000, 1000, 0.5},
+		{"the same rows on the same round trip", "tukwila-dublin", 0.150, 1 << 20, 40000, 1000, 0.5},
+		{"the same rows on other links", "rtt-23ms", 0.023, legacyW, 40000, 1000, (0.2 + 0.5) / 2},
+		{"other rows on the same link", "tukwila-dublin", 0.150, legacyW, 40000, 5000, 0.5},
+		{"the same rows on the same round trip", "tukwila-dublin", 0.150, legacyW, 40000, 20000, 4},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			point := plannedPoint("pull", "char-1k", tt.wan, tt.rtt, tt.window, 2000)
+			point := plannedPoint("pull", "char-1k", tt.wan, tt.rtt, tt.window, tt.rows)
 			point.Params["buffer_size"] = tt.buf
 			point.Combo += fmt.Sprintf(" buffer=%d", tt.buf)
 			got := Predict(point, before)
-			want := Model(measuredPoint("pull", "char-1k", tt.wan, tt.rtt, tt.window, 2000, 2*v), nil).Metrics["seconds"] + 2000*tt.perRow
+			want := Model(measuredPoint("pull", "char-1k", tt.wan, tt.rtt, tt.window, tt.rows, float64(tt.rows)*1100), nil).Metrics["seconds"] + tt.extra
 			if g := got.Metrics["seconds"]; math.Abs(g-want)/want > 1e-9 {
-				t.Errorf("seconds = %v, want %v, %v s a row beside the model's (%s)", g, want, tt.perRow, got.Formula)
+				t.Errorf("seconds = %v, want %v, %v s beside the model's (%s)", g, want, tt.extra, got.Formula)
 			}
-			if !strings.Contains(got.Formula, tt.name) {
+			if !strings.Contains(got.Formula, "("+tt.name+")") {
 				t.Errorf("formula %q does not say %q", got.Formula, tt.name)
 			}
 		})
