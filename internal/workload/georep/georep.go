@@ -57,6 +57,7 @@ func Kind() workload.Kind {
 		},
 		New:        newWorkload,
 		Model:      Model,
+		Predict:    Predict,
 		Metrics:    Metrics,
 		PrepareKey: func(workload.Params) string { return "georep-v1" },
 		Engines:    []string{"postgres"},

@@ -25,11 +25,13 @@ import (
 // postgres_fdw insert starts, prepares and commits a remote transaction
 // (3 RTTs).
 //
-// V is measured, so the models test the physics (round trips, window,
-// rate), not the encoding of the rows: the SQL the agent sent (push), the
-// commands it read (pull), or the bytes the link carried in the data's
-// direction (the others; for push-pipelined with auto the link also
-// carried the agent's bandwidth probe, which is not the rows).
+// Model takes V as measured, so its fit tests the physics (round trips,
+// window, rate), not the encoding of the rows: the SQL the agent sent
+// (push), the commands it read (pull), or the bytes the link carried in
+// the data's direction (the others; for push-pipelined with auto the link
+// also carried the agent's bandwidth probe, which is not the rows).
+// Predict (predict.go) takes V from the points before, so that the figure
+// is made before the point runs.
 
 // pointLink returns the point's link.
 func pointLink(r workload.Result) workload.LinkResult {
@@ -64,69 +66,79 @@ func streamRate(l workload.LinkResult) float64 {
 	return rate
 }
 
+// inputs are what a scenario's time takes beside its link: V, and for
+// some scenarios the rows, postgres_fdw's batch and the writer's pipeline.
+type inputs struct {
+	volume, rows, batch, pipeline float64
+}
+
 // Model predicts a point's seconds from its volume and its link.
 func Model(r workload.Result, _ []workload.Result) workload.Prediction {
 	if r.Metrics == nil || len(r.Links) == 0 || pointLink(r).Mode != "link" {
 		return workload.Prediction{}
 	}
-	l := pointLink(r)
-	v, rtt := Volume(r), l.RTTSeconds
-	rate := l.RateBitsPerS
-	serial := 0.0
-	if rate > 0 {
-		serial = v * 8 / rate
+	m := r.Metrics
+	in := inputs{volume: Volume(r), rows: m["rows"], batch: m["batch_size"], pipeline: m["pipeline"]}
+	return timed(r, in)
+}
+
+// timed is the prediction of the point's seconds and rows a second for
+// inputs in, by its scenario's model.
+func timed(r workload.Result, in inputs) workload.Prediction {
+	t, formula, ok := seconds(r.Params, pointLink(r), in)
+	if !ok {
+		return workload.Prediction{}
 	}
-	var t float64
-	var formula string
-	switch r.Params.String("scenario") {
+	p := workload.Prediction{Metrics: map[string]float64{"seconds": t}, Formula: formula}
+	if t > 0 && in.rows > 0 {
+		p.Metrics["rows_per_s"] = in.rows / t
+	}
+	return p
+}
+
+// seconds is the time to carry in.volume across link l by the scenario
+// that params name.
+func seconds(params workload.Params, l workload.LinkResult, in inputs) (t float64, formula string, ok bool) {
+	v, rtt := in.volume, l.RTTSeconds
+	serial := 0.0
+	if l.RateBitsPerS > 0 {
+		serial = v * 8 / l.RateBitsPerS
+	}
+	switch params.String("scenario") {
 	case "push":
-		buffer := float64(r.Params.Int("buffer_size"))
+		buffer := float64(params.Int("buffer_size"))
 		perBuffer := 1.0
 		if l.InFlightBytes() > 0 {
 			perBuffer = math.Ceil(buffer / float64(l.InFlightBytes()))
 		}
 		trips := math.Ceil(v / buffer)
-		t = trips*perBuffer*rtt + serial
-		formula = fmt.Sprintf("⌈V/buffer⌉ = %.0f round trips × RTT + V/rate", trips)
+		return trips*perBuffer*rtt + serial, fmt.Sprintf("⌈V/buffer⌉ = %.0f round trips × RTT + V/rate", trips), true
 	case "push-pipelined":
-		k := r.Metrics["pipeline"]
-		buffer := float64(r.Params.Int("buffer_size"))
+		k, buffer := in.pipeline, float64(params.Int("buffer_size"))
 		sr := streamRate(l)
 		if k > 0 && rtt > 0 {
 			sr = math.Min(sr, k*buffer*8/rtt)
 		}
-		t = v*8/sr + rtt
-		formula = fmt.Sprintf("V / min(rate, window/RTT, %.0f buffers/RTT) + RTT", k)
+		return v*8/sr + rtt, fmt.Sprintf("V / min(rate, window/RTT, %.0f buffers/RTT) + RTT", k), true
 	case "pull":
 		// The connected agent hears of new commands and reads them back
 		// across the link: about one round trip before the stream flows.
-		t = v*8/streamRate(l) + rtt
-		formula = "V / min(rate, window/RTT) + RTT"
+		return v*8/streamRate(l) + rtt, "V / min(rate, window/RTT) + RTT", true
 	case "native":
 		// The subscriber's apply worker asks the publisher's WAL sender,
 		// which decodes and sends: two round trips of start-up.
-		t = v*8/streamRate(l) + 2*rtt
-		formula = "V / min(rate, window/RTT) + 2 RTT"
+		return v*8/streamRate(l) + 2*rtt, "V / min(rate, window/RTT) + 2 RTT", true
 	case "init-snapshot", "init-backup":
-		t = v*8/streamRate(l) + 6*rtt
-		formula = "V / min(rate, window/RTT) + 6 RTT (connect, statements)"
+		return v*8/streamRate(l) + 6*rtt, "V / min(rate, window/RTT) + 6 RTT (connect, statements)", true
 	case "fdw-row", "fdw-batch":
-		b := math.Max(1, r.Metrics["batch_size"])
-		rows := r.Metrics["rows"]
+		b := math.Max(1, in.batch)
 		perBatch := 1.0
-		if l.InFlightBytes() > 0 && rows > 0 {
+		if l.InFlightBytes() > 0 && in.rows > 0 {
 			// A batch larger than the window waits for acknowledgements.
-			perBatch = math.Ceil(b * v / rows / float64(l.InFlightBytes()))
+			perBatch = math.Ceil(b * v / in.rows / float64(l.InFlightBytes()))
 		}
-		trips := math.Ceil(rows/b)*perBatch + 3
-		t = trips*rtt + serial
-		formula = fmt.Sprintf("(⌈rows/%g⌉ × %.0f + 3) = %.0f round trips × RTT + V/rate", b, perBatch, trips)
-	default:
-		return workload.Prediction{}
+		trips := math.Ceil(in.rows/b)*perBatch + 3
+		return trips*rtt + serial, fmt.Sprintf("(⌈rows/%g⌉ × %.0f + 3) = %.0f round trips × RTT + V/rate", b, perBatch, trips), true
 	}
-	p := workload.Prediction{Metrics: map[string]float64{"seconds": t}, Formula: formula}
-	if rows := r.Metrics["rows"]; t > 0 && rows > 0 {
-		p.Metrics["rows_per_s"] = rows / t
-	}
-	return p
+	return 0, "", false
 }

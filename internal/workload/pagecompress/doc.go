@@ -16,7 +16,9 @@
 // The model is distinct values per page (model.go): a page dictionary's
 // ratio from D, R and the row's and value's bytes, a line in D fitted over
 // the points for zstd, and for MariaDB the pages' deflate sizes in whole
-// file system blocks. The page-compression study's judges and report
-// sections (studies/pagecompression) read the study's measure: zstd per
-// page on PostgreSQL, the engine's own on MariaDB.
+// file system blocks. Predict (predict.go) makes the same figures before
+// the point runs: D from the data's order and period, the layout and
+// deflate's ratio from the points before. The page-compression study's
+// judges and report sections (studies/pagecompression) read the study's
+// measure: zstd per page on PostgreSQL, the engine's own on MariaDB.
 package pagecompress

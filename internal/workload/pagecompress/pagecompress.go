@@ -43,6 +43,7 @@ func Kind() workload.Kind {
 			return fmt.Sprintf("page-compression rows=%d period=%d instance=%s", p.Int("rows"), p.Int("period"), p.String("instance"))
 		},
 		Model:   Model,
+		Predict: Predict,
 		Metrics: metricSpecs(),
 	}
 }

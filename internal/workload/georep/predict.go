@@ -1,0 +1,188 @@
+package georep
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/dbrig/dbrig/internal/replication"
+	"github.com/dbrig/dbrig/internal/units"
+	"github.com/dbrig/dbrig/internal/workload"
+)
+
+// Predict is Model before the point runs: the same physics, with the link
+// as configured, the rows, batch and pipeline from the parameters, and V
+// predicted from what the point's data carried before. V is the bytes a
+// row took on the wire at the same scenario's points of the same payload
+// on the other links (their bytes a row does not depend on the link),
+// times the point's rows; a scenario's first points take another
+// scenario's bytes a row for the same payload, or, with none before, the
+// rows' text size, and say so.
+func Predict(r workload.Result, before []workload.Result) workload.Prediction {
+	if len(r.Links) == 0 || pointLink(r).Mode != "link" {
+		return workload.Prediction{}
+	}
+	rows := float64(r.Params.Int("rows"))
+	perRow, from, reason := bytesPerRow(r, before)
+	in := inputs{volume: perRow * rows, rows: rows, batch: plannedBatch(r.Params), pipeline: plannedPipeline(r)}
+	p := timed(r, in)
+	if len(p.Metrics) == 0 {
+		return p
+	}
+	p.Formula += fmt.Sprintf("; V = %.0f rows × %.0f bytes a row (%s)", rows, perRow, from)
+	p.Reason = reason
+	beside, n, where := timeBeside(r, before)
+	if n == 0 {
+		p.Reason += "; the servers' and the agent's own time beside the link is left out (no point of the scenario before measured it)"
+		return p
+	}
+	p.Metrics["seconds"] += beside
+	p.Metrics["rows_per_s"] = rows / p.Metrics["seconds"]
+	p.Formula += fmt.Sprintf("; + %.3f s, the median time beyond the model at %d point(s) of the scenario before (%s)", beside, n, where)
+	p.Reason += "; the time beside the link's physics (setting up, the servers applying the rows, the agent's own work, this shared machine's load) taken as at those points"
+	return p
+}
+
+// timeBeside is the time beyond the model's (with their own V) that the
+// same scenario's points before took: the median over the nearest, those
+// of the same rows on the same link (another payload or buffer), else on
+// the same round trip, else on any link, else of other rows in the same
+// order. The model leaves out what the servers and the agent spend beside
+// the link: setting up (a slot, a snapshot, a dump), decoding, storing
+// and applying the rows. Of other rows it is taken as it was, not scaled:
+// the set-up does not grow with them. The median, because this machine's
+// other load makes a run now and then several times slower.
+func timeBeside(r workload.Result, before []workload.Result) (seconds float64, n int, where string) {
+	l, rows := pointLink(r), r.Params.Int("rows")
+	sameLink := func(o workload.LinkResult) bool { return o.Profile == l.Profile }
+	sameRTT := func(o workload.LinkResult) bool { return o.RTTSeconds == l.RTTSeconds }
+	anyLink := func(workload.LinkResult) bool { return true }
+	levels := []struct {
+		sameRows bool
+		near     func(workload.LinkResult) bool
+		what     string
+	}{
+		{true, sameLink, "the same rows on the same link"},
+		{true, sameRTT, "the same rows on the same round trip"},
+		{true, anyLink, "the same rows on other links"},
+		{false, sameLink, "other rows on the same link"},
+		{false, sameRTT, "other rows on the same round trip"},
+		{false, anyLink, "other rows on other links"},
+	}
+	for _, level := range levels {
+		var times []float64
+		for _, o := range before {
+			if o.Combo == r.Combo || !o.Measured() || o.Params.String("scenario") != r.Params.String("scenario") ||
+				(o.Params.Int("rows") == rows) != level.sameRows || !level.near(pointLink(o)) {
+				continue
+			}
+			if t := Model(o, nil).Metrics["seconds"]; t > 0 && o.Metrics["seconds"] > 0 {
+				times = append(times, o.Metrics["seconds"]-t)
+			}
+		}
+		if len(times) > 0 {
+			return median(times), len(times), level.what
+		}
+	}
+	return 0, 0, ""
+}
+
+// Why a prediction misses, by where its V came from.
+const (
+	sameScenarioMiss  = "V scaled by the rows from the same scenario's earlier points on other links"
+	otherScenarioMiss = "first point of its scenario and payload: V is another scenario's bytes a row for the same payload, whose encoding differs (statements, commands, WAL, COPY, a compressed archive)"
+	textSizeMiss      = "first point of its payload: V is the rows' text size, without the encoding's overhead (statements, headers) or a backup's compression, which no point before measured"
+)
+
+// bytesPerRow is the bytes a row of r's data took on the wire, from the
+// points before it, where it came from, and why the prediction may miss.
+func bytesPerRow(r workload.Result, before []workload.Result) (perRow float64, from, reason string) {
+	scenario, payload := r.Params.String("scenario"), r.Params.String("payload")
+	var same, other []float64
+	for _, o := range before {
+		v, rows := Volume(o), o.Metrics["rows"]
+		if o.Combo == r.Combo || !o.Measured() || v <= 0 || rows <= 0 ||
+			o.Params.String("payload") != payload || o.Params.String("compression") != r.Params.String("compression") {
+			continue
+		}
+		switch s := o.Params.String("scenario"); {
+		case s == scenario:
+			same = append(same, v/rows)
+		case s != "init-backup" && scenario != "init-backup":
+			// A backup's archive is compressed: its bytes a row say
+			// nothing of the others', nor theirs of its.
+			other = append(other, v/rows)
+		}
+	}
+	switch {
+	case len(same) > 0:
+		return mean(same), fmt.Sprintf("the mean of %d point(s) of %s before", len(same), scenario), sameScenarioMiss
+	case len(other) > 0:
+		return other[len(other)-1], "the latest point before of another scenario", otherScenarioMiss
+	}
+	p, err := ParsePayload(payload)
+	if err != nil {
+		return 0, "", err.Error()
+	}
+	return textBytes(p), "the rows' text size", textSizeMiss
+}
+
+// textBytes is a row's payload in its text form: as stored for char, hex
+// (twice the bytes) for bytea.
+func textBytes(p Payload) float64 {
+	if p == PayloadBytes1K || p == PayloadBytes15K {
+		return 2 * float64(p.RowBytes())
+	}
+	return float64(p.RowBytes())
+}
+
+func mean(xs []float64) float64 {
+	var s float64
+	for _, x := range xs {
+		s += x
+	}
+	return s / float64(len(xs))
+}
+
+// plannedBatch is postgres_fdw's batch_size the scenario will use.
+func plannedBatch(p workload.Params) float64 {
+	switch p.String("scenario") {
+	case "fdw-row":
+		return 1
+	case "fdw-batch":
+		return float64(p.Int("fdw_batch"))
+	}
+	return 0
+}
+
+// plannedPipeline is the pipelined writer's depth: the number asked for,
+// or what auto will size from the path, taking the path's rate as the
+// link's stream rate (its rate, or its window a round trip).
+func plannedPipeline(r workload.Result) float64 {
+	if r.Params.String("scenario") != "push-pipelined" {
+		return 0
+	}
+	k, err := replication.ParsePipeline(r.Params.String("pipeline"))
+	if err != nil {
+		return 0
+	}
+	if k != replication.PipelineAuto {
+		return float64(k)
+	}
+	l := pointLink(r)
+	rate := streamRate(l)
+	if math.IsInf(rate, 1) {
+		return replication.MaxPipeline
+	}
+	rtt := time.Duration(l.RTTSeconds * float64(time.Second))
+	return float64(replication.PipelineDepth(rtt, units.Rate(rate), int(r.Params.Int("buffer_size"))))
+}
+
+func median(xs []float64) float64 {
+	s := slices.Sorted(slices.Values(xs))
+	if n := len(s); n%2 == 0 {
+		return (s[n/2-1] + s[n/2]) / 2
+	}
+	return s[len(s)/2]
+}

@@ -1,0 +1,217 @@
+package georep
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/dbrig/dbrig/internal/replication"
+	"github.com/dbrig/dbrig/internal/workload"
+)
+
+// measuredPoint is a finished point of scenario over wan (RTT seconds) with
+// a window of window bytes, rows of payload, whose link or agent carried
+// volume bytes.
+func measuredPoint(scenario, payload, wan string, rtt float64, window int64, rows int64, volume float64) workload.Result {
+	r := plannedPoint(scenario, payload, wan, rtt, window, rows)
+	r.Metrics = map[string]float64{"rows": float64(rows)}
+	switch scenario {
+	case "push", "push-pipelined":
+		r.Metrics["sent_bytes"] = volume
+	case "pull":
+		r.Metrics["read_bytes"] = volume
+	default:
+		r.Links[0].ForwardBytes = int64(volume)
+	}
+	r.Metrics["batch_size"], r.Metrics["pipeline"] = plannedBatch(r.Params), plannedPipeline(r)
+	// It took the model's time: nothing beyond the link's physics.
+	r.Metrics["seconds"] = Model(r, nil).Metrics["seconds"]
+	r.Metrics["rows_per_s"] = float64(rows) / r.Metrics["seconds"]
+	return r
+}
+
+// slower is r having taken extra seconds beyond the model's time.
+func slower(r workload.Result, extra float64) workload.Result {
+	r.Metrics["seconds"] += extra
+	r.Metrics["rows_per_s"] = r.Metrics["rows"] / r.Metrics["seconds"]
+	return r
+}
+
+// plannedPoint is the point as the runner gives it to Predict: its
+// parameters and its link as configured, nothing measured.
+func plannedPoint(scenario, payload, wan string, rtt float64, window int64, rows int64) workload.Result {
+	combo := fmt.Sprintf("scenario=%s wan=%s window=%d payload=%s", scenario, wan, window, payload)
+	return workload.Result{
+		Key: combo + " #1", Combo: combo, Run: 1,
+		Params: workload.Params{"scenario": scenario, "payload": payload, "rows": rows, "buffer_size": int64(40000),
+			"pipeline": "auto", "compression": "none", "fdw_batch": int64(100)},
+		Links: []workload.LinkResult{{Profile: fmt.Sprintf("%s+w%d", wan, window), Mode: "link", RTTSeconds: rtt, RateBitsPerS: 1e9, WindowBytes: window}},
+	}
+}
+
+const legacyW, autoW = 65535, 16 << 20
+
+func TestKindPredictsBeforeThePoint(t *testing.T) {
+	t.Parallel()
+	if Kind().Predict == nil {
+		t.Fatal("georep has no Predict: its figures are made after the point, from the volume it measured")
+	}
+}
+
+// A point's prediction is Model's figure for the volume the points before
+// it carried a row, times its rows, on its own link as configured.
+func TestPredictTakesTheBytesARowOfTheScenarioBefore(t *testing.T) {
+	t.Parallel()
+	before := []workload.Result{
+		measuredPoint("pull", "char-1k", "tukwila-blueridge", 0.077, legacyW, 1000, 1.2e6),
+		measuredPoint("pull", "char-1k", "tukwila-dublin", 0.150, legacyW, 1000, 1.4e6),
+		measuredPoint("push", "char-1k", "tukwila-dublin", 0.150, legacyW, 1000, 5e6),    // another scenario
+		measuredPoint("pull", "bytea-1.1k", "tukwila-dublin", 0.150, legacyW, 1000, 9e6), // another payload
+	}
+	tests := []struct {
+		name     string
+		point    workload.Result
+		perRow   float64
+		wantFrom string
+	}{
+		{"pull: the mean of the pulls of the same rows", plannedPoint("pull", "char-1k", "tukwila-blueridge", 0.077, autoW, 20000), 1300, sameScenarioMiss},
+		{"native, first of its scenario: the latest other scenario", plannedPoint("native", "char-1k", "tukwila-dublin", 0.150, autoW, 1000), 5000, otherScenarioMiss},
+		{"bytea-15.5k, first of its payload: its text in hex", plannedPoint("pull", "bytea-15.5k", "tukwila-dublin", 0.150, legacyW, 100), 2 * 15504, textSizeMiss},
+		{"a backup: never another scenario's bytes", plannedPoint("init-backup", "char-1k", "tukwila-dublin", 0.150, autoW, 1000), 1000, textSizeMiss},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got := Predict(tt.point, before)
+			if !strings.HasPrefix(got.Reason, tt.wantFrom) {
+				t.Errorf("reason %q, want %q", got.Reason, tt.wantFrom)
+			}
+			// Model on the point once it has carried the predicted volume.
+			done := measuredPoint(tt.point.Params.String("scenario"), tt.point.Params.String("payload"), tt.point.Links[0].Profile,
+				tt.point.Links[0].RTTSeconds, tt.point.Links[0].WindowBytes, tt.point.Params.Int("rows"), tt.perRow*float64(tt.point.Params.Int("rows")))
+			want := Model(done, nil).Metrics
+			for _, metric := range []string{"seconds", "rows_per_s"} {
+				if g, w := got.Metrics[metric], want[metric]; !(w > 0) || math.Abs(g-w)/w > 1e-9 {
+					t.Errorf("%s = %v, want %v (%s)", metric, g, w, got.Formula)
+				}
+			}
+		})
+	}
+}
+
+// The pipelined writer's depth is what auto will choose on the link as
+// configured: over a 64 KiB window, twice the window in 40 KB buffers plus
+// one; over 16 MiB at 1 Gbit/s, the rate's bandwidth-delay product.
+func TestPredictTakesThePipelineAutoWillChoose(t *testing.T) {
+	t.Parallel()
+	before := []workload.Result{measuredPoint("push-pipelined", "char-1k", "tukwila-dublin", 0.150, autoW, 1000, 1.1e6)}
+	for _, tt := range []struct {
+		window int64
+		k      float64
+	}{{legacyW, 5}, {autoW, math.Min(math.Ceil(2*1e9/8*0.077/40000)+1, replication.MaxPipeline)}} {
+		r := plannedPoint("push-pipelined", "char-1k", "tukwila-blueridge", 0.077, tt.window, 1000)
+		got := Predict(r, before)
+		done := measuredPoint("push-pipelined", "char-1k", "tukwila-blueridge", 0.077, tt.window, 1000, 1.1e6)
+		if done.Metrics["pipeline"] != tt.k {
+			t.Errorf("window %d: %v buffers in flight, want %v", tt.window, done.Metrics["pipeline"], tt.k)
+		}
+		if g, w := got.Metrics["seconds"], Model(done, nil).Metrics["seconds"]; math.Abs(g-w)/w > 1e-9 {
+			t.Errorf("window %d: seconds = %v, want %v with %v buffers in flight (%s)", tt.window, g, w, tt.k, got.Formula)
+		}
+	}
+}
+
+// What the servers and the agent spend beside the link is the median time
+// beyond the model at the same scenario's nearest points before: of the
+// same rows on the same link (another payload), else on the same round
+// trip, else on any link; else of other rows, taken as it was.
+func TestPredictTakesTheScenariosTimeBeyondThePhysicsBefore(t *testing.T) {
+	t.Parallel()
+	const v = 1.1e6
+	before := []workload.Result{
+		slower(measuredPoint("pull", "char-1k", "tukwila-blueridge", 0.077, legacyW, 1000, v), 0.2),
+		slower(measuredPoint("pull", "char-1k", "tukwila-dublin", 0.150, legacyW, 1000, v), 0.5),
+		slower(measuredPoint("pull", "bytea-1.1k", "tukwila-dublin", 0.150, autoW, 1000, v), 0.1),
+		slower(measuredPoint("pull", "bytea-1.1k", "tukwila-dublin", 0.150, 1<<22, 1000, v), 9), // a run the machine slowed
+		slower(measuredPoint("pull", "char-1k", "tukwila-dublin", 0.150, 1<<23, 20000, 20*v), 4),
+		slower(measuredPoint("push", "char-1k", "tukwila-dublin", 0.150, autoW, 1000, v), 3),
+	}
+	for _, tt := range []struct {
+		name        string
+		wan         string
+		rtt         float64
+		window, buf int64
+		rows        int64
+		extra       float64
+	}{
+		{"the same rows on the same link", "tukwila-dublin", 0.150, legacyW, 160000, 1000, 0.5},
+		{"the same rows on the same round trip", "tukwila-dublin", 0.150, 1 << 20, 40000, 1000, 0.5},
+		{"the same rows on other links", "rtt-23ms", 0.023, legacyW, 40000, 1000, (0.2 + 0.5) / 2},
+		{"other rows on the same link", "tukwila-dublin", 0.150, legacyW, 40000, 5000, 0.5},
+		{"the same rows on the same round trip", "tukwila-dublin", 0.150, legacyW, 40000, 20000, 4},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			point := plannedPoint("pull", "char-1k", tt.wan, tt.rtt, tt.window, tt.rows)
+			point.Params["buffer_size"] = tt.buf
+			point.Combo += fmt.Sprintf(" buffer=%d", tt.buf)
+			got := Predict(point, before)
+			want := Model(measuredPoint("pull", "char-1k", tt.wan, tt.rtt, tt.window, tt.rows, float64(tt.rows)*1100), nil).Metrics["seconds"] + tt.extra
+			if g := got.Metrics["seconds"]; math.Abs(g-want)/want > 1e-9 {
+				t.Errorf("seconds = %v, want %v, %v s beside the model's (%s)", g, want, tt.extra, got.Formula)
+			}
+			if !strings.Contains(got.Formula, "("+tt.name+")") {
+				t.Errorf("formula %q does not say %q", got.Formula, tt.name)
+			}
+		})
+	}
+}
+
+// Whatever the point and the earlier runs of its own combination measured,
+// the prediction is the same: V comes from the other combinations.
+func TestThePointsOwnFigureNeverEntersItsPrediction(t *testing.T) {
+	t.Parallel()
+	history := []workload.Result{
+		measuredPoint("fdw-row", "char-1k", "tukwila-dublin", 0.150, legacyW, 50, 60000),
+		measuredPoint("init-snapshot", "char-1k", "tukwila-dublin", 0.150, legacyW, 1000, 1.1e6),
+	}
+	for _, scenario := range []string{"fdw-row", "init-snapshot"} {
+		t.Run(scenario, func(t *testing.T) {
+			t.Parallel()
+			var preds []float64
+			for _, v := range []float64{1, 1e9} {
+				r := measuredPoint(scenario, "char-1k", "tukwila-blueridge", 0.077, autoW, 50, v)
+				r.Metrics["seconds"], r.Metrics["rows_per_s"] = v, v
+				earlier := r
+				earlier.Key, earlier.Run = r.Combo+" #0", 0
+				earlier.Links = slices.Clone(r.Links)
+				earlier.Links[0].ForwardBytes = int64(7 * v)
+				all := append(slices.Clone(history), earlier)
+				unmeasured := r
+				unmeasured.Metrics = nil
+				unmeasured.Links = slices.Clone(r.Links)
+				unmeasured.Links[0].ForwardBytes = 0
+				p := Predict(unmeasured, all)
+				preds = append(preds, p.Metrics["seconds"])
+				if !strings.Contains(p.Formula, "bytes a row") {
+					t.Errorf("formula %q does not say where V came from", p.Formula)
+				}
+			}
+			if preds[0] != preds[1] || !(preds[0] > 0) {
+				t.Errorf("predicted %v as the point measured 1 and 1e9: its own figure entered", preds)
+			}
+		})
+	}
+}
+
+// No link, no model: a direct connection is not the WAN's physics.
+func TestPredictNeedsALink(t *testing.T) {
+	t.Parallel()
+	r := plannedPoint("pull", "char-1k", "direct", 0, 0, 1000)
+	r.Links[0].Mode = "direct"
+	if p := Predict(r, nil); len(p.Metrics) != 0 {
+		t.Errorf("a direct connection got a prediction: %v", p.Metrics)
+	}
+}
