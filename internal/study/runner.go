@@ -420,22 +420,11 @@ func (r *Runner) runPoint(ctx context.Context, st *runState, p Point, n, total i
 		return res, err
 	}
 	loops, err := startIdleLoops(c.Client.Idle)
-	var noCgroup engine.NoCgroupError
-	if errors.As(err, &noCgroup) {
-		return res, &skipped{err.Error()}
-	}
 	if err != nil {
 		return res, err
 	}
 	defer func() { res.IdleLoops = stopIdleLoops(loops, r.Log) }()
-	// Each server is watched while the workload runs, over a connection
-	// opened before the workload's own.
-	var samplers []*monitor.Sampler
-	for _, in := range c.Instances {
-		if inst := st.topo.Instance(in.Name); inst != nil {
-			samplers = append(samplers, monitor.Start(ctx, r.Registry.Engines(), inst, env.Database, r.MonitorInterval))
-		}
-	}
+	samplers := r.startMonitors(ctx, st, c, env.Database)
 	defer func() { // on a panic too; Stop again is harmless
 		for _, s := range samplers {
 			s.Stop()
@@ -486,10 +475,26 @@ func startIdleLoops(mode string) (*idleloop.Loops, error) {
 		return nil, nil
 	}
 	loops, err := idleloop.Start(nil)
+	if errors.As(err, new(engine.NoCgroupError)) {
+		// As a cpu_speed without cgroups: the point cannot run as asked.
+		return nil, &skipped{fmt.Sprintf("client.idle = %q: %v", mode, err)}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("client.idle = %q: %w", mode, err)
 	}
 	return loops, nil
+}
+
+// startMonitors watches each of the point's servers while the workload
+// runs, over a connection opened before the workload's own.
+func (r *Runner) startMonitors(ctx context.Context, st *runState, c *Combo, db string) []*monitor.Sampler {
+	var samplers []*monitor.Sampler
+	for _, in := range c.Instances {
+		if inst := st.topo.Instance(in.Name); inst != nil {
+			samplers = append(samplers, monitor.Start(ctx, r.Registry.Engines(), inst, db, r.MonitorInterval))
+		}
+	}
+	return samplers
 }
 
 // stopIdleLoops stops a point's loops and says what they were.
