@@ -40,11 +40,13 @@ func TestLoadOverAgentsInNamespaces(t *testing.T) {
 		t.Fatal(err)
 	}
 	common := []string{"load", "oltp", "--agents", agentsFile, "--host", "db=ssh://" + lab.Hosts[0].Target(lab.User),
-		"--ssh-config", lab.ConfigFile, "--agent-bin", bin, "--scale", "0.01", "--mix", "point-select", "--users", "4", "--warm-up", "1s"}
+		"--ssh-config", lab.ConfigFile, "--agent-bin", bin, "--scale", "0.01", "--mix", "point-select", "--users", "4", "--warm-up", "500ms"}
 
+	// The runs are short: every check counts or compares what the agents
+	// did, which a second of four busy users gives as well as more.
 	t.Run("merge", func(t *testing.T) {
 		samples := filepath.Join(dir, "samples")
-		args := append(append([]string{}, common...), "--duration", "3s", "--json", "--samples", samples, "--out", filepath.Join(dir, "run1"))
+		args := append(append([]string{}, common...), "--duration", "1s", "--json", "--samples", samples, "--out", filepath.Join(dir, "run1"))
 		stdout, stderr := runCoordinator(t, bin, dir, args...)
 		var sum struct {
 			Points []struct {
@@ -240,7 +242,7 @@ func testScriptOverAgents(t *testing.T, lab *netnstest.Lab, bin, dir string) {
 	}
 	stdout, stderr := runCoordinator(t, bin, dir, "load", "script", "-f", "doubler.sql@3", "-f", "divider.sql@1", "-D", "top=1000",
 		"--agents", "agents", "--host", "db=ssh://"+lab.Hosts[0].Target(lab.User), "--ssh-config", lab.ConfigFile, "--agent-bin", bin,
-		"--users", "4", "--warm-up", "1s", "--duration", "2s", "--json", "--out", filepath.Join(dir, "run-script"))
+		"--users", "4", "--warm-up", "500ms", "--duration", "1s", "--json", "--out", filepath.Join(dir, "run-script"))
 	var sum struct {
 		Points []struct {
 			Failed  int64 `json:"failed"`
