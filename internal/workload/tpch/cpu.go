@@ -25,11 +25,12 @@ func sampleCPU(serverPID int) cpuSample {
 	if serverPID <= 0 {
 		return s
 	}
-	host, err := procstat.HostBusy()
-	ok1 := err == nil
-	server, ok2 := monitor.TreeCPU(serverPID)
-	self, ok3 := monitor.ProcCPU("self", true)
-	s.host, s.server, s.self, s.ok = host, server, self, ok1 && ok2 && ok3
+	// The host's busy time leaves dbrig's idle loops out, so this
+	// process's own must too (procstat reads both the same way).
+	host, errHost := procstat.HostBusy()
+	server, ok := monitor.TreeCPU(serverPID)
+	self, errSelf := procstat.SelfCPU()
+	s.host, s.server, s.self, s.ok = host, server, self, errHost == nil && ok && errSelf == nil
 	return s
 }
 
