@@ -61,8 +61,8 @@ func Model(r workload.Result, all []workload.Result) workload.Prediction {
 	pred := workload.Prediction{Metrics: map[string]float64{}}
 	dict := DictionaryRatio(m["rows_per_page"], m["distinct_per_page"], m["row_bytes"], m["value_bytes"])
 	pred.Metrics["dictionary_ratio"] = dict
-	pred.Formula = fmt.Sprintf("page dictionary: R × w / (R × (w − v + 1) + D × v) = %.1f × %.0f / (%.1f × %.0f + %.1f × %.0f) = %.2fx",
-		m["rows_per_page"], m["row_bytes"], m["rows_per_page"], m["row_bytes"]-m["value_bytes"]+1, m["distinct_per_page"], m["value_bytes"], dict)
+	pred.Formula = "page dictionary: R × w / (R × (w − v + 1) + D × v) = " +
+		dictionaryTerms(m["rows_per_page"], m["distinct_per_page"], m["row_bytes"], m["value_bytes"], dict)
 	if _, ok := m["engine_ratio"]; ok {
 		pred.Metrics["ratio"] = m["blocks_ratio"]
 		pred.Formula += fmt.Sprintf("; the engine: each leaf page's deflate size + 40 bytes in whole %.0f-byte blocks = %.2fx", m["fs_block_bytes"], m["blocks_ratio"])
@@ -76,28 +76,36 @@ func Model(r workload.Result, all []workload.Result) workload.Prediction {
 	return pred
 }
 
+// dictionaryTerms is the page dictionary's ratio with its figures in.
+func dictionaryTerms(r, d, w, v, ratio float64) string {
+	return fmt.Sprintf("%.1f × %.0f / (%.1f × %.0f + %.1f × %.0f) = %.2fx", r, w, r, w-v+1, d, v, ratio)
+}
+
 // fitLine fits zstd's bytes per page against distinct values per page
 // over the sweep's other combinations, so that a point's ratio is never
 // fitted on itself.
 func fitLine(r workload.Result, all []workload.Result) (a, b float64, n int, ok bool) {
-	key := sweepKey(r)
-	var xs, ys []float64
+	xs, ys := zstdPoints(r, all)
 	distinct := map[float64]bool{}
-	add := func(o workload.Result) {
-		if o.Metrics["zstd_ratio"] > 0 {
-			xs = append(xs, o.Metrics["distinct_per_page"])
-			ys = append(ys, o.Metrics["page_bytes"]/o.Metrics["zstd_ratio"])
-			distinct[math.Round(o.Metrics["distinct_per_page"]*10)] = true
-		}
-	}
-	for _, o := range all {
-		if o.Measured() && o.Combo != r.Combo && sweepKey(o) == key {
-			add(o)
-		}
+	for _, x := range xs {
+		distinct[math.Round(x*10)] = true
 	}
 	if len(distinct) < 2 {
 		return 0, 0, 0, false
 	}
 	a, b = stat.LinearRegression(xs, ys, nil, false)
 	return a, b, len(xs), true
+}
+
+// zstdPoints are the distinct values and zstd's bytes a page of the
+// sweep's other measured combinations with a zstd ratio.
+func zstdPoints(r workload.Result, all []workload.Result) (xs, ys []float64) {
+	key := sweepKey(r)
+	for _, o := range all {
+		if o.Measured() && o.Combo != r.Combo && sweepKey(o) == key && o.Metrics["zstd_ratio"] > 0 {
+			xs = append(xs, o.Metrics["distinct_per_page"])
+			ys = append(ys, o.Metrics["page_bytes"]/o.Metrics["zstd_ratio"])
+		}
+	}
+	return xs, ys
 }

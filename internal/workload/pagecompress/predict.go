@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strconv"
 
+	"gonum.org/v1/gonum/stat"
+
 	"github.com/dbrig/dbrig/internal/units"
 	"github.com/dbrig/dbrig/internal/workload"
 )
@@ -27,13 +29,13 @@ import (
 //     the block from an earlier point of MariaDB.
 func Predict(r workload.Result, before []workload.Result) workload.Prediction {
 	var pred workload.Prediction
-	layout, ok := earlierLayout(r, before)
-	if !ok {
-		pred.Reason = "no prediction of the distinct values a page: no point of the same table and server before measured its rows a page"
-	} else {
-		pred = predictDistinct(r, layout)
+	var d float64
+	l, ok := earlierLayout(r, before)
+	if ok {
+		d = DistinctPerPage(r.Params.Int("rows"), r.Params.Int("period"), r.Params.String("order"), l.rowsPerPage)
+		pred = predictDistinct(l, d)
 	}
-	ratio, formula, reason := predictRatio(r, before, layout)
+	ratio, formula, reason := predictRatio(r, before, l, d)
 	if ratio > 0 {
 		if pred.Metrics == nil {
 			pred.Metrics = map[string]float64{}
@@ -65,13 +67,12 @@ func earlierLayout(r workload.Result, before []workload.Result) (layout, bool) {
 
 // predictDistinct is D from the data's definition on pages of the
 // layout's rows, and the page dictionary's ratio.
-func predictDistinct(r workload.Result, l layout) workload.Prediction {
-	d := DistinctPerPage(r.Params.Int("rows"), r.Params.Int("period"), r.Params.String("order"), l.rowsPerPage)
+func predictDistinct(l layout, d float64) workload.Prediction {
 	dict := DictionaryRatio(l.rowsPerPage, d, l.rowBytes, l.valueBytes)
 	return workload.Prediction{
 		Metrics: map[string]float64{"distinct_per_page": d, "dictionary_ratio": dict},
-		Formula: fmt.Sprintf("D = %.1f from the data's order and period on pages of %.1f rows; page dictionary: %.1f × %.0f / (%.1f × %.0f + %.1f × %.0f) = %.2fx",
-			d, l.rowsPerPage, l.rowsPerPage, l.rowBytes, l.rowsPerPage, l.rowBytes-l.valueBytes+1, d, l.valueBytes, dict),
+		Formula: fmt.Sprintf("D = %.1f from the data's order and period on pages of %.1f rows; page dictionary: ", d, l.rowsPerPage) +
+			dictionaryTerms(l.rowsPerPage, d, l.rowBytes, l.valueBytes, dict),
 	}
 }
 
@@ -84,30 +85,25 @@ func joinFormula(a, b string) string {
 
 // predictRatio is the study's measure predicted: MariaDB's own ratio in
 // blocks, else zstd's by the line in D.
-func predictRatio(r workload.Result, before []workload.Result, l layout) (ratio float64, formula, reason string) {
+func predictRatio(r workload.Result, before []workload.Result, l layout, d float64) (ratio float64, formula, reason string) {
 	if r.Instance().Engine == "mariadb" {
 		return predictBlocks(r, before)
 	}
 	if l.rowsPerPage == 0 {
 		return 0, "", "no prediction: first point of its table and server (zstd's bytes a page are a line in D fitted on the points measured before)"
 	}
-	d := DistinctPerPage(r.Params.Int("rows"), r.Params.Int("period"), r.Params.String("order"), l.rowsPerPage)
 	if a, b, n, ok := fitLine(r, before); ok {
 		ratio = l.pageBytes / (a + b*d)
 		return ratio, fmt.Sprintf("zstd bytes per page = %.0f + %.2f × D over %d point(s) before: %.2fx", a, b, n, ratio),
 			"zstd's bytes a page as a line in D through the points before: what zstd finds inside the values and the rows' headers is taken to be the same on every page"
 	}
-	var bytes float64
-	var n int
-	key := sweepKey(r)
-	for _, o := range before {
-		if o.Measured() && o.Combo != r.Combo && sweepKey(o) == key && o.Metrics["zstd_ratio"] > 0 {
-			bytes += o.Metrics["page_bytes"] / o.Metrics["zstd_ratio"]
-			n++
-		}
+	_, ys := zstdPoints(r, before)
+	if len(ys) == 0 {
+		return 0, "", "no prediction: no point of its table and server before measured zstd's bytes a page"
 	}
-	ratio = l.pageBytes / (bytes / float64(n))
-	return ratio, fmt.Sprintf("zstd bytes per page = %.0f, as %d point(s) of one D before: %.2fx", bytes/float64(n), n, ratio),
+	bytes := stat.Mean(ys, nil)
+	ratio = l.pageBytes / bytes
+	return ratio, fmt.Sprintf("zstd bytes per page = %.0f, as %d point(s) of one D before: %.2fx", bytes, len(ys), ratio),
 		"only one value of D measured before: zstd's bytes a page are taken as they were, without what D changes"
 }
 
