@@ -256,19 +256,16 @@ func (r *scenarioRunner) native(ctx context.Context) error {
 // fdw inserts through postgres_fdw, a row or a batch at a time.
 func (r *scenarioRunner) fdw(ctx context.Context) error {
 	w, s := r.w, r.s
-	batch := 1
-	if w.scenario == "fdw-batch" {
-		batch = int(w.p.Int("fdw_batch"))
-	}
+	batch := plannedBatch(w.p) // Predict's batch is the run's
 	res, err := RunFDW(ctx, FDWConfig{
 		Local: s.pubLocal, Remote: s.subFromPub, RemoteDirect: s.subLocal,
-		Payload: w.payload, Rows: r.rows, BatchSize: batch,
+		Payload: w.payload, Rows: r.rows, BatchSize: int(batch),
 	})
 	if err != nil {
 		return fmt.Errorf("%s: %w", w.scenario, err)
 	}
 	r.record(res.Elapsed, res.Bytes)
-	r.m.Metrics["batch_size"] = float64(batch)
+	r.m.Metrics["batch_size"] = batch
 	return nil
 }
 

@@ -3,9 +3,11 @@ package georep
 import (
 	"fmt"
 	"math"
-	"slices"
 	"time"
 
+	"gonum.org/v1/gonum/stat"
+
+	"github.com/dbrig/dbrig/internal/measure"
 	"github.com/dbrig/dbrig/internal/replication"
 	"github.com/dbrig/dbrig/internal/units"
 	"github.com/dbrig/dbrig/internal/workload"
@@ -82,7 +84,7 @@ func timeBeside(r workload.Result, before []workload.Result) (seconds float64, n
 			}
 		}
 		if len(times) > 0 {
-			return median(times), len(times), level.what
+			return measure.Median(times), len(times), level.what
 		}
 	}
 	return 0, 0, ""
@@ -117,7 +119,7 @@ func bytesPerRow(r workload.Result, before []workload.Result) (perRow float64, f
 	}
 	switch {
 	case len(same) > 0:
-		return mean(same), fmt.Sprintf("the mean of %d point(s) of %s before", len(same), scenario), sameScenarioMiss
+		return stat.Mean(same, nil), fmt.Sprintf("the mean of %d point(s) of %s before", len(same), scenario), sameScenarioMiss
 	case len(other) > 0:
 		return other[len(other)-1], "the latest point before of another scenario", otherScenarioMiss
 	}
@@ -135,14 +137,6 @@ func textBytes(p Payload) float64 {
 		return 2 * float64(p.RowBytes())
 	}
 	return float64(p.RowBytes())
-}
-
-func mean(xs []float64) float64 {
-	var s float64
-	for _, x := range xs {
-		s += x
-	}
-	return s / float64(len(xs))
 }
 
 // plannedBatch is postgres_fdw's batch_size the scenario will use.
@@ -177,12 +171,4 @@ func plannedPipeline(r workload.Result) float64 {
 	}
 	rtt := time.Duration(l.RTTSeconds * float64(time.Second))
 	return float64(replication.PipelineDepth(rtt, units.Rate(rate), int(r.Params.Int("buffer_size"))))
-}
-
-func median(xs []float64) float64 {
-	s := slices.Sorted(slices.Values(xs))
-	if n := len(s); n%2 == 0 {
-		return (s[n/2-1] + s[n/2]) / 2
-	}
-	return s[len(s)/2]
 }
