@@ -64,18 +64,24 @@ func LoopOf(r workload.Result, all []workload.Result) (ClosedLoop, bool) {
 			r0 = v
 		}
 	}
+	return closedLoop(n, r0, z, r.Metrics["cpu_ms_per_tx"]/1000, r.Metrics["host_cpus"]), true
+}
+
+// closedLoop is the model's two bounds for n connections of response r0
+// and think z, the CPU's only where its demand d a transaction and its c
+// CPUs are known.
+func closedLoop(n, r0, z, d, c float64) ClosedLoop {
 	m := ClosedLoop{N: n, R0: r0, Z: z, CPUTPM: math.NaN()}
 	m.ThinkTPM = n * 60 / (r0 + z)
 	m.TPM = m.ThinkTPM
-	if d := r.Metrics["cpu_ms_per_tx"] / 1000; d > 0 && r.Metrics["host_cpus"] > 0 {
-		m.D = d
-		m.C = r.Metrics["host_cpus"]
-		m.CPUTPM = 60 * m.C / d
+	if d > 0 && c > 0 {
+		m.D, m.C = d, c
+		m.CPUTPM = 60 * c / d
 		if m.CPUTPM < m.ThinkTPM {
 			m.TPM, m.Saturated = m.CPUTPM, true
 		}
 	}
-	return m, true
+	return m
 }
 
 // EngineOf is the engine of the point's instances: each engine's points

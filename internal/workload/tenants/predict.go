@@ -40,17 +40,8 @@ func Predict(r workload.Result, before []workload.Result) workload.Prediction {
 	}
 	ref := nearest(r, same)
 	z := think + ref.Metrics["think_lag_ms"]/1000
-	m := ClosedLoop{N: n, R0: r0, Z: z, CPUTPM: math.NaN()}
-	m.ThinkTPM = n * 60 / (r0 + z)
-	m.TPM = m.ThinkTPM
 	capacity, from := cpusLeft(same, r0)
-	if d := ref.Metrics["cpu_ms_per_tx"] / 1000; d > 0 && capacity > 0 {
-		m.D, m.C = d, capacity
-		m.CPUTPM = 60 * capacity / d
-		if m.CPUTPM < m.ThinkTPM {
-			m.TPM, m.Saturated = m.CPUTPM, true
-		}
-	}
+	m := closedLoop(n, r0, z, ref.Metrics["cpu_ms_per_tx"]/1000, capacity)
 	response := max(r0, n*60/m.TPM-z)
 	p := workload.Prediction{Metrics: map[string]float64{"tpm": m.TPM, "tpm_per_db": m.TPM / n, "response_ms": response * 1000}}
 	p.Formula = fmt.Sprintf("closed loop before the point: TPM = N × 60 / (R0 + Z) = %.0f × 60 / (%s + %s) = %.0f, R0 the lowest response before it, Z the think time with the timers' lateness at %s", n, Millis(r0), Millis(z), m.ThinkTPM, nearestLabel(ref))
