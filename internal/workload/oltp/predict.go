@@ -44,25 +44,21 @@ type sibling struct {
 func siblingsOf(r workload.Result, before []workload.Result) []sibling {
 	key, own := siblingKey(r), CurveKey(r, false)
 	var out []sibling
-	seen := map[string]int{}
+	seen := map[string]bool{}
 	for _, o := range before {
 		ck := CurveKey(o, false)
 		// A mismatched link's throughput is its stalls': neither the
-		// users' cycle nor the server's capacity.
-		if !o.Measured() || o.Params.Float("rate") > 0 || Mismatched(o) || ck == own || siblingKey(o) != key {
+		// users' cycle nor the server's capacity. A curve seen already
+		// is the same curve (its key holds its links and settings).
+		if seen[ck] || !o.Measured() || o.Params.Float("rate") > 0 || Mismatched(o) || ck == own || siblingKey(o) != key {
 			continue
 		}
+		seen[ck] = true
 		l := o.Link()
 		// A result of no combination: curveOf leaves none of the
 		// sibling's points out.
 		whole := workload.Result{Params: o.Params, Links: o.Links, Instances: o.Instances, Client: o.Client}
-		s := sibling{curve: curveOf(whole, before), link: l.Profile, mode: l.Mode, rtt: l.RTTSeconds}
-		if i, ok := seen[ck]; ok {
-			out[i] = s
-			continue
-		}
-		seen[ck] = len(out)
-		out = append(out, s)
+		out = append(out, sibling{curve: curveOf(whole, before), link: l.Profile, mode: l.Mode, rtt: l.RTTSeconds})
 	}
 	l := r.Link()
 	nearer := func(a, b sibling) bool {
