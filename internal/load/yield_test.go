@@ -53,11 +53,13 @@ func (w *syscallWorker) Do(context.Context, int) error {
 
 func (*syscallWorker) Close() error { return nil }
 
-// Users with threads of their own let go of them to yield and lock again
-// (Runner.yield). A run of such users, each waiting in system calls long
-// enough to yield several times, still ends when cancelled, leaves no
-// goroutine behind, and puts GOMAXPROCS back. Not parallel: GOMAXPROCS is
-// the process's.
+// A run of users with threads of their own, each waiting in system calls
+// long enough to yield several times (Runner.yield lets the thread go and
+// locks again), still ends when cancelled, leaves no goroutine behind, and
+// puts GOMAXPROCS back. Whether a user locks its thread again after a
+// yield is not observable from here (it passes without the LockOSThread):
+// that it pays is measured, futex calls a transaction under perf stat
+// (docs/load.md). Not parallel: GOMAXPROCS is the process's.
 func TestUsersWithThreadsOfTheirOwnYieldAndStop(t *testing.T) {
 	if os.Getenv("GOMAXPROCS") != "" {
 		t.Skip("GOMAXPROCS is set, so the users share the runtime's threads (reserveProcs)")
