@@ -90,6 +90,14 @@ func RunRange(s Stat, discardFirst bool) (lo, hi float64) {
 	return slices.Min(runs), slices.Max(runs)
 }
 
+// RatioRange is the lowest and highest ratio of a run of num to a run of
+// den: the ratios two runs of a study could give for num / den.
+func RatioRange(num, den Stat) (lo, hi float64) {
+	nlo, nhi := RunRange(num, false)
+	dlo, dhi := RunRange(den, false)
+	return nlo / dhi, nhi / dlo
+}
+
 // Band judges a figure whose runs span [lo, hi] against the band [min,
 // max]: reproduced when every run's value is inside, differs when none is,
 // and within noise when the runs fall on both sides of a bound, where two

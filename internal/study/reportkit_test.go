@@ -168,4 +168,9 @@ func TestBandSaysWithinNoiseWhenRunsStraddleABound(t *testing.T) {
 	if lo, hi := RunRange(Stat{Runs: []float64{9, 1, 2, 3}}, true); lo != 1 || hi != 3 {
 		t.Errorf("RunRange without the discarded first run = %g..%g, want 1..3", lo, hi)
 	}
+	// Each run of the numerator over each of the denominator: the lowest
+	// over the highest, the highest over the lowest.
+	if lo, hi := RatioRange(Stat{Runs: []float64{4, 6}}, Stat{Runs: []float64{2, 3}}); lo != 4.0/3 || hi != 3 {
+		t.Errorf("RatioRange = %g..%g, want 1.33..3", lo, hi)
+	}
 }

@@ -258,9 +258,7 @@ func judgeTimeFollowsPages(c comparison, p study.Published) report.Finding {
 	}
 	// Each run of the lookups against each run of the scan: the ratios
 	// two runs of this study could give.
-	llo, lhi := study.RunRange(c.lookup.Stats["time_ms"], false)
-	slo, shi := study.RunRange(c.scan.Stats["time_ms"], false)
-	lo, hi := llo/shi, lhi/slo
+	lo, hi := study.RatioRange(c.lookup.Stats["time_ms"], c.scan.Stats["time_ms"])
 	f.Spread = fmt.Sprintf("the runs give time ratios from %s to %s", study.FormatTimes(lo), study.FormatTimes(hi))
 	switch f.Verdict = study.Band(lo, hi, pg/followFactor, pg*followFactor); f.Verdict {
 	case report.Reproduced:

@@ -46,9 +46,7 @@ type moveGain struct {
 func gainOf(remote, same *study.Summary) moveGain {
 	g := moveGain{remote: remote.Mean("us_per_row"), same: same.Mean("us_per_row")}
 	g.got = g.remote / g.same
-	rlo, rhi := study.RunRange(remote.Stats["us_per_row"], false)
-	slo, shi := study.RunRange(same.Stats["us_per_row"], false)
-	g.lo, g.hi = rlo/shi, rhi/slo
+	g.lo, g.hi = study.RatioRange(remote.Stats["us_per_row"], same.Stats["us_per_row"])
 	return g
 }
 

@@ -44,9 +44,7 @@ func (a *analysis) speedRatio(exp string) (speedRatio, bool) {
 		r.got = r.half / r.full
 		// Each run at half speed against each at full: the ratios two
 		// runs of this study could give.
-		flo, fhi := study.RunRange(sf.Stats["us_per_row"], false)
-		hlo, hhi := study.RunRange(sh.Stats["us_per_row"], false)
-		r.lo, r.hi = hlo/fhi, hhi/flo
+		r.lo, r.hi = study.RatioRange(sh.Stats["us_per_row"], sf.Stats["us_per_row"])
 		r.verdict = study.Band(r.lo, r.hi, r.model*(1-speedTolerance), r.model*(1+speedTolerance))
 		return r, !math.IsNaN(r.got)
 	}
@@ -103,9 +101,7 @@ func (a *analysis) clientSpeedRatio() (speedRatio, bool) {
 	r := speedRatio{exp: exp, full: sf.Mean("us_per_row"), half: sh.Mean("us_per_row")}
 	r.got = r.half / r.full
 	r.model = storedModel(sh, "seconds") / sh.Mean("rows") / (storedModel(sf, "seconds") / sf.Mean("rows"))
-	flo, fhi := study.RunRange(sf.Stats["us_per_row"], false)
-	hlo, hhi := study.RunRange(sh.Stats["us_per_row"], false)
-	r.lo, r.hi = hlo/fhi, hhi/flo
+	r.lo, r.hi = study.RatioRange(sh.Stats["us_per_row"], sf.Stats["us_per_row"])
 	r.verdict = study.Band(r.lo, r.hi, r.model*(1-speedTolerance), r.model*(1+speedTolerance))
 	return r, !math.IsNaN(r.got) && !math.IsNaN(r.model)
 }
