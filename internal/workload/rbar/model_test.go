@@ -390,9 +390,8 @@ func TestFirstPointsArePredictedFromTheirPathsSamples(t *testing.T) {
 // take the halted vCPUs' wake-ups out of every round trip, the very
 // difference vm-penalty reads.
 func TestIdleModesAreApartPaths(t *testing.T) {
-	spin := func(r workload.Result) workload.Result { r.Client.Idle = "spin"; return r }
 	history := []workload.Result{
-		spin(result("rbr direct spin", "client-row-by-row", direct, map[string]float64{"us_per_row": 20, "rows": 1000})),
+		spinning(result("rbr direct spin", "client-row-by-row", direct, map[string]float64{"us_per_row": 20, "rows": 1000})),
 		result("rbr direct halt", "client-row-by-row", direct, map[string]float64{"us_per_row": 90, "rows": 1000}),
 	}
 	for _, tt := range []struct {
@@ -400,7 +399,7 @@ func TestIdleModesAreApartPaths(t *testing.T) {
 		want float64
 	}{
 		{result("rbr lan halt", "client-row-by-row", lan1g, map[string]float64{"us_per_row": 300, "rows": 100}), 200 + 90 + roundTripBytes*8/1e9*1e6},
-		{spin(result("rbr lan spin", "client-row-by-row", lan1g, map[string]float64{"us_per_row": 230, "rows": 100})), 200 + 20 + roundTripBytes*8/1e9*1e6},
+		{spinning(result("rbr lan spin", "client-row-by-row", lan1g, map[string]float64{"us_per_row": 230, "rows": 100})), 200 + 20 + roundTripBytes*8/1e9*1e6},
 	} {
 		p := Model(tt.r, history)
 		if got := p.Metrics["us_per_row"]; math.Abs(got-tt.want)/tt.want > 1e-9 {

@@ -36,6 +36,10 @@ var SampleRows = map[string]int64{
 	"wide-rows":       2_000,
 }
 
+// sampledExps are the experiments sampled, in the order they run (a map's
+// is random).
+var sampledExps = []string{"server-cursor", "client-stream", "cursor-messages", "wide-rows"}
+
 // SampleMetric names a sample's figure: its time per row (µs) or, for a
 // stream, the protocol bytes per row.
 func SampleMetric(exp, what string) string { return "sample_" + exp + "_" + what }
@@ -43,7 +47,7 @@ func SampleMetric(exp, what string) string { return "sample_" + exp + "_" + what
 // sampleMetrics declares the samples' figures.
 func sampleMetrics() []workload.MetricSpec {
 	var out []workload.MetricSpec
-	for _, exp := range []string{"server-cursor", "client-stream", "cursor-messages", "wide-rows"} {
+	for _, exp := range sampledExps {
 		out = append(out, workload.MetricSpec{Name: SampleMetric(exp, "us_per_row"), Unit: workload.Microseconds, Better: workload.Lower,
 			Doc: "a short sample of " + exp + " on the path, before a server-loop point's statement, less a round trip: predicts the " + exp + " points that run after it"})
 		if exp != "server-cursor" {
@@ -71,7 +75,7 @@ func takeSamples(transport string, trip func() error, run sampler) (map[string]f
 		return nil, fmt.Errorf("round trip before the samples: %w", err)
 	}
 	rt := time.Since(start)
-	for _, exp := range []string{"server-cursor", "client-stream", "cursor-messages", "wide-rows"} {
+	for _, exp := range sampledExps {
 		n := SampleRows[exp]
 		start := time.Now()
 		wire, err := run(exp, n)
