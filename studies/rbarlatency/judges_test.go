@@ -308,3 +308,39 @@ func monitorOf(cpu float64) []monitor.Series {
 	}
 	return []monitor.Series{{Instance: "db", Engine: postgres.Name, Samples: []monitor.Sample{{CPU: cpu}, {CPU: cpu}}}}
 }
+
+// The probe with the idle loops runs on the server-loop points of exactly
+// the paths where the spin row-by-row points read it (probe_spin), each
+// of those paths' server-loop running before its spin points: the loops'
+// start and stop cost every other point up to seconds on a busy host.
+func TestTheSpinProbeRunsWhereSpinPointsReadIt(t *testing.T) {
+	spec := runData(t).Spec
+	for _, scale := range []string{"quick", "full"} {
+		plan, err := spec.Plan(scale)
+		if err != nil {
+			t.Fatal(err)
+		}
+		probing := map[string]int{} // net -> index of its probing server-loop
+		for _, c := range plan.Combos {
+			if c.Params.Bool("probe_spin") {
+				probing[c.Values["net"].(string)] = c.Index
+			}
+		}
+		read := map[string]bool{}
+		for _, c := range plan.Combos {
+			if c.Values["idle"] != "spin" || c.Values["experiment"] != "client-row-by-row" {
+				continue
+			}
+			net := c.Values["net"].(string)
+			read[net] = true
+			if i, ok := probing[net]; !ok || i > c.Index {
+				t.Errorf("%s: %s runs with no probe with the loops before it on its path (probing server-loops: %v)", scale, c.Key, probing)
+			}
+		}
+		for net := range probing {
+			if !read[net] {
+				t.Errorf("%s: the server-loop over %s probes with the loops, which no spin point there reads", scale, net)
+			}
+		}
+	}
+}

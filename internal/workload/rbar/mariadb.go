@@ -259,18 +259,14 @@ func (w *rbar) runMariaDB(ctx context.Context, env *workload.Env, login engine.C
 			query = "CALL rbar_cursor(" + n + ")"
 		}
 		trip := func() error { _, err := s.conn.ExecContext(ctx, "DO 1"); return err }
-		var probe, spin, samples map[string]float64
-		probe, err = probeRoundTrips(trip)
-		if err == nil && w.experiment == "server-loop" {
-			spin, err = probeSpinning(trip)
-		}
-		if err == nil && w.experiment == "server-loop" {
-			samples, err = takeSamples(w.transport, trip, func(exp string, n int64) (int64, error) { return w.mySample(ctx, s, exp, n) })
-		}
-		if err == nil {
-			m, err = w.myServerSide(ctx, s, query)
-		}
-		m = withSamples(withSamples(withSamples(m, probe), spin), samples)
+		m, err = w.probedServerSide(serverSideSteps{
+			probe: func(timer func(trip func() error) (map[string]float64, error)) (map[string]float64, error) {
+				return timer(trip)
+			},
+			trip:      trip,
+			sample:    func(exp string, n int64) (int64, error) { return w.mySample(ctx, s, exp, n) },
+			statement: func() (workload.Measurement, error) { return w.myServerSide(ctx, s, query) },
+		})
 	case "cursor-messages":
 		m, err = w.myMessages(ctx, s, env)
 	case "client-stream", "wide-rows":

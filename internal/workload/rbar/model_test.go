@@ -504,3 +504,17 @@ func TestFirstPointsTakeTheFastestSample(t *testing.T) {
 		t.Errorf("predicted %v µs a row, want the fastest sample's 2.52; formula %q", got, p.Formula)
 	}
 }
+
+// TestProbeSpinIsAServerLoopsParameter: only a server-loop point probes
+// with the idle loops, so a study file that sets probe_spin elsewhere is
+// refused before anything starts.
+func TestProbeSpinIsAServerLoopsParameter(t *testing.T) {
+	for _, exp := range Experiments {
+		p := workload.Params{"experiment": exp, "rows": int64(100), "probe_spin": true}
+		errs := checkParams(p)
+		refused := slices.ContainsFunc(errs, func(e workload.ParamError) bool { return e.Param == "probe_spin" })
+		if refused != (exp != "server-loop") {
+			t.Errorf("probe_spin = true on %s: errors %v", exp, errs)
+		}
+	}
+}

@@ -113,21 +113,16 @@ func (w *rbar) runPostgres(ctx context.Context, env *workload.Env, login engine.
 	return workload.Measurement{}, fmt.Errorf("unknown experiment %q", w.experiment)
 }
 
-// pgServerSideProbed probes the path's round trip, takes the samples of a
-// server-loop point (see takeSamples; notices and noticeBytes are what the
-// connection's handler counts), then times the point's statement.
+// pgServerSideProbed runs a server-side point (probedServerSide) on
+// PostgreSQL; notices and noticeBytes are what the connection's handler
+// counts, which the sample of cursor-messages reads.
 func (w *rbar) pgServerSideProbed(ctx context.Context, pc *pgconn.PgConn, sql string, notices, noticeBytes *int64) (workload.Measurement, error) {
-	probe, err := w.pgProbe(ctx, pc, probeRoundTrips)
-	if err != nil {
-		return workload.Measurement{}, err
-	}
-	var samples, spin map[string]float64
-	if w.experiment == "server-loop" {
-		if spin, err = w.pgProbe(ctx, pc, probeSpinning); err != nil {
-			return workload.Measurement{}, err
-		}
-		trip := func() error { return pc.Exec(ctx, "SELECT 1").Close() }
-		if samples, err = takeSamples(w.transport, trip, func(exp string, n int64) (int64, error) {
+	return w.probedServerSide(serverSideSteps{
+		probe: func(timer func(trip func() error) (map[string]float64, error)) (map[string]float64, error) {
+			return w.pgProbe(ctx, pc, timer)
+		},
+		trip: func() error { return pc.Exec(ctx, "SELECT 1").Close() },
+		sample: func(exp string, n int64) (int64, error) {
 			*notices, *noticeBytes = 0, 0
 			wire, err := w.pgSample(ctx, pc, exp, n)
 			if exp == "cursor-messages" && err == nil {
@@ -137,12 +132,9 @@ func (w *rbar) pgServerSideProbed(ctx context.Context, pc *pgconn.PgConn, sql st
 				wire = *noticeBytes
 			}
 			return wire, err
-		}); err != nil {
-			return workload.Measurement{}, err
-		}
-	}
-	m, err := w.pgServerSide(ctx, pc, sql)
-	return withSamples(withSamples(withSamples(m, probe), spin), samples), err
+		},
+		statement: func() (workload.Measurement, error) { return w.pgServerSide(ctx, pc, sql) },
+	})
 }
 
 // pgStreamSQL is the statement of a stream of n ($1) rows: the cross

@@ -128,3 +128,41 @@ func probeSpinning(trip func() error) (map[string]float64, error) {
 	}
 	return map[string]float64{ProbeSpinMetric: probe[ProbeMetric]}, nil
 }
+
+// serverSideSteps are one engine's parts of a server-side point, which
+// probedServerSide runs in the same order on either engine.
+type serverSideSteps struct {
+	// probe times the path's round trips with timer (probeRoundTrips or
+	// probeSpinning) on the engine's round trip of the row-by-row points.
+	probe func(timer func(trip func() error) (map[string]float64, error)) (map[string]float64, error)
+	// trip makes one trivial round trip, which each sample leaves out.
+	trip      func() error
+	sample    sampler
+	statement func() (workload.Measurement, error)
+}
+
+// probedServerSide runs a server-side point: the probe of its path's round
+// trip, then on a server-loop point the probe with the idle loops (where
+// probe_spin asks for it) and the samples, then the point's statement,
+// whose figures carry theirs. The probes and the samples come first, on
+// the fresh session, as the points they predict start theirs (see
+// probeRoundTrips and takeSamples).
+func (w *rbar) probedServerSide(s serverSideSteps) (workload.Measurement, error) {
+	probe, err := s.probe(probeRoundTrips)
+	if err != nil {
+		return workload.Measurement{}, err
+	}
+	var spin, samples map[string]float64
+	if w.experiment == "server-loop" && w.probeSpin {
+		if spin, err = s.probe(probeSpinning); err != nil {
+			return workload.Measurement{}, err
+		}
+	}
+	if w.experiment == "server-loop" {
+		if samples, err = takeSamples(w.transport, s.trip, s.sample); err != nil {
+			return workload.Measurement{}, err
+		}
+	}
+	m, err := s.statement()
+	return withSamples(withSamples(withSamples(m, probe), spin), samples), err
+}

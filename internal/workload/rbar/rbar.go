@@ -36,6 +36,8 @@ func Kind() workload.Kind {
 				Doc:         "CPU time the client spends on each row it receives (a slower client's dead time)",
 				MaxDuration: time.Second, Why: "the CPU a client spends on one row: the seed's slow client spent 25 µs more"},
 			{Name: "instance", Type: workload.InstanceParam, Default: "db", Doc: "the instance the client talks to"},
+			{Name: "probe_spin", Type: workload.BoolParam, Default: false,
+				Doc: "server-loop only: probe the path's round trip a second time with a busy loop on each CPU (" + ProbeSpinMetric + "), which the client-row-by-row points at idle = \"spin\" on the same path pay; set it where those points run, since the loops' start and stop cost each point 10 ms to seconds"},
 		},
 		New:         newWorkload,
 		CheckParams: checkParams,
@@ -53,10 +55,14 @@ const MaxRowBytes = 16 << 20
 // checkParams refuses at parse what a point would fail on once its servers
 // ran: the row-by-row client's first row warms up and is not measured.
 func checkParams(p workload.Params) []workload.ParamError {
+	var errs []workload.ParamError
 	if p.String("experiment") == "client-row-by-row" && p.Int("rows") < 2 {
-		return []workload.ParamError{{Param: "rows", Err: fmt.Errorf("rows = %d: client-row-by-row needs at least 2 rows (the first one warms up)", p.Int("rows"))}}
+		errs = append(errs, workload.ParamError{Param: "rows", Err: fmt.Errorf("rows = %d: client-row-by-row needs at least 2 rows (the first one warms up)", p.Int("rows"))})
 	}
-	return nil
+	if p.Bool("probe_spin") && p.String("experiment") != "server-loop" {
+		errs = append(errs, workload.ParamError{Param: "probe_spin", Err: fmt.Errorf("probe_spin = true on %s: only a server-loop point probes with the idle loops (it runs first on every path)", p.String("experiment"))})
+	}
+	return errs
 }
 
 // Metrics are what the experiments measure.
@@ -128,6 +134,9 @@ type rbar struct {
 	rowByRow   string
 	clientCost time.Duration
 	instance   string
+	// probeSpin asks a server-loop point for the probe with the idle
+	// loops (probe_spin).
+	probeSpin bool
 	// transport is the point's path to the server, as Env.Conn gave it:
 	// "unix", "tcp" (direct loopback) or "link".
 	transport string
@@ -143,6 +152,7 @@ func newWorkload(p workload.Params) (workload.Workload, error) {
 		rowByRow:   p.String("row_by_row"),
 		clientCost: p.Duration("client_cost"),
 		instance:   p.String("instance"),
+		probeSpin:  p.Bool("probe_spin"),
 	}
 	return w, nil
 }

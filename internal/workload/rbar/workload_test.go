@@ -75,7 +75,9 @@ func TestExperimentsOnEachEngine(t *testing.T) {
 					// wire bytes per row, when the experiment streams
 					perRow [2]float64
 				}{
-					{"server-loop", workload.Params{"experiment": "server-loop", "rows": int64(1_234_567)}, [2]float64{}},
+					{"server-loop", workload.Params{"experiment": "server-loop", "rows": int64(1_234_567), "probe_spin": true}, [2]float64{}},
+					// Without probe_spin, no probe with the idle loops.
+					{"server-loop unspun", workload.Params{"experiment": "server-loop", "rows": int64(1_000)}, [2]float64{}},
 					{"server-cursor", workload.Params{"experiment": "server-cursor", "rows": int64(20_000)}, [2]float64{}},
 					{"client-stream", workload.Params{"experiment": "client-stream", "rows": int64(50_000)}, e.intRow},
 					{"cursor-messages", workload.Params{"experiment": "cursor-messages", "rows": int64(3_000)}, [2]float64{10, 200}},
@@ -114,7 +116,7 @@ func TestExperimentsOnEachEngine(t *testing.T) {
 							}
 							if tt.p.String("experiment") == "server-loop" {
 								checkSamples(t, m, e.intRow, e.wideRow)
-								checkSpinProbe(t, m)
+								checkSpinProbe(t, m, tt.p.Bool("probe_spin"))
 							}
 						case "client-row-by-row":
 							h := m.Histograms["row"]
@@ -194,10 +196,17 @@ func checkSamples(t *testing.T, m workload.Measurement, intRow, wideRow [2]float
 }
 
 // checkSpinProbe checks a server-loop point's probe with the idle loops:
-// a round trip, where this machine lets dbrig make the loops' cgroup, and
-// none where it does not (the spin points are then skipped).
-func checkSpinProbe(t *testing.T, m workload.Measurement) {
+// where asked (probe_spin), a round trip where this machine lets dbrig
+// make the loops' cgroup and none where it does not (the spin points are
+// then skipped); none where not asked.
+func checkSpinProbe(t *testing.T, m workload.Measurement, asked bool) {
 	t.Helper()
+	if !asked {
+		if spin, ok := m.Metrics[ProbeSpinMetric]; ok {
+			t.Errorf("%s = %v without probe_spin: want none (the loops' start and stop only where spin points read it)", ProbeSpinMetric, spin)
+		}
+		return
+	}
 	loops, err := idleloop.Start([]int{0})
 	if err == nil {
 		_, err = loops.Stop()
