@@ -438,22 +438,38 @@ func rowByRow(r workload.Result, ref, all []workload.Result) workload.Prediction
 
 // probeOf is the median round trip, in seconds, that the server-side
 // points of r's path, engine, instance, client and speeds among all probed
-// (see ProbeMetric), and whether any did: a probe lasts milliseconds, and
-// another process's burst of CPU in one moves a mean by tens of percent.
-// A row-by-row point never probes: its own figure never enters its round
-// trip. A point whose CPUs spin (client.idle) takes the probe timed with
-// the loops (ProbeSpinMetric): the loops spare each round trip the halted
-// vCPUs' wake-ups that the plain probe pays.
+// in r's idle mode (see probeFigures), and whether any did: a probe lasts
+// milliseconds, and another process's burst of CPU in one moves a mean by
+// tens of percent. A row-by-row point never probes: its own figure never
+// enters its round trip.
 func probeOf(r workload.Result, all []workload.Result) (float64, bool) {
-	metric := ProbeMetric
-	if r.Client.Idle == idleloop.Spin {
-		metric = ProbeSpinMetric
-	}
-	vs := pathFigures(r, all, metric)
+	vs := probeFigures(r, all)
 	if len(vs) == 0 {
 		return 0, false
 	}
 	return measure.Median(vs) * 1e-6, true
+}
+
+// probeFigures are the round trips (µs) the other points of r's path
+// probed with its CPUs idling as r's do (client.idle): a halting point
+// takes the plain probes of halting points; a spinning one the probes
+// with the loops (ProbeSpinMetric) and the plain probes of spinning
+// points, which ran with the loops too. The loops spare each round trip
+// the halted vCPUs' wake-ups (the quiet demo of 2026-11-27: 82.7 against
+// 135 µs a row over loopback), so a probe of the other mode would carry
+// that difference into the row.
+func probeFigures(r workload.Result, all []workload.Result) []float64 {
+	spin := r.Client.Idle == idleloop.Spin
+	var vs []float64
+	for _, o := range pathResults(r, all) {
+		if v := o.Metrics[ProbeMetric]; v > 0 && (o.Client.Idle == idleloop.Spin) == spin {
+			vs = append(vs, v)
+		}
+		if v := o.Metrics[ProbeSpinMetric]; v > 0 && spin {
+			vs = append(vs, v)
+		}
+	}
+	return vs
 }
 
 // sampleOf is the fastest of the samples of r's experiment (SampleMetric)
@@ -472,21 +488,35 @@ func sampleOf(r workload.Result, all []workload.Result, what string) (float64, b
 }
 
 // pathFigures are a metric's values over the measured points of r's path
-// (probeKey) among all, leaving r's own combination out: a figure of the
-// point's own runs never predicts it.
+// (probeKey) whose CPUs idled as r's (client.idle: a sample with the
+// loops spinning is another path's), leaving r's own combination out.
 func pathFigures(r workload.Result, all []workload.Result, metric string) []float64 {
-	key := probeKey(r)
 	var vs []float64
-	for _, o := range all {
-		if v, ok := o.Metrics[metric]; ok && o.Measured() && v > 0 && o.Combo != r.Combo && probeKey(o) == key {
+	for _, o := range pathResults(r, all) {
+		if v, ok := o.Metrics[metric]; ok && v > 0 && o.Client.Idle == r.Client.Idle {
 			vs = append(vs, v)
 		}
 	}
 	return vs
 }
 
+// pathResults are the measured points of r's path (probeKey) among all,
+// leaving r's own combination out: a figure of the point's own runs never
+// predicts it.
+func pathResults(r workload.Result, all []workload.Result) []workload.Result {
+	key := probeKey(r)
+	var out []workload.Result
+	for _, o := range all {
+		if o.Measured() && o.Combo != r.Combo && probeKey(o) == key {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
 // probeKey is what a probe shares with the row-by-row points it predicts:
-// the path, the server and the client, as they ran.
+// the path, the server and the client, as they ran, whatever their CPUs'
+// idle mode, which probeFigures and pathFigures match.
 func probeKey(r workload.Result) string {
 	l := linkOf(r)
 	return fmt.Sprintf("%s|%s|%d|%s|%g|%g|%s|%s", r.Instance().Engine, r.Params.String("instance"),

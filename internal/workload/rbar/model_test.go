@@ -466,6 +466,11 @@ func TestSpinPointsPayTheirPathsSpinningProbe(t *testing.T) {
 		result("rbr loopback", "client-row-by-row", loopback, map[string]float64{"us_per_row": 135, "rows": 20000}),
 	}
 	withSpin := append(slices.Clone(before), spinning(result("rbr loopback spin", "client-row-by-row", loopback, map[string]float64{"us_per_row": 83, "rows": 20000})))
+	// A server-loop point that itself ran spinning: its plain probe is a
+	// spinning one.
+	spinLoop := spinning(probed(lan1g, 100))
+	spinLoop.Combo = "loop lan-1g spin"
+	withSpinLoop := append(slices.Clone(before), spinLoop)
 	tests := []struct {
 		name   string
 		before []workload.Result
@@ -475,6 +480,9 @@ func TestSpinPointsPayTheirPathsSpinningProbe(t *testing.T) {
 		{"the first spin point: its path's spinning probe", before, spinning(result("rbr loopback spin", "client-row-by-row", loopback, nil)), 85},
 		{"a spin point from another spin path, beyond its spinning probe", withSpin, spinning(result("rbr lan spin", "client-row-by-row", lan1g, nil)), 270},
 		{"a halting point keeps the halting probe", before, result("rbr lan", "client-row-by-row", lan1g, nil), 346},
+		{"a halting point never takes a spinning point's probe", withSpinLoop, result("rbr lan", "client-row-by-row", lan1g, nil), 346},
+		{"a spin point takes a spinning point's plain probe beside the probes with the loops", withSpinLoop,
+			spinning(result("rbr lan spin", "client-row-by-row", lan1g, nil)), (270 + 100) / 2},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
