@@ -323,6 +323,9 @@ func stream(r workload.Result, ref, all []workload.Result) workload.Prediction {
 		reason = missReason("stream-reference")
 	}
 	rate, limit := consumer, "the client's consumer rate"
+	if pace, paceFrom := cappedServerPace(r, ref, all); pace > 0 && pace < rate {
+		rate, limit = pace, "the capped server's pace ("+paceFrom+")"
+	}
 	if l.RateBitsPerS > 0 && l.RateBitsPerS < rate {
 		rate, limit = l.RateBitsPerS, "the link's rate"
 	}
@@ -338,6 +341,51 @@ func stream(r workload.Result, ref, all []workload.Result) workload.Prediction {
 		Formula: fmt.Sprintf("t = bytes / min(rate, window/RTT, consumer %.3g Gbit/s) + RTT: limited by %s (%s)", consumer/1e9, limit, from),
 		Reason:  reason,
 	}
+}
+
+// cappedServerPace is the rate (bits per second) at which r's server,
+// capped below a whole core (cpu_speed), can send r's stream, and what it
+// came from; 0 where the server is uncapped or the reference ran at its
+// speed. A stream's server works on every row too, and a quota of half a
+// core halves its pace, which the uncapped reference's consumer rate does
+// not show: client-stream over lan-1g from a server at 0.5 took 0.17 and
+// 0.27 µs a row in the quiet runs of 2026-11-27 17:23 and 16:52, where
+// the uncapped reference through loopback streamed at 0.14 and 0.16.
+// The pace is the fastest sample of the experiment from a server at a
+// whole core, on a path that bypasses the link, slowed by the cap: the
+// whole of that sample's row taken for the server's, an upper bound as
+// the client's cost per row is. A sample at the capped speed itself is
+// not taken: it lasts about one period of the quota (100 ms), which it
+// may spend within one period's budget (the samples at 0.5 of 16:52:
+// 0.165 to 0.240 µs a row, the point 0.267).
+func cappedServerPace(r workload.Result, ref, all []workload.Result) (float64, string) {
+	speed := ServerSpeed(r)
+	if speed >= 1 || (len(ref) > 0 && ServerSpeed(ref[0]) == speed) {
+		return 0, ""
+	}
+	exp := r.Params.String("experiment")
+	us, perRow := math.Inf(1), 0.0
+	var path string
+	for _, o := range all {
+		t, b := o.Metrics[SampleMetric(exp, "us_per_row")], o.Metrics[SampleMetric(exp, "bytes_per_row")]
+		if !o.Measured() || o.Combo == r.Combo || t <= 0 || b <= 0 || !wholeCoreServer(r, o) || t >= us {
+			continue
+		}
+		us, perRow, path = t, b, profileName(linkOf(o))
+	}
+	if perRow == 0 {
+		return 0, ""
+	}
+	return perRow * 8 * speed / (us * 1e-6), fmt.Sprintf("the sample on %s, %.3g µs a row at a whole core / server cpu_speed %g", path, us, speed)
+}
+
+// wholeCoreServer reports whether o ran r's server at a whole core, with
+// CPUs idling as r's and a client no slower than r's: a sample of its
+// stream there bounds the server's time per row, not a slower consumer's.
+func wholeCoreServer(r, o workload.Result) bool {
+	return o.Instance().Engine == r.Instance().Engine && o.Params.String("instance") == r.Params.String("instance") &&
+		ServerSpeed(o) == 1 && ClientSpeed(o) >= ClientSpeed(r) && o.Client.Idle == r.Client.Idle &&
+		o.Client.GOMAXPROCS == r.Client.GOMAXPROCS && o.Client.CPUs == r.Client.CPUs
 }
 
 // sameTransport reports whether r's reference ran on r's transport (the

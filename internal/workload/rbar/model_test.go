@@ -526,3 +526,46 @@ func TestProbeSpinIsAServerLoopsParameter(t *testing.T) {
 		}
 	}
 }
+
+// A server capped at half a core sends a stream at no more than its pace
+// at a whole core, slowed by the cap, where the uncapped reference's
+// consumer rate would carry the uncapped server's pace into it. The
+// figures are the quiet demo's of 2026-11-27 17:23 (client-stream:
+// loopback 0.14 µs a row, uncapped; the unix socket's fastest sample at a
+// whole core 0.085; lan-1g at 0.5 measured 0.170).
+func TestACappedServersStreamSlowsByItsCap(t *testing.T) {
+	loopbackStream := atSpeed(result("stream loopback", "client-stream", loopback, map[string]float64{"throughput_bps": 12 * 8 / 0.14e-6, "wire_bytes": 12 * 5e6, "rows": 5e6}), 0)
+	wholeSample := atSpeed(sampled(unix, map[string][2]float64{"client-stream": {0.085, 12}}), 0)
+	// A sample at the capped speed lasts about one period of the quota.
+	halfSample := atSpeed(sampled(unix, map[string][2]float64{"client-stream": {0.12, 12}}), 0.5)
+	halfSample.Combo = "loop unix half"
+	slowClientSample := withClientSpeed(atSpeed(sampled(unix, map[string][2]float64{"client-stream": {0.05, 12}}), 1), 0.25)
+	slowClientSample.Combo = "loop unix slow client"
+	tests := []struct {
+		name     string
+		before   []workload.Result
+		r        workload.Result
+		measured float64 // the run's figure, where the goal's 5 % is checked
+		want     float64 // µs a row, less the RTT
+	}{
+		{"the server at 0.5 over lan-1g: its whole core's sample, halved", []workload.Result{wholeSample, halfSample, loopbackStream},
+			atSpeed(result("stream lan half", "client-stream", lan1g, nil), 0.5), 0.170, 0.17},
+		{"an uncapped server keeps the reference's pace", []workload.Result{wholeSample, halfSample, loopbackStream},
+			atSpeed(result("stream lan", "client-stream", lan1g, nil), 0), 0, 0.14},
+		{"a sample with a slower client is not the server's pace", []workload.Result{slowClientSample, loopbackStream},
+			atSpeed(result("stream lan half", "client-stream", lan1g, nil), 0.5), 0, 0.14},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.r.Params["rows"] = int64(2_000_000)
+			p := Predict(tt.r, tt.before)
+			got := p.Metrics["us_per_row"] - 200e-6/2e6*1e6
+			if math.Abs(got-tt.want)/tt.want > 1e-9 {
+				t.Errorf("predicted %v µs a row beyond the RTT, want %v; formula %q", got, tt.want, p.Formula)
+			}
+			if e := math.Abs(tt.measured-got) / got; tt.measured > 0 && e > 0.05 {
+				t.Errorf("predicted %v µs a row, %.0f %% from the %v measured", got, e*100, tt.measured)
+			}
+		})
+	}
+}
