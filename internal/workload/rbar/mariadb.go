@@ -287,16 +287,16 @@ func (w *rbar) runMariaDB(ctx context.Context, env *workload.Env, login engine.C
 // closing status comes in the same answer).
 func (w *rbar) myServerSide(ctx context.Context, s *session, query string) (workload.Measurement, error) {
 	var k int64
-	start := time.Now()
+	clock := startClientClock()
 	err := s.conn.QueryRowContext(ctx, query).Scan(&k)
-	elapsed := time.Since(start)
+	elapsed, cpu := clock.stop()
 	if err != nil {
 		return workload.Measurement{}, err
 	}
 	if k != w.rows {
 		return workload.Measurement{}, fmt.Errorf("the server counted %d rows, want %d", k, w.rows)
 	}
-	return w.serverSideMetrics(elapsed), nil
+	return withClientCPU(w.serverSideMetrics(elapsed), cpu, w.rows), nil
 }
 
 // myStreamSQL is the statement of a stream of n rows: the cross join's
@@ -344,7 +344,7 @@ func (w *rbar) myStream(ctx context.Context, s *session, env *workload.Env, quer
 	var got int64
 	var value sql.RawBytes
 	before := s.bytesRead()
-	start := time.Now()
+	clock := startClientClock()
 	rows, err := s.conn.QueryContext(ctx, query)
 	if err != nil {
 		return workload.Measurement{}, err
@@ -369,11 +369,11 @@ func (w *rbar) myStream(ctx context.Context, s *session, env *workload.Env, quer
 	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
 		return workload.Measurement{}, err
 	}
-	elapsed := time.Since(start)
+	elapsed, cpu := clock.stop()
 	if got != w.rows {
 		return workload.Measurement{}, fmt.Errorf("received %d rows, want %d", got, w.rows)
 	}
-	return streamMetrics(got, s.bytesRead()-before, elapsed), nil
+	return withClientCPU(streamMetrics(got, s.bytesRead()-before, elapsed), cpu, got), nil
 }
 
 // myMessages calls the procedure that SELECTs each row as a result set of
@@ -381,7 +381,7 @@ func (w *rbar) myStream(ctx context.Context, s *session, env *workload.Env, quer
 func (w *rbar) myMessages(ctx context.Context, s *session, env *workload.Env) (workload.Measurement, error) {
 	var got, sets int64
 	before := s.bytesRead()
-	start := time.Now()
+	clock := startClientClock()
 	rows, err := s.conn.QueryContext(ctx, "CALL rbar_messages("+strconv.FormatInt(w.rows, 10)+")")
 	if err != nil {
 		return workload.Measurement{}, err
@@ -402,11 +402,11 @@ func (w *rbar) myMessages(ctx context.Context, s *session, env *workload.Env) (w
 	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
 		return workload.Measurement{}, err
 	}
-	elapsed := time.Since(start)
+	elapsed, cpu := clock.stop()
 	if got != w.rows || sets != w.rows {
 		return workload.Measurement{}, fmt.Errorf("received %d rows in %d result sets, want %d of each", got, sets, w.rows)
 	}
-	m := w.serverSideMetrics(elapsed)
+	m := withClientCPU(w.serverSideMetrics(elapsed), cpu, got)
 	wire := s.bytesRead() - before
 	m.Metrics["wire_bytes"] = float64(wire)
 	m.Metrics["throughput_bps"] = float64(wire) * 8 / elapsed.Seconds()

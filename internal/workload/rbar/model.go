@@ -17,10 +17,13 @@ import (
 //	client-row-by-row:           t_row = round trip + s_row / client speed
 //	                             round trip = the path's probed round trip, else RTT + request/response bytes × 8 / rate
 //	client-stream, wide-rows,
-//	cursor-messages:             throughput = min(rate, window / RTT, consumer rate)
+//	cursor-messages:             throughput = min(rate, window / RTT, consumer rate, server pace)
 //	                             t = bytes × 8 / throughput + RTT
-//	                             consumer rate = the reference's × client speed, or
+//	                             consumer rate = the reference's (at a capped client, at most a
+//	                             row's bits × client speed / the reference client's CPU per row;
+//	                             without that figure, the reference's × client speed), or
 //	                             a row's bytes / (the sample's time per row + client_cost / client speed)
+//	                             server pace (a capped server) = its whole-core sample's rate × server speed
 //
 // A stream's consumer rate is the fastest other path's of its transport
 // (the unix socket, or TCP); a transport's first stream point, which has
@@ -56,11 +59,14 @@ import (
 // their fixed costs do not scale with rows, and run on one backend, bound
 // by its CPU: at a cpu_speed (a CFS quota of that many cores' worth) a row
 // takes 1/speed of its time at a whole core, so a capped point is
-// predicted from its reference at another speed. The client's speed
-// likewise divides its per-row cost in row-by-row work and multiplies its
-// consumer rate in a stream: the whole per-row cost fitted on the
-// reference is taken for the client's, an upper bound where the server's
-// share of it does not slow down with the client.
+// predicted from its reference at another speed; a stream from a capped
+// server is bounded by its pace at a whole core, slowed by the cap
+// (cappedServerPace). The client's speed likewise divides its per-row
+// cost in row-by-row work: the whole per-row cost fitted on the reference
+// is taken for the client's, an upper bound where the server's share of
+// it does not slow down with the client. In a stream, a capped client
+// slows the rows only where its own CPU per row, as the reference's
+// thread measured it, no longer fits in its quota (referenceConsumer).
 //
 // A row-by-row point's round trip is its path's as the server-side points
 // probed it before (ProbeMetric: trivial round trips before their
@@ -318,8 +324,7 @@ func stream(r workload.Result, ref, all []workload.Result) workload.Prediction {
 		if len(ref) == 0 {
 			return workload.Prediction{Reason: noFigure}
 		}
-		consumer = medianMetric(ref, "throughput_bps") / ClientSpeed(ref[0]) * ClientSpeed(r)
-		from = "costs from " + profileName(linkOf(ref[0]))
+		consumer, from = referenceConsumer(r, ref)
 		reason = missReason("stream-reference")
 	}
 	rate, limit := consumer, "the client's consumer rate"
@@ -386,6 +391,36 @@ func wholeCoreServer(r, o workload.Result) bool {
 	return o.Instance().Engine == r.Instance().Engine && o.Params.String("instance") == r.Params.String("instance") &&
 		ServerSpeed(o) == 1 && ClientSpeed(o) >= ClientSpeed(r) && o.Client.Idle == r.Client.Idle &&
 		o.Client.GOMAXPROCS == r.Client.GOMAXPROCS && o.Client.CPUs == r.Client.CPUs
+}
+
+// referenceConsumer is the consumer rate (bits per second) r's client
+// takes from its reference's stream, and what it came from. At the
+// reference's client speed it is the reference's rate. A client capped
+// below it (cpu_speed, a CFS quota) slows the stream only where the
+// client's own CPU per row, as the reference's thread measured it
+// (ClientCPUMetric), no longer fits in the quota: the rest of each row is
+// the server's, the link's and their wake-ups, which a quota on the
+// client does not lengthen (cursor-messages over lan-1g from the client
+// at 0.5 streamed 1.0 to 2.4x as fast as the model that halved the
+// whole row, in the quiet runs of 2026-11-27). Without that figure (runs
+// before it was recorded), or from a capped reference, the whole row is
+// taken for the client's, an upper bound.
+func referenceConsumer(r workload.Result, ref []workload.Result) (float64, string) {
+	rate := medianMetric(ref, "throughput_bps")
+	speed, refSpeed := ClientSpeed(r), ClientSpeed(ref[0])
+	from := "costs from " + profileName(linkOf(ref[0]))
+	if speed == refSpeed {
+		return rate, from
+	}
+	cpu := medianMetric(ref, ClientCPUMetric) * 1e-6
+	if !(cpu > 0) || refSpeed < 1 || speed > refSpeed {
+		return rate / refSpeed * speed, from + speedTerm(speed, refSpeed, "client")
+	}
+	bitsPerRow := medianMetric(ref, "wire_bytes") / medianMetric(ref, "rows") * 8
+	if quota := bitsPerRow * speed / cpu; quota < rate {
+		return quota, from + fmt.Sprintf(": the client's %.3g µs of CPU a row%s", cpu*1e6, speedTerm(speed, refSpeed, "client"))
+	}
+	return rate, from + fmt.Sprintf(", whose client's %.3g µs of CPU a row fits in client cpu_speed %g", cpu*1e6, speed)
 }
 
 // sameTransport reports whether r's reference ran on r's transport (the
@@ -674,5 +709,5 @@ func missReason(kind string) string {
 	case "stream":
 		return "a stream is bounded by min(rate, window / RTT, the consumer rate its path's sample measured before it): the sample lasts tens of milliseconds, and other work on the host during it or during the point moves either"
 	}
-	return "a stream is bounded by min(rate, window / RTT, the fastest other path's consumer rate, times the client's speed): a consumer slower here than there is not, nor the link's relay taking CPU from the client and the server where the link's rate and the consumer's are near, nor a server's pace that a slower client does not change"
+	return "a stream is bounded by min(rate, window / RTT, the fastest other path's consumer rate, a capped client's CPU per row over its quota, a capped server's whole-core pace times its cap): a consumer slower here than there is not, nor the link's relay taking CPU from the client and the server where the link's rate and the consumer's are near"
 }

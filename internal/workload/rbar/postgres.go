@@ -175,16 +175,16 @@ func (w *rbar) pgServerSide(ctx context.Context, pc *pgconn.PgConn, sql string) 
 		return workload.Measurement{}, err
 	}
 	n := []byte(strconv.FormatInt(w.rows, 10))
-	start := time.Now()
+	clock := startClientClock()
 	res := pc.ExecParams(ctx, sql, [][]byte{n}, nil, nil, nil).Read()
-	elapsed := time.Since(start)
+	elapsed, cpu := clock.stop()
 	if res.Err != nil {
 		return workload.Measurement{}, res.Err
 	}
 	if len(res.Rows) != 1 || string(res.Rows[0][0]) != string(n) {
 		return workload.Measurement{}, fmt.Errorf("the server counted %v rows, want %s", res.Rows, n)
 	}
-	return w.serverSideMetrics(elapsed), nil
+	return withClientCPU(w.serverSideMetrics(elapsed), cpu, w.rows), nil
 }
 
 // pgProbe probes the path with the row-by-row points' own round trip, a
@@ -211,7 +211,7 @@ func (w *rbar) pgStream(ctx context.Context, pc *pgconn.PgConn, env *workload.En
 	if err := pc.Exec(ctx, "SELECT 1").Close(); err != nil {
 		return workload.Measurement{}, err
 	}
-	start := time.Now()
+	clock := startClientClock()
 	got, wire, err := readStream(ctx, pc, sql, rows, func(got int64) {
 		w.spend(time.Now())
 		if got&4095 == 0 && env.Progress != nil {
@@ -221,11 +221,11 @@ func (w *rbar) pgStream(ctx context.Context, pc *pgconn.PgConn, env *workload.En
 	if err != nil {
 		return workload.Measurement{}, err
 	}
-	elapsed := time.Since(start)
+	elapsed, cpu := clock.stop()
 	if got != rows {
 		return workload.Measurement{}, fmt.Errorf("received %d rows, want %d", got, rows)
 	}
-	return streamMetrics(rows, wire, elapsed), nil
+	return withClientCPU(streamMetrics(rows, wire, elapsed), cpu, rows), nil
 }
 
 // readStream runs sql for rows ($1) and reads its rows, calling perRow

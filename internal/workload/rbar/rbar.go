@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"time"
+
+	sys "golang.org/x/sys/unix"
 
 	"github.com/dbrig/dbrig/internal/engine/mariadb"
 	"github.com/dbrig/dbrig/internal/engine/postgres"
@@ -75,6 +78,7 @@ var Metrics = append([]workload.MetricSpec{
 	{Name: "rows", Unit: workload.Count, Doc: "rows processed"},
 	{Name: "row_mean_us", Unit: workload.Microseconds, Better: workload.Lower, Doc: "round trip per row, mean (the percentiles come from the merged histogram \"row\")"},
 	{Name: ProbeMetric, Unit: workload.Microseconds, Better: workload.Lower, Doc: "a trivial statement's round trip on the point's path, timed before a server-side experiment's statement: what the path costs a round trip, which predicts the row-by-row points that run after it"},
+	{Name: ClientCPUMetric, Unit: workload.Microseconds, Better: workload.Lower, Doc: "the CPU time the client's thread spent on each row while the statement ran (its reads, the driver's decoding, client_cost): what a client capped below a whole core (cpu_speed) must still spend"},
 	{Name: ProbeSpinMetric, Unit: workload.Microseconds, Better: workload.Lower, Doc: "the same round trip with a lowest-priority busy loop on each CPU (client.idle = spin), timed after " + ProbeMetric + " on a server-loop point: predicts the row-by-row points whose CPUs spin"},
 }, sampleMetrics()...)
 
@@ -85,6 +89,47 @@ const (
 	ProbeMetric     = "probe_rt_us"
 	ProbeSpinMetric = "probe_spin_rt_us"
 )
+
+// ClientCPUMetric is the client's CPU time per row of a timed statement
+// (see clientClock).
+const ClientCPUMetric = "client_cpu_us_per_row"
+
+// clientClock times a statement by the wall clock and by the CPU time of
+// the client's thread, which Run locks to the goroutine: the client's
+// reads, the driver's decoding and client_cost all run there, where the
+// process's time would count the emulated link's relay too when the
+// client runs in dbrig's own process.
+type clientClock struct {
+	start time.Time
+	cpu   time.Duration
+}
+
+func startClientClock() clientClock {
+	return clientClock{start: time.Now(), cpu: threadCPU()}
+}
+
+// stop returns the wall time and the thread's CPU time since the start.
+func (c clientClock) stop() (elapsed, cpu time.Duration) {
+	return time.Since(c.start), threadCPU() - c.cpu
+}
+
+// threadCPU is the calling thread's CPU time (0 where the clock cannot be
+// read, which leaves the figure out rather than wrong: see withClientCPU).
+func threadCPU() time.Duration {
+	var ts sys.Timespec
+	if err := sys.ClockGettime(sys.CLOCK_THREAD_CPUTIME_ID, &ts); err != nil {
+		return 0
+	}
+	return time.Duration(ts.Nano())
+}
+
+// withClientCPU adds the client's CPU time per row to a measurement.
+func withClientCPU(m workload.Measurement, cpu time.Duration, rows int64) workload.Measurement {
+	if m.Metrics != nil && cpu > 0 && rows > 0 {
+		m.Metrics[ClientCPUMetric] = cpu.Seconds() * 1e6 / float64(rows)
+	}
+	return m
+}
 
 // A probe warms up for probeWarmUp, then makes at most probeTrips timed
 // round trips and stops once it has spent probeBudget: a tenth of a second
@@ -191,6 +236,10 @@ func (w *rbar) Run(ctx context.Context, env *workload.Env) (workload.Measurement
 		return workload.Measurement{}, err
 	}
 	w.transport = ep.Transport
+	// The client's CPU time is its thread's (clientClock): the goroutine
+	// stays on it.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	var m workload.Measurement
 	switch ep.Conn.Engine {
 	case postgres.Name:

@@ -108,6 +108,13 @@ func TestExperimentsOnEachEngine(t *testing.T) {
 							}
 						}
 						switch tt.p.String("experiment") {
+						case "client-stream", "cursor-messages", "wide-rows":
+							// The client's thread's CPU on each row, which a
+							// capped client's prediction reads: within the
+							// row's time, since it is one thread.
+							if cpu := m.Metrics[ClientCPUMetric]; !(cpu > 0) || cpu > m.Metrics["us_per_row"]*1.05 {
+								t.Errorf("%s = %v µs, want the client's CPU, within the row's %v µs", ClientCPUMetric, cpu, m.Metrics["us_per_row"])
+							}
 						case "server-loop", "server-cursor":
 							// Its path's round trip, which predicts the
 							// row-by-row points after it.
