@@ -120,7 +120,7 @@ func (a *analysis) judgeSlowClientSpeed(f *report.Finding, r speedRatio, linkEff
 	if f.Spread == "" {
 		f.Spread = fmt.Sprintf("the runs give ratios from %s to %s", study.FormatTimes(r.lo), study.FormatTimes(r.hi))
 	}
-	f.Model = fmt.Sprintf("t/row = RTT + s_server + s_client / client speed, a stream's consumer rate × client speed: %s at half speed (within ±%.0f %%)", study.FormatTimes(r.model), speedTolerance*100)
+	f.Model = fmt.Sprintf("t/row = RTT + s_server + s_client / client speed, a stream slowed as far as the client's CPU per row exceeds its quota: %s at half speed (within ±%.0f %%)", study.FormatTimes(r.model), speedTolerance*100)
 	clientEffect := (r.got - 1) * 100
 	emulation := fmt.Sprintf("The slower client is emulated by a CFS quota of %g of a core's time in each 100 ms period, not a slower clock.", halfSpeed)
 	switch {
