@@ -357,12 +357,13 @@ func saturatedPoints(curve []CurvePoint, cycle float64) []CurvePoint {
 // Predict is the closed loop before the point runs, from its curve's
 // points measured before it: tps = min(N / (R0 + Z), X_cap), R0 + Z the
 // cycle the users lived at the lightest load (N0 / X0, Little's law),
-// X_cap the throughput of the points that saturated the server (seed
-// 001's top-4 mean of them); an open loop's is its arrival rate. A curve
-// without a point before it takes its cycle from the nearest link's curve
-// of the same load, and one that has not saturated yet its capacity from a
-// curve that has, scaled by the CPU a transaction costs on each (see
-// predict.go).
+// X_cap the CPUs the machine left the load at the latest saturated points
+// over the CPU a transaction costs (capacity.go); an open loop's is its
+// arrival rate. A curve without a point before it takes its cycle from the
+// nearest link's curve of the same load. Where the monitor saw no server
+// CPU (a target), X_cap is the throughput of the points that saturated the
+// server (seed 001's top-4 mean of them), or before any, a saturated
+// sibling curve's scaled (predict.go).
 func Predict(r workload.Result, before []workload.Result) workload.Prediction {
 	if rate := r.Params.Float("rate"); rate > 0 {
 		return workload.Prediction{Metrics: map[string]float64{"tps": rate},
@@ -395,6 +396,9 @@ func Predict(r workload.Result, before []workload.Result) workload.Prediction {
 	pred := workload.Prediction{Metrics: map[string]float64{"tps": free}}
 	pred.Formula = fmt.Sprintf("closed loop: tps = N / (R0 + Z) = %g / (%s + %s) = %s/s; R0 = the mean response at %g users%s, the lightest load measured before, Z = the think time its users lived (N0 / X0 - R0; %s set)",
 		n, FormatMS(base.MeanMS), FormatMS(z), FormatTPS(free), base.Users, through, FormatMS(ThinkMS(r.Params)))
+	if capped, ok := capByCPUs(pred, r, before, curve, sibs); ok {
+		return capped
+	}
 	if len(saturated) == 0 {
 		return capBySiblings(pred, sibs, curve, through)
 	}
