@@ -359,7 +359,8 @@ func saturatedPoints(curve []CurvePoint, cycle float64) []CurvePoint {
 // cycle the users lived at the lightest load (N0 / X0, Little's law),
 // X_cap the CPUs the machine left the load at the latest saturated points
 // over the CPU a transaction costs (capacity.go); an open loop's is its
-// arrival rate. A curve without a point before it takes its cycle from the
+// arrival rate, a mismatched link's its twin's cycle with its collisions'
+// stalls (predict_mismatch.go). A curve without a point before it takes its cycle from the
 // nearest link's curve of the same load. Where the monitor saw no server
 // CPU (a target), X_cap is the throughput of the points that saturated the
 // server (seed 001's top-4 mean of them), or before any, a saturated
@@ -371,7 +372,7 @@ func Predict(r workload.Result, before []workload.Result) workload.Prediction {
 			Reason:  "an open loop's throughput is its rate until the server saturates"}
 	}
 	if Mismatched(r) {
-		return workload.Prediction{Reason: "no prediction: a mismatched link's stalls are counted at the point itself, so its figure is the stall model's fit"}
+		return predictMismatched(r, before)
 	}
 	curve, sibs := curveOf(r, before), siblingsOf(r, before)
 	lightest, through := curve, ""

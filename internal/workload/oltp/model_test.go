@@ -36,7 +36,8 @@ func TestPeakIsTheMeanOfTheTopFour(t *testing.T) {
 // TestModelStoredWithEachPoint: each point's model is fitted on its
 // curve's other points, never on itself: the first point, alone so far,
 // has no figure and says why; the last point's on the four before it; a
-// mismatched point's on its full-duplex twin and its own stalls.
+// mismatched point's stall model on its full-duplex twin and its own
+// stalls, beside its tps predicted before it ran.
 func TestModelStoredWithEachPoint(t *testing.T) {
 	results := oltptest.Results("transport-oltp", "10ms", oltptest.ClosedLoop("shop", "unix", 0.5, 10, 5000, oltptest.QuickUsers, nil))
 	first, last := results[0], results[len(results)-1]
@@ -71,7 +72,7 @@ func TestModelStoredWithEachPoint(t *testing.T) {
 		}
 		h := diagnose.DetectWith(r.Histograms["latency"], diagnose.Evidence{Users: 32, SecondMax: r.Series["max_ms"]}).HitShare
 		want := 32 / ((full + h*200.2) / 1000)
-		if math.Abs(r.Model[oltp.ModelStall]-want) > 1e-6 || r.Model["tps"] != r.Model[oltp.ModelStall] || h == 0 {
+		if math.Abs(r.Model[oltp.ModelStall]-want) > 1e-6 || r.ModelFrom("tps") != "predicted" || h == 0 {
 			t.Errorf("stall model %v, want %v (h %v, full %v ms)", r.Model, want, h, full)
 		}
 		if !strings.Contains(r.Formula, "duplex mismatch: tps = N / (R_full + Z + h × RTO)") {
