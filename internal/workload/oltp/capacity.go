@@ -31,7 +31,7 @@ type cpuCapacity struct {
 	tps    float64
 	cpus   []float64 // what the load kept busy at the recent saturated points, latest first
 	demand float64   // D, CPU seconds a transaction
-	whose  string    // whose D: "this curve's" or a sibling's
+	whose  string    // where D was measured
 }
 
 // cpusUsed is the CPUs a point's load kept busy: its servers' (the
@@ -89,25 +89,25 @@ func demandOf(own []CurvePoint, sibs []sibling, n float64) (float64, string, boo
 	if !ok {
 		for _, s := range sibs {
 			if dn, ok := demandAt(s.curve, n); ok {
-				return dn, s.link + "'s", true
+				return dn, fmt.Sprintf("%s's at %g users", s.link, n), true
 			}
-			if d, _, ok := heaviestDemand(s.curve); ok {
-				return d, s.link + "'s", true
+			if d, at, ok := heaviestDemand(s.curve); ok {
+				return d, fmt.Sprintf("%s's at %g users, its most", s.link, at), true
 			}
 		}
 		return 0, "", false
 	}
 	if at == n {
-		return d, "this curve's", true
+		return d, fmt.Sprintf("this curve's at %g users", n), true
 	}
 	for _, s := range sibs {
 		from, ok1 := demandAt(s.curve, at)
 		to, ok2 := demandAt(s.curve, n)
 		if ok1 && ok2 {
-			return d * to / from, fmt.Sprintf("this curve's at %g users × %s from %g to %g users (%.2f)", at, s.link+"'s", at, n, to/from), true
+			return d * to / from, fmt.Sprintf("this curve's at %g users × the change of %s's from %g to %g users (%.2f)", at, s.link, at, n, to/from), true
 		}
 	}
-	return d, "this curve's", true
+	return d, fmt.Sprintf("this curve's at %g users, its most", at), true
 }
 
 // heaviestDemand is the CPU per transaction at the most users of a curve
@@ -139,7 +139,7 @@ func capByCPUs(pred workload.Prediction, r workload.Result, before []workload.Re
 		return pred, false
 	}
 	pred.Metrics["tps"] = min(pred.Metrics["tps"], m.tps)
-	pred.Formula += fmt.Sprintf(", capped by the server's capacity C / D = %.2f CPUs / %s = %s/s (C the median of the CPUs the load kept busy at the latest %d saturated points of the same load before it, %s; D %s CPU per transaction at its most users, the server's and the client's): tps = %s/s",
+	pred.Formula += fmt.Sprintf(", capped by the server's capacity C / D = %.2f CPUs / %s = %s/s (C the median of the CPUs the load kept busy at the latest %d saturated points of the same load before it, %s; D the CPU a transaction costs, the server's and the client's, %s): tps = %s/s",
 		measure.Median(slices.Clone(m.cpus)), FormatMS(1000*m.demand), FormatTPS(m.tps), len(m.cpus), cpuList(m.cpus), m.whose, FormatTPS(pred.Metrics["tps"]))
 	pred.Reason = kneeReason + "; the CPUs the machine's other work leaves the load move between the points before it and this one, and a transaction's CPU with the users and the machine's load"
 	return pred, true
