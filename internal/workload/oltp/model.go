@@ -342,15 +342,29 @@ const kneeReason = "the knee is sharp in the model: near it, waiting for the ser
 // it: a point there measured the server's capacity.
 const saturatedShare = 0.9
 
+// saturatedPoints are the points of a curve that fell below saturatedShare
+// of the light-load line of cycle (R0 + Z, ms): the server set them.
+func saturatedPoints(curve []CurvePoint, cycle float64) []CurvePoint {
+	var out []CurvePoint
+	for _, c := range curve {
+		if c.TPS < saturatedShare*c.Users/(cycle/1000) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
 // Predict is the closed loop before the point runs, from its curve's
 // points measured before it: tps = min(N / (R0 + Z), X_cap), R0 + Z the
 // cycle the users lived at the lightest load (N0 / X0, Little's law),
-// X_cap the throughput of the points that saturated the server (seed
-// 001's top-4 mean of them); an open loop's is its arrival rate. A curve
-// without a point before it takes its cycle from the nearest link's curve
-// of the same load, and one that has not saturated yet its capacity from a
-// curve that has, scaled by the CPU a transaction costs on each (see
-// predict.go).
+// X_cap the CPUs the machine left the load at the latest saturated points
+// over the CPU a transaction costs (capacity.go); an open loop's is its
+// arrival rate, a mismatched link's its twin's cycle with its collisions'
+// stalls (predict_mismatch.go). A curve without a point before it takes its cycle from the
+// nearest link's curve of the same load. Where the monitor saw no server
+// CPU (a target), X_cap is the throughput of the points that saturated the
+// server (seed 001's top-4 mean of them), or before any, a saturated
+// sibling curve's scaled (predict.go).
 func Predict(r workload.Result, before []workload.Result) workload.Prediction {
 	if rate := r.Params.Float("rate"); rate > 0 {
 		return workload.Prediction{Metrics: map[string]float64{"tps": rate},
@@ -358,7 +372,7 @@ func Predict(r workload.Result, before []workload.Result) workload.Prediction {
 			Reason:  "an open loop's throughput is its rate until the server saturates"}
 	}
 	if Mismatched(r) {
-		return workload.Prediction{Reason: "no prediction: a mismatched link's stalls are counted at the point itself, so its figure is the stall model's fit"}
+		return predictMismatched(r, before)
 	}
 	curve, sibs := curveOf(r, before), siblingsOf(r, before)
 	lightest, through := curve, ""
@@ -374,19 +388,20 @@ func Predict(r workload.Result, before []workload.Result) workload.Prediction {
 	free := n / (cycle / 1000)
 	var saturated []float64
 	var cpus []float64
-	for _, c := range curve {
-		if c.TPS < saturatedShare*c.Users/(cycle/1000) {
-			saturated = append(saturated, c.TPS)
-			if c.ServerCPU > 0 {
-				cpus = append(cpus, c.ServerCPU)
-			}
+	for _, c := range saturatedPoints(curve, cycle) {
+		saturated = append(saturated, c.TPS)
+		if c.ServerCPU > 0 {
+			cpus = append(cpus, c.ServerCPU)
 		}
 	}
 	pred := workload.Prediction{Metrics: map[string]float64{"tps": free}}
 	pred.Formula = fmt.Sprintf("closed loop: tps = N / (R0 + Z) = %g / (%s + %s) = %s/s; R0 = the mean response at %g users%s, the lightest load measured before, Z = the think time its users lived (N0 / X0 - R0; %s set)",
 		n, FormatMS(base.MeanMS), FormatMS(z), FormatTPS(free), base.Users, through, FormatMS(ThinkMS(r.Params)))
+	if capped, ok := capByCPUs(pred, r, before, curve, sibs); ok {
+		return capped
+	}
 	if len(saturated) == 0 {
-		return capBySiblings(pred, free, sibs, curve, through)
+		return capBySiblings(pred, sibs, curve, through)
 	}
 	capacity, top := Peak(saturated)
 	if capacity < free {
@@ -401,7 +416,8 @@ func Predict(r workload.Result, before []workload.Result) workload.Prediction {
 // capBySiblings caps a prediction whose own curve has not saturated the
 // server yet by the capacity its nearest sibling curve saturated at,
 // scaled by the CPU one transaction costs on each.
-func capBySiblings(pred workload.Prediction, free float64, sibs []sibling, own []CurvePoint, through string) workload.Prediction {
+func capBySiblings(pred workload.Prediction, sibs []sibling, own []CurvePoint, through string) workload.Prediction {
+	free := pred.Metrics["tps"] // the users' line, uncapped yet
 	capacity, words, ok := siblingCapacity(sibs, own)
 	if !ok {
 		pred.Reason = "no point before it saturated the server: its capacity is unknown, and the throughput is capped by the users only"

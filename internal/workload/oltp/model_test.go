@@ -36,7 +36,8 @@ func TestPeakIsTheMeanOfTheTopFour(t *testing.T) {
 // TestModelStoredWithEachPoint: each point's model is fitted on its
 // curve's other points, never on itself: the first point, alone so far,
 // has no figure and says why; the last point's on the four before it; a
-// mismatched point's on its full-duplex twin and its own stalls.
+// mismatched point's stall model on its full-duplex twin and its own
+// stalls, beside its tps predicted before it ran.
 func TestModelStoredWithEachPoint(t *testing.T) {
 	results := oltptest.Results("transport-oltp", "10ms", oltptest.ClosedLoop("shop", "unix", 0.5, 10, 5000, oltptest.QuickUsers, nil))
 	first, last := results[0], results[len(results)-1]
@@ -71,7 +72,7 @@ func TestModelStoredWithEachPoint(t *testing.T) {
 		}
 		h := diagnose.DetectWith(r.Histograms["latency"], diagnose.Evidence{Users: 32, SecondMax: r.Series["max_ms"]}).HitShare
 		want := 32 / ((full + h*200.2) / 1000)
-		if math.Abs(r.Model[oltp.ModelStall]-want) > 1e-6 || r.Model["tps"] != r.Model[oltp.ModelStall] || h == 0 {
+		if math.Abs(r.Model[oltp.ModelStall]-want) > 1e-6 || r.ModelFrom("tps") != "predicted" || h == 0 {
 			t.Errorf("stall model %v, want %v (h %v, full %v ms)", r.Model, want, h, full)
 		}
 		if !strings.Contains(r.Formula, "duplex mismatch: tps = N / (R_full + Z + h × RTO)") {
@@ -104,9 +105,10 @@ func TestPredictFromThePointsBefore(t *testing.T) {
 	if want := 40 / 0.0105; math.Abs(light.Metrics["tps"]-want) > 1e-6 || !strings.Contains(light.Reason, "capacity is unknown") {
 		t.Errorf("40 users after 10: %v (%q), want %v uncapped", light.Metrics["tps"], light.Reason, want)
 	}
-	// 70 and 110 users fell below 90 % of N / (R0 + Z): the server's 5000/s.
+	// 70 and 110 users fell below 90 % of N / (R0 + Z): the load kept
+	// 1.2 CPUs busy there, at 240 µs a transaction, the server's 5000/s.
 	heavy := oltp.Predict(at(150), results[:4])
-	if math.Abs(heavy.Metrics["tps"]-5000) > 1e-6 || !strings.Contains(heavy.Formula, "capacity 5000/s") {
+	if math.Abs(heavy.Metrics["tps"]-5000) > 1e-6 || !strings.Contains(heavy.Formula, "capacity C / D = 1.20 CPUs / 240 µs = 5000/s") {
 		t.Errorf("150 users: %v, formula %q", heavy.Metrics["tps"], heavy.Formula)
 	}
 }
@@ -131,8 +133,8 @@ func TestPredictTakesTheThinkTimeTheUsersLived(t *testing.T) {
 		{"lived think as set", 2.3, 10, 5000, 40, 1, 40 / 0.0123, "capacity is unknown"},
 		{"late wake-ups, below the knee", 2.3, 11.6, 5000, 40, 1, 40 / 0.0139, "capacity is unknown"},
 		// The one saturated point, 110 users, kept 1.2 CPUs busy (oltptest's
-		// 1.2 × tps / peak): what the machine left the server.
-		{"late wake-ups, capped by the saturated points", 2.3, 11.6, 5000, 150, 4, 5000, "the server kept 1.20 CPUs busy at them: the server's capacity is the CPU the machine leaves it"},
+		// 1.2 × tps / peak): what the machine left the load.
+		{"late wake-ups, capped by the saturated points", 2.3, 11.6, 5000, 150, 4, 5000, "the CPUs the machine's other work leaves the load move"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			results := oltptest.Results("transport-oltp", "10ms", oltptest.ClosedLoop("shop", "unix", tc.r0, tc.lived, tc.peak, oltptest.QuickUsers, nil))
@@ -195,15 +197,16 @@ func TestFitTakesTheThinkTimeTheUsersLived(t *testing.T) {
 // TestPredictFromTheSameLoadThroughAnotherLink: before a curve has points
 // of its own to tell them, the same load through another link measured
 // before it tells the users' cycle (the nearest link's lightest point) and
-// the server's capacity (a curve that saturated: the CPUs its load got over
-// its CPU per transaction, the client's difference between the links
-// added, at the most users both measured).
+// the server's capacity: the CPUs the load kept busy at the latest points
+// that saturated (of any link), over this curve's CPU per transaction (the
+// server's and the client's); where the monitor saw no server CPU, the
+// saturated throughput of the nearest curve that saturated.
 func TestPredictFromTheSameLoadThroughAnotherLink(t *testing.T) {
 	t.Parallel()
 	// lan-1g: 10 / 14 ms = 714/s, saturated at 40 and 70 users at 2500/s;
 	// unix: R0 1 ms, saturating at 4000/s from 70 users. oltptest gives a
 	// point's server 1.2 × tps / peak CPUs: 0.48 ms a transaction on
-	// lan-1g's saturated points.
+	// lan-1g's saturated points, 0.3 ms on unix's.
 	lan := oltptest.ClosedLoop("shop", "lan-1g", 4, 10, 2500, []int{10, 40, 70}, nil)
 	unix := oltptest.ClosedLoop("shop", "unix", 1, 10, 4000, []int{10, 40, 70}, nil)
 	lan10g := oltptest.ClosedLoop("shop", "lan-10g", 4, 10, 2500, []int{10}, nil)
@@ -214,23 +217,26 @@ func TestPredictFromTheSameLoadThroughAnotherLink(t *testing.T) {
 		name     string
 		at       int
 		lan, uds float64 // the client's µs a transaction on lan-1g and unix
+		noCPU    bool    // the monitor saw no server CPU
 		want     float64
 		formula  string
 	}{
-		{"first point", 0, 0, 0, 0, ""},
+		{"first point", 0, 0, 0, false, 0, ""},
 		// The first lan-1g point has unix's cycle, the only one before.
-		{"first point through the only other link", 1, 0, 0, 10 / 0.011, "at 10 users through unix"},
+		{"first point through the only other link", 1, 0, 0, false, 10 / 0.011, "at 10 users through unix"},
 		// lan-10g's first point takes lan-1g's (a link's proxy too), not
 		// unix's, measured earlier, nor the mismatched link's, measured
 		// later.
-		{"first point through the nearest link", 3, 0, 0, 10 / 0.014, "at 10 users through lan-1g"},
-		// 70 users on unix, whose own 40 did not saturate: lan-1g's
-		// 2500/s, under N / (R0 + Z) = 6364/s.
-		{"capacity through another link", 7, 0, 0, 2500, "lan-1g's saturated points × its CPU per transaction over this curve's, the client's difference added (× 1.00)"},
+		{"first point through the nearest link", 3, 0, 0, false, 10 / 0.014, "at 10 users through lan-1g"},
+		// 70 users on unix, whose own 40 did not saturate: the 1.2 CPUs
+		// lan-1g's load kept busy at 40 and 70 users over unix's 0.3 ms a
+		// transaction, under N / (R0 + Z) = 6364/s.
+		{"capacity through another link", 7, 0, 0, false, 4000, "capacity C / D = 1.20 CPUs / 300 µs = 4000/s"},
 		// The client spends 300 µs a transaction on lan-1g (its proxy),
-		// 100 on unix: 0.78 ms a transaction there is 0.58 here, and
-		// 2500/s there 2500 × 0.78 / 0.58 = 3362/s here.
-		{"the link's client CPU", 7, 300, 100, 2500 * 0.78 / 0.58, "(× 1.34)"},
+		// 100 on unix: lan-1g's load kept 1.2 + 0.75 CPUs busy, and a
+		// transaction costs 0.4 ms here.
+		{"the link's client CPU", 7, 300, 100, false, 1.95 / 0.0004, "capacity C / D = 1.95 CPUs / 400 µs"},
+		{"no server CPU seen", 7, 0, 0, true, 2500, "lan-1g's saturated points × its CPU per transaction over this curve's, the client's difference added (× 1.00)"},
 	} {
 		before := slices.Clone(results[:tc.at])
 		for i := range before {
@@ -240,6 +246,9 @@ func TestPredictFromTheSameLoadThroughAnotherLink(t *testing.T) {
 				m["client_cpu_us_per_tx"] = tc.lan
 			}
 			before[i].Metrics = m
+			if tc.noCPU {
+				before[i].Monitor = nil
+			}
 		}
 		p := oltp.Predict(results[tc.at], before)
 		if tc.want == 0 {
@@ -251,5 +260,30 @@ func TestPredictFromTheSameLoadThroughAnotherLink(t *testing.T) {
 		if got := p.Metrics["tps"]; math.Abs(got-tc.want) > 1e-6*tc.want || !strings.Contains(p.Formula, tc.formula) {
 			t.Errorf("%s: %v (%s), want %v, saying %q", tc.name, got, p.Formula, tc.want, tc.formula)
 		}
+	}
+}
+
+// TestPredictCapacityIsTheCPUsLeftNotADip: a point the machine's other
+// work starved falls below its users' line with little CPU, and is no
+// capacity: the server's capacity is the median of the CPUs the load kept
+// busy at the latest three saturated points (of any link) over the CPU a
+// transaction costs, where the curve's own saturated throughput took the
+// dip (1850/s) for the capacity of every point after it.
+func TestPredictCapacityIsTheCPUsLeftNotADip(t *testing.T) {
+	t.Parallel()
+	point := func(net string, users int, tps, cpu float64) oltptest.Point {
+		return oltptest.Point{Mix: "shop", Net: net, Users: users, TPS: tps, MeanMS: 1000*float64(users)/tps - 10, CPU: cpu}
+	}
+	results := oltptest.Results("transport-oltp", "10ms", []oltptest.Point{
+		point("unix", 10, 10/0.011, 0.25), point("lan-1g", 10, 10/0.014, 0.3), point("lan-10g", 10, 10/0.014, 0.3),
+		// unix's 40 users starved (line 3636/s), then lan-1g's and lan-10g's
+		// saturated at 2500/s (line 2857/s) with 1.3 and 1.25 CPUs.
+		point("unix", 40, 1850, 0.46), point("lan-1g", 40, 2500, 1.3), point("lan-10g", 40, 2500, 1.25),
+		point("unix", 70, 5000, 1.25),
+	})
+	p := oltp.Predict(results[6], results[:6])
+	want := 1.25 / (0.46 / 1850)
+	if got := p.Metrics["tps"]; math.Abs(got-want) > 1e-6*want || !strings.Contains(p.Formula, "latest 3 saturated points of the same load before it, 1.25, 1.30 and 0.46") {
+		t.Errorf("70 users on unix: %v (%s), want %v", got, p.Formula, want)
 	}
 }

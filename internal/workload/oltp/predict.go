@@ -1,9 +1,7 @@
 package oltp
 
 import (
-	"encoding/json"
 	"fmt"
-	"maps"
 	"math"
 
 	"gonum.org/v1/gonum/stat"
@@ -20,14 +18,10 @@ import (
 // server's CPU and the client's, where the link's proxy runs).
 
 // siblingKey is what a point shares with the points of its sibling curves:
-// everything but its users and its links.
+// its curve's key without its links.
 func siblingKey(r workload.Result) string {
-	p := maps.Clone(r.Params)
-	delete(p, "users")
-	params, _ := json.Marshal(p)
-	inst, _ := json.Marshal(r.Instances)
-	client, _ := json.Marshal(r.Client)
-	return string(params) + "|" + string(inst) + "|" + string(client)
+	r.Links = nil
+	return CurveKey(r, false)
 }
 
 // sibling is one sibling curve's points before a point, and its link.
@@ -99,12 +93,10 @@ func scaledCapacity(s sibling, own []CurvePoint) (capacity, ratio float64, ok bo
 	}
 	cycle := 1000 * s.curve[0].Users / s.curve[0].TPS // N0 / X0
 	var saturated, demand []float64
-	for _, c := range s.curve {
-		if c.TPS < saturatedShare*c.Users/(cycle/1000) {
-			saturated = append(saturated, c.TPS)
-			if d := cpuPerTx(c); d > 0 {
-				demand = append(demand, d)
-			}
+	for _, c := range saturatedPoints(s.curve, cycle) {
+		saturated = append(saturated, c.TPS)
+		if d := cpuPerTx(c); d > 0 {
+			demand = append(demand, d)
 		}
 	}
 	if len(saturated) == 0 {

@@ -1,0 +1,104 @@
+package oltp
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/dbrig/dbrig/internal/measure"
+	"github.com/dbrig/dbrig/internal/workload"
+)
+
+// A mismatched point is predicted before it runs from its full-duplex twin
+// (the same load at the same users, measured just before it) and the
+// physics of the collisions (seed 002): a client frame is lost when it
+// overlaps a frame of the server's half-duplex end, which is on the air a
+// share ρ = X × b × 8 / rate of the time (b the bytes it sends a
+// transaction). A transaction of f client segments then loses ℓ = k × f ×
+// ρ of them, each stalling its user one RTO, so each transaction takes
+// s = ℓ × RTO = a × X longer, and the users' cycle N / X = C + a × X, C the
+// twin's cycle N / X_full: X = (√(C² + 4 a N) − C) / (2 a). f and b are the
+// twin's; k is how much of the overlap the traffic's own timing leaves (a
+// client seldom sends while it waits for a reply): the median, at the
+// mismatched points before it, of their lost segments over f × ρ; 1, the
+// frames' overlap alone, before any.
+
+// twinOf is the latest full-duplex point measured before r with its load
+// and users: the same curve but for the mismatch.
+func twinOf(r workload.Result, before []workload.Result) (workload.Result, bool) {
+	key, users := CurveKey(r, true), r.Params.Float("users")
+	for i := len(before) - 1; i >= 0; i-- {
+		o := before[i]
+		if o.Measured() && !Mismatched(o) && o.Params.Float("users") == users && o.Metrics["tps"] > 0 && CurveKey(o, true) == key {
+			return o, true
+		}
+	}
+	return workload.Result{}, false
+}
+
+// exposure is f × b × 8 / rate: the client segments a transaction sends
+// times the share of a second the half-duplex end's frames of one
+// transaction a second keep the wire (the overlap ρ is exposure / f × X).
+// 0 when the link counted nothing or has no rate.
+func exposure(traffic workload.Result, rate float64) float64 {
+	l := traffic.Link()
+	tx := traffic.Metrics["tps"] * traffic.Metrics["measured_s"]
+	if tx <= 0 || rate <= 0 || l.ForwardSegments == 0 {
+		return 0
+	}
+	f := float64(l.ForwardSegments) / tx
+	b := float64(l.ReverseBytes) / tx
+	return f * b * 8 / rate
+}
+
+// overlapShare is k: the median, at the mismatched closed-loop points
+// before r, of their lost segments a transaction over what the frames'
+// overlap alone would lose (exposure × X); how many points it has.
+func overlapShare(before []workload.Result) (float64, int) {
+	var ks []float64
+	for _, o := range before {
+		if !o.Measured() || !Mismatched(o) || o.Params.Float("rate") > 0 {
+			continue
+		}
+		x, tx := o.Metrics["tps"], o.Metrics["tps"]*o.Metrics["measured_s"]
+		e := exposure(o, o.Link().RateBitsPerS)
+		if e <= 0 || tx <= 0 {
+			continue
+		}
+		ks = append(ks, float64(o.Link().LostSegments)/tx/(e*x))
+	}
+	if len(ks) == 0 {
+		return 1, 0
+	}
+	return measure.Median(ks), len(ks)
+}
+
+// predictMismatched is the stall model before the point runs.
+func predictMismatched(r workload.Result, before []workload.Result) workload.Prediction {
+	twin, ok := twinOf(r, before)
+	if !ok {
+		return workload.Prediction{Reason: "no prediction: its full-duplex twin (the same load at the same users) was not measured before it"}
+	}
+	n, xFull := r.Params.Float("users"), twin.Metrics["tps"]
+	link := r.Link()
+	rto := link.RTOSeconds
+	if rto == 0 {
+		rto = 0.2002
+	}
+	k, from := overlapShare(before)
+	c := n / xFull
+	a := k * exposure(twin, link.RateBitsPerS) * rto
+	x := xFull
+	if a > 0 {
+		x = (math.Sqrt(c*c+4*a*n) - c) / (2 * a)
+	}
+	kFrom := "the frames' overlap alone: no mismatched point before it"
+	if from > 0 {
+		kFrom = fmt.Sprintf("the median of the %d mismatched points before it", from)
+	}
+	return workload.Prediction{
+		Metrics: map[string]float64{"tps": x},
+		Formula: fmt.Sprintf("duplex mismatch before the point: N / X = C + a × X, X = (√(C² + 4 a N) − C) / (2 a) = %s/s; C = N / X_full = %g / %s/s (the full-duplex twin's cycle), a = k × f × b × 8 / rate × RTO = %.3g s² (f and b the twin's client segments and server bytes a transaction, RTO %s), k = %.2f (%s)",
+			FormatTPS(x), n, FormatTPS(xFull), a, FormatMS(1000*rto), k, kFrom),
+		Reason: "the twin's throughput moves with the machine's other load between the two points, and a lost retransmission waits twice the RTO, which k carries only as the points before it had it",
+	}
+}

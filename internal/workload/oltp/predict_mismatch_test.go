@@ -1,0 +1,79 @@
+package oltp_test
+
+import (
+	"maps"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/dbrig/dbrig/internal/workload"
+	"github.com/dbrig/dbrig/internal/workload/oltp"
+	"github.com/dbrig/dbrig/internal/workload/oltp/oltptest"
+)
+
+// duplexPoint is a closed loop of the shop at users through lan-1g at
+// rate bits/s, mismatched or not, that carried 2 client segments and 700
+// server bytes a transaction and lost lost segments in 10 s.
+func duplexPoint(users int, rate float64, mismatched bool, tps float64, lost int64) workload.Result {
+	net := "lan-1g"
+	if mismatched {
+		net += "+duplex-mismatch"
+	}
+	r := oltptest.Results("duplex-mismatch", "0s", []oltptest.Point{{Mix: "shop", Net: net, Users: users, TPS: tps, MeanMS: 1000 * float64(users) / tps, CPU: -1}})[0]
+	l := &r.Links[0]
+	tx := int64(tps * 10)
+	l.RateBitsPerS, l.ForwardSegments, l.ReverseBytes, l.LostSegments = rate, 2*tx, 700*tx, lost
+	r.Metrics["measured_s"] = 10
+	return r
+}
+
+// TestPredictMismatchedFromItsTwinAndTheCollisions: a mismatched point is
+// predicted before it runs from its full-duplex twin's cycle and the
+// collisions its server's frames cause (k × f × b × 8 / rate × RTO a
+// transaction a second, k 1 before any mismatched point, then the points
+// before it's); without a twin it says why. Its own figures (its
+// throughput, its lost segments) never enter its prediction.
+func TestPredictMismatchedFromItsTwinAndTheCollisions(t *testing.T) {
+	t.Parallel()
+	const rate, rto = 100e6, 0.2002
+	// 8 users at 2000/s at full duplex: a cycle of 4 ms.
+	twin := duplexPoint(8, rate, false, 2000, 0)
+	// 1000/s mismatched at 100 Mbit/s, 2 segments and 700 bytes each:
+	// the overlap alone loses 2 × 700 × 8 / 1e8 × 1000 = 0.112 of a
+	// segment a transaction; 560 lost of 10,000 transactions is half that.
+	earlier := duplexPoint(32, rate, true, 1000, 560)
+	solve := func(k float64) float64 {
+		a, c := k*2*700*8/rate*rto, 8/2000.0
+		return (math.Sqrt(c*c+4*a*8) - c) / (2 * a)
+	}
+	for _, tc := range []struct {
+		name   string
+		before []workload.Result
+		want   float64
+		says   string
+	}{
+		{"no twin", nil, 0, "no prediction: its full-duplex twin"},
+		{"the overlap alone", []workload.Result{twin}, solve(1), "k = 1.00 (the frames' overlap alone"},
+		{"k from the points before", []workload.Result{earlier, twin}, solve(0.5), "k = 0.50 (the median of the 1 mismatched points before it)"},
+	} {
+		r := duplexPoint(8, rate, true, 1500, 99)
+		p := oltp.Predict(r, tc.before)
+		if tc.want == 0 {
+			if len(p.Metrics) != 0 || !strings.HasPrefix(p.Reason, tc.says) {
+				t.Errorf("%s: %v (%q), want no figure and why", tc.name, p.Metrics, p.Reason)
+			}
+			continue
+		}
+		if got := p.Metrics["tps"]; math.Abs(got-tc.want) > 1e-9*tc.want || !strings.Contains(p.Formula, tc.says) {
+			t.Errorf("%s: %v (%s), want %v saying %q", tc.name, got, p.Formula, tc.want, tc.says)
+		}
+		// The point as the runner sees it before it runs: no figure, no
+		// traffic; the prediction is the same.
+		blank := r
+		blank.Metrics, blank.Links = nil, []workload.LinkResult{r.Links[0]}
+		blank.Links[0].LostSegments, blank.Links[0].ForwardSegments, blank.Links[0].ReverseBytes = 0, 0, 0
+		if again := oltp.Predict(blank, tc.before); !maps.Equal(again.Metrics, p.Metrics) {
+			t.Errorf("%s: its own figures moved the prediction from %v to %v", tc.name, p.Metrics, again.Metrics)
+		}
+	}
+}
