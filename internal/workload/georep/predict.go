@@ -72,15 +72,26 @@ func timeBeside(r workload.Result, before []workload.Result) (seconds float64, n
 		{false, sameRTT, "other rows on the same round trip"},
 		{false, anyLink, "other rows on other links"},
 	}
+	type beyond struct {
+		rows    int64
+		link    workload.LinkResult
+		seconds float64
+	}
+	// Model once per earlier point: the levels below only choose among them.
+	var earlier []beyond
+	for _, o := range before {
+		if o.Combo == r.Combo || !o.Measured() || o.Params.String("scenario") != r.Params.String("scenario") {
+			continue
+		}
+		if t := Model(o, nil).Metrics["seconds"]; t > 0 && o.Metrics["seconds"] > 0 {
+			earlier = append(earlier, beyond{o.Params.Int("rows"), pointLink(o), o.Metrics["seconds"] - t})
+		}
+	}
 	for _, level := range levels {
 		var times []float64
-		for _, o := range before {
-			if o.Combo == r.Combo || !o.Measured() || o.Params.String("scenario") != r.Params.String("scenario") ||
-				(o.Params.Int("rows") == rows) != level.sameRows || !level.near(pointLink(o)) {
-				continue
-			}
-			if t := Model(o, nil).Metrics["seconds"]; t > 0 && o.Metrics["seconds"] > 0 {
-				times = append(times, o.Metrics["seconds"]-t)
+		for _, e := range earlier {
+			if (e.rows == rows) == level.sameRows && level.near(e.link) {
+				times = append(times, e.seconds)
 			}
 		}
 		if len(times) > 0 {
