@@ -105,7 +105,8 @@ func timeBeside(r workload.Result, before []workload.Result) (seconds float64, n
 const (
 	sameScenarioMiss  = "V scaled by the rows from the same scenario's earlier points on other links"
 	otherScenarioMiss = "first point of its scenario and payload: V is another scenario's bytes a row for the same payload, whose encoding differs (statements, commands, WAL, COPY, a compressed archive)"
-	textSizeMiss      = "first point of its payload: V is the rows' text size, without the encoding's overhead (statements, headers) or a backup's compression, which no point before measured"
+	textSizeMiss      = "first point of its payload: V is the rows' text size, without the encoding's overhead (statements, headers), which no point before measured"
+	archiveSampleMiss = "first backup of its payload: V is a sample of its rows compressed here, without the archive's headers and the link's own traffic, which no point before measured"
 )
 
 // bytesPerRow is the bytes a row of r's data took on the wire, from the
@@ -137,6 +138,10 @@ func bytesPerRow(r workload.Result, before []workload.Result) (perRow float64, f
 	p, err := ParsePayload(payload)
 	if err != nil {
 		return 0, "", err.Error()
+	}
+	if scenario == "init-backup" {
+		n := min(r.Params.Int("rows"), archiveSampleRows)
+		return shippedBytesPerRow(p, n), fmt.Sprintf("the archive of the first %d rows compressed as the shipper does", n), archiveSampleMiss
 	}
 	return textBytes(p), "the rows' text size", textSizeMiss
 }
