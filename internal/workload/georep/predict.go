@@ -3,6 +3,7 @@ package georep
 import (
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"gonum.org/v1/gonum/stat"
@@ -36,30 +37,83 @@ func Predict(r workload.Result, before []workload.Result) workload.Prediction {
 	p.Reason = reason
 	beside, n, where := timeBeside(r, before)
 	if n == 0 {
-		p.Reason += "; the servers' and the agent's own time beside the link is left out (no point of the scenario before measured it)"
+		p.Reason += "; the servers' and the agent's own time beside the link is left out (no point before measured it)"
 		return p
 	}
 	p.Metrics["seconds"] += beside
 	p.Metrics["rows_per_s"] = rows / p.Metrics["seconds"]
-	p.Formula += fmt.Sprintf("; + %.3f s, the median time beyond the model at %d point(s) of the scenario before (%s)", beside, n, where)
+	p.Formula += fmt.Sprintf("; + %.3f s, the median time beyond the model at %d point(s) before (%s)", beside, n, where)
 	p.Reason += "; the time beside the link's physics (setting up, the servers applying the rows, the agent's own work, this shared machine's load) taken as at those points"
 	return p
 }
 
 // timeBeside is the time beyond the model's (with their own V) that the
-// same scenario's points before took: the median over the nearest, those
-// of the same rows on the same link (another payload or buffer), else on
-// the same round trip, else on any link, else of other rows in the same
-// order. The model leaves out what the servers and the agent spend beside
-// the link: setting up (a slot, a snapshot, a dump), decoding, storing
-// and applying the rows. Of other rows it is taken as it was, not scaled:
-// the set-up does not grow with them. The median, because this machine's
-// other load makes a run now and then several times slower.
+// points before took: what the servers and the agent spend beside the
+// link, setting up (a slot, a snapshot, a dump), decoding, storing and
+// applying the rows. It is the median over the same scenario's nearest
+// points: those of the same rows on the same link (another payload or
+// buffer), else on the same round trip, else on any link, else of other
+// rows in the same order, taken as it was (the set-up does not grow with
+// them). A scenario's first points take it from the other scenarios'
+// nearest points instead, each as its time a row times the rows: every
+// scenario stores the same rows on the same servers, and a set-up of
+// theirs is not the scenario's. The median, because this machine's other
+// load makes a run now and then several times slower; of at least
+// minBeside points where the nearer levels have fewer, since the median
+// of two is their mean, as slow as the slow one's half.
 func timeBeside(r workload.Result, before []workload.Result) (seconds float64, n int, where string) {
+	own, others := beyondModel(r, before)
+	if seconds, n, where = nearestBeside(r, own, false); n > 0 {
+		return seconds, n, where + " of the scenario"
+	}
+	if seconds, n, where = nearestBeside(r, others, true); n > 0 {
+		return seconds, n, where + " of other scenarios, a row's share times the rows"
+	}
+	return 0, 0, ""
+}
+
+// minBeside is the fewest points timeBeside takes a median of while a
+// farther level has more.
+const minBeside = 3
+
+// beyond is an earlier point's time beyond the model.
+type beyond struct {
+	rows    int64
+	link    workload.LinkResult
+	seconds float64
+}
+
+// beyondModel is the time beyond the model at each earlier measured point
+// of another combination: of r's scenario (own) and of the others. Model
+// runs once per point; the levels only choose among them.
+func beyondModel(r workload.Result, before []workload.Result) (own, others []beyond) {
+	for _, o := range before {
+		if o.Combo == r.Combo || !o.Measured() {
+			continue
+		}
+		t := Model(o, nil).Metrics["seconds"]
+		if !(t > 0) || !(o.Metrics["seconds"] > 0) || o.Params.Int("rows") <= 0 {
+			continue
+		}
+		b := beyond{o.Params.Int("rows"), pointLink(o), o.Metrics["seconds"] - t}
+		if o.Params.String("scenario") == r.Params.String("scenario") {
+			own = append(own, b)
+		} else {
+			others = append(others, b)
+		}
+	}
+	return own, others
+}
+
+// nearestBeside is the median time beyond the model at the points nearest
+// r, from the nearest level on until there are minBeside of them, or the
+// levels of r's rows are done and had some, or no level is left; perRow
+// scales each point's time to r's rows.
+func nearestBeside(r workload.Result, points []beyond, perRow bool) (seconds float64, n int, where string) {
 	l, rows := pointLink(r), r.Params.Int("rows")
 	sameLink := func(o workload.LinkResult) bool { return o.Profile == l.Profile }
-	sameRTT := func(o workload.LinkResult) bool { return o.RTTSeconds == l.RTTSeconds }
-	anyLink := func(workload.LinkResult) bool { return true }
+	sameRTT := func(o workload.LinkResult) bool { return o.RTTSeconds == l.RTTSeconds && o.Profile != l.Profile }
+	otherRTT := func(o workload.LinkResult) bool { return o.RTTSeconds != l.RTTSeconds }
 	levels := []struct {
 		sameRows bool
 		near     func(workload.LinkResult) bool
@@ -67,38 +121,38 @@ func timeBeside(r workload.Result, before []workload.Result) (seconds float64, n
 	}{
 		{true, sameLink, "the same rows on the same link"},
 		{true, sameRTT, "the same rows on the same round trip"},
-		{true, anyLink, "the same rows on other links"},
+		{true, otherRTT, "the same rows on other links"},
 		{false, sameLink, "other rows on the same link"},
 		{false, sameRTT, "other rows on the same round trip"},
-		{false, anyLink, "other rows on other links"},
+		{false, otherRTT, "other rows on other links"},
 	}
-	type beyond struct {
-		rows    int64
-		link    workload.LinkResult
-		seconds float64
-	}
-	// Model once per earlier point: the levels below only choose among them.
-	var earlier []beyond
-	for _, o := range before {
-		if o.Combo == r.Combo || !o.Measured() || o.Params.String("scenario") != r.Params.String("scenario") {
-			continue
-		}
-		if t := Model(o, nil).Metrics["seconds"]; t > 0 && o.Metrics["seconds"] > 0 {
-			earlier = append(earlier, beyond{o.Params.Int("rows"), pointLink(o), o.Metrics["seconds"] - t})
-		}
-	}
-	for _, level := range levels {
-		var times []float64
-		for _, e := range earlier {
-			if (e.rows == rows) == level.sameRows && level.near(e.link) {
-				times = append(times, e.seconds)
+	var times []float64
+	var whats []string
+	for i, level := range levels {
+		found := false
+		for _, p := range points {
+			if (p.rows == rows) != level.sameRows || !level.near(p.link) {
+				continue
 			}
+			t := p.seconds
+			if perRow {
+				t *= float64(rows) / float64(p.rows)
+			}
+			times, found = append(times, t), true
 		}
-		if len(times) > 0 {
-			return measure.Median(times), len(times), level.what
+		if found {
+			whats = append(whats, level.what)
+		}
+		// Rows weigh more than the link: another row count's points are
+		// taken only where no point had the same rows.
+		if len(times) >= minBeside || (len(times) > 0 && level.sameRows && !levels[i+1].sameRows) {
+			break
 		}
 	}
-	return 0, 0, ""
+	if len(times) == 0 {
+		return 0, 0, ""
+	}
+	return measure.Median(times), len(times), strings.Join(whats, ", then ")
 }
 
 // Why a prediction misses, by where its V came from.

@@ -127,7 +127,9 @@ func TestPredictTakesThePipelineAutoWillChoose(t *testing.T) {
 // What the servers and the agent spend beside the link is the median time
 // beyond the model at the same scenario's nearest points before: of the
 // same rows on the same link (another payload), else on the same round
-// trip, else on any link; else of other rows, taken as it was.
+// trip, else on any link; else of other rows, taken as it was. Where the
+// nearest have fewer than three, the next level's join them, but another
+// row count's only where no point had the same rows.
 func TestPredictTakesTheScenariosTimeBeyondThePhysicsBefore(t *testing.T) {
 	t.Parallel()
 	const v = 1.1e6
@@ -146,12 +148,18 @@ func TestPredictTakesTheScenariosTimeBeyondThePhysicsBefore(t *testing.T) {
 		window, buf int64
 		rows        int64
 		extra       float64
+		where       string
 	}{
-		{"the same rows on the same link", "tukwila-dublin", 0.150, legacyW, 160000, 1000, 0.5},
-		{"the same rows on the same round trip", "tukwila-dublin", 0.150, 1 << 20, 40000, 1000, 0.5},
-		{"the same rows on other links", "rtt-23ms", 0.023, legacyW, 40000, 1000, (0.2 + 0.5) / 2},
-		{"other rows on the same link", "tukwila-dublin", 0.150, legacyW, 40000, 5000, 0.5},
-		{"the same rows on the same round trip", "tukwila-dublin", 0.150, legacyW, 40000, 20000, 4},
+		{"the same rows on the same link, then on the same round trip", "tukwila-dublin", 0.150, legacyW, 160000, 1000, 0.5,
+			"(the same rows on the same link, then the same rows on the same round trip of the scenario)"},
+		{"the same rows on the same round trip", "tukwila-dublin", 0.150, 1 << 20, 40000, 1000, 0.5,
+			"(the same rows on the same round trip of the scenario)"},
+		{"the same rows on other links", "rtt-23ms", 0.023, legacyW, 40000, 1000, (0.2 + 0.5) / 2,
+			"(the same rows on other links of the scenario)"},
+		{"other rows on the same link, then on the same round trip", "tukwila-dublin", 0.150, legacyW, 40000, 5000, (0.5 + 4) / 2,
+			"(other rows on the same link, then other rows on the same round trip of the scenario)"},
+		{"the same rows on the same round trip, alone", "tukwila-dublin", 0.150, legacyW, 40000, 20000, 4,
+			"(the same rows on the same round trip of the scenario)"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
@@ -163,8 +171,64 @@ func TestPredictTakesTheScenariosTimeBeyondThePhysicsBefore(t *testing.T) {
 			if g := got.Metrics["seconds"]; math.Abs(g-want)/want > 1e-9 {
 				t.Errorf("seconds = %v, want %v, %v s beside the model's (%s)", g, want, tt.extra, got.Formula)
 			}
-			if !strings.Contains(got.Formula, "("+tt.name+")") {
-				t.Errorf("formula %q does not say %q", got.Formula, tt.name)
+			if !strings.Contains(got.Formula, tt.where) {
+				t.Errorf("formula %q does not say %q", got.Formula, tt.where)
+			}
+		})
+	}
+}
+
+// The median of two is their mean: one run the machine slowed nine times
+// would make it. The farther points join the nearest two.
+func TestPredictsTimeBesideOutlastsOneSlowRun(t *testing.T) {
+	t.Parallel()
+	const v = 1.1e6
+	before := []workload.Result{
+		slower(measuredPoint("pull", "char-1k", "tukwila-dublin", 0.150, legacyW, 1000, v), 0.2),
+		slower(measuredPoint("pull", "bytea-1.1k", "tukwila-dublin", 0.150, legacyW, 1000, v), 9),
+		slower(measuredPoint("pull", "char-1k", "tukwila-dublin", 0.150, autoW, 1000, v), 0.3),
+		slower(measuredPoint("pull", "bytea-1.1k", "tukwila-dublin", 0.150, autoW, 1000, v), 0.4),
+	}
+	point := plannedPoint("pull", "char-1k", "tukwila-dublin", 0.150, legacyW, 1000)
+	point.Params["buffer_size"] = int64(160000)
+	point.Combo += " buffer=160000"
+	got := Predict(point, before).Metrics["seconds"]
+	want := Model(measuredPoint("pull", "char-1k", "tukwila-dublin", 0.150, legacyW, 1000, 1000*1100), nil).Metrics["seconds"] + (0.3+0.4)/2
+	if math.Abs(got-want)/want > 1e-9 {
+		t.Errorf("seconds = %v, want %v: the median of 0.2, 0.3, 0.4 and 9 s beside the model", got, want)
+	}
+}
+
+// A scenario's first points have none of its own before: they take the
+// other scenarios' time beyond the model, a row's share times their rows,
+// from the nearest points as the scenario's own would be.
+func TestAScenariosFirstPointTakesTheOthersTimeARow(t *testing.T) {
+	t.Parallel()
+	before := []workload.Result{
+		slower(measuredPoint("push", "char-1k", "tukwila-blueridge", 0.077, legacyW, 1000, 1.01e6), 0.2),
+		slower(measuredPoint("pull", "char-1k", "tukwila-blueridge", 0.077, legacyW, 1000, 1.02e6), 0.4),
+		slower(measuredPoint("push", "bytea-1.1k", "tukwila-blueridge", 0.077, legacyW, 1000, 2.2e6), 0.6),
+		slower(measuredPoint("push", "char-1k", "tukwila-dublin", 0.150, legacyW, 1000, 1.01e6), 5),
+	}
+	for _, tt := range []struct {
+		scenario string
+		rows     int64
+		extra    float64
+	}{
+		{"native", 1000, 0.4},            // the three on the same link
+		{"fdw-row", 50, 0.4 * 50 / 1000}, // the same, a row's share
+	} {
+		t.Run(tt.scenario, func(t *testing.T) {
+			t.Parallel()
+			r := plannedPoint(tt.scenario, "char-1k", "tukwila-blueridge", 0.077, legacyW, tt.rows)
+			p := Predict(r, before)
+			perRow, _, _ := bytesPerRow(r, before)
+			want := Model(measuredPoint(tt.scenario, "char-1k", "tukwila-blueridge", 0.077, legacyW, tt.rows, perRow*float64(tt.rows)), nil).Metrics["seconds"] + tt.extra
+			if g := p.Metrics["seconds"]; math.Abs(g-want)/want > 1e-9 {
+				t.Errorf("seconds = %v, want %v, %v s beside the model's (%s)", g, want, tt.extra, p.Formula)
+			}
+			if !strings.Contains(p.Formula, "of other scenarios, a row's share times the rows") {
+				t.Errorf("formula %q does not say the time beside came from other scenarios", p.Formula)
 			}
 		})
 	}
