@@ -2,7 +2,9 @@ package georep
 
 import (
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -63,13 +65,64 @@ func Predict(r workload.Result, before []workload.Result) workload.Prediction {
 // of two is their mean, as slow as the slow one's half.
 func timeBeside(r workload.Result, before []workload.Result) (seconds float64, n int, where string) {
 	own, others := beyondModel(r, before)
-	if seconds, n, where = nearestBeside(r, own, false); n > 0 {
-		return seconds, n, where + " of the scenario"
+	rows := float64(r.Params.Int("rows"))
+	growth, grew := rowGrowth(r.Params.String("scenario"), own, others)
+	asOwn := func(b beyond) float64 { return b.seconds + growth*(rows-float64(b.rows)) }
+	if seconds, n, where = nearestBeside(r, own, asOwn); n > 0 {
+		where += " of the scenario"
+		if grew != "" && !strings.HasPrefix(where, "the same rows") {
+			where += fmt.Sprintf(", %.1f µs a row more or less by %s", growth*1e6, grew)
+		}
+		return seconds, n, where
 	}
-	if seconds, n, where = nearestBeside(r, others, true); n > 0 {
+	aRowsShare := func(b beyond) float64 { return b.seconds * rows / float64(b.rows) }
+	if seconds, n, where = nearestBeside(r, others, aRowsShare); n > 0 {
 		return seconds, n, where + " of other scenarios, a row's share times the rows"
 	}
 	return 0, 0, ""
+}
+
+// rowGrowth is how much the time beyond the model grew a row from the
+// fewest rows to the most at a scenario's points before (the median at
+// each): the servers storing and applying each row, beside a set-up that
+// stays. It is the scenario's own where its points had two row counts,
+// else the median of the other scenarios' that had (a snapshot's COPY and
+// a backup's restore store the same rows on the same server); 0 where none
+// had, and never below (fewer rows do not take longer).
+func rowGrowth(scenario string, own, others []beyond) (perRow float64, from string) {
+	if g, ok := growthOf(own); ok {
+		return max(g, 0), "its own points' growth"
+	}
+	var gs []float64
+	byScenario := map[string][]beyond{}
+	for _, b := range others {
+		byScenario[b.scenario] = append(byScenario[b.scenario], b)
+	}
+	for _, name := range Scenarios {
+		if g, ok := growthOf(byScenario[name]); ok && name != scenario {
+			gs = append(gs, g)
+		}
+	}
+	if len(gs) == 0 {
+		return 0, ""
+	}
+	return max(measure.Median(gs), 0), "the growth at other scenarios' points"
+}
+
+// growthOf is the time beyond the model's growth a row between the
+// fewest and the most rows among points (the median at each), false
+// with one row count.
+func growthOf(points []beyond) (float64, bool) {
+	at := map[int64][]float64{}
+	for _, b := range points {
+		at[b.rows] = append(at[b.rows], b.seconds)
+	}
+	if len(at) < 2 {
+		return 0, false
+	}
+	counts := slices.Sorted(maps.Keys(at))
+	lo, hi := counts[0], counts[len(counts)-1]
+	return (measure.Median(at[hi]) - measure.Median(at[lo])) / float64(hi-lo), true
 }
 
 // minBeside is the fewest points timeBeside takes a median of while a
@@ -78,9 +131,10 @@ const minBeside = 3
 
 // beyond is an earlier point's time beyond the model.
 type beyond struct {
-	rows    int64
-	link    workload.LinkResult
-	seconds float64
+	scenario string
+	rows     int64
+	link     workload.LinkResult
+	seconds  float64
 }
 
 // beyondModel is the time beyond the model at each earlier measured point
@@ -95,7 +149,7 @@ func beyondModel(r workload.Result, before []workload.Result) (own, others []bey
 		if !(t > 0) || !(o.Metrics["seconds"] > 0) || o.Params.Int("rows") <= 0 {
 			continue
 		}
-		b := beyond{o.Params.Int("rows"), pointLink(o), o.Metrics["seconds"] - t}
+		b := beyond{o.Params.String("scenario"), o.Params.Int("rows"), pointLink(o), o.Metrics["seconds"] - t}
 		if o.Params.String("scenario") == r.Params.String("scenario") {
 			own = append(own, b)
 		} else {
@@ -106,10 +160,10 @@ func beyondModel(r workload.Result, before []workload.Result) (own, others []bey
 }
 
 // nearestBeside is the median time beyond the model at the points nearest
-// r, from the nearest level on until there are minBeside of them, or the
-// levels of r's rows are done and had some, or no level is left; perRow
-// scales each point's time to r's rows.
-func nearestBeside(r workload.Result, points []beyond, perRow bool) (seconds float64, n int, where string) {
+// r, each taken to r's rows by toRows, from the nearest level on until
+// there are minBeside of them, or the levels of r's rows are done and had
+// some, or no level is left.
+func nearestBeside(r workload.Result, points []beyond, toRows func(beyond) float64) (seconds float64, n int, where string) {
 	l, rows := pointLink(r), r.Params.Int("rows")
 	sameLink := func(o workload.LinkResult) bool { return o.Profile == l.Profile }
 	sameRTT := func(o workload.LinkResult) bool { return o.RTTSeconds == l.RTTSeconds && o.Profile != l.Profile }
@@ -134,11 +188,7 @@ func nearestBeside(r workload.Result, points []beyond, perRow bool) (seconds flo
 			if (p.rows == rows) != level.sameRows || !level.near(p.link) {
 				continue
 			}
-			t := p.seconds
-			if perRow {
-				t *= float64(rows) / float64(p.rows)
-			}
-			times, found = append(times, t), true
+			times, found = append(times, toRows(p)), true
 		}
 		if found {
 			whats = append(whats, level.what)

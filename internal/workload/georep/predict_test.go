@@ -127,12 +127,14 @@ func TestPredictTakesThePipelineAutoWillChoose(t *testing.T) {
 // What the servers and the agent spend beside the link is the median time
 // beyond the model at the same scenario's nearest points before: of the
 // same rows on the same link (another payload), else on the same round
-// trip, else on any link; else of other rows, taken as it was. Where the
-// nearest have fewer than three, the next level's join them, but another
-// row count's only where no point had the same rows.
+// trip, else on any link; else of other rows, grown by the rows at the
+// scenario's growth a row. Where the nearest have fewer than three, the
+// next level's join them, but another row count's only where no point had
+// the same rows.
 func TestPredictTakesTheScenariosTimeBeyondThePhysicsBefore(t *testing.T) {
 	t.Parallel()
 	const v = 1.1e6
+	const growth = (4 - (0.2+0.5)/2) / (20000 - 1000)
 	before := []workload.Result{
 		slower(measuredPoint("pull", "char-1k", "tukwila-blueridge", 0.077, legacyW, 1000, v), 0.2),
 		slower(measuredPoint("pull", "char-1k", "tukwila-dublin", 0.150, legacyW, 1000, v), 0.5),
@@ -156,8 +158,10 @@ func TestPredictTakesTheScenariosTimeBeyondThePhysicsBefore(t *testing.T) {
 			"(the same rows on the same round trip of the scenario)"},
 		{"the same rows on other links", "rtt-23ms", 0.023, legacyW, 40000, 1000, (0.2 + 0.5) / 2,
 			"(the same rows on other links of the scenario)"},
-		{"other rows on the same link, then on the same round trip", "tukwila-dublin", 0.150, legacyW, 40000, 5000, (0.5 + 4) / 2,
-			"(other rows on the same link, then other rows on the same round trip of the scenario)"},
+		// Each grown or shrunk by the rows' difference at the growth from
+		// 1,000 rows (0.35 s) to 20,000 (4 s).
+		{"other rows on the same link, then on the same round trip", "tukwila-dublin", 0.150, legacyW, 40000, 5000, ((0.5 + 4000*growth) + (4 - 15000*growth)) / 2,
+			"(other rows on the same link, then other rows on the same round trip of the scenario, 192.1 µs a row more or less by its own points' growth)"},
 		{"the same rows on the same round trip, alone", "tukwila-dublin", 0.150, legacyW, 40000, 20000, 4,
 			"(the same rows on the same round trip of the scenario)"},
 	} {
@@ -278,5 +282,49 @@ func TestPredictNeedsALink(t *testing.T) {
 	r.Links[0].Mode = "direct"
 	if p := Predict(r, nil); len(p.Metrics) != 0 {
 		t.Errorf("a direct connection got a prediction: %v", p.Metrics)
+	}
+}
+
+// Of other rows, the time beside grows a row as the scenario's grew from
+// its fewest rows to its most, or where it had one row count as the other
+// scenarios' did: the backup's first 20,000 rows take its 1,000-row set-up
+// and the snapshot's growth, both storing the rows by COPY.
+func TestPredictGrowsTheTimeBesideWithTheRows(t *testing.T) {
+	t.Parallel()
+	before := []workload.Result{
+		slower(measuredPoint("init-snapshot", "char-1k", "tukwila-blueridge", 0.077, legacyW, 1000, 1e6), 0.6),
+		slower(measuredPoint("init-snapshot", "char-1k", "tukwila-dublin", 0.150, legacyW, 1000, 1e6), 1.2),
+		slower(measuredPoint("init-snapshot", "char-1k", "tukwila-blueridge", 0.077, autoW, 20000, 20e6), 2.9),
+		slower(measuredPoint("init-backup", "char-1k", "tukwila-blueridge", 0.077, legacyW, 1000, 25000), 0.5),
+	}
+	snapshotGrowth := (2.9 - (0.6+1.2)/2) / 19000
+	for _, tt := range []struct {
+		scenario string
+		wan      string
+		rtt      float64
+		rows     int64
+		extra    float64
+		grew     string
+	}{
+		{"init-backup", "tukwila-blueridge", 0.077, 20000, 0.5 + 19000*snapshotGrowth, "the growth at other scenarios' points"},
+		// The snapshot's own growth: 5,000 rows to Dublin take the median
+		// of its three points grown or shrunk to 5,000 rows (1.2 s and
+		// 0.6 s grown by 4,000 rows, 2.9 s shrunk by 15,000).
+		{"init-snapshot", "tukwila-dublin", 0.150, 5000, 2.9 - 15000*(2.9-0.9)/19000, "its own points' growth"},
+	} {
+		t.Run(tt.scenario, func(t *testing.T) {
+			t.Parallel()
+			r := plannedPoint(tt.scenario, "char-1k", tt.wan, tt.rtt, autoW, tt.rows)
+			p := Predict(r, before)
+			perRow, _, _ := bytesPerRow(r, before)
+			rows := r.Params.Int("rows")
+			want := Model(measuredPoint(tt.scenario, "char-1k", tt.wan, tt.rtt, autoW, rows, perRow*float64(rows)), nil).Metrics["seconds"] + tt.extra
+			if g := p.Metrics["seconds"]; math.Abs(g-want)/want > 1e-9 {
+				t.Errorf("seconds = %v, want %v, %v s beside the model's (%s)", g, want, tt.extra, p.Formula)
+			}
+			if !strings.Contains(p.Formula, tt.grew) {
+				t.Errorf("formula %q does not say %q", p.Formula, tt.grew)
+			}
+		})
 	}
 }
