@@ -239,14 +239,15 @@ func TestAScenariosFirstPointTakesTheOthersTimeARow(t *testing.T) {
 }
 
 // Whatever the point and the earlier runs of its own combination measured,
-// the prediction is the same: V comes from the other combinations.
+// the prediction is the same: V and the time beside the link come from the
+// other combinations, of its scenario or, for its first points, of others.
 func TestThePointsOwnFigureNeverEntersItsPrediction(t *testing.T) {
 	t.Parallel()
 	history := []workload.Result{
 		measuredPoint("fdw-row", "char-1k", "tukwila-dublin", 0.150, legacyW, 50, 60000),
 		measuredPoint("init-snapshot", "char-1k", "tukwila-dublin", 0.150, legacyW, 1000, 1.1e6),
 	}
-	for _, scenario := range []string{"fdw-row", "init-snapshot"} {
+	for _, scenario := range []string{"fdw-row", "init-snapshot", "init-backup", "native"} {
 		t.Run(scenario, func(t *testing.T) {
 			t.Parallel()
 			var preds []float64
