@@ -225,15 +225,7 @@ func TestAScenariosFirstPointTakesTheOthersTimeARow(t *testing.T) {
 		t.Run(tt.scenario, func(t *testing.T) {
 			t.Parallel()
 			r := plannedPoint(tt.scenario, "char-1k", "tukwila-blueridge", 0.077, legacyW, tt.rows)
-			p := Predict(r, before)
-			perRow, _, _ := bytesPerRow(r, before)
-			want := Model(measuredPoint(tt.scenario, "char-1k", "tukwila-blueridge", 0.077, legacyW, tt.rows, perRow*float64(tt.rows)), nil).Metrics["seconds"] + tt.extra
-			if g := p.Metrics["seconds"]; math.Abs(g-want)/want > 1e-9 {
-				t.Errorf("seconds = %v, want %v, %v s beside the model's (%s)", g, want, tt.extra, p.Formula)
-			}
-			if !strings.Contains(p.Formula, "of other scenarios, a row's share times the rows") {
-				t.Errorf("formula %q does not say the time beside came from other scenarios", p.Formula)
-			}
+			checkBeside(t, r, before, tt.extra, "of other scenarios, a row's share times the rows")
 		})
 	}
 }
@@ -315,17 +307,25 @@ func TestPredictGrowsTheTimeBesideWithTheRows(t *testing.T) {
 	} {
 		t.Run(tt.scenario, func(t *testing.T) {
 			t.Parallel()
-			r := plannedPoint(tt.scenario, "char-1k", tt.wan, tt.rtt, autoW, tt.rows)
-			p := Predict(r, before)
-			perRow, _, _ := bytesPerRow(r, before)
-			rows := r.Params.Int("rows")
-			want := Model(measuredPoint(tt.scenario, "char-1k", tt.wan, tt.rtt, autoW, rows, perRow*float64(rows)), nil).Metrics["seconds"] + tt.extra
-			if g := p.Metrics["seconds"]; math.Abs(g-want)/want > 1e-9 {
-				t.Errorf("seconds = %v, want %v, %v s beside the model's (%s)", g, want, tt.extra, p.Formula)
-			}
-			if !strings.Contains(p.Formula, tt.grew) {
-				t.Errorf("formula %q does not say %q", p.Formula, tt.grew)
-			}
+			checkBeside(t, plannedPoint(tt.scenario, "char-1k", tt.wan, tt.rtt, autoW, tt.rows), before, tt.extra, tt.grew)
 		})
+	}
+}
+
+// checkBeside checks that r's prediction is Model's time for the volume
+// Predict took, plus extra seconds beside the link, and that its formula
+// says where they came from.
+func checkBeside(t *testing.T, r workload.Result, before []workload.Result, extra float64, where string) {
+	t.Helper()
+	p := Predict(r, before)
+	perRow, _, _ := bytesPerRow(r, before)
+	rows, l := r.Params.Int("rows"), r.Links[0]
+	done := measuredPoint(r.Params.String("scenario"), r.Params.String("payload"), l.Profile, l.RTTSeconds, l.WindowBytes, rows, perRow*float64(rows))
+	want := Model(done, nil).Metrics["seconds"] + extra
+	if g := p.Metrics["seconds"]; math.Abs(g-want)/want > 1e-9 {
+		t.Errorf("seconds = %v, want %v, %v s beside the model's (%s)", g, want, extra, p.Formula)
+	}
+	if !strings.Contains(p.Formula, where) {
+		t.Errorf("formula %q does not say %q", p.Formula, where)
 	}
 }
