@@ -55,14 +55,16 @@ func Predict(r workload.Result, before []workload.Result) workload.Prediction {
 // applying the rows. It is the median over the same scenario's nearest
 // points: those of the same rows on the same link (another payload or
 // buffer), else on the same round trip, else on any link, else of other
-// rows in the same order, taken as it was (the set-up does not grow with
-// them). A scenario's first points take it from the other scenarios'
-// nearest points instead, each as its time a row times the rows: every
-// scenario stores the same rows on the same servers, and a set-up of
-// theirs is not the scenario's. The median, because this machine's other
-// load makes a run now and then several times slower; of at least
-// minBeside points where the nearer levels have fewer, since the median
-// of two is their mean, as slow as the slow one's half.
+// rows in the same order, each grown by the rows' difference at the
+// growth a row (rowGrowth; none measured, it is taken as it was: the
+// set-up does not grow with the rows). A scenario's first points take it
+// from the other scenarios' nearest points instead, each as its time a
+// row times the rows: every scenario stores the same rows on the same
+// servers, and a set-up of theirs is not the scenario's. The median,
+// because this machine's other load makes a run now and then several
+// times slower; of at least minBeside points where the nearer levels have
+// fewer, since the median of two is their mean, as slow as the slow one's
+// half.
 func timeBeside(r workload.Result, before []workload.Result) (seconds float64, n int, where string) {
 	own, others := beyondModel(r, before)
 	rows := float64(r.Params.Int("rows"))
