@@ -11,7 +11,8 @@ import (
 // carry a point's volume V (the bytes the link carried in the data's
 // direction) across a link of round-trip time RTT, rate R and window W:
 //
-//	push (stop-and-wait): t = ⌈V / buffer⌉ × ⌈buffer / W⌉ × RTT + V / R
+//	push (stop-and-wait): t = ⌊V / buffer⌋ × ⌈buffer / W⌉ × RTT
+//	                          + ⌈(V mod buffer) / W⌉ × RTT + V / R
 //	push-pipelined (K):   t = V / min(R, W/RTT, K × buffer / RTT) + RTT
 //	pull:                 t = V / min(R, W/RTT) + RTT
 //	native:               t = V / min(R, W/RTT) + 2 RTT
@@ -107,12 +108,16 @@ func seconds(params workload.Params, l workload.LinkResult, in inputs) (t float6
 	switch params.String("scenario") {
 	case "push":
 		buffer := float64(params.Int("buffer_size"))
-		perBuffer := 1.0
-		if l.InFlightBytes() > 0 {
-			perBuffer = math.Ceil(buffer / float64(l.InFlightBytes()))
-		}
 		trips := math.Ceil(v / buffer)
-		return trips*perBuffer*rtt + serial, fmt.Sprintf("⌈V/buffer⌉ = %.0f round trips × RTT + V/rate", trips), true
+		inFlight := float64(l.InFlightBytes())
+		if inFlight <= 0 || buffer <= inFlight {
+			return trips*rtt + serial, fmt.Sprintf("⌈V/buffer⌉ = %.0f round trips × RTT + V/rate", trips), true
+		}
+		// A buffer larger than what may be in flight crosses in several
+		// round trips; the last, partial buffer in those of its own bytes.
+		full := math.Floor(v / buffer)
+		rtts := full*math.Ceil(buffer/inFlight) + math.Ceil((v-full*buffer)/inFlight)
+		return rtts*rtt + serial, fmt.Sprintf("⌈V/buffer⌉ = %.0f buffers of ⌈buffer/%.0f⌉ round trips, the last of its own bytes' = %.0f round trips × RTT + V/rate", trips, inFlight, rtts), true
 	case "push-pipelined":
 		k, buffer := in.pipeline, float64(params.Int("buffer_size"))
 		sr := streamRate(l)

@@ -31,6 +31,11 @@ func TestModelFollowsTheSeedsPhysics(t *testing.T) {
 		{"push, autotuned window", point("push", autoW, map[string]float64{"sent_bytes": mb}, 0, 0), 25*0.077 + mb*8/1e9},
 		// The 2003 stack's 8 KB send buffer: each 40 KB buffer takes five.
 		{"push, legacy stack", legacyStack(point("push", legacyW, map[string]float64{"sent_bytes": mb}, 0, 0)), 25*5*0.077 + mb*8/1e9},
+		// The last, partial buffer takes the round trips of its own bytes:
+		// 1,013,274 bytes are 25 buffers of five and 13,274 bytes in two,
+		// or 6 buffers of 160 KB in twenty and 53,274 bytes in seven.
+		{"push, legacy stack, a partial last buffer", legacyStack(point("push", legacyW, map[string]float64{"sent_bytes": 1013274}, 0, 0)), 127*0.077 + 1013274*8/1e9},
+		{"push, legacy stack, 160 KB buffers", legacyStack(withBuffer(point("push", legacyW, map[string]float64{"sent_bytes": 1013274}, 0, 0), 160000)), 127*0.077 + 1013274*8/1e9},
 		{"pull, legacy stack", legacyStack(point("pull", legacyW, map[string]float64{"read_bytes": mb}, 0, 0)), mb*8/(8192*8/0.077) + 0.077},
 		// Pull streams: 64 KiB per RTT, or the link's rate.
 		{"pull, legacy window", point("pull", legacyW, map[string]float64{"read_bytes": mb}, 0, 0), mb*8/(legacyW*8/0.077) + 0.077},
@@ -63,5 +68,11 @@ func TestModelFollowsTheSeedsPhysics(t *testing.T) {
 // legacyStack gives r's link the 2003 stack's 8 KB send buffer.
 func legacyStack(r workload.Result) workload.Result {
 	r.Links[0].SendBufferBytes = 8192
+	return r
+}
+
+// withBuffer gives r's agent command buffers of size bytes.
+func withBuffer(r workload.Result, size int64) workload.Result {
+	r.Params["buffer_size"] = size
 	return r
 }

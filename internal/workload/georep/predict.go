@@ -2,7 +2,10 @@ package georep
 
 import (
 	"fmt"
+	"maps"
 	"math"
+	"slices"
+	"strings"
 	"time"
 
 	"gonum.org/v1/gonum/stat"
@@ -36,30 +39,137 @@ func Predict(r workload.Result, before []workload.Result) workload.Prediction {
 	p.Reason = reason
 	beside, n, where := timeBeside(r, before)
 	if n == 0 {
-		p.Reason += "; the servers' and the agent's own time beside the link is left out (no point of the scenario before measured it)"
+		p.Reason += "; the servers' and the agent's own time beside the link is left out (no point before measured it)"
 		return p
 	}
 	p.Metrics["seconds"] += beside
 	p.Metrics["rows_per_s"] = rows / p.Metrics["seconds"]
-	p.Formula += fmt.Sprintf("; + %.3f s, the median time beyond the model at %d point(s) of the scenario before (%s)", beside, n, where)
+	p.Formula += fmt.Sprintf("; + %.3f s, the median time beyond the model at %d point(s) before (%s)", beside, n, where)
 	p.Reason += "; the time beside the link's physics (setting up, the servers applying the rows, the agent's own work, this shared machine's load) taken as at those points"
 	return p
 }
 
 // timeBeside is the time beyond the model's (with their own V) that the
-// same scenario's points before took: the median over the nearest, those
-// of the same rows on the same link (another payload or buffer), else on
-// the same round trip, else on any link, else of other rows in the same
-// order. The model leaves out what the servers and the agent spend beside
-// the link: setting up (a slot, a snapshot, a dump), decoding, storing
-// and applying the rows. Of other rows it is taken as it was, not scaled:
-// the set-up does not grow with them. The median, because this machine's
-// other load makes a run now and then several times slower.
+// points before took: what the servers and the agent spend beside the
+// link, setting up (a slot, a snapshot, a dump), decoding, storing and
+// applying the rows. It is the median over the same scenario's nearest
+// points: those of the same rows on the same link (another payload or
+// buffer), else on the same round trip, else on any link, else of other
+// rows in the same order, each grown by the rows' difference at the
+// growth a row (rowGrowth; none measured, it is taken as it was: the
+// set-up does not grow with the rows). A scenario's first points take it
+// from the other scenarios' nearest points instead, each as its time a
+// row times the rows: every scenario stores the same rows on the same
+// servers, and a set-up of theirs is not the scenario's. The median,
+// because this machine's other load makes a run now and then several
+// times slower; of at least minBeside points where the nearer levels have
+// fewer, since the median of two is their mean, as slow as the slow one's
+// half.
 func timeBeside(r workload.Result, before []workload.Result) (seconds float64, n int, where string) {
+	own, others := beyondModel(r, before)
+	rows := float64(r.Params.Int("rows"))
+	growth, grew := rowGrowth(r.Params.String("scenario"), own, others)
+	asOwn := func(b beyond) float64 { return b.seconds + growth*(rows-float64(b.rows)) }
+	if seconds, n, where = nearestBeside(r, own, asOwn); n > 0 {
+		where += " of the scenario"
+		if grew != "" && !strings.HasPrefix(where, "the same rows") {
+			where += fmt.Sprintf(", %.1f µs a row more or less by %s", growth*1e6, grew)
+		}
+		return seconds, n, where
+	}
+	aRowsShare := func(b beyond) float64 { return b.seconds * rows / float64(b.rows) }
+	if seconds, n, where = nearestBeside(r, others, aRowsShare); n > 0 {
+		return seconds, n, where + " of other scenarios, a row's share times the rows"
+	}
+	return 0, 0, ""
+}
+
+// rowGrowth is how much the time beyond the model grew a row from the
+// fewest rows to the most at a scenario's points before (the median at
+// each): the servers storing and applying each row, beside a set-up that
+// stays. It is the scenario's own where its points had two row counts,
+// else the median of the other scenarios' that had (a snapshot's COPY and
+// a backup's restore store the same rows on the same server); 0 where none
+// had, and never below (fewer rows do not take longer).
+func rowGrowth(scenario string, own, others []beyond) (perRow float64, from string) {
+	if g, ok := growthOf(own); ok {
+		return max(g, 0), "its own points' growth"
+	}
+	var gs []float64
+	byScenario := map[string][]beyond{}
+	for _, b := range others {
+		byScenario[b.scenario] = append(byScenario[b.scenario], b)
+	}
+	for _, name := range Scenarios {
+		if g, ok := growthOf(byScenario[name]); ok && name != scenario {
+			gs = append(gs, g)
+		}
+	}
+	if len(gs) == 0 {
+		return 0, ""
+	}
+	return max(measure.Median(gs), 0), "the growth at other scenarios' points"
+}
+
+// growthOf is the time beyond the model's growth a row between the
+// fewest and the most rows among points (the median at each), false
+// with one row count.
+func growthOf(points []beyond) (float64, bool) {
+	at := map[int64][]float64{}
+	for _, b := range points {
+		at[b.rows] = append(at[b.rows], b.seconds)
+	}
+	if len(at) < 2 {
+		return 0, false
+	}
+	counts := slices.Sorted(maps.Keys(at))
+	lo, hi := counts[0], counts[len(counts)-1]
+	return (measure.Median(at[hi]) - measure.Median(at[lo])) / float64(hi-lo), true
+}
+
+// minBeside is the fewest points timeBeside takes a median of while a
+// farther level has more.
+const minBeside = 3
+
+// beyond is an earlier point's time beyond the model.
+type beyond struct {
+	scenario string
+	rows     int64
+	link     workload.LinkResult
+	seconds  float64
+}
+
+// beyondModel is the time beyond the model at each earlier measured point
+// of another combination: of r's scenario (own) and of the others. Model
+// runs once per point; the levels only choose among them.
+func beyondModel(r workload.Result, before []workload.Result) (own, others []beyond) {
+	for _, o := range before {
+		if o.Combo == r.Combo || !o.Measured() {
+			continue
+		}
+		t := Model(o, nil).Metrics["seconds"]
+		if !(t > 0) || !(o.Metrics["seconds"] > 0) || o.Params.Int("rows") <= 0 {
+			continue
+		}
+		b := beyond{o.Params.String("scenario"), o.Params.Int("rows"), pointLink(o), o.Metrics["seconds"] - t}
+		if o.Params.String("scenario") == r.Params.String("scenario") {
+			own = append(own, b)
+		} else {
+			others = append(others, b)
+		}
+	}
+	return own, others
+}
+
+// nearestBeside is the median time beyond the model at the points nearest
+// r, each taken to r's rows by toRows, from the nearest level on until
+// there are minBeside of them, or the levels of r's rows are done and had
+// some, or no level is left.
+func nearestBeside(r workload.Result, points []beyond, toRows func(beyond) float64) (seconds float64, n int, where string) {
 	l, rows := pointLink(r), r.Params.Int("rows")
 	sameLink := func(o workload.LinkResult) bool { return o.Profile == l.Profile }
-	sameRTT := func(o workload.LinkResult) bool { return o.RTTSeconds == l.RTTSeconds }
-	anyLink := func(workload.LinkResult) bool { return true }
+	sameRTT := func(o workload.LinkResult) bool { return o.RTTSeconds == l.RTTSeconds && o.Profile != l.Profile }
+	otherRTT := func(o workload.LinkResult) bool { return o.RTTSeconds != l.RTTSeconds }
 	levels := []struct {
 		sameRows bool
 		near     func(workload.LinkResult) bool
@@ -67,34 +177,42 @@ func timeBeside(r workload.Result, before []workload.Result) (seconds float64, n
 	}{
 		{true, sameLink, "the same rows on the same link"},
 		{true, sameRTT, "the same rows on the same round trip"},
-		{true, anyLink, "the same rows on other links"},
+		{true, otherRTT, "the same rows on other links"},
 		{false, sameLink, "other rows on the same link"},
 		{false, sameRTT, "other rows on the same round trip"},
-		{false, anyLink, "other rows on other links"},
+		{false, otherRTT, "other rows on other links"},
 	}
-	for _, level := range levels {
-		var times []float64
-		for _, o := range before {
-			if o.Combo == r.Combo || !o.Measured() || o.Params.String("scenario") != r.Params.String("scenario") ||
-				(o.Params.Int("rows") == rows) != level.sameRows || !level.near(pointLink(o)) {
+	var times []float64
+	var whats []string
+	for i, level := range levels {
+		found := false
+		for _, p := range points {
+			if (p.rows == rows) != level.sameRows || !level.near(p.link) {
 				continue
 			}
-			if t := Model(o, nil).Metrics["seconds"]; t > 0 && o.Metrics["seconds"] > 0 {
-				times = append(times, o.Metrics["seconds"]-t)
-			}
+			times, found = append(times, toRows(p)), true
 		}
-		if len(times) > 0 {
-			return measure.Median(times), len(times), level.what
+		if found {
+			whats = append(whats, level.what)
+		}
+		// Rows weigh more than the link: another row count's points are
+		// taken only where no point had the same rows.
+		if len(times) >= minBeside || (len(times) > 0 && level.sameRows && !levels[i+1].sameRows) {
+			break
 		}
 	}
-	return 0, 0, ""
+	if len(times) == 0 {
+		return 0, 0, ""
+	}
+	return measure.Median(times), len(times), strings.Join(whats, ", then ")
 }
 
 // Why a prediction misses, by where its V came from.
 const (
 	sameScenarioMiss  = "V scaled by the rows from the same scenario's earlier points on other links"
 	otherScenarioMiss = "first point of its scenario and payload: V is another scenario's bytes a row for the same payload, whose encoding differs (statements, commands, WAL, COPY, a compressed archive)"
-	textSizeMiss      = "first point of its payload: V is the rows' text size, without the encoding's overhead (statements, headers) or a backup's compression, which no point before measured"
+	textSizeMiss      = "first point of its payload: V is the rows' text size, without the encoding's overhead (statements, headers), which no point before measured"
+	archiveSampleMiss = "first backup of its payload: V is a sample of its rows compressed here, without the archive's headers and the link's own traffic, which no point before measured"
 )
 
 // bytesPerRow is the bytes a row of r's data took on the wire, from the
@@ -126,6 +244,10 @@ func bytesPerRow(r workload.Result, before []workload.Result) (perRow float64, f
 	p, err := ParsePayload(payload)
 	if err != nil {
 		return 0, "", err.Error()
+	}
+	if scenario == "init-backup" {
+		n := min(r.Params.Int("rows"), archiveSampleRows)
+		return shippedBytesPerRow(p, n), fmt.Sprintf("the archive of the first %d rows compressed as the shipper does", n), archiveSampleMiss
 	}
 	return textBytes(p), "the rows' text size", textSizeMiss
 }

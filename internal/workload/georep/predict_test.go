@@ -79,7 +79,8 @@ func TestPredictTakesTheBytesARowOfTheScenarioBefore(t *testing.T) {
 		{"pull: the mean of the pulls of the same rows", plannedPoint("pull", "char-1k", "tukwila-blueridge", 0.077, autoW, 20000), 1300, sameScenarioMiss},
 		{"native, first of its scenario: the latest other scenario", plannedPoint("native", "char-1k", "tukwila-dublin", 0.150, autoW, 1000), 5000, otherScenarioMiss},
 		{"bytea-15.5k, first of its payload: its text in hex", plannedPoint("pull", "bytea-15.5k", "tukwila-dublin", 0.150, legacyW, 100), 2 * 15504, textSizeMiss},
-		{"a backup: never another scenario's bytes", plannedPoint("init-backup", "char-1k", "tukwila-dublin", 0.150, autoW, 1000), 1000, textSizeMiss},
+		// The rows compress some 40 times (each repeats its digest).
+		{"a backup: never another scenario's bytes, its rows compressed", plannedPoint("init-backup", "char-1k", "tukwila-dublin", 0.150, autoW, 20000), shippedBytesPerRow(PayloadChar1K, 1000), archiveSampleMiss},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -126,10 +127,14 @@ func TestPredictTakesThePipelineAutoWillChoose(t *testing.T) {
 // What the servers and the agent spend beside the link is the median time
 // beyond the model at the same scenario's nearest points before: of the
 // same rows on the same link (another payload), else on the same round
-// trip, else on any link; else of other rows, taken as it was.
+// trip, else on any link; else of other rows, grown by the rows at the
+// scenario's growth a row. Where the nearest have fewer than three, the
+// next level's join them, but another row count's only where no point had
+// the same rows.
 func TestPredictTakesTheScenariosTimeBeyondThePhysicsBefore(t *testing.T) {
 	t.Parallel()
 	const v = 1.1e6
+	const growth = (4 - (0.2+0.5)/2) / (20000 - 1000)
 	before := []workload.Result{
 		slower(measuredPoint("pull", "char-1k", "tukwila-blueridge", 0.077, legacyW, 1000, v), 0.2),
 		slower(measuredPoint("pull", "char-1k", "tukwila-dublin", 0.150, legacyW, 1000, v), 0.5),
@@ -145,12 +150,20 @@ func TestPredictTakesTheScenariosTimeBeyondThePhysicsBefore(t *testing.T) {
 		window, buf int64
 		rows        int64
 		extra       float64
+		where       string
 	}{
-		{"the same rows on the same link", "tukwila-dublin", 0.150, legacyW, 160000, 1000, 0.5},
-		{"the same rows on the same round trip", "tukwila-dublin", 0.150, 1 << 20, 40000, 1000, 0.5},
-		{"the same rows on other links", "rtt-23ms", 0.023, legacyW, 40000, 1000, (0.2 + 0.5) / 2},
-		{"other rows on the same link", "tukwila-dublin", 0.150, legacyW, 40000, 5000, 0.5},
-		{"the same rows on the same round trip", "tukwila-dublin", 0.150, legacyW, 40000, 20000, 4},
+		{"the same rows on the same link, then on the same round trip", "tukwila-dublin", 0.150, legacyW, 160000, 1000, 0.5,
+			"(the same rows on the same link, then the same rows on the same round trip of the scenario)"},
+		{"the same rows on the same round trip", "tukwila-dublin", 0.150, 1 << 20, 40000, 1000, 0.5,
+			"(the same rows on the same round trip of the scenario)"},
+		{"the same rows on other links", "rtt-23ms", 0.023, legacyW, 40000, 1000, (0.2 + 0.5) / 2,
+			"(the same rows on other links of the scenario)"},
+		// Each grown or shrunk by the rows' difference at the growth from
+		// 1,000 rows (0.35 s) to 20,000 (4 s).
+		{"other rows on the same link, then on the same round trip", "tukwila-dublin", 0.150, legacyW, 40000, 5000, ((0.5 + 4000*growth) + (4 - 15000*growth)) / 2,
+			"(other rows on the same link, then other rows on the same round trip of the scenario, 192.1 µs a row more or less by its own points' growth)"},
+		{"the same rows on the same round trip, alone", "tukwila-dublin", 0.150, legacyW, 40000, 20000, 4,
+			"(the same rows on the same round trip of the scenario)"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
@@ -162,22 +175,71 @@ func TestPredictTakesTheScenariosTimeBeyondThePhysicsBefore(t *testing.T) {
 			if g := got.Metrics["seconds"]; math.Abs(g-want)/want > 1e-9 {
 				t.Errorf("seconds = %v, want %v, %v s beside the model's (%s)", g, want, tt.extra, got.Formula)
 			}
-			if !strings.Contains(got.Formula, "("+tt.name+")") {
-				t.Errorf("formula %q does not say %q", got.Formula, tt.name)
+			if !strings.Contains(got.Formula, tt.where) {
+				t.Errorf("formula %q does not say %q", got.Formula, tt.where)
 			}
 		})
 	}
 }
 
+// The median of two is their mean: one run the machine slowed nine times
+// would make it. The farther points join the nearest two.
+func TestPredictsTimeBesideOutlastsOneSlowRun(t *testing.T) {
+	t.Parallel()
+	const v = 1.1e6
+	before := []workload.Result{
+		slower(measuredPoint("pull", "char-1k", "tukwila-dublin", 0.150, legacyW, 1000, v), 0.2),
+		slower(measuredPoint("pull", "bytea-1.1k", "tukwila-dublin", 0.150, legacyW, 1000, v), 9),
+		slower(measuredPoint("pull", "char-1k", "tukwila-dublin", 0.150, autoW, 1000, v), 0.3),
+		slower(measuredPoint("pull", "bytea-1.1k", "tukwila-dublin", 0.150, autoW, 1000, v), 0.4),
+	}
+	point := plannedPoint("pull", "char-1k", "tukwila-dublin", 0.150, legacyW, 1000)
+	point.Params["buffer_size"] = int64(160000)
+	point.Combo += " buffer=160000"
+	got := Predict(point, before).Metrics["seconds"]
+	want := Model(measuredPoint("pull", "char-1k", "tukwila-dublin", 0.150, legacyW, 1000, 1000*1100), nil).Metrics["seconds"] + (0.3+0.4)/2
+	if math.Abs(got-want)/want > 1e-9 {
+		t.Errorf("seconds = %v, want %v: the median of 0.2, 0.3, 0.4 and 9 s beside the model", got, want)
+	}
+}
+
+// A scenario's first points have none of its own before: they take the
+// other scenarios' time beyond the model, a row's share times their rows,
+// from the nearest points as the scenario's own would be.
+func TestAScenariosFirstPointTakesTheOthersTimeARow(t *testing.T) {
+	t.Parallel()
+	before := []workload.Result{
+		slower(measuredPoint("push", "char-1k", "tukwila-blueridge", 0.077, legacyW, 1000, 1.01e6), 0.2),
+		slower(measuredPoint("pull", "char-1k", "tukwila-blueridge", 0.077, legacyW, 1000, 1.02e6), 0.4),
+		slower(measuredPoint("push", "bytea-1.1k", "tukwila-blueridge", 0.077, legacyW, 1000, 2.2e6), 0.6),
+		slower(measuredPoint("push", "char-1k", "tukwila-dublin", 0.150, legacyW, 1000, 1.01e6), 5),
+	}
+	for _, tt := range []struct {
+		scenario string
+		rows     int64
+		extra    float64
+	}{
+		{"native", 1000, 0.4},            // the three on the same link
+		{"fdw-row", 50, 0.4 * 50 / 1000}, // the same, a row's share
+	} {
+		t.Run(tt.scenario, func(t *testing.T) {
+			t.Parallel()
+			r := plannedPoint(tt.scenario, "char-1k", "tukwila-blueridge", 0.077, legacyW, tt.rows)
+			checkBeside(t, r, before, tt.extra, "of other scenarios, a row's share times the rows")
+		})
+	}
+}
+
 // Whatever the point and the earlier runs of its own combination measured,
-// the prediction is the same: V comes from the other combinations.
+// the prediction is the same: V and the time beside the link come from the
+// other combinations, of its scenario or, for its first points, of others.
 func TestThePointsOwnFigureNeverEntersItsPrediction(t *testing.T) {
 	t.Parallel()
 	history := []workload.Result{
 		measuredPoint("fdw-row", "char-1k", "tukwila-dublin", 0.150, legacyW, 50, 60000),
 		measuredPoint("init-snapshot", "char-1k", "tukwila-dublin", 0.150, legacyW, 1000, 1.1e6),
 	}
-	for _, scenario := range []string{"fdw-row", "init-snapshot"} {
+	for _, scenario := range []string{"fdw-row", "init-snapshot", "init-backup", "native"} {
 		t.Run(scenario, func(t *testing.T) {
 			t.Parallel()
 			var preds []float64
@@ -213,5 +275,57 @@ func TestPredictNeedsALink(t *testing.T) {
 	r.Links[0].Mode = "direct"
 	if p := Predict(r, nil); len(p.Metrics) != 0 {
 		t.Errorf("a direct connection got a prediction: %v", p.Metrics)
+	}
+}
+
+// Of other rows, the time beside grows a row as the scenario's grew from
+// its fewest rows to its most, or where it had one row count as the other
+// scenarios' did: the backup's first 20,000 rows take its 1,000-row set-up
+// and the snapshot's growth, both storing the rows by COPY.
+func TestPredictGrowsTheTimeBesideWithTheRows(t *testing.T) {
+	t.Parallel()
+	before := []workload.Result{
+		slower(measuredPoint("init-snapshot", "char-1k", "tukwila-blueridge", 0.077, legacyW, 1000, 1e6), 0.6),
+		slower(measuredPoint("init-snapshot", "char-1k", "tukwila-dublin", 0.150, legacyW, 1000, 1e6), 1.2),
+		slower(measuredPoint("init-snapshot", "char-1k", "tukwila-blueridge", 0.077, autoW, 20000, 20e6), 2.9),
+		slower(measuredPoint("init-backup", "char-1k", "tukwila-blueridge", 0.077, legacyW, 1000, 25000), 0.5),
+	}
+	snapshotGrowth := (2.9 - (0.6+1.2)/2) / 19000
+	for _, tt := range []struct {
+		scenario string
+		wan      string
+		rtt      float64
+		rows     int64
+		extra    float64
+		grew     string
+	}{
+		{"init-backup", "tukwila-blueridge", 0.077, 20000, 0.5 + 19000*snapshotGrowth, "the growth at other scenarios' points"},
+		// The snapshot's own growth: 5,000 rows to Dublin take the median
+		// of its three points grown or shrunk to 5,000 rows (1.2 s and
+		// 0.6 s grown by 4,000 rows, 2.9 s shrunk by 15,000).
+		{"init-snapshot", "tukwila-dublin", 0.150, 5000, 2.9 - 15000*(2.9-0.9)/19000, "its own points' growth"},
+	} {
+		t.Run(tt.scenario, func(t *testing.T) {
+			t.Parallel()
+			checkBeside(t, plannedPoint(tt.scenario, "char-1k", tt.wan, tt.rtt, autoW, tt.rows), before, tt.extra, tt.grew)
+		})
+	}
+}
+
+// checkBeside checks that r's prediction is Model's time for the volume
+// Predict took, plus extra seconds beside the link, and that its formula
+// says where they came from.
+func checkBeside(t *testing.T, r workload.Result, before []workload.Result, extra float64, where string) {
+	t.Helper()
+	p := Predict(r, before)
+	perRow, _, _ := bytesPerRow(r, before)
+	rows, l := r.Params.Int("rows"), r.Links[0]
+	done := measuredPoint(r.Params.String("scenario"), r.Params.String("payload"), l.Profile, l.RTTSeconds, l.WindowBytes, rows, perRow*float64(rows))
+	want := Model(done, nil).Metrics["seconds"] + extra
+	if g := p.Metrics["seconds"]; math.Abs(g-want)/want > 1e-9 {
+		t.Errorf("seconds = %v, want %v, %v s beside the model's (%s)", g, want, extra, p.Formula)
+	}
+	if !strings.Contains(p.Formula, where) {
+		t.Errorf("formula %q does not say %q", p.Formula, where)
 	}
 }
