@@ -41,6 +41,7 @@ func TestEndToEndDirect(t *testing.T) {
 	t.Parallel()
 	for _, binary := range []bool{false, true} {
 		t.Run(fmt.Sprintf("binary=%t", binary), func(t *testing.T) {
+			t.Parallel()
 			p := startPair(t)
 			testEndToEnd(t, p, Push, "", AgentOptions{BufferSize: 4096, CommitBatchSize: 3}, binary)
 		})
@@ -149,6 +150,7 @@ func TestEndToEndThroughLink(t *testing.T) {
 		{"pull-read-streams", Pull, AgentOptions{BufferSize: 8192, ReadStreams: 3}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			p := startPair(t)
 			up := tc.mode.Crossing(p.cfg.Distribution(), p.cfg.Subscriber).Addr()
 			proxy := startLink(t, up, cfg)
