@@ -201,6 +201,9 @@ func startAgents(t testing.TB, cfg Config, targets Targets, opts AgentOptions) *
 	return startAgentsEvery(t, cfg, targets, opts, 0, 0)
 }
 
+// noCleanup turns the log reader's own cleanup off (startAgentsEvery).
+const noCleanup = -1
+
 // startAgentsEvery is startAgents with the log reader's cleanup and the
 // agent's reports at the given intervals (0: the defaults).
 func startAgentsEvery(t testing.TB, cfg Config, targets Targets, opts AgentOptions, cleanup, report time.Duration) *running {
