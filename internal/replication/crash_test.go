@@ -44,10 +44,11 @@ func TestSubscriberCrashLosesNoCommand(t *testing.T) {
 		{"pipelined", AgentOptions{Pipeline: 4, BufferSize: 8 << 10, CommitBatchSize: 10}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p, cfg := faultPairWith(t, nil, lateWALWriter)
+			t.Parallel()
+			p, cfg := faultPairOn(t, shared, own(lateWALWriter))
 			r := startAgentsEvery(t, cfg, Targets{Distribution: cfg.Distribution(), Subscriber: cfg.Subscriber}, tc.opts, eagerCleanup, eagerReport)
 			ctx := testCtx(t, 4*time.Minute)
-			stream := startStream(ctx, p.pub.Conn("app"), 19, "")
+			stream := startStream(ctx, p.cfg.Publisher, 19, "")
 			rs := newRestarter(t, p.sub)
 			rnd := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 3))
 			var recovered int64
@@ -93,7 +94,7 @@ func TestPublisherCrashLosesNoTransaction(t *testing.T) {
 	t.Parallel()
 	// Two tables: a log reader restarted describes both anew, so commands
 	// stored again after a crash take other ids than those an agent applied.
-	p := startPairWith(t, lateWALWriter, nil)
+	p := newPair(t, own(lateWALWriter), shared)
 	const u = "CREATE TABLE u (id bigint PRIMARY KEY, v int NOT NULL, pad text)"
 	execPub(t, p, opsDDL, u)
 	execSub(t, p, opsDDL, u)
@@ -108,7 +109,7 @@ func TestPublisherCrashLosesNoTransaction(t *testing.T) {
 	rs := newRestarter(t, p.pub)
 	rnd := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 4))
 	for i := 1; i <= crashes; i++ {
-		s := startStream(ctx, p.pub.Conn("app"), uint64(23+i), "u")
+		s := startStream(ctx, p.cfg.Publisher, uint64(23+i), "u")
 		time.Sleep(time.Duration(300+rnd.IntN(500)) * time.Millisecond)
 		if i%2 == 1 {
 			rs.restart(t)
@@ -261,7 +262,7 @@ func storedCmd(t *testing.T, cfg Config) int64 {
 // database, its subscription on the subscriber.
 func TestSetupSurvivesACrash(t *testing.T) {
 	t.Parallel()
-	p, cfg := faultPairWith(t, lateWALWriter, lateWALWriter)
+	p, cfg := faultPairOn(t, own(lateWALWriter), own(lateWALWriter))
 	restarters := []*restarter{newRestarter(t, p.pub), newRestarter(t, p.sub)}
 	for _, rs := range restarters {
 		rs.crash(t)

@@ -26,7 +26,10 @@ func TestMain(m *testing.M) {
 	if role := os.Getenv(helperEnv); role != "" {
 		os.Exit(helperMain(role))
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	sharedPub.Stop()
+	sharedSub.Stop()
+	os.Exit(code)
 }
 
 // The fault tests run the log reader and the distribution agent as child
@@ -159,15 +162,15 @@ END $$;
 CREATE TABLE t (id bigint PRIMARY KEY, v int NOT NULL, pad text);
 CREATE TRIGGER count_op AFTER INSERT OR UPDATE OR DELETE ON t FOR EACH ROW EXECUTE FUNCTION count_op();`
 
-// faultPair is a pair set up for the fault tests: table t replicated, ops
-// counting changes on both sides.
+// faultPair is a pair on the shared servers set up for the fault tests:
+// table t replicated, ops counting changes on both sides.
 func faultPair(t *testing.T) (*pair, Config) {
-	return faultPairWith(t, nil, nil)
+	return faultPairOn(t, shared, shared)
 }
 
-// faultPairWith is faultPair with extra server settings on either side.
-func faultPairWith(t *testing.T, pubExtra, subSettings map[string]string) (*pair, Config) {
-	p := startPairWith(t, pubExtra, subSettings)
+// faultPairOn is faultPair on the sides asked for.
+func faultPairOn(t *testing.T, pubSide, subSide side) (*pair, Config) {
+	p := newPair(t, pubSide, subSide)
 	execPub(t, p, opsDDL)
 	execSub(t, p, opsDDL)
 	cfg := p.cfg
@@ -271,7 +274,7 @@ func TestKillAgents(t *testing.T) {
 	wctx, wcancel := context.WithCancel(ctx)
 	defer wcancel()
 	werr := make(chan error, 1)
-	go func() { werr <- workload(wctx, p.pub.Conn("app"), faultRows(), 300, 15*time.Millisecond, 7) }() // waited for below
+	go func() { werr <- workload(wctx, p.cfg.Publisher, faultRows(), 300, 15*time.Millisecond, 7) }() // waited for below
 
 	rnd := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 2))
 	kills := map[string]int{}
@@ -331,6 +334,7 @@ func TestLinkResetMidBatch(t *testing.T) {
 		{"pull-read-streams", Pull, AgentOptions{BufferSize: 8 << 10, CommitBatchSize: 5, ReadStreams: 3}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			p, cfg := faultPair(t)
 			up := tc.mode.Crossing(cfg.Distribution(), cfg.Subscriber).Addr()
 			proxy := startLink(t, up, link.Config{RTT: 5 * time.Millisecond, Rate: 200 * 1e6})
@@ -341,7 +345,7 @@ func TestLinkResetMidBatch(t *testing.T) {
 			r := startAgents(t, cfg, targets, tc.opts)
 			ctx := testCtx(t, 3*time.Minute)
 			werr := make(chan error, 1)
-			go func() { werr <- workload(ctx, p.pub.Conn("app"), 20000, 200, 5*time.Millisecond, 11) }() // waited for below
+			go func() { werr <- workload(ctx, p.cfg.Publisher, 20000, 200, 5*time.Millisecond, 11) }() // waited for below
 			resets := 0
 			for done := false; !done; {
 				select {
@@ -379,11 +383,11 @@ func TestLinkResetMidBatch(t *testing.T) {
 // recovery) twice while rows stream.
 func TestSubscriberRestart(t *testing.T) {
 	t.Parallel()
-	p, cfg := faultPair(t)
+	p, cfg := faultPairOn(t, shared, own(nil))
 	r := startAgents(t, cfg, Targets{Distribution: cfg.Distribution(), Subscriber: cfg.Subscriber}, AgentOptions{BufferSize: 8 << 10})
 	ctx := testCtx(t, 3*time.Minute)
 	werr := make(chan error, 1)
-	go func() { werr <- workload(ctx, p.pub.Conn("app"), 30000, 300, 5*time.Millisecond, 13) }() // waited for below
+	go func() { werr <- workload(ctx, p.cfg.Publisher, 30000, 300, 5*time.Millisecond, 13) }() // waited for below
 	restarter := newRestarter(t, p.sub)
 	for i := 0; i < 2; i++ {
 		time.Sleep(700 * time.Millisecond)
@@ -466,7 +470,7 @@ func TestConstraintViolation(t *testing.T) {
 	p, cfg := faultPair(t)
 	execSub(t, p, "ALTER TABLE t ADD CONSTRAINT small_v CHECK (v < 500)")
 	ctx := testCtx(t, 3*time.Minute)
-	lr, err := NewLogReader(LogReaderConfig{Publisher: cfg.Publisher, Distribution: cfg.Distribution(), Logger: cfg.Logger})
+	lr, err := NewLogReader(LogReaderConfig{Publisher: cfg.Publisher, Distribution: cfg.Distribution(), Publication: cfg.Publication, Logger: cfg.Logger})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -495,7 +499,7 @@ func TestConstraintViolation(t *testing.T) {
 
 	agent := func() (*DistributionAgent, error) {
 		a, err := NewDistributionAgent(AgentConfig{Targets: Targets{Distribution: cfg.Distribution(), Subscriber: cfg.Subscriber},
-			UntilCaughtUp: true, Options: AgentOptions{CommitBatchSize: 1}, Logger: cfg.Logger})
+			Publication: cfg.Publication, UntilCaughtUp: true, Options: AgentOptions{CommitBatchSize: 1}, Logger: cfg.Logger})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -563,10 +567,15 @@ func TestDiskFull(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := startPair(t)
+	// A tablespace is the server's: named after the test's database, it
+	// is the test's alone on the shared subscriber.
+	small := p.cfg.Subscriber.Database + "_small"
 	execPub(t, p, opsDDL)
-	execSub(t, p, "CREATE TABLESPACE small LOCATION '"+dir+"'")
-	execSub(t, p, strings.ReplaceAll(opsDDL, "pad text);", "pad text) TABLESPACE small;"))
-	t.Cleanup(func() { p.sub.Exec(context.Background(), "app", "DROP TABLE t", "DROP TABLESPACE small") })
+	execSub(t, p, "CREATE TABLESPACE "+small+" LOCATION '"+dir+"'")
+	execSub(t, p, strings.ReplaceAll(opsDDL, "pad text);", "pad text) TABLESPACE "+small+";"))
+	t.Cleanup(func() {
+		p.sub.Exec(context.Background(), p.cfg.Subscriber.Database, "DROP TABLE t", "DROP TABLESPACE "+small)
+	})
 	cfg := p.cfg
 	cfg.Tables = []TableName{{"public", "t"}}
 	ctx := testCtx(t, 3*time.Minute)
@@ -575,7 +584,7 @@ func TestDiskFull(t *testing.T) {
 	}
 	// About 20 MB of rows: more than the file system holds.
 	execPub(t, p, "INSERT INTO t SELECT g, g % 1000, repeat(md5(g::text), 6) FROM generate_series(1, 60000) g")
-	lr, err := NewLogReader(LogReaderConfig{Publisher: cfg.Publisher, Distribution: cfg.Distribution(), Logger: cfg.Logger})
+	lr, err := NewLogReader(LogReaderConfig{Publisher: cfg.Publisher, Distribution: cfg.Distribution(), Publication: cfg.Publication, Logger: cfg.Logger})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -598,7 +607,7 @@ func TestDiskFull(t *testing.T) {
 	}
 	run := func() error {
 		a, err := NewDistributionAgent(AgentConfig{Targets: Targets{Distribution: cfg.Distribution(), Subscriber: cfg.Subscriber},
-			UntilCaughtUp: true, Logger: cfg.Logger})
+			Publication: cfg.Publication, UntilCaughtUp: true, Logger: cfg.Logger})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -24,39 +24,112 @@ var publisherSettings = map[string]string{
 	"max_wal_senders":       "10",
 }
 
-// pair is a publisher and a subscriber instance with a database "app" each.
+// sharedPublisherSettings leave room for every test sharing the publisher
+// at once, each with a slot and a walsender or two (a log reader, a setup
+// creating its slot).
+var sharedPublisherSettings = map[string]string{
+	"wal_level":             "logical",
+	"max_replication_slots": "40",
+	"max_wal_senders":       "40",
+}
+
+// The package's shared publisher and subscriber: most tests need a database
+// of their own on either side, not a server of their own, and an initdb, a
+// start and a stop cost seconds of a busy machine's CPU per test where a
+// database costs milliseconds. A test that crashes or restarts a server, or
+// needs settings of its own on it, starts its own for that side. TestMain
+// stops them.
+var (
+	sharedPub = pgtest.NewShared("pub", sharedPublisherSettings)
+	sharedSub = pgtest.NewShared("sub", nil)
+)
+
+// side is where one end of a pair runs: on the package's shared server, or
+// on a server of the test's own started with settings.
+type side struct {
+	own      bool
+	settings map[string]string
+}
+
+// shared is a side on the package's shared server.
+var shared = side{}
+
+// own is a side on a server of the test's own.
+func own(settings map[string]string) side { return side{own: true, settings: settings} }
+
+// pair is a publisher and a subscriber database, each on an instance; cfg
+// reaches them and, on a shared publisher, names a publication (its slot)
+// and a distribution database that no other test uses.
 type pair struct {
 	pub, sub *postgres.Instance
 	cfg      Config
 }
 
+// startPair is a pair on the shared servers.
 func startPair(t testing.TB) *pair {
 	t.Helper()
-	return startPairWith(t, nil, nil)
+	return newPair(t, shared, shared)
 }
 
-// startPairWith starts a pair with extra server settings on either side.
-func startPairWith(t testing.TB, pubExtra, subSettings map[string]string) *pair {
+// newPair makes a pair on the sides asked for; an own publisher gets
+// publisherSettings beside its settings.
+func newPair(t testing.TB, pubSide, subSide side) *pair {
 	t.Helper()
-	pubSettings := maps.Clone(publisherSettings)
-	maps.Copy(pubSettings, pubExtra)
 	var p pair
-	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() { defer wg.Done(); p.pub = pgtest.Start(t, "pub", pubSettings) }()
-	go func() { defer wg.Done(); p.sub = pgtest.Start(t, "sub", subSettings) }()
-	wg.Wait()
-	if p.pub == nil || p.sub == nil {
-		t.FailNow()
+	var pubDB, subDB string
+	if pubSide.own {
+		pubSettings := maps.Clone(publisherSettings)
+		maps.Copy(pubSettings, pubSide.settings)
+		p.pub, pubDB = ownDatabase(t, "pub", pubSettings)
+	} else {
+		p.pub, pubDB = sharedPub.Database(t)
 	}
-	ctx := testCtx(t, time.Minute)
-	for _, i := range []*postgres.Instance{p.pub, p.sub} {
-		if err := i.CreateDatabase(ctx, "app"); err != nil {
-			t.Fatal(err)
-		}
+	if subSide.own {
+		p.sub, subDB = ownDatabase(t, "sub", subSide.settings)
+	} else {
+		p.sub, subDB = sharedSub.Database(t)
 	}
-	p.cfg = Config{Publisher: p.pub.Conn("app"), Subscriber: p.sub.Conn("app"), Logger: testLogger(t)}
+	p.cfg = Config{Publisher: p.pub.Conn(pubDB), Subscriber: p.sub.Conn(subDB), Logger: testLogger(t)}
+	if !pubSide.own {
+		// The slot is the server's, not the database's: named after the
+		// test's database it is the test's alone.
+		p.cfg.Publication = pubDB
+		p.cfg.DistributionDB = pubDB + "_distribution"
+		t.Cleanup(func() { dropReplication(t, p.pub, p.cfg) })
+	}
 	return &p
+}
+
+// ownDatabase starts a server of the test's own with a database "app".
+func ownDatabase(t testing.TB, name string, settings map[string]string) (*postgres.Instance, string) {
+	t.Helper()
+	inst := pgtest.Start(t, name, settings)
+	if err := inst.CreateDatabase(testCtx(t, time.Minute), "app"); err != nil {
+		t.Fatal(err)
+	}
+	return inst, "app"
+}
+
+// dropReplication removes from the shared publisher what a test's
+// replication left there, also when the test failed before its teardown:
+// the slot (which would hold WAL for good, and keeps its database from
+// being dropped) and the distribution database. The test's roles have
+// stopped: their cleanups ran before this one.
+func dropReplication(t testing.TB, pub *postgres.Instance, cfg Config) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c, err := pgxConnect(ctx, cfg.Publisher, "dbrig test cleanup")
+	if err != nil {
+		t.Errorf("clean up the shared publisher: %v", err)
+		return
+	}
+	defer c.Close(context.WithoutCancel(ctx))
+	if err := dropSlot(ctx, c, cfg.Publication, true); err != nil {
+		t.Errorf("clean up the shared publisher: %v", err)
+	}
+	if err := pub.DropDatabase(ctx, cfg.DistributionDB); err != nil {
+		t.Errorf("clean up the shared publisher: drop %s: %v", cfg.DistributionDB, err)
+	}
 }
 
 func testCtx(t testing.TB, d time.Duration) context.Context {
@@ -77,14 +150,14 @@ func testLoggerFor(on bool) *slog.Logger {
 
 func execPub(t testing.TB, p *pair, sql ...string) {
 	t.Helper()
-	if err := p.pub.Exec(testCtx(t, time.Minute), "app", sql...); err != nil {
+	if err := p.pub.Exec(testCtx(t, time.Minute), p.cfg.Publisher.Database, sql...); err != nil {
 		t.Fatal(err)
 	}
 }
 
 func execSub(t testing.TB, p *pair, sql ...string) {
 	t.Helper()
-	if err := p.sub.Exec(testCtx(t, time.Minute), "app", sql...); err != nil {
+	if err := p.sub.Exec(testCtx(t, time.Minute), p.cfg.Subscriber.Database, sql...); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -127,6 +200,9 @@ func startAgents(t testing.TB, cfg Config, targets Targets, opts AgentOptions) *
 	t.Helper()
 	return startAgentsEvery(t, cfg, targets, opts, 0, 0)
 }
+
+// noCleanup turns the log reader's own cleanup off (startAgentsEvery).
+const noCleanup = -1
 
 // startAgentsEvery is startAgents with the log reader's cleanup and the
 // agent's reports at the given intervals (0: the defaults).

@@ -27,6 +27,7 @@ func TestInitialization(t *testing.T) {
 	} {
 		init := tc.init
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			p := startPair(t)
 			ctx := testCtx(t, 3*time.Minute)
 			execPub(t, p, typesDDL)
@@ -37,7 +38,7 @@ func TestInitialization(t *testing.T) {
 			wctx, wstop := context.WithCancel(ctx)
 			werr := make(chan error, 1)
 			go func() { // waited for below
-				c, err := pgxConnect(wctx, p.pub.Conn("app"), "writer")
+				c, err := pgxConnect(wctx, p.cfg.Publisher, "writer")
 				if err != nil {
 					werr <- err
 					return
@@ -56,8 +57,8 @@ func TestInitialization(t *testing.T) {
 				}
 			}()
 
-			proxy := startLink(t, p.pub.Conn("app").Addr(), link.Config{RTT: 10 * time.Millisecond, Window: link.AutotunedWindow})
-			viaLink, err := p.pub.Conn("app").Via(proxy.Addr())
+			proxy := startLink(t, p.cfg.Publisher.Addr(), link.Config{RTT: 10 * time.Millisecond, Window: link.AutotunedWindow})
+			viaLink, err := p.cfg.Publisher.Via(proxy.Addr())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -140,8 +141,8 @@ func TestSnapshotInterruptedMidCopy(t *testing.T) {
 				`INSERT INTO big SELECT g, repeat(md5(g::text), 16) FROM generate_series(1, 16000) g`)
 			// 64 KiB per 40 ms round trip and stream: the copy of 9 MB in 4
 			// streams lasts seconds, long enough to be caught in the middle.
-			proxy := startLink(t, p.pub.Conn("app").Addr(), link.Config{RTT: 40 * time.Millisecond, Window: link.LegacyWindow})
-			viaLink, err := p.pub.Conn("app").Via(proxy.Addr())
+			proxy := startLink(t, p.cfg.Publisher.Addr(), link.Config{RTT: 40 * time.Millisecond, Window: link.LegacyWindow})
+			viaLink, err := p.cfg.Publisher.Via(proxy.Addr())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -184,7 +185,7 @@ func TestSnapshotInterruptedMidCopy(t *testing.T) {
 // waitCopying returns once the subscriber's COPY has taken rows in.
 func waitCopying(t *testing.T, ctx context.Context, p *pair, done <-chan error) {
 	t.Helper()
-	c, err := pgxConnect(ctx, p.sub.Conn("app"), "watch")
+	c, err := pgxConnect(ctx, p.cfg.Subscriber, "watch")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,7 +197,7 @@ func waitCopying(t *testing.T, ctx context.Context, p *pair, done <-chan error) 
 		default:
 		}
 		var n int64
-		err := c.QueryRow(ctx, "SELECT coalesce(max(tuples_processed), 0) FROM pg_stat_progress_copy WHERE command = 'COPY FROM'").Scan(&n)
+		err := c.QueryRow(ctx, "SELECT coalesce(max(tuples_processed), 0) FROM pg_stat_progress_copy WHERE command = 'COPY FROM' AND datname = current_database()").Scan(&n)
 		return n > 0, err
 	})
 	if err != nil {
@@ -208,7 +209,7 @@ func waitCopying(t *testing.T, ctx context.Context, p *pair, done <-chan error) 
 func mustBeClean(t *testing.T, ctx context.Context, p *pair, cfg Config) {
 	t.Helper()
 	var table, schema, slots, pubs int
-	sub, err := pgxConnect(ctx, p.sub.Conn("app"), "check")
+	sub, err := pgxConnect(ctx, p.cfg.Subscriber, "check")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,7 +217,7 @@ func mustBeClean(t *testing.T, ctx context.Context, p *pair, cfg Config) {
 	if err := sub.QueryRow(ctx, "SELECT (to_regclass('public.big') IS NOT NULL)::int, (SELECT count(*) FROM pg_namespace WHERE nspname = $1)::int", Schema).Scan(&table, &schema); err != nil {
 		t.Fatal(err)
 	}
-	pub, err := pgxConnect(ctx, p.pub.Conn("app"), "check")
+	pub, err := pgxConnect(ctx, p.cfg.Publisher, "check")
 	if err != nil {
 		t.Fatal(err)
 	}

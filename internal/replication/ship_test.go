@@ -125,7 +125,7 @@ func TestShippedBackupFailure(t *testing.T) {
 			want := "signal: killed"
 			switch fault {
 			case "publisher-refused":
-				refused := p.pub.Conn("app")
+				refused := p.cfg.Publisher
 				refused.User = "nobody"
 				opts.InitPublisher = refused
 				want = `password authentication failed for user "nobody"`
