@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/dbrig/dbrig/internal/engine"
+	"github.com/dbrig/dbrig/internal/procstat"
 	"github.com/dbrig/dbrig/internal/workload"
 )
 
@@ -54,7 +55,7 @@ func Probe(ctx context.Context, r workload.Result, env *workload.Env) (map[strin
 	}
 	out := map[string]float64{}
 	if cpus := serverCPUs(r, float64(onlineCPUs())); cpus > 0 && r.Instance().Target == "" {
-		free, err := freeCPUs(ctx, int(cpus), probeSpin)
+		free, err := procstat.FreeCPUs(ctx, int(cpus), probeSpin)
 		if err != nil {
 			return nil, err
 		}
