@@ -14,6 +14,7 @@ import (
 	"github.com/dbrig/dbrig/internal/engine/postgres/pgtest"
 	"github.com/dbrig/dbrig/internal/report"
 	"github.com/dbrig/dbrig/internal/study"
+	"github.com/dbrig/dbrig/internal/workload/tpch"
 	"github.com/dbrig/dbrig/internal/workload/tpch/tpchtest"
 )
 
@@ -211,11 +212,12 @@ func TestTPCHParallelSmokeStudy(t *testing.T) {
 	if err != nil || len(results) != 2 {
 		t.Fatalf("results: %d, %v", len(results), err)
 	}
-	// Two degrees: Amdahl's serial fraction needs a degree above 0 other
-	// than the point's own, so neither point has a figure, and each says
-	// why rather than fitting the point on itself.
-	if _, ok := results[1].Model["total_s"]; ok || !strings.HasPrefix(results[1].PredictReason, "no prediction") {
-		t.Errorf("the degree-1 point: model %v, reason %q; want none, and why", results[1].Model, results[1].PredictReason)
+	// Degree 1 is predicted before it runs, from degree 0 and what the
+	// probe found just before it (the CPUs free, each query's plan), never
+	// fitted on itself.
+	if _, ok := results[1].Model["total_s"]; !ok || results[1].ModelFrom("total_s") != "predicted" ||
+		results[1].Probe["free_cpus"] <= 0 || len(results[1].Probe) != 1+2*tpch.NumQueries {
+		t.Errorf("the degree-1 point: model %v, probe %v; want a prediction from the probe", results[1].Model, results[1].Probe)
 	}
 	os.Remove(filepath.Join(dir, "report.md"))
 	if code, out, errOut := runDbrig(t, base, nil, "report", dir); code != 0 {

@@ -34,16 +34,23 @@ runs = 1
 // TestPredictionStoredBeforeThePointRuns runs a kind whose Predict says
 // what it saw: the runner must call it before the workload runs (no
 // metrics of the point yet, the points before it only, the point's link
-// configured) and keep its figures as the point's model.
+// configured, its probe taken on the running servers and kept in the
+// result) and keep its figures as the point's model.
 func TestPredictionStoredBeforeThePointRuns(t *testing.T) {
 	k := pingKind()
 	k.Name, k.Model = "predicted", nil
 	k.Predict = func(r workload.Result, before []workload.Result) workload.Prediction {
-		m := map[string]float64{"before": float64(len(before)), "had_metrics": float64(len(r.Metrics))}
+		m := map[string]float64{"before": float64(len(before)), "had_metrics": float64(len(r.Metrics)), "probed": r.Probe["probed"]}
 		if len(r.Links) > 0 {
 			m["rtt_s"] = r.Links[0].RTTSeconds
 		}
 		return workload.Prediction{Metrics: m, Formula: "what Predict saw"}
+	}
+	k.Probe = func(_ context.Context, r workload.Result, env *workload.Env) (map[string]float64, error) {
+		if len(r.Metrics) != 0 || env.Instance("db") == nil {
+			return map[string]float64{"probed": -1}, nil
+		}
+		return map[string]float64{"probed": 1}, nil
 	}
 	reg := NewRegistry(engine.NewRegistry(postgres.New(os.Getenv("DBRIG_PG_BIN"))), []workload.Kind{k})
 	s, err := Parse("predicted.toml", []byte(predictedSpec), reg)
@@ -68,7 +75,8 @@ func TestPredictionStoredBeforeThePointRuns(t *testing.T) {
 		t.Fatalf("results: %d, %v", len(res), err)
 	}
 	for i, r := range res {
-		if r.Model["before"] != float64(i) || r.Model["had_metrics"] != 0 || r.Formula != "what Predict saw" || r.Metrics["queries"] != 1 {
+		if r.Model["before"] != float64(i) || r.Model["had_metrics"] != 0 || r.Formula != "what Predict saw" || r.Metrics["queries"] != 1 ||
+			r.Model["probed"] != 1 || r.Probe["probed"] != 1 {
 			t.Errorf("point %s: model %v (%q), metrics %v; want %d points before it and none of its own metrics", r.Key, r.Model, r.Formula, r.Metrics, i)
 		}
 	}

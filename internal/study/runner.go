@@ -433,6 +433,7 @@ func (r *Runner) runPoint(ctx context.Context, st *runState, p Point, n, total i
 	var pred workload.Prediction
 	if st.kind.Predict != nil {
 		res.Links = plannedLinks(c.Links)
+		res.Probe = probeBefore(ctx, st.kind, res, env)
 		pred = st.kind.Predict(res, st.results)
 		res.SetModel(pred, workload.Prediction{})
 	}
@@ -464,6 +465,20 @@ func (r *Runner) runPoint(ctx context.Context, st *runState, p Point, n, total i
 	}
 	res.SetModel(pred, fit)
 	return res, nil
+}
+
+// probeBefore measures what the point's prediction needs just before it runs;
+// a probe that fails leaves the prediction without it, not the point.
+func probeBefore(ctx context.Context, kind workload.Kind, res workload.Result, env *workload.Env) map[string]float64 {
+	if kind.Probe == nil {
+		return nil
+	}
+	got, err := kind.Probe(ctx, res, env)
+	if err != nil {
+		env.Log.Warn("probe before the point's prediction", "err", err)
+		return nil
+	}
+	return got
 }
 
 // startIdleLoops starts, for a point whose client.idle is "spin", a busy

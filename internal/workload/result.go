@@ -41,9 +41,12 @@ type Result struct {
 	Monitor []monitor.Series `json:"monitor,omitempty"`
 	// IdleLoops are the busy loops that kept this machine's CPUs from
 	// halting while the point ran (Client.Idle "spin").
-	IdleLoops *IdleLoops         `json:"idle_loops,omitempty"`
-	Model     map[string]float64 `json:"model,omitempty"`
-	Formula   string             `json:"formula,omitempty"`
+	IdleLoops *IdleLoops `json:"idle_loops,omitempty"`
+	// Probe is what Kind.Probe measured just before the point ran, for
+	// its prediction: an input of the prediction, never a figure judged.
+	Probe   map[string]float64 `json:"probe,omitempty"`
+	Model   map[string]float64 `json:"model,omitempty"`
+	Formula string             `json:"formula,omitempty"`
 	// Predicted names the figures of Model that Kind.Predict made before
 	// the point ran; every other figure of Model is a fit on the other
 	// combinations (Kind.Model).

@@ -44,6 +44,13 @@ type Kind struct {
 	// the points measured before it; the runner stores the prediction as
 	// the point's Model, so that it is never fitted on the point itself.
 	Predict func(r Result, before []Result) Prediction
+	// Probe, when set, measures just before a point runs (its data made,
+	// its servers idle) what its prediction needs of that moment and no
+	// point before it can tell: the CPUs other work leaves now, the plans
+	// the server makes now. The runner stores it in Result.Probe before
+	// calling Predict; a replay of stored results keeps it. An error is
+	// logged and the point runs without it.
+	Probe func(ctx context.Context, r Result, env *Env) (map[string]float64, error)
 	// PrepareKey, when set, names the data a point needs: Prepare runs
 	// again only when it changes (default: once per topology).
 	PrepareKey func(p Params) string

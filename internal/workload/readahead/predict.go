@@ -1,10 +1,13 @@
 package readahead
 
 import (
+	"context"
 	"fmt"
+	"time"
 
 	"github.com/dbrig/dbrig/internal/blockdev"
 	"github.com/dbrig/dbrig/internal/measure"
+	"github.com/dbrig/dbrig/internal/procstat"
 	"github.com/dbrig/dbrig/internal/workload"
 )
 
@@ -15,20 +18,45 @@ import (
 //
 //	bound = max(bytes / the profile's bandwidth, reads / its requests a second)
 //
-// and a scan takes, on top of that, what its engine spends on a page
-// beyond the device (its CPU; the disk beneath when it is slower than the
-// profile):
+// The disk beneath the profile may be slower: the setting's earlier scans
+// measured the device's time a read (its busy time, the reads in flight
+// times the scan's time while fewer than one is, over the reads), and
+// where their reads took longer than the bound allows, the disk is the
+// bound:
 //
-//	time = bound + pages × the time a page took beyond the bound
+//	device = max(bound, reads × the device's time a read on earlier scans)
 //
-// calibrated on the earlier scans of the same setting (read size) on the
-// same table; the setting's first scan, with none before it, is the bound
-// alone. The bytes, reads and pages are the table's as an earlier scan
-// read them, or the engine's layout for the table's first.
+// A scan that waits for each read before the next (no read-ahead: less
+// than one read in flight) also spends time off the device for each page:
+// the engine's CPU, and on a busy machine the wait for a CPU at each
+// wake-up. That time a page is the earlier scans' beyond their device
+// time, scaled by the CPU one process got then over what it gets now
+// (probed for a second before each point, procstat.FreeCPUs):
+//
+//	time = device + pages × off-device time a page × min(1, F then) / min(1, F now)
+//
+// The setting's first scan, with none before it, is the bound alone. The
+// bytes, reads and pages are the table's as an earlier scan read them, or
+// the engine's layout for the table's first.
 
 // noRate is why a point off an emulated disk gets no prediction: only a
 // plain read after the point measures the device's throughput.
 const noRate = "no prediction: the device's rate is not known before the point (the table's disk is not an emulated one whose profile gives it; the plain read that measures it runs after the scan)"
+
+// probeCPU is the probe's figure: the CPU one busy thread got just before
+// the point.
+const probeCPU = "cpu_one_thread"
+
+// Probe measures the CPU one process gets just before the point: a scan
+// that waits for each read wakes once a page, and on a busy machine each
+// wake-up waits for a CPU.
+func Probe(ctx context.Context, _ workload.Result, _ *workload.Env) (map[string]float64, error) {
+	f, err := procstat.FreeCPUs(ctx, 1, time.Second)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]float64{probeCPU: f}, nil
+}
 
 // Predict is the model before the point runs (see above); the fit
 // (Model) remains for the figures it leaves out.
@@ -40,30 +68,82 @@ func Predict(r workload.Result, before []workload.Result) workload.Prediction {
 	table, setting := earlierScans(r, before)
 	sc := expectedScan(r, table, setting)
 	bound, bind := throttleBound(prof, sc.bytes, sc.reads)
-	var extras []float64
-	for _, o := range setting {
-		b, _ := throttleBound(prof, o.Metrics["bytes_read"], o.Metrics["reads"])
-		extras = append(extras, (o.Metrics["seconds"]-b)/o.Metrics["pages_read"])
-	}
-	secs, extra := bound, 0.0
 	formula := fmt.Sprintf("time = max(bytes / bandwidth, reads / IOPS) on %s = max(%.0f MB / %g MB/s, %.0f reads / %d a second): %s-bound (%s)",
 		prof.Name, sc.bytes/1e6, float64(prof.ReadBPS)/1e6, sc.reads, prof.ReadIOPS, bind, sc.from)
-	reason := "the setting's first scan: the emulated disk's bound alone, before any scan measured the engine's time a page beyond it"
-	if len(extras) > 0 {
-		extra = measure.Median(extras)
-		secs = bound + extra*sc.pages
-		formula += fmt.Sprintf(" + %.0f pages × %+.3g µs a page beyond the bound (the median of %d earlier scan(s) at this setting)",
-			sc.pages, 1e6*extra, len(extras))
-		reason = "the time a page takes beyond the emulated disk's bound (the engine's CPU; the disk beneath when it is slower than the profile) is the earlier scans' at this setting: the machine's other work changes it from run to run"
+	if len(setting) == 0 {
+		return scanPrediction(sc, bound, formula, "the setting's first scan: the emulated disk's bound alone, before any scan measured the engine's time a page beyond it")
+	}
+	e := earlierTimes(prof, setting)
+	device := bound
+	if beneath := sc.reads * e.deviceRead; beneath > bound {
+		device, bind = beneath, "the disk beneath"
+		formula += fmt.Sprintf("; the disk beneath is slower: %.0f reads × %.3g ms a read (the device's busy time a read on %d earlier scan(s)) = %.3g s",
+			sc.reads, 1e3*e.deviceRead, len(setting), beneath)
+	}
+	cpuNow, scale := probed(r), 1.0
+	if e.cpuThen > 0 && cpuNow > 0 {
+		scale = min(1, e.cpuThen) / min(1, cpuNow)
+	}
+	secs := device + sc.pages*e.offDevice*scale
+	formula += fmt.Sprintf(" + %.0f pages × %+.3g µs a page off the device (the median of %d earlier scan(s) at this setting)", sc.pages, 1e6*e.offDevice, len(setting))
+	if scale != 1 {
+		formula += fmt.Sprintf(" × %.2f (one process got %.2f CPU then, %.2f now)", scale, e.cpuThen, cpuNow)
 	}
 	if secs <= 0 {
 		return workload.Prediction{Reason: "no prediction: the earlier scans at this setting beat the emulated disk's bound by more than the bound"}
 	}
+	return scanPrediction(sc, secs, formula, "the time a page takes off the device (the engine's CPU; on a busy machine the wait for a CPU at each read) is the earlier scans' at this setting, scaled by the CPU one process got then and now: the machine's other work changes it during the scan")
+}
+
+func scanPrediction(sc scanSize, secs float64, formula, reason string) workload.Prediction {
 	return workload.Prediction{
 		Metrics: map[string]float64{"seconds": secs, "mb_per_s": sc.bytes / 1e6 / secs},
 		Formula: formula,
 		Reason:  reason,
 	}
+}
+
+// probed is the CPU the point's probe found one process got, 0 unknown.
+func probed(r workload.Result) float64 { return r.Probe[probeCPU] }
+
+// earlier is what a setting's earlier scans measured of where a scan's
+// time goes: the device's time a read, the time a page off the device,
+// and the CPU one process got before them (0: not probed on every one).
+type earlier struct {
+	deviceRead, offDevice, cpuThen float64
+}
+
+// earlierTimes splits each earlier scan's time into the device's (its
+// busy time: the reads in flight times its time, at most the whole time;
+// at least the throttle's bound) and the rest, off the device, a page;
+// the medians of each.
+func earlierTimes(prof blockdev.Profile, setting []workload.Result) earlier {
+	var reads, offs, cpus []float64
+	probedAll := true
+	for _, o := range setting {
+		m := o.Metrics
+		bound, _ := throttleBound(prof, m["bytes_read"], m["reads"])
+		device := bound
+		if q := m["queue_depth"]; q > 0 && m["reads"] > 0 {
+			busy := min(q, 1) * m["seconds"]
+			reads = append(reads, busy/m["reads"])
+			device = max(bound, busy)
+		}
+		offs = append(offs, (m["seconds"]-device)/m["pages_read"])
+		if c := probed(o); c > 0 {
+			cpus = append(cpus, c)
+		} else {
+			probedAll = false
+		}
+	}
+	e := earlier{offDevice: measure.Median(offs)}
+	if len(reads) > 0 {
+		e.deviceRead = measure.Median(reads)
+	}
+	if probedAll && len(cpus) > 0 {
+		e.cpuThen = measure.Median(cpus)
+	}
+	return e
 }
 
 // throttleBound is the least time the profile's throttle lets bytes in

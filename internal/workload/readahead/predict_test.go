@@ -62,7 +62,7 @@ func TestPredictBeforeTheScan(t *testing.T) {
 		{"InnoDB's first scan: a page a request", scanOn("mariadb", san, Default, 1, 0, 0), []workload.Result{pgDefault, pgMin1}, 25_000 * 5461.0 / 16384 / 5000,
 			"requests-bound", "bound alone"},
 		{"the time a page took beyond the bound before", scanOn("postgres", san, Minimal, 3, 0, 0), []workload.Result{pgDefault, pgMin1, pgMin2, mariaMin}, 5 + (7.4+5)/2,
-			"+ 25000 pages × +248 µs a page beyond the bound (the median of 2 earlier scan(s)", "the earlier scans' at this setting"},
+			"+ 25000 pages × +248 µs a page off the device (the median of 2 earlier scan(s)", "the earlier scans' at this setting"},
 		{"never the point itself", scanOn("postgres", san, Minimal, 3, 0, 0), []workload.Result{pgDefault, pgMin1, pgMin2, pgMin3Done}, 5 + (7.4+5)/2,
 			"the median of 2 earlier scan(s)", ""},
 	} {
@@ -85,5 +85,53 @@ func TestPredictBeforeTheScan(t *testing.T) {
 				t.Errorf("no MB/s: %v", p.Metrics)
 			}
 		})
+	}
+}
+
+// withDevice gives a hand-made scan the reads in flight it measured and
+// the CPU one process got just before it (0: not probed).
+func withDevice(r workload.Result, queueDepth, cpu float64) workload.Result {
+	if r.Metrics != nil {
+		r.Metrics["queue_depth"] = queueDepth
+	}
+	if cpu > 0 {
+		r.Probe = map[string]float64{probeCPU: cpu}
+	}
+	return r
+}
+
+// TestPredictTheDiskBeneathAndTheCPU: a scan that waits for each read
+// spends its time on the device (at least the SAN's bound; longer where
+// the earlier scans found the disk beneath slower) and off it, a page at
+// a time, in a CPU the machine's other work shares: the off-device time
+// of the earlier scans scales by the CPU one process got then over now.
+func TestPredictTheDiskBeneathAndTheCPU(t *testing.T) {
+	t.Parallel()
+	const san = "san-2009" // 25,000 reads of 8 KiB: 5 s at 5,000 a second
+	next := func(cpu float64) workload.Result {
+		return withDevice(scanOn("postgres", san, Minimal, 2, 0, 0), 0, cpu)
+	}
+	for _, tc := range []struct {
+		name    string
+		point   workload.Result
+		before  workload.Result
+		seconds float64
+		formula string
+	}{
+		// Busy 9 s of 10 (0.36 ms a read, the SAN allows 0.2): the disk
+		// beneath took 9 s; the rest, 1 s, took half a CPU then.
+		{"the disk beneath is slower than the SAN", next(1), withDevice(scanOn("postgres", san, Minimal, 1, 10, 8192), 0.9, 0.5), 9 + 1*0.5,
+			"the disk beneath is slower: 25000 reads × 0.36 ms a read"},
+		// Busy 3.6 s of 12: the SAN's 5 s bound, 7 s off the device with a
+		// quarter of a CPU, half a CPU now.
+		{"the CPU one process gets", next(0.5), withDevice(scanOn("postgres", san, Minimal, 1, 12, 8192), 0.3, 0.25), 5 + 7*0.5,
+			"× 0.50 (one process got 0.25 CPU then, 0.50 now)"},
+		{"no probe before the earlier scan: as it ran", next(0.5), withDevice(scanOn("postgres", san, Minimal, 1, 12, 8192), 0.3, 0), 12,
+			"+ 25000 pages × +280 µs a page off the device"},
+	} {
+		p := Predict(tc.point, []workload.Result{tc.before})
+		if got := p.Metrics["seconds"]; math.Abs(got-tc.seconds) > 1e-9 || !strings.Contains(p.Formula, tc.formula) {
+			t.Errorf("%s: %v s (%s); want %v s and %q", tc.name, got, p.Formula, tc.seconds, tc.formula)
+		}
 	}
 }

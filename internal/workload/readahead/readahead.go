@@ -55,6 +55,7 @@ func Kind() workload.Kind {
 		},
 		Model:   Model,
 		Predict: Predict,
+		Probe:   Probe,
 		Metrics: metricSpecs(),
 	}
 }

@@ -192,30 +192,3 @@ func Model(r workload.Result, all []workload.Result) workload.Prediction {
 
 // amdahlReason is what Amdahl's law leaves out, said where it misses.
 const amdahlReason = "Amdahl's serial fraction is one number per query: a plan that changes with the degree, or cache that more processes bring, moves it"
-
-// Predict is Amdahl's law before the point runs: the serial time and the
-// serial fractions come from the degrees of the same sweep measured before
-// it; n is its degree's processes (the degree and the leader), at most the
-// CPUs the points before it saw.
-func Predict(r workload.Result, before []workload.Result) workload.Prediction {
-	inputs := r
-	inputs.Metrics = map[string]float64{"degree": float64(r.Params.Int("degree"))}
-	timed := []string{"total_s"}
-	for q := 1; q <= NumQueries; q++ {
-		timed = append(timed, MetricName(q))
-	}
-	for _, p := range sweepOf(r, before) {
-		for _, name := range timed {
-			if _, ok := p.r.Metrics[name]; ok {
-				inputs.Metrics[name] = 0
-			}
-		}
-		inputs.Metrics["host_cpus"] = p.r.Metrics["host_cpus"]
-	}
-	pred := Model(inputs, before)
-	if len(pred.Metrics) == 0 {
-		pred.Reason = "no prediction: Amdahl needs the serial time (degree 0) and another degree above it, measured before it"
-		return pred
-	}
-	return pred
-}

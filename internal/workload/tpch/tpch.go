@@ -52,6 +52,7 @@ func Kind() workload.Kind {
 		PrepareKey: prepareKey,
 		Model:      Model,
 		Predict:    Predict,
+		Probe:      Probe,
 		Metrics:    metricSpecs(),
 	}
 }

@@ -339,7 +339,8 @@ func TestGoldenMatchesTheSpecification(t *testing.T) {
 
 // TestPredictFromTheDegreesBefore: before a degree runs, its times follow
 // Amdahl with the serial time and fraction of the degrees measured before
-// it; with only the serial degree before, nothing calibrates the fraction.
+// it; with only the serial degree before and no plan probed, nothing
+// gives the fraction.
 func TestPredictFromTheDegreesBefore(t *testing.T) {
 	t.Parallel()
 	point := func(degree int, s float64) workload.Result {
@@ -356,8 +357,8 @@ func TestPredictFromTheDegreesBefore(t *testing.T) {
 	}
 	before := []workload.Result{point(0, 0.1), point(1, 0.1)}
 	p := Predict(point(3, -1), before)
-	if want := Amdahl(100, 0.1, 4); math.Abs(p.Metrics["total_s"]-want) > 1e-9 || math.Abs(p.Metrics[MetricName(1)]-Amdahl(5000, 0.1, 4)) > 1e-9 {
-		t.Errorf("degree 3: %v, want total %v", p.Metrics, want)
+	if want := Amdahl(5000, 0.1, 4); math.Abs(p.Metrics[MetricName(1)]-want) > 1e-9 || math.Abs(p.Metrics["total_s"]-want/1000) > 1e-9 {
+		t.Errorf("degree 3: %v, want Q1 %v and the total its sum", p.Metrics, want)
 	}
 	if p.Reason == "" {
 		t.Error("a prediction without the reason it may miss")

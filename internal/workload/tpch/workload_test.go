@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/dbrig/dbrig/internal/engine"
 	"github.com/dbrig/dbrig/internal/engine/mariadb/mariatest"
@@ -80,6 +81,7 @@ func TestGoldenAnswers(t *testing.T) {
 	if err := newTestWorkload(t, goldenScale, 1, 3, "all").Prepare(ctx, env); err != nil {
 		t.Fatalf("prepare at scale factor %v: %v", goldenScale, err)
 	}
+	checkProbe(t, env)
 	w := newTestWorkload(t, goldenScale, 1, 3, "all")
 	m, err := w.Run(ctx, env)
 	if err != nil {
@@ -105,6 +107,38 @@ func TestGoldenAnswers(t *testing.T) {
 	}
 	if _, ok := m.Metrics["other_cpus"]; !ok {
 		t.Error("no measure of the other processes' CPU use")
+	}
+}
+
+// checkProbe: before a point at degree 1 the probe reads the CPUs free
+// and each query's plan at that degree from the server, and some plan
+// runs part of its query in parallel (every scan may have a worker).
+func checkProbe(t *testing.T, env *workload.Env) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	r := workload.Result{Params: workload.Params{"scale_factor": goldenScale, "degree": int64(1), "streams": int64(3), "queries": "all", "instance": "db"},
+		Instances: []engine.InstanceConfig{{Name: "db", Engine: "postgres"}}}
+	got, err := Probe(ctx, r, env)
+	if err != nil {
+		t.Fatalf("probe before degree 1: %v", err)
+	}
+	if got[probeFree] <= 0 {
+		t.Errorf("free CPUs %v", got[probeFree])
+	}
+	parallel := 0
+	for q := 1; q <= NumQueries; q++ {
+		w, okW := got[probePlanWorkers(q)]
+		s, okS := got[probePlanFraction(q)]
+		if !okW || !okS || w < 0 || w > 1 || s < 0 || s > 1 || (w == 0 && s != 1) {
+			t.Errorf("Q%d's plan at degree 1: %v workers (%v), serial fraction %v (%v)", q, w, okW, s, okS)
+		}
+		if w == 1 && s < 1 {
+			parallel++
+		}
+	}
+	if parallel == 0 {
+		t.Error("no query's plan at degree 1 has a parallel part")
 	}
 }
 
