@@ -1,6 +1,9 @@
 package measure
 
-import "slices"
+import (
+	"cmp"
+	"slices"
+)
 
 // TrimmedMean is the mean of values (in the order they were measured)
 // after the seeds' repetition rule: the first dropped when dropFirst and
@@ -9,18 +12,30 @@ import "slices"
 // runs and a workload's repetitions inside one point (the TPC-H streams)
 // keep their figures by it.
 func TrimmedMean(values []float64, dropFirst, dropMinMax bool) (mean float64, kept int) {
-	rest := values
-	if dropFirst && len(rest) > 1 {
-		rest = rest[1:]
-	}
-	if dropMinMax && len(rest) >= 3 {
-		sorted := slices.Clone(rest)
-		slices.Sort(sorted)
-		rest = sorted[1 : len(sorted)-1]
-	}
+	idx := KeptRuns(values, dropFirst, dropMinMax)
 	var sum float64
-	for _, v := range rest {
-		sum += v
+	for _, i := range idx {
+		sum += values[i]
 	}
-	return sum / float64(len(rest)), len(rest)
+	return sum / float64(len(idx)), len(idx)
+}
+
+// KeptRuns are the indices, in run order, of the values TrimmedMean
+// averages: what else was measured with those runs (a prediction stored
+// before each) can be held against the same runs.
+func KeptRuns(values []float64, dropFirst, dropMinMax bool) []int {
+	idx := make([]int, len(values))
+	for i := range idx {
+		idx[i] = i
+	}
+	if dropFirst && len(idx) > 1 {
+		idx = idx[1:]
+	}
+	if dropMinMax && len(idx) >= 3 {
+		byValue := slices.Clone(idx)
+		slices.SortStableFunc(byValue, func(a, b int) int { return cmp.Compare(values[a], values[b]) })
+		idx = byValue[1 : len(byValue)-1]
+		slices.Sort(idx)
+	}
+	return idx
 }

@@ -1,6 +1,9 @@
 package measure
 
-import "testing"
+import (
+	"slices"
+	"testing"
+)
 
 func TestTrimmedMean(t *testing.T) {
 	t.Parallel()
@@ -21,6 +24,14 @@ func TestTrimmedMean(t *testing.T) {
 		mean, kept := TrimmedMean(tc.values, tc.dropFirst, tc.dropEnds)
 		if mean != tc.mean || kept != tc.kept {
 			t.Errorf("TrimmedMean(%v, %v, %v) = %v, %d; want %v, %d", tc.values, tc.dropFirst, tc.dropEnds, mean, kept, tc.mean, tc.kept)
+		}
+		var sum float64
+		idx := KeptRuns(tc.values, tc.dropFirst, tc.dropEnds)
+		for _, i := range idx {
+			sum += tc.values[i]
+		}
+		if len(idx) != tc.kept || sum/float64(len(idx)) != tc.mean || !slices.IsSorted(idx) {
+			t.Errorf("KeptRuns(%v, %v, %v) = %v: not the %d runs in order that average %v", tc.values, tc.dropFirst, tc.dropEnds, idx, tc.kept, tc.mean)
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sort"
 
+	"github.com/dbrig/dbrig/internal/measure"
 	"github.com/dbrig/dbrig/internal/report"
 	"github.com/dbrig/dbrig/internal/workload"
 )
@@ -43,9 +44,9 @@ func (rd *RunData) Figures() []Figure {
 				continue
 			}
 			f := Figure{Workload: kind.Name, Combo: sm.Combo, Metric: name, Measured: sm.Stats[name].Mean, Reason: last.Reason(name)}
-			if mv, ok := last.Model[name]; ok {
+			if mv, from, ok := rd.keptModel(sm, name); ok {
 				if e := PercentError(f.Measured, mv); !math.IsNaN(e) {
-					f.Model, f.From, f.ErrorPct = mv, last.ModelFrom(name), e
+					f.Model, f.From, f.ErrorPct = mv, from, e
 				}
 			} else if len(last.Model) > 0 || f.Reason == "" {
 				// The model gave figures, none for this metric: its
@@ -56,6 +57,38 @@ func (rd *RunData) Figures() []Figure {
 		}
 	}
 	return out
+}
+
+// keptModel is a combination's model figure for a metric: the mean of the
+// models of the runs whose measurements the study's rule keeps, held against
+// their kept mean, since a prediction is stored before each run and the
+// last run's alone says nothing of the runs before it. When a kept run has
+// none, the last run's model stands, as a fit held out of the combination
+// is the same for each run.
+func (rd *RunData) keptModel(sm *Summary, name string) (mv float64, from string, ok bool) {
+	last := sm.Results[len(sm.Results)-1]
+	mv, ok = last.Model[name]
+	from = last.ModelFrom(name)
+	var values []float64
+	var runs []workload.Result
+	for _, r := range sm.Results {
+		if v, has := r.Metrics[name]; has {
+			values, runs = append(values, v), append(runs, r)
+		}
+	}
+	kept := measure.KeptRuns(values, rd.Plan.Repeat.DiscardFirst, rd.Plan.Repeat.Trim == "min-max")
+	var sum float64
+	for _, i := range kept {
+		m, has := runs[i].Model[name]
+		if !has {
+			return mv, from, ok
+		}
+		sum += m
+	}
+	if len(kept) == 0 {
+		return mv, from, ok
+	}
+	return sum / float64(len(kept)), runs[kept[len(kept)-1]].ModelFrom(name), true
 }
 
 // PredictionStats sum up how well the models predicted a set of figures.

@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/dbrig/dbrig/internal/workload"
 )
 
 func TestSummarizeFigures(t *testing.T) {
@@ -71,3 +73,44 @@ func TestWorstLineSaysWhy(t *testing.T) {
 }
 
 func fmtFloat(v float64) string { return strconv.FormatFloat(v, 'f', 3, 64) }
+
+// TestAFiguresModelIsTheKeptRunsPredictions: a prediction stored before
+// each run is held against the runs it predicted (their kept mean against
+// its mean), never the last run's against every run.
+func TestAFiguresModelIsTheKeptRunsPredictions(t *testing.T) {
+	t.Parallel()
+	s, err := parseExpect(t, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const lan = "net=lan-1g mode=a"
+	for _, tc := range []struct {
+		name      string
+		predicted []float64 // each run's, NaN for none
+		model     float64
+		errPct    float64
+	}{
+		{"each run predicted", []float64{100, 200, 300}, 200, 0},
+		{"a run without one: the last run's", []float64{math.NaN(), 200, 300}, 300, -100.0 / 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rd := runData(t, s, "tps", map[string][]float64{lan: {100, 200, 300}})
+			for i := range rd.Results {
+				if p := tc.predicted[i]; !math.IsNaN(p) {
+					rd.Results[i].SetModel(workload.Prediction{Metrics: map[string]float64{"tps": p}}, workload.Prediction{})
+				}
+			}
+			rd.Summaries = Summarize(rd.Results, rd.Plan.Repeat)
+			for _, f := range rd.Figures() {
+				if f.Combo != lan || f.Metric != "tps" {
+					continue
+				}
+				if f.Measured != 200 || f.Model != tc.model || math.Abs(f.ErrorPct-tc.errPct) > 1e-9 || f.From != "predicted" {
+					t.Errorf("figure %+v, want 200 measured against %v predicted (%+.1f %%)", f, tc.model, tc.errPct)
+				}
+				return
+			}
+			t.Fatalf("no tps figure at %s in %+v", lan, rd.Figures())
+		})
+	}
+}

@@ -178,7 +178,7 @@ func pointsTable(rd *RunData) report.Table {
 	}
 	t := report.Table{
 		Title: "Every point",
-		Note: fmt.Sprintf("Each combination ran %s; 'kept' is the value the study's rule keeps (%s), 'range' the lowest and highest run. The model is the prediction stored before the point ran ('predicted'), or else a fit on the other combinations with this one left out ('fit'), never on the point itself, or why there is none; error = (kept - model) / model.",
+		Note: fmt.Sprintf("Each combination ran %s; 'kept' is the value the study's rule keeps (%s), 'range' the lowest and highest run. The model is the prediction stored before each point ran ('predicted', the mean over the kept runs), or else a fit on the other combinations with this one left out ('fit'), never on the point itself, or why there is none; error = (kept - model) / model.",
 			plural(rd.Plan.Repeat.Runs, "time", "times"), rule),
 	}
 	dims := rd.Spec.SweepKeys
@@ -195,8 +195,8 @@ func pointsTable(rd *RunData) report.Table {
 			if why := last.Reason(name); why != "" && strings.HasPrefix(why, "no ") {
 				model = why
 			}
-			if mv, ok := last.Model[name]; ok {
-				model = rd.FormatMetric(name, mv) + " " + last.ModelFrom(name)
+			if mv, from, ok := rd.keptModel(sm, name); ok {
+				model = rd.FormatMetric(name, mv) + " " + from
 				if e := PercentError(st.Mean, mv); !math.IsNaN(e) {
 					errPct = fmt.Sprintf("%+.1f%%", e)
 				}
