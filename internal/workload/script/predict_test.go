@@ -70,7 +70,7 @@ func throughLink(t *testing.T, inst engine.Instance, db string, cfg link.Config,
 // nothing it measured could be judged.
 func TestPredictionOfTPCBLike(t *testing.T) {
 	if testing.Short() {
-		t.Skip("runs 14 points of 5 s through a link")
+		t.Skip("runs up to 16 points of 5 s through a link")
 	}
 	t.Parallel()
 	// In the suite the prediction must hold within what a busy 2-core
