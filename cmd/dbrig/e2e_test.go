@@ -111,82 +111,87 @@ func exitCode(err error) int {
 	return 0
 }
 
+// rbarSmokePoints is rbar-latency's smoke scale: its six experiments over
+// three paths, one run each.
+const rbarSmokePoints = 18
+
 // TestStudyEndToEnd runs the row-by-row study's smoke scale as a user
-// would: interrupted by a signal after a few points (nothing finished is
-// lost, no server is left), resumed to the end, its report rebuilt from
-// results.jsonl alone and opened in a headless browser. The run resumed
-// after SIGTERM prints its --json summary, which the report's checks read
-// (checkRebuiltReport): a third run of the study would cost as much again.
+// would: interrupted by SIGINT after a few points, resumed and interrupted
+// by SIGTERM after a few more (each time nothing finished is lost and no
+// server is left), resumed to the end, its report rebuilt from
+// results.jsonl alone and opened in a headless browser. One run serves
+// both signals, where a run of the study for each cost as much again. The
+// last resume prints its --json summary, which the report's checks read
+// (checkRebuiltReport); TestYourServerAsItIs, which runs the same scale
+// to its end in one go, checks the text summary's report path.
 func TestStudyEndToEnd(t *testing.T) {
 	t.Parallel()
 	pgtest.Binaries(t)
-	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
-		t.Run(sig.String(), func(t *testing.T) {
-			base := pgtest.BaseDir(t)
-			dir := filepath.Join(t.TempDir(), "run")
-			cmd, _, lines := startDbrig(t, base, "run", "rbar-latency", "--scale", "smoke", "--out", dir)
-			var log []string
-			finished := 0
-			for line := range lines {
-				log = append(log, line)
-				if strings.HasPrefix(line, "[") && strings.Contains(line, "/36] ") {
-					finished++
-				}
-				if finished == 3 {
-					if err := cmd.Process.Signal(sig); err != nil {
-						t.Fatal(err)
-					}
-					finished++
-				}
-			}
-			err := cmd.Wait()
-			if code := exitCode(err); code != 130 {
-				t.Fatalf("interrupted run exited %d, want 130; stderr:\n%s", code, strings.Join(log, "\n"))
-			}
-			if !strings.Contains(strings.Join(log, "\n"), "resume with: dbrig run --resume "+dir) {
-				t.Errorf("the interrupted run does not say how to resume:\n%s", strings.Join(log, "\n"))
-			}
-			pgtest.WaitNoServers(t, base, 10*time.Second)
-			assertNoInstanceDirs(t, base)
-			saved, err := study.ReadResults(dir)
-			if err != nil || len(saved) < 3 {
-				t.Fatalf("after the interrupt results.jsonl holds %d results (%v), want at least the 3 finished", len(saved), err)
-			}
+	base := pgtest.BaseDir(t)
+	dir := filepath.Join(t.TempDir(), "run")
+	saved := interruptRun(t, base, dir, syscall.SIGINT, 0, "run", "rbar-latency", "--scale", "smoke", "--out", dir)
+	saved = interruptRun(t, base, dir, syscall.SIGTERM, saved, "run", "--resume", dir)
 
-			asJSON := sig == syscall.SIGTERM
-			resume := []string{"run", "--resume", dir}
-			if asJSON {
-				resume = append(resume, "--json")
-			}
-			cmd, stdout, lines := startDbrig(t, base, resume...)
-			for range lines {
-			}
-			if err := cmd.Wait(); err != nil {
-				t.Fatalf("resume: %v\n%s", err, stdout)
-			}
-			pgtest.WaitNoServers(t, base, 10*time.Second)
-			assertNoInstanceDirs(t, base)
-			all, err := study.ReadResults(dir)
-			if err != nil {
+	cmd, stdout, lines := startDbrig(t, base, "run", "--resume", dir, "--json")
+	for range lines {
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("resume: %v\n%s", err, stdout)
+	}
+	pgtest.WaitNoServers(t, base, 10*time.Second)
+	assertNoInstanceDirs(t, base)
+	all, err := study.ReadResults(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := map[string]int{}
+	for _, r := range all {
+		if !r.OK() {
+			t.Errorf("point %s failed: %s", r.Key, r.Error)
+		}
+		keys[r.Key]++
+	}
+	if len(keys) != rbarSmokePoints || len(all) != rbarSmokePoints {
+		t.Errorf("%d distinct points in %d results, want %d run exactly once", len(keys), len(all), rbarSmokePoints)
+	}
+	checkRebuiltReport(t, base, dir, stdout.Bytes(), saved)
+}
+
+// interruptRun runs dbrig with args, sends it sig once 3 more points have
+// finished, and checks that it exits 130 saying how to resume, leaves no
+// server, and has saved those 3 beside the before results dir held; it
+// returns how many results dir holds.
+func interruptRun(t *testing.T, base, dir string, sig syscall.Signal, before int, args ...string) int {
+	t.Helper()
+	cmd, _, lines := startDbrig(t, base, args...)
+	var log []string
+	finished := 0
+	for line := range lines {
+		log = append(log, line)
+		if strings.HasPrefix(line, "[") && strings.Contains(line, "/"+strconv.Itoa(rbarSmokePoints)+"] ") {
+			finished++
+		}
+		if finished == 3 {
+			if err := cmd.Process.Signal(sig); err != nil {
 				t.Fatal(err)
 			}
-			keys := map[string]int{}
-			for _, r := range all {
-				if !r.OK() {
-					t.Errorf("point %s failed: %s", r.Key, r.Error)
-				}
-				keys[r.Key]++
-			}
-			if len(keys) != 36 || len(all) != 36 {
-				t.Errorf("%d distinct points in %d results, want 36 run exactly once", len(keys), len(all))
-			}
-			if asJSON {
-				checkRebuiltReport(t, base, dir, stdout.Bytes(), len(saved))
-			} else if !strings.Contains(stdout.String(), "report: "+filepath.Join(dir, "report.html")) {
-				t.Errorf("the run does not print the report's path:\n%s", stdout)
-			}
-		})
+			finished++
+		}
 	}
+	err := cmd.Wait()
+	if code := exitCode(err); code != 130 {
+		t.Fatalf("dbrig %s interrupted by %v exited %d, want 130; stderr:\n%s", strings.Join(args, " "), sig, code, strings.Join(log, "\n"))
+	}
+	if !strings.Contains(strings.Join(log, "\n"), "resume with: dbrig run --resume "+dir) {
+		t.Errorf("the run interrupted by %v does not say how to resume:\n%s", sig, strings.Join(log, "\n"))
+	}
+	pgtest.WaitNoServers(t, base, 10*time.Second)
+	assertNoInstanceDirs(t, base)
+	saved, err := study.ReadResults(dir)
+	if err != nil || len(saved) < before+3 {
+		t.Fatalf("after %v results.jsonl holds %d results (%v), want at least the %d finished", sig, len(saved), err, before+3)
+	}
+	return len(saved)
 }
 
 // checkRebuiltReport reads the --json summary of a run resumed to its end
@@ -204,8 +209,8 @@ func checkRebuiltReport(t *testing.T, base, dir string, jsonSummary []byte, done
 	if err := json.Unmarshal(jsonSummary, &summary); err != nil {
 		t.Fatalf("--json output is not JSON: %v\n%s", err, jsonSummary)
 	}
-	if summary.Done != done || summary.Ran+summary.Done != 36 || summary.Failed != 0 || len(summary.Findings) == 0 || summary.HTML != filepath.Join(dir, "report.html") {
-		t.Errorf("summary = %+v, want %d points done before and 36 in all", summary, done)
+	if summary.Done != done || summary.Ran+summary.Done != rbarSmokePoints || summary.Failed != 0 || len(summary.Findings) == 0 || summary.HTML != filepath.Join(dir, "report.html") {
+		t.Errorf("summary = %+v, want %d points done before and %d in all", summary, done, rbarSmokePoints)
 	}
 
 	// The report is rebuilt from the run directory's files alone.

@@ -34,10 +34,11 @@ runs = 1
 
 // TestYourServerAsItIs runs README's example, rbar-latency on the user's
 // PostgreSQL server (at its smoke scale), on a server whose shared_buffers
-// is not the study's 128MB: it runs, warns once, and records both values in
-// environment.json and the report. A study that sweeps a server setting of
-// the target is refused (exit 2) before any point runs or anything of
-// dbrig's is made on the server, and a built-in one says how to copy it.
+// is not the study's 128MB: it runs, warns once, records both values in
+// environment.json and the report, and prints the report's path. A study
+// that sweeps a server setting of the target is refused (exit 2) before
+// any point runs or anything of dbrig's is made on the server, and a
+// built-in one says how to copy it.
 func TestYourServerAsItIs(t *testing.T) {
 	t.Parallel()
 	server := pgtest.Start(t, "yours", map[string]string{"shared_buffers": "32MB"})
@@ -46,6 +47,9 @@ func TestYourServerAsItIs(t *testing.T) {
 	code, out := runBinary(t, env, "run", "rbar-latency", "--scale", "smoke", "--out", dir, "--target", "db=env:MY_PG")
 	if code != 0 {
 		t.Fatalf("exit %d, want 0:\n%s", code, out)
+	}
+	if !strings.Contains(out, "report: "+filepath.Join(dir, "report.html")) {
+		t.Errorf("the run does not print the report's path:\n%s", out)
 	}
 	const diff = "shared_buffers: study: 128MB, target: 32MB (the target's ran)"
 	if n := strings.Count(out, "the study's server settings differ from your server's"); n != 1 || !strings.Contains(out, diff) {
