@@ -60,7 +60,7 @@ func TestReplayPredictions(t *testing.T) {
 			t.Fatalf("%s: no workload %q", dir, name)
 		}
 		stored := study.SummarizeFigures(rd.Figures())
-		replay(kind, rd)
+		replay(t, kind, rd)
 		figures := rd.Figures()
 		now := study.SummarizeFigures(figures)
 		t.Logf("%s: stored %s (median %.1f %%, p90 %.1f %%)", dir, stored.Line(), stored.MedianPct, stored.P90Pct)
@@ -70,17 +70,25 @@ func TestReplayPredictions(t *testing.T) {
 }
 
 // replay sets every measured result's prediction and fit as the runner
-// would have with today's code: Predict sees the point as it was before it
-// ran (its planned links, no metrics) and the results before it.
-func replay(kind workload.Kind, rd *study.RunData) {
+// would have with today's code: Predict sees the point as the plan has it
+// before it runs (its links as configured, nothing measured) with what the
+// probe measured just before it, and the results before it.
+func replay(t *testing.T, kind workload.Kind, rd *study.RunData) {
+	planned := map[string]workload.Result{}
+	for _, p := range rd.Plan.Points() {
+		planned[p.Key()] = p.Planned()
+	}
 	for i, r := range rd.Results {
 		if !r.Measured() {
 			continue
 		}
 		var pred, fit workload.Prediction
 		if kind.Predict != nil {
-			before := r
-			before.Metrics = nil
+			before, ok := planned[r.Key]
+			if !ok {
+				t.Fatalf("%s: the point %s is not in the run's plan", rd.Dir, r.Key)
+			}
+			before.Probe = r.Probe
 			pred = kind.Predict(before, rd.Results[:i])
 		}
 		if kind.Model != nil {

@@ -419,6 +419,16 @@ func (r *Runner) runPoint(ctx context.Context, st *runState, p Point, n, total i
 	if err := r.prepare(ctx, st, w, env, fresh); err != nil {
 		return res, err
 	}
+	// Probed and predicted before the idle loops and the monitors start,
+	// so that neither the probe's work nor its second shows in what the
+	// point measures.
+	var pred workload.Prediction
+	if st.kind.Predict != nil {
+		res.Links = plannedLinks(c.Links)
+		res.Probe = probeBefore(ctx, st.kind, res, env)
+		pred = st.kind.Predict(res, st.results)
+		res.SetModel(pred, workload.Prediction{})
+	}
 	loops, err := startIdleLoops(c.Client.Idle)
 	if err != nil {
 		return res, err
@@ -430,13 +440,6 @@ func (r *Runner) runPoint(ctx context.Context, st *runState, p Point, n, total i
 			s.Stop()
 		}
 	}()
-	var pred workload.Prediction
-	if st.kind.Predict != nil {
-		res.Links = plannedLinks(c.Links)
-		res.Probe = probeBefore(ctx, st.kind, res, env)
-		pred = st.kind.Predict(res, st.results)
-		res.SetModel(pred, workload.Prediction{})
-	}
 	start := time.Now()
 	stopWatching := r.watchLinks(st.topo, p.Key())
 	var m workload.Measurement
