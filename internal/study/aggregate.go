@@ -42,7 +42,12 @@ func Trim(runs []float64, rule RepeatSpec) Stat {
 		return st
 	}
 	st.Min, st.Max = slices.Min(runs), slices.Max(runs)
-	st.Mean, st.Kept = measure.TrimmedMean(runs, rule.DiscardFirst, rule.Trim == "min-max")
+	kept := rule.Kept(runs)
+	var sum float64
+	for _, i := range kept {
+		sum += runs[i]
+	}
+	st.Mean, st.Kept = sum/float64(len(kept)), len(kept)
 	return st
 }
 

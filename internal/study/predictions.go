@@ -7,7 +7,6 @@ import (
 	"slices"
 	"sort"
 
-	"github.com/dbrig/dbrig/internal/measure"
 	"github.com/dbrig/dbrig/internal/report"
 	"github.com/dbrig/dbrig/internal/workload"
 )
@@ -63,8 +62,8 @@ func (rd *RunData) Figures() []Figure {
 // models of the runs whose measurements the study's rule keeps, held against
 // their kept mean, since a prediction is stored before each run and the
 // last run's alone says nothing of the runs before it. When a kept run has
-// none, the last run's model stands, as a fit held out of the combination
-// is the same for each run.
+// none, or the kept runs mix predictions and fits, the last run's model
+// stands (a fit held out of the combination is the same for each run).
 func (rd *RunData) keptModel(sm *Summary, name string) (mv float64, from string, ok bool) {
 	last := sm.Results[len(sm.Results)-1]
 	mv, ok = last.Model[name]
@@ -76,19 +75,19 @@ func (rd *RunData) keptModel(sm *Summary, name string) (mv float64, from string,
 			values, runs = append(values, v), append(runs, r)
 		}
 	}
-	kept := measure.KeptRuns(values, rd.Plan.Repeat.DiscardFirst, rd.Plan.Repeat.Trim == "min-max")
+	kept := rd.Plan.Repeat.Kept(values)
 	var sum float64
 	for _, i := range kept {
 		m, has := runs[i].Model[name]
-		if !has {
-			return mv, from, ok
+		if !has || runs[i].ModelFrom(name) != runs[kept[0]].ModelFrom(name) {
+			return mv, from, ok // a run without one, or a fit beside predictions
 		}
 		sum += m
 	}
 	if len(kept) == 0 {
 		return mv, from, ok
 	}
-	return sum / float64(len(kept)), runs[kept[len(kept)-1]].ModelFrom(name), true
+	return sum / float64(len(kept)), runs[kept[0]].ModelFrom(name), true
 }
 
 // PredictionStats sum up how well the models predicted a set of figures.

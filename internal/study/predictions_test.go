@@ -75,8 +75,10 @@ func TestWorstLineSaysWhy(t *testing.T) {
 func fmtFloat(v float64) string { return strconv.FormatFloat(v, 'f', 3, 64) }
 
 // TestAFiguresModelIsTheKeptRunsPredictions: a prediction stored before
-// each run is held against the runs it predicted (their kept mean against
-// its mean), never the last run's against every run.
+// each run is held against the runs it predicted (the runs the repeat rule
+// keeps: their mean against their predictions' mean), never the last run's
+// against every run; a fit beside predictions, or a kept run without a
+// model, leaves the last run's.
 func TestAFiguresModelIsTheKeptRunsPredictions(t *testing.T) {
 	t.Parallel()
 	s, err := parseExpect(t, "")
@@ -84,29 +86,42 @@ func TestAFiguresModelIsTheKeptRunsPredictions(t *testing.T) {
 		t.Fatal(err)
 	}
 	const lan = "net=lan-1g mode=a"
+	nan := math.NaN()
 	for _, tc := range []struct {
-		name      string
-		predicted []float64 // each run's, NaN for none
-		model     float64
-		errPct    float64
+		name            string
+		rule            RepeatSpec
+		runs, predicted []float64 // each run's; NaN: no prediction
+		fitted          int       // runs (from the first) with a fit instead
+		measured, model float64
+		from            string
 	}{
-		{"each run predicted", []float64{100, 200, 300}, 200, 0},
-		{"a run without one: the last run's", []float64{math.NaN(), 200, 300}, 300, -100.0 / 3},
+		{"each run predicted", RepeatSpec{Runs: 3}, []float64{100, 200, 300}, []float64{100, 200, 300}, 0, 200, 200, "predicted"},
+		{"the first run discarded", RepeatSpec{Runs: 3, DiscardFirst: true}, []float64{900, 200, 300}, []float64{10, 200, 300}, 0, 250, 250, "predicted"},
+		{"the lowest and highest trimmed", RepeatSpec{Runs: 5, Trim: "min-max"}, []float64{100, 200, 300, 400, 500}, []float64{1000, 200, 300, 400, 1}, 0, 300, 300, "predicted"},
+		{"a run without one: the last run's", RepeatSpec{Runs: 3}, []float64{100, 200, 300}, []float64{nan, 200, 300}, 0, 200, 300, "predicted"},
+		{"a fit beside predictions: the last run's", RepeatSpec{Runs: 3}, []float64{100, 200, 300}, []float64{nan, 200, 300}, 1, 200, 300, "predicted"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			rd := runData(t, s, "tps", map[string][]float64{lan: {100, 200, 300}})
+			rd := runData(t, s, "tps", map[string][]float64{lan: tc.runs})
+			rd.Plan.Repeat = tc.rule
 			for i := range rd.Results {
-				if p := tc.predicted[i]; !math.IsNaN(p) {
-					rd.Results[i].SetModel(workload.Prediction{Metrics: map[string]float64{"tps": p}}, workload.Prediction{})
+				var pred, fit workload.Prediction
+				if i < tc.fitted {
+					fit.Metrics = map[string]float64{"tps": 150}
 				}
+				if p := tc.predicted[i]; !math.IsNaN(p) {
+					pred.Metrics = map[string]float64{"tps": p}
+				}
+				rd.Results[i].SetModel(pred, fit)
 			}
 			rd.Summaries = Summarize(rd.Results, rd.Plan.Repeat)
 			for _, f := range rd.Figures() {
 				if f.Combo != lan || f.Metric != "tps" {
 					continue
 				}
-				if f.Measured != 200 || f.Model != tc.model || math.Abs(f.ErrorPct-tc.errPct) > 1e-9 || f.From != "predicted" {
-					t.Errorf("figure %+v, want 200 measured against %v predicted (%+.1f %%)", f, tc.model, tc.errPct)
+				want := 100 * (tc.measured - tc.model) / tc.model
+				if f.Measured != tc.measured || f.Model != tc.model || math.Abs(f.ErrorPct-want) > 1e-9 || f.From != tc.from {
+					t.Errorf("figure %+v, want %v measured against %v %s (%+.1f %%)", f, tc.measured, tc.model, tc.from, want)
 				}
 				return
 			}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/dbrig/dbrig/internal/engine"
 	"github.com/dbrig/dbrig/internal/link"
+	"github.com/dbrig/dbrig/internal/measure"
 	"github.com/dbrig/dbrig/internal/report"
 	"github.com/dbrig/dbrig/internal/workload"
 )
@@ -189,6 +190,12 @@ type RepeatSpec struct {
 	Runs         int    `toml:"runs"`
 	DiscardFirst bool   `toml:"discard_first"`
 	Trim         string `toml:"trim"` // "none" or "min-max"
+}
+
+// Kept are the indices, in run order, of the runs the rule keeps of one
+// metric's values: the runs its mean averages.
+func (rule RepeatSpec) Kept(values []float64) []int {
+	return measure.KeptRuns(values, rule.DiscardFirst, rule.Trim == "min-max")
 }
 
 // Scale adjusts a study's size: sweep lists, parameters, repeats, and
