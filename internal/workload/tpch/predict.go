@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/dbrig/dbrig/internal/engine"
+	"github.com/dbrig/dbrig/internal/idleloop"
 	"github.com/dbrig/dbrig/internal/procstat"
 	"github.com/dbrig/dbrig/internal/workload"
 )
@@ -22,7 +23,7 @@ import (
 //
 // Amdahl's law with n capped at the CPUs the other work leaves, which on a
 // busy machine is what a degree gains or loses. F is probed just before
-// the point (busy threads on every CPU for a second: the scheduler shares
+// the point (a busy thread pinned to each of the server's CPUs for a second: the scheduler shares
 // the CPUs between sessions first, so F is the share a degree's processes
 // would get); F0 is measured while the serial streams ran. n is the
 // workers the query's plan asks for at the point's degree and the leader,
@@ -54,8 +55,14 @@ func Probe(ctx context.Context, r workload.Result, env *workload.Env) (map[strin
 		return nil, err
 	}
 	out := map[string]float64{}
-	if cpus := serverCPUs(r, float64(onlineCPUs())); cpus > 0 && r.Instance().Target == "" {
-		free, err := procstat.FreeCPUs(ctx, int(cpus), probeSpin)
+	if r.Instance().Target == "" {
+		cpus := pinnedCPUs(r)
+		if cpus == nil {
+			if cpus, err = idleloop.AllowedCPUs(); err != nil {
+				return nil, err
+			}
+		}
+		free, err := procstat.FreeCPUs(ctx, cpus, probeSpin)
 		if err != nil {
 			return nil, err
 		}
@@ -100,19 +107,25 @@ func (w *tpch) probePlans(ctx context.Context, env *workload.Env, out map[string
 }
 
 // serverCPUs is how many CPUs the server may use: those it is pinned to,
-// else the host's (given, or as a point measured them); 0 when unknown (a
-// target).
+// else the host's (as a point measured them); 0 when unknown (a target).
 func serverCPUs(r workload.Result, host float64) float64 {
-	in := r.Instance()
-	if in.CPUs != "" {
-		if list, err := engine.ParseCPUList(in.CPUs); err == nil {
-			return float64(len(list))
-		}
+	if list := pinnedCPUs(r); list != nil {
+		return float64(len(list))
 	}
-	if in.Target != "" {
+	if r.Instance().Target != "" {
 		return 0
 	}
 	return host
+}
+
+// pinnedCPUs is the CPUs the server is pinned to; nil when it is not.
+func pinnedCPUs(r workload.Result) []int {
+	if in := r.Instance(); in.CPUs != "" {
+		if list, err := engine.ParseCPUList(in.CPUs); err == nil && len(list) > 0 {
+			return list
+		}
+	}
+	return nil
 }
 
 // loadedSweep is what a prediction reads of the points before it.
