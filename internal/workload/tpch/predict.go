@@ -23,15 +23,19 @@ import (
 //
 // Amdahl's law with n capped at the CPUs the other work leaves, which on a
 // busy machine is what a degree gains or loses. F is probed just before
-// the point (a busy thread pinned to each of the server's CPUs for a second: the scheduler shares
-// the CPUs between sessions first, so F is the share a degree's processes
-// would get); F0 is measured while the serial streams ran. n is the
-// workers the query's plan asks for at the point's degree and the leader,
-// read from EXPLAIN just before the point. s is fitted on the parallel
-// points before it, each set against its own free CPUs; before any
-// parallel point, it is the plan's: the share of the plan's cost, counted
-// as one process would spend it, outside its Gathers' parallel parts. The
-// total is the sum of the queries'.
+// the point (a busy thread pinned to each of the server's CPUs for a
+// second: the scheduler shares the CPUs between sessions first, so F is
+// the share a degree's processes would get). F0 is the same measure,
+// probed before the serial point, and so is each parallel point's in the
+// fit of s: the CPUs the other work left while the streams ran (from
+// /proc/stat) say up to three times more than the probe of the same
+// moment on a busy machine, so only a run without probes falls back to
+// them. n is the workers the query's plan asks for at the point's degree
+// and the leader, read from EXPLAIN just before the point. s is fitted on
+// the parallel points before it, each set against its own free CPUs;
+// before any parallel point, it is the plan's: the share of the plan's
+// cost, counted as one process would spend it, outside its Gathers'
+// parallel parts. The total is the sum of the queries'.
 
 // probeSpin is how long the busy threads measure the free CPUs.
 const probeSpin = time.Second
@@ -133,12 +137,17 @@ type loadedSweep struct {
 	cpus   float64 // the server's CPUs, 0 when unknown
 	serial []point // degree 0
 	others []point // the parallel degrees
-	free0  float64 // the CPUs free while the serial streams ran
+	free0  float64 // the CPUs free at the serial points
 }
 
-// freeDuring is the CPUs the other work left while a point's streams
-// ran; +Inf when not measured (no cap).
+// freeDuring is the CPUs free for a point: its probe's, F's own measure,
+// so that F0 and the fit set like against like; else, in a run without
+// probes, the CPUs the other work left while its streams ran; +Inf when
+// neither was measured (no cap).
 func (l loadedSweep) freeDuring(p point) float64 {
+	if f, ok := p.r.Probe[probeFree]; ok {
+		return max(f, minFree)
+	}
 	other, ok := p.r.Metrics["other_cpus"]
 	if !ok || l.cpus <= 0 {
 		return math.Inf(1)
@@ -153,7 +162,7 @@ func (l loadedSweep) freeNow(r workload.Result, before []point) (float64, string
 		return max(f, minFree), "probed just before the point"
 	}
 	if len(before) > 0 {
-		return l.freeDuring(before[len(before)-1]), "as the point before it ran (no probe)"
+		return l.freeDuring(before[len(before)-1]), "the point before's (no probe of its own)"
 	}
 	return math.Inf(1), "not measured"
 }
@@ -212,7 +221,7 @@ func Predict(r workload.Result, before []workload.Result) workload.Prediction {
 	if complete {
 		pred.Metrics["total_s"] = total / 1000
 	}
-	pred.Formula = fmt.Sprintf("time = t0 × min(1, F0) × (s/min(1, F) + (1 − s)/min(n, F)) per query, the total their sum; F = %.2f CPUs free (%s), F0 = %.2f while degree 0 ran; n the plan's workers and the leader at degree %d, at most %g CPUs; s fitted on the parallel points before for %d queries, the plan's for %d, moot for %d (at most one CPU free)",
+	pred.Formula = fmt.Sprintf("time = t0 × min(1, F0) × (s/min(1, F) + (1 − s)/min(n, F)) per query, the total their sum; F = %.2f CPUs free (%s), F0 = %.2f at degree 0; n the plan's workers and the leader at degree %d, at most %g CPUs; s fitted on the parallel points before for %d queries, the plan's for %d, moot for %d (at most one CPU free)",
 		free, freeFrom, l.free0, degree, l.cpus, used["fit"], used["plan"], used["moot"])
 	pred.Reason = loadReason
 	return pred
