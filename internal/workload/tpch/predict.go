@@ -221,7 +221,7 @@ func Predict(r workload.Result, before []workload.Result) workload.Prediction {
 	if complete {
 		pred.Metrics["total_s"] = total / 1000
 	}
-	pred.Formula = fmt.Sprintf("time = t0 × min(1, F0) × (s/min(1, F) + (1 − s)/min(n, F)) per query, the total their sum; F = %.2f CPUs free (%s), F0 = %.2f at degree 0; n the plan's workers and the leader at degree %d, at most %g CPUs; s fitted on the parallel points before for %d queries, the plan's for %d, moot for %d (at most one CPU free)",
+	pred.Formula = fmt.Sprintf("time = t0 × min(1, F0) × (s/min(1, F) + (1 − s)/min(n, F)) per query, the total their sum; F = %.2f CPUs free (%s), F0 = %.2f at degree 0; n the plan's workers and the leader at degree %d, at most %g CPUs; s fitted on the parallel points before for %d queries, the plan's for %d, moot for %d (a serial plan or at most one CPU free)",
 		free, freeFrom, l.free0, degree, l.cpus, used["fit"], used["plan"], used["moot"])
 	pred.Reason = loadReason
 	return pred
@@ -243,15 +243,23 @@ func serialMean(serial []point, metric string) float64 {
 // and the leader, at most the server's CPUs. The plan is the probe's, else
 // an earlier point's at the same degree, else the degree's own.
 func (l loadedSweep) processes(r workload.Result, q, degree int) float64 {
-	n := float64(degree + 1)
-	if w, ok := r.Probe[probePlanWorkers(q)]; ok {
-		n = w + 1
-	} else {
+	w, planned := r.Probe[probePlanWorkers(q)]
+	if !planned {
 		for _, p := range l.others {
-			if w, ok := p.r.Metrics[WorkersName(q)]; ok && p.degree == degree {
-				n = w + 1
+			if pw, ok := p.r.Metrics[WorkersName(q)]; ok && p.degree == degree {
+				w, planned = pw, true
 			}
 		}
+	}
+	return l.processesFor(degree, w, planned)
+}
+
+// processesFor is n at a degree: the plan's workers and the leader where
+// the plan is known, else the degree's; at most the server's CPUs.
+func (l loadedSweep) processesFor(degree int, workers float64, planned bool) float64 {
+	n := float64(degree + 1)
+	if planned {
+		n = workers + 1
 	}
 	if l.cpus > 0 {
 		n = min(n, l.cpus)
@@ -271,13 +279,8 @@ func (l loadedSweep) serialFraction(r workload.Result, q int, t0, n float64) (s 
 		if !ok || work <= 0 {
 			continue
 		}
-		np := float64(p.degree + 1)
-		if w, ok := p.r.Metrics[WorkersName(q)]; ok {
-			np = w + 1
-		}
-		if l.cpus > 0 {
-			np = min(np, l.cpus)
-		}
+		w, planned := p.r.Metrics[WorkersName(q)]
+		np := l.processesFor(p.degree, w, planned)
 		f := l.freeDuring(p)
 		a, b := 1/min(1, f), 1/min(np, f)
 		if a-b < 0.05*a {

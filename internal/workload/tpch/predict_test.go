@@ -3,6 +3,7 @@ package tpch
 import (
 	"fmt"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/dbrig/dbrig/internal/engine"
@@ -168,5 +169,18 @@ func TestPredictSetsLikeAgainstLike(t *testing.T) {
 		if math.Abs(q1-tc.q1) > 1e-9 || math.Abs(q2-tc.q2) > 1e-9 {
 			t.Errorf("%s: Q1 %v, Q2 %v; want %v, %v (%s)", tc.name, q1, q2, tc.q1, tc.q2, p.Formula)
 		}
+	}
+}
+
+// TestPredictSaysASerialPlanIsMoot: a serial plan (n = 1) on a quiet
+// machine is counted moot beside the points with at most one CPU free,
+// and the formula says both.
+func TestPredictSaysASerialPlanIsMoot(t *testing.T) {
+	t.Parallel()
+	r := sweepPoint(1, 0, 0, -1)
+	r.Probe = planProbe(2, [2]float64{1, 0.2}, [2]float64{0, 1})
+	p := Predict(r, []workload.Result{sweepPoint(0, 1000, 500, 0, 0, 0)})
+	if want := "the plan's for 1, moot for 1 (a serial plan or at most one CPU free)"; !strings.Contains(p.Formula, want) {
+		t.Errorf("formula %q; want it to say %q", p.Formula, want)
 	}
 }
