@@ -31,7 +31,7 @@ import (
 // the engine's CPU, and on a busy machine the wait for a CPU at each
 // wake-up. That time a page is the earlier scans' beyond their device
 // time, scaled by the CPU one process got then over what it gets now
-// (probed for a second before each point, procstat.FreeCPUs):
+// (probed for a second before each point, procstat.FreeCPU):
 //
 //	time = device + pages × off-device time a page × min(1, F then) / min(1, F now)
 //
@@ -51,7 +51,7 @@ const probeCPU = "cpu_one_thread"
 // that waits for each read wakes once a page, and on a busy machine each
 // wake-up waits for a CPU.
 func Probe(ctx context.Context, _ workload.Result, _ *workload.Env) (map[string]float64, error) {
-	f, err := procstat.FreeCPUs(ctx, 1, time.Second)
+	f, err := procstat.FreeCPU(ctx, time.Second)
 	if err != nil {
 		return nil, err
 	}

@@ -10,7 +10,6 @@ import (
 
 	"gonum.org/v1/gonum/stat"
 
-	"github.com/dbrig/dbrig/internal/engine"
 	"github.com/dbrig/dbrig/internal/workload"
 )
 
@@ -78,16 +77,7 @@ func EffectiveProcesses(r workload.Result) float64 {
 	if n == 0 {
 		n = r.Metrics["degree"] + 1
 	}
-	in := r.Instance()
-	cpus := 0.0
-	if in.CPUs != "" {
-		if list, err := engine.ParseCPUList(in.CPUs); err == nil {
-			cpus = float64(len(list))
-		}
-	} else if in.Target == "" {
-		cpus = r.Metrics["host_cpus"]
-	}
-	if cpus > 0 && n > cpus {
+	if cpus := serverCPUs(r, r.Metrics["host_cpus"]); cpus > 0 && n > cpus {
 		n = cpus
 	}
 	return max(n, 1)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/dbrig/dbrig/internal/engine"
+	"github.com/dbrig/dbrig/internal/idleloop"
 	"github.com/dbrig/dbrig/internal/procstat"
 	"github.com/dbrig/dbrig/internal/workload"
 )
@@ -22,15 +23,19 @@ import (
 //
 // Amdahl's law with n capped at the CPUs the other work leaves, which on a
 // busy machine is what a degree gains or loses. F is probed just before
-// the point (busy threads on every CPU for a second: the scheduler shares
-// the CPUs between sessions first, so F is the share a degree's processes
-// would get); F0 is measured while the serial streams ran. n is the
-// workers the query's plan asks for at the point's degree and the leader,
-// read from EXPLAIN just before the point. s is fitted on the parallel
-// points before it, each set against its own free CPUs; before any
-// parallel point, it is the plan's: the share of the plan's cost, counted
-// as one process would spend it, outside its Gathers' parallel parts. The
-// total is the sum of the queries'.
+// the point (a busy thread pinned to each of the server's CPUs for a
+// second: the scheduler shares the CPUs between sessions first, so F is
+// the share a degree's processes would get). F0 is the same measure,
+// probed before the serial point, and so is each parallel point's in the
+// fit of s: the CPUs the other work left while the streams ran (from
+// /proc/stat) say up to three times more than the probe of the same
+// moment on a busy machine, so only a run without probes falls back to
+// them. n is the workers the query's plan asks for at the point's degree
+// and the leader, read from EXPLAIN just before the point. s is fitted on
+// the parallel points before it, each set against its own free CPUs;
+// before any parallel point, it is the plan's: the share of the plan's
+// cost, counted as one process would spend it, outside its Gathers'
+// parallel parts. The total is the sum of the queries'.
 
 // probeSpin is how long the busy threads measure the free CPUs.
 const probeSpin = time.Second
@@ -54,8 +59,14 @@ func Probe(ctx context.Context, r workload.Result, env *workload.Env) (map[strin
 		return nil, err
 	}
 	out := map[string]float64{}
-	if cpus := serverCPUs(r, float64(onlineCPUs())); cpus > 0 && r.Instance().Target == "" {
-		free, err := procstat.FreeCPUs(ctx, int(cpus), probeSpin)
+	if r.Instance().Target == "" {
+		cpus := pinnedCPUs(r)
+		if cpus == nil {
+			if cpus, err = idleloop.AllowedCPUs(); err != nil {
+				return nil, err
+			}
+		}
+		free, err := procstat.FreeCPUs(ctx, cpus, probeSpin)
 		if err != nil {
 			return nil, err
 		}
@@ -100,19 +111,25 @@ func (w *tpch) probePlans(ctx context.Context, env *workload.Env, out map[string
 }
 
 // serverCPUs is how many CPUs the server may use: those it is pinned to,
-// else the host's (given, or as a point measured them); 0 when unknown (a
-// target).
+// else the host's (as a point measured them); 0 when unknown (a target).
 func serverCPUs(r workload.Result, host float64) float64 {
-	in := r.Instance()
-	if in.CPUs != "" {
-		if list, err := engine.ParseCPUList(in.CPUs); err == nil {
-			return float64(len(list))
-		}
+	if list := pinnedCPUs(r); list != nil {
+		return float64(len(list))
 	}
-	if in.Target != "" {
+	if r.Instance().Target != "" {
 		return 0
 	}
 	return host
+}
+
+// pinnedCPUs is the CPUs the server is pinned to; nil when it is not.
+func pinnedCPUs(r workload.Result) []int {
+	if in := r.Instance(); in.CPUs != "" {
+		if list, err := engine.ParseCPUList(in.CPUs); err == nil && len(list) > 0 {
+			return list
+		}
+	}
+	return nil
 }
 
 // loadedSweep is what a prediction reads of the points before it.
@@ -120,12 +137,17 @@ type loadedSweep struct {
 	cpus   float64 // the server's CPUs, 0 when unknown
 	serial []point // degree 0
 	others []point // the parallel degrees
-	free0  float64 // the CPUs free while the serial streams ran
+	free0  float64 // the CPUs free at the serial points
 }
 
-// freeDuring is the CPUs the other work left while a point's streams
-// ran; +Inf when not measured (no cap).
+// freeDuring is the CPUs free for a point: its probe's, F's own measure,
+// so that F0 and the fit set like against like; else, in a run without
+// probes, the CPUs the other work left while its streams ran; +Inf when
+// neither was measured (no cap).
 func (l loadedSweep) freeDuring(p point) float64 {
+	if f, ok := p.r.Probe[probeFree]; ok {
+		return max(f, minFree)
+	}
 	other, ok := p.r.Metrics["other_cpus"]
 	if !ok || l.cpus <= 0 {
 		return math.Inf(1)
@@ -140,7 +162,7 @@ func (l loadedSweep) freeNow(r workload.Result, before []point) (float64, string
 		return max(f, minFree), "probed just before the point"
 	}
 	if len(before) > 0 {
-		return l.freeDuring(before[len(before)-1]), "as the point before it ran (no probe)"
+		return l.freeDuring(before[len(before)-1]), "the point before's (no probe of its own)"
 	}
 	return math.Inf(1), "not measured"
 }
@@ -199,7 +221,7 @@ func Predict(r workload.Result, before []workload.Result) workload.Prediction {
 	if complete {
 		pred.Metrics["total_s"] = total / 1000
 	}
-	pred.Formula = fmt.Sprintf("time = t0 × min(1, F0) × (s/min(1, F) + (1 − s)/min(n, F)) per query, the total their sum; F = %.2f CPUs free (%s), F0 = %.2f while degree 0 ran; n the plan's workers and the leader at degree %d, at most %g CPUs; s fitted on the parallel points before for %d queries, the plan's for %d, moot for %d (at most one CPU free)",
+	pred.Formula = fmt.Sprintf("time = t0 × min(1, F0) × (s/min(1, F) + (1 − s)/min(n, F)) per query, the total their sum; F = %.2f CPUs free (%s), F0 = %.2f at degree 0; n the plan's workers and the leader at degree %d, at most %g CPUs; s fitted on the parallel points before for %d queries, the plan's for %d, moot for %d (a serial plan or at most one CPU free)",
 		free, freeFrom, l.free0, degree, l.cpus, used["fit"], used["plan"], used["moot"])
 	pred.Reason = loadReason
 	return pred
@@ -221,15 +243,23 @@ func serialMean(serial []point, metric string) float64 {
 // and the leader, at most the server's CPUs. The plan is the probe's, else
 // an earlier point's at the same degree, else the degree's own.
 func (l loadedSweep) processes(r workload.Result, q, degree int) float64 {
-	n := float64(degree + 1)
-	if w, ok := r.Probe[probePlanWorkers(q)]; ok {
-		n = w + 1
-	} else {
+	w, planned := r.Probe[probePlanWorkers(q)]
+	if !planned {
 		for _, p := range l.others {
-			if w, ok := p.r.Metrics[WorkersName(q)]; ok && p.degree == degree {
-				n = w + 1
+			if pw, ok := p.r.Metrics[WorkersName(q)]; ok && p.degree == degree {
+				w, planned = pw, true
 			}
 		}
+	}
+	return l.processesFor(degree, w, planned)
+}
+
+// processesFor is n at a degree: the plan's workers and the leader where
+// the plan is known, else the degree's; at most the server's CPUs.
+func (l loadedSweep) processesFor(degree int, workers float64, planned bool) float64 {
+	n := float64(degree + 1)
+	if planned {
+		n = workers + 1
 	}
 	if l.cpus > 0 {
 		n = min(n, l.cpus)
@@ -249,13 +279,8 @@ func (l loadedSweep) serialFraction(r workload.Result, q int, t0, n float64) (s 
 		if !ok || work <= 0 {
 			continue
 		}
-		np := float64(p.degree + 1)
-		if w, ok := p.r.Metrics[WorkersName(q)]; ok {
-			np = w + 1
-		}
-		if l.cpus > 0 {
-			np = min(np, l.cpus)
-		}
+		w, planned := p.r.Metrics[WorkersName(q)]
+		np := l.processesFor(p.degree, w, planned)
 		f := l.freeDuring(p)
 		a, b := 1/min(1, f), 1/min(np, f)
 		if a-b < 0.05*a {

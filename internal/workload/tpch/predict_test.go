@@ -3,6 +3,7 @@ package tpch
 import (
 	"fmt"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/dbrig/dbrig/internal/engine"
@@ -125,5 +126,61 @@ func TestParsePlanShape(t *testing.T) {
 	}
 	if _, err := ParsePlanShape([]byte(`[]`)); err == nil {
 		t.Error("no plan read as a shape")
+	}
+}
+
+// probed is a hand-made point with a probe of the CPUs free before it.
+func probed(r workload.Result, free float64) workload.Result {
+	r.Probe = planProbe(free)
+	return r
+}
+
+// TestPredictSetsLikeAgainstLike: F0 and the fit's free CPUs are each
+// point's probe, the measure F is, where the point has one; other_cpus
+// only where it has none. The probe before degree 0 found half a CPU
+// free where other_cpus left two.
+func TestPredictSetsLikeAgainstLike(t *testing.T) {
+	t.Parallel()
+	degree1 := sweepPoint(1, 0, 0, -1)
+	degree1.Probe = planProbe(0.5, [2]float64{1, 0.2}, [2]float64{0, 1})
+	degree2 := sweepPoint(2, 0, 0, -1)
+	degree2.Probe = planProbe(2, [2]float64{2, 0.9}, [2]float64{2, 0.9})
+	for _, tc := range []struct {
+		name   string
+		r      workload.Result
+		before []workload.Result
+		q1, q2 float64
+	}{
+		{"F0 is degree 0's probe, as F is the point's: the same half CPU, the same time",
+			degree1, []workload.Result{probed(sweepPoint(0, 1000, 500, 0, 0, 0), 0.5)}, 1000, 500},
+		{"no probe at degree 0: F0 is what other_cpus left",
+			degree1, []workload.Result{sweepPoint(0, 1000, 500, 1.5, 0, 0)}, 1000, 500},
+		{"no probe at degree 0, other_cpus left two CPUs: the work is the serial time's",
+			degree1, []workload.Result{sweepPoint(0, 1000, 500, 0, 0, 0)}, 2000, 1000},
+		// Degree 1 ran with other_cpus at one CPU, but its probe found
+		// both free: Q1's 600 ms on two CPUs fits s = 0.2, not the plan's
+		// 0.9; Q2's serial plan says nothing of s.
+		{"the fit reads each parallel point's probe",
+			degree2, []workload.Result{probed(sweepPoint(0, 1000, 500, 0, 0, 0), 2), probed(sweepPoint(1, 600, 500, 1, 1, 0), 2)},
+			600, 1000 * (0.9 + 0.1/2) * 0.5},
+	} {
+		p := Predict(tc.r, tc.before)
+		q1, q2 := p.Metrics[MetricName(1)], p.Metrics[MetricName(2)]
+		if math.Abs(q1-tc.q1) > 1e-9 || math.Abs(q2-tc.q2) > 1e-9 {
+			t.Errorf("%s: Q1 %v, Q2 %v; want %v, %v (%s)", tc.name, q1, q2, tc.q1, tc.q2, p.Formula)
+		}
+	}
+}
+
+// TestPredictSaysASerialPlanIsMoot: a serial plan (n = 1) on a quiet
+// machine is counted moot beside the points with at most one CPU free,
+// and the formula says both.
+func TestPredictSaysASerialPlanIsMoot(t *testing.T) {
+	t.Parallel()
+	r := sweepPoint(1, 0, 0, -1)
+	r.Probe = planProbe(2, [2]float64{1, 0.2}, [2]float64{0, 1})
+	p := Predict(r, []workload.Result{sweepPoint(0, 1000, 500, 0, 0, 0)})
+	if want := "the plan's for 1, moot for 1 (a serial plan or at most one CPU free)"; !strings.Contains(p.Formula, want) {
+		t.Errorf("formula %q; want it to say %q", p.Formula, want)
 	}
 }
