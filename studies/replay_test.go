@@ -15,15 +15,6 @@ import (
 	"github.com/dbrig/dbrig/internal/engine/postgres"
 	"github.com/dbrig/dbrig/internal/study"
 	"github.com/dbrig/dbrig/internal/workload"
-	"github.com/dbrig/dbrig/internal/workload/georep"
-	"github.com/dbrig/dbrig/internal/workload/keylookup"
-	"github.com/dbrig/dbrig/internal/workload/oltp"
-	"github.com/dbrig/dbrig/internal/workload/pagecompress"
-	"github.com/dbrig/dbrig/internal/workload/rbar"
-	"github.com/dbrig/dbrig/internal/workload/readahead"
-	"github.com/dbrig/dbrig/internal/workload/script"
-	"github.com/dbrig/dbrig/internal/workload/tenants"
-	"github.com/dbrig/dbrig/internal/workload/tpch"
 	"github.com/dbrig/dbrig/studies"
 )
 
@@ -43,9 +34,7 @@ func TestReplayPredictions(t *testing.T) {
 	if len(dirs) == 0 {
 		t.Skip("DBRIG_REPLAY names no run directory to replay the models on")
 	}
-	kinds := []workload.Kind{rbar.Kind(), georep.Kind(), tpch.Kind(), keylookup.Kind(), readahead.Kind(),
-		pagecompress.Kind(), oltp.Kind(), tenants.Kind(), script.Kind()}
-	reg := study.NewRegistry(engine.NewRegistry(postgres.New(""), mariadb.New("")), kinds, studies.All()...)
+	reg := study.NewRegistry(engine.NewRegistry(postgres.New(""), mariadb.New("")), studies.Workloads(), studies.All()...)
 	for _, dir := range dirs {
 		if !filepath.IsAbs(dir) {
 			dir = filepath.Join("..", dir) // a path from the module's root, as in the example

@@ -24,15 +24,6 @@ import (
 	"github.com/dbrig/dbrig/internal/term"
 	"github.com/dbrig/dbrig/internal/units"
 	"github.com/dbrig/dbrig/internal/workload"
-	"github.com/dbrig/dbrig/internal/workload/georep"
-	"github.com/dbrig/dbrig/internal/workload/keylookup"
-	"github.com/dbrig/dbrig/internal/workload/oltp"
-	"github.com/dbrig/dbrig/internal/workload/pagecompress"
-	"github.com/dbrig/dbrig/internal/workload/rbar"
-	"github.com/dbrig/dbrig/internal/workload/readahead"
-	"github.com/dbrig/dbrig/internal/workload/script"
-	"github.com/dbrig/dbrig/internal/workload/tenants"
-	"github.com/dbrig/dbrig/internal/workload/tpch"
 	"github.com/dbrig/dbrig/studies"
 )
 
@@ -49,10 +40,8 @@ func newRegistry(dirs binDirs) *study.Registry {
 	return study.NewRegistry(newEngines(dirs), workloads(), studies.All()...)
 }
 
-// workloads lists the workload kinds dbrig knows.
-func workloads() []workload.Kind {
-	return []workload.Kind{rbar.Kind(), georep.Kind(), tpch.Kind(), keylookup.Kind(), readahead.Kind(), pagecompress.Kind(), oltp.Kind(), tenants.Kind(), script.Kind()}
-}
+// workloads lists the workload kinds dbrig knows (studies.Workloads).
+func workloads() []workload.Kind { return studies.Workloads() }
 
 type runFlags struct {
 	quick, full bool

@@ -8,6 +8,6 @@
 // topology does), never knows the studies that use it and never draws a
 // report: the built-in studies under studies/ judge its results and add
 // report sections (study.Builtin). Each workload lives in a package of its
-// own below this one and is registered in main (cmd/dbrig, workloads()).
+// own below this one and is registered in studies.Workloads() (studies/studies.go).
 // docs/workloads.md is the recipe for adding one.
 package workload
