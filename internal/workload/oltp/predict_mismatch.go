@@ -41,13 +41,31 @@ func twinOf(r workload.Result, before []workload.Result) (workload.Result, bool)
 // 0 when the link counted nothing or has no rate.
 func exposure(traffic workload.Result, rate float64) float64 {
 	l := traffic.Link()
-	tx := traffic.Metrics["tps"] * traffic.Metrics["measured_s"]
+	tx := carried(traffic)
 	if tx <= 0 || rate <= 0 || l.ForwardSegments == 0 {
 		return 0
 	}
 	f := float64(l.ForwardSegments) / tx
 	b := float64(l.ReverseBytes) / tx
 	return f * b * 8 / rate
+}
+
+// carried is the transactions a point's link carried: its counters start
+// when the point's proxy opens, so they hold the warm-up's and the grace
+// period's transactions beside the measured ones (counting the measured
+// alone made f and b 1.25 times too many on the quick scale). A result
+// from before warm_up_tx was recorded takes its throughput over the link's
+// own seconds.
+func carried(r workload.Result) float64 {
+	m := r.Metrics
+	if w, ok := m["warm_up_tx"]; ok {
+		return w + m["tps"]*m["measured_s"] + m["after_end"]
+	}
+	l := r.Link()
+	if s := float64(len(l.ForwardSeries)) * l.SeriesSeconds; s > 0 {
+		return m["tps"] * s
+	}
+	return m["tps"] * m["measured_s"]
 }
 
 // overlapShare is k: the median, at the mismatched closed-loop points
@@ -59,7 +77,7 @@ func overlapShare(before []workload.Result) (float64, int) {
 		if !o.Measured() || !Mismatched(o) || o.Params.Float("rate") > 0 {
 			continue
 		}
-		x, tx := o.Metrics["tps"], o.Metrics["tps"]*o.Metrics["measured_s"]
+		x, tx := o.Metrics["tps"], carried(o)
 		e := exposure(o, o.Link().RateBitsPerS)
 		if e <= 0 || tx <= 0 {
 			continue

@@ -13,7 +13,9 @@ import (
 
 // duplexPoint is a closed loop of the shop at users through lan-1g at
 // rate bits/s, mismatched or not, that carried 2 client segments and 700
-// server bytes a transaction and lost lost segments in 10 s.
+// server bytes a transaction and lost lost segments in 10 s measured; its
+// link also carried a warm-up of 2 s and 0.5 s of transactions ending in
+// the grace period, as a point's link does.
 func duplexPoint(users int, rate float64, mismatched bool, tps float64, lost int64) workload.Result {
 	net := "lan-1g"
 	if mismatched {
@@ -21,10 +23,20 @@ func duplexPoint(users int, rate float64, mismatched bool, tps float64, lost int
 	}
 	r := oltptest.Results("duplex-mismatch", "0s", []oltptest.Point{{Mix: "shop", Net: net, Users: users, TPS: tps, MeanMS: 1000 * float64(users) / tps, CPU: -1}})[0]
 	l := &r.Links[0]
-	tx := int64(tps * 10)
-	l.RateBitsPerS, l.ForwardSegments, l.ReverseBytes, l.LostSegments = rate, 2*tx, 700*tx, lost
-	r.Metrics["measured_s"] = 10
+	tx := int64(tps * 12.5)
+	l.RateBitsPerS, l.ForwardSegments, l.ReverseBytes, l.LostSegments = rate, 2*tx, 700*tx, lost*125/100
+	r.Metrics["measured_s"], r.Metrics["warm_up_tx"], r.Metrics["after_end"] = 10, tps*2, tps*0.5
 	return r
+}
+
+// withoutWarmUpCount is p as stored before warm_up_tx was recorded: its
+// link's 12.5 s of 10 ms intervals stand for what it carried.
+func withoutWarmUpCount(p workload.Result) workload.Result {
+	p.Metrics = maps.Clone(p.Metrics)
+	delete(p.Metrics, "warm_up_tx")
+	p.Links = []workload.LinkResult{p.Links[0]}
+	p.Links[0].SeriesSeconds, p.Links[0].ForwardSeries = 0.01, make([]int64, 1250)
+	return p
 }
 
 // TestPredictMismatchedFromItsTwinAndTheCollisions: a mismatched point is
@@ -55,6 +67,7 @@ func TestPredictMismatchedFromItsTwinAndTheCollisions(t *testing.T) {
 		{"no twin", nil, 0, "no prediction: its full-duplex twin"},
 		{"the overlap alone", []workload.Result{twin}, solve(1), "k = 1.00 (the frames' overlap alone"},
 		{"k from the points before", []workload.Result{earlier, twin}, solve(0.5), "k = 0.50 (the median of the 1 mismatched points before it)"},
+		{"stored without the warm-up's count", []workload.Result{withoutWarmUpCount(earlier), withoutWarmUpCount(twin)}, solve(0.5), "k = 0.50"},
 	} {
 		r := duplexPoint(8, rate, true, 1500, 99)
 		p := oltp.Predict(r, tc.before)
