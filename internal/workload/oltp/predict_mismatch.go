@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/dbrig/dbrig/internal/link"
 	"github.com/dbrig/dbrig/internal/measure"
 	"github.com/dbrig/dbrig/internal/workload"
 )
@@ -96,6 +97,16 @@ func overlapShare(r workload.Result, before []workload.Result) (float64, int) {
 	return measure.Median(ks), len(ks)
 }
 
+// rtoSeconds is the stall a lost segment costs on l: the link's own, or
+// for a result stored without it, its RTT plus Linux's minimum RTO, the
+// link's default.
+func rtoSeconds(l workload.LinkResult) float64 {
+	if l.RTOSeconds > 0 {
+		return l.RTOSeconds
+	}
+	return l.RTTSeconds + link.MinRTO.Seconds()
+}
+
 // predictMismatched is the stall model before the point runs.
 func predictMismatched(r workload.Result, before []workload.Result) workload.Prediction {
 	twin, ok := twinOf(r, before)
@@ -103,18 +114,15 @@ func predictMismatched(r workload.Result, before []workload.Result) workload.Pre
 		return workload.Prediction{Reason: "no prediction: its full-duplex twin (the same load at the same users) was not measured before it"}
 	}
 	n, xFull := r.Params.Float("users"), twin.Metrics["tps"]
-	link := r.Link()
-	rto := link.RTOSeconds
-	if rto == 0 {
-		rto = 0.2002
-	}
+	l := r.Link()
+	rto := rtoSeconds(l)
 	k, from := overlapShare(r, before)
 	c := n / xFull
 	kFrom := "the frames' overlap alone: no mismatched point of another combination before it"
 	if from > 0 {
 		kFrom = fmt.Sprintf("the median of the %d mismatched points of other combinations before it", from)
 	}
-	a := k * exposure(twin, link.RateBitsPerS) * rto
+	a := k * exposure(twin, l.RateBitsPerS) * rto
 	x := xFull
 	if a > 0 {
 		x = (math.Sqrt(c*c+4*a*n) - c) / (2 * a)

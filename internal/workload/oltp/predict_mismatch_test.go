@@ -101,3 +101,24 @@ func TestPredictMismatchedFromItsTwinAndTheCollisions(t *testing.T) {
 		}
 	}
 }
+
+// TestPredictMismatchedRTOWithoutTheLinks: a result stored without its
+// link's RTO charges a lost segment the link's RTT plus Linux's minimum
+// RTO, not a fixed 200.2 ms whatever the RTT.
+func TestPredictMismatchedRTOWithoutTheLinks(t *testing.T) {
+	t.Parallel()
+	const rate, rtt = 100e6, 0.02
+	withRTT := func(p workload.Result) workload.Result {
+		p.Links = []workload.LinkResult{p.Links[0]}
+		p.Links[0].RTTSeconds, p.Links[0].RTOSeconds = rtt, 0
+		return p
+	}
+	twin := withRTT(duplexPoint(8, rate, false, 2000, 0))
+	r := withRTT(duplexPoint(8, rate, true, 1500, 99))
+	a, c := 2*700*8/rate*(rtt+0.2), 8/2000.0
+	want := (math.Sqrt(c*c+4*a*8) - c) / (2 * a)
+	p := oltp.Predict(r, []workload.Result{twin})
+	if got := p.Metrics["tps"]; math.Abs(got-want) > 1e-9*want || !strings.Contains(p.Formula, "RTO 220.0 ms") {
+		t.Errorf("%v (%s), want %v charging 220 ms", got, p.Formula, want)
+	}
+}
