@@ -116,6 +116,10 @@ func TestExperimentsOnEachEngine(t *testing.T) {
 								t.Errorf("%s = %v µs, want the client's CPU, within the row's %v µs", ClientCPUMetric, cpu, m.Metrics["us_per_row"])
 							}
 						case "server-loop", "server-cursor":
+							// Its client receives no row: no CPU per row.
+							if cpu, ok := m.Metrics[ClientCPUMetric]; ok {
+								t.Errorf("%s = %v µs over rows the client never received", ClientCPUMetric, cpu)
+							}
 							// Its path's round trip, which predicts the
 							// row-by-row points after it.
 							if probe, ok := m.Metrics[ProbeMetric]; !ok || !(probe > 0) {
