@@ -1,6 +1,7 @@
 package rbarlatency
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -312,7 +313,9 @@ func monitorOf(cpu float64) []monitor.Series {
 // The probe with the idle loops runs on the server-loop points of exactly
 // the paths where the spin row-by-row points read it (probe_spin), each
 // of those paths' server-loop running before its spin points: the loops'
-// start and stop cost every other point up to seconds on a busy host.
+// start and stop cost every other point up to seconds on a busy host. A
+// spin point reads the probe of its probeKey (engine, instance, client
+// CPUs, both speeds, path), so both sides are paired by those.
 func TestTheSpinProbeRunsWhereSpinPointsReadIt(t *testing.T) {
 	spec := runData(t).Spec
 	for _, scale := range []string{"quick", "full"} {
@@ -320,10 +323,10 @@ func TestTheSpinProbeRunsWhereSpinPointsReadIt(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		probing := map[string]int{} // net -> index of its probing server-loop
+		probing := map[string]int{} // probe key -> index of its probing server-loop
 		for _, c := range plan.Combos {
 			if c.Params.Bool("probe_spin") {
-				probing[c.Values["net"].(string)] = c.Index
+				probing[probeKeyOf(c)] = c.Index
 			}
 		}
 		read := map[string]bool{}
@@ -331,16 +334,24 @@ func TestTheSpinProbeRunsWhereSpinPointsReadIt(t *testing.T) {
 			if c.Values["idle"] != "spin" || c.Values["experiment"] != "client-row-by-row" {
 				continue
 			}
-			net := c.Values["net"].(string)
-			read[net] = true
-			if i, ok := probing[net]; !ok || i > c.Index {
-				t.Errorf("%s: %s runs with no probe with the loops before it on its path (probing server-loops: %v)", scale, c.Key, probing)
+			key := probeKeyOf(c)
+			read[key] = true
+			if i, ok := probing[key]; !ok || i > c.Index {
+				t.Errorf("%s: %s runs with no probe with the loops before it on its path, engine and speeds (probing server-loops: %v)", scale, c.Key, probing)
 			}
 		}
-		for net := range probing {
-			if !read[net] {
-				t.Errorf("%s: the server-loop over %s probes with the loops, which no spin point there reads", scale, net)
+		for key := range probing {
+			if !read[key] {
+				t.Errorf("%s: the server-loop of %s probes with the loops, which no spin point reads", scale, key)
 			}
 		}
 	}
+}
+
+// probeKeyOf is rbar's probeKey of a planned combination, from its values:
+// what a point's probe is matched by.
+func probeKeyOf(c *study.Combo) string {
+	r := workload.Result{Params: c.Params, Client: c.Client, Instances: c.Instances}
+	return fmt.Sprintf("%s|%s|%d|%s|%g|%g|%v", r.Instance().Engine, c.Params.String("instance"),
+		c.Client.GOMAXPROCS, c.Client.CPUs, rbar.ClientSpeed(r), rbar.ServerSpeed(r), c.Values["net"])
 }

@@ -6,8 +6,6 @@ import (
 	"io"
 	"strconv"
 	"strings"
-
-	"github.com/klauspost/compress/zstd"
 )
 
 // archiveSampleRows is how many of a backup's rows Predict compresses to
@@ -42,8 +40,8 @@ func (p Payload) copyLine(g int64) string {
 }
 
 // shippedBytesPerRow is what a row of the payload's archive takes once the
-// shipper has compressed it (zstd at its default level, as compressTo
-// does), from the first rows of the table.
+// shipper has compressed it (newShipperEncoder, as compressTo), from the
+// first rows of the table.
 func shippedBytesPerRow(p Payload, rows int64) float64 {
 	n := min(rows, archiveSampleRows)
 	if n <= 0 {
@@ -51,7 +49,7 @@ func shippedBytesPerRow(p Payload, rows int64) float64 {
 	}
 	var cw counter
 	cw.w = io.Discard
-	zw, err := zstd.NewWriter(&cw, zstd.WithEncoderLevel(zstd.SpeedDefault))
+	zw, err := newShipperEncoder(&cw)
 	if err != nil {
 		return 0
 	}

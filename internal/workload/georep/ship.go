@@ -72,11 +72,17 @@ func (s *shipper) carry(ctx context.Context, archive io.Reader) (io.ReadCloser, 
 	return r, nil
 }
 
+// newShipperEncoder is the shipper's compression, in one place so that
+// the model's bytes a row (shippedBytesPerRow) are the ones it sends.
+func newShipperEncoder(w io.Writer) (*zstd.Encoder, error) {
+	return zstd.NewWriter(w, zstd.WithEncoderLevel(zstd.SpeedDefault))
+}
+
 // compressTo writes archive to c compressed, closes c's sending side and
 // returns the compressed bytes sent.
 func compressTo(c net.Conn, archive io.Reader) (int64, error) {
 	cw := &counter{w: c}
-	zw, err := zstd.NewWriter(cw, zstd.WithEncoderLevel(zstd.SpeedDefault))
+	zw, err := newShipperEncoder(cw)
 	if err == nil {
 		_, err = io.Copy(zw, archive)
 		err = errors.Join(err, zw.Close())

@@ -68,14 +68,17 @@ func capacityByCPUs(r workload.Result, before []workload.Result, own []CurvePoin
 }
 
 // saturatedAt reports whether o's throughput fell below saturatedShare of
-// its curve's light-load line (its lightest point's cycle).
+// its curve's light-load line (its lightest point's cycle), by
+// saturatedPoints' own threshold.
 func saturatedAt(o workload.Result, all []workload.Result) bool {
 	whole := workload.Result{Params: o.Params, Links: o.Links, Instances: o.Instances, Client: o.Client}
 	curve := curveOf(whole, all)
 	if len(curve) == 0 || curve[0].TPS <= 0 {
 		return false
 	}
-	return o.Metrics["tps"] < saturatedShare*o.Params.Float("users")*curve[0].TPS/curve[0].Users
+	cycle := 1000 * curve[0].Users / curve[0].TPS
+	point := CurvePoint{Users: o.Params.Float("users"), TPS: o.Metrics["tps"]}
+	return len(saturatedPoints([]CurvePoint{point}, cycle)) > 0
 }
 
 // demandOf is the CPU seconds one transaction of r's curve costs at n

@@ -52,6 +52,7 @@ func metricSpecs() []workload.MetricSpec {
 		workload.MetricSpec{Name: "not_started", Unit: workload.Count, Better: workload.Lower, Doc: "open loop: arrivals over the in-flight bound, not started (sustained overload)"},
 		workload.MetricSpec{Name: "service_p50_ms", Unit: workload.Milliseconds, Better: workload.Lower, Doc: "open loop: response time from the actual start, median"},
 		workload.MetricSpec{Name: "service_p99_ms", Unit: workload.Milliseconds, Better: workload.Lower, Doc: "open loop: response time from the actual start, 99th percentile"},
+		workload.MetricSpec{Name: "warm_up_tx", Unit: workload.Count, Doc: "transactions that succeeded in the warm-up, discarded from the figures but carried by the link"},
 		workload.MetricSpec{Name: "after_end", Unit: workload.Count, Doc: "transactions that finished after the measured interval, in the grace period"},
 		workload.MetricSpec{Name: "cancelled_at_stop", Unit: workload.Count, Doc: "transactions still running when the grace period ended, cancelled"},
 		workload.MetricSpec{Name: "users_without_slot", Unit: workload.Count, Better: workload.Lower, Doc: "users that found every connection slot of the server taken when the run started"},
@@ -108,6 +109,7 @@ func measurement(res *load.Result, mix Mix) workload.Measurement {
 	m.Metrics["over_limit"] = float64(o.OverLimit)
 	m.Metrics["users"] = float64(res.Users)
 	m.Metrics["measured_s"] = res.Measured.Seconds()
+	m.Metrics["warm_up_tx"] = float64(res.WarmUpOps)
 	m.Metrics["after_end"] = float64(res.AfterEnd.Count())
 	m.Metrics["cancelled_at_stop"] = float64(res.CancelledAtStop)
 	m.Histograms["latency"] = o.Latency

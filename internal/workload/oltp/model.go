@@ -292,10 +292,7 @@ func stallModel(r workload.Result, all []workload.Result) (stallPrediction, bool
 	if sig.Found {
 		share = sig.HitShare
 	}
-	rto := 1000 * r.Link().RTOSeconds
-	if rto == 0 {
-		rto = 200.2
-	}
+	rto := 1000 * rtoSeconds(r.Link())
 	z := ThinkMS(r.Params)
 	tps := users / ((full + z + share*rto) / 1000)
 	return stallPrediction{tps: tps,

@@ -13,25 +13,43 @@ import (
 
 // duplexPoint is a closed loop of the shop at users through lan-1g at
 // rate bits/s, mismatched or not, that carried 2 client segments and 700
-// server bytes a transaction and lost lost segments in 10 s.
+// server bytes a transaction and lost lost segments in 10 s measured; its
+// link also carried a warm-up of 2 s and 0.5 s of transactions ending in
+// the grace period, as a point's link does.
 func duplexPoint(users int, rate float64, mismatched bool, tps float64, lost int64) workload.Result {
+	return mixPoint("shop", users, rate, mismatched, tps, lost)
+}
+
+// mixPoint is duplexPoint's of another mix.
+func mixPoint(mix string, users int, rate float64, mismatched bool, tps float64, lost int64) workload.Result {
 	net := "lan-1g"
 	if mismatched {
 		net += "+duplex-mismatch"
 	}
-	r := oltptest.Results("duplex-mismatch", "0s", []oltptest.Point{{Mix: "shop", Net: net, Users: users, TPS: tps, MeanMS: 1000 * float64(users) / tps, CPU: -1}})[0]
+	r := oltptest.Results("duplex-mismatch", "0s", []oltptest.Point{{Mix: mix, Net: net, Users: users, TPS: tps, MeanMS: 1000 * float64(users) / tps, CPU: -1}})[0]
 	l := &r.Links[0]
-	tx := int64(tps * 10)
-	l.RateBitsPerS, l.ForwardSegments, l.ReverseBytes, l.LostSegments = rate, 2*tx, 700*tx, lost
-	r.Metrics["measured_s"] = 10
+	tx := int64(tps * 12.5)
+	l.RateBitsPerS, l.ForwardSegments, l.ReverseBytes, l.LostSegments = rate, 2*tx, 700*tx, lost*125/100
+	r.Metrics["measured_s"], r.Metrics["warm_up_tx"], r.Metrics["after_end"] = 10, tps*2, tps*0.5
 	return r
+}
+
+// withoutWarmUpCount is p as stored before warm_up_tx was recorded: its
+// link's 12.5 s of 10 ms intervals stand for what it carried.
+func withoutWarmUpCount(p workload.Result) workload.Result {
+	p.Metrics = maps.Clone(p.Metrics)
+	delete(p.Metrics, "warm_up_tx")
+	p.Links = []workload.LinkResult{p.Links[0]}
+	p.Links[0].SeriesSeconds, p.Links[0].ForwardSeries = 0.01, make([]int64, 1250)
+	return p
 }
 
 // TestPredictMismatchedFromItsTwinAndTheCollisions: a mismatched point is
 // predicted before it runs from its full-duplex twin's cycle and the
 // collisions its server's frames cause (k × f × b × 8 / rate × RTO a
-// transaction a second, k 1 before any mismatched point, then the points
-// before it's); without a twin it says why. Its own figures (its
+// transaction a second, k 1 before any mismatched point, then the median
+// of the mismatched points of other combinations before it, every mix's,
+// never its own combination's other runs); without a twin it says why. Its own figures (its
 // throughput, its lost segments) never enter its prediction.
 func TestPredictMismatchedFromItsTwinAndTheCollisions(t *testing.T) {
 	t.Parallel()
@@ -42,6 +60,9 @@ func TestPredictMismatchedFromItsTwinAndTheCollisions(t *testing.T) {
 	// the overlap alone loses 2 × 700 × 8 / 1e8 × 1000 = 0.112 of a
 	// segment a transaction; 560 lost of 10,000 transactions is half that.
 	earlier := duplexPoint(32, rate, true, 1000, 560)
+	// k = 2 for point-select and 0.125 for this combination's earlier run.
+	otherMix := mixPoint("point-select", 32, rate, true, 1000, 2240)
+	ownRun := duplexPoint(8, rate, true, 2000, 560)
 	solve := func(k float64) float64 {
 		a, c := k*2*700*8/rate*rto, 8/2000.0
 		return (math.Sqrt(c*c+4*a*8) - c) / (2 * a)
@@ -54,7 +75,10 @@ func TestPredictMismatchedFromItsTwinAndTheCollisions(t *testing.T) {
 	}{
 		{"no twin", nil, 0, "no prediction: its full-duplex twin"},
 		{"the overlap alone", []workload.Result{twin}, solve(1), "k = 1.00 (the frames' overlap alone"},
-		{"k from the points before", []workload.Result{earlier, twin}, solve(0.5), "k = 0.50 (the median of the 1 mismatched points before it)"},
+		{"k from the points before", []workload.Result{earlier, twin}, solve(0.5), "k = 0.50 (the median of the 1 mismatched points of other combinations before it)"},
+		{"stored without the warm-up's count", []workload.Result{withoutWarmUpCount(earlier), withoutWarmUpCount(twin)}, solve(0.5), "k = 0.50"},
+		{"every mix's, not its own combination's", []workload.Result{otherMix, ownRun, earlier, twin}, solve(1.25), "k = 1.25 (the median of the 2 mismatched points of other combinations"},
+		{"never its own combination's runs", []workload.Result{ownRun, twin}, solve(1), "k = 1.00 (the frames' overlap alone"},
 	} {
 		r := duplexPoint(8, rate, true, 1500, 99)
 		p := oltp.Predict(r, tc.before)
@@ -75,5 +99,26 @@ func TestPredictMismatchedFromItsTwinAndTheCollisions(t *testing.T) {
 		if again := oltp.Predict(blank, tc.before); !maps.Equal(again.Metrics, p.Metrics) {
 			t.Errorf("%s: its own figures moved the prediction from %v to %v", tc.name, p.Metrics, again.Metrics)
 		}
+	}
+}
+
+// TestPredictMismatchedRTOWithoutTheLinks: a result stored without its
+// link's RTO charges a lost segment the link's RTT plus Linux's minimum
+// RTO, not a fixed 200.2 ms whatever the RTT.
+func TestPredictMismatchedRTOWithoutTheLinks(t *testing.T) {
+	t.Parallel()
+	const rate, rtt = 100e6, 0.02
+	withRTT := func(p workload.Result) workload.Result {
+		p.Links = []workload.LinkResult{p.Links[0]}
+		p.Links[0].RTTSeconds, p.Links[0].RTOSeconds = rtt, 0
+		return p
+	}
+	twin := withRTT(duplexPoint(8, rate, false, 2000, 0))
+	r := withRTT(duplexPoint(8, rate, true, 1500, 99))
+	a, c := 2*700*8/rate*(rtt+0.2), 8/2000.0
+	want := (math.Sqrt(c*c+4*a*8) - c) / (2 * a)
+	p := oltp.Predict(r, []workload.Result{twin})
+	if got := p.Metrics["tps"]; math.Abs(got-want) > 1e-9*want || !strings.Contains(p.Formula, "RTO 220.0 ms") {
+		t.Errorf("%v (%s), want %v charging 220 ms", got, p.Formula, want)
 	}
 }

@@ -289,14 +289,14 @@ func (w *rbar) myServerSide(ctx context.Context, s *session, query string) (work
 	var k int64
 	clock := startClientClock()
 	err := s.conn.QueryRowContext(ctx, query).Scan(&k)
-	elapsed, cpu := clock.stop()
+	elapsed, _ := clock.stop()
 	if err != nil {
 		return workload.Measurement{}, err
 	}
 	if k != w.rows {
 		return workload.Measurement{}, fmt.Errorf("the server counted %d rows, want %d", k, w.rows)
 	}
-	return withClientCPU(w.serverSideMetrics(elapsed), cpu, w.rows), nil
+	return w.serverSideMetrics(elapsed), nil
 }
 
 // myStreamSQL is the statement of a stream of n rows: the cross join's

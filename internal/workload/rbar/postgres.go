@@ -94,10 +94,11 @@ func (w *rbar) runPostgres(ctx context.Context, env *workload.Env, login engine.
 		}
 		return w.pgServerSideProbed(ctx, pc, sql, &notices, &noticeBytes)
 	case "cursor-messages":
-		m, err := w.pgServerSide(ctx, pc, `SELECT rbar_messages($1)`)
+		m, cpu, err := w.pgServerSide(ctx, pc, `SELECT rbar_messages($1)`)
 		if err != nil {
 			return m, err
 		}
+		m = withClientCPU(m, cpu, w.rows) // the client read every row's notice
 		if notices != w.rows {
 			return m, fmt.Errorf("received %d row messages, want %d", notices, w.rows)
 		}
@@ -133,7 +134,10 @@ func (w *rbar) pgServerSideProbed(ctx context.Context, pc *pgconn.PgConn, sql st
 			}
 			return wire, err
 		},
-		statement: func() (workload.Measurement, error) { return w.pgServerSide(ctx, pc, sql) },
+		statement: func() (workload.Measurement, error) {
+			m, _, err := w.pgServerSide(ctx, pc, sql)
+			return m, err
+		},
 	})
 }
 
@@ -169,22 +173,24 @@ func (w *rbar) pgSample(ctx context.Context, pc *pgconn.PgConn, exp string, n in
 }
 
 // pgServerSide times one statement that processes every row on the server
-// and returns one value: one round trip whatever the row count.
-func (w *rbar) pgServerSide(ctx context.Context, pc *pgconn.PgConn, sql string) (workload.Measurement, error) {
+// and returns one value: one round trip whatever the row count; the
+// client's CPU over it, which only cursor-messages' notices give a row's
+// meaning to.
+func (w *rbar) pgServerSide(ctx context.Context, pc *pgconn.PgConn, sql string) (workload.Measurement, time.Duration, error) {
 	if err := pc.Exec(ctx, "SELECT 1").Close(); err != nil { // warm the connection
-		return workload.Measurement{}, err
+		return workload.Measurement{}, 0, err
 	}
 	n := []byte(strconv.FormatInt(w.rows, 10))
 	clock := startClientClock()
 	res := pc.ExecParams(ctx, sql, [][]byte{n}, nil, nil, nil).Read()
 	elapsed, cpu := clock.stop()
 	if res.Err != nil {
-		return workload.Measurement{}, res.Err
+		return workload.Measurement{}, 0, res.Err
 	}
 	if len(res.Rows) != 1 || string(res.Rows[0][0]) != string(n) {
-		return workload.Measurement{}, fmt.Errorf("the server counted %v rows, want %s", res.Rows, n)
+		return workload.Measurement{}, 0, fmt.Errorf("the server counted %v rows, want %s", res.Rows, n)
 	}
-	return withClientCPU(w.serverSideMetrics(elapsed), cpu, w.rows), nil
+	return w.serverSideMetrics(elapsed), cpu, nil
 }
 
 // pgProbe probes the path with the row-by-row points' own round trip, a

@@ -78,7 +78,7 @@ var Metrics = append([]workload.MetricSpec{
 	{Name: "rows", Unit: workload.Count, Doc: "rows processed"},
 	{Name: "row_mean_us", Unit: workload.Microseconds, Better: workload.Lower, Doc: "round trip per row, mean (the percentiles come from the merged histogram \"row\")"},
 	{Name: ProbeMetric, Unit: workload.Microseconds, Better: workload.Lower, Doc: "a trivial statement's round trip on the point's path, timed before a server-side experiment's statement: what the path costs a round trip, which predicts the row-by-row points that run after it"},
-	{Name: ClientCPUMetric, Unit: workload.Microseconds, Better: workload.Lower, Doc: "the CPU time the client's thread spent on each row while the statement ran (its reads, the driver's decoding, client_cost): what a client capped below a whole core (cpu_speed) must still spend"},
+	{Name: ClientCPUMetric, Unit: workload.Microseconds, Better: workload.Lower, Doc: "the streams' (client-stream, wide-rows, cursor-messages): the CPU time the client's thread spent on each row while the statement ran (its reads, the driver's decoding, client_cost): what a client capped below a whole core (cpu_speed) must still spend"},
 	{Name: ProbeSpinMetric, Unit: workload.Microseconds, Better: workload.Lower, Doc: "the same round trip with a lowest-priority busy loop on each CPU (client.idle = spin), timed after " + ProbeMetric + " on a server-loop point: predicts the row-by-row points whose CPUs spin"},
 }, sampleMetrics()...)
 
@@ -123,7 +123,9 @@ func threadCPU() time.Duration {
 	return time.Duration(ts.Nano())
 }
 
-// withClientCPU adds the client's CPU time per row to a measurement.
+// withClientCPU adds the client's CPU time per row to a stream's
+// measurement; a server-side point's client waits for rows it never
+// receives, so its CPU over them would mean nothing.
 func withClientCPU(m workload.Measurement, cpu time.Duration, rows int64) workload.Measurement {
 	if m.Metrics != nil && cpu > 0 && rows > 0 {
 		m.Metrics[ClientCPUMetric] = cpu.Seconds() * 1e6 / float64(rows)

@@ -92,51 +92,68 @@ func TestExperimentsOnEachEngine(t *testing.T) {
 						if err != nil {
 							t.Fatal(err)
 						}
-						rows := float64(tt.p.Int("rows"))
-						if m.Metrics["rows"] != rows || !(m.Metrics["seconds"] > 0) || !(m.Metrics["us_per_row"] > 0) {
-							t.Errorf("metrics %v: want rows = %v and a positive time", m.Metrics, rows)
-						}
-						if tt.perRow[1] > 0 {
-							per := m.Metrics["wire_bytes"] / rows
-							// A result's description and closing status add
-							// a few hundred bytes at most.
-							if per < tt.perRow[0] || per > tt.perRow[1]+1000/rows {
-								t.Errorf("%.1f wire bytes per row, want %v to %v", per, tt.perRow[0], tt.perRow[1])
-							}
-							if want := m.Metrics["wire_bytes"] * 8 / m.Metrics["seconds"]; m.Metrics["throughput_bps"] != want {
-								t.Errorf("throughput %v, want %v", m.Metrics["throughput_bps"], want)
-							}
-						}
-						switch tt.p.String("experiment") {
-						case "client-stream", "cursor-messages", "wide-rows":
-							// The client's thread's CPU on each row, which a
-							// capped client's prediction reads: within the
-							// row's time, since it is one thread.
-							if cpu := m.Metrics[ClientCPUMetric]; !(cpu > 0) || cpu > m.Metrics["us_per_row"]*1.05 {
-								t.Errorf("%s = %v µs, want the client's CPU, within the row's %v µs", ClientCPUMetric, cpu, m.Metrics["us_per_row"])
-							}
-						case "server-loop", "server-cursor":
-							// Its path's round trip, which predicts the
-							// row-by-row points after it.
-							if probe, ok := m.Metrics[ProbeMetric]; !ok || !(probe > 0) {
-								t.Errorf("%s = %v (%v): want the path's round trip, probed after the statement", ProbeMetric, probe, ok)
-							}
-							if tt.p.String("experiment") == "server-loop" {
-								checkSamples(t, m, e.intRow, e.wideRow)
-								checkSpinProbe(t, m, tt.p.Bool("probe_spin"))
-							}
-						case "client-row-by-row":
-							h := m.Histograms["row"]
-							if h == nil || h.Count() != int64(rows)-1 {
-								t.Errorf("histogram of round trips: %v, want %v samples", h, rows-1)
-							} else if mean := m.Metrics["row_mean_us"]; !(mean > 0) {
-								t.Errorf("row_mean_us = %v", mean)
-							}
-						}
+						checkExperiment(t, m, tt.p, tt.perRow, e.intRow, e.wideRow)
 					})
 				}
 			}
 		})
+	}
+}
+
+// checkExperiment checks what one experiment's point measured: the rows
+// and a time, a stream's wire bytes per row (perRow, when it streams), the
+// client's CPU per row where it reads the rows, a server-side point's
+// probe and samples, and a row-by-row point's round trips.
+func checkExperiment(t *testing.T, m workload.Measurement, p workload.Params, perRow, intRow, wideRow [2]float64) {
+	t.Helper()
+	rows := float64(p.Int("rows"))
+	if m.Metrics["rows"] != rows || !(m.Metrics["seconds"] > 0) || !(m.Metrics["us_per_row"] > 0) {
+		t.Errorf("metrics %v: want rows = %v and a positive time", m.Metrics, rows)
+	}
+	if perRow[1] > 0 {
+		per := m.Metrics["wire_bytes"] / rows
+		// A result's description and closing status add a few hundred
+		// bytes at most.
+		if per < perRow[0] || per > perRow[1]+1000/rows {
+			t.Errorf("%.1f wire bytes per row, want %v to %v", per, perRow[0], perRow[1])
+		}
+		if want := m.Metrics["wire_bytes"] * 8 / m.Metrics["seconds"]; m.Metrics["throughput_bps"] != want {
+			t.Errorf("throughput %v, want %v", m.Metrics["throughput_bps"], want)
+		}
+	}
+	switch p.String("experiment") {
+	case "client-stream", "cursor-messages", "wide-rows":
+		// The client's thread's CPU on each row, which a capped client's
+		// prediction reads: within the row's time, since it is one thread.
+		if cpu := m.Metrics[ClientCPUMetric]; !(cpu > 0) || cpu > m.Metrics["us_per_row"]*1.05 {
+			t.Errorf("%s = %v µs, want the client's CPU, within the row's %v µs", ClientCPUMetric, cpu, m.Metrics["us_per_row"])
+		}
+	case "server-loop", "server-cursor":
+		checkServerSide(t, m, p, intRow, wideRow)
+	case "client-row-by-row":
+		h := m.Histograms["row"]
+		if h == nil || h.Count() != int64(rows)-1 {
+			t.Errorf("histogram of round trips: %v, want %v samples", h, rows-1)
+		} else if mean := m.Metrics["row_mean_us"]; !(mean > 0) {
+			t.Errorf("row_mean_us = %v", mean)
+		}
+	}
+}
+
+// checkServerSide checks a server-side point: no client CPU per row (its
+// client receives no row), its path's round trip (which predicts the
+// row-by-row points after it), and a server-loop's samples and spin probe.
+func checkServerSide(t *testing.T, m workload.Measurement, p workload.Params, intRow, wideRow [2]float64) {
+	t.Helper()
+	if cpu, ok := m.Metrics[ClientCPUMetric]; ok {
+		t.Errorf("%s = %v µs over rows the client never received", ClientCPUMetric, cpu)
+	}
+	if probe, ok := m.Metrics[ProbeMetric]; !ok || !(probe > 0) {
+		t.Errorf("%s = %v (%v): want the path's round trip, probed after the statement", ProbeMetric, probe, ok)
+	}
+	if p.String("experiment") == "server-loop" {
+		checkSamples(t, m, intRow, wideRow)
+		checkSpinProbe(t, m, p.Bool("probe_spin"))
 	}
 }
 
