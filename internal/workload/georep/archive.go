@@ -41,25 +41,25 @@ func (p Payload) copyLine(g int64) string {
 
 // shippedBytesPerRow is what a row of the payload's archive takes once the
 // shipper has compressed it (newShipperEncoder, as compressTo), from the
-// first rows of the table.
-func shippedBytesPerRow(p Payload, rows int64) float64 {
+// first rows of the table (at most archiveSampleRows).
+func shippedBytesPerRow(p Payload, rows int64) (float64, error) {
 	n := min(rows, archiveSampleRows)
 	if n <= 0 {
-		return 0
+		return 0, nil
 	}
 	var cw counter
 	cw.w = io.Discard
 	zw, err := newShipperEncoder(&cw)
 	if err != nil {
-		return 0
+		return 0, err
 	}
 	for g := int64(1); g <= n; g++ {
 		if _, err := io.WriteString(zw, p.copyLine(g)); err != nil {
-			return 0
+			return 0, err
 		}
 	}
-	if zw.Close() != nil {
-		return 0
+	if err := zw.Close(); err != nil {
+		return 0, err
 	}
-	return float64(cw.n) / float64(n)
+	return float64(cw.n) / float64(n), nil
 }

@@ -53,11 +53,11 @@ func TestCopyLineIsTheServersCopyText(t *testing.T) {
 func TestShippedBytesPerRowIsTheCompressedArchive(t *testing.T) {
 	t.Parallel()
 	for _, p := range []Payload{PayloadChar1K, PayloadBytes1K, PayloadBytes15K} {
-		if got := shippedBytesPerRow(p, archiveSampleRows); !(got > 16 && got < 100) {
-			t.Errorf("%s: %.1f bytes a row compressed, want tens (the row's digest and id)", p, got)
+		if got, err := shippedBytesPerRow(p, archiveSampleRows); err != nil || !(got > 16 && got < 100) {
+			t.Errorf("%s: %.1f bytes a row compressed (%v), want tens (the row's digest and id)", p, got, err)
 		}
 	}
-	if got := shippedBytesPerRow(PayloadChar1K, 0); got != 0 {
-		t.Errorf("no rows: %v bytes a row", got)
+	if got, err := shippedBytesPerRow(PayloadChar1K, 0); got != 0 || err != nil {
+		t.Errorf("no rows: %v bytes a row (%v)", got, err)
 	}
 }

@@ -80,7 +80,7 @@ func TestPredictTakesTheBytesARowOfTheScenarioBefore(t *testing.T) {
 		{"native, first of its scenario: the latest other scenario", plannedPoint("native", "char-1k", "tukwila-dublin", 0.150, autoW, 1000), 5000, otherScenarioMiss},
 		{"bytea-15.5k, first of its payload: its text in hex", plannedPoint("pull", "bytea-15.5k", "tukwila-dublin", 0.150, legacyW, 100), 2 * 15504, textSizeMiss},
 		// The rows compress some 40 times (each repeats its digest).
-		{"a backup: never another scenario's bytes, its rows compressed", plannedPoint("init-backup", "char-1k", "tukwila-dublin", 0.150, autoW, 20000), shippedBytesPerRow(PayloadChar1K, 1000), archiveSampleMiss},
+		{"a backup: never another scenario's bytes, its rows compressed", plannedPoint("init-backup", "char-1k", "tukwila-dublin", 0.150, autoW, 20000), backupBytesPerRow(t), archiveSampleMiss},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -328,4 +328,14 @@ func checkBeside(t *testing.T, r workload.Result, before []workload.Result, extr
 	if !strings.Contains(p.Formula, where) {
 		t.Errorf("formula %q does not say %q", p.Formula, where)
 	}
+}
+
+// backupBytesPerRow is char-1k's archive a row as the shipper compresses it.
+func backupBytesPerRow(t *testing.T) float64 {
+	t.Helper()
+	b, err := shippedBytesPerRow(PayloadChar1K, archiveSampleRows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
