@@ -90,7 +90,7 @@ func spinThread(ctx context.Context, cpu int, deadline time.Time, pinned func())
 		defer runtime.UnlockOSThread()
 	}
 	pinned()
-	before, err := threadCPU()
+	before, err := ThreadCPU()
 	if err != nil {
 		return 0, err
 	}
@@ -101,8 +101,8 @@ func spinThread(ctx context.Context, cpu int, deadline time.Time, pinned func())
 		}
 	}
 	spinSink.Add(spins)
-	after, err := threadCPU()
-	return after - before, err
+	after, err := ThreadCPU()
+	return (after - before).Seconds(), err
 }
 
 // pinThread pins the calling (locked) thread to cpu and returns what puts
@@ -122,10 +122,12 @@ func pinThread(cpu int) (restore func() error, err error) {
 // spinSink keeps the spin loop from being optimized away.
 var spinSink atomic.Uint64
 
-func threadCPU() (float64, error) {
-	var ru unix.Rusage
-	if err := unix.Getrusage(unix.RUSAGE_THREAD, &ru); err != nil {
-		return 0, err
+// ThreadCPU is the calling OS thread's CPU time (lock the goroutine to
+// its thread around the span measured).
+func ThreadCPU() (time.Duration, error) {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts); err != nil {
+		return 0, fmt.Errorf("read the thread's CPU clock: %w", err)
 	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds(), nil
+	return time.Duration(ts.Nano()), nil
 }

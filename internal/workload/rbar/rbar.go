@@ -7,11 +7,10 @@ import (
 	"runtime"
 	"time"
 
-	sys "golang.org/x/sys/unix"
-
 	"github.com/dbrig/dbrig/internal/engine/mariadb"
 	"github.com/dbrig/dbrig/internal/engine/postgres"
 	"github.com/dbrig/dbrig/internal/measure"
+	"github.com/dbrig/dbrig/internal/procstat"
 	"github.com/dbrig/dbrig/internal/workload"
 )
 
@@ -116,11 +115,11 @@ func (c clientClock) stop() (elapsed, cpu time.Duration) {
 // threadCPU is the calling thread's CPU time (0 where the clock cannot be
 // read, which leaves the figure out rather than wrong: see withClientCPU).
 func threadCPU() time.Duration {
-	var ts sys.Timespec
-	if err := sys.ClockGettime(sys.CLOCK_THREAD_CPUTIME_ID, &ts); err != nil {
+	cpu, err := procstat.ThreadCPU()
+	if err != nil {
 		return 0
 	}
-	return time.Duration(ts.Nano())
+	return cpu
 }
 
 // withClientCPU adds the client's CPU time per row to a stream's
