@@ -359,29 +359,51 @@ func stream(r workload.Result, ref, all []workload.Result) workload.Prediction {
 // The pace is the fastest sample of the experiment from a server at a
 // whole core, on a path that bypasses the link, slowed by the cap: the
 // whole of that sample's row taken for the server's, an upper bound as
-// the client's cost per row is. A sample at the capped speed itself is
-// not taken: it lasts about one period of the quota (100 ms), which it
-// may spend within one period's budget (the samples at 0.5 of 16:52:
-// 0.165 to 0.240 µs a row, the point 0.267).
+// the client's cost per row is. A server pays its transport's send on
+// every message, more on TCP than on a unix socket, so a point over TCP
+// takes the samples on direct TCP (the unix socket's only where there is
+// none): cursor-messages over lan-1g from a server at 0.5 took 10.2 to
+// 14.7 µs a row in the four quiet runs of 2026-11-27 that ran it, 1.7 to
+// 2.6x the unix socket's sample halved, 0.75 to 1.38x direct TCP's. A
+// point on the unix socket takes either, each an upper bound of its
+// server's time. A sample at the capped speed itself is not taken: it
+// lasts about one period of the quota (100 ms), which it may spend within
+// one period's budget (the samples at 0.5 of 16:52: 0.165 to 0.240 µs a
+// row, the point 0.267).
 func cappedServerPace(r workload.Result, ref, all []workload.Result) (float64, string) {
 	speed := ServerSpeed(r)
 	if speed >= 1 || (len(ref) > 0 && ServerSpeed(ref[0]) == speed) {
 		return 0, ""
 	}
-	exp := r.Params.String("experiment")
-	us, perRow := math.Inf(1), 0.0
-	var path string
-	for _, o := range all {
-		t, b := o.Metrics[SampleMetric(exp, "us_per_row")], o.Metrics[SampleMetric(exp, "bytes_per_row")]
-		if !o.Measured() || o.Combo == r.Combo || t <= 0 || b <= 0 || !wholeCoreServer(r, o) || t >= us {
-			continue
-		}
-		us, perRow, path = t, b, profileName(linkOf(o))
+	overTCP := linkOf(r).Mode != "unix"
+	us, perRow, path := fastestWholeCoreSample(r, all, overTCP)
+	if perRow == 0 && overTCP {
+		us, perRow, path = fastestWholeCoreSample(r, all, false)
 	}
 	if perRow == 0 {
 		return 0, ""
 	}
 	return perRow * 8 * speed / (us * 1e-6), fmt.Sprintf("the sample on %s, %.3g µs a row at a whole core / server cpu_speed %g", path, us, speed)
+}
+
+// fastestWholeCoreSample is the fastest sample of r's experiment (µs a
+// row and bytes a row) that a server at a whole core took (see
+// wholeCoreServer), on direct TCP only where tcpOnly is set, and its
+// path; no bytes where there is none.
+func fastestWholeCoreSample(r workload.Result, all []workload.Result, tcpOnly bool) (us, perRow float64, path string) {
+	exp := r.Params.String("experiment")
+	us = math.Inf(1)
+	for _, o := range all {
+		t, b := o.Metrics[SampleMetric(exp, "us_per_row")], o.Metrics[SampleMetric(exp, "bytes_per_row")]
+		if !o.Measured() || o.Combo == r.Combo || t <= 0 || b <= 0 || !wholeCoreServer(r, o) || t >= us {
+			continue
+		}
+		if tcpOnly && linkOf(o).Mode == "unix" {
+			continue
+		}
+		us, perRow, path = t, b, profileName(linkOf(o))
+	}
+	return us, perRow, path
 }
 
 // wholeCoreServer reports whether o ran r's server at a whole core, with

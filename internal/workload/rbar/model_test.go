@@ -616,3 +616,44 @@ func TestACappedClientsStreamSlowsByItsOwnCPU(t *testing.T) {
 		})
 	}
 }
+
+// A capped server's pace over TCP is its direct TCP sample's, slowed by
+// the cap: the server pays TCP's send on each message, which the unix
+// socket's sample leaves out; on the unix socket either sample bounds
+// it. The figures are the quiet demo's of 2026-11-27 20:20
+// (cursor-messages: the unix socket's sample 3.07 µs a notice, direct
+// TCP's 6.05, loopback uncapped 6.41; lan-1g at 0.5 measured 10.6, where
+// the unix socket's sample halved gave 6.14).
+func TestACappedServersPaceIsItsTransportsSample(t *testing.T) {
+	loopbackMessages := atSpeed(result("messages loopback", "cursor-messages", loopback, map[string]float64{"throughput_bps": 124 * 8 / 6.41e-6, "wire_bytes": 124 * 1e5, "rows": 1e5}), 0)
+	unixSample := func(us float64) workload.Result {
+		return atSpeed(sampled(unix, map[string][2]float64{"cursor-messages": {us, 124}}), 0)
+	}
+	directSample := func(us float64) workload.Result {
+		r := atSpeed(sampled(direct, map[string][2]float64{"cursor-messages": {us, 124}}), 0)
+		r.Combo = "loop direct"
+		return r
+	}
+	tests := []struct {
+		name   string
+		before []workload.Result
+		path   workload.LinkResult
+		want   float64 // µs a row, less the RTT
+	}{
+		{"over lan-1g, direct TCP's sample halved", []workload.Result{unixSample(3.07), directSample(6.05), loopbackMessages}, lan1g, 12.1},
+		{"over lan-1g without a TCP sample, the unix socket's", []workload.Result{unixSample(3.4), loopbackMessages}, lan1g, 6.8},
+		{"on the unix socket, its own sample where it is faster", []workload.Result{unixSample(3.4), directSample(6.05), loopbackMessages}, unix, 6.8},
+		{"on the unix socket, direct TCP's where it is faster", []workload.Result{unixSample(3.4), directSample(3.3), loopbackMessages}, unix, 6.6},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := atSpeed(result("messages half", "cursor-messages", tt.path, nil), 0.5)
+			r.Params["rows"] = int64(40_000)
+			p := Predict(r, tt.before)
+			got := p.Metrics["us_per_row"] - tt.path.RTTSeconds/40_000*1e6
+			if math.Abs(got-tt.want)/tt.want > 1e-9 {
+				t.Errorf("predicted %v µs a row beyond the RTT, want %v; formula %q", got, tt.want, p.Formula)
+			}
+		})
+	}
+}
