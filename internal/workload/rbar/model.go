@@ -258,7 +258,7 @@ func serverSide(r workload.Result, ref, all []workload.Result) workload.Predicti
 	return workload.Prediction{
 		Metrics: map[string]float64{"seconds": t, "us_per_row": t / rows * 1e6},
 		Formula: fmt.Sprintf("t = rows × %.3g µs%s + RTT", s*1e6, from),
-		Reason:  missReason("server"),
+		Reason:  missReason("server", r),
 	}
 }
 
@@ -316,7 +316,7 @@ func stream(r workload.Result, ref, all []workload.Result) workload.Prediction {
 	rtt := l.RTTSeconds
 	var consumer float64
 	var from string
-	reason := missReason("stream")
+	reason := missReason("stream", r)
 	if !sameTransport(r, ref) {
 		consumer, from = sampledConsumer(r, all)
 	}
@@ -325,7 +325,7 @@ func stream(r workload.Result, ref, all []workload.Result) workload.Prediction {
 			return workload.Prediction{Reason: noFigure}
 		}
 		consumer, from = referenceConsumer(r, ref)
-		reason = missReason("stream-reference")
+		reason = missReason("stream-reference", r)
 	}
 	rate, limit := consumer, "the client's consumer rate"
 	if pace, paceFrom := cappedServerPace(r, ref, all); pace > 0 && pace < rate {
@@ -506,7 +506,7 @@ func rowByRow(r workload.Result, ref, all []workload.Result) workload.Prediction
 		return workload.Prediction{
 			Metrics: map[string]float64{"us_per_row": perRow * 1e6, "rows_per_s": 1 / perRow},
 			Formula: fmt.Sprintf("t/row = %s's probed round trip %.1f µs%s%s", profileName(l), probe*1e6, costTerm(cost), speedTerm(speed, 1, "client")),
-			Reason:  missReason("row-by-row"),
+			Reason:  missReason("row-by-row", r),
 		}
 	}
 	refLink := linkOf(ref[0])
@@ -537,7 +537,7 @@ func rowByRow(r workload.Result, ref, all []workload.Result) workload.Prediction
 	return workload.Prediction{
 		Metrics: map[string]float64{"us_per_row": perRow * 1e6, "rows_per_s": 1 / perRow},
 		Formula: fmt.Sprintf(formula, s*1e6, speedTerm(speed, refSpeed, "client"), profileName(refLink)),
-		Reason:  missReason("row-by-row"),
+		Reason:  missReason("row-by-row", r),
 	}
 }
 
@@ -721,8 +721,18 @@ func sampleRowBytes(r workload.Result, before []workload.Result) int64 {
 }
 
 // missReason is what the model leaves out, said beside its figure where
-// it misses.
-func missReason(kind string) string {
+// it misses, and where a point like r missed the same way in most quiet
+// runs, what those runs measured of it (knownMiss).
+func missReason(kind string, r workload.Result) string {
+	reason := modelReason(kind)
+	if known := knownMiss(kind, r); known != "" {
+		return reason + "; " + known
+	}
+	return reason
+}
+
+// modelReason is what each kind of prediction leaves out.
+func modelReason(kind string) string {
 	switch kind {
 	case "server":
 		return "the server's per-row cost is the reference path's (or its path's cursor sample); the client's and the link's costs are one round trip"
@@ -732,4 +742,29 @@ func missReason(kind string) string {
 		return "a stream is bounded by min(rate, window / RTT, the consumer rate its path's sample measured before it): the sample lasts tens of milliseconds, and other work on the host during it or during the point moves either"
 	}
 	return "a stream is bounded by min(rate, window / RTT, the fastest other path's consumer rate, a capped client's CPU per row over its quota, a capped server's whole-core pace times its cap): a consumer slower here than there is not, nor the link's relay taking CPU from the client and the server where the link's rate and the consumer's are near"
+}
+
+// quietRuns opens each knownMiss.
+const quietRuns = "in the quiet demos of 2026-11-27, "
+
+// knownMiss is what the five quiet demos of 2026-11-27 (14:51, 16:52,
+// 17:23, 20:20, 20:50) measured where their points of r's kind missed
+// with the same sign in most of them, replayed with this model; "" for
+// the others. A cause the model could take from a figure measured before
+// the point is in the model instead.
+func knownMiss(kind string, r workload.Result) string {
+	exp, mode := r.Params.String("experiment"), linkOf(r).Mode
+	switch {
+	case kind == "server" && ServerSpeed(r) < 1:
+		return quietRuns + "server-cursor at 0.5 on the unix socket took 1.2 to 2.7x its whole-core time a row, where the cap gives 2x: a statement of one or two quota periods (100 ms) runs partly within one period's budget, and the host's speed moved"
+	case kind == "server":
+		return quietRuns + "this host ran a server-side row at one of two speeds about 1.5x apart, each for seconds (server-loop at a whole core: about 40 or about 60 ns a row), which the reference's runs need not share"
+	case kind == "row-by-row" && r.Client.Idle == idleloop.Spin && mode == "link":
+		return quietRuns + "the probe with the idle loops, started just before it, took 1.30 to 1.50x the spinning rows' round trip over loopback (0.99 to 1.96x over lan-1g and infiniband)"
+	case kind == "stream" && exp == "wide-rows":
+		return quietRuns + "the first wide-rows points took 1.2 to 1.7x their path's fastest sample a row on the unix socket (0.9 to 1.6x on direct TCP): that sample is the fastest of up to six of 2,000 rows, about 10 ms each"
+	case kind == "stream-reference" && exp == "cursor-messages" && mode == "link":
+		return quietRuns + "a stream of notices through the link ran in two regimes, stretches of 8 to 22 KB per 10 ms in the link's series beside stretches near 150 KB, and one point's three runs spread up to 5.7x (infiniband at 20:50: 7.0, 21.2 and 40.0 µs a notice), which no other path's rate foresees"
+	}
+	return ""
 }

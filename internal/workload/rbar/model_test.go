@@ -657,3 +657,48 @@ func TestACappedServersPaceIsItsTransportsSample(t *testing.T) {
 		})
 	}
 }
+
+// Where the quiet runs missed a kind of point the same way in most of
+// them, the reason says what they measured of it; other points keep the
+// model's reason alone.
+func TestKnownMissesSayWhatTheQuietRunsMeasured(t *testing.T) {
+	spinning := func(r workload.Result) workload.Result {
+		r.Client.Idle = idleloop.Spin
+		return r
+	}
+	tests := []struct {
+		name string
+		kind string
+		r    workload.Result
+		want string // in the reason; "" for none beyond the model's
+	}{
+		{"a capped server-side point", "server", atSpeed(result("cursor unix half", "server-cursor", unix, nil), 0.5), "quota periods"},
+		{"an uncapped server-side point", "server", atSpeed(result("loop unix", "server-loop", unix, nil), 0), "two speeds"},
+		{"spinning rows through the link", "row-by-row", spinning(result("rbr loopback spin", "client-row-by-row", loopback, nil)), "idle loops"},
+		{"halting rows through the link", "row-by-row", result("rbr loopback", "client-row-by-row", loopback, nil), ""},
+		{"spinning rows on the unix socket", "row-by-row", spinning(result("rbr unix spin", "client-row-by-row", unix, nil)), ""},
+		{"wide rows from a sample", "stream", result("wide unix", "wide-rows", unix, nil), "fastest sample"},
+		{"a stream of ints from a sample", "stream", result("stream unix", "client-stream", unix, nil), ""},
+		{"notices through the link", "stream-reference", result("messages lan", "cursor-messages", lan1g, nil), "two regimes"},
+		{"notices on direct TCP", "stream-reference", result("messages direct", "cursor-messages", direct, nil), ""},
+		{"wide rows through the link", "stream-reference", result("wide lan", "wide-rows", lan1g, nil), ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := missReason(tt.kind, tt.r)
+			if known := strings.Contains(got, quietRuns); known != (tt.want != "") || !strings.Contains(got, tt.want) {
+				t.Errorf("reason %q: want %q from the quiet runs (none when empty)", got, tt.want)
+			}
+			if !strings.HasPrefix(got, modelReason(tt.kind)) {
+				t.Errorf("reason %q does not open with the model's %q", got, modelReason(tt.kind))
+			}
+		})
+	}
+	// A prediction carries it: notices over lan-1g from loopback's stream.
+	ref := result("messages loopback", "cursor-messages", loopback, map[string]float64{"throughput_bps": 124 * 8 / 6.2e-6, "wire_bytes": 124 * 1e5, "rows": 1e5})
+	r := result("messages lan", "cursor-messages", lan1g, nil)
+	r.Params["rows"] = int64(100_000)
+	if p := Predict(r, []workload.Result{ref}); !strings.Contains(p.Reason, "two regimes") {
+		t.Errorf("notices over lan-1g: reason %q, want the quiet runs' two regimes", p.Reason)
+	}
+}
