@@ -23,7 +23,7 @@ import (
 //	                             row's bits × client speed / the reference client's CPU per row;
 //	                             without that figure, the reference's × client speed), or
 //	                             a row's bytes / (the sample's time per row + client_cost / client speed)
-//	                             server pace (a capped server) = its whole-core sample's rate × server speed
+//	                             server pace (a capped server) = its transport's whole-core sample's rate × server speed
 //
 // A stream's consumer rate is the fastest other path's of its transport
 // (the unix socket, or TCP); a transport's first stream point, which has
