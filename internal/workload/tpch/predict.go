@@ -191,20 +191,29 @@ func Predict(r workload.Result, before []workload.Result) workload.Prediction {
 	if complete {
 		pred.Metrics["total_s"] = total / 1000
 	}
-	pred.Formula = fmt.Sprintf("time = W × (s/φ(1) + (1 − s)/(n × φ(n))) per query, the total their sum; φ(k) = min(1, C/(m + k)), one of k processes' share of C = %g CPUs beside m = %.1f threads of other work (%s); n the plan's workers and the leader at degree %d; W the work on the earlier points whose plan ran on as many processes for %d queries, degree 0's for %d; s the plan's for %d, fitted on the parallel points before for %d, moot for %d (one process)%s",
-		l.cpus, now.threads, nowFrom, degree, used[baseSame], used[baseSerial], used["plan"], used["fit"], used["moot"], probedFree(r))
-	pred.Reason = loadReason
+	pred.Formula = fmt.Sprintf("time = W × (s/φ(1) + (1 − s)/(n × φ(n))) per query, the total their sum; φ(k) = min(1, C/(m + k)), one of k processes' share of C = %g CPUs beside m = %.1f threads of other work (%s); n the plan's workers and the leader at degree %d; W the work on the earlier points whose plan ran on as many processes for %d queries, degree 0's for %d; s the plan's for %d, fitted on the parallel points before for %d, moot for %d (one process)",
+		l.cpus, now.threads, nowFrom, degree, used[baseSame], used[baseSerial], used["plan"], used["fit"], used["moot"])
+	pred.Reason = l.loadReason(r)
 	return pred
 }
 
-// loadReason is what the prediction leaves out, said where it misses.
-const loadReason = "the other work's threads are the point before's: on a busy machine they change while the streams run (a point's own are its other_cpus over the share its processes got); a plan's cost is the planner's estimate of its serial fraction, not its time"
+// loadReason is what the prediction leaves out, said where it misses: the
+// load it forecast, beside which the report shows the point's own
+// other_cpus, and the moment's probe.
+func (l loadedSweep) loadReason(r workload.Result) string {
+	last := l.points[len(l.points)-1]
+	forecast := "the other work was not measured"
+	if other, ok := last.r.Metrics["other_cpus"]; ok {
+		forecast = fmt.Sprintf("the other work is forecast as the point before's, %.2f of the %g CPUs", other, l.cpus)
+	}
+	return forecast + probedFree(r) + ": on a busy machine it changes while the streams run, and every query moves with it (the point's own is its other_cpus); the first parallel degree's plans are read from EXPLAIN, whose costs do not foresee a parallel plan that does less or more work than the serial one (Q4 a seventh, Q5 1.6 to 1.9 times at degree 1 on every run here)"
+}
 
-// probedFree is what the probe in the second before the point found, for
-// the formula: the moment's load beside the point before's.
+// probedFree is what the probe in the second before the point found: the
+// moment's load beside the point before's.
 func probedFree(r workload.Result) string {
 	if f, ok := r.Probe[probeFree]; ok {
-		return fmt.Sprintf("; a probe in the second before the point found %.2f CPUs free", f)
+		return fmt.Sprintf("; a probe in the second before it found %.2f CPUs free", f)
 	}
 	return ""
 }

@@ -137,6 +137,9 @@ func TestPredictForecastsThePointBeforesLoad(t *testing.T) {
 	if want := fmt.Sprintf("m = %.1f threads", m); !strings.Contains(p.Formula, want) {
 		t.Errorf("formula %q; want it to say %q", p.Formula, want)
 	}
+	if want := "forecast as the point before's, 1.50 of the 2 CPUs; a probe in the second before it found 2.00 CPUs free"; !strings.Contains(p.Reason, want) {
+		t.Errorf("reason %q; want it to say %q", p.Reason, want)
+	}
 }
 
 // TestPredictFitsSWithoutAPlan: a run whose probe read no plan fits s on
