@@ -35,6 +35,8 @@ import (
 //
 //	time = device + pages × off-device time a page × min(1, F then) / min(1, F now)
 //
+// where the earlier scans spent time off the device; where they beat the
+// bound (a negative time off it, the throttle's burst), it stands unscaled.
 // The setting's first scan, with none before it, is the bound alone. The
 // bytes, reads and pages are the table's as an earlier scan read them, or
 // the engine's layout for the table's first.
@@ -81,7 +83,10 @@ func Predict(r workload.Result, before []workload.Result) workload.Prediction {
 			sc.reads, 1e3*e.deviceRead, len(setting), beneath)
 	}
 	cpuNow, scale := probed(r), 1.0
-	if e.cpuThen > 0 && cpuNow > 0 {
+	// Only time spent off the device is CPU's to scale: a negative one is
+	// the throttle letting a burst through faster than its bound (scans
+	// with read-ahead), which a busier CPU does not make faster.
+	if e.cpuThen > 0 && cpuNow > 0 && e.offDevice > 0 {
 		scale = min(1, e.cpuThen) / min(1, cpuNow)
 	}
 	secs := device + sc.pages*e.offDevice*scale

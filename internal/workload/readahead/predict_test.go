@@ -104,7 +104,8 @@ func withDevice(r workload.Result, queueDepth, cpu float64) workload.Result {
 // spends its time on the device (at least the SAN's bound; longer where
 // the earlier scans found the disk beneath slower) and off it, a page at
 // a time, in a CPU the machine's other work shares: the off-device time
-// of the earlier scans scales by the CPU one process got then over now.
+// of the earlier scans scales by the CPU one process got then over now;
+// a scan that beat the SAN's bound spent no time off it to scale.
 func TestPredictTheDiskBeneathAndTheCPU(t *testing.T) {
 	t.Parallel()
 	const san = "san-2009" // 25,000 reads of 8 KiB: 5 s at 5,000 a second
@@ -128,6 +129,12 @@ func TestPredictTheDiskBeneathAndTheCPU(t *testing.T) {
 			"× 0.50 (one process got 0.25 CPU then, 0.50 now)"},
 		{"no probe before the earlier scan: as it ran", next(0.5), withDevice(scanOn("postgres", san, Minimal, 1, 12, 8192), 0.3, 0), 12,
 			"+ 25000 pages × +280 µs a page off the device"},
+		// 0.9 s with read-ahead, under the SAN's 1.024 s bound: 4.96 µs a
+		// page faster than the throttle's bound, a burst, not CPU time; a
+		// busier CPU now does not make it faster still.
+		{"beating the bound is not CPU time", withDevice(scanOn("postgres", san, Default, 2, 0, 0), 0, 0.1),
+			withDevice(scanOn("postgres", san, Default, 1, 0.9, 1.2e6), 0.5, 0.5), 0.9,
+			"+ 25000 pages × -4.96 µs a page off the device"},
 	} {
 		p := Predict(tc.point, []workload.Result{tc.before})
 		if got := p.Metrics["seconds"]; math.Abs(got-tc.seconds) > 1e-9 || !strings.Contains(p.Formula, tc.formula) {

@@ -6,43 +6,49 @@ import (
 	"math"
 	"time"
 
+	"gonum.org/v1/gonum/stat"
+
 	"github.com/dbrig/dbrig/internal/engine"
 	"github.com/dbrig/dbrig/internal/idleloop"
 	"github.com/dbrig/dbrig/internal/procstat"
 	"github.com/dbrig/dbrig/internal/workload"
 )
 
-// The prediction, made before a point runs. A query's serial run did W =
-// t0 × min(1, F0) CPU-seconds of work, t0 its time at degree 0 and F0 the
-// CPUs the machine's other work left the server then (one process uses at
-// most one). At the point's degree its serial part s runs on one process
-// and the rest on its plan's n processes, each part at most as fast as
-// the CPUs free now, F:
+// The prediction, made before a point runs. The scheduler gives every
+// runnable thread of the machine an equal share of its C CPUs, so beside m
+// threads of other work each of k server processes gets
 //
-//	time = t0 × min(1, F0) × (s / min(1, F) + (1 − s) / min(n, F))
+//	φ(k) = min(1, C / (m + k))
 //
-// Amdahl's law with n capped at the CPUs the other work leaves, which on a
-// busy machine is what a degree gains or loses. F is probed just before
-// the point (a busy thread pinned to each of the server's CPUs for a
-// second: the scheduler shares the CPUs between sessions first, so F is
-// the share a degree's processes would get). F0 is the same measure,
-// probed before the serial point, and so is each parallel point's in the
-// fit of s: the CPUs the other work left while the streams ran (from
-// /proc/stat) say up to three times more than the probe of the same
-// moment on a busy machine, so only a run without probes falls back to
-// them. n is the workers the query's plan asks for at the point's degree
-// and the leader, read from EXPLAIN just before the point. s is fitted on
-// the parallel points before it, each set against its own free CPUs;
-// before any parallel point, it is the plan's: the share of the plan's
-// cost, counted as one process would spend it, outside its Gathers'
-// parallel parts. The total is the sum of the queries'.
+// of a CPU, and a query whose serial part is a fraction s of its work W
+// (CPU-seconds, one process's time on a CPU of its own) takes
+//
+//	time = W × (s / φ(1) + (1 − s) / (n × φ(n)))
+//
+// Amdahl's law with each process slowed to its share: on a quiet machine
+// (m = 0) it is Amdahl's own; on a busy one a plan on n processes gets n
+// shares where a serial plan gets one, which is what the runs measured (on
+// two CPUs beside 5 to 16 other threads a parallel plan's processes took
+// 1.6 to 2.7 times the CPU a serial plan's one did in the same point, by
+// the server's CPU each second).
+// m is measured on the point before: the other work's CPUs while its
+// streams ran (other_cpus) over the share one of its processes got (the
+// CPUs left to the server over the processes its queries kept busy, each
+// query's plan's workers and the leader weighted by its time). A second's
+// probe before the point (kept in the point's probe) saw the load of that
+// second, which on a busy machine moved threefold within a point; the
+// point before's minutes are the better forecast. n is the workers the
+// query's plan asks for at the point's degree and the leader, read from
+// EXPLAIN just before the point, at most the CPUs. W is each earlier point's
+// time where the query's plan ran on n processes too, over its own factor
+// (a plan changes with the degree: Q4's parallel plan does a seventh of
+// its serial plan's work), else degree 0's. s is the plan's (the share of
+// its cost, counted as one process would spend it, outside its Gathers'
+// parallel parts), else fitted on the parallel points before; moot on one
+// process. The total is the sum of the queries'.
 
 // probeSpin is how long the busy threads measure the free CPUs.
 const probeSpin = time.Second
-
-// minFree keeps a machine whose other work took every CPU from dividing by
-// zero: the server still gets a scheduler's slice.
-const minFree = 0.05
 
 // Names of the probe's figures.
 const probeFree = "free_cpus"
@@ -51,8 +57,9 @@ func probePlanWorkers(q int) string  { return fmt.Sprintf("q%02d_plan_workers", 
 func probePlanFraction(q int) string { return fmt.Sprintf("q%02d_plan_serial_fraction", q) }
 
 // Probe measures, just before a point, what its prediction needs of the
-// moment: the CPUs the machine's other work leaves (not on a target, whose
-// host is not this one) and, at a parallel degree, each query's plan.
+// moment: at a parallel degree, each query's plan; and, not on a target
+// (whose host is not this one), the CPUs the machine's other work leaves
+// in that second, which the formula names beside the point before's load.
 func Probe(ctx context.Context, r workload.Result, env *workload.Env) (map[string]float64, error) {
 	w, err := newWorkload(r.Params)
 	if err != nil {
@@ -135,44 +142,16 @@ func pinnedCPUs(r workload.Result) []int {
 // loadedSweep is what a prediction reads of the points before it.
 type loadedSweep struct {
 	cpus   float64 // the server's CPUs, 0 when unknown
+	points []point // the sweep's points before it, in the order they ran
 	serial []point // degree 0
 	others []point // the parallel degrees
-	free0  float64 // the CPUs free at the serial points
-}
-
-// freeDuring is the CPUs free for a point: its probe's, F's own measure,
-// so that F0 and the fit set like against like; else, in a run without
-// probes, the CPUs the other work left while its streams ran; +Inf when
-// neither was measured (no cap).
-func (l loadedSweep) freeDuring(p point) float64 {
-	if f, ok := p.r.Probe[probeFree]; ok {
-		return max(f, minFree)
-	}
-	other, ok := p.r.Metrics["other_cpus"]
-	if !ok || l.cpus <= 0 {
-		return math.Inf(1)
-	}
-	return max(l.cpus-other, minFree)
-}
-
-// freeNow is the CPUs free just before the point: its probe's, else the
-// latest point's before it.
-func (l loadedSweep) freeNow(r workload.Result, before []point) (float64, string) {
-	if f, ok := r.Probe[probeFree]; ok {
-		return max(f, minFree), "probed just before the point"
-	}
-	if len(before) > 0 {
-		return l.freeDuring(before[len(before)-1]), "the point before's (no probe of its own)"
-	}
-	return math.Inf(1), "not measured"
 }
 
 // Predict is the model above, before the point runs, from the points of
 // its sweep measured before it and its probe; never from its own figures.
 func Predict(r workload.Result, before []workload.Result) workload.Prediction {
-	ps := sweepOf(r, before)
-	l := loadedSweep{}
-	for _, p := range ps {
+	l := loadedSweep{points: sweepOf(r, before)}
+	for _, p := range l.points {
 		l.cpus = serverCPUs(r, p.r.Metrics["host_cpus"])
 		if p.degree == 0 {
 			l.serial = append(l.serial, p)
@@ -183,34 +162,25 @@ func Predict(r workload.Result, before []workload.Result) workload.Prediction {
 	if len(l.serial) == 0 {
 		return workload.Prediction{Reason: "no prediction: Amdahl needs the serial time (degree 0) measured before the point"}
 	}
-	var sum float64
-	for _, p := range l.serial {
-		sum += min(1, l.freeDuring(p))
-	}
-	l.free0 = sum / float64(len(l.serial))
-	free, freeFrom := l.freeNow(r, ps)
+	now, nowFrom := l.contentionNow()
 	degree := int(r.Params.Int("degree"))
 	pred := workload.Prediction{Metrics: map[string]float64{}}
 	var total float64
 	complete, used := true, map[string]int{}
 	for q := 1; q <= NumQueries; q++ {
-		t0 := serialMean(l.serial, MetricName(q))
-		if t0 == 0 {
-			continue
+		if len(l.withTime(q)) == 0 {
+			continue // not in the stream
 		}
 		n := l.processes(r, q, degree)
-		s, how := l.serialFraction(r, q, t0, n)
-		if min(n, free) <= 1 {
-			// One process's worth of CPU at most: the serial and the
-			// parallel part run alike, whatever s.
-			s, how = 1, "moot"
-		}
-		if how == "" {
+		s, how := l.serialFraction(r, q, n)
+		work, base := l.work(q, n, s)
+		if how == "" || work == 0 {
 			complete = false
 			continue
 		}
 		used[how]++
-		v := t0 * l.free0 * (s/min(1, free) + (1-s)/min(n, free))
+		used[base]++
+		v := work * now.factor(s, n)
 		pred.Metrics[MetricName(q)] = v
 		pred.Metrics[FractionName(MetricName(q))] = s
 		total += v
@@ -221,22 +191,123 @@ func Predict(r workload.Result, before []workload.Result) workload.Prediction {
 	if complete {
 		pred.Metrics["total_s"] = total / 1000
 	}
-	pred.Formula = fmt.Sprintf("time = t0 × min(1, F0) × (s/min(1, F) + (1 − s)/min(n, F)) per query, the total their sum; F = %.2f CPUs free (%s), F0 = %.2f at degree 0; n the plan's workers and the leader at degree %d, at most %g CPUs; s fitted on the parallel points before for %d queries, the plan's for %d, moot for %d (a serial plan or at most one CPU free)",
-		free, freeFrom, l.free0, degree, l.cpus, used["fit"], used["plan"], used["moot"])
-	pred.Reason = loadReason
+	pred.Formula = fmt.Sprintf("time = W × (s/φ(1) + (1 − s)/(n × φ(n))) per query, the total their sum; φ(k) = min(1, C/(m + k)), one of k processes' share of C = %g CPUs beside m = %.1f threads of other work (%s); n the plan's workers and the leader at degree %d; W the work on the earlier points whose plan ran on as many processes for %d queries, degree 0's for %d; s the plan's for %d, fitted on the parallel points before for %d, moot for %d (one process)",
+		l.cpus, now.threads, nowFrom, degree, used[baseSame], used[baseSerial], used["plan"], used["fit"], used["moot"])
+	pred.Reason = l.loadReason(r)
 	return pred
 }
 
-// loadReason is what the prediction leaves out, said where it misses.
-const loadReason = "the CPUs free are probed for a second before the point: the machine's other work changes them while the streams run; a plan's cost is the planner's estimate, not its time"
-
-// serialMean is a metric's mean over the serial points, 0 when none has it.
-func serialMean(serial []point, metric string) float64 {
-	_, _, means := byDegree(serial, metric)
-	if len(means) == 0 {
-		return 0
+// loadReason is what the prediction leaves out, said where it misses: the
+// load it forecast, beside which the report shows the point's own
+// other_cpus, and the moment's probe.
+func (l loadedSweep) loadReason(r workload.Result) string {
+	last := l.points[len(l.points)-1]
+	forecast := "the other work was not measured"
+	if other, ok := last.r.Metrics["other_cpus"]; ok {
+		forecast = fmt.Sprintf("the other work is forecast as the point before's, %.2f of the %g CPUs", other, l.cpus)
 	}
-	return means[0]
+	return forecast + probedFree(r) + ": on a busy machine it changes while the streams run, and every query moves with it (the point's own is its other_cpus); the first parallel degree's plans are read from EXPLAIN, whose costs do not foresee a parallel plan that does less or more work than the serial one (Q4 a seventh, Q5 1.6 to 1.9 times at degree 1 on every run here)"
+}
+
+// probedFree is what the probe in the second before the point found: the
+// moment's load beside the point before's.
+func probedFree(r workload.Result) string {
+	if f, ok := r.Probe[probeFree]; ok {
+		return fmt.Sprintf("; a probe in the second before it found %.2f CPUs free", f)
+	}
+	return ""
+}
+
+// contentionNow is the other work the point will run beside: the latest
+// point's before it.
+func (l loadedSweep) contentionNow() (contention, string) {
+	last := l.points[len(l.points)-1]
+	if c, ok := l.contentionDuring(last); ok {
+		return c, fmt.Sprintf("measured on degree %d's point before, its other_cpus over the share its processes got", last.degree)
+	}
+	return contention{}, "not measured: no contention"
+}
+
+// contentionDuring is the other work a point ran beside: its CPUs over the
+// share one of the server's processes got, the CPUs the other work left
+// over the processes the point's queries kept busy. ok is false when the
+// point did not measure the other work (a target's host is not ours).
+func (l loadedSweep) contentionDuring(p point) (contention, bool) {
+	other, ok := p.r.Metrics["other_cpus"]
+	if !ok || l.cpus <= 0 {
+		return contention{}, false
+	}
+	share := shareOf(l.cpus-other, l.busyProcesses(p))
+	return contention{cpus: l.cpus, threads: other / share}, true
+}
+
+// busyProcesses is the processes a point's queries kept busy on average:
+// each query's plan's workers and the leader, at most the CPUs, weighted
+// by its time.
+func (l loadedSweep) busyProcesses(p point) float64 {
+	var sum, weighted float64
+	for q := 1; q <= NumQueries; q++ {
+		t, ok := p.r.Metrics[MetricName(q)]
+		if !ok || math.IsNaN(t) {
+			continue
+		}
+		sum += t
+		weighted += t * l.processesAt(p, q)
+	}
+	if sum <= 0 {
+		return 1
+	}
+	return weighted / sum
+}
+
+// processesAt is n for query q on an earlier point: its plan's workers
+// and the leader, as the point recorded them.
+func (l loadedSweep) processesAt(p point, q int) float64 {
+	w, planned := p.r.Metrics[WorkersName(q)]
+	return l.processesFor(p.degree, w, planned)
+}
+
+// withTime is the points that measured query q.
+func (l loadedSweep) withTime(q int) []point {
+	var out []point
+	for _, p := range l.points {
+		if t, ok := p.r.Metrics[MetricName(q)]; ok && !math.IsNaN(t) && t > 0 {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// Where a query's work W comes from.
+const (
+	baseSame   = "same"   // the earlier points whose plan ran on n processes
+	baseSerial = "serial" // degree 0's
+)
+
+// work is W for query q on n processes at serial fraction s: the mean of
+// what the earlier points where its plan ran on n processes too imply,
+// each over its own factor; where none did, degree 0's (0 when none
+// measured it).
+func (l loadedSweep) work(q int, n, s float64) (float64, string) {
+	var same, serial []float64
+	for _, p := range l.withTime(q) {
+		c, _ := l.contentionDuring(p)
+		np := l.processesAt(p, q)
+		w := p.r.Metrics[MetricName(q)] / c.factor(s, np)
+		if np == n {
+			same = append(same, w)
+		}
+		if p.degree == 0 {
+			serial = append(serial, w)
+		}
+	}
+	if len(same) > 0 {
+		return stat.Mean(same, nil), baseSame
+	}
+	if len(serial) > 0 {
+		return stat.Mean(serial, nil), baseSerial
+	}
+	return 0, ""
 }
 
 // processes is n for query q at the point's degree: its plan's workers
@@ -267,33 +338,33 @@ func (l loadedSweep) processesFor(degree int, workers float64, planned bool) flo
 	return max(n, 1)
 }
 
-// serialFraction is s for query q: fitted on the parallel points before
-// the point, each against the CPUs free while it ran, where any of them
-// tells (its plan ran in parallel with more than one process's worth of
-// CPU free); else the probed plan's. how is "fit", "plan" or "" (none).
-func (l loadedSweep) serialFraction(r workload.Result, q int, t0, n float64) (s float64, how string) {
-	work := t0 * l.free0
+// serialFraction is s for query q on n processes: moot on one; else the
+// plan's, probed before the point; else fitted on the parallel points
+// before it, each against the other work it ran beside, where any of them
+// tells (its plan ran on more processes than one). how is "moot", "plan",
+// "fit" or "" (none).
+func (l loadedSweep) serialFraction(r workload.Result, q int, n float64) (s float64, how string) {
+	if n <= 1 {
+		return 1, "moot"
+	}
+	if v, ok := r.Probe[probePlanFraction(q)]; ok {
+		return v, "plan"
+	}
+	work, _ := l.work(q, 1, 1)
 	var num, den float64
 	for _, p := range l.others {
 		t, ok := p.r.Metrics[MetricName(q)]
-		if !ok || work <= 0 {
+		np := l.processesAt(p, q)
+		if !ok || work <= 0 || np <= 1 {
 			continue
 		}
-		w, planned := p.r.Metrics[WorkersName(q)]
-		np := l.processesFor(p.degree, w, planned)
-		f := l.freeDuring(p)
-		a, b := 1/min(1, f), 1/min(np, f)
-		if a-b < 0.05*a {
-			continue // a serial plan, or no CPU beyond one free: says nothing of s
-		}
+		c, _ := l.contentionDuring(p)
+		a, b := c.factor(1, np), c.factor(0, np)
 		num += (a - b) * (t/work - b)
 		den += (a - b) * (a - b)
 	}
 	if den > 0 {
 		return min(max(num/den, 0), 1), "fit"
-	}
-	if v, ok := r.Probe[probePlanFraction(q)]; ok {
-		return v, "plan"
 	}
 	return 0, ""
 }

@@ -39,55 +39,131 @@ func planProbe(free float64, plans ...[2]float64) map[string]float64 {
 	return p
 }
 
-// TestPredictTheFirstParallelDegree: degree 1, with only the serial degree
-// before it, is predicted from each query's plan probed before it: a
-// parallel plan by its serial fraction on its processes, a serial plan as
-// the serial time; the total is their sum. The free CPUs cap n: with a
-// quarter of a CPU free, no plan gains, and the serial time itself grows
-// by the CPUs it had over those it has now.
-func TestPredictTheFirstParallelDegree(t *testing.T) {
+// TestContention: each of k processes gets φ(k) = min(1, C / (m + k)), a
+// whole CPU while the threads fit the CPUs; Amdahl's factor slows each
+// part by its processes' share; a point's share is its free CPUs over its
+// busy processes, at most one, at least the floor.
+func TestContention(t *testing.T) {
 	t.Parallel()
+	quiet, busy := contention{cpus: 2}, contention{cpus: 2, threads: 3}
 	for _, tc := range []struct {
-		name           string
-		other0, freeAt float64
-		q1, q2         float64
+		name      string
+		got, want float64
 	}{
-		{"a quiet machine", 0, 2, 1000 * (0.2 + 0.8/2), 500},
-		{"the other work leaves a quarter of a CPU", 0, 0.25, 1000 / 0.25, 500 / 0.25},
-		{"it left half a CPU at degree 0, the whole machine now", 1.5, 2, 1000 * 0.5 * (0.2 + 0.8/2), 500 * 0.5},
+		{"quiet: a process gets a CPU", quiet.share(2), 1},
+		{"busy: two processes beside three threads get two fifths each", busy.share(2), 0.4},
+		{"unknown CPUs: no contention", contention{threads: 9}.share(1), 1},
+		{"quiet Amdahl", quiet.factor(0.2, 2), 0.2 + 0.8/2},
+		{"busy Amdahl", busy.factor(0.2, 2), 0.2/0.5 + 0.8/(2*0.4)},
+		{"a serial plan: s is moot", busy.factor(0.7, 1), 2},
+		{"free CPUs beyond the busy processes", shareOf(1.5, 1), 1},
+		{"free CPUs shared by the busy processes", shareOf(0.6, 1.5), 0.4},
+		{"fewer busy than one counts as one", shareOf(0.3, 0.5), 0.3},
+		{"no CPU free: the floor", shareOf(-0.1, 1), minShare},
 	} {
-		r := sweepPoint(1, 0, 0, -1)
-		r.Probe = planProbe(tc.freeAt, [2]float64{1, 0.2}, [2]float64{0, 1})
-		p := Predict(r, []workload.Result{sweepPoint(0, 1000, 500, tc.other0, 0, 0)})
-		q1, q2 := p.Metrics[MetricName(1)], p.Metrics[MetricName(2)]
-		if math.Abs(q1-tc.q1) > 1e-9 || math.Abs(q2-tc.q2) > 1e-9 || math.Abs(p.Metrics["total_s"]-(tc.q1+tc.q2)/1000) > 1e-12 {
-			t.Errorf("%s: Q1 %v, Q2 %v, total %v; want %v, %v and their sum", tc.name, q1, q2, p.Metrics["total_s"], tc.q1, tc.q2)
+		if math.Abs(tc.got-tc.want) > 1e-12 {
+			t.Errorf("%s: %v, want %v", tc.name, tc.got, tc.want)
 		}
 	}
 }
 
-// TestPredictFitsSOnTheLoadedPoints: a later degree's serial fraction is
-// fitted on the parallel points before it, each against the CPUs free
-// while it ran; a point that had one CPU or less free says nothing of s,
-// and the plan's fraction stands.
-func TestPredictFitsSOnTheLoadedPoints(t *testing.T) {
+// TestPredictTheFirstParallelDegree: degree 1, with only the serial degree
+// before it, is predicted from each query's plan probed before it: a
+// parallel plan by its serial fraction on its processes, a serial plan as
+// the serial time; the total is their sum. Beside other work each process
+// gets its share: half a CPU left at degree 0 is three threads of other
+// work, and a parallel plan's two processes get two fifths of a CPU each.
+// The probe's free CPUs change nothing.
+func TestPredictTheFirstParallelDegree(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name           string
+		other0, probed float64
+		q1, q2         float64
+	}{
+		{"a quiet machine", 0, 2, 1000 * (0.2 + 0.8/2), 500},
+		{"a quiet machine, a busy probe", 0, 0.1, 1000 * (0.2 + 0.8/2), 500},
+		{"the other work left half a CPU", 1.5, 2, 1000 * 0.5 * (0.2/0.5 + 0.8/(2*0.4)), 500},
+	} {
+		r := sweepPoint(1, 0, 0, -1)
+		r.Probe = planProbe(tc.probed, [2]float64{1, 0.2}, [2]float64{0, 1})
+		p := Predict(r, []workload.Result{sweepPoint(0, 1000, 500, tc.other0, 0, 0)})
+		q1, q2 := p.Metrics[MetricName(1)], p.Metrics[MetricName(2)]
+		if math.Abs(q1-tc.q1) > 1e-9 || math.Abs(q2-tc.q2) > 1e-9 || math.Abs(p.Metrics["total_s"]-(tc.q1+tc.q2)/1000) > 1e-12 {
+			t.Errorf("%s: Q1 %v, Q2 %v, total %v; want %v, %v and their sum (%s)", tc.name, q1, q2, p.Metrics["total_s"], tc.q1, tc.q2, p.Formula)
+		}
+	}
+}
+
+// TestPredictTakesTheWorkOfTheSamePlan: a query's work is the earlier
+// points' where its plan ran on as many processes, whatever degree 0's
+// serial plan took (degree 1's parallel Q1 did a seventh of its work);
+// where its plan ran on fewer, degree 0's, taken to n by s.
+func TestPredictTakesTheWorkOfTheSamePlan(t *testing.T) {
+	t.Parallel()
+	serial := sweepPoint(0, 7000, 500, 0, 0, 0)
+	r := sweepPoint(2, 0, 0, -1)
+	r.Probe = planProbe(2, [2]float64{2, 0.1}, [2]float64{2, 0.2})
+	p := Predict(r, []workload.Result{serial, sweepPoint(1, 1000, 500, 0, 1, 0)})
+	if got, want := p.Metrics[MetricName(1)], 1000.0; math.Abs(got-want) > 1e-9 {
+		t.Errorf("Q1 ran on two processes at degree 1: %v, want its time there %v", got, want)
+	}
+	if got, want := p.Metrics[MetricName(2)], 500*(0.2+0.8/2); math.Abs(got-want) > 1e-9 {
+		t.Errorf("Q2's plan was serial at degree 1: %v, want degree 0's taken to two processes %v", got, want)
+	}
+	if want := "as many processes for 1 queries, degree 0's for 1"; !strings.Contains(p.Formula, want) {
+		t.Errorf("formula %q; want it to say %q", p.Formula, want)
+	}
+}
+
+// TestPredictForecastsThePointBeforesLoad: the other work is the point
+// before's, its other_cpus over the share its busy processes got: degree
+// 1's Q1 kept two processes busy for 600 of its 1100 ms while the other
+// work took 1.5 CPUs; its probe's two free CPUs change nothing.
+func TestPredictForecastsThePointBeforesLoad(t *testing.T) {
+	t.Parallel()
+	r := sweepPoint(2, 0, 0, -1)
+	r.Probe = planProbe(2, [2]float64{2, 0}, [2]float64{0, 1})
+	p := Predict(r, []workload.Result{sweepPoint(0, 1000, 500, 0, 0, 0), sweepPoint(1, 600, 500, 1.5, 1, 0)})
+	busy := (600*2 + 500*1) / 1100.0
+	m := 1.5 / (0.5 / busy)
+	c := contention{cpus: 2, threads: m}
+	// Q2's serial plan did its work on a CPU of its own at degree 0 and
+	// on its share at degree 1.
+	work := (500 + 500*c.share(1)) / 2
+	if got, want := p.Metrics[MetricName(2)], work/c.share(1); math.Abs(got-want) > 1e-9 {
+		t.Errorf("Q2 (serial plan): %v, want %v beside %.2f threads", got, want, m)
+	}
+	if want := fmt.Sprintf("m = %.1f threads", m); !strings.Contains(p.Formula, want) {
+		t.Errorf("formula %q; want it to say %q", p.Formula, want)
+	}
+	if want := "forecast as the point before's, 1.50 of the 2 CPUs; a probe in the second before it found 2.00 CPUs free"; !strings.Contains(p.Reason, want) {
+		t.Errorf("reason %q; want it to say %q", p.Reason, want)
+	}
+}
+
+// TestPredictFitsSWithoutAPlan: a run whose probe read no plan fits s on
+// the parallel points before, each against the other work it ran beside;
+// with no parallel point before, a parallel plan has no figure.
+func TestPredictFitsSWithoutAPlan(t *testing.T) {
 	t.Parallel()
 	serial := sweepPoint(0, 1000, 500, 0, 0, 0)
-	r := sweepPoint(2, 0, 0, -1)
-	r.Probe = planProbe(2, [2]float64{2, 0.9}, [2]float64{2, 0.9})
-	// Degree 1 ran on both CPUs: Q1 took 1000 × (0.2 + 0.8/2), Q2 its
-	// serial time with a serial plan.
-	quiet := Predict(r, []workload.Result{serial, sweepPoint(1, 600, 500, 0, 1, 0)})
-	if got, want := quiet.Metrics[MetricName(1)], 600.0; math.Abs(got-want) > 1e-9 {
-		t.Errorf("s fitted on a quiet degree 1: Q1 %v, want %v (s = 0.2 on n = 2)", got, want)
+	r := sweepPoint(3, 0, 0, -1)
+	cpus := []engine.InstanceConfig{{Name: "db", Engine: "postgres", CPUs: "0-3"}}
+	r.Instances, serial.Instances = cpus, cpus
+	// Degree 1 ran on a quiet machine: Q1's 600 ms on two processes is
+	// s = 0.2, which on four is 1000 × (0.2 + 0.8/4).
+	degree1 := sweepPoint(1, 600, 500, 0, 1, 0)
+	degree1.Instances = cpus
+	p := Predict(r, []workload.Result{serial, degree1})
+	if got, want := p.Metrics[MetricName(1)], 1000*(0.2+0.8/4); math.Abs(got-want) > 1e-9 {
+		t.Errorf("s fitted on degree 1: Q1 %v, want %v (%s)", got, want, p.Formula)
 	}
-	if got, want := quiet.Metrics[MetricName(2)], 1000*(0.9+0.1/2)*0.5; math.Abs(got-want) > 1e-9 {
-		t.Errorf("a serial plan before says nothing of s: Q2 %v, want the plan's %v", got, want)
+	if _, ok := p.Metrics[MetricName(2)]; ok {
+		t.Errorf("Q2 ran serial plans only: no s, yet a figure %v", p.Metrics[MetricName(2)])
 	}
-	// Degree 1 ran with one CPU free: whatever it measured, the plan's s.
-	busy := Predict(r, []workload.Result{serial, sweepPoint(1, 3000, 900, 1, 1, 0)})
-	if got, want := busy.Metrics[MetricName(1)], 1000*(0.9+0.1/2); math.Abs(got-want) > 1e-9 {
-		t.Errorf("s after a degree with one CPU free: Q1 %v, want the plan's %v", got, want)
+	if _, ok := p.Metrics["total_s"]; ok {
+		t.Error("a total without every query's figure")
 	}
 }
 
@@ -126,61 +202,5 @@ func TestParsePlanShape(t *testing.T) {
 	}
 	if _, err := ParsePlanShape([]byte(`[]`)); err == nil {
 		t.Error("no plan read as a shape")
-	}
-}
-
-// probed is a hand-made point with a probe of the CPUs free before it.
-func probed(r workload.Result, free float64) workload.Result {
-	r.Probe = planProbe(free)
-	return r
-}
-
-// TestPredictSetsLikeAgainstLike: F0 and the fit's free CPUs are each
-// point's probe, the measure F is, where the point has one; other_cpus
-// only where it has none. The probe before degree 0 found half a CPU
-// free where other_cpus left two.
-func TestPredictSetsLikeAgainstLike(t *testing.T) {
-	t.Parallel()
-	degree1 := sweepPoint(1, 0, 0, -1)
-	degree1.Probe = planProbe(0.5, [2]float64{1, 0.2}, [2]float64{0, 1})
-	degree2 := sweepPoint(2, 0, 0, -1)
-	degree2.Probe = planProbe(2, [2]float64{2, 0.9}, [2]float64{2, 0.9})
-	for _, tc := range []struct {
-		name   string
-		r      workload.Result
-		before []workload.Result
-		q1, q2 float64
-	}{
-		{"F0 is degree 0's probe, as F is the point's: the same half CPU, the same time",
-			degree1, []workload.Result{probed(sweepPoint(0, 1000, 500, 0, 0, 0), 0.5)}, 1000, 500},
-		{"no probe at degree 0: F0 is what other_cpus left",
-			degree1, []workload.Result{sweepPoint(0, 1000, 500, 1.5, 0, 0)}, 1000, 500},
-		{"no probe at degree 0, other_cpus left two CPUs: the work is the serial time's",
-			degree1, []workload.Result{sweepPoint(0, 1000, 500, 0, 0, 0)}, 2000, 1000},
-		// Degree 1 ran with other_cpus at one CPU, but its probe found
-		// both free: Q1's 600 ms on two CPUs fits s = 0.2, not the plan's
-		// 0.9; Q2's serial plan says nothing of s.
-		{"the fit reads each parallel point's probe",
-			degree2, []workload.Result{probed(sweepPoint(0, 1000, 500, 0, 0, 0), 2), probed(sweepPoint(1, 600, 500, 1, 1, 0), 2)},
-			600, 1000 * (0.9 + 0.1/2) * 0.5},
-	} {
-		p := Predict(tc.r, tc.before)
-		q1, q2 := p.Metrics[MetricName(1)], p.Metrics[MetricName(2)]
-		if math.Abs(q1-tc.q1) > 1e-9 || math.Abs(q2-tc.q2) > 1e-9 {
-			t.Errorf("%s: Q1 %v, Q2 %v; want %v, %v (%s)", tc.name, q1, q2, tc.q1, tc.q2, p.Formula)
-		}
-	}
-}
-
-// TestPredictSaysASerialPlanIsMoot: a serial plan (n = 1) on a quiet
-// machine is counted moot beside the points with at most one CPU free,
-// and the formula says both.
-func TestPredictSaysASerialPlanIsMoot(t *testing.T) {
-	t.Parallel()
-	r := sweepPoint(1, 0, 0, -1)
-	r.Probe = planProbe(2, [2]float64{1, 0.2}, [2]float64{0, 1})
-	p := Predict(r, []workload.Result{sweepPoint(0, 1000, 500, 0, 0, 0)})
-	if want := "the plan's for 1, moot for 1 (a serial plan or at most one CPU free)"; !strings.Contains(p.Formula, want) {
-		t.Errorf("formula %q; want it to say %q", p.Formula, want)
 	}
 }
