@@ -22,7 +22,7 @@ func TestReportPredictionsOverRuns(t *testing.T) {
 	}
 	// Each run: 2 engines × 2 paths × (time, pages); the scan, first of
 	// its table, has no prediction, so its pages are a fit.
-	for _, want := range []string{"figures", "predicted", "median error", first, second, "all 2 runs", "Where each workload's model misses most:", "key-lookup "} {
+	for _, want := range []string{"figures", "predicted", "median error", first, second, "all 2 runs", "repeat median", "Where each workload's model misses most:", "key-lookup "} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
@@ -39,6 +39,9 @@ func TestReportPredictionsOverRuns(t *testing.T) {
 			Predicted int      `json:"predicted"`
 			Fitted    int      `json:"fitted"`
 			MedianPct *float64 `json:"median_error_pct"`
+			Repeat    *struct {
+				Figures int `json:"figures"`
+			} `json:"repeatability"`
 		} `json:"runs"`
 		All struct {
 			Figures   int `json:"figures"`
@@ -59,6 +62,10 @@ func TestReportPredictionsOverRuns(t *testing.T) {
 		// The lookup paths' time and pages are predicted from the scans.
 		if r.Predicted != 4 || r.Predicted+r.Fitted > r.Figures || r.MedianPct == nil {
 			t.Errorf("run %s: %d predicted, %d fit of %d, median %v; want the lookups' 4 predicted", r.Dir, r.Predicted, r.Fitted, r.Figures, r.MedianPct)
+		}
+		// Both runs are key-lookup's: each figure has the other run's.
+		if r.Repeat == nil || r.Repeat.Figures != r.Figures {
+			t.Errorf("run %s: repeatability %+v, want each of its %d figures held against the other run's", r.Dir, r.Repeat, r.Figures)
 		}
 	}
 	if len(doc.All.Worst) != 1 || doc.All.Worst[0].Workload != "key-lookup" || doc.All.Worst[0].Reason == "" {
