@@ -287,3 +287,35 @@ func TestPredictCapacityIsTheCPUsLeftNotADip(t *testing.T) {
 		t.Errorf("70 users on unix: %v (%s), want %v", got, p.Formula, want)
 	}
 }
+
+// TestPredictByTheHostsCPUs: a point whose load kept 90 % of the host's
+// CPUs busy saturated the server, its throughput on the light-load line
+// or not (no think time: 8 users at 4000/s, the server's 1.0 CPUs and
+// the client's 225 µs a transaction, 1.9 CPUs); before any point
+// saturated, the host's CPUs over the CPU a transaction costs cap the
+// users' line, and leave it where the host has more.
+func TestPredictByTheHostsCPUs(t *testing.T) {
+	t.Parallel()
+	results := oltptest.Results("duplex-mismatch", "0s", []oltptest.Point{{Mix: "shop", Net: "lan-1g", Users: 8, TPS: 4000, MeanMS: 2, CPU: 1.0}})
+	results[0].Metrics["client_cpu_us_per_tx"] = 225
+	next := oltptest.Results("duplex-mismatch", "0s", []oltptest.Point{{Mix: "shop", Net: "lan-1g", Users: 32, TPS: 1, MeanMS: 1, CPU: 1}})[0]
+	for _, tc := range []struct {
+		name    string
+		host    float64
+		want    float64
+		formula string // a part of what the prediction says
+	}{
+		{"the lightest point kept the host busy", 2, 1.9 / 0.000475, "C / D = 1.90 CPUs / 475 µs"},
+		{"the host's ceiling", 4, 4 / 0.000475, "capped by the host's ceiling C / D = 4 CPUs / 475 µs"},
+		{"below the host's ceiling", 16, 32 / 0.002, "below the host's ceiling C / D = 16 CPUs / 475 µs"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := next
+			r.Probe = map[string]float64{"host_cpus": tc.host}
+			p := oltp.Predict(r, results)
+			if got := p.Metrics["tps"]; math.Abs(got-tc.want) > 1e-6*tc.want || !strings.Contains(p.Formula, tc.formula) {
+				t.Errorf("32 users on %g CPUs: %v, want %v; formula %q, want it to say %q", tc.host, got, tc.want, p.Formula, tc.formula)
+			}
+		})
+	}
+}
