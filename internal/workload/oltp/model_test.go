@@ -319,3 +319,35 @@ func TestPredictByTheHostsCPUs(t *testing.T) {
 		})
 	}
 }
+
+// TestFitBelowTheLightestPoint: a point with fewer users than any other of
+// its curve is fitted on the lightest one's line, unless that point's
+// response took longer than the CPU a transaction cost there (it waited,
+// for the CPUs at 40 users of a 120 ms query): then on the CPU a
+// transaction cost, capped by the peak.
+func TestFitBelowTheLightestPoint(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name            string
+		tps, mean, cpus float64 // the lightest other point's, at 40 users
+		users           int
+		want            float64
+		formula         string
+	}{
+		{"it waited: the CPU a transaction", 16, 2490, 1.92, 1, 1 / 0.13, "D = 120.0 ms"},
+		{"it waited: capped by the peak", 16, 2490, 1.92, 10, 16, "tps = min(N / (D + Z), X_peak)"},
+		{"no wait: its line", 3800, 0.3, 1.9, 10, 10 / (40 / 3800.0), "(the lightest load so far)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			think := 1000*40/tc.tps - tc.mean
+			all := oltptest.Results("transport-oltp", "10ms", []oltptest.Point{
+				{Mix: "reporting", Net: "unix", Users: 40, TPS: tc.tps, MeanMS: tc.mean, CPU: tc.cpus},
+				{Mix: "reporting", Net: "unix", Users: tc.users, TPS: 1, MeanMS: 1, CPU: 1},
+			})
+			p := oltp.Model(all[1], all[:1])
+			if got := p.Metrics["tps"]; math.Abs(got-tc.want) > 1e-9*tc.want || !strings.Contains(p.Formula, tc.formula) {
+				t.Errorf("%d users (Z lived %.1f ms): %v, want %v; formula %q, want it to say %q", tc.users, think, got, tc.want, p.Formula, tc.formula)
+			}
+		})
+	}
+}
