@@ -351,3 +351,34 @@ func TestFitBelowTheLightestPoint(t *testing.T) {
 		})
 	}
 }
+
+// TestPredictSaysTheUsersWaitedForLocks: where 5 % or more of the users
+// of the curve's heaviest point so far waited in the server (on row
+// locks), the prediction's reason says more users wait longer, a queue
+// the CPUs' capacity leaves out; where fewer did, it says nothing of it.
+func TestPredictSaysTheUsersWaitedForLocks(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name    string
+		waiting int // sessions waiting at 32 users
+		says    bool
+	}{
+		{"2 of 32 waited", 2, true},
+		{"1 of 32 waited", 1, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			all := oltptest.Results("duplex-mismatch", "0s", []oltptest.Point{
+				{Mix: "shop", Net: "lan-1g", Users: 8, TPS: 4000, MeanMS: 2, CPU: 1},
+				{Mix: "shop", Net: "lan-1g", Users: 32, TPS: 6000, MeanMS: 5.3, CPU: 1},
+				{Mix: "shop", Net: "lan-1g", Users: 128, TPS: 1, MeanMS: 1, CPU: 1},
+			})
+			for i := range all[1].Monitor[0].Samples {
+				all[1].Monitor[0].Samples[i].Waiting = tc.waiting
+			}
+			p := oltp.Predict(all[2], all[:2])
+			if got := strings.Contains(p.Reason, "at 32 users, its most so far, "); got != tc.says || tc.says && !strings.Contains(p.Reason, "a queue the CPUs' capacity leaves out") {
+				t.Errorf("reason %q: says the users waited %v, want %v", p.Reason, got, tc.says)
+			}
+		})
+	}
+}
