@@ -175,7 +175,7 @@ func capByCPUs(pred workload.Prediction, r workload.Result, before []workload.Re
 		return pred, false
 	}
 	if m.host {
-		return capByHost(pred, m), true
+		return capByHost(pred, m)
 	}
 	pred.Metrics["tps"] = min(pred.Metrics["tps"], m.tps)
 	pred.Formula += fmt.Sprintf(", capped by the server's capacity C / D = %.2f CPUs / %s = %s/s (C the median of the CPUs the load kept busy at the latest %d saturated points of the same load before it, %s; D the CPU a transaction costs, the server's and the client's, %s): tps = %s/s",
@@ -185,18 +185,19 @@ func capByCPUs(pred workload.Prediction, r workload.Result, before []workload.Re
 }
 
 // capByHost caps a prediction by the host's CPUs over D, before any point
-// of its load saturated the server.
-func capByHost(pred workload.Prediction, m cpuCapacity) workload.Prediction {
+// of its load saturated the server; false, with the ceiling in its
+// formula, where the users' line is below it: the prediction goes on as
+// one no capacity caps.
+func capByHost(pred workload.Prediction, m cpuCapacity) (workload.Prediction, bool) {
 	if m.tps >= pred.Metrics["tps"] {
 		pred.Formula += fmt.Sprintf(", below the host's ceiling C / D = %.0f CPUs / %s = %s/s (D %s)", m.cpus[0], FormatMS(1000*m.demand), FormatTPS(m.tps), m.whose)
-		pred.Reason = "no point before it saturated the server: its capacity is unknown, and the throughput is capped by the users and the host's CPUs only"
-		return pred
+		return pred, false
 	}
 	pred.Metrics["tps"] = m.tps
 	pred.Formula += fmt.Sprintf(", capped by the host's ceiling C / D = %.0f CPUs / %s = %s/s (no point of the same load before it saturated the server; D the CPU a transaction costs, the server's and the client's, %s)",
 		m.cpus[0], FormatMS(1000*m.demand), FormatTPS(m.tps), m.whose)
 	pred.Reason = kneeReason + "; no point before it saturated the server: the machine's other work keeps some of the host's CPUs, and a transaction costs less CPU as more users share each wake-up"
-	return pred
+	return pred, true
 }
 
 // cpuList writes CPUs latest first: "1.32, 1.26 and 1.12".

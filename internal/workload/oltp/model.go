@@ -462,8 +462,9 @@ func predictClosedLoop(r workload.Result, before []workload.Result, curve []Curv
 	pred := workload.Prediction{Metrics: map[string]float64{"tps": free}}
 	pred.Formula = fmt.Sprintf("closed loop: tps = N / (R0 + Z) = %g / (%s + %s) = %s/s; R0 = the mean response at %g users%s, the lightest load measured before, Z = the think time its users lived (N0 / X0 - R0; %s set)",
 		n, FormatMS(base.MeanMS), FormatMS(z), FormatTPS(free), base.Users, through, FormatMS(ThinkMS(r.Params)))
-	if capped, ok := capByCPUs(pred, r, before, curve, sibs); ok {
-		return capped
+	pred, capped := capByCPUs(pred, r, before, curve, sibs)
+	if capped {
+		return pred
 	}
 	if len(saturated) == 0 {
 		return capBySiblings(pred, sibs, curve, through)

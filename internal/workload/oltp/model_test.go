@@ -304,10 +304,11 @@ func TestPredictByTheHostsCPUs(t *testing.T) {
 		host    float64
 		want    float64
 		formula string // a part of what the prediction says
+		reason  string // a part of what it says it leaves out
 	}{
-		{"the lightest point kept the host busy", 2, 1.9 / 0.000475, "C / D = 1.90 CPUs / 475 µs"},
-		{"the host's ceiling", 4, 4 / 0.000475, "capped by the host's ceiling C / D = 4 CPUs / 475 µs"},
-		{"below the host's ceiling", 16, 32 / 0.002, "below the host's ceiling C / D = 16 CPUs / 475 µs"},
+		{"the lightest point kept the host busy", 2, 1.9 / 0.000475, "C / D = 1.90 CPUs / 475 µs", "the CPUs the machine's other work leaves the load move"},
+		{"the host's ceiling", 4, 4 / 0.000475, "capped by the host's ceiling C / D = 4 CPUs / 475 µs", "the machine's other work keeps some of the host's CPUs"},
+		{"below the host's ceiling", 16, 32 / 0.002, "below the host's ceiling C / D = 16 CPUs / 475 µs", "its capacity is unknown, and the throughput is capped by the users only"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := next
@@ -315,6 +316,9 @@ func TestPredictByTheHostsCPUs(t *testing.T) {
 			p := oltp.Predict(r, results)
 			if got := p.Metrics["tps"]; math.Abs(got-tc.want) > 1e-6*tc.want || !strings.Contains(p.Formula, tc.formula) {
 				t.Errorf("32 users on %g CPUs: %v, want %v; formula %q, want it to say %q", tc.host, got, tc.want, p.Formula, tc.formula)
+			}
+			if !strings.Contains(p.Reason, tc.reason) {
+				t.Errorf("32 users on %g CPUs: reason %q, want it to say %q", tc.host, p.Reason, tc.reason)
 			}
 		})
 	}
