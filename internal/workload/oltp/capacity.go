@@ -1,10 +1,12 @@
 package oltp
 
 import (
+	"context"
 	"fmt"
 	"slices"
 
 	"github.com/dbrig/dbrig/internal/measure"
+	"github.com/dbrig/dbrig/internal/procstat"
 	"github.com/dbrig/dbrig/internal/workload"
 )
 
@@ -21,6 +23,17 @@ import (
 // work had starved that point: on a quick run at load average 12 to 87
 // the unix socket's 40 users fell to 1,850/s and 70 and 110 users were
 // predicted there for 5,175/s and 5,220/s measured.
+//
+// A point whose load kept saturatedShare of the host's CPUs busy
+// saturated the server whatever its throughput against the light-load
+// line: with no think time (duplex-mismatch) or a heavy query (the
+// reporting mix) the lightest point itself saturates, and its line
+// predicted 4 times its own throughput at 4 times the users. Before any
+// point saturated, the host's CPUs are the ceiling: the load cannot keep
+// more busy than the host has.
+
+// probeHostCPUs is the probe's key for the host's online CPUs.
+const probeHostCPUs = "host_cpus"
 
 // recentSaturated is how many of the latest saturated points C is the
 // median of: one point the machine starved is not the machine's state.
@@ -32,6 +45,23 @@ type cpuCapacity struct {
 	cpus   []float64 // what the load kept busy at the recent saturated points, latest first
 	demand float64   // D, CPU seconds a transaction
 	whose  string    // where D was measured
+	host   bool      // no point saturated before it: C is the host's CPUs
+}
+
+// Probe records the host's online CPUs just before a point runs: the
+// ceiling of what its load can keep busy.
+func Probe(context.Context, workload.Result, *workload.Env) (map[string]float64, error) {
+	return map[string]float64{probeHostCPUs: float64(procstat.OnlineCPUs())}, nil
+}
+
+// hostCPUs is the host's CPUs the probe saw before r, or for a result
+// stored before the probe was, this machine's: a replay runs where the
+// run did.
+func hostCPUs(r workload.Result) float64 {
+	if v := r.Probe[probeHostCPUs]; v > 0 {
+		return v
+	}
+	return float64(procstat.OnlineCPUs())
 }
 
 // cpusUsed is the CPUs a point's load kept busy: its servers' (the
@@ -47,19 +77,22 @@ func cpusUsed(o workload.Result) float64 {
 // capacityByCPUs is r's capacity C / D; false when no saturated point
 // before it had its CPU seen, or no point of its curve or a sibling's a D.
 func capacityByCPUs(r workload.Result, before []workload.Result, own []CurvePoint, sibs []sibling) (cpuCapacity, bool) {
-	key := siblingKey(r)
+	key, host := siblingKey(r), hostCPUs(r)
 	var m cpuCapacity
 	for i := len(before) - 1; i >= 0 && len(m.cpus) < recentSaturated; i-- {
 		o := before[i]
 		if !o.Measured() || o.Combo == r.Combo || o.Params.Float("rate") > 0 || Mismatched(o) || siblingKey(o) != key {
 			continue
 		}
-		if u := cpusUsed(o); u > 0 && saturatedAt(o, before) {
+		if u := cpusUsed(o); u > 0 && (u >= saturatedShare*host || saturatedAt(o, before)) {
 			m.cpus = append(m.cpus, u)
 		}
 	}
 	d, whose, ok := demandOf(own, sibs, r.Params.Float("users"))
-	if len(m.cpus) == 0 || !ok {
+	if len(m.cpus) == 0 && host > 0 {
+		m.cpus, m.host = []float64{host}, true
+	}
+	if !ok || len(m.cpus) == 0 {
 		return cpuCapacity{}, false
 	}
 	m.demand, m.whose = d, whose
@@ -141,10 +174,29 @@ func capByCPUs(pred workload.Prediction, r workload.Result, before []workload.Re
 	if !ok {
 		return pred, false
 	}
+	if m.host {
+		return capByHost(pred, m)
+	}
 	pred.Metrics["tps"] = min(pred.Metrics["tps"], m.tps)
 	pred.Formula += fmt.Sprintf(", capped by the server's capacity C / D = %.2f CPUs / %s = %s/s (C the median of the CPUs the load kept busy at the latest %d saturated points of the same load before it, %s; D the CPU a transaction costs, the server's and the client's, %s): tps = %s/s",
 		measure.Median(slices.Clone(m.cpus)), FormatMS(1000*m.demand), FormatTPS(m.tps), len(m.cpus), cpuList(m.cpus), m.whose, FormatTPS(pred.Metrics["tps"]))
 	pred.Reason = kneeReason + "; the CPUs the machine's other work leaves the load move between the points before it and this one, and a transaction's CPU with the users and the machine's load"
+	return pred, true
+}
+
+// capByHost caps a prediction by the host's CPUs over D, before any point
+// of its load saturated the server; false, with the ceiling in its
+// formula, where the users' line is below it: the prediction goes on as
+// one no capacity caps.
+func capByHost(pred workload.Prediction, m cpuCapacity) (workload.Prediction, bool) {
+	if m.tps >= pred.Metrics["tps"] {
+		pred.Formula += fmt.Sprintf(", below the host's ceiling C / D = %.0f CPUs / %s = %s/s (D %s)", m.cpus[0], FormatMS(1000*m.demand), FormatTPS(m.tps), m.whose)
+		return pred, false
+	}
+	pred.Metrics["tps"] = m.tps
+	pred.Formula += fmt.Sprintf(", capped by the host's ceiling C / D = %.0f CPUs / %s = %s/s (no point of the same load before it saturated the server; D the CPU a transaction costs, the server's and the client's, %s)",
+		m.cpus[0], FormatMS(1000*m.demand), FormatTPS(m.tps), m.whose)
+	pred.Reason = kneeReason + "; no point before it saturated the server: the machine's other work keeps some of the host's CPUs, and a transaction costs less CPU as more users share each wake-up"
 	return pred, true
 }
 

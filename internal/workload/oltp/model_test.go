@@ -287,3 +287,102 @@ func TestPredictCapacityIsTheCPUsLeftNotADip(t *testing.T) {
 		t.Errorf("70 users on unix: %v (%s), want %v", got, p.Formula, want)
 	}
 }
+
+// TestPredictByTheHostsCPUs: a point whose load kept 90 % of the host's
+// CPUs busy saturated the server, its throughput on the light-load line
+// or not (no think time: 8 users at 4000/s, the server's 1.0 CPUs and
+// the client's 225 µs a transaction, 1.9 CPUs); before any point
+// saturated, the host's CPUs over the CPU a transaction costs cap the
+// users' line, and leave it where the host has more.
+func TestPredictByTheHostsCPUs(t *testing.T) {
+	t.Parallel()
+	results := oltptest.Results("duplex-mismatch", "0s", []oltptest.Point{{Mix: "shop", Net: "lan-1g", Users: 8, TPS: 4000, MeanMS: 2, CPU: 1.0}})
+	results[0].Metrics["client_cpu_us_per_tx"] = 225
+	next := oltptest.Results("duplex-mismatch", "0s", []oltptest.Point{{Mix: "shop", Net: "lan-1g", Users: 32, TPS: 1, MeanMS: 1, CPU: 1}})[0]
+	for _, tc := range []struct {
+		name    string
+		host    float64
+		want    float64
+		formula string // a part of what the prediction says
+		reason  string // a part of what it says it leaves out
+	}{
+		{"the lightest point kept the host busy", 2, 1.9 / 0.000475, "C / D = 1.90 CPUs / 475 µs", "the CPUs the machine's other work leaves the load move"},
+		{"the host's ceiling", 4, 4 / 0.000475, "capped by the host's ceiling C / D = 4 CPUs / 475 µs", "the machine's other work keeps some of the host's CPUs"},
+		{"below the host's ceiling", 16, 32 / 0.002, "below the host's ceiling C / D = 16 CPUs / 475 µs", "its capacity is unknown, and the throughput is capped by the users only"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := next
+			r.Probe = map[string]float64{"host_cpus": tc.host}
+			p := oltp.Predict(r, results)
+			if got := p.Metrics["tps"]; math.Abs(got-tc.want) > 1e-6*tc.want || !strings.Contains(p.Formula, tc.formula) {
+				t.Errorf("32 users on %g CPUs: %v, want %v; formula %q, want it to say %q", tc.host, got, tc.want, p.Formula, tc.formula)
+			}
+			if !strings.Contains(p.Reason, tc.reason) {
+				t.Errorf("32 users on %g CPUs: reason %q, want it to say %q", tc.host, p.Reason, tc.reason)
+			}
+		})
+	}
+}
+
+// TestFitBelowTheLightestPoint: a point with fewer users than any other of
+// its curve is fitted on the lightest one's line, unless that point's
+// response took longer than the CPU a transaction cost there (it waited,
+// for the CPUs at 40 users of a 120 ms query): then on the CPU a
+// transaction cost, capped by the peak.
+func TestFitBelowTheLightestPoint(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name            string
+		tps, mean, cpus float64 // the lightest other point's, at 40 users
+		users           int
+		want            float64
+		formula         string
+	}{
+		{"it waited: the CPU a transaction", 16, 2490, 1.92, 1, 1 / 0.13, "D = 120.0 ms"},
+		{"it waited: capped by the peak", 16, 2490, 1.92, 10, 16, "tps = min(N / (D + Z), X_peak)"},
+		{"no wait: its line", 3800, 0.3, 1.9, 10, 10 / (40 / 3800.0), "(the lightest load so far)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			think := 1000*40/tc.tps - tc.mean
+			all := oltptest.Results("transport-oltp", "10ms", []oltptest.Point{
+				{Mix: "reporting", Net: "unix", Users: 40, TPS: tc.tps, MeanMS: tc.mean, CPU: tc.cpus},
+				{Mix: "reporting", Net: "unix", Users: tc.users, TPS: 1, MeanMS: 1, CPU: 1},
+			})
+			p := oltp.Model(all[1], all[:1])
+			if got := p.Metrics["tps"]; math.Abs(got-tc.want) > 1e-9*tc.want || !strings.Contains(p.Formula, tc.formula) {
+				t.Errorf("%d users (Z lived %.1f ms): %v, want %v; formula %q, want it to say %q", tc.users, think, got, tc.want, p.Formula, tc.formula)
+			}
+		})
+	}
+}
+
+// TestPredictSaysTheUsersWaitedForLocks: where 5 % or more of the users
+// of the curve's heaviest point so far waited in the server (on row
+// locks), the prediction's reason says more users wait longer, a queue
+// the CPUs' capacity leaves out; where fewer did, it says nothing of it.
+func TestPredictSaysTheUsersWaitedForLocks(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name    string
+		waiting int // sessions waiting at 32 users
+		says    bool
+	}{
+		{"2 of 32 waited", 2, true},
+		{"1 of 32 waited", 1, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			all := oltptest.Results("duplex-mismatch", "0s", []oltptest.Point{
+				{Mix: "shop", Net: "lan-1g", Users: 8, TPS: 4000, MeanMS: 2, CPU: 1},
+				{Mix: "shop", Net: "lan-1g", Users: 32, TPS: 6000, MeanMS: 5.3, CPU: 1},
+				{Mix: "shop", Net: "lan-1g", Users: 128, TPS: 1, MeanMS: 1, CPU: 1},
+			})
+			for i := range all[1].Monitor[0].Samples {
+				all[1].Monitor[0].Samples[i].Waiting = tc.waiting
+			}
+			p := oltp.Predict(all[2], all[:2])
+			if got := strings.Contains(p.Reason, "at 32 users, its most so far, "); got != tc.says || tc.says && !strings.Contains(p.Reason, "a queue the CPUs' capacity leaves out") {
+				t.Errorf("reason %q: says the users waited %v, want %v", p.Reason, got, tc.says)
+			}
+		})
+	}
+}

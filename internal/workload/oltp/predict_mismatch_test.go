@@ -49,7 +49,8 @@ func withoutWarmUpCount(p workload.Result) workload.Result {
 // collisions its server's frames cause (k × f × b × 8 / rate × RTO a
 // transaction a second, k 1 before any mismatched point, then the median
 // of the mismatched points of other combinations before it, every mix's,
-// never its own combination's other runs); without a twin it says why. Its own figures (its
+// never its own combination's other runs); without a twin it says why,
+// and with k 1 that no point measured k. Its own figures (its
 // throughput, its lost segments) never enter its prediction.
 func TestPredictMismatchedFromItsTwinAndTheCollisions(t *testing.T) {
 	t.Parallel()
@@ -72,13 +73,14 @@ func TestPredictMismatchedFromItsTwinAndTheCollisions(t *testing.T) {
 		before []workload.Result
 		want   float64
 		says   string
+		noK    bool // the reason says no point before it measured k
 	}{
-		{"no twin", nil, 0, "no prediction: its full-duplex twin"},
-		{"the overlap alone", []workload.Result{twin}, solve(1), "k = 1.00 (the frames' overlap alone"},
-		{"k from the points before", []workload.Result{earlier, twin}, solve(0.5), "k = 0.50 (the median of the 1 mismatched points of other combinations before it)"},
-		{"stored without the warm-up's count", []workload.Result{withoutWarmUpCount(earlier), withoutWarmUpCount(twin)}, solve(0.5), "k = 0.50"},
-		{"every mix's, not its own combination's", []workload.Result{otherMix, ownRun, earlier, twin}, solve(1.25), "k = 1.25 (the median of the 2 mismatched points of other combinations"},
-		{"never its own combination's runs", []workload.Result{ownRun, twin}, solve(1), "k = 1.00 (the frames' overlap alone"},
+		{"no twin", nil, 0, "no prediction: its full-duplex twin", false},
+		{"the overlap alone", []workload.Result{twin}, solve(1), "k = 1.00 (the frames' overlap alone", true},
+		{"k from the points before", []workload.Result{earlier, twin}, solve(0.5), "k = 0.50 (the median of the 1 mismatched points of other combinations before it)", false},
+		{"stored without the warm-up's count", []workload.Result{withoutWarmUpCount(earlier), withoutWarmUpCount(twin)}, solve(0.5), "k = 0.50", false},
+		{"every mix's, not its own combination's", []workload.Result{otherMix, ownRun, earlier, twin}, solve(1.25), "k = 1.25 (the median of the 2 mismatched points of other combinations", false},
+		{"never its own combination's runs", []workload.Result{ownRun, twin}, solve(1), "k = 1.00 (the frames' overlap alone", true},
 	} {
 		r := duplexPoint(8, rate, true, 1500, 99)
 		p := oltp.Predict(r, tc.before)
@@ -90,6 +92,9 @@ func TestPredictMismatchedFromItsTwinAndTheCollisions(t *testing.T) {
 		}
 		if got := p.Metrics["tps"]; math.Abs(got-tc.want) > 1e-9*tc.want || !strings.Contains(p.Formula, tc.says) {
 			t.Errorf("%s: %v (%s), want %v saying %q", tc.name, got, p.Formula, tc.want, tc.says)
+		}
+		if noK := strings.HasPrefix(p.Reason, "no mismatched point before it measured k"); noK != tc.noK {
+			t.Errorf("%s: reason %q, want it to say no point measured k: %v", tc.name, p.Reason, tc.noK)
 		}
 		// The point as the runner sees it before it runs: no figure, no
 		// traffic; the prediction is the same.

@@ -62,6 +62,7 @@ func KindWith(live *Live) workload.Kind {
 		Metrics: metricSpecs(),
 		Model:   Model,
 		Predict: Predict,
+		Probe:   Probe,
 	}
 }
 

@@ -78,6 +78,9 @@ func Results(study, think string, pts []Point) []workload.Result {
 		if p.CPU >= 0 {
 			r.Monitor = []monitor.Series{{Instance: "db", Engine: "postgres", Samples: []monitor.Sample{{At: 1, CPU: p.CPU}, {At: 2, CPU: p.CPU}}}}
 		}
+		// The host's CPUs as the probe records them, so that a
+		// prediction does not change with the machine the test runs on.
+		r.Probe = map[string]float64{"host_cpus": 2}
 		pred := oltp.Predict(r, all)
 		r.SetModel(pred, oltp.Model(r, workload.OtherCombinations(r, all)))
 		all = append(all, r)
