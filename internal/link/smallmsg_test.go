@@ -1,13 +1,10 @@
 package link
 
 import (
-	"bufio"
 	"fmt"
 	"io"
 	"net"
 	"os"
-	"os/exec"
-	"strings"
 	"testing"
 	"time"
 
@@ -76,33 +73,7 @@ func writeSmall(c net.Conn, count, size int, pace time.Duration) {
 // startSmallWriter starts the writer's process; it ends with the benchmark.
 func startSmallWriter(b *testing.B, count, size int, pace time.Duration) string {
 	b.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run", "^TestSmallWriterProcess$", "-test.count", "1")
-	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%d %d %s", smallWriterEnv, count, size, pace))
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() {
-		stdin.Close()
-		if err := cmd.Wait(); err != nil {
-			b.Errorf("the writer's process: %v", err)
-		}
-	})
-	line, err := bufio.NewReader(stdout).ReadString('\n')
-	addr, ok := strings.CutPrefix(strings.TrimSpace(line), "writer ")
-	if err != nil || !ok {
-		b.Fatalf("the writer's process said %q (%v)", line, err)
-	}
-	go io.Copy(io.Discard, stdout)
-	return addr
+	return startTestProcess(b, "TestSmallWriterProcess", fmt.Sprintf("%s=%d %d %s", smallWriterEnv, count, size, pace), "writer")
 }
 
 // smallStream is what one stream's reader saw.
