@@ -41,8 +41,18 @@ func TestLinkApartProcess(t *testing.T) {
 // ends with the benchmark.
 func startLinkApart(b *testing.B, upstream string) string {
 	b.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run", "^TestLinkApartProcess$", "-test.count", "1")
-	cmd.Env = append(os.Environ(), linkApartEnv+"="+upstream)
+	return startTestProcess(b, "TestLinkApartProcess", linkApartEnv+"="+upstream, "link")
+}
+
+// startTestProcess runs this test binary again with only the test named
+// run and env added to its environment, as a process of its own that
+// serves until its standard input closes, and returns the address it
+// prints on its first line after the word tag. The process ends with the
+// benchmark.
+func startTestProcess(b *testing.B, run, env, tag string) string {
+	b.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run", "^"+run+"$", "-test.count", "1")
+	cmd.Env = append(os.Environ(), env)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		b.Fatal(err)
@@ -58,13 +68,13 @@ func startLinkApart(b *testing.B, upstream string) string {
 	b.Cleanup(func() {
 		stdin.Close()
 		if err := cmd.Wait(); err != nil {
-			b.Errorf("the link's own process: %v", err)
+			b.Errorf("the %s process: %v", tag, err)
 		}
 	})
 	line, err := bufio.NewReader(stdout).ReadString('\n')
-	addr, ok := strings.CutPrefix(strings.TrimSpace(line), "link ")
+	addr, ok := strings.CutPrefix(strings.TrimSpace(line), tag+" ")
 	if err != nil || !ok {
-		b.Fatalf("the link's own process said %q (%v)", line, err)
+		b.Fatalf("the %s process said %q (%v)", tag, line, err)
 	}
 	go io.Copy(io.Discard, stdout) // what go test prints as the process ends
 	return addr

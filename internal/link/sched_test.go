@@ -198,3 +198,73 @@ func TestLinkLatenessLeavesOutTheReceiversTime(t *testing.T) {
 		}
 	})
 }
+
+// TestLinkStreamIsNotSpunFor: on a short delay a server's stream of small
+// messages comes further apart than the one-way delay, each answering
+// nothing: the scheduler must not spin for each (a spin per message took
+// the CPU from the server, which then sent its messages further apart
+// still), while each reply of an exchange at the same pace is still spun
+// for, and both keep the model's delivery times.
+func TestLinkStreamIsNotSpunFor(t *testing.T) {
+	const (
+		messages = 200
+		gap      = 50 * time.Microsecond // infiniband's one-way delay is 10 µs
+	)
+	cfg, err := ParseProfile("infiniband")
+	if err != nil {
+		t.Fatal(err)
+	}
+	oneWay := cfg.EffectiveRTT()/2 + cfg.SerializationTime(100)
+	synctest.Test(t, func(t *testing.T) {
+		p, client, server := memLink(t, cfg)
+		time.Sleep(time.Second) // past the handshake
+		sent := make(chan struct{})
+		go func() {
+			defer close(sent)
+			for i := range messages {
+				if i > 0 {
+					time.Sleep(gap)
+				}
+				server.Write(make([]byte, 100))
+			}
+		}()
+		defer func() { <-sent }()
+		start := time.Now()
+		buf := make([]byte, 100)
+		for i := range messages {
+			if _, err := io.ReadFull(client, buf); err != nil {
+				t.Fatal(err)
+			}
+			if got, want := time.Since(start), time.Duration(i)*gap+oneWay; got != want {
+				t.Fatalf("message %d of the stream arrived after %v, want %v", i, got, want)
+			}
+		}
+		if spun := p.Stats().Reverse.Spun.Writes; spun > 1 {
+			t.Errorf("the scheduler spun for %d of a stream's %d messages, want at most the first", spun, messages)
+		}
+	})
+	synctest.Test(t, func(t *testing.T) {
+		p, client, server := memLink(t, cfg)
+		time.Sleep(time.Second)
+		go func() {
+			buf := make([]byte, 100)
+			for {
+				if _, err := io.ReadFull(server, buf); err != nil {
+					return
+				}
+				server.Write(buf)
+			}
+		}()
+		buf := make([]byte, 100)
+		for range messages {
+			client.Write(buf)
+			if _, err := io.ReadFull(client, buf); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(gap)
+		}
+		if spun := p.Stats().Reverse.Spun.Writes; spun != messages {
+			t.Errorf("the scheduler spun for %d of an exchange's %d replies, want each", spun, messages)
+		}
+	})
+}
