@@ -33,13 +33,7 @@ type predictionsJSON struct {
 	// Repeat holds the figures against the same figures of the other runs
 	// given of the same study: how closely they repeat, the floor beside
 	// the models' error. Absent where no figure had another run's.
-	Repeat *repeatJSON `json:"repeatability,omitempty"`
-}
-
-type repeatJSON struct {
-	Figures   int     `json:"figures"`
-	MedianPct float64 `json:"median_error_pct"`
-	P90Pct    float64 `json:"p90_error_pct"`
+	Repeat *study.RepeatStats `json:"repeatability,omitempty"`
 }
 
 func newPredictionsJSON(dir string, st study.PredictionStats, rep study.RepeatStats) predictionsJSON {
@@ -47,8 +41,8 @@ func newPredictionsJSON(dir string, st study.PredictionStats, rep study.RepeatSt
 	if !math.IsNaN(st.MedianPct) {
 		j.MedianPct, j.P90Pct = &st.MedianPct, &st.P90Pct
 	}
-	if rep.Figures > 0 {
-		j.Repeat = &repeatJSON{Figures: rep.Figures, MedianPct: rep.MedianPct, P90Pct: rep.P90Pct}
+	if rep.Figures > 0 { // its errors are numbers then, never NaN
+		j.Repeat = &rep
 	}
 	return j
 }
@@ -75,7 +69,7 @@ func printPredictions(w io.Writer, dirs []string, reg *study.Registry, asJSON bo
 		fs := rd.Figures()
 		runs = append(runs, runPredictions{dir: dir, rd: rd, figures: fs})
 		all = append(all, fs...)
-		byStudy = append(byStudy, study.StudyFigures{Study: rd.Spec.Name, Figures: fs})
+		byStudy = append(byStudy, study.StudyFigures{Setup: rd.Setup(), Figures: fs})
 	}
 	total := study.SummarizeFigures(all)
 	repeat, repeatAll := study.Repeatability(byStudy)
@@ -136,8 +130,9 @@ func printPredictionTable(w io.Writer, runs []runPredictions, total study.Predic
 		return err
 	}
 	if withRepeat {
-		_, err := fmt.Fprintln(w, "\nrepeat: each figure against the median of the same figure in the other runs given of its study,\n"+
-			"as if that were a model: how closely the figures repeat, so no model can be shown closer.")
+		_, err := fmt.Fprintln(w, "\nrepeat: each figure against the median of the same figure in the other runs given of its study\n"+
+			"(same scale, engines and targets), as if that were a model: how closely the figures repeat,\n"+
+			"so no model can be shown closer.")
 		return err
 	}
 	return nil

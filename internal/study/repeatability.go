@@ -4,17 +4,28 @@ import (
 	"math"
 	"slices"
 	"sort"
+
+	"github.com/dbrig/dbrig/internal/measure"
 )
 
-// StudyFigures are one run's headline figures and the study they belong
-// to, for holding them against other runs of the same study.
+// StudyFigures are one run's headline figures and what makes two runs'
+// figures the same figure, for holding them against other runs.
 type StudyFigures struct {
-	Study   string
+	// Setup names the study, its scale and the options that change what
+	// it runs (engine, targets): a combination of a quick run and of a
+	// full one, or of two engines, shares its name but not its figures.
+	Setup   string
 	Figures []Figure
 }
 
+// Setup is what a run's figures share with another run's of the same
+// study at the same scale on the same engines and targets.
+func (rd *RunData) Setup() string {
+	return rd.Spec.Name + " --scale " + rd.Info.Scale + " " + rd.Info.Options.String()
+}
+
 // RepeatStats say how well a run's figures were foreseen by the same
-// figures measured in the other runs given of its study: each figure held
+// figures measured in the other runs given of its setup: each figure held
 // against the median of the others, as if that median were a model. A
 // model cannot be shown closer to a figure than the figure repeats, so
 // these are the floor beside a model's error. Figures is how many had
@@ -26,7 +37,7 @@ type RepeatStats struct {
 }
 
 // figureKey names the same figure in two runs of one study.
-type figureKey struct{ study, combo, metric string }
+type figureKey struct{ setup, combo, metric string }
 
 // Repeatability gives each run (in the order given) and all of them
 // together the RepeatStats of their figures over the other runs.
@@ -34,7 +45,7 @@ func Repeatability(runs []StudyFigures) (each []RepeatStats, all RepeatStats) {
 	measured := map[figureKey][]float64{}
 	for _, r := range runs {
 		for _, f := range r.Figures {
-			k := figureKey{r.Study, f.Combo, f.Metric}
+			k := figureKey{r.Setup, f.Combo, f.Metric}
 			measured[k] = append(measured[k], f.Measured)
 		}
 	}
@@ -42,11 +53,11 @@ func Repeatability(runs []StudyFigures) (each []RepeatStats, all RepeatStats) {
 	for _, r := range runs {
 		var errs []float64
 		for _, f := range r.Figures {
-			others := withoutOne(measured[figureKey{r.Study, f.Combo, f.Metric}], f.Measured)
+			others := withoutOne(measured[figureKey{r.Setup, f.Combo, f.Metric}], f.Measured)
 			if len(others) == 0 {
 				continue
 			}
-			if e := PercentError(f.Measured, median(others)); !math.IsNaN(e) {
+			if e := PercentError(f.Measured, measure.Median(others)); !math.IsNaN(e) {
 				errs = append(errs, math.Abs(e))
 			}
 		}
@@ -63,16 +74,6 @@ func withoutOne(values []float64, v float64) []float64 {
 		return values
 	}
 	return slices.Delete(slices.Clone(values), i, i+1)
-}
-
-func median(values []float64) float64 {
-	s := slices.Clone(values)
-	sort.Float64s(s)
-	n := len(s)
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
 }
 
 func repeatStats(errs []float64) RepeatStats {

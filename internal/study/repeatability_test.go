@@ -43,6 +43,16 @@ func TestRepeatability(t *testing.T) {
 			all:  RepeatStats{3, 60, 300},
 		},
 		{
+			name: "another scale or engine of the study is not the same figure",
+			runs: []StudyFigures{
+				{"s --scale quick", []Figure{fig("a", "t", 10)}},
+				{"s --scale full", []Figure{fig("a", "t", 100)}},
+				{"s --scale quick --engine mariadb", []Figure{fig("a", "t", 30)}},
+			},
+			each: []RepeatStats{{0, nan, nan}, {0, nan, nan}, {0, nan, nan}},
+			all:  RepeatStats{0, nan, nan},
+		},
+		{
 			name: "other studies, combinations and metrics are not the same figure",
 			runs: []StudyFigures{
 				{"s", []Figure{fig("a", "t", 10), fig("b", "t", 99)}},
