@@ -1,6 +1,7 @@
 package georep
 
 import (
+	"context"
 	"fmt"
 	"maps"
 	"math"
@@ -11,6 +12,7 @@ import (
 	"gonum.org/v1/gonum/stat"
 
 	"github.com/dbrig/dbrig/internal/measure"
+	"github.com/dbrig/dbrig/internal/procstat"
 	"github.com/dbrig/dbrig/internal/replication"
 	"github.com/dbrig/dbrig/internal/units"
 	"github.com/dbrig/dbrig/internal/workload"
@@ -46,6 +48,10 @@ func Predict(r workload.Result, before []workload.Result) workload.Prediction {
 	p.Metrics["rows_per_s"] = rows / p.Metrics["seconds"]
 	p.Formula += fmt.Sprintf("; + %.3f s, the median time beyond the model at %d point(s) before (%s)", beside, n, where)
 	p.Reason += "; the time beside the link's physics (setting up, the servers applying the rows, the agent's own work, this shared machine's load) taken as at those points"
+	if cpu := r.Probe[probeCPU]; cpu > 0 {
+		p.Formula += fmt.Sprintf(", each scaled by the CPU one thread got before it over the %.2f it gets now", cpu)
+		p.Reason += ", scaled by the CPU one thread got before each and before this one: the load that changes during the point is not foreseen"
+	}
 	return p
 }
 
@@ -127,6 +133,39 @@ func growthOf(points []beyond) (float64, bool) {
 	return (measure.Median(at[hi]) - measure.Median(at[lo])) / float64(hi-lo), true
 }
 
+// probeCPU is the probe's figure: the CPU one busy thread got just before
+// the point.
+const probeCPU = "cpu_one_thread"
+
+// probeSpin is how long the probe spins: long enough to see the other
+// helpers' builds and tests that slow a point several times, short
+// beside a point's seconds.
+const probeSpin = 500 * time.Millisecond
+
+// Probe measures the CPU one process gets just before the point: the time
+// beside the link (decoding, storing and applying the rows, setting up a
+// slot, a snapshot or a dump) is the servers' and the agent's CPU, which
+// this shared machine's other load stretches.
+func Probe(ctx context.Context, _ workload.Result, _ *workload.Env) (map[string]float64, error) {
+	f, err := procstat.FreeCPU(ctx, probeSpin)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]float64{probeCPU: f}, nil
+}
+
+// cpuThenOverNow is the CPU one thread got before point then over what it
+// gets before point now, each at most one (a CPU's worth is all one
+// thread can use): what carries then's time beside the link to now's. It
+// is 1 where either was not probed (a run stored before the probe).
+func cpuThenOverNow(then, now workload.Result) float64 {
+	t, n := then.Probe[probeCPU], now.Probe[probeCPU]
+	if !(t > 0) || !(n > 0) {
+		return 1
+	}
+	return min(1, t) / min(1, n)
+}
+
 // minBeside is the fewest points timeBeside takes a median of while a
 // farther level has more.
 const minBeside = 3
@@ -140,8 +179,10 @@ type beyond struct {
 }
 
 // beyondModel is the time beyond the model at each earlier measured point
-// of another combination: of r's scenario (own) and of the others. Model
-// runs once per point; the levels only choose among them.
+// of another combination: of r's scenario (own) and of the others, each
+// scaled by the CPU one thread got before it over what it gets before r
+// (cpuThenOverNow). Model runs once per point; the levels only choose
+// among them.
 func beyondModel(r workload.Result, before []workload.Result) (own, others []beyond) {
 	for _, o := range before {
 		if o.Combo == r.Combo || !o.Measured() {
@@ -151,7 +192,7 @@ func beyondModel(r workload.Result, before []workload.Result) (own, others []bey
 		if !(t > 0) || !(o.Metrics["seconds"] > 0) || o.Params.Int("rows") <= 0 {
 			continue
 		}
-		b := beyond{o.Params.String("scenario"), o.Params.Int("rows"), pointLink(o), o.Metrics["seconds"] - t}
+		b := beyond{o.Params.String("scenario"), o.Params.Int("rows"), pointLink(o), (o.Metrics["seconds"] - t) * cpuThenOverNow(o, r)}
 		if o.Params.String("scenario") == r.Params.String("scenario") {
 			own = append(own, b)
 		} else {
