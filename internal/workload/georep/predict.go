@@ -39,7 +39,7 @@ func Predict(r workload.Result, before []workload.Result) workload.Prediction {
 	}
 	p.Formula += fmt.Sprintf("; V = %.0f rows × %.0f bytes a row (%s)", rows, perRow, from)
 	p.Reason = reason
-	beside, n, where := timeBeside(r, before)
+	beside, n, where, ungrown := timeBeside(r, before)
 	if n == 0 {
 		p.Reason += "; the servers' and the agent's own time beside the link is left out (no point before measured it)"
 		return p
@@ -48,6 +48,9 @@ func Predict(r workload.Result, before []workload.Result) workload.Prediction {
 	p.Metrics["rows_per_s"] = rows / p.Metrics["seconds"]
 	p.Formula += fmt.Sprintf("; + %.3f s, the median time beyond the model at %d point(s) before (%s)", beside, n, where)
 	p.Reason += "; the time beside the link's physics (setting up, the servers applying the rows, the agent's own work, this shared machine's load) taken as at those points"
+	if ungrown {
+		p.Reason += "; " + ungrownMiss
+	}
 	if cpu := r.Probe[probeCPU]; cpu > 0 {
 		p.Formula += fmt.Sprintf(", each scaled by the CPU one thread got before it over the %.2f it gets now", cpu)
 		p.Reason += ", scaled by the CPU one thread got before each and before this one: the load that changes during the point is not foreseen"
@@ -70,25 +73,31 @@ func Predict(r workload.Result, before []workload.Result) workload.Prediction {
 // because this machine's other load makes a run now and then several
 // times slower; of at least minBeside points where the nearer levels have
 // fewer, since the median of two is their mean, as slow as the slow one's
-// half.
-func timeBeside(r workload.Result, before []workload.Result) (seconds float64, n int, where string) {
+// half. ungrown is true where the points were of other rows and no
+// growth a row was measured.
+func timeBeside(r workload.Result, before []workload.Result) (seconds float64, n int, where string, ungrown bool) {
 	own, others := beyondModel(r, before)
 	rows := float64(r.Params.Int("rows"))
 	growth, grew := rowGrowth(r.Params.String("scenario"), own, others)
 	asOwn := func(b beyond) float64 { return b.seconds + growth*(rows-float64(b.rows)) }
 	if seconds, n, where = nearestBeside(r, own, asOwn); n > 0 {
 		where += " of the scenario"
-		if grew != "" && !strings.HasPrefix(where, "the same rows") {
+		otherRows := !strings.HasPrefix(where, "the same rows")
+		if grew != "" && otherRows {
 			where += fmt.Sprintf(", %.1f µs a row more or less by %s", growth*1e6, grew)
 		}
-		return seconds, n, where
+		return seconds, n, where, otherRows && grew == ""
 	}
 	aRowsShare := func(b beyond) float64 { return b.seconds * rows / float64(b.rows) }
 	if seconds, n, where = nearestBeside(r, others, aRowsShare); n > 0 {
-		return seconds, n, where + " of other scenarios, a row's share times the rows"
+		return seconds, n, where + " of other scenarios, a row's share times the rows", false
 	}
-	return 0, 0, ""
+	return 0, 0, "", false
 }
+
+// ungrownMiss is why a point whose time beside comes from other rows, with
+// no growth a row measured, misses.
+const ungrownMiss = "its time beside is that of other rows, not grown to its own: no scenario before measured two row counts, so the servers' storing of the rows it has more (or fewer) is not in it"
 
 // rowGrowth is how much the time beyond the model grew a row from the
 // fewest rows to the most at a scenario's points before (the median at

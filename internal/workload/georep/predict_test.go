@@ -415,3 +415,33 @@ func TestPredictScalesTheTimeBesideByTheCPU(t *testing.T) {
 		}
 	}
 }
+
+// A point whose time beside comes from other rows, with no scenario before
+// having measured two row counts, says that its rows' storing is not in
+// it; one with a growth measured, or of the same rows, does not.
+func TestPredictSaysWhenTheTimeBesideIsNotGrown(t *testing.T) {
+	t.Parallel()
+	thousand := []workload.Result{
+		slower(measuredPoint("init-snapshot", "char-1k", "tukwila-blueridge", 0.077, legacyW, 1000, 1e6), 0.6),
+		slower(measuredPoint("init-snapshot", "char-1k", "tukwila-dublin", 0.150, legacyW, 1000, 1e6), 1.2),
+	}
+	grown := append(slices.Clone(thousand), slower(measuredPoint("init-snapshot", "char-1k", "tukwila-blueridge", 0.077, autoW, 20000, 20e6), 2.9))
+	for _, tt := range []struct {
+		name   string
+		before []workload.Result
+		rows   int64
+		says   bool
+	}{
+		{"other rows, no growth measured", thousand, 20000, true},
+		{"other rows, its own growth", grown, 5000, false},
+		{"the same rows", thousand, 1000, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			p := Predict(plannedPoint("init-snapshot", "char-1k", "tukwila-dublin", 0.150, autoW, tt.rows), tt.before)
+			if says := strings.Contains(p.Reason, ungrownMiss); says != tt.says {
+				t.Errorf("reason %q: says it is not grown %v, want %v", p.Reason, says, tt.says)
+			}
+		})
+	}
+}
