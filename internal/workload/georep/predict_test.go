@@ -445,3 +445,17 @@ func TestPredictSaysWhenTheTimeBesideIsNotGrown(t *testing.T) {
 		})
 	}
 }
+
+// A backup's prediction says that its set-up round trips stand for
+// starting pg_dump and pg_restore; a snapshot's, whose set-up crosses the
+// link, does not.
+func TestPredictSaysABackupsSetUpIsItsProcesses(t *testing.T) {
+	t.Parallel()
+	before := []workload.Result{slower(measuredPoint("push", "char-1k", "tukwila-blueridge", 0.077, legacyW, 1000, 1e6), 0.3)}
+	for scenario, says := range map[string]bool{"init-backup": true, "init-snapshot": false} {
+		p := Predict(plannedPoint(scenario, "char-1k", "tukwila-dublin", 0.150, legacyW, 1000), before)
+		if got := strings.Contains(p.Reason, backupSetUpMiss); got != says {
+			t.Errorf("%s: reason %q says the backup's set-up %v, want %v", scenario, p.Reason, got, says)
+		}
+	}
+}
