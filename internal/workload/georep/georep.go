@@ -58,6 +58,7 @@ func Kind() workload.Kind {
 		New:        newWorkload,
 		Model:      Model,
 		Predict:    Predict,
+		Probe:      Probe,
 		Metrics:    Metrics,
 		PrepareKey: func(workload.Params) string { return "georep-v1" },
 		Engines:    []string{"postgres"},

@@ -339,3 +339,123 @@ func backupBytesPerRow(t *testing.T) float64 {
 	}
 	return b
 }
+
+// probedAt is r with the CPU one thread got just before it.
+func probedAt(r workload.Result, cpu float64) workload.Result {
+	r.Probe = map[string]float64{probeCPU: cpu}
+	return r
+}
+
+// The time beside the link is the servers' and the agent's CPU: a point
+// before that ran with half a CPU took twice what a whole one takes. Each
+// side is taken at most at one CPU (one thread uses no more), and a side
+// not probed (a run stored before the probe) leaves the time as it was.
+func TestCPUThenOverNow(t *testing.T) {
+	t.Parallel()
+	point := plannedPoint("pull", "char-1k", "tukwila-dublin", 0.150, legacyW, 1000)
+	tests := []struct {
+		name      string
+		then, now float64
+		want      float64
+	}{
+		{"half a CPU then, a whole now", 0.5, 1, 0.5},
+		{"a whole then, a quarter now", 1, 0.25, 4},
+		{"more than one CPU counts as one", 1.8, 0.9, 1 / 0.9},
+		{"then not probed", 0, 0.5, 1},
+		{"now not probed", 0.5, 0, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			then, now := point, point
+			if tt.then > 0 {
+				then = probedAt(point, tt.then)
+			}
+			if tt.now > 0 {
+				now = probedAt(point, tt.now)
+			}
+			if got := cpuThenOverNow(then, now); math.Abs(got-tt.want) > 1e-12 {
+				t.Errorf("cpuThenOverNow = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+// Predict carries each earlier point's time beside the link by the CPU it
+// got to the CPU the point gets now, and says so; unprobed, as it was.
+func TestPredictScalesTheTimeBesideByTheCPU(t *testing.T) {
+	t.Parallel()
+	const v = 1.1e6
+	before := []workload.Result{
+		probedAt(slower(measuredPoint("pull", "char-1k", "tukwila-dublin", 0.150, legacyW, 1000, v), 0.4), 0.5),
+		probedAt(slower(measuredPoint("pull", "char-1k", "tukwila-blueridge", 0.077, legacyW, 1000, v), 0.2), 1),
+		probedAt(slower(measuredPoint("pull", "char-1k", "tukwila-blueridge", 0.077, autoW, 1000, v), 0.6), 0.25),
+	}
+	physics := Model(measuredPoint("pull", "char-1k", "tukwila-dublin", 0.150, autoW, 1000, v), nil).Metrics["seconds"]
+	for _, tt := range []struct {
+		cpu    float64
+		beside float64
+	}{
+		{1, 0.2},    // 0.4 × 0.5, 0.2 × 1, 0.6 × 0.25: 0.2, 0.2, 0.15
+		{0.5, 0.4},  // the same, on half a CPU
+		{0, 0.4},    // unprobed: the median of 0.4, 0.2, 0.6
+		{1.5, 0.2},  // more than one CPU: one thread uses one
+		{0.25, 0.8}, // a quarter
+	} {
+		point := plannedPoint("pull", "char-1k", "tukwila-dublin", 0.150, autoW, 1000)
+		if tt.cpu > 0 {
+			point = probedAt(point, tt.cpu)
+		}
+		got := Predict(point, before)
+		if want := physics + tt.beside; math.Abs(got.Metrics["seconds"]-want)/want > 1e-9 {
+			t.Errorf("CPU %v: seconds = %v, want %v (%s)", tt.cpu, got.Metrics["seconds"], want, got.Formula)
+		}
+		if scaled := strings.Contains(got.Reason, "scaled by the CPU"); scaled != (tt.cpu > 0) {
+			t.Errorf("CPU %v: reason %q says scaled %v", tt.cpu, got.Reason, scaled)
+		}
+	}
+}
+
+// A point whose time beside comes from other rows, with no scenario before
+// having measured two row counts, says that its rows' storing is not in
+// it; one with a growth measured, or of the same rows, does not.
+func TestPredictSaysWhenTheTimeBesideIsNotGrown(t *testing.T) {
+	t.Parallel()
+	thousand := []workload.Result{
+		slower(measuredPoint("init-snapshot", "char-1k", "tukwila-blueridge", 0.077, legacyW, 1000, 1e6), 0.6),
+		slower(measuredPoint("init-snapshot", "char-1k", "tukwila-dublin", 0.150, legacyW, 1000, 1e6), 1.2),
+	}
+	grown := append(slices.Clone(thousand), slower(measuredPoint("init-snapshot", "char-1k", "tukwila-blueridge", 0.077, autoW, 20000, 20e6), 2.9))
+	for _, tt := range []struct {
+		name   string
+		before []workload.Result
+		rows   int64
+		says   bool
+	}{
+		{"other rows, no growth measured", thousand, 20000, true},
+		{"other rows, its own growth", grown, 5000, false},
+		{"the same rows", thousand, 1000, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			p := Predict(plannedPoint("init-snapshot", "char-1k", "tukwila-dublin", 0.150, autoW, tt.rows), tt.before)
+			if says := strings.Contains(p.Reason, ungrownMiss); says != tt.says {
+				t.Errorf("reason %q: says it is not grown %v, want %v", p.Reason, says, tt.says)
+			}
+		})
+	}
+}
+
+// A backup's prediction says that its set-up round trips stand for
+// starting pg_dump and pg_restore; a snapshot's, whose set-up crosses the
+// link, does not.
+func TestPredictSaysABackupsSetUpIsItsProcesses(t *testing.T) {
+	t.Parallel()
+	before := []workload.Result{slower(measuredPoint("push", "char-1k", "tukwila-blueridge", 0.077, legacyW, 1000, 1e6), 0.3)}
+	for scenario, says := range map[string]bool{"init-backup": true, "init-snapshot": false} {
+		p := Predict(plannedPoint(scenario, "char-1k", "tukwila-dublin", 0.150, legacyW, 1000), before)
+		if got := strings.Contains(p.Reason, backupSetUpMiss); got != says {
+			t.Errorf("%s: reason %q says the backup's set-up %v, want %v", scenario, p.Reason, got, says)
+		}
+	}
+}
