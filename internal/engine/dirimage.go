@@ -2,12 +2,15 @@ package engine
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"golang.org/x/sys/unix"
 )
 
 // DirImage is a directory tree held in memory: its directories and regular
@@ -19,12 +22,21 @@ import (
 // killed one.
 type DirImage struct {
 	entries []imageEntry // parents before children, in the order WalkDir visits them
+	// AllocateZeros says how a file's zero tail is written: allocated
+	// (fallocate, as InnoDB makes its redo log) when true, else written as
+	// zeros (as initdb fills a WAL segment), so that a copy's files are laid
+	// out on disk as the installer's were.
+	AllocateZeros bool
 }
 
 type imageEntry struct {
 	rel  string // slash-separated, relative to the image's root
 	mode fs.FileMode
-	data []byte // nil for a directory
+	// data is the file's bytes up to its last non-zero one (a fresh redo
+	// log or WAL segment is mostly zeros, not worth memory); size is the
+	// file's.
+	data []byte
+	size int64
 }
 
 // ReadDirImage reads the tree under root. Anything but a directory or a
@@ -51,6 +63,8 @@ func ReadDirImage(root string) (*DirImage, error) {
 			if e.data, err = os.ReadFile(path); err != nil {
 				return err
 			}
+			e.size = int64(len(e.data))
+			e.data = e.data[:len(bytes.TrimRight(e.data, "\x00"))]
 		default:
 			return fmt.Errorf("%s is neither a directory nor a regular file", path)
 		}
@@ -67,7 +81,7 @@ func ReadDirImage(root string) (*DirImage, error) {
 func (img *DirImage) Size() int64 {
 	var n int64
 	for _, e := range img.entries {
-		n += int64(len(e.data))
+		n += e.size
 	}
 	return n
 }
@@ -111,6 +125,9 @@ func (img *DirImage) writeEntry(path string, e imageEntry, user ServerUser) erro
 		return err
 	}
 	_, werr := f.Write(e.data)
+	if werr == nil && int64(len(e.data)) < e.size {
+		werr = img.zeroTail(f, int64(len(e.data)), e.size)
+	}
 	if err := f.Close(); werr == nil {
 		werr = err
 	}
@@ -118,6 +135,26 @@ func (img *DirImage) writeEntry(path string, e imageEntry, user ServerUser) erro
 		return fmt.Errorf("write %s: %w", path, werr)
 	}
 	return finishEntry(path, e.mode.Perm(), user)
+}
+
+// zeroBlock is what a zero tail is written from.
+var zeroBlock = make([]byte, 1<<16)
+
+func (img *DirImage) zeroTail(f *os.File, from, size int64) error {
+	if img.AllocateZeros {
+		err := unix.Fallocate(int(f.Fd()), 0, 0, size)
+		if !errors.Is(err, unix.EOPNOTSUPP) {
+			return err
+		}
+	}
+	for n := from; n < size; {
+		chunk := min(size-n, int64(len(zeroBlock)))
+		if _, err := f.Write(zeroBlock[:chunk]); err != nil {
+			return err
+		}
+		n += chunk
+	}
+	return nil
 }
 
 func (img *DirImage) mkdir(path string, perm fs.FileMode, user ServerUser) error {
@@ -146,7 +183,7 @@ func chownLink(path string, user ServerUser) error {
 // Clone is a copy of the image whose entries SetFile may change without
 // changing img's (the files' bytes are shared, never written).
 func (img *DirImage) Clone() *DirImage {
-	return &DirImage{entries: slices.Clone(img.entries)}
+	return &DirImage{entries: slices.Clone(img.entries), AllocateZeros: img.AllocateZeros}
 }
 
 // SetFile replaces or adds a regular file of the image, below an existing
@@ -155,11 +192,11 @@ func (img *DirImage) Clone() *DirImage {
 func (img *DirImage) SetFile(rel string, data []byte) {
 	for i := range img.entries {
 		if img.entries[i].rel == rel {
-			img.entries[i].data = data
+			img.entries[i].data, img.entries[i].size = data, int64(len(data))
 			return
 		}
 	}
-	img.entries = append(img.entries, imageEntry{rel: rel, mode: 0o600, data: data})
+	img.entries = append(img.entries, imageEntry{rel: rel, mode: 0o600, data: data, size: int64(len(data))})
 }
 
 // Contains reports whether any file of the image holds b.
