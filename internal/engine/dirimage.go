@@ -86,13 +86,21 @@ func (img *DirImage) Size() int64 {
 	return n
 }
 
-// Write makes dst, which must not exist, with mode 0700, and writes the
-// image under it with each entry's mode, every path given to user. A
+// Write makes dst, which must not exist or be empty, with mode 0700, and
+// writes the image under it with each entry's mode, every path given to
+// user. A
 // top-level directory named in apart goes to the directory apart names
 // instead (which must not exist either, its parent must), with a symbolic
 // link to it in its place, as initdb --waldir places the WAL.
 func (img *DirImage) Write(dst string, user ServerUser, apart map[string]string) error {
-	if err := img.mkdir(dst, 0o700, user); err != nil {
+	err := img.mkdir(dst, 0o700, user)
+	if errors.Is(err, fs.ErrExist) {
+		if names, rerr := os.ReadDir(dst); rerr != nil || len(names) > 0 {
+			return fmt.Errorf("write a tree into %s: %w, not empty", dst, err)
+		}
+		err = finishEntry(dst, 0o700, user)
+	}
+	if err != nil {
 		return err
 	}
 	for top, target := range apart {
@@ -184,6 +192,24 @@ func chownLink(path string, user ServerUser) error {
 // changing img's (the files' bytes are shared, never written).
 func (img *DirImage) Clone() *DirImage {
 	return &DirImage{entries: slices.Clone(img.entries), AllocateZeros: img.AllocateZeros}
+}
+
+// Without is a copy of the image less the entries at these paths.
+func (img *DirImage) Without(rels ...string) *DirImage {
+	out := img.Clone()
+	out.entries = slices.DeleteFunc(out.entries, func(e imageEntry) bool { return slices.Contains(rels, e.rel) })
+	return out
+}
+
+// WriteFile writes the image's regular file rel at path, which must not
+// exist, with its mode, given to user.
+func (img *DirImage) WriteFile(rel, path string, user ServerUser) error {
+	for _, e := range img.entries {
+		if e.rel == rel && e.mode.IsRegular() {
+			return img.writeEntry(path, e, user)
+		}
+	}
+	return fmt.Errorf("the tree holds no file %s", rel)
 }
 
 // SetFile replaces or adds a regular file of the image, below an existing

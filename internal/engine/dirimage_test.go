@@ -66,3 +66,37 @@ func TestDirImageRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// TestDirImageIntoAnEmptyDirectory: a tree goes into an empty directory
+// made beforehand (a data directory placed apart), never into one that
+// holds anything, and a file left out of it is written where it is sent.
+func TestDirImageIntoAnEmptyDirectory(t *testing.T) {
+	t.Parallel()
+	src := t.TempDir()
+	for _, name := range []string{"ibdata1", "ib_logfile0"} {
+		if err := os.WriteFile(filepath.Join(src, name), []byte(name), 0o660); err != nil {
+			t.Fatal(err)
+		}
+	}
+	img, err := engine.ReadDirImage(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, wal := t.TempDir(), t.TempDir()
+	if err := img.Without("ib_logfile0").Write(data, engine.ServerUser{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := img.WriteFile("ib_logfile0", filepath.Join(wal, "ib_logfile0"), engine.ServerUser{}); err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string]bool{
+		filepath.Join(data, "ibdata1"): true, filepath.Join(data, "ib_logfile0"): false, filepath.Join(wal, "ib_logfile0"): true,
+	} {
+		if _, err := os.Stat(path); (err == nil) != want {
+			t.Errorf("%s exists: %v, want %v", path, err == nil, want)
+		}
+	}
+	if err := img.Write(data, engine.ServerUser{}, nil); err == nil {
+		t.Errorf("Write into a directory that holds files succeeded")
+	}
+}

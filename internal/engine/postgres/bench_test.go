@@ -2,11 +2,11 @@ package postgres_test
 
 import (
 	"context"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/dbrig/dbrig/internal/engine"
+	"github.com/dbrig/dbrig/internal/engine/enginetest"
 	"github.com/dbrig/dbrig/internal/engine/postgres"
 	"github.com/dbrig/dbrig/internal/engine/postgres/pgtest"
 )
@@ -34,20 +34,9 @@ func BenchmarkStartStop(b *testing.B) {
 		}
 	}
 	startStop()
-	before := cpuOfProcessAndChildren()
+	before := enginetest.CPUOfProcessAndChildren()
 	for b.Loop() {
 		startStop()
 	}
-	b.ReportMetric((cpuOfProcessAndChildren()-before).Seconds()/float64(b.N), "cpu-s/start")
-}
-
-func cpuOfProcessAndChildren() time.Duration {
-	var total time.Duration
-	for _, who := range []int{syscall.RUSAGE_SELF, syscall.RUSAGE_CHILDREN} {
-		var ru syscall.Rusage
-		if err := syscall.Getrusage(who, &ru); err == nil {
-			total += time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-		}
-	}
-	return total
+	b.ReportMetric((enginetest.CPUOfProcessAndChildren()-before).Seconds()/float64(b.N), "cpu-s/start")
 }

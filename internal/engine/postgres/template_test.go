@@ -1,9 +1,7 @@
 package postgres_test
 
 import (
-	"bytes"
 	"context"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/dbrig/dbrig/internal/engine"
+	"github.com/dbrig/dbrig/internal/engine/enginetest"
 	"github.com/dbrig/dbrig/internal/engine/postgres"
 	"github.com/dbrig/dbrig/internal/engine/postgres/pgtest"
 )
@@ -47,7 +46,7 @@ func TestTemplateCopiesHaveTheirOwnPasswords(t *testing.T) {
 	}
 	for _, pw := range []string{pwA, pwB} {
 		for _, dir := range []string{a.Dir(), b.Dir()} {
-			if file := fileHolding(t, dir, []byte(pw)); file != "" {
+			if file := enginetest.FileHolding(t, dir, []byte(pw)); file != "" {
 				t.Errorf("a password is in %s", file)
 			}
 		}
@@ -67,26 +66,6 @@ func tryLogin(ctx context.Context, ci postgres.ConnInfo) error {
 		return err
 	}
 	return conn.Close(ctx)
-}
-
-// fileHolding names a regular file under dir that holds b, or "".
-func fileHolding(t *testing.T, dir string, b []byte) string {
-	t.Helper()
-	var found string
-	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || found != "" || !d.Type().IsRegular() {
-			return err
-		}
-		data, err := os.ReadFile(path)
-		if err == nil && bytes.Contains(data, b) {
-			found = path
-		}
-		return err
-	})
-	if err != nil {
-		t.Fatalf("read %s: %v", dir, err)
-	}
-	return found
 }
 
 // TestPoisonedTemplate: what a template's configuration files say never
