@@ -24,33 +24,22 @@ func PoisonTemplate(ctx context.Context, e *Engine, poison func(*engine.DirImage
 	if err != nil {
 		return nil, err
 	}
-	t, err := templateFor(ctx, bin, user, nil)
+	clean, err := templateFor(ctx, bin, user, nil)
 	if err != nil {
 		return nil, err
 	}
-	t.lock <- struct{}{}
-	clean := t.image
-	t.image = clean.Clone()
-	poison(t.image)
-	<-t.lock
-	return func() {
-		t.lock <- struct{}{}
-		t.image = clean
-		<-t.lock
-	}, nil
+	key := templateKeyOf(bin, user, nil)
+	poisoned := clean.Clone()
+	poison(poisoned)
+	templates.Set(key, poisoned)
+	return func() { templates.Set(key, clean) }, nil
 }
 
 // TemplateContains reports whether any template of this process holds b.
 func TemplateContains(b []byte) bool {
-	templates.Lock()
-	defer templates.Unlock()
-	for _, t := range templates.m {
-		t.lock <- struct{}{}
-		found := t.image != nil && t.image.Contains(b)
-		<-t.lock
-		if found {
-			return true
-		}
-	}
-	return false
+	found := false
+	templates.Each(func(_ templateKey, image *engine.DirImage) {
+		found = found || image.Contains(b)
+	})
+	return found
 }

@@ -9,75 +9,50 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
 	"github.com/dbrig/dbrig/internal/engine"
 )
 
-// A template is the data directory mariadb-install-db makes, held in
+// The template is the data directory mariadb-install-db makes, held in
 // memory, without dbrig's login: the first Start of a process for given
 // binaries, server account and settings fixed at install time runs the
 // installer once, in a scratch directory removed at once, and every Start
 // writes the image into its own data directory and makes its login in a
 // bootstrap session of its own. The installer costs more CPU than the copy
 // and the bootstrap (docs/engines.md).
-type template struct {
-	// lock is held by the Start making the image; a channel so a waiting
-	// Start can give up with its context.
-	lock  chan struct{}
-	image *engine.DirImage
-}
-
 type templateKey struct {
 	installDB, server, version string
 	uid                        uint32
 	initArgs                   string
 }
 
-var templates struct {
-	sync.Mutex
-	m map[templateKey]*template
-}
+var templates engine.OncePerKey[templateKey, *engine.DirImage]
 
 // redoLog is InnoDB's redo log, which goes to innodb_log_group_home_dir
 // (the instance's wal_dir) when one is set.
 const redoLog = "ib_logfile0"
 
-// templateFor returns the image for these binaries, server account and
-// install-time settings, making it if no Start of this process has. A
-// failure is not kept: the next Start tries again.
-func templateFor(ctx context.Context, bin Binaries, user engine.ServerUser, initArgs map[string]string) (*template, error) {
+// templateFor returns the template for these binaries, server account and
+// install-time settings, made if no Start of this process has made it.
+func templateFor(ctx context.Context, bin Binaries, user engine.ServerUser, initArgs map[string]string) (*engine.DirImage, error) {
+	return templates.Get(ctx, templateKeyOf(bin, user, initArgs), func(ctx context.Context) (*engine.DirImage, error) {
+		return makeTemplate(ctx, bin, user, optionArgs(initArgs))
+	})
+}
+
+func templateKeyOf(bin Binaries, user engine.ServerUser, initArgs map[string]string) templateKey {
+	return templateKey{bin.InstallDB, bin.Server, bin.Version, user.UID, strings.Join(optionArgs(initArgs), " ")}
+}
+
+// optionArgs are settings as mariadbd's options, in a stable order.
+func optionArgs(settings map[string]string) []string {
 	var args []string
-	for _, k := range slices.Sorted(maps.Keys(initArgs)) {
-		args = append(args, optionArg(k, initArgs[k]))
+	for _, k := range slices.Sorted(maps.Keys(settings)) {
+		args = append(args, optionArg(k, settings[k]))
 	}
-	key := templateKey{bin.InstallDB, bin.Server, bin.Version, user.UID, strings.Join(args, " ")}
-	templates.Lock()
-	if templates.m == nil {
-		templates.m = map[templateKey]*template{}
-	}
-	t := templates.m[key]
-	if t == nil {
-		t = &template{lock: make(chan struct{}, 1)}
-		templates.m[key] = t
-	}
-	templates.Unlock()
-	select {
-	case t.lock <- struct{}{}:
-	case <-ctx.Done():
-		return nil, fmt.Errorf("wait for the data directory template: %w", context.Cause(ctx))
-	}
-	defer func() { <-t.lock }()
-	if t.image == nil {
-		image, err := makeTemplate(ctx, bin, user, args)
-		if err != nil {
-			return nil, err
-		}
-		t.image = image
-	}
-	return t, nil
+	return args
 }
 
 // makeTemplate runs mariadb-install-db in a 0700 scratch directory of the
@@ -132,11 +107,11 @@ func makeTemplate(ctx context.Context, bin Binaries, user engine.ServerUser, ini
 // copyTemplate writes the template into the instance's data directory (its
 // redo log into wal_dir when set), then makes dbrig's login and drops the
 // installer's in a bootstrap session.
-func (i *Instance) copyTemplate(ctx context.Context, t *template) error {
-	image := t.image
+func (i *Instance) copyTemplate(ctx context.Context, template *engine.DirImage) error {
+	image := template
 	if i.walDir != "" {
 		image = image.Without(redoLog)
-		if err := t.image.WriteFile(redoLog, filepath.Join(i.walDir, redoLog), i.user); err != nil {
+		if err := template.WriteFile(redoLog, filepath.Join(i.walDir, redoLog), i.user); err != nil {
 			return fmt.Errorf("copy the redo log to %s: %w", i.walDir, err)
 		}
 	}
@@ -152,9 +127,7 @@ func (i *Instance) copyTemplate(ctx context.Context, t *template) error {
 	if i.walDir != "" {
 		args = append(args, "--innodb-log-group-home-dir="+i.walDir)
 	}
-	for _, k := range slices.Sorted(maps.Keys(i.initArgs)) {
-		args = append(args, optionArg(k, i.initArgs[k]))
-	}
+	args = append(args, optionArgs(i.initArgs)...)
 	out, err := runAs(ctx, i.user, i.dir, loginsSQL(i.password), i.bin.Server, args...)
 	if err != nil {
 		if ctx.Err() != nil {

@@ -22,37 +22,26 @@ func PoisonTemplate(ctx context.Context, bin Binaries, poison func(*engine.DirIm
 	if err != nil {
 		return nil, err
 	}
-	t, err := templateFor(ctx, bin, user)
+	clean, err := templateFor(ctx, bin, user)
 	if err != nil {
 		return nil, err
 	}
-	t.lock <- struct{}{}
-	clean := t.image
-	t.image = clean.Clone()
-	poison(t.image)
-	<-t.lock
-	return func() {
-		t.lock <- struct{}{}
-		t.image = clean
-		<-t.lock
-	}, nil
+	key := templateKey{bin.Dir, bin.Version, user.UID}
+	poisoned := clean
+	poisoned.image = clean.image.Clone()
+	poison(poisoned.image)
+	templates.Set(key, poisoned)
+	return func() { templates.Set(key, clean) }, nil
 }
 
 // TemplateContains reports whether this process's template for bin, or
-// initdb's postgresql.conf it keeps, holds b; false when there is none.
+// initdb's postgresql.conf it keeps, holds b.
 func TemplateContains(bin Binaries, b []byte) bool {
-	templates.Lock()
-	defer templates.Unlock()
-	for key, t := range templates.m {
-		if key.binDir != bin.Dir {
-			continue
+	found := false
+	templates.Each(func(key templateKey, t template) {
+		if key.binDir == bin.Dir && (t.image.Contains(b) || bytes.Contains(t.conf, b)) {
+			found = true
 		}
-		t.lock <- struct{}{}
-		found := t.image != nil && (t.image.Contains(b) || bytes.Contains(t.conf, b))
-		<-t.lock
-		if found {
-			return true
-		}
-	}
-	return false
+	})
+	return found
 }

@@ -73,9 +73,10 @@ var (
 )
 
 // Start creates and starts an instance: a copy of initdb's data directory
-// in a fresh temporary directory, a free loopback port, a private unix socket directory (mode
-// 0700), scram-sha-256 logins with a random password. It returns once the
-// server accepts connections. On error nothing is left running.
+// in a fresh temporary directory, a free loopback port, a private unix
+// socket directory (mode 0700), scram-sha-256 logins with a random
+// password. It returns once the server accepts connections. On error
+// nothing is left running.
 func Start(ctx context.Context, opts Options) (inst *Instance, err error) {
 	opts = opts.withDefaults()
 	ctx, cancel := context.WithTimeout(ctx, opts.StartTimeout)

@@ -13,7 +13,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -29,9 +28,6 @@ import (
 // anyone uses: initdb's is random and forgotten, and every copy's is
 // replaced before its server listens.
 type template struct {
-	// lock is held by the Start making the image; a channel so a waiting
-	// Start can give up with its context.
-	lock  chan struct{}
 	image *engine.DirImage
 	// conf is initdb's postgresql.conf (the limits and locale it chose),
 	// read when the image was made; each copy gets it from here whatever
@@ -44,78 +40,52 @@ type templateKey struct {
 	uid             uint32
 }
 
-var templates struct {
-	sync.Mutex
-	m map[templateKey]*template
-}
+var templates engine.OncePerKey[templateKey, template]
 
-// templateFor returns the image for these binaries and server account,
-// making it if no Start of this process has. A failure is not kept: the
-// next Start tries again.
-func templateFor(ctx context.Context, bin Binaries, user engine.ServerUser) (*template, error) {
-	key := templateKey{bin.Dir, bin.Version, user.UID}
-	templates.Lock()
-	if templates.m == nil {
-		templates.m = map[templateKey]*template{}
-	}
-	t := templates.m[key]
-	if t == nil {
-		t = &template{lock: make(chan struct{}, 1)}
-		templates.m[key] = t
-	}
-	templates.Unlock()
-	select {
-	case t.lock <- struct{}{}:
-	case <-ctx.Done():
-		return nil, fmt.Errorf("wait for the data directory template: %w", context.Cause(ctx))
-	}
-	defer func() { <-t.lock }()
-	if t.image == nil {
-		image, conf, err := makeTemplate(ctx, bin, user)
-		if err != nil {
-			return nil, err
-		}
-		t.image, t.conf = image, conf
-	}
-	return t, nil
+// templateFor returns the template for these binaries and server account,
+// made if no Start of this process has made it.
+func templateFor(ctx context.Context, bin Binaries, user engine.ServerUser) (template, error) {
+	return templates.Get(ctx, templateKey{bin.Dir, bin.Version, user.UID}, func(ctx context.Context) (template, error) {
+		return makeTemplate(ctx, bin, user)
+	})
 }
 
 // makeTemplate runs initdb, with a random password it forgets, in a 0700
 // scratch directory of the server account's, reads the data directory
 // into memory and removes the scratch directory, whatever happens.
-func makeTemplate(ctx context.Context, bin Binaries, user engine.ServerUser) (*engine.DirImage, []byte, error) {
+func makeTemplate(ctx context.Context, bin Binaries, user engine.ServerUser) (template, error) {
 	parent := os.TempDir()
 	RemoveStale(parent)
 	dir, err := os.MkdirTemp(parent, "dbrig-pgtmpl-")
 	if err != nil {
-		return nil, nil, fmt.Errorf("create the template directory: %w", err)
+		return template{}, fmt.Errorf("create the template directory: %w", err)
 	}
 	defer os.RemoveAll(dir)
 	// Recorded first, so that a later run removes the directory of a dbrig
 	// killed while initdb runs in it.
 	if err := engine.WriteOwner(dir); err != nil {
-		return nil, nil, fmt.Errorf("record the template directory's owner: %w", err)
+		return template{}, fmt.Errorf("record the template directory's owner: %w", err)
 	}
 	if err := user.Chown(dir); err != nil {
-		return nil, nil, err
+		return template{}, err
 	}
 	throwaway, err := newPassword()
 	if err != nil {
-		return nil, nil, err
+		return template{}, err
 	}
 	data := filepath.Join(dir, "data")
 	if err := runInitdb(ctx, bin, user, dir, data, throwaway); err != nil {
-		return nil, nil, err
+		return template{}, err
 	}
 	image, err := engine.ReadDirImage(data)
 	if err != nil {
-		return nil, nil, err
+		return template{}, err
 	}
 	conf, err := os.ReadFile(filepath.Join(data, "postgresql.conf"))
 	if err != nil {
-		return nil, nil, err
+		return template{}, err
 	}
-	return image, conf, nil
+	return template{image, conf}, nil
 }
 
 func newPassword() (string, error) {
@@ -142,7 +112,7 @@ host    replication     all             ::1/128                 scram-sha-256
 // WAL apart when asked), then every configuration file the server reads,
 // from dbrig's own values rather than the image's, and gives the superuser
 // the instance's password.
-func (i *Instance) copyTemplate(ctx context.Context, t *template) error {
+func (i *Instance) copyTemplate(ctx context.Context, t template) error {
 	var apart map[string]string
 	if i.walDir != "" {
 		apart = map[string]string{"pg_wal": filepath.Join(i.walDir, "pg_wal")}
