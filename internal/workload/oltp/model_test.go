@@ -357,18 +357,23 @@ func TestFitBelowTheLightestPoint(t *testing.T) {
 }
 
 // TestPredictSaysTheUsersWaitedForLocks: where 5 % or more of the users
-// of the curve's heaviest point so far waited in the server (on row
-// locks), the prediction's reason says more users wait longer, a queue
-// the CPUs' capacity leaves out; where fewer did, it says nothing of it.
+// of the curve's heaviest point so far waited on a lock in the server
+// (PostgreSQL's Lock:* waits, MariaDB's InnoDB row lock waits), the
+// prediction's reason says more users wait longer, a queue the CPUs'
+// capacity leaves out; where fewer did, or they waited on anything else
+// (the WAL's fsync, the client), it says nothing of it.
 func TestPredictSaysTheUsersWaitedForLocks(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
-		name    string
-		waiting int // sessions waiting at 32 users
-		says    bool
+		name  string
+		waits map[string]int // sessions by wait at 32 users
+		says  bool
 	}{
-		{"2 of 32 waited", 2, true},
-		{"1 of 32 waited", 1, false},
+		{"2 of 32 waited on a row's transaction", map[string]int{"Lock:transactionid": 2}, true},
+		{"2 of 32 waited on InnoDB row locks", map[string]int{"row lock": 2}, true},
+		{"1 of 32 waited on a tuple", map[string]int{"Lock:tuple": 1, "IO:WALSync": 1}, false},
+		{"20 of 32 waited on the WAL's fsync", map[string]int{"IO:WALSync": 20}, false},
+		{"20 of 32 waited on the client", map[string]int{"Client:ClientWrite": 20}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			all := oltptest.Results("duplex-mismatch", "0s", []oltptest.Point{
@@ -377,10 +382,14 @@ func TestPredictSaysTheUsersWaitedForLocks(t *testing.T) {
 				{Mix: "shop", Net: "lan-1g", Users: 128, TPS: 1, MeanMS: 1, CPU: 1},
 			})
 			for i := range all[1].Monitor[0].Samples {
-				all[1].Monitor[0].Samples[i].Waiting = tc.waiting
+				sample := &all[1].Monitor[0].Samples[i]
+				sample.Waits = tc.waits
+				for _, n := range tc.waits {
+					sample.Waiting += n
+				}
 			}
 			p := oltp.Predict(all[2], all[:2])
-			if got := strings.Contains(p.Reason, "at 32 users, its most so far, "); got != tc.says || tc.says && !strings.Contains(p.Reason, "a queue the CPUs' capacity leaves out") {
+			if got := strings.Contains(p.Reason, "at 32 users, its most so far, "); got != tc.says || tc.says && !strings.Contains(p.Reason, "waited on locks in the server on average") {
 				t.Errorf("reason %q: says the users waited %v, want %v", p.Reason, got, tc.says)
 			}
 		})
