@@ -416,7 +416,7 @@ func saturatedPoints(curve []CurvePoint, cycle float64) []CurvePoint {
 // points measured before it: tps = min(N / (R0 + Z), X_cap), R0 + Z the
 // cycle the users lived at the lightest load (N0 / X0, Little's law),
 // X_cap the CPUs the machine left the load at the latest saturated points
-// over the CPU a transaction costs, the host's CPUs before any point
+// over the CPU a transaction costs, the load's CPUs before any point
 // saturated (capacity.go); an open loop's is its
 // arrival rate, a mismatched link's its twin's cycle with its collisions'
 // stalls (predict_mismatch.go). A curve without a point before it takes its cycle from the
