@@ -782,8 +782,13 @@ func (in *inbox) push(a arrival) {
 	in.mu.Lock()
 	in.arrivals = append(in.arrivals, a)
 	in.held += a.n
-	in.mu.Unlock()
+	// Counted before the arrival can be taken: were the count bumped after
+	// unlocking, a reader preempted between the two would let the request
+	// be delivered and answered, and the other direction's scheduler take
+	// the reply as part of a stream (no read seen in between) and not spin
+	// for it.
 	in.reads.Add(1)
+	in.mu.Unlock()
 	signal(in.notify)
 }
 

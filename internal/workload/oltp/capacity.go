@@ -5,8 +5,9 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/dbrig/dbrig/internal/engine"
+	"github.com/dbrig/dbrig/internal/idleloop"
 	"github.com/dbrig/dbrig/internal/measure"
-	"github.com/dbrig/dbrig/internal/procstat"
 	"github.com/dbrig/dbrig/internal/workload"
 )
 
@@ -24,16 +25,27 @@ import (
 // the unix socket's 40 users fell to 1,850/s and 70 and 110 users were
 // predicted there for 5,175/s and 5,220/s measured.
 //
-// A point whose load kept saturatedShare of the host's CPUs busy
-// saturated the server whatever its throughput against the light-load
-// line: with no think time (duplex-mismatch) or a heavy query (the
-// reporting mix) the lightest point itself saturates, and its line
-// predicted 4 times its own throughput at 4 times the users. Before any
-// point saturated, the host's CPUs are the ceiling: the load cannot keep
-// more busy than the host has.
+// A point whose load kept busyShare of the load's CPUs busy saturated the
+// server whatever its throughput against the light-load line: with no
+// think time (duplex-mismatch) or a heavy query (the reporting mix) the
+// lightest point itself saturates, and its line predicted 4 times its own
+// throughput at 4 times the users. Before any point saturated, the load's
+// CPUs are the ceiling: the load cannot keep more busy than it may run on.
+// The load's CPUs are those dbrig may run on (its affinity: taskset or a
+// cpuset may allow 2 of 64 online), which a server not pinned inherits,
+// capped by the server's pinned CPUs or CPU cap, as TPC-H's are.
 
-// probeHostCPUs is the probe's key for the host's online CPUs.
+// probeAllowedCPUs is the probe's key for the CPUs dbrig may run on.
+const probeAllowedCPUs = "allowed_cpus"
+
+// probeHostCPUs is the key the probe wrote before it recorded
+// probeAllowedCPUs: the host's online CPUs, read from stored results.
 const probeHostCPUs = "host_cpus"
+
+// busyShare is the share of the load's CPUs a point's load must keep busy
+// to have saturated the server: the CPUs' counters and the machine's
+// other work leave a saturated load a little short of all of them.
+const busyShare = 0.9
 
 // recentSaturated is how many of the latest saturated points C is the
 // median of: one point the machine starved is not the machine's state.
@@ -45,23 +57,46 @@ type cpuCapacity struct {
 	cpus   []float64 // what the load kept busy at the recent saturated points, latest first
 	demand float64   // D, CPU seconds a transaction
 	whose  string    // where D was measured
-	host   bool      // no point saturated before it: C is the host's CPUs
+	host   bool      // no point saturated before it: C is the load's CPUs
 }
 
-// Probe records the host's online CPUs just before a point runs: the
-// ceiling of what its load can keep busy.
+// Probe records the CPUs dbrig may run on just before a point runs: with
+// the server's pinned CPUs or cap, the ceiling of what its load can keep
+// busy.
 func Probe(context.Context, workload.Result, *workload.Env) (map[string]float64, error) {
-	return map[string]float64{probeHostCPUs: float64(procstat.OnlineCPUs())}, nil
+	allowed, err := idleloop.AllowedCPUs()
+	if err != nil {
+		return nil, err
+	}
+	return map[string]float64{probeAllowedCPUs: float64(len(allowed))}, nil
 }
 
-// hostCPUs is the host's CPUs the probe saw before r, or for a result
-// stored before the probe was, this machine's: a replay runs where the
-// run did.
-func hostCPUs(r workload.Result) float64 {
-	if v := r.Probe[probeHostCPUs]; v > 0 {
-		return v
+// loadCPUs is the CPUs r's load may keep busy: those dbrig might run on
+// as the probe saw them before r (a result stored before the probe
+// recorded them: the host's online CPUs it recorded, else this machine's,
+// a replay running where the run did), at most the server's pinned CPUs
+// or its CPU cap; 0 on a target, whose host is not this one.
+func loadCPUs(r workload.Result) float64 {
+	in := r.Instance()
+	if in.Target != "" {
+		return 0
 	}
-	return float64(procstat.OnlineCPUs())
+	cpus := r.Probe[probeAllowedCPUs]
+	if cpus <= 0 {
+		cpus = r.Probe[probeHostCPUs]
+	}
+	if cpus <= 0 {
+		if allowed, err := idleloop.AllowedCPUs(); err == nil {
+			cpus = float64(len(allowed))
+		}
+	}
+	if list, err := engine.ParseCPUList(in.CPUs); in.CPUs != "" && err == nil && len(list) > 0 {
+		cpus = min(cpus, float64(len(list)))
+	}
+	if in.CPUSpeed > 0 {
+		cpus = min(cpus, in.CPUSpeed)
+	}
+	return cpus
 }
 
 // cpusUsed is the CPUs a point's load kept busy: its servers' (the
@@ -77,14 +112,14 @@ func cpusUsed(o workload.Result) float64 {
 // capacityByCPUs is r's capacity C / D; false when no saturated point
 // before it had its CPU seen, or no point of its curve or a sibling's a D.
 func capacityByCPUs(r workload.Result, before []workload.Result, own []CurvePoint, sibs []sibling) (cpuCapacity, bool) {
-	key, host := siblingKey(r), hostCPUs(r)
+	key, host := siblingKey(r), loadCPUs(r)
 	var m cpuCapacity
 	for i := len(before) - 1; i >= 0 && len(m.cpus) < recentSaturated; i-- {
 		o := before[i]
 		if !o.Measured() || o.Combo == r.Combo || o.Params.Float("rate") > 0 || Mismatched(o) || siblingKey(o) != key {
 			continue
 		}
-		if u := cpusUsed(o); u > 0 && (u >= saturatedShare*host || saturatedAt(o, before)) {
+		if u := cpusUsed(o); u > 0 && (u >= busyShare*host || saturatedAt(o, before)) {
 			m.cpus = append(m.cpus, u)
 		}
 	}
@@ -184,19 +219,19 @@ func capByCPUs(pred workload.Prediction, r workload.Result, before []workload.Re
 	return pred, true
 }
 
-// capByHost caps a prediction by the host's CPUs over D, before any point
+// capByHost caps a prediction by the load's CPUs over D, before any point
 // of its load saturated the server; false, with the ceiling in its
 // formula, where the users' line is below it: the prediction goes on as
 // one no capacity caps.
 func capByHost(pred workload.Prediction, m cpuCapacity) (workload.Prediction, bool) {
 	if m.tps >= pred.Metrics["tps"] {
-		pred.Formula += fmt.Sprintf(", below the host's ceiling C / D = %.0f CPUs / %s = %s/s (D %s)", m.cpus[0], FormatMS(1000*m.demand), FormatTPS(m.tps), m.whose)
+		pred.Formula += fmt.Sprintf(", below the CPUs' ceiling C / D = %g CPUs / %s = %s/s (D %s)", m.cpus[0], FormatMS(1000*m.demand), FormatTPS(m.tps), m.whose)
 		return pred, false
 	}
 	pred.Metrics["tps"] = m.tps
-	pred.Formula += fmt.Sprintf(", capped by the host's ceiling C / D = %.0f CPUs / %s = %s/s (no point of the same load before it saturated the server; D the CPU a transaction costs, the server's and the client's, %s)",
+	pred.Formula += fmt.Sprintf(", capped by the CPUs' ceiling C / D = %g CPUs / %s = %s/s (no point of the same load before it saturated the server; D the CPU a transaction costs, the server's and the client's, %s)",
 		m.cpus[0], FormatMS(1000*m.demand), FormatTPS(m.tps), m.whose)
-	pred.Reason = kneeReason + "; no point before it saturated the server: the machine's other work keeps some of the host's CPUs, and a transaction costs less CPU as more users share each wake-up"
+	pred.Reason = kneeReason + "; no point before it saturated the server: the machine's other work keeps some of the CPUs the load may run on, and a transaction costs less CPU as more users share each wake-up"
 	return pred, true
 }
 

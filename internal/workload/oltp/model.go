@@ -109,9 +109,9 @@ type CurvePoint struct {
 	// ClientUSPerTx is the client's CPU per transaction, the runs' mean
 	// (its process's: the link's proxy runs there too).
 	ClientUSPerTx float64
-	// Waiting is the sessions the monitor saw waiting (on a row lock,
-	// mostly), the runs' mean.
-	Waiting float64
+	// LockWaits is the sessions the monitor saw waiting on a lock, the
+	// runs' mean; waits on I/O, the WAL's fsync or the client are left out.
+	LockWaits float64
 }
 
 // curveOf gathers the closed-loop points of all that share r's curve,
@@ -139,7 +139,7 @@ func curveOf(r workload.Result, all []workload.Result) []CurvePoint {
 		cp.MeanMS = (cp.MeanMS*float64(cp.Runs) + mean) / float64(cp.Runs+1)
 		cp.ServerCPU = (cp.ServerCPU*float64(cp.Runs) + serverCPU(o)) / float64(cp.Runs+1)
 		cp.ClientUSPerTx = (cp.ClientUSPerTx*float64(cp.Runs) + o.Metrics["client_cpu_us_per_tx"]) / float64(cp.Runs+1)
-		cp.Waiting = (cp.Waiting*float64(cp.Runs) + sessionsWaiting(o)) / float64(cp.Runs+1)
+		cp.LockWaits = (cp.LockWaits*float64(cp.Runs) + sessionsOnLocks(o)) / float64(cp.Runs+1)
 		cp.Runs++
 	}
 	var out []CurvePoint
@@ -161,14 +161,37 @@ func serverCPU(r workload.Result) float64 {
 	return cpu
 }
 
-// sessionsWaiting is the sessions the point's servers had waiting on
-// average, as the monitor saw them.
-func sessionsWaiting(r workload.Result) float64 {
+// sessionsOnLocks is the sessions the point's servers had waiting on a
+// lock on average, as the monitor's samples counted them by wait.
+func sessionsOnLocks(r workload.Result) float64 {
 	w := 0.0
 	for _, s := range r.Monitor {
-		w += s.Summarize().MeanWaiting
+		locked, taken := 0, 0
+		for _, x := range s.Samples {
+			if !x.OK() {
+				continue
+			}
+			taken++
+			for wait, n := range x.Waits {
+				if isLockWait(wait) {
+					locked += n
+				}
+			}
+		}
+		if taken > 0 {
+			w += float64(locked) / float64(taken)
+		}
 	}
 	return w
+}
+
+// isLockWait reports whether a sample's wait is on a lock: PostgreSQL's
+// wait_event_type Lock (a row's transaction, a tuple, a relation), or
+// MariaDB's "row lock", InnoDB's lock waits (its engine's activity.go).
+// A MariaDB thread's state is left out: it says what the thread does
+// (sending data, updating), not that it waits on a lock.
+func isLockWait(wait string) bool {
+	return strings.HasPrefix(wait, "Lock:") || wait == "row lock"
 }
 
 // ClosedLoop is the closed-loop model of one curve.
@@ -393,7 +416,7 @@ func saturatedPoints(curve []CurvePoint, cycle float64) []CurvePoint {
 // points measured before it: tps = min(N / (R0 + Z), X_cap), R0 + Z the
 // cycle the users lived at the lightest load (N0 / X0, Little's law),
 // X_cap the CPUs the machine left the load at the latest saturated points
-// over the CPU a transaction costs, the host's CPUs before any point
+// over the CPU a transaction costs, the load's CPUs before any point
 // saturated (capacity.go); an open loop's is its
 // arrival rate, a mismatched link's its twin's cycle with its collisions'
 // stalls (predict_mismatch.go). A curve without a point before it takes its cycle from the
@@ -414,8 +437,8 @@ func Predict(r workload.Result, before []workload.Result) workload.Prediction {
 	return withLockWaits(predictClosedLoop(r, before, curve), curve)
 }
 
-// lockWaitShare is the share of a point's users waiting in the server (on
-// a row lock, mostly) from which a prediction says that more users will
+// lockWaitShare is the share of a point's users waiting on a lock in the
+// server from which a prediction says that more users will
 // wait more: the shop's 32 users without think time had 2.2 sessions
 // waiting (7 %), its 128 users 43 (34 %), and gave 2,831/s where the
 // CPUs' capacity predicted 6,410/s.
@@ -429,11 +452,11 @@ func withLockWaits(pred workload.Prediction, curve []CurvePoint) workload.Predic
 		return pred
 	}
 	heaviest := curve[len(curve)-1]
-	if heaviest.Users <= 0 || heaviest.Waiting < lockWaitShare*heaviest.Users {
+	if heaviest.Users <= 0 || heaviest.LockWaits < lockWaitShare*heaviest.Users {
 		return pred
 	}
-	pred.Reason += fmt.Sprintf("; at %g users, its most so far, %.1f sessions waited in the server on average (on row locks, mostly): more users wait longer, a queue the CPUs' capacity leaves out",
-		heaviest.Users, heaviest.Waiting)
+	pred.Reason += fmt.Sprintf("; at %g users, its most so far, %.1f sessions waited on locks in the server on average: more users wait longer, a queue the CPUs' capacity leaves out",
+		heaviest.Users, heaviest.LockWaits)
 	return pred
 }
 

@@ -1,6 +1,7 @@
 package oltp_test
 
 import (
+	"fmt"
 	"maps"
 	"math"
 	"slices"
@@ -288,12 +289,12 @@ func TestPredictCapacityIsTheCPUsLeftNotADip(t *testing.T) {
 	}
 }
 
-// TestPredictByTheHostsCPUs: a point whose load kept 90 % of the host's
-// CPUs busy saturated the server, its throughput on the light-load line
-// or not (no think time: 8 users at 4000/s, the server's 1.0 CPUs and
-// the client's 225 µs a transaction, 1.9 CPUs); before any point
-// saturated, the host's CPUs over the CPU a transaction costs cap the
-// users' line, and leave it where the host has more.
+// TestPredictByTheHostsCPUs: a point whose load kept 90 % of the CPUs it
+// may run on busy saturated the server, its throughput on the light-load
+// line or not (no think time: 8 users at 4000/s, the server's 1.0 CPUs
+// and the client's 225 µs a transaction, 1.9 CPUs); before any point
+// saturated, those CPUs over the CPU a transaction costs cap the users'
+// line, and leave it where there are more.
 func TestPredictByTheHostsCPUs(t *testing.T) {
 	t.Parallel()
 	results := oltptest.Results("duplex-mismatch", "0s", []oltptest.Point{{Mix: "shop", Net: "lan-1g", Users: 8, TPS: 4000, MeanMS: 2, CPU: 1.0}})
@@ -307,8 +308,8 @@ func TestPredictByTheHostsCPUs(t *testing.T) {
 		reason  string // a part of what it says it leaves out
 	}{
 		{"the lightest point kept the host busy", 2, 1.9 / 0.000475, "C / D = 1.90 CPUs / 475 µs", "the CPUs the machine's other work leaves the load move"},
-		{"the host's ceiling", 4, 4 / 0.000475, "capped by the host's ceiling C / D = 4 CPUs / 475 µs", "the machine's other work keeps some of the host's CPUs"},
-		{"below the host's ceiling", 16, 32 / 0.002, "below the host's ceiling C / D = 16 CPUs / 475 µs", "its capacity is unknown, and the throughput is capped by the users only"},
+		{"the host's ceiling", 4, 4 / 0.000475, "capped by the CPUs' ceiling C / D = 4 CPUs / 475 µs", "the machine's other work keeps some of the CPUs the load may run on"},
+		{"below the host's ceiling", 16, 32 / 0.002, "below the CPUs' ceiling C / D = 16 CPUs / 475 µs", "its capacity is unknown, and the throughput is capped by the users only"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := next
@@ -319,6 +320,45 @@ func TestPredictByTheHostsCPUs(t *testing.T) {
 			}
 			if !strings.Contains(p.Reason, tc.reason) {
 				t.Errorf("32 users on %g CPUs: reason %q, want it to say %q", tc.host, p.Reason, tc.reason)
+			}
+		})
+	}
+}
+
+// TestPredictByTheCPUsTheLoadMayRunOn: the ceiling before any point
+// saturated is the CPUs dbrig may run on (64 online, 4 allowed), at most
+// the server's pinned CPUs or its CPU cap, not the host's online CPUs
+// (8 users at 4000/s cost 475 µs a transaction, 1.9 CPUs).
+func TestPredictByTheCPUsTheLoadMayRunOn(t *testing.T) {
+	t.Parallel()
+	next := oltptest.Results("duplex-mismatch", "0s", []oltptest.Point{{Mix: "shop", Net: "lan-1g", Users: 32, TPS: 1, MeanMS: 1, CPU: 1}})[0]
+	for _, tc := range []struct {
+		name     string
+		probe    map[string]float64
+		pinned   string
+		cpuSpeed float64
+		want     float64 // the ceiling's CPUs
+	}{
+		{"64 online, 4 allowed", map[string]float64{"host_cpus": 64, "allowed_cpus": 4}, "", 0, 4},
+		{"a result stored before the allowed CPUs", map[string]float64{"host_cpus": 4}, "", 0, 4},
+		{"the server pinned to 3 of 16", map[string]float64{"allowed_cpus": 16}, "0-2", 0, 3},
+		{"the server capped at 2.5 CPUs", map[string]float64{"allowed_cpus": 16}, "", 2.5, 2.5},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			// The point before runs on the same server: it is of the same curve.
+			results := oltptest.Results("duplex-mismatch", "0s", []oltptest.Point{{Mix: "shop", Net: "lan-1g", Users: 8, TPS: 4000, MeanMS: 2, CPU: 1.0}})
+			results[0].Metrics["client_cpu_us_per_tx"] = 225
+			r := next
+			r.Probe = tc.probe
+			r.Instances = slices.Clone(next.Instances)
+			for i := range r.Instances {
+				r.Instances[i].CPUs, r.Instances[i].CPUSpeed = tc.pinned, tc.cpuSpeed
+			}
+			results[0].Instances = r.Instances
+			p := oltp.Predict(r, results)
+			want := tc.want / 0.000475
+			if got := p.Metrics["tps"]; math.Abs(got-want) > 1e-6*want || !strings.Contains(p.Formula, fmt.Sprintf("capped by the CPUs' ceiling C / D = %g CPUs", tc.want)) {
+				t.Errorf("32 users: %v, want %v on %g CPUs; formula %q", got, want, tc.want, p.Formula)
 			}
 		})
 	}
@@ -357,18 +397,23 @@ func TestFitBelowTheLightestPoint(t *testing.T) {
 }
 
 // TestPredictSaysTheUsersWaitedForLocks: where 5 % or more of the users
-// of the curve's heaviest point so far waited in the server (on row
-// locks), the prediction's reason says more users wait longer, a queue
-// the CPUs' capacity leaves out; where fewer did, it says nothing of it.
+// of the curve's heaviest point so far waited on a lock in the server
+// (PostgreSQL's Lock:* waits, MariaDB's InnoDB row lock waits), the
+// prediction's reason says more users wait longer, a queue the CPUs'
+// capacity leaves out; where fewer did, or they waited on anything else
+// (the WAL's fsync, the client), it says nothing of it.
 func TestPredictSaysTheUsersWaitedForLocks(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
-		name    string
-		waiting int // sessions waiting at 32 users
-		says    bool
+		name  string
+		waits map[string]int // sessions by wait at 32 users
+		says  bool
 	}{
-		{"2 of 32 waited", 2, true},
-		{"1 of 32 waited", 1, false},
+		{"2 of 32 waited on a row's transaction", map[string]int{"Lock:transactionid": 2}, true},
+		{"2 of 32 waited on InnoDB row locks", map[string]int{"row lock": 2}, true},
+		{"1 of 32 waited on a tuple", map[string]int{"Lock:tuple": 1, "IO:WALSync": 1}, false},
+		{"20 of 32 waited on the WAL's fsync", map[string]int{"IO:WALSync": 20}, false},
+		{"20 of 32 waited on the client", map[string]int{"Client:ClientWrite": 20}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			all := oltptest.Results("duplex-mismatch", "0s", []oltptest.Point{
@@ -377,10 +422,14 @@ func TestPredictSaysTheUsersWaitedForLocks(t *testing.T) {
 				{Mix: "shop", Net: "lan-1g", Users: 128, TPS: 1, MeanMS: 1, CPU: 1},
 			})
 			for i := range all[1].Monitor[0].Samples {
-				all[1].Monitor[0].Samples[i].Waiting = tc.waiting
+				sample := &all[1].Monitor[0].Samples[i]
+				sample.Waits = tc.waits
+				for _, n := range tc.waits {
+					sample.Waiting += n
+				}
 			}
 			p := oltp.Predict(all[2], all[:2])
-			if got := strings.Contains(p.Reason, "at 32 users, its most so far, "); got != tc.says || tc.says && !strings.Contains(p.Reason, "a queue the CPUs' capacity leaves out") {
+			if got := strings.Contains(p.Reason, "at 32 users, its most so far, "); got != tc.says || tc.says && !strings.Contains(p.Reason, "waited on locks in the server on average") {
 				t.Errorf("reason %q: says the users waited %v, want %v", p.Reason, got, tc.says)
 			}
 		})

@@ -744,26 +744,38 @@ func modelReason(kind string) string {
 	return "a stream is bounded by min(rate, window / RTT, the fastest other path's consumer rate, a capped client's CPU per row over its quota, a capped server's whole-core pace times its cap): a consumer slower here than there is not, nor the link's relay taking CPU from the client and the server where the link's rate and the consumer's are near"
 }
 
-// quietRuns opens each knownMiss.
-const quietRuns = "in the quiet demos of 2026-11-27, "
+// quietRuns opens each knownMiss: what one machine measured, not a law of
+// every host.
+const quietRuns = "the quiet rbar-latency demos of 2026-11-27 on the study's demo machine measured (docs/studies/rbar-latency.md): "
+
+// demoStudy is the study whose demos knownMiss reports.
+const demoStudy = "rbar-latency"
 
 // knownMiss is what the five quiet demos of 2026-11-27 (14:51, 16:52,
 // 17:23, 20:20, 20:50) measured where their points of r's kind missed
 // with the same sign in most of them, replayed with this model; "" for
+// the others. Each sentence is given only to a point of that study with
+// the experiment, speed and path it names: the runs measured nothing of
 // the others. A cause the model could take from a figure measured before
 // the point is in the model instead.
 func knownMiss(kind string, r workload.Result) string {
-	exp, mode := r.Params.String("experiment"), linkOf(r).Mode
+	if r.Study != demoStudy {
+		return ""
+	}
+	exp, path := r.Params.String("experiment"), linkOf(r).Profile
+	if path == "" {
+		path = linkOf(r).Mode
+	}
 	switch {
-	case kind == "server" && ServerSpeed(r) < 1:
+	case kind == "server" && exp == "server-cursor" && ServerSpeed(r) == 0.5 && path == "unix":
 		return quietRuns + "server-cursor at 0.5 on the unix socket took 1.2 to 2.7x its whole-core time a row, where the cap gives 2x: a statement of one or two quota periods (100 ms) runs partly within one period's budget, and the host's speed moved"
-	case kind == "server":
-		return quietRuns + "this host ran a server-side row at one of two speeds about 1.5x apart, each for seconds (server-loop at a whole core: about 40 or about 60 ns a row), which the reference's runs need not share"
-	case kind == "row-by-row" && r.Client.Idle == idleloop.Spin && mode == "link":
+	case kind == "server" && exp == "server-loop" && path == "unix":
+		return quietRuns + "server-loop on the unix socket ran a row at one of two speeds about 1.5x apart, each for seconds (about 40 or about 60 ns a row at a whole core), which the reference's runs need not share"
+	case kind == "row-by-row" && exp == "client-row-by-row" && r.Client.Idle == idleloop.Spin && path == "loopback":
 		return quietRuns + "the probe with the idle loops, started just before it, took 1.30 to 1.50x the spinning rows' round trip over loopback (0.99 to 1.96x over lan-1g and infiniband)"
-	case kind == "stream" && exp == "wide-rows":
+	case kind == "stream" && exp == "wide-rows" && (path == "unix" || path == "direct"):
 		return quietRuns + "the first wide-rows points took 1.2 to 1.7x their path's fastest sample a row on the unix socket (0.9 to 1.6x on direct TCP): that sample is the fastest of up to six of 2,000 rows, about 10 ms each"
-	case kind == "stream-reference" && exp == "cursor-messages" && mode == "link":
+	case kind == "stream-reference" && exp == "cursor-messages" && linkOf(r).Mode == "link":
 		return quietRuns + "a stream of notices through the link ran in two regimes, stretches of 8 to 22 KB per 10 ms in the link's series beside stretches near 150 KB, and one point's three runs spread up to 5.7x (infiniband at 20:50: 7.0, 21.2 and 40.0 µs a notice), which no other path's rate foresees"
 	}
 	return ""

@@ -659,8 +659,9 @@ func TestACappedServersPaceIsItsTransportsSample(t *testing.T) {
 }
 
 // Where the quiet runs missed a kind of point the same way in most of
-// them, the reason says what they measured of it; other points keep the
-// model's reason alone.
+// them, the reason says what they measured of it, on a point of their
+// study with the experiment, speed and path the sentence names; other
+// points, and any point of another study, keep the model's reason alone.
 func TestKnownMissesSayWhatTheQuietRunsMeasured(t *testing.T) {
 	spinning := func(r workload.Result) workload.Result {
 		r.Client.Idle = idleloop.Spin
@@ -672,16 +673,33 @@ func TestKnownMissesSayWhatTheQuietRunsMeasured(t *testing.T) {
 		r    workload.Result
 		want string // in the reason; "" for none beyond the model's
 	}{
-		{"a capped server-side point", "server", atSpeed(result("cursor unix half", "server-cursor", unix, nil), 0.5), "quota periods"},
-		{"an uncapped server-side point", "server", atSpeed(result("loop unix", "server-loop", unix, nil), 0), "two speeds"},
-		{"spinning rows through the link", "row-by-row", spinning(result("rbr loopback spin", "client-row-by-row", loopback, nil)), "idle loops"},
-		{"halting rows through the link", "row-by-row", result("rbr loopback", "client-row-by-row", loopback, nil), ""},
+		{"server-cursor at 0.5 on the unix socket", "server", atSpeed(result("cursor unix half", "server-cursor", unix, nil), 0.5), "quota periods"},
+		{"server-cursor at 0.5 on direct TCP", "server", atSpeed(result("cursor direct half", "server-cursor", direct, nil), 0.5), ""},
+		{"server-cursor uncapped on the unix socket", "server", atSpeed(result("cursor unix", "server-cursor", unix, nil), 0), ""},
+		{"server-loop at 0.5 on the unix socket", "server", atSpeed(result("loop unix half", "server-loop", unix, nil), 0.5), "two speeds"},
+		{"server-loop uncapped on the unix socket", "server", atSpeed(result("loop unix", "server-loop", unix, nil), 0), "two speeds"},
+		{"server-loop over lan-1g", "server", atSpeed(result("loop lan", "server-loop", lan1g, nil), 0), ""},
+		{"spinning rows over loopback", "row-by-row", spinning(result("rbr loopback spin", "client-row-by-row", loopback, nil)), "idle loops"},
+		{"spinning rows over lan-1g", "row-by-row", spinning(result("rbr lan spin", "client-row-by-row", lan1g, nil)), ""},
+		{"halting rows over loopback", "row-by-row", result("rbr loopback", "client-row-by-row", loopback, nil), ""},
 		{"spinning rows on the unix socket", "row-by-row", spinning(result("rbr unix spin", "client-row-by-row", unix, nil)), ""},
-		{"wide rows from a sample", "stream", result("wide unix", "wide-rows", unix, nil), "fastest sample"},
+		{"wide rows on the unix socket", "stream", result("wide unix", "wide-rows", unix, nil), "fastest sample"},
+		{"wide rows on direct TCP", "stream", result("wide direct", "wide-rows", direct, nil), "fastest sample"},
+		{"wide rows over lan-1g", "stream", result("wide lan stream", "wide-rows", lan1g, nil), ""},
 		{"a stream of ints from a sample", "stream", result("stream unix", "client-stream", unix, nil), ""},
 		{"notices through the link", "stream-reference", result("messages lan", "cursor-messages", lan1g, nil), "two regimes"},
 		{"notices on direct TCP", "stream-reference", result("messages direct", "cursor-messages", direct, nil), ""},
 		{"wide rows through the link", "stream-reference", result("wide lan", "wide-rows", lan1g, nil), ""},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name+" in another study", func(t *testing.T) {
+			r := tt.r
+			r.Study = "my-rbar"
+			if got := missReason(tt.kind, r); got != modelReason(tt.kind) {
+				t.Errorf("reason %q, want the model's alone: the demos measured another study's points", got)
+			}
+		})
+		tests[i].r.Study = demoStudy
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -697,6 +715,7 @@ func TestKnownMissesSayWhatTheQuietRunsMeasured(t *testing.T) {
 	// A prediction carries it: notices over lan-1g from loopback's stream.
 	ref := result("messages loopback", "cursor-messages", loopback, map[string]float64{"throughput_bps": 124 * 8 / 6.2e-6, "wire_bytes": 124 * 1e5, "rows": 1e5})
 	r := result("messages lan", "cursor-messages", lan1g, nil)
+	r.Study = demoStudy
 	r.Params["rows"] = int64(100_000)
 	if p := Predict(r, []workload.Result{ref}); !strings.Contains(p.Reason, "two regimes") {
 		t.Errorf("notices over lan-1g: reason %q, want the quiet runs' two regimes", p.Reason)

@@ -4,13 +4,10 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"time"
 
 	"gonum.org/v1/gonum/stat"
 
 	"github.com/dbrig/dbrig/internal/engine"
-	"github.com/dbrig/dbrig/internal/idleloop"
-	"github.com/dbrig/dbrig/internal/procstat"
 	"github.com/dbrig/dbrig/internal/workload"
 )
 
@@ -34,10 +31,9 @@ import (
 // m is measured on the point before: the other work's CPUs while its
 // streams ran (other_cpus) over the share one of its processes got (the
 // CPUs left to the server over the processes its queries kept busy, each
-// query's plan's workers and the leader weighted by its time). A second's
-// probe before the point (kept in the point's probe) saw the load of that
-// second, which on a busy machine moved threefold within a point; the
-// point before's minutes are the better forecast. n is the workers the
+// query's plan's workers and the leader weighted by its time): a second's
+// load just before the point moved threefold within a point on a busy
+// machine, so the point before's minutes are the forecast. n is the workers the
 // query's plan asks for at the point's degree and the leader, read from
 // EXPLAIN just before the point, at most the CPUs. W is each earlier point's
 // time where the query's plan ran on n processes too, over its own factor
@@ -47,38 +43,20 @@ import (
 // parallel parts), else fitted on the parallel points before; moot on one
 // process. The total is the sum of the queries'.
 
-// probeSpin is how long the busy threads measure the free CPUs.
-const probeSpin = time.Second
-
-// Names of the probe's figures.
-const probeFree = "free_cpus"
-
 func probePlanWorkers(q int) string  { return fmt.Sprintf("q%02d_plan_workers", q) }
 func probePlanFraction(q int) string { return fmt.Sprintf("q%02d_plan_serial_fraction", q) }
 
-// Probe measures, just before a point, what its prediction needs of the
-// moment: at a parallel degree, each query's plan; and, not on a target
-// (whose host is not this one), the CPUs the machine's other work leaves
-// in that second, which the formula names beside the point before's load.
+// Probe reads, just before a point at a parallel degree, what its
+// prediction needs of the moment: each query's plan at that degree. The
+// other work's load comes from the point before (other_cpus), not from
+// the moment: a second's spin on every CPU cost each point a second of
+// the machine and forecast its minutes worse.
 func Probe(ctx context.Context, r workload.Result, env *workload.Env) (map[string]float64, error) {
 	w, err := newWorkload(r.Params)
 	if err != nil {
 		return nil, err
 	}
 	out := map[string]float64{}
-	if r.Instance().Target == "" {
-		cpus := pinnedCPUs(r)
-		if cpus == nil {
-			if cpus, err = idleloop.AllowedCPUs(); err != nil {
-				return nil, err
-			}
-		}
-		free, err := procstat.FreeCPUs(ctx, cpus, probeSpin)
-		if err != nil {
-			return nil, err
-		}
-		out[probeFree] = free
-	}
 	if w.(*tpch).degree == 0 {
 		return out, nil
 	}
@@ -193,29 +171,20 @@ func Predict(r workload.Result, before []workload.Result) workload.Prediction {
 	}
 	pred.Formula = fmt.Sprintf("time = W × (s/φ(1) + (1 − s)/(n × φ(n))) per query, the total their sum; φ(k) = min(1, C/(m + k)), one of k processes' share of C = %g CPUs beside m = %.1f threads of other work (%s); n the plan's workers and the leader at degree %d; W the work on the earlier points whose plan ran on as many processes for %d queries, degree 0's for %d; s the plan's for %d, fitted on the parallel points before for %d, moot for %d (one process)",
 		l.cpus, now.threads, nowFrom, degree, used[baseSame], used[baseSerial], used["plan"], used["fit"], used["moot"])
-	pred.Reason = l.loadReason(r)
+	pred.Reason = l.loadReason()
 	return pred
 }
 
 // loadReason is what the prediction leaves out, said where it misses: the
 // load it forecast, beside which the report shows the point's own
-// other_cpus, and the moment's probe.
-func (l loadedSweep) loadReason(r workload.Result) string {
+// other_cpus.
+func (l loadedSweep) loadReason() string {
 	last := l.points[len(l.points)-1]
 	forecast := "the other work was not measured"
 	if other, ok := last.r.Metrics["other_cpus"]; ok {
 		forecast = fmt.Sprintf("the other work is forecast as the point before's, %.2f of the %g CPUs", other, l.cpus)
 	}
-	return forecast + probedFree(r) + ": on a busy machine it changes while the streams run, and every query moves with it (the point's own is its other_cpus); the first parallel degree's plans are read from EXPLAIN, whose costs do not foresee a parallel plan that does less or more work than the serial one (Q4 a seventh, Q5 1.6 to 1.9 times at degree 1 on every run here)"
-}
-
-// probedFree is what the probe in the second before the point found: the
-// moment's load beside the point before's.
-func probedFree(r workload.Result) string {
-	if f, ok := r.Probe[probeFree]; ok {
-		return fmt.Sprintf("; a probe in the second before it found %.2f CPUs free", f)
-	}
-	return ""
+	return forecast + ": on a busy machine it changes while the streams run, and every query moves with it (the point's own is its other_cpus); the first parallel degree's plans are read from EXPLAIN, whose costs do not foresee a parallel plan that does less or more work than the serial one (Q4 a seventh, Q5 1.6 to 1.9 times at degree 1 on every run here)"
 }
 
 // contentionNow is the other work the point will run beside: the latest

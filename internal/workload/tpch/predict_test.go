@@ -1,6 +1,7 @@
 package tpch
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"strings"
@@ -29,10 +30,10 @@ func sweepPoint(degree int, q1, q2, other float64, workers ...float64) workload.
 	return r
 }
 
-// planProbe is a probe's figures: the free CPUs, and Q1's and Q2's plans
-// as (workers, serial fraction) pairs.
-func planProbe(free float64, plans ...[2]float64) map[string]float64 {
-	p := map[string]float64{probeFree: free}
+// planProbe is a probe's figures: Q1's and Q2's plans as (workers, serial
+// fraction) pairs.
+func planProbe(plans ...[2]float64) map[string]float64 {
+	p := map[string]float64{}
 	for i, pl := range plans {
 		p[probePlanWorkers(i+1)], p[probePlanFraction(i+1)] = pl[0], pl[1]
 	}
@@ -73,20 +74,18 @@ func TestContention(t *testing.T) {
 // the serial time; the total is their sum. Beside other work each process
 // gets its share: half a CPU left at degree 0 is three threads of other
 // work, and a parallel plan's two processes get two fifths of a CPU each.
-// The probe's free CPUs change nothing.
 func TestPredictTheFirstParallelDegree(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
-		name           string
-		other0, probed float64
-		q1, q2         float64
+		name   string
+		other0 float64
+		q1, q2 float64
 	}{
-		{"a quiet machine", 0, 2, 1000 * (0.2 + 0.8/2), 500},
-		{"a quiet machine, a busy probe", 0, 0.1, 1000 * (0.2 + 0.8/2), 500},
-		{"the other work left half a CPU", 1.5, 2, 1000 * 0.5 * (0.2/0.5 + 0.8/(2*0.4)), 500},
+		{"a quiet machine", 0, 1000 * (0.2 + 0.8/2), 500},
+		{"the other work left half a CPU", 1.5, 1000 * 0.5 * (0.2/0.5 + 0.8/(2*0.4)), 500},
 	} {
 		r := sweepPoint(1, 0, 0, -1)
-		r.Probe = planProbe(tc.probed, [2]float64{1, 0.2}, [2]float64{0, 1})
+		r.Probe = planProbe([2]float64{1, 0.2}, [2]float64{0, 1})
 		p := Predict(r, []workload.Result{sweepPoint(0, 1000, 500, tc.other0, 0, 0)})
 		q1, q2 := p.Metrics[MetricName(1)], p.Metrics[MetricName(2)]
 		if math.Abs(q1-tc.q1) > 1e-9 || math.Abs(q2-tc.q2) > 1e-9 || math.Abs(p.Metrics["total_s"]-(tc.q1+tc.q2)/1000) > 1e-12 {
@@ -103,7 +102,7 @@ func TestPredictTakesTheWorkOfTheSamePlan(t *testing.T) {
 	t.Parallel()
 	serial := sweepPoint(0, 7000, 500, 0, 0, 0)
 	r := sweepPoint(2, 0, 0, -1)
-	r.Probe = planProbe(2, [2]float64{2, 0.1}, [2]float64{2, 0.2})
+	r.Probe = planProbe([2]float64{2, 0.1}, [2]float64{2, 0.2})
 	p := Predict(r, []workload.Result{serial, sweepPoint(1, 1000, 500, 0, 1, 0)})
 	if got, want := p.Metrics[MetricName(1)], 1000.0; math.Abs(got-want) > 1e-9 {
 		t.Errorf("Q1 ran on two processes at degree 1: %v, want its time there %v", got, want)
@@ -119,11 +118,11 @@ func TestPredictTakesTheWorkOfTheSamePlan(t *testing.T) {
 // TestPredictForecastsThePointBeforesLoad: the other work is the point
 // before's, its other_cpus over the share its busy processes got: degree
 // 1's Q1 kept two processes busy for 600 of its 1100 ms while the other
-// work took 1.5 CPUs; its probe's two free CPUs change nothing.
+// work took 1.5 CPUs, and the reason names that forecast.
 func TestPredictForecastsThePointBeforesLoad(t *testing.T) {
 	t.Parallel()
 	r := sweepPoint(2, 0, 0, -1)
-	r.Probe = planProbe(2, [2]float64{2, 0}, [2]float64{0, 1})
+	r.Probe = planProbe([2]float64{2, 0}, [2]float64{0, 1})
 	p := Predict(r, []workload.Result{sweepPoint(0, 1000, 500, 0, 0, 0), sweepPoint(1, 600, 500, 1.5, 1, 0)})
 	busy := (600*2 + 500*1) / 1100.0
 	m := 1.5 / (0.5 / busy)
@@ -137,7 +136,7 @@ func TestPredictForecastsThePointBeforesLoad(t *testing.T) {
 	if want := fmt.Sprintf("m = %.1f threads", m); !strings.Contains(p.Formula, want) {
 		t.Errorf("formula %q; want it to say %q", p.Formula, want)
 	}
-	if want := "forecast as the point before's, 1.50 of the 2 CPUs; a probe in the second before it found 2.00 CPUs free"; !strings.Contains(p.Reason, want) {
+	if want := "forecast as the point before's, 1.50 of the 2 CPUs: on a busy machine"; !strings.Contains(p.Reason, want) {
 		t.Errorf("reason %q; want it to say %q", p.Reason, want)
 	}
 }
@@ -174,7 +173,7 @@ func TestPredictNeverReadsItsOwnFigures(t *testing.T) {
 	t.Parallel()
 	before := []workload.Result{sweepPoint(0, 1000, 500, 0.5, 0, 0)}
 	blank := sweepPoint(1, 0, 0, -1)
-	blank.Probe = planProbe(1.5, [2]float64{1, 0.3}, [2]float64{1, 0.6})
+	blank.Probe = planProbe([2]float64{1, 0.3}, [2]float64{1, 0.6})
 	measured := sweepPoint(1, 1, 1, 1.9, 1, 1)
 	measured.Probe = blank.Probe
 	a, b := Predict(blank, before), Predict(measured, before)
@@ -202,5 +201,17 @@ func TestParsePlanShape(t *testing.T) {
 	}
 	if _, err := ParsePlanShape([]byte(`[]`)); err == nil {
 		t.Error("no plan read as a shape")
+	}
+}
+
+// TestProbeDoesNotSpin: before the serial degree the probe has nothing to
+// read (no plan to probe), and it no longer spins a thread on every CPU
+// for a second to measure the CPUs free: it returns no figure.
+func TestProbeDoesNotSpin(t *testing.T) {
+	t.Parallel()
+	r := sweepPoint(0, 0, 0, -1)
+	got, err := Probe(context.Background(), r, nil)
+	if err != nil || len(got) != 0 {
+		t.Errorf("probe before degree 0: %v, %v; want no figure", got, err)
 	}
 }

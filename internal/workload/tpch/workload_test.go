@@ -110,9 +110,9 @@ func TestGoldenAnswers(t *testing.T) {
 	}
 }
 
-// checkProbe: before a point at degree 1 the probe reads the CPUs free
-// and each query's plan at that degree from the server, and some plan
-// runs part of its query in parallel (every scan may have a worker).
+// checkProbe: before a point at degree 1 the probe reads each query's
+// plan at that degree from the server, and some plan runs part of its
+// query in parallel (every scan may have a worker).
 func checkProbe(t *testing.T, env *workload.Env) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -122,9 +122,6 @@ func checkProbe(t *testing.T, env *workload.Env) {
 	got, err := Probe(ctx, r, env)
 	if err != nil {
 		t.Fatalf("probe before degree 1: %v", err)
-	}
-	if got[probeFree] <= 0 {
-		t.Errorf("free CPUs %v", got[probeFree])
 	}
 	parallel := 0
 	for q := 1; q <= NumQueries; q++ {

@@ -58,7 +58,7 @@ func Results(study, think string, pts []Point) []workload.Result {
 		combo := fmt.Sprintf("mix=%s net=%s users=%d rate=%g", p.Mix, p.Net, p.Users, p.Rate)
 		r := workload.Result{Study: study, Key: combo + " #1", Combo: combo, Run: 1,
 			Values:    map[string]any{"mix": p.Mix, "net": p.Net, "users": int64(p.Users), "rate": p.Rate},
-			Params:    workload.Params{"mix": p.Mix, "users": int64(p.Users), "think": think, "keying": "0s", "rate": p.Rate, "tx_limit": "30s", "scale_factor": 0.2},
+			Params:    workload.Params{"instance": "db", "mix": p.Mix, "users": int64(p.Users), "think": think, "keying": "0s", "rate": p.Rate, "tx_limit": "30s", "scale_factor": 0.2},
 			Instances: []engine.InstanceConfig{{Name: "db", Engine: "postgres", Site: "db"}},
 			Links:     []workload.LinkResult{LinkFor(p.Net)},
 			Started:   start.Add(time.Duration(i) * time.Minute),
@@ -78,9 +78,9 @@ func Results(study, think string, pts []Point) []workload.Result {
 		if p.CPU >= 0 {
 			r.Monitor = []monitor.Series{{Instance: "db", Engine: "postgres", Samples: []monitor.Sample{{At: 1, CPU: p.CPU}, {At: 2, CPU: p.CPU}}}}
 		}
-		// The host's CPUs as the probe records them, so that a
+		// The CPUs dbrig may run on as the probe records them, so that a
 		// prediction does not change with the machine the test runs on.
-		r.Probe = map[string]float64{"host_cpus": 2}
+		r.Probe = map[string]float64{"allowed_cpus": 2}
 		pred := oltp.Predict(r, all)
 		r.SetModel(pred, oltp.Model(r, workload.OtherCombinations(r, all)))
 		all = append(all, r)
