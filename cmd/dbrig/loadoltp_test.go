@@ -70,7 +70,9 @@ func TestLoadOLTP(t *testing.T) {
 		ln.Close()
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 		defer cancel()
-		cmd := exec.CommandContext(ctx, dbrigBinary(t), "load", "oltp", "--users", "3", "--duration", "3s", "--warm-up", "1s",
+		// Two seconds: the run's lines are one a second, and its users
+		// without think time keep both cores busy for every one.
+		cmd := exec.CommandContext(ctx, dbrigBinary(t), "load", "oltp", "--users", "3", "--duration", "2s", "--warm-up", "500ms",
 			"--scale", "0.01", "--json", "--metrics-addr", addr, "--out", dir)
 		cmd.Env = append(os.Environ(), "TMPDIR="+base, "NO_COLOR=1")
 		var stdout, stderr bytes.Buffer
@@ -104,7 +106,7 @@ func TestLoadOLTP(t *testing.T) {
 			t.Fatalf("summary = %+v", j)
 		}
 		p := j.Points[0]
-		if p.Users != 3 || p.Mode != "closed" || p.TPS <= 0 || p.MeasuredS < 2.9 || len(p.Types) != 5 || p.Error != "" {
+		if p.Users != 3 || p.Mode != "closed" || p.TPS <= 0 || p.MeasuredS < 1.9 || len(p.Types) != 5 || p.Error != "" {
 			t.Errorf("point = %+v", p)
 		}
 		for _, ty := range p.Types {
@@ -117,7 +119,7 @@ func TestLoadOLTP(t *testing.T) {
 				t.Errorf("%s: errors by class missing: %v", ty.Name, ty.Errors)
 			}
 		}
-		if strings.Count(stderr.String(), " measured ") < 3 || strings.Count(stderr.String(), "warm-up") < 1 {
+		if strings.Count(stderr.String(), " measured ") < 2 || strings.Count(stderr.String(), "warm-up") < 1 {
 			t.Errorf("stderr lacks the per-second lines:\n%s", stderr.String())
 		}
 		if strings.Contains(stdout.String()+stderr.String(), "\x1b[") {
@@ -126,7 +128,7 @@ func TestLoadOLTP(t *testing.T) {
 		pgtest.WaitNoServers(t, base, 10*time.Second)
 		assertNoInstanceDirs(t, base)
 		results, err := study.ReadResults(dir)
-		if err != nil || len(results) != 1 || len(results[0].Monitor) != 1 || len(results[0].Monitor[0].Samples) < 3 {
+		if err != nil || len(results) != 1 || len(results[0].Monitor) != 1 || len(results[0].Monitor[0].Samples) < 2 {
 			t.Fatalf("results: %+v, %v", results, err)
 		}
 		if code, out, errOut := runDbrig(t, base, nil, "report", dir); code != 0 || !strings.Contains(out, "report: ") {

@@ -30,9 +30,9 @@ func newTypeAgg(open bool) typeAgg {
 }
 
 func (a *typeAgg) reset() {
-	a.latency.Reset()
+	resetDense(a.latency)
 	if a.service != nil {
-		a.service.Reset()
+		resetDense(a.service)
 	}
 	a.ok, a.errors, a.overLimit, a.clamped = 0, ErrorCounts{}, 0, 0
 }
@@ -71,6 +71,15 @@ func (a *typeAgg) result(name string, weight int, measured time.Duration) TypeRe
 	return t
 }
 
+// resetDense clears h unless it is empty: clearing writes every one of its
+// thousands of buckets, each second, for each type, even one no operation
+// of the second had.
+func resetDense(h *hdrhistogram.Histogram) {
+	if h.TotalCount() != 0 {
+		h.Reset()
+	}
+}
+
 func micros(v int64) time.Duration { return time.Duration(v) * time.Microsecond }
 
 // aggregate is the collector's sum of every worker's buffers over an
@@ -105,7 +114,7 @@ func (a *aggregate) reset() {
 		a.types[i].reset()
 	}
 	a.overall.reset()
-	a.lag.Reset()
+	resetDense(a.lag)
 	a.late, a.notStarted = 0, 0
 }
 
