@@ -49,6 +49,10 @@ var (
 type side struct {
 	own      bool
 	settings map[string]string
+	// onPublisher puts a subscriber's database on the publisher's server
+	// (an own one): a test that crashes both ends at once needs one
+	// server, not two.
+	onPublisher bool
 }
 
 // shared is a side on the package's shared server.
@@ -56,6 +60,9 @@ var shared = side{}
 
 // own is a side on a server of the test's own.
 func own(settings map[string]string) side { return side{own: true, settings: settings} }
+
+// onPublisher is a subscriber side on the pair's own publisher.
+var onPublisher = side{onPublisher: true}
 
 // pair is a publisher and a subscriber database, each on an instance; cfg
 // reaches them and, on a shared publisher, names a publication (its slot)
@@ -84,9 +91,18 @@ func newPair(t testing.TB, pubSide, subSide side) *pair {
 	} else {
 		p.pub, pubDB = sharedPub.Database(t)
 	}
-	if subSide.own {
+	switch {
+	case subSide.onPublisher:
+		if !pubSide.own {
+			t.Fatal("a subscriber on the publisher's server needs a publisher of the test's own")
+		}
+		p.sub, subDB = p.pub, "sub"
+		if err := p.sub.CreateDatabase(testCtx(t, time.Minute), subDB); err != nil {
+			t.Fatal(err)
+		}
+	case subSide.own:
 		p.sub, subDB = ownDatabase(t, "sub", subSide.settings)
-	} else {
+	default:
 		p.sub, subDB = sharedSub.Database(t)
 	}
 	p.cfg = Config{Publisher: p.pub.Conn(pubDB), Subscriber: p.sub.Conn(subDB), Logger: testLogger(t)}
