@@ -285,10 +285,15 @@ func waitCaughtUp(t testing.TB, cfg Config, r *running, d time.Duration) {
 			buf := make([]byte, 1<<20)
 			t.Logf("goroutines:\n%s", buf[:runtime.Stack(buf, true)])
 			t.Fatalf("not caught up with %s in %v: status %+v", target, d, st)
-		case <-time.After(10 * time.Millisecond):
+		case <-time.After(caughtUpPoll):
 		}
 	}
 }
+
+// caughtUpPoll is how often waitCaughtUp asks (three queries, one a side):
+// every 10 ms was a hundred rounds of them a second in each test waiting,
+// where the agents take tens of milliseconds a commit batch at best.
+const caughtUpPoll = 50 * time.Millisecond
 
 func mustVerify(t testing.TB, cfg Config) {
 	t.Helper()

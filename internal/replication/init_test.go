@@ -200,7 +200,9 @@ func waitCopying(t *testing.T, ctx context.Context, p *pair, done <-chan error) 
 		t.Fatal(err)
 	}
 	defer c.Close(context.WithoutCancel(ctx))
-	err = pollUntil(ctx, 5*time.Millisecond, func() (bool, error) {
+	// The copy lasts over a second (see the link's window): asking every
+	// 20 ms catches it as surely as every 5 ms did, at a quarter the queries.
+	err = pollUntil(ctx, 20*time.Millisecond, func() (bool, error) {
 		select {
 		case err := <-done:
 			return false, fmt.Errorf("setup ended before the copy could be interrupted: %v", err)
