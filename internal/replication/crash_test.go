@@ -233,7 +233,9 @@ func waitConfirmed(t *testing.T, cfg Config, d time.Duration) {
 	t.Helper()
 	ctx := testCtx(t, d)
 	want := subscriberCmd(t, cfg)
-	err := pollUntil(ctx, 20*time.Millisecond, func() (bool, error) { return reportedCmd(t, cfg) >= want, nil })
+	// Each ask is a new session; the agent reports once a second unless
+	// told otherwise: asking every 20 ms started fifty sessions a report.
+	err := pollUntil(ctx, 100*time.Millisecond, func() (bool, error) { return reportedCmd(t, cfg) >= want, nil })
 	if err != nil {
 		t.Fatalf("the agent never confirmed command %d (it stands at %d): %v", want, reportedCmd(t, cfg), err)
 	}
@@ -256,20 +258,17 @@ func storedCmd(t *testing.T, cfg Config) int64 {
 	return n
 }
 
-// TestSetupSurvivesACrash: both servers crash just after setup, with
+// TestSetupSurvivesACrash: both ends crash just after setup, with
 // synchronous_commit off and a WAL writer that writes only every 2 s. The
 // replication is all there after recovery: its catalog in the distribution
-// database, its subscription on the subscriber.
+// database, its subscription on the subscriber. Both ends are databases of
+// one server, whose crash is both's, at the cost of one server's start.
 func TestSetupSurvivesACrash(t *testing.T) {
 	t.Parallel()
-	p, cfg := faultPairOn(t, own(lateWALWriter), own(lateWALWriter))
-	restarters := []*restarter{newRestarter(t, p.pub), newRestarter(t, p.sub)}
-	for _, rs := range restarters {
-		rs.crash(t)
-	}
-	for _, rs := range restarters {
-		rs.start(t)
-	}
+	p, cfg := faultPairOn(t, own(lateWALWriter), onPublisher)
+	rs := newRestarter(t, p.pub)
+	rs.crash(t)
+	rs.start(t)
 	if _, err := GetStatus(testCtx(t, time.Minute), cfg); err != nil {
 		t.Fatalf("after a crash of both servers just after setup: %v", err)
 	}

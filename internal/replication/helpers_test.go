@@ -49,6 +49,10 @@ var (
 type side struct {
 	own      bool
 	settings map[string]string
+	// onPublisher puts a subscriber's database on the publisher's server
+	// (an own one): a test that crashes both ends at once needs one
+	// server, not two.
+	onPublisher bool
 }
 
 // shared is a side on the package's shared server.
@@ -56,6 +60,9 @@ var shared = side{}
 
 // own is a side on a server of the test's own.
 func own(settings map[string]string) side { return side{own: true, settings: settings} }
+
+// onPublisher is a subscriber side on the pair's own publisher.
+var onPublisher = side{onPublisher: true}
 
 // pair is a publisher and a subscriber database, each on an instance; cfg
 // reaches them and, on a shared publisher, names a publication (its slot)
@@ -84,9 +91,18 @@ func newPair(t testing.TB, pubSide, subSide side) *pair {
 	} else {
 		p.pub, pubDB = sharedPub.Database(t)
 	}
-	if subSide.own {
+	switch {
+	case subSide.onPublisher:
+		if !pubSide.own {
+			t.Fatal("a subscriber on the publisher's server needs a publisher of the test's own")
+		}
+		p.sub, subDB = p.pub, "sub"
+		if err := p.sub.CreateDatabase(testCtx(t, time.Minute), subDB); err != nil {
+			t.Fatal(err)
+		}
+	case subSide.own:
 		p.sub, subDB = ownDatabase(t, "sub", subSide.settings)
-	} else {
+	default:
 		p.sub, subDB = sharedSub.Database(t)
 	}
 	p.cfg = Config{Publisher: p.pub.Conn(pubDB), Subscriber: p.sub.Conn(subDB), Logger: testLogger(t)}
@@ -269,10 +285,15 @@ func waitCaughtUp(t testing.TB, cfg Config, r *running, d time.Duration) {
 			buf := make([]byte, 1<<20)
 			t.Logf("goroutines:\n%s", buf[:runtime.Stack(buf, true)])
 			t.Fatalf("not caught up with %s in %v: status %+v", target, d, st)
-		case <-time.After(10 * time.Millisecond):
+		case <-time.After(caughtUpPoll):
 		}
 	}
 }
+
+// caughtUpPoll is how often waitCaughtUp asks (three queries, one a side):
+// every 10 ms was a hundred rounds of them a second in each test waiting,
+// where the agents take tens of milliseconds a commit batch at best.
+const caughtUpPoll = 50 * time.Millisecond
 
 func mustVerify(t testing.TB, cfg Config) {
 	t.Helper()
