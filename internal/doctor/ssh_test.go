@@ -3,6 +3,7 @@ package doctor
 import (
 	"context"
 	"net"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -38,7 +39,7 @@ func TestRemoteHostsOverSSH(t *testing.T) {
 		}
 		remote := h
 		remote.Checks = h.Checks[1:]
-		sameRows(t, h.Name+" over ssh and local", rows(remote, "cpu.model"), rows(local, "cpu.model"))
+		sameRows(t, h.Name+" over ssh and local", withoutLoopDevices(rows(remote, "cpu.model")), withoutLoopDevices(rows(local, "cpu.model")))
 	}
 	for i, want := range []string{"Connection refused", "Permission denied"} {
 		h := rep.Hosts[2+i]
@@ -105,4 +106,12 @@ func TestSSHArgs(t *testing.T) {
 	if got != want {
 		t.Errorf("args\n got  %s\n want %s", got, want)
 	}
+}
+
+// withoutLoopDevices leaves out the rows of loop devices: other tests and
+// dbrig runs on this machine attach and detach theirs between the read over
+// ssh and the local one (a read-ahead smoke run's loop1 was there for one
+// and gone for the other), and this test made none of them.
+func withoutLoopDevices(rs []row) []row {
+	return slices.DeleteFunc(rs, func(r row) bool { return strings.HasPrefix(r.Subject, "loop") })
 }
