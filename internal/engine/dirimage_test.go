@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 
 	"github.com/dbrig/dbrig/internal/engine"
@@ -98,5 +99,65 @@ func TestDirImageIntoAnEmptyDirectory(t *testing.T) {
 	}
 	if err := img.Write(data, engine.ServerUser{}, nil); err == nil {
 		t.Errorf("Write into a directory that holds files succeeded")
+	}
+}
+
+// TestDirImageGivesEveryEntryToTheServerAccount: run as root, every entry
+// of a copy, the link to a directory apart and the directories themselves
+// belong to the server's account.
+func TestDirImageGivesEveryEntryToTheServerAccount(t *testing.T) {
+	t.Parallel()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to give files away")
+	}
+	src := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(src, "pg_wal", "archive_status"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for _, rel := range []string{"PG_VERSION", "pg_wal/segment"} {
+		if err := os.WriteFile(filepath.Join(src, rel), []byte(rel), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	img, err := engine.ReadDirImage(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	user := engine.ServerUser{Name: "nobody-of-this-test", UID: 54321, GID: 54322, Switch: true}
+	out := t.TempDir()
+	dst, wal := filepath.Join(out, "data"), filepath.Join(out, "wal")
+	if err := img.Write(dst, user, map[string]string{"pg_wal": wal}); err != nil {
+		t.Fatal(err)
+	}
+	for _, root := range []string{dst, wal} {
+		err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			st, err := os.Lstat(path)
+			if err != nil {
+				return err
+			}
+			if s := st.Sys().(*syscall.Stat_t); s.Uid != user.UID || s.Gid != user.GID {
+				t.Errorf("%s belongs to %d:%d, want %d:%d", path, s.Uid, s.Gid, user.UID, user.GID)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestReadDirImageRefusesAPipe: a pipe in the tree is refused at once,
+// not read (which would wait for a writer for ever).
+func TestReadDirImageRefusesAPipe(t *testing.T) {
+	t.Parallel()
+	src := t.TempDir()
+	if err := syscall.Mkfifo(filepath.Join(src, "pipe"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := engine.ReadDirImage(src); err == nil {
+		t.Errorf("a tree holding a pipe was read")
 	}
 }

@@ -105,7 +105,8 @@ func makeTemplate(ctx context.Context, bin Binaries, user engine.ServerUser, ini
 }
 
 // copyTemplate writes the template into the instance's data directory (its
-// redo log into wal_dir when set), then makes dbrig's login and drops the
+// redo log into wal_dir when set), gives the instance's directories to the
+// server's account, then makes dbrig's login and drops the
 // installer's in a bootstrap session.
 func (i *Instance) copyTemplate(ctx context.Context, template *engine.DirImage) error {
 	image := template
@@ -117,6 +118,13 @@ func (i *Instance) copyTemplate(ctx context.Context, template *engine.DirImage) 
 	}
 	if err := image.Write(i.dataDir, i.user, nil); err != nil {
 		return fmt.Errorf("copy the data directory template to %s: %w", i.dataDir, err)
+	}
+	// Only now: before, the server's account could swap what root writes
+	// for a link (DirImage.Write).
+	for _, p := range i.serverDirs {
+		if err := i.user.Chown(p); err != nil {
+			return err
+		}
 	}
 	args := []string{"--no-defaults"}
 	if i.bin.BaseDir != "" {

@@ -240,10 +240,9 @@ func (i *Instance) makeWALDir(parent string) error {
 	i.walDir = wal
 	// The owner file lets RemoveStale tell a killed run's WAL from a
 	// live one.
-	if err := os.WriteFile(filepath.Join(wal, "owner"), []byte(i.dir+"\n"), 0o644); err != nil {
-		return err
-	}
-	return i.user.Chown(wal)
+	// It is the server account's only once the template's copy is whole
+	// (copyTemplate).
+	return os.WriteFile(filepath.Join(wal, "owner"), []byte(i.dir+"\n"), 0o644)
 }
 
 // applyLimits puts the server's processes in a cgroup of their own when the
@@ -340,11 +339,6 @@ func (i *Instance) makeDataDir(ctx context.Context) error {
 			return fmt.Errorf("create the socket directory: %w", err)
 		}
 	}
-	for _, p := range []string{i.dir, i.socketDir} {
-		if err := i.user.Chown(p); err != nil {
-			return err
-		}
-	}
 	t, err := templateFor(ctx, i.bin, i.user)
 	if err != nil {
 		return err
@@ -431,28 +425,36 @@ func (i *Instance) writeConf(user map[string]string) error {
 		}
 		fmt.Fprintf(&b, "%s = %s\n", k, quoteConf(user[k]))
 	}
-	// dbrig's block lives in its own file so a retry rewrites it whole.
-	path := filepath.Join(i.dataDir, "dbrig.conf")
-	if err := os.WriteFile(path, b.Bytes(), 0o600); err != nil {
-		return err
-	}
-	if err := i.user.Chown(path); err != nil {
-		return err
-	}
-	conf := filepath.Join(i.dataDir, "postgresql.conf")
-	cur, err := os.ReadFile(conf)
+	// dbrig's block lives in its own file (postgresql.conf includes it
+	// from the copy on) so a retry rewrites it whole.
+	return writeServerFile(i.dataDir, "dbrig.conf", b.Bytes(), i.user)
+}
+
+// writeServerFile replaces the file name in dir, a directory of the
+// server's account, with data, given to user. dbrig may be root: the file
+// is made under a name of its own with O_EXCL and renamed over name, so
+// that a link or a hard link the account put at name gets root to write
+// or give away nothing but that new file.
+func writeServerFile(dir, name string, data []byte, user engine.ServerUser) error {
+	r, err := os.OpenRoot(dir)
 	if err != nil {
 		return err
 	}
-	if !bytes.Contains(cur, []byte("include 'dbrig.conf'")) {
-		f, err := os.OpenFile(conf, os.O_APPEND|os.O_WRONLY, 0)
-		if err != nil {
-			return err
-		}
-		_, werr := f.WriteString("\ninclude 'dbrig.conf'\n")
-		if err := errors.Join(werr, f.Close()); err != nil {
-			return err
-		}
+	defer r.Close()
+	tmp := fmt.Sprintf(".%s.%d.new", name, os.Getpid())
+	_ = r.Remove(tmp)
+	f, err := r.OpenFile(tmp, os.O_CREATE|os.O_EXCL|os.O_WRONLY|unix.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return fmt.Errorf("write %s: %w", filepath.Join(dir, name), err)
+	}
+	_, werr := f.Write(data)
+	werr = errors.Join(werr, user.ChownFile(f), f.Close())
+	if werr == nil {
+		werr = r.Rename(tmp, name)
+	}
+	if werr != nil {
+		_ = r.Remove(tmp)
+		return fmt.Errorf("write %s: %w", filepath.Join(dir, name), werr)
 	}
 	return nil
 }
@@ -471,14 +473,11 @@ func quoteConf(v string) string {
 
 func (i *Instance) start(ctx context.Context) error {
 	// The log is appended to: a restart in place keeps what came before.
-	logf, err := os.OpenFile(i.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	logf, err := engine.OpenServerLog(i.logPath, i.user)
 	if err != nil {
 		return err
 	}
 	defer logf.Close()
-	if err := i.user.Chown(i.logPath); err != nil {
-		return err
-	}
 	cmd := exec.Command(i.bin.Path("postgres"), "-D", i.dataDir)
 	cmd.Dir = i.dir
 	cmd.Stdout, cmd.Stderr = logf, logf
@@ -845,7 +844,7 @@ func (i *Instance) stop(ctx context.Context) error {
 
 // logTail returns the end of the server log, for error messages.
 func (i *Instance) logTail() string {
-	b, err := os.ReadFile(i.logPath)
+	b, err := engine.ReadServerFile(i.logPath)
 	if err != nil {
 		return "(no log: " + err.Error() + ")"
 	}
