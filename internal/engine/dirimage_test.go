@@ -2,8 +2,10 @@ package engine_test
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
 	"syscall"
 	"testing"
 
@@ -160,4 +162,36 @@ func TestReadDirImageRefusesAPipe(t *testing.T) {
 	if _, err := engine.ReadDirImage(src); err == nil {
 		t.Errorf("a tree holding a pipe was read")
 	}
+}
+
+// TestDirImageHoldsNoZeroTail: a large file, zeros but for its first
+// bytes (a fresh InnoDB redo log), costs the image those bytes, not the
+// file's size, once read. Not parallel: it weighs the heap.
+func TestDirImageHoldsNoZeroTail(t *testing.T) {
+	src := t.TempDir()
+	const size = 512 << 20
+	f, err := os.Create(filepath.Join(src, "ib_logfile0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, werr := f.Write([]byte("redo log header"))
+	if err := errors.Join(werr, f.Truncate(size), f.Close()); err != nil {
+		t.Fatal(err)
+	}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	img, err := engine.ReadDirImage(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	if img.Size() != size {
+		t.Errorf("the image's size is %d, want %d", img.Size(), size)
+	}
+	if held := int64(after.HeapAlloc) - int64(before.HeapAlloc); held > 32<<20 {
+		t.Errorf("the image of a %d MB file of zeros holds %d MB of heap", size>>20, held>>20)
+	}
+	runtime.KeepAlive(img)
 }
