@@ -373,7 +373,7 @@ func (i *Instance) installDB(ctx context.Context) error {
 			i.initArgs[k] = v
 		}
 	}
-	t, err := templateFor(ctx, i.bin, i.user, i.initArgs)
+	t, err := templateFor(ctx, i.bin, i.user, i.initArgs, filepath.Dir(i.dir))
 	if err != nil {
 		return err
 	}

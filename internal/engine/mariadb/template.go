@@ -35,10 +35,11 @@ var templates engine.OncePerKey[templateKey, *engine.DirImage]
 const redoLog = "ib_logfile0"
 
 // templateFor returns the template for these binaries, server account and
-// install-time settings, made if no Start of this process has made it.
-func templateFor(ctx context.Context, bin Binaries, user engine.ServerUser, initArgs map[string]string) (*engine.DirImage, error) {
+// install-time settings, made if no Start of this process has made it, in
+// a scratch directory under parent (the instance's base directory).
+func templateFor(ctx context.Context, bin Binaries, user engine.ServerUser, initArgs map[string]string, parent string) (*engine.DirImage, error) {
 	return templates.Get(ctx, templateKeyOf(bin, user, initArgs), func(ctx context.Context) (*engine.DirImage, error) {
-		return makeTemplate(ctx, bin, user, optionArgs(initArgs))
+		return makeTemplate(ctx, bin, user, optionArgs(initArgs), parent)
 	})
 }
 
@@ -56,30 +57,15 @@ func optionArgs(settings map[string]string) []string {
 }
 
 // makeTemplate runs mariadb-install-db in a 0700 scratch directory of the
-// server account's, reads the data directory into memory and removes the
-// scratch directory, whatever happens.
-func makeTemplate(ctx context.Context, bin Binaries, user engine.ServerUser, initArgs []string) (*engine.DirImage, error) {
-	parent := os.TempDir()
-	RemoveStale(parent)
-	dir, err := os.MkdirTemp(parent, "dbrig-mariadbtmpl-")
+// server account's under parent, reads the data directory into memory and
+// removes the scratch directory, whatever happens.
+func makeTemplate(ctx context.Context, bin Binaries, user engine.ServerUser, initArgs []string, parent string) (*engine.DirImage, error) {
+	dir, err := engine.MakeScratchDir(parent, "dbrig-mariadbtmpl-", user, "tmp")
 	if err != nil {
-		return nil, fmt.Errorf("create the template directory: %w", err)
+		return nil, fmt.Errorf("make the template: %w", err)
 	}
 	defer os.RemoveAll(dir)
-	// Recorded first, so that a later run removes the directory of a dbrig
-	// killed while the installer runs in it.
-	if err := engine.WriteOwner(dir); err != nil {
-		return nil, fmt.Errorf("record the template directory's owner: %w", err)
-	}
 	data, tmp := filepath.Join(dir, "data"), filepath.Join(dir, "tmp")
-	if err := os.Mkdir(tmp, 0o700); err != nil {
-		return nil, err
-	}
-	for _, p := range []string{dir, tmp} {
-		if err := user.Chown(p); err != nil {
-			return nil, err
-		}
-	}
 	args := []string{"--no-defaults"}
 	if bin.BaseDir != "" {
 		args = append(args, "--basedir="+bin.BaseDir)

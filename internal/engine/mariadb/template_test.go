@@ -99,8 +99,10 @@ func TestKilledDuringTemplate(t *testing.T) {
 	mariatest.Engine(t)
 	base := mariatest.BaseDir(t)
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	// The helper's template goes under its TMPDIR: base, the test's own.
-	cmd.Env = append(os.Environ(), helperEnv+"=wait", helperBaseEnv+"="+base, "TMPDIR="+base)
+	// The helper's template goes under its instance's base directory, the
+	// test's own, not under a TMPDIR that it might not reach (here one
+	// that does not exist).
+	cmd.Env = append(os.Environ(), helperEnv+"=wait", helperBaseEnv+"="+base, "TMPDIR="+filepath.Join(base, "none"))
 	var out strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := engine.Start(cmd); err != nil { // dies with the test binary

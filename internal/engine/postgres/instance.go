@@ -339,7 +339,7 @@ func (i *Instance) makeDataDir(ctx context.Context) error {
 			return fmt.Errorf("create the socket directory: %w", err)
 		}
 	}
-	t, err := templateFor(ctx, i.bin, i.user)
+	t, err := templateFor(ctx, i.bin, i.user, filepath.Dir(i.dir))
 	if err != nil {
 		return err
 	}

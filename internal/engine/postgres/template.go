@@ -44,32 +44,24 @@ type templateKey struct {
 var templates engine.OncePerKey[templateKey, template]
 
 // templateFor returns the template for these binaries and server account,
-// made if no Start of this process has made it.
-func templateFor(ctx context.Context, bin Binaries, user engine.ServerUser) (template, error) {
+// made if no Start of this process has made it, in a scratch directory
+// under parent (the instance's base directory).
+func templateFor(ctx context.Context, bin Binaries, user engine.ServerUser, parent string) (template, error) {
 	return templates.Get(ctx, templateKey{bin.Dir, bin.Version, user.UID}, func(ctx context.Context) (template, error) {
-		return makeTemplate(ctx, bin, user)
+		return makeTemplate(ctx, bin, user, parent)
 	})
 }
 
 // makeTemplate runs initdb, with a random password it forgets, in a 0700
-// scratch directory of the server account's, reads the data directory
-// into memory and removes the scratch directory, whatever happens.
-func makeTemplate(ctx context.Context, bin Binaries, user engine.ServerUser) (template, error) {
-	parent := os.TempDir()
-	RemoveStale(parent)
-	dir, err := os.MkdirTemp(parent, "dbrig-pgtmpl-")
+// scratch directory of the server account's under parent, reads the data
+// directory into memory and removes the scratch directory, whatever
+// happens.
+func makeTemplate(ctx context.Context, bin Binaries, user engine.ServerUser, parent string) (template, error) {
+	dir, err := engine.MakeScratchDir(parent, "dbrig-pgtmpl-", user)
 	if err != nil {
-		return template{}, fmt.Errorf("create the template directory: %w", err)
+		return template{}, fmt.Errorf("make the template: %w", err)
 	}
 	defer os.RemoveAll(dir)
-	// Recorded first, so that a later run removes the directory of a dbrig
-	// killed while initdb runs in it.
-	if err := engine.WriteOwner(dir); err != nil {
-		return template{}, fmt.Errorf("record the template directory's owner: %w", err)
-	}
-	if err := user.Chown(dir); err != nil {
-		return template{}, err
-	}
 	throwaway, err := newPassword()
 	if err != nil {
 		return template{}, err

@@ -105,8 +105,10 @@ func TestKilledDuringTemplate(t *testing.T) {
 	pgtest.Binaries(t)
 	base := pgtest.BaseDir(t)
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	// The helper's template goes under its TMPDIR: base, the test's own.
-	cmd.Env = append(os.Environ(), helperBaseEnv+"="+base, "TMPDIR="+base)
+	// The helper's template goes under its instance's base directory, the
+	// test's own, not under a TMPDIR that it might not reach (here one
+	// that does not exist).
+	cmd.Env = append(os.Environ(), helperBaseEnv+"="+base, "TMPDIR="+filepath.Join(base, "none"))
 	var stderr strings.Builder
 	cmd.Stdout, cmd.Stderr = &stderr, &stderr
 	if err := engine.Start(cmd); err != nil { // dies with the test binary
