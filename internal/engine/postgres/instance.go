@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"maps"
 	"os"
@@ -387,14 +388,19 @@ func passwordPipe(dir, password string, user engine.ServerUser) (path string, do
 	if err := unix.Mkfifo(path, 0o600); err != nil {
 		return "", nil, fmt.Errorf("make the password pipe: %w", err)
 	}
-	if err := user.Chown(path); err != nil {
-		_ = os.Remove(path)
-		return "", nil, err
-	}
 	// Open for reading and writing, a pipe neither blocks this open nor
-	// initdb's, which finds the line waiting and reads up to its end.
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	// initdb's, which finds the line waiting and reads up to its end. dir
+	// is the server account's: the pipe is opened without following a
+	// link, checked to be a pipe and given away through its descriptor,
+	// so that a name swapped in its place gets root to give away nothing.
+	f, err := os.OpenFile(path, os.O_RDWR|unix.O_NOFOLLOW, 0)
+	if err == nil {
+		err = givePipe(f, user)
+	}
 	if err != nil {
+		if f != nil {
+			_ = f.Close()
+		}
 		_ = os.Remove(path)
 		return "", nil, fmt.Errorf("open the password pipe: %w", err)
 	}
@@ -404,6 +410,13 @@ func passwordPipe(dir, password string, user engine.ServerUser) (path string, do
 		return "", nil, fmt.Errorf("write the password pipe: %w", err)
 	}
 	return path, func() { _ = f.Close(); _ = os.Remove(path) }, nil
+}
+
+func givePipe(f *os.File, user engine.ServerUser) error {
+	if st, err := f.Stat(); err != nil || st.Mode().Type() != fs.ModeNamedPipe {
+		return fmt.Errorf("%s is not the pipe made (%v)", f.Name(), err)
+	}
+	return user.ChownFile(f)
 }
 
 // writeConf writes dbrig.conf: dbrig's own settings, the fixture's, then
