@@ -60,21 +60,30 @@ func TestTemplateCopiesHaveTheirOwnPasswords(t *testing.T) {
 // TestPoisonedTemplate: an option file written into the template reaches
 // no server (mariadbd runs with --no-defaults), and the installer's root,
 // which logs in through the socket without a password, is gone from every
-// copy. Not parallel: it changes the template every Start of the process
-// copies, and puts it back before the parallel tests run.
+// copy. mariadbd reads no option file from its data directory by itself:
+// MYSQL_HOME, which the server inherits from dbrig, is set here to the
+// data directory (relative to the server's working directory, the
+// instance's), so that the poison is one mariadbd would read were it not
+// for --no-defaults. Not parallel: it changes the template every Start of
+// the process copies and the process's environment, and puts both back (at
+// its end) before the parallel tests run.
 func TestPoisonedTemplate(t *testing.T) {
 	e := mariatest.Engine(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
+	t.Setenv("MYSQL_HOME", "data")
 	restore, err := mariadb.PoisonTemplate(ctx, e, func(img *engine.DirImage) {
 		img.SetFile("my.cnf", []byte("[mysqld]\nbind-address=0.0.0.0\nskip-grant-tables\n"))
-		img.SetFile("mysql/my.cnf", []byte("[mysqld]\nbind-address=0.0.0.0\nskip-grant-tables\n"))
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Put back even when the start fails: every later Start copies it.
+	t.Cleanup(restore)
 	inst := mariatest.Start(t, "poisoned", nil)
-	restore()
+	if inst.DataDir() != filepath.Join(inst.Dir(), "data") {
+		t.Fatalf("the data directory %s is not MYSQL_HOME, data under %s", inst.DataDir(), inst.Dir())
+	}
 	var bind string
 	var skipGrants bool
 	if err := open(t, inst.Login("")).QueryRowContext(ctx, "SELECT @@bind_address, @@skip_grant_tables").Scan(&bind, &skipGrants); err != nil || bind != "127.0.0.1" || skipGrants {

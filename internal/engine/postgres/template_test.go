@@ -72,7 +72,8 @@ func tryLogin(ctx context.Context, ci postgres.ConnInfo) error {
 // reaches a server, since each copy gets dbrig's own: neither a
 // listen_addresses in postgresql.conf or postgresql.auto.conf nor a trust
 // line in pg_hba.conf. Not parallel: it changes the template every Start
-// of the process copies, and puts it back before the parallel tests run.
+// of the process copies, and puts it back (at its end) before the parallel
+// tests run.
 func TestPoisonedTemplate(t *testing.T) {
 	bin := pgtest.Binaries(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -85,8 +86,9 @@ func TestPoisonedTemplate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Put back even when the start fails: every later Start copies it.
+	t.Cleanup(restore)
 	inst := pgtest.Start(t, "poisoned", nil)
-	restore()
 	if v, err := inst.Setting(ctx, "listen_addresses"); err != nil || v != "127.0.0.1" {
 		t.Errorf("listen_addresses = %q (%v), want 127.0.0.1", v, err)
 	}
