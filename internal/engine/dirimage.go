@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -307,6 +308,18 @@ func (img *DirImage) Without(rels ...string) *DirImage {
 	out := img.Clone()
 	out.entries = slices.DeleteFunc(out.entries, func(e imageEntry) bool { return slices.Contains(rels, e.rel) })
 	return out
+}
+
+// Files are the image's regular files whose paths match pattern
+// (path.Match).
+func (img *DirImage) Files(pattern string) []string {
+	var rels []string
+	for _, e := range img.entries {
+		if ok, _ := path.Match(pattern, e.rel); ok && e.mode.IsRegular() {
+			rels = append(rels, e.rel)
+		}
+	}
+	return rels
 }
 
 // WriteFile writes the image's regular file rel at path, which must not

@@ -30,9 +30,11 @@ type templateKey struct {
 
 var templates engine.OncePerKey[templateKey, *engine.DirImage]
 
-// redoLog is InnoDB's redo log, which goes to innodb_log_group_home_dir
-// (the instance's wal_dir) when one is set.
-const redoLog = "ib_logfile0"
+// redoLogs are InnoDB's redo log files, which go to
+// innodb_log_group_home_dir (the instance's wal_dir) when one is set: one,
+// ib_logfile0, from 10.5 on, two or more (innodb_log_files_in_group)
+// before.
+const redoLogs = "ib_logfile*"
 
 // templateFor returns the template for these binaries, server account and
 // install-time settings, made if no Start of this process has made it, in
@@ -92,25 +94,11 @@ func makeTemplate(ctx context.Context, bin Binaries, user engine.ServerUser, ini
 
 // copyTemplate writes the template into the instance's data directory (its
 // redo log into wal_dir when set), gives the instance's directories to the
-// server's account, then makes dbrig's login and drops the
-// installer's in a bootstrap session.
+// server's account, then makes dbrig's login and drops the installer's in
+// a bootstrap session.
 func (i *Instance) copyTemplate(ctx context.Context, template *engine.DirImage) error {
-	image := template
-	if i.walDir != "" {
-		image = image.Without(redoLog)
-		if err := template.WriteFile(redoLog, filepath.Join(i.walDir, redoLog), i.user); err != nil {
-			return fmt.Errorf("copy the redo log to %s: %w", i.walDir, err)
-		}
-	}
-	if err := image.Write(i.dataDir, i.user, nil); err != nil {
-		return fmt.Errorf("copy the data directory template to %s: %w", i.dataDir, err)
-	}
-	// Only now: before, the server's account could swap what root writes
-	// for a link (DirImage.Write).
-	for _, p := range i.serverDirs {
-		if err := i.user.Chown(p); err != nil {
-			return err
-		}
+	if err := i.writeDataDir(template); err != nil {
+		return err
 	}
 	args := []string{"--no-defaults"}
 	if i.bin.BaseDir != "" {
@@ -128,6 +116,33 @@ func (i *Instance) copyTemplate(ctx context.Context, template *engine.DirImage) 
 			return fmt.Errorf("mariadbd --bootstrap stopped: %w", context.Cause(ctx))
 		}
 		return fmt.Errorf("make the login with mariadbd --bootstrap in %s: %w; it said:\n%s", i.dataDir, err, installDBProblems(out))
+	}
+	return nil
+}
+
+// writeDataDir writes the template into the instance's data directory,
+// every redo log file into wal_dir when set, and gives the instance's
+// directories to the server's account.
+func (i *Instance) writeDataDir(template *engine.DirImage) error {
+	image := template
+	if i.walDir != "" {
+		logs := template.Files(redoLogs)
+		image = image.Without(logs...)
+		for _, log := range logs {
+			if err := template.WriteFile(log, filepath.Join(i.walDir, log), i.user); err != nil {
+				return fmt.Errorf("copy the redo log to %s: %w", i.walDir, err)
+			}
+		}
+	}
+	if err := image.Write(i.dataDir, i.user, nil); err != nil {
+		return fmt.Errorf("copy the data directory template to %s: %w", i.dataDir, err)
+	}
+	// Only now: before, the server's account could swap what root writes
+	// for a link (DirImage.Write).
+	for _, p := range i.serverDirs {
+		if err := i.user.Chown(p); err != nil {
+			return err
+		}
 	}
 	return nil
 }
