@@ -115,9 +115,18 @@ func (i *Instance) copyTemplate(ctx context.Context, template *engine.DirImage) 
 		if ctx.Err() != nil {
 			return fmt.Errorf("mariadbd --bootstrap stopped: %w", context.Cause(ctx))
 		}
-		return fmt.Errorf("make the login with mariadbd --bootstrap in %s: %w; it said:\n%s", i.dataDir, err, installDBProblems(out))
+		return i.bootstrapFailed(err, out)
 	}
 	return nil
+}
+
+// bootstrapFailed is the error of a failed bootstrap, with what it said
+// less the password's hash, which is the stored login secret (a client
+// that holds it can log in): an error that quotes a statement near it
+// (a syntax error's "near ...") would put it in dbrig's output.
+func (i *Instance) bootstrapFailed(err error, said string) error {
+	said = strings.ReplaceAll(said, nativePasswordHash(i.password), "[hash]")
+	return fmt.Errorf("make the login with mariadbd --bootstrap in %s: %w; it said:\n%s", i.dataDir, err, installDBProblems(said))
 }
 
 // writeDataDir writes the template into the instance's data directory,

@@ -1,8 +1,10 @@
 package mariadb
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/dbrig/dbrig/internal/engine"
@@ -36,5 +38,19 @@ func TestEveryRedoLogGoesToTheWALDir(t *testing.T) {
 	}
 	if names, _ := os.ReadDir(i.dataDir); len(names) != 1 {
 		t.Errorf("the data directory holds %d entries, want ibdata1 only", len(names))
+	}
+}
+
+// TestBootstrapFailureHidesTheHash: a failed bootstrap's error keeps what
+// mariadbd said but not the password's hash, should an error quote the
+// statement that holds it.
+func TestBootstrapFailureHidesTheHash(t *testing.T) {
+	t.Parallel()
+	i := &Instance{password: "not-a-real-password", dataDir: "/nonexistent/data"}
+	hash := nativePasswordHash(i.password)
+	said := "ERROR: 1064  You have an error in your SQL syntax; check the manual that corresponds to your MariaDB server version for the right syntax to use near '" + hash + "' at line 1\n"
+	err := i.bootstrapFailed(errors.New("exit status 1"), said)
+	if msg := err.Error(); strings.Contains(msg, hash) || strings.Contains(msg, hash[1:]) || !strings.Contains(msg, "ERROR: 1064") {
+		t.Errorf("the error holds the hash or lost the server's error: %s", msg)
 	}
 }
