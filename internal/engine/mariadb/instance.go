@@ -2,9 +2,7 @@ package mariadb
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/sha1"
-	"encoding/base64"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -359,11 +357,10 @@ func (i *Instance) makeSocketDir() (string, error) {
 // (made by mariadb-install-db on first use), with dbrig's login made from
 // the password's hash only.
 func (i *Instance) installDB(ctx context.Context) error {
-	pw := make([]byte, 24)
-	if _, err := rand.Read(pw); err != nil {
-		return fmt.Errorf("make a password: %w", err)
+	var err error
+	if i.password, err = engine.NewPassword(); err != nil {
+		return err
 	}
-	i.password = base64.RawURLEncoding.EncodeToString(pw)
 	i.initArgs = map[string]string{}
 	for _, k := range initSettings {
 		if v, ok := i.settings[k]; ok {

@@ -5,12 +5,9 @@ import (
 	"fmt"
 	"maps"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
-	"time"
 
 	"github.com/dbrig/dbrig/internal/engine"
 )
@@ -75,7 +72,7 @@ func makeTemplate(ctx context.Context, bin Binaries, user engine.ServerUser, ini
 	args = append(args, "--datadir="+data, "--tmpdir="+tmp, "--skip-test-db", "--skip-name-resolve",
 		"--auth-root-authentication-method=socket", "--auth-root-socket-user=root")
 	args = append(args, initArgs...)
-	out, err := runAs(ctx, user, dir, "", bin.InstallDB, args...)
+	out, err := engine.RunAs(ctx, user, dir, "", bin.InstallDB, args...)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("mariadb-install-db stopped: %w", context.Cause(ctx))
@@ -110,7 +107,7 @@ func (i *Instance) copyTemplate(ctx context.Context, template *engine.DirImage) 
 		args = append(args, "--innodb-log-group-home-dir="+i.walDir)
 	}
 	args = append(args, optionArgs(i.initArgs)...)
-	out, err := runAs(ctx, i.user, i.dir, loginsSQL(i.password), i.bin.Server, args...)
+	out, err := engine.RunAs(ctx, i.user, i.dir, loginsSQL(i.password), i.bin.Server, args...)
 	if err != nil {
 		if ctx.Err() != nil {
 			return fmt.Errorf("mariadbd --bootstrap stopped: %w", context.Cause(ctx))
@@ -154,27 +151,6 @@ func (i *Instance) writeDataDir(template *engine.DirImage) error {
 		}
 	}
 	return nil
-}
-
-// runAs runs a program as the server's account in dir, stdin on its
-// standard input, and returns what it said. It runs mariadbd as its child
-// or is mariadbd: a cancel stops the whole process group, and engine.Start
-// ends it with dbrig.
-func runAs(ctx context.Context, user engine.ServerUser, dir, stdin, prog string, args ...string) (string, error) {
-	cmd := exec.CommandContext(ctx, prog, args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "LC_ALL=C")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: user.Credential()}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.WaitDelay = 5 * time.Second
-	cmd.Stdin = strings.NewReader(stdin)
-	var out strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := engine.Start(cmd); err != nil {
-		return "", fmt.Errorf("start %s: %w", prog, err)
-	}
-	err := cmd.Wait()
-	return out.String(), err
 }
 
 // loginsSQL makes dbrig's login, from the password's hash only, and drops

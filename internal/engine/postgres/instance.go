@@ -329,7 +329,7 @@ func safeName(s string) string {
 // use), with the instance's own random password.
 func (i *Instance) makeDataDir(ctx context.Context) error {
 	var err error
-	if i.password, err = newPassword(); err != nil {
+	if i.password, err = engine.NewPassword(); err != nil {
 		return err
 	}
 	if err := os.Chmod(i.dir, 0o700); err != nil {
@@ -357,24 +357,13 @@ func runInitdb(ctx context.Context, bin Binaries, user engine.ServerUser, workDi
 	defer closePW()
 	args := []string{"--pgdata", dataDir, "--username", SuperUser, "--pwfile", pwFile,
 		"--auth", "scram-sha-256", "--encoding", "UTF8", "--locale", "C", "--no-sync"}
-	cmd := exec.CommandContext(ctx, bin.Path("initdb"), args...)
-	cmd.Dir = workDir
-	cmd.Env = append(os.Environ(), "LC_ALL=C")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: user.Credential()}
-	// initdb runs postgres in bootstrap mode as its child: a cancel stops
-	// the whole process group, and engine.Start ends initdb with dbrig.
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.WaitDelay = 5 * time.Second
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := engine.Start(cmd); err != nil {
-		return fmt.Errorf("start %s: %w", bin.Path("initdb"), err)
-	}
-	if err := cmd.Wait(); err != nil {
+	// initdb runs postgres in bootstrap mode as its child.
+	out, err := engine.RunAs(ctx, user, workDir, "", bin.Path("initdb"), args...)
+	if err != nil {
 		if ctx.Err() != nil {
 			return fmt.Errorf("initdb stopped: %w", context.Cause(ctx))
 		}
-		return fmt.Errorf("initdb in %s: %w: %s", dataDir, err, lastLines(out.String(), 5))
+		return fmt.Errorf("initdb in %s: %w: %s", dataDir, err, lastLines(out, 5))
 	}
 	return nil
 }

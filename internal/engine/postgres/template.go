@@ -1,7 +1,6 @@
 package postgres
 
 import (
-	"bytes"
 	"context"
 	"crypto/hmac"
 	"crypto/pbkdf2"
@@ -10,12 +9,9 @@ import (
 	"encoding/base64"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
-	"time"
 
 	"github.com/dbrig/dbrig/internal/engine"
 )
@@ -62,7 +58,7 @@ func makeTemplate(ctx context.Context, bin Binaries, user engine.ServerUser, par
 		return template{}, fmt.Errorf("make the template: %w", err)
 	}
 	defer os.RemoveAll(dir)
-	throwaway, err := newPassword()
+	throwaway, err := engine.NewPassword()
 	if err != nil {
 		return template{}, err
 	}
@@ -79,14 +75,6 @@ func makeTemplate(ctx context.Context, bin Binaries, user engine.ServerUser, par
 		return template{}, err
 	}
 	return template{image, conf}, nil
-}
-
-func newPassword() (string, error) {
-	pw := make([]byte, 24)
-	if _, err := rand.Read(pw); err != nil {
-		return "", fmt.Errorf("make a password: %w", err)
-	}
-	return base64.RawURLEncoding.EncodeToString(pw), nil
 }
 
 // hbaConf admits the superuser's password (scram-sha-256) on the unix
@@ -142,20 +130,9 @@ func (i *Instance) setPassword(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	cmd := exec.CommandContext(ctx, i.bin.Path("postgres"), "--single", "-F", "-D", i.dataDir, "postgres")
-	cmd.Dir = i.dir
-	cmd.Env = append(os.Environ(), "LC_ALL=C")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: i.user.Credential()}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.WaitDelay = 5 * time.Second
-	cmd.Stdin = strings.NewReader("ALTER ROLE " + SuperUser + " PASSWORD '" + verifier + "'\n")
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := engine.Start(cmd); err != nil {
-		return fmt.Errorf("start %s --single: %w", i.bin.Path("postgres"), err)
-	}
-	err = cmd.Wait()
-	said := strings.ReplaceAll(out.String(), verifier, "[verifier]")
+	out, err := engine.RunAs(ctx, i.user, i.dir, "ALTER ROLE "+SuperUser+" PASSWORD '"+verifier+"'\n",
+		i.bin.Path("postgres"), "--single", "-F", "-D", i.dataDir, "postgres")
+	said := strings.ReplaceAll(out, verifier, "[verifier]")
 	switch {
 	case err != nil && ctx.Err() != nil:
 		return fmt.Errorf("set the password in single-user mode: stopped: %w", context.Cause(ctx))

@@ -3,7 +3,6 @@ package postgres_test
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -106,27 +105,11 @@ func TestPoisonedTemplate(t *testing.T) {
 func TestKilledDuringTemplate(t *testing.T) {
 	pgtest.Binaries(t)
 	base := pgtest.BaseDir(t)
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	// The helper's template goes under its instance's base directory, the
 	// test's own, not under a TMPDIR that it might not reach (here one
 	// that does not exist).
-	cmd.Env = append(os.Environ(), helperBaseEnv+"="+base, "TMPDIR="+filepath.Join(base, "none"))
-	var stderr strings.Builder
-	cmd.Stdout, cmd.Stderr = &stderr, &stderr
-	if err := engine.Start(cmd); err != nil { // dies with the test binary
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }() // owned by the child; collected below
-	defer func() {
-		_ = cmd.Process.Kill()
-		<-done
-	}()
-	tmpl := waitForTemplate(t, base, done, &stderr)
-	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	done <- <-done
+	env := []string{helperBaseEnv + "=" + base, "TMPDIR=" + filepath.Join(base, "none")}
+	tmpl := filepath.Dir(enginetest.KillWhenMade(t, env, filepath.Join(base, "dbrig-pgtmpl-*", "data"), "initdb"))
 	waitNoProcessIn(t, base, 30*time.Second)
 	if _, err := os.Stat(tmpl); err != nil {
 		t.Skip("the template was made before the kill: nothing to judge here")
@@ -141,26 +124,6 @@ func TestKilledDuringTemplate(t *testing.T) {
 	if entries, _ := os.ReadDir(base); len(entries) != 0 {
 		t.Errorf("%d entries left in %s", len(entries), base)
 	}
-}
-
-// waitForTemplate returns the child's template directory once initdb has
-// begun to make the template's data directory.
-func waitForTemplate(t *testing.T, base string, done chan error, stderr *strings.Builder) string {
-	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for time.Now().Before(deadline) {
-		if data, _ := filepath.Glob(filepath.Join(base, "dbrig-pgtmpl-*", "data")); len(data) == 1 {
-			return filepath.Dir(data[0])
-		}
-		select {
-		case err := <-done:
-			done <- err
-			t.Fatalf("the helper ended before initdb (%v): %s", err, stderr.String())
-		case <-time.After(time.Millisecond):
-		}
-	}
-	t.Fatal("initdb did not begin in 60 s")
-	return ""
 }
 
 // TestNoTemplateLeft: once an instance of the process has started, no
