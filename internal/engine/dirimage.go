@@ -154,15 +154,15 @@ func (img *DirImage) Write(dst string, user ServerUser, apart map[string]string)
 	}
 	defer tree.Close()
 	aparts := map[string]*os.Root{}
+	tops := map[*os.Root]fs.FileMode{tree: 0o700}
 	for top, target := range apart {
 		r, err := makeApart(tree, top, target, user)
 		if err != nil {
 			return err
 		}
 		defer r.Close()
-		aparts[top] = r
+		aparts[top], tops[r] = r, 0o700
 	}
-	tops := map[*os.Root]fs.FileMode{tree: 0o700}
 	for _, e := range img.entries {
 		r, rel := tree, e.rel
 		top, rest, _ := strings.Cut(e.rel, "/")
