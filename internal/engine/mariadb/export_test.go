@@ -2,6 +2,7 @@ package mariadb
 
 import (
 	"context"
+	"os"
 
 	"github.com/dbrig/dbrig/internal/engine"
 )
@@ -24,7 +25,7 @@ func PoisonTemplate(ctx context.Context, e *Engine, poison func(*engine.DirImage
 	if err != nil {
 		return nil, err
 	}
-	clean, err := templateFor(ctx, bin, user, nil)
+	clean, err := templateFor(ctx, bin, user, nil, os.TempDir())
 	if err != nil {
 		return nil, err
 	}

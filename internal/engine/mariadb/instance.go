@@ -2,9 +2,7 @@ package mariadb
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/sha1"
-	"encoding/base64"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -49,40 +47,43 @@ const maxSocketPath = 107
 //	    external      directories made outside it (data_dir, wal_dir)
 type Instance struct {
 	server
-	engine    *Engine
-	bin       Binaries
-	dir       string
-	dataDir   string
-	walDir    string // "" = the redo log lives in the data directory
-	extDirs   []string
-	socket    string
-	sockApart string // the socket's directory when dir's path is too long for it, else ""; removed at Stop
-	tmpDir    string
-	logPath   string
-	pidPath   string
-	port      int
-	extraPort int // the administrative port: see MonitorLogin
-	password  string
-	keep      bool
-	user      engine.ServerUser
-	cpus      []int
-	cgroup    *engine.Cgroup
-	disks     *engine.Disks // the emulated disks under the data and redo log, or nil
-	log       *slog.Logger
-	initArgs  map[string]string // settings fixed when the data directory was made
-	stopOnce  sync.Once
-	stopErr   error
-	exitOnce  sync.Once
-	exited    chan struct{} // closed when the server exits for good
-	mu        sync.Mutex    // serialises Reconfigure and Stop
-	settings  map[string]string
-	fixture   map[string]string // engine.StartOptions.Fixture, before the study's settings
-	stopped   bool
-	procMu    sync.Mutex
-	cmd       *exec.Cmd
-	procDone  chan struct{} // closed when the current process exits
-	procErr   error
-	expecting bool // the current process's exit is dbrig's doing
+	engine  *Engine
+	bin     Binaries
+	dir     string
+	dataDir string
+	walDir  string // "" = the redo log lives in the data directory
+	// serverDirs are the directories given to the server's account once
+	// its data directory is written.
+	serverDirs []string
+	extDirs    []string
+	socket     string
+	sockApart  string // the socket's directory when dir's path is too long for it, else ""; removed at Stop
+	tmpDir     string
+	logPath    string
+	pidPath    string
+	port       int
+	extraPort  int // the administrative port: see MonitorLogin
+	password   string
+	keep       bool
+	user       engine.ServerUser
+	cpus       []int
+	cgroup     *engine.Cgroup
+	disks      *engine.Disks // the emulated disks under the data and redo log, or nil
+	log        *slog.Logger
+	initArgs   map[string]string // settings fixed when the data directory was made
+	stopOnce   sync.Once
+	stopErr    error
+	exitOnce   sync.Once
+	exited     chan struct{} // closed when the server exits for good
+	mu         sync.Mutex    // serialises Reconfigure and Stop
+	settings   map[string]string
+	fixture    map[string]string // engine.StartOptions.Fixture, before the study's settings
+	stopped    bool
+	procMu     sync.Mutex
+	cmd        *exec.Cmd
+	procDone   chan struct{} // closed when the current process exits
+	procErr    error
+	expecting  bool // the current process's exit is dbrig's doing
 }
 
 // StartInstance creates and starts an instance: the settings are checked
@@ -270,8 +271,7 @@ func safeName(s string) string {
 	}, s)
 }
 
-// makeDirs makes the instance's directories, all the server account's and
-// closed to others, and records the owner and the directories outside.
+// makeDirs makes the instance's directories, closed to others, and records the owner and the directories outside.
 func (i *Instance) makeDirs(cfg engine.InstanceConfig) error {
 	if err := os.Chmod(i.dir, 0o700); err != nil {
 		return err
@@ -315,11 +315,9 @@ func (i *Instance) makeDirs(cfg engine.InstanceConfig) error {
 		}
 		i.walDir = d
 	}
-	for _, p := range made {
-		if err := i.user.Chown(p); err != nil {
-			return err
-		}
-	}
+	// They are the server account's only once the template's copy is
+	// whole (copyTemplate).
+	i.serverDirs = made
 	return nil
 }
 
@@ -359,11 +357,10 @@ func (i *Instance) makeSocketDir() (string, error) {
 // (made by mariadb-install-db on first use), with dbrig's login made from
 // the password's hash only.
 func (i *Instance) installDB(ctx context.Context) error {
-	pw := make([]byte, 24)
-	if _, err := rand.Read(pw); err != nil {
-		return fmt.Errorf("make a password: %w", err)
+	var err error
+	if i.password, err = engine.NewPassword(); err != nil {
+		return err
 	}
-	i.password = base64.RawURLEncoding.EncodeToString(pw)
 	i.initArgs = map[string]string{}
 	for _, k := range initSettings {
 		if v, ok := i.settings[k]; ok {
@@ -373,7 +370,7 @@ func (i *Instance) installDB(ctx context.Context) error {
 			i.initArgs[k] = v
 		}
 	}
-	t, err := templateFor(ctx, i.bin, i.user, i.initArgs)
+	t, err := templateFor(ctx, i.bin, i.user, i.initArgs, filepath.Dir(i.dir))
 	if err != nil {
 		return err
 	}
@@ -459,14 +456,11 @@ var errAddressInUse = errors.New("the port was taken")
 
 // launch starts mariadbd and waits until dbrig's login works.
 func (i *Instance) launch(ctx context.Context) error {
-	logf, err := os.OpenFile(i.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	logf, err := engine.OpenServerLog(i.logPath, i.user)
 	if err != nil {
 		return err
 	}
 	defer logf.Close()
-	if err := i.user.Chown(i.logPath); err != nil {
-		return err
-	}
 	cmd := exec.Command(i.bin.Server, i.serverArgs()...)
 	cmd.Dir = i.dir
 	// What mariadbd says before it opens its log (rlimit warnings) goes to
@@ -554,7 +548,7 @@ func (i *Instance) waitReady(ctx context.Context, done <-chan struct{}, logStart
 
 // logSince reports whether the log, from offset on, contains s.
 func (i *Instance) logSince(offset int64, s string) bool {
-	b, err := os.ReadFile(i.logPath)
+	b, err := engine.ReadServerFile(i.logPath)
 	if err != nil || int64(len(b)) < offset {
 		return false
 	}
@@ -918,7 +912,7 @@ func (i *Instance) stop() error {
 
 // logTail returns the end of the server log, for error messages.
 func (i *Instance) logTail() string {
-	b, err := os.ReadFile(i.logPath)
+	b, err := engine.ReadServerFile(i.logPath)
 	if err != nil {
 		return "(no log: " + err.Error() + ")"
 	}

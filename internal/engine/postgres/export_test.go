@@ -3,6 +3,7 @@ package postgres
 import (
 	"bytes"
 	"context"
+	"os"
 
 	"github.com/dbrig/dbrig/internal/engine"
 )
@@ -22,7 +23,7 @@ func PoisonTemplate(ctx context.Context, bin Binaries, poison func(*engine.DirIm
 	if err != nil {
 		return nil, err
 	}
-	clean, err := templateFor(ctx, bin, user)
+	clean, err := templateFor(ctx, bin, user, os.TempDir())
 	if err != nil {
 		return nil, err
 	}
