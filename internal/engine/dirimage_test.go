@@ -2,11 +2,8 @@ package engine_test
 
 import (
 	"bytes"
-	"errors"
 	"os"
 	"path/filepath"
-	"runtime"
-	"syscall"
 	"testing"
 
 	"github.com/dbrig/dbrig/internal/engine"
@@ -102,96 +99,4 @@ func TestDirImageIntoAnEmptyDirectory(t *testing.T) {
 	if err := img.Write(data, engine.ServerUser{}, nil); err == nil {
 		t.Errorf("Write into a directory that holds files succeeded")
 	}
-}
-
-// TestDirImageGivesEveryEntryToTheServerAccount: run as root, every entry
-// of a copy, the link to a directory apart and the directories themselves
-// belong to the server's account.
-func TestDirImageGivesEveryEntryToTheServerAccount(t *testing.T) {
-	t.Parallel()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to give files away")
-	}
-	src := t.TempDir()
-	if err := os.MkdirAll(filepath.Join(src, "pg_wal", "archive_status"), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	for _, rel := range []string{"PG_VERSION", "pg_wal/segment"} {
-		if err := os.WriteFile(filepath.Join(src, rel), []byte(rel), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	img, err := engine.ReadDirImage(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	user := engine.ServerUser{Name: "nobody-of-this-test", UID: 54321, GID: 54322, Switch: true}
-	out := t.TempDir()
-	dst, wal := filepath.Join(out, "data"), filepath.Join(out, "wal")
-	if err := img.Write(dst, user, map[string]string{"pg_wal": wal}); err != nil {
-		t.Fatal(err)
-	}
-	for _, root := range []string{dst, wal} {
-		err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
-			if err != nil {
-				return err
-			}
-			st, err := os.Lstat(path)
-			if err != nil {
-				return err
-			}
-			if s := st.Sys().(*syscall.Stat_t); s.Uid != user.UID || s.Gid != user.GID {
-				t.Errorf("%s belongs to %d:%d, want %d:%d", path, s.Uid, s.Gid, user.UID, user.GID)
-			}
-			return nil
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
-// TestReadDirImageRefusesAPipe: a pipe in the tree is refused at once,
-// not read (which would wait for a writer for ever).
-func TestReadDirImageRefusesAPipe(t *testing.T) {
-	t.Parallel()
-	src := t.TempDir()
-	if err := syscall.Mkfifo(filepath.Join(src, "pipe"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := engine.ReadDirImage(src); err == nil {
-		t.Errorf("a tree holding a pipe was read")
-	}
-}
-
-// TestDirImageHoldsNoZeroTail: a large file, zeros but for its first
-// bytes (a fresh InnoDB redo log), costs the image those bytes, not the
-// file's size, once read. Not parallel: it weighs the heap.
-func TestDirImageHoldsNoZeroTail(t *testing.T) {
-	src := t.TempDir()
-	const size = 512 << 20
-	f, err := os.Create(filepath.Join(src, "ib_logfile0"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, werr := f.Write([]byte("redo log header"))
-	if err := errors.Join(werr, f.Truncate(size), f.Close()); err != nil {
-		t.Fatal(err)
-	}
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	img, err := engine.ReadDirImage(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	runtime.GC()
-	runtime.ReadMemStats(&after)
-	if img.Size() != size {
-		t.Errorf("the image's size is %d, want %d", img.Size(), size)
-	}
-	if held := int64(after.HeapAlloc) - int64(before.HeapAlloc); held > 32<<20 {
-		t.Errorf("the image of a %d MB file of zeros holds %d MB of heap", size>>20, held>>20)
-	}
-	runtime.KeepAlive(img)
 }

@@ -7,7 +7,6 @@ import (
 	"bytes"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -75,51 +74,4 @@ func FileHolding(tb testing.TB, dir string, b []byte) string {
 		tb.Fatalf("read %s: %v", dir, err)
 	}
 	return found
-}
-
-// KillWhenMade runs the test binary as a helper dbrig (env added to its
-// environment, no test run: its TestMain does the work), waits until the
-// one path matching pattern exists (what, the step that makes it, has
-// begun), kills the helper with SIGKILL and waits for its end; it returns
-// the path. It fails the test if the helper ends first or the path is not
-// there in 60 s.
-func KillWhenMade(tb testing.TB, env []string, pattern, what string) string {
-	tb.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), env...)
-	var out strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := engine.Start(cmd); err != nil { // dies with the test binary
-		tb.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }() // owned by the child; collected below
-	defer func() {
-		_ = cmd.Process.Kill()
-		<-done
-	}()
-	path := waitForChildPath(tb, pattern, what, done, &out)
-	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		tb.Fatal(err)
-	}
-	done <- <-done
-	return path
-}
-
-func waitForChildPath(tb testing.TB, pattern, what string, done chan error, out *strings.Builder) string {
-	tb.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for time.Now().Before(deadline) {
-		if paths, _ := filepath.Glob(pattern); len(paths) == 1 {
-			return paths[0]
-		}
-		select {
-		case err := <-done:
-			done <- err
-			tb.Fatalf("the helper ended before %s (%v): %s", what, err, out.String())
-		case <-time.After(time.Millisecond):
-		}
-	}
-	tb.Fatalf("%s did not begin in 60 s", what)
-	return ""
 }

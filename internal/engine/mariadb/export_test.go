@@ -2,7 +2,6 @@ package mariadb
 
 import (
 	"context"
-	"os"
 
 	"github.com/dbrig/dbrig/internal/engine"
 )
@@ -25,7 +24,7 @@ func PoisonTemplate(ctx context.Context, e *Engine, poison func(*engine.DirImage
 	if err != nil {
 		return nil, err
 	}
-	clean, err := templateFor(ctx, bin, user, nil, os.TempDir())
+	clean, err := templateFor(ctx, bin, user, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -2,7 +2,9 @@ package mariadb
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha1"
+	"encoding/base64"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -47,43 +49,40 @@ const maxSocketPath = 107
 //	    external      directories made outside it (data_dir, wal_dir)
 type Instance struct {
 	server
-	engine  *Engine
-	bin     Binaries
-	dir     string
-	dataDir string
-	walDir  string // "" = the redo log lives in the data directory
-	// serverDirs are the directories given to the server's account once
-	// its data directory is written.
-	serverDirs []string
-	extDirs    []string
-	socket     string
-	sockApart  string // the socket's directory when dir's path is too long for it, else ""; removed at Stop
-	tmpDir     string
-	logPath    string
-	pidPath    string
-	port       int
-	extraPort  int // the administrative port: see MonitorLogin
-	password   string
-	keep       bool
-	user       engine.ServerUser
-	cpus       []int
-	cgroup     *engine.Cgroup
-	disks      *engine.Disks // the emulated disks under the data and redo log, or nil
-	log        *slog.Logger
-	initArgs   map[string]string // settings fixed when the data directory was made
-	stopOnce   sync.Once
-	stopErr    error
-	exitOnce   sync.Once
-	exited     chan struct{} // closed when the server exits for good
-	mu         sync.Mutex    // serialises Reconfigure and Stop
-	settings   map[string]string
-	fixture    map[string]string // engine.StartOptions.Fixture, before the study's settings
-	stopped    bool
-	procMu     sync.Mutex
-	cmd        *exec.Cmd
-	procDone   chan struct{} // closed when the current process exits
-	procErr    error
-	expecting  bool // the current process's exit is dbrig's doing
+	engine    *Engine
+	bin       Binaries
+	dir       string
+	dataDir   string
+	walDir    string // "" = the redo log lives in the data directory
+	extDirs   []string
+	socket    string
+	sockApart string // the socket's directory when dir's path is too long for it, else ""; removed at Stop
+	tmpDir    string
+	logPath   string
+	pidPath   string
+	port      int
+	extraPort int // the administrative port: see MonitorLogin
+	password  string
+	keep      bool
+	user      engine.ServerUser
+	cpus      []int
+	cgroup    *engine.Cgroup
+	disks     *engine.Disks // the emulated disks under the data and redo log, or nil
+	log       *slog.Logger
+	initArgs  map[string]string // settings fixed when the data directory was made
+	stopOnce  sync.Once
+	stopErr   error
+	exitOnce  sync.Once
+	exited    chan struct{} // closed when the server exits for good
+	mu        sync.Mutex    // serialises Reconfigure and Stop
+	settings  map[string]string
+	fixture   map[string]string // engine.StartOptions.Fixture, before the study's settings
+	stopped   bool
+	procMu    sync.Mutex
+	cmd       *exec.Cmd
+	procDone  chan struct{} // closed when the current process exits
+	procErr   error
+	expecting bool // the current process's exit is dbrig's doing
 }
 
 // StartInstance creates and starts an instance: the settings are checked
@@ -271,7 +270,8 @@ func safeName(s string) string {
 	}, s)
 }
 
-// makeDirs makes the instance's directories, closed to others, and records the owner and the directories outside.
+// makeDirs makes the instance's directories, all the server account's and
+// closed to others, and records the owner and the directories outside.
 func (i *Instance) makeDirs(cfg engine.InstanceConfig) error {
 	if err := os.Chmod(i.dir, 0o700); err != nil {
 		return err
@@ -315,9 +315,11 @@ func (i *Instance) makeDirs(cfg engine.InstanceConfig) error {
 		}
 		i.walDir = d
 	}
-	// They are the server account's only once the template's copy is
-	// whole (copyTemplate).
-	i.serverDirs = made
+	for _, p := range made {
+		if err := i.user.Chown(p); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -357,10 +359,11 @@ func (i *Instance) makeSocketDir() (string, error) {
 // (made by mariadb-install-db on first use), with dbrig's login made from
 // the password's hash only.
 func (i *Instance) installDB(ctx context.Context) error {
-	var err error
-	if i.password, err = engine.NewPassword(); err != nil {
-		return err
+	pw := make([]byte, 24)
+	if _, err := rand.Read(pw); err != nil {
+		return fmt.Errorf("make a password: %w", err)
 	}
+	i.password = base64.RawURLEncoding.EncodeToString(pw)
 	i.initArgs = map[string]string{}
 	for _, k := range initSettings {
 		if v, ok := i.settings[k]; ok {
@@ -370,7 +373,7 @@ func (i *Instance) installDB(ctx context.Context) error {
 			i.initArgs[k] = v
 		}
 	}
-	t, err := templateFor(ctx, i.bin, i.user, i.initArgs, filepath.Dir(i.dir))
+	t, err := templateFor(ctx, i.bin, i.user, i.initArgs)
 	if err != nil {
 		return err
 	}
@@ -456,11 +459,14 @@ var errAddressInUse = errors.New("the port was taken")
 
 // launch starts mariadbd and waits until dbrig's login works.
 func (i *Instance) launch(ctx context.Context) error {
-	logf, err := engine.OpenServerLog(i.logPath, i.user)
+	logf, err := os.OpenFile(i.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return err
 	}
 	defer logf.Close()
+	if err := i.user.Chown(i.logPath); err != nil {
+		return err
+	}
 	cmd := exec.Command(i.bin.Server, i.serverArgs()...)
 	cmd.Dir = i.dir
 	// What mariadbd says before it opens its log (rlimit warnings) goes to
@@ -548,7 +554,7 @@ func (i *Instance) waitReady(ctx context.Context, done <-chan struct{}, logStart
 
 // logSince reports whether the log, from offset on, contains s.
 func (i *Instance) logSince(offset int64, s string) bool {
-	b, err := engine.ReadServerFile(i.logPath)
+	b, err := os.ReadFile(i.logPath)
 	if err != nil || int64(len(b)) < offset {
 		return false
 	}
@@ -912,7 +918,7 @@ func (i *Instance) stop() error {
 
 // logTail returns the end of the server log, for error messages.
 func (i *Instance) logTail() string {
-	b, err := engine.ReadServerFile(i.logPath)
+	b, err := os.ReadFile(i.logPath)
 	if err != nil {
 		return "(no log: " + err.Error() + ")"
 	}

@@ -5,9 +5,12 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
+	"time"
 
 	"github.com/dbrig/dbrig/internal/engine"
 )
@@ -27,18 +30,15 @@ type templateKey struct {
 
 var templates engine.OncePerKey[templateKey, *engine.DirImage]
 
-// redoLogs are InnoDB's redo log files, which go to
-// innodb_log_group_home_dir (the instance's wal_dir) when one is set: one,
-// ib_logfile0, from 10.5 on, two or more (innodb_log_files_in_group)
-// before.
-const redoLogs = "ib_logfile*"
+// redoLog is InnoDB's redo log, which goes to innodb_log_group_home_dir
+// (the instance's wal_dir) when one is set.
+const redoLog = "ib_logfile0"
 
 // templateFor returns the template for these binaries, server account and
-// install-time settings, made if no Start of this process has made it, in
-// a scratch directory under parent (the instance's base directory).
-func templateFor(ctx context.Context, bin Binaries, user engine.ServerUser, initArgs map[string]string, parent string) (*engine.DirImage, error) {
+// install-time settings, made if no Start of this process has made it.
+func templateFor(ctx context.Context, bin Binaries, user engine.ServerUser, initArgs map[string]string) (*engine.DirImage, error) {
 	return templates.Get(ctx, templateKeyOf(bin, user, initArgs), func(ctx context.Context) (*engine.DirImage, error) {
-		return makeTemplate(ctx, bin, user, optionArgs(initArgs), parent)
+		return makeTemplate(ctx, bin, user, optionArgs(initArgs))
 	})
 }
 
@@ -56,15 +56,30 @@ func optionArgs(settings map[string]string) []string {
 }
 
 // makeTemplate runs mariadb-install-db in a 0700 scratch directory of the
-// server account's under parent, reads the data directory into memory and
-// removes the scratch directory, whatever happens.
-func makeTemplate(ctx context.Context, bin Binaries, user engine.ServerUser, initArgs []string, parent string) (*engine.DirImage, error) {
-	dir, err := engine.MakeScratchDir(parent, "dbrig-mariadbtmpl-", user, "tmp")
+// server account's, reads the data directory into memory and removes the
+// scratch directory, whatever happens.
+func makeTemplate(ctx context.Context, bin Binaries, user engine.ServerUser, initArgs []string) (*engine.DirImage, error) {
+	parent := os.TempDir()
+	RemoveStale(parent)
+	dir, err := os.MkdirTemp(parent, "dbrig-mariadbtmpl-")
 	if err != nil {
-		return nil, fmt.Errorf("make the template: %w", err)
+		return nil, fmt.Errorf("create the template directory: %w", err)
 	}
 	defer os.RemoveAll(dir)
+	// Recorded first, so that a later run removes the directory of a dbrig
+	// killed while the installer runs in it.
+	if err := engine.WriteOwner(dir); err != nil {
+		return nil, fmt.Errorf("record the template directory's owner: %w", err)
+	}
 	data, tmp := filepath.Join(dir, "data"), filepath.Join(dir, "tmp")
+	if err := os.Mkdir(tmp, 0o700); err != nil {
+		return nil, err
+	}
+	for _, p := range []string{dir, tmp} {
+		if err := user.Chown(p); err != nil {
+			return nil, err
+		}
+	}
 	args := []string{"--no-defaults"}
 	if bin.BaseDir != "" {
 		args = append(args, "--basedir="+bin.BaseDir)
@@ -72,7 +87,7 @@ func makeTemplate(ctx context.Context, bin Binaries, user engine.ServerUser, ini
 	args = append(args, "--datadir="+data, "--tmpdir="+tmp, "--skip-test-db", "--skip-name-resolve",
 		"--auth-root-authentication-method=socket", "--auth-root-socket-user=root")
 	args = append(args, initArgs...)
-	out, err := engine.RunAs(ctx, user, dir, "", bin.InstallDB, args...)
+	out, err := runAs(ctx, user, dir, "", bin.InstallDB, args...)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("mariadb-install-db stopped: %w", context.Cause(ctx))
@@ -90,12 +105,18 @@ func makeTemplate(ctx context.Context, bin Binaries, user engine.ServerUser, ini
 }
 
 // copyTemplate writes the template into the instance's data directory (its
-// redo log into wal_dir when set), gives the instance's directories to the
-// server's account, then makes dbrig's login and drops the installer's in
-// a bootstrap session.
+// redo log into wal_dir when set), then makes dbrig's login and drops the
+// installer's in a bootstrap session.
 func (i *Instance) copyTemplate(ctx context.Context, template *engine.DirImage) error {
-	if err := i.writeDataDir(template); err != nil {
-		return err
+	image := template
+	if i.walDir != "" {
+		image = image.Without(redoLog)
+		if err := template.WriteFile(redoLog, filepath.Join(i.walDir, redoLog), i.user); err != nil {
+			return fmt.Errorf("copy the redo log to %s: %w", i.walDir, err)
+		}
+	}
+	if err := image.Write(i.dataDir, i.user, nil); err != nil {
+		return fmt.Errorf("copy the data directory template to %s: %w", i.dataDir, err)
 	}
 	args := []string{"--no-defaults"}
 	if i.bin.BaseDir != "" {
@@ -107,50 +128,35 @@ func (i *Instance) copyTemplate(ctx context.Context, template *engine.DirImage) 
 		args = append(args, "--innodb-log-group-home-dir="+i.walDir)
 	}
 	args = append(args, optionArgs(i.initArgs)...)
-	out, err := engine.RunAs(ctx, i.user, i.dir, loginsSQL(i.password), i.bin.Server, args...)
+	out, err := runAs(ctx, i.user, i.dir, loginsSQL(i.password), i.bin.Server, args...)
 	if err != nil {
 		if ctx.Err() != nil {
 			return fmt.Errorf("mariadbd --bootstrap stopped: %w", context.Cause(ctx))
 		}
-		return i.bootstrapFailed(err, out)
+		return fmt.Errorf("make the login with mariadbd --bootstrap in %s: %w; it said:\n%s", i.dataDir, err, installDBProblems(out))
 	}
 	return nil
 }
 
-// bootstrapFailed is the error of a failed bootstrap, with what it said
-// less the password's hash, which is the stored login secret (a client
-// that holds it can log in): an error that quotes a statement near it
-// (a syntax error's "near ...") would put it in dbrig's output.
-func (i *Instance) bootstrapFailed(err error, said string) error {
-	said = strings.ReplaceAll(said, nativePasswordHash(i.password), "[hash]")
-	return fmt.Errorf("make the login with mariadbd --bootstrap in %s: %w; it said:\n%s", i.dataDir, err, installDBProblems(said))
-}
-
-// writeDataDir writes the template into the instance's data directory,
-// every redo log file into wal_dir when set, and gives the instance's
-// directories to the server's account.
-func (i *Instance) writeDataDir(template *engine.DirImage) error {
-	image := template
-	if i.walDir != "" {
-		logs := template.Files(redoLogs)
-		image = image.Without(logs...)
-		for _, log := range logs {
-			if err := template.WriteFile(log, filepath.Join(i.walDir, log), i.user); err != nil {
-				return fmt.Errorf("copy the redo log to %s: %w", i.walDir, err)
-			}
-		}
+// runAs runs a program as the server's account in dir, stdin on its
+// standard input, and returns what it said. It runs mariadbd as its child
+// or is mariadbd: a cancel stops the whole process group, and engine.Start
+// ends it with dbrig.
+func runAs(ctx context.Context, user engine.ServerUser, dir, stdin, prog string, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, prog, args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "LC_ALL=C")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: user.Credential()}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 5 * time.Second
+	cmd.Stdin = strings.NewReader(stdin)
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := engine.Start(cmd); err != nil {
+		return "", fmt.Errorf("start %s: %w", prog, err)
 	}
-	if err := image.Write(i.dataDir, i.user, nil); err != nil {
-		return fmt.Errorf("copy the data directory template to %s: %w", i.dataDir, err)
-	}
-	// Only now: before, the server's account could swap what root writes
-	// for a link (DirImage.Write).
-	for _, p := range i.serverDirs {
-		if err := i.user.Chown(p); err != nil {
-			return err
-		}
-	}
-	return nil
+	err := cmd.Wait()
+	return out.String(), err
 }
 
 // loginsSQL makes dbrig's login, from the password's hash only, and drops

@@ -3,8 +3,10 @@ package mariadb_test
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -58,30 +60,21 @@ func TestTemplateCopiesHaveTheirOwnPasswords(t *testing.T) {
 // TestPoisonedTemplate: an option file written into the template reaches
 // no server (mariadbd runs with --no-defaults), and the installer's root,
 // which logs in through the socket without a password, is gone from every
-// copy. mariadbd reads no option file from its data directory by itself:
-// MYSQL_HOME, which the server inherits from dbrig, is set here to the
-// data directory (relative to the server's working directory, the
-// instance's), so that the poison is one mariadbd would read were it not
-// for --no-defaults. Not parallel: it changes the template every Start of
-// the process copies and the process's environment, and puts both back (at
-// its end) before the parallel tests run.
+// copy. Not parallel: it changes the template every Start of the process
+// copies, and puts it back before the parallel tests run.
 func TestPoisonedTemplate(t *testing.T) {
 	e := mariatest.Engine(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	t.Setenv("MYSQL_HOME", "data")
 	restore, err := mariadb.PoisonTemplate(ctx, e, func(img *engine.DirImage) {
 		img.SetFile("my.cnf", []byte("[mysqld]\nbind-address=0.0.0.0\nskip-grant-tables\n"))
+		img.SetFile("mysql/my.cnf", []byte("[mysqld]\nbind-address=0.0.0.0\nskip-grant-tables\n"))
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Put back even when the start fails: every later Start copies it.
-	t.Cleanup(restore)
 	inst := mariatest.Start(t, "poisoned", nil)
-	if inst.DataDir() != filepath.Join(inst.Dir(), "data") {
-		t.Fatalf("the data directory %s is not MYSQL_HOME, data under %s", inst.DataDir(), inst.Dir())
-	}
+	restore()
 	var bind string
 	var skipGrants bool
 	if err := open(t, inst.Login("")).QueryRowContext(ctx, "SELECT @@bind_address, @@skip_grant_tables").Scan(&bind, &skipGrants); err != nil || bind != "127.0.0.1" || skipGrants {
@@ -105,11 +98,25 @@ func TestPoisonedTemplate(t *testing.T) {
 func TestKilledDuringTemplate(t *testing.T) {
 	mariatest.Engine(t)
 	base := mariatest.BaseDir(t)
-	// The helper's template goes under its instance's base directory, the
-	// test's own, not under a TMPDIR that it might not reach (here one
-	// that does not exist).
-	env := []string{helperEnv + "=wait", helperBaseEnv + "=" + base, "TMPDIR=" + filepath.Join(base, "none")}
-	tmpl := filepath.Dir(enginetest.KillWhenMade(t, env, filepath.Join(base, "dbrig-mariadbtmpl-*", "data"), "mariadb-install-db"))
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	// The helper's template goes under its TMPDIR: base, the test's own.
+	cmd.Env = append(os.Environ(), helperEnv+"=wait", helperBaseEnv+"="+base, "TMPDIR="+base)
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := engine.Start(cmd); err != nil { // dies with the test binary
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }() // owned by the child; collected below
+	defer func() {
+		_ = cmd.Process.Kill()
+		<-done
+	}()
+	tmpl := waitForTemplate(t, base, done, &out)
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	done <- <-done
 	mariatest.WaitNoServers(t, base, 30*time.Second)
 	if _, err := os.Stat(tmpl); err != nil {
 		t.Skip("the template was made before the kill: nothing to judge here")
@@ -121,4 +128,24 @@ func TestKilledDuringTemplate(t *testing.T) {
 	if entries, _ := os.ReadDir(base); len(entries) != 0 {
 		t.Errorf("%d entries left in %s", len(entries), base)
 	}
+}
+
+// waitForTemplate returns the child's template directory once the
+// installer has begun to make the template's data directory.
+func waitForTemplate(t *testing.T, base string, done chan error, out *strings.Builder) string {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		if data, _ := filepath.Glob(filepath.Join(base, "dbrig-mariadbtmpl-*", "data")); len(data) == 1 {
+			return filepath.Dir(data[0])
+		}
+		select {
+		case err := <-done:
+			done <- err
+			t.Fatalf("the helper ended before the installer (%v): %s", err, out.String())
+		case <-time.After(time.Millisecond):
+		}
+	}
+	t.Fatal("mariadb-install-db did not begin in 60 s")
+	return ""
 }

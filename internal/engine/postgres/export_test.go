@@ -3,7 +3,6 @@ package postgres
 import (
 	"bytes"
 	"context"
-	"os"
 
 	"github.com/dbrig/dbrig/internal/engine"
 )
@@ -23,7 +22,7 @@ func PoisonTemplate(ctx context.Context, bin Binaries, poison func(*engine.DirIm
 	if err != nil {
 		return nil, err
 	}
-	clean, err := templateFor(ctx, bin, user, os.TempDir())
+	clean, err := templateFor(ctx, bin, user)
 	if err != nil {
 		return nil, err
 	}

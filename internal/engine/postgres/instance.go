@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"maps"
 	"os"
@@ -241,9 +240,10 @@ func (i *Instance) makeWALDir(parent string) error {
 	i.walDir = wal
 	// The owner file lets RemoveStale tell a killed run's WAL from a
 	// live one.
-	// It is the server account's only once the template's copy is whole
-	// (copyTemplate).
-	return os.WriteFile(filepath.Join(wal, "owner"), []byte(i.dir+"\n"), 0o644)
+	if err := os.WriteFile(filepath.Join(wal, "owner"), []byte(i.dir+"\n"), 0o644); err != nil {
+		return err
+	}
+	return i.user.Chown(wal)
 }
 
 // applyLimits puts the server's processes in a cgroup of their own when the
@@ -329,7 +329,7 @@ func safeName(s string) string {
 // use), with the instance's own random password.
 func (i *Instance) makeDataDir(ctx context.Context) error {
 	var err error
-	if i.password, err = engine.NewPassword(); err != nil {
+	if i.password, err = newPassword(); err != nil {
 		return err
 	}
 	if err := os.Chmod(i.dir, 0o700); err != nil {
@@ -340,7 +340,12 @@ func (i *Instance) makeDataDir(ctx context.Context) error {
 			return fmt.Errorf("create the socket directory: %w", err)
 		}
 	}
-	t, err := templateFor(ctx, i.bin, i.user, filepath.Dir(i.dir))
+	for _, p := range []string{i.dir, i.socketDir} {
+		if err := i.user.Chown(p); err != nil {
+			return err
+		}
+	}
+	t, err := templateFor(ctx, i.bin, i.user)
 	if err != nil {
 		return err
 	}
@@ -357,13 +362,24 @@ func runInitdb(ctx context.Context, bin Binaries, user engine.ServerUser, workDi
 	defer closePW()
 	args := []string{"--pgdata", dataDir, "--username", SuperUser, "--pwfile", pwFile,
 		"--auth", "scram-sha-256", "--encoding", "UTF8", "--locale", "C", "--no-sync"}
-	// initdb runs postgres in bootstrap mode as its child.
-	out, err := engine.RunAs(ctx, user, workDir, "", bin.Path("initdb"), args...)
-	if err != nil {
+	cmd := exec.CommandContext(ctx, bin.Path("initdb"), args...)
+	cmd.Dir = workDir
+	cmd.Env = append(os.Environ(), "LC_ALL=C")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: user.Credential()}
+	// initdb runs postgres in bootstrap mode as its child: a cancel stops
+	// the whole process group, and engine.Start ends initdb with dbrig.
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 5 * time.Second
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := engine.Start(cmd); err != nil {
+		return fmt.Errorf("start %s: %w", bin.Path("initdb"), err)
+	}
+	if err := cmd.Wait(); err != nil {
 		if ctx.Err() != nil {
 			return fmt.Errorf("initdb stopped: %w", context.Cause(ctx))
 		}
-		return fmt.Errorf("initdb in %s: %w: %s", dataDir, err, lastLines(out, 5))
+		return fmt.Errorf("initdb in %s: %w: %s", dataDir, err, lastLines(out.String(), 5))
 	}
 	return nil
 }
@@ -377,19 +393,14 @@ func passwordPipe(dir, password string, user engine.ServerUser) (path string, do
 	if err := unix.Mkfifo(path, 0o600); err != nil {
 		return "", nil, fmt.Errorf("make the password pipe: %w", err)
 	}
-	// Open for reading and writing, a pipe neither blocks this open nor
-	// initdb's, which finds the line waiting and reads up to its end. dir
-	// is the server account's: the pipe is opened without following a
-	// link, checked to be a pipe and given away through its descriptor,
-	// so that a name swapped in its place gets root to give away nothing.
-	f, err := os.OpenFile(path, os.O_RDWR|unix.O_NOFOLLOW, 0)
-	if err == nil {
-		err = givePipe(f, user)
+	if err := user.Chown(path); err != nil {
+		_ = os.Remove(path)
+		return "", nil, err
 	}
+	// Open for reading and writing, a pipe neither blocks this open nor
+	// initdb's, which finds the line waiting and reads up to its end.
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
-		if f != nil {
-			_ = f.Close()
-		}
 		_ = os.Remove(path)
 		return "", nil, fmt.Errorf("open the password pipe: %w", err)
 	}
@@ -399,13 +410,6 @@ func passwordPipe(dir, password string, user engine.ServerUser) (path string, do
 		return "", nil, fmt.Errorf("write the password pipe: %w", err)
 	}
 	return path, func() { _ = f.Close(); _ = os.Remove(path) }, nil
-}
-
-func givePipe(f *os.File, user engine.ServerUser) error {
-	if st, err := f.Stat(); err != nil || st.Mode().Type() != fs.ModeNamedPipe {
-		return fmt.Errorf("%s is not the pipe made (%v)", f.Name(), err)
-	}
-	return user.ChownFile(f)
 }
 
 // writeConf writes dbrig.conf: dbrig's own settings, the fixture's, then
@@ -427,36 +431,28 @@ func (i *Instance) writeConf(user map[string]string) error {
 		}
 		fmt.Fprintf(&b, "%s = %s\n", k, quoteConf(user[k]))
 	}
-	// dbrig's block lives in its own file (postgresql.conf includes it
-	// from the copy on) so a retry rewrites it whole.
-	return writeServerFile(i.dataDir, "dbrig.conf", b.Bytes(), i.user)
-}
-
-// writeServerFile replaces the file name in dir, a directory of the
-// server's account, with data, given to user. dbrig may be root: the file
-// is made under a name of its own with O_EXCL and renamed over name, so
-// that a link or a hard link the account put at name gets root to write
-// or give away nothing but that new file.
-func writeServerFile(dir, name string, data []byte, user engine.ServerUser) error {
-	r, err := os.OpenRoot(dir)
+	// dbrig's block lives in its own file so a retry rewrites it whole.
+	path := filepath.Join(i.dataDir, "dbrig.conf")
+	if err := os.WriteFile(path, b.Bytes(), 0o600); err != nil {
+		return err
+	}
+	if err := i.user.Chown(path); err != nil {
+		return err
+	}
+	conf := filepath.Join(i.dataDir, "postgresql.conf")
+	cur, err := os.ReadFile(conf)
 	if err != nil {
 		return err
 	}
-	defer r.Close()
-	tmp := fmt.Sprintf(".%s.%d.new", name, os.Getpid())
-	_ = r.Remove(tmp)
-	f, err := r.OpenFile(tmp, os.O_CREATE|os.O_EXCL|os.O_WRONLY|unix.O_NOFOLLOW, 0o600)
-	if err != nil {
-		return fmt.Errorf("write %s: %w", filepath.Join(dir, name), err)
-	}
-	_, werr := f.Write(data)
-	werr = errors.Join(werr, user.ChownFile(f), f.Close())
-	if werr == nil {
-		werr = r.Rename(tmp, name)
-	}
-	if werr != nil {
-		_ = r.Remove(tmp)
-		return fmt.Errorf("write %s: %w", filepath.Join(dir, name), werr)
+	if !bytes.Contains(cur, []byte("include 'dbrig.conf'")) {
+		f, err := os.OpenFile(conf, os.O_APPEND|os.O_WRONLY, 0)
+		if err != nil {
+			return err
+		}
+		_, werr := f.WriteString("\ninclude 'dbrig.conf'\n")
+		if err := errors.Join(werr, f.Close()); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -475,11 +471,14 @@ func quoteConf(v string) string {
 
 func (i *Instance) start(ctx context.Context) error {
 	// The log is appended to: a restart in place keeps what came before.
-	logf, err := engine.OpenServerLog(i.logPath, i.user)
+	logf, err := os.OpenFile(i.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return err
 	}
 	defer logf.Close()
+	if err := i.user.Chown(i.logPath); err != nil {
+		return err
+	}
 	cmd := exec.Command(i.bin.Path("postgres"), "-D", i.dataDir)
 	cmd.Dir = i.dir
 	cmd.Stdout, cmd.Stderr = logf, logf
@@ -846,7 +845,7 @@ func (i *Instance) stop(ctx context.Context) error {
 
 // logTail returns the end of the server log, for error messages.
 func (i *Instance) logTail() string {
-	b, err := engine.ReadServerFile(i.logPath)
+	b, err := os.ReadFile(i.logPath)
 	if err != nil {
 		return "(no log: " + err.Error() + ")"
 	}
