@@ -4,14 +4,10 @@
 package enginetest
 
 import (
-	"bytes"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/dbrig/dbrig/internal/engine"
 	"github.com/dbrig/dbrig/internal/engine/mariadb"
@@ -39,39 +35,4 @@ func DeepDir(tb testing.TB, base string) string {
 		}
 	}
 	return deep
-}
-
-// CPUOfProcessAndChildren is the CPU time this process and every process
-// it waited for (an installer, a server and what the server forked) have
-// used: what starting and stopping servers costs the machine.
-func CPUOfProcessAndChildren() time.Duration {
-	var total time.Duration
-	for _, who := range []int{syscall.RUSAGE_SELF, syscall.RUSAGE_CHILDREN} {
-		var ru syscall.Rusage
-		if err := syscall.Getrusage(who, &ru); err == nil {
-			total += time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-		}
-	}
-	return total
-}
-
-// FileHolding names a regular file under dir that holds b, or "": where a
-// test looks for a password that must be on no disk.
-func FileHolding(tb testing.TB, dir string, b []byte) string {
-	tb.Helper()
-	var found string
-	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || found != "" || !d.Type().IsRegular() {
-			return err
-		}
-		data, err := os.ReadFile(path)
-		if err == nil && bytes.Contains(data, b) {
-			found = path
-		}
-		return err
-	})
-	if err != nil {
-		tb.Fatalf("read %s: %v", dir, err)
-	}
-	return found
 }

@@ -355,29 +355,79 @@ func (i *Instance) makeSocketDir() (string, error) {
 	return dir, nil
 }
 
-// installDB makes the data directory: a copy of this process's template
-// (made by mariadb-install-db on first use), with dbrig's login made from
-// the password's hash only.
+// installDB runs mariadb-install-db. The logins are made in its bootstrap
+// session from a file that holds the password's hash only.
 func (i *Instance) installDB(ctx context.Context) error {
 	pw := make([]byte, 24)
 	if _, err := rand.Read(pw); err != nil {
 		return fmt.Errorf("make a password: %w", err)
 	}
 	i.password = base64.RawURLEncoding.EncodeToString(pw)
+	hash := nativePasswordHash(i.password)
+	var sqlText strings.Builder
+	// Bootstrap runs without grant tables; FLUSH PRIVILEGES loads them so
+	// that account statements work.
+	sqlText.WriteString("FLUSH PRIVILEGES;\n")
+	for _, host := range []string{"127.0.0.1", "localhost"} {
+		fmt.Fprintf(&sqlText, "CREATE USER '%s'@'%s' IDENTIFIED BY PASSWORD '%s';\n", SuperUser, host, hash)
+		fmt.Fprintf(&sqlText, "GRANT ALL PRIVILEGES ON *.* TO '%s'@'%s' WITH GRANT OPTION;\n", SuperUser, host)
+	}
+	// dbrig's login is the only one: no root (mariadb-install-db makes
+	// one that logs in through the socket without a password), no
+	// anonymous login; proxy grants for host names that skip-name-resolve
+	// ignores (and warns about at every start) go.
+	sqlText.WriteString("DROP USER IF EXISTS 'root'@'localhost';\n")
+	sqlText.WriteString("DROP USER IF EXISTS ''@'localhost';\n")
+	sqlText.WriteString("DELETE FROM mysql.proxies_priv WHERE Host <> 'localhost';\n")
+	initFile := filepath.Join(i.dir, "init.sql")
+	if err := os.WriteFile(initFile, []byte(sqlText.String()), 0o600); err != nil {
+		return fmt.Errorf("write the initial logins: %w", err)
+	}
+	defer os.Remove(initFile)
+	if err := i.user.Chown(initFile); err != nil {
+		return err
+	}
+
+	args := []string{"--no-defaults"}
+	if i.bin.BaseDir != "" {
+		args = append(args, "--basedir="+i.bin.BaseDir)
+	}
+	args = append(args, "--datadir="+i.dataDir, "--tmpdir="+i.tmpDir, "--skip-test-db", "--skip-name-resolve",
+		"--auth-root-authentication-method=socket", "--auth-root-socket-user=root",
+		"--extra-file="+initFile)
+	if i.walDir != "" {
+		args = append(args, "--innodb-log-group-home-dir="+i.walDir)
+	}
 	i.initArgs = map[string]string{}
 	for _, k := range initSettings {
 		if v, ok := i.settings[k]; ok {
 			if !plainWordRE.MatchString(v) {
 				return fmt.Errorf("setting %s = %q: mariadb-install-db passes its options on to mariadbd unquoted, so a value there must be one plain word (letters, digits, . _ : + -)", k, v)
 			}
+			args = append(args, optionArg(k, v))
 			i.initArgs[k] = v
 		}
 	}
-	t, err := templateFor(ctx, i.bin, i.user, i.initArgs)
-	if err != nil {
-		return err
+	cmd := exec.CommandContext(ctx, i.bin.InstallDB, args...)
+	cmd.Dir = i.dir
+	cmd.Env = append(os.Environ(), "LC_ALL=C")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: i.user.Credential()}
+	// The script runs mariadbd --bootstrap as its child: a cancel stops
+	// the whole process group.
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 5 * time.Second
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := engine.Start(cmd); err != nil {
+		return fmt.Errorf("start %s: %w", i.bin.InstallDB, err)
 	}
-	return i.copyTemplate(ctx, t)
+	if err := cmd.Wait(); err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("mariadb-install-db stopped: %w", context.Cause(ctx))
+		}
+		return fmt.Errorf("mariadb-install-db in %s: %w; it said:\n%s", i.dataDir, err, installDBProblems(out.String()))
+	}
+	return nil
 }
 
 // plainWordRE is a value mariadb-install-db's shell passes on as one

@@ -3,6 +3,8 @@ package postgres
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -72,11 +74,10 @@ var (
 	_ engine.Restarter = (*Instance)(nil)
 )
 
-// Start creates and starts an instance: a copy of initdb's data directory
-// in a fresh temporary directory, a free loopback port, a private unix
-// socket directory (mode 0700), scram-sha-256 logins with a random
-// password. It returns once the server accepts connections. On error
-// nothing is left running.
+// Start creates and starts an instance: initdb in a fresh temporary
+// directory, a free loopback port, a private unix socket directory (mode
+// 0700), scram-sha-256 logins with a random password. It returns once the
+// server accepts connections. On error nothing is left running.
 func Start(ctx context.Context, opts Options) (inst *Instance, err error) {
 	opts = opts.withDefaults()
 	ctx, cancel := context.WithTimeout(ctx, opts.StartTimeout)
@@ -119,7 +120,7 @@ func Start(ctx context.Context, opts Options) (inst *Instance, err error) {
 	if err := i.applyLimits(opts.InstanceConfig, pre.proc); err != nil {
 		return nil, err
 	}
-	if err := i.makeDataDir(ctx); err != nil {
+	if err := i.initdb(ctx); err != nil {
 		return nil, err
 	}
 	if err := i.startOnFreePort(ctx); err != nil {
@@ -324,14 +325,13 @@ func safeName(s string) string {
 	}, s)
 }
 
-// makeDataDir makes the instance's private directories and its data
-// directory, a copy of this process's template (made by initdb on first
-// use), with the instance's own random password.
-func (i *Instance) makeDataDir(ctx context.Context) error {
-	var err error
-	if i.password, err = newPassword(); err != nil {
-		return err
+func (i *Instance) initdb(ctx context.Context) error {
+	pw := make([]byte, 24)
+	if _, err := rand.Read(pw); err != nil {
+		return fmt.Errorf("make a password: %w", err)
 	}
+	i.password = base64.RawURLEncoding.EncodeToString(pw)
+
 	if err := os.Chmod(i.dir, 0o700); err != nil {
 		return err
 	}
@@ -345,27 +345,20 @@ func (i *Instance) makeDataDir(ctx context.Context) error {
 			return err
 		}
 	}
-	t, err := templateFor(ctx, i.bin, i.user)
-	if err != nil {
-		return err
-	}
-	return i.copyTemplate(ctx, t)
-}
-
-// runInitdb makes a data directory whose superuser has this password, in
-// workDir, the server account's: the template every instance copies.
-func runInitdb(ctx context.Context, bin Binaries, user engine.ServerUser, workDir, dataDir, password string) error {
-	pwFile, closePW, err := passwordPipe(workDir, password, user)
+	pwFile, closePW, err := i.passwordPipe()
 	if err != nil {
 		return err
 	}
 	defer closePW()
-	args := []string{"--pgdata", dataDir, "--username", SuperUser, "--pwfile", pwFile,
+	args := []string{"--pgdata", i.dataDir, "--username", SuperUser, "--pwfile", pwFile,
 		"--auth", "scram-sha-256", "--encoding", "UTF8", "--locale", "C", "--no-sync"}
-	cmd := exec.CommandContext(ctx, bin.Path("initdb"), args...)
-	cmd.Dir = workDir
+	if i.walDir != "" {
+		args = append(args, "--waldir", filepath.Join(i.walDir, "pg_wal"))
+	}
+	cmd := exec.CommandContext(ctx, i.bin.Path("initdb"), args...)
+	cmd.Dir = i.dir
 	cmd.Env = append(os.Environ(), "LC_ALL=C")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: user.Credential()}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: i.user.Credential()}
 	// initdb runs postgres in bootstrap mode as its child: a cancel stops
 	// the whole process group, and engine.Start ends initdb with dbrig.
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
@@ -373,27 +366,27 @@ func runInitdb(ctx context.Context, bin Binaries, user engine.ServerUser, workDi
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := engine.Start(cmd); err != nil {
-		return fmt.Errorf("start %s: %w", bin.Path("initdb"), err)
+		return fmt.Errorf("start %s: %w", i.bin.Path("initdb"), err)
 	}
 	if err := cmd.Wait(); err != nil {
 		if ctx.Err() != nil {
 			return fmt.Errorf("initdb stopped: %w", context.Cause(ctx))
 		}
-		return fmt.Errorf("initdb in %s: %w: %s", dataDir, err, lastLines(out.String(), 5))
+		return fmt.Errorf("initdb in %s: %w: %s", i.dataDir, err, lastLines(out.String(), 5))
 	}
 	return nil
 }
 
-// passwordPipe hands initdb the password through a named pipe in a 0700
-// directory rather than a file: the password never reaches the disk, so a
-// dbrig killed while initdb runs leaves none behind. The pipe holds the
-// line until initdb reads it; done closes and removes it.
-func passwordPipe(dir, password string, user engine.ServerUser) (path string, done func(), err error) {
-	path = filepath.Join(dir, "pwfile")
+// passwordPipe hands initdb the password through a named pipe in the
+// instance's 0700 directory rather than a file: the password never reaches
+// the disk, so a dbrig killed while initdb runs leaves none behind. The
+// pipe holds the line until initdb reads it; done closes and removes it.
+func (i *Instance) passwordPipe() (path string, done func(), err error) {
+	path = filepath.Join(i.dir, "pwfile")
 	if err := unix.Mkfifo(path, 0o600); err != nil {
 		return "", nil, fmt.Errorf("make the password pipe: %w", err)
 	}
-	if err := user.Chown(path); err != nil {
+	if err := i.user.Chown(path); err != nil {
 		_ = os.Remove(path)
 		return "", nil, err
 	}
@@ -404,7 +397,7 @@ func passwordPipe(dir, password string, user engine.ServerUser) (path string, do
 		_ = os.Remove(path)
 		return "", nil, fmt.Errorf("open the password pipe: %w", err)
 	}
-	if _, err := f.WriteString(password + "\n"); err != nil {
+	if _, err := f.WriteString(i.password + "\n"); err != nil {
 		_ = f.Close()
 		_ = os.Remove(path)
 		return "", nil, fmt.Errorf("write the password pipe: %w", err)

@@ -40,12 +40,10 @@ func helperMain(base string) int {
 	select {}
 }
 
-// TestKilledDuringDataDir: a dbrig killed (SIGKILL) while it makes an
-// instance's data directory (the template's copy, then postgres --single
-// to set the password) leaves no password on disk, the single-user server
-// dies with it, and the next run's RemoveStale removes the directory at
-// once, however young.
-func TestKilledDuringDataDir(t *testing.T) {
+// TestKilledDuringInitdb: a dbrig killed (SIGKILL) while initdb runs
+// leaves no password on disk, initdb dies with it, and the next run's
+// RemoveStale removes the directory at once, however young.
+func TestKilledDuringInitdb(t *testing.T) {
 	pgtest.Binaries(t)
 	base := pgtest.BaseDir(t)
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
@@ -61,14 +59,14 @@ func TestKilledDuringDataDir(t *testing.T) {
 		_ = cmd.Process.Kill()
 		<-done
 	}()
-	dir := waitForDataDir(t, base, done, &stderr)
+	dir := waitForInitdb(t, base, done, &stderr)
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	err := <-done
 	done <- err
 	if _, err := os.Stat(filepath.Join(dir, "server.log")); err == nil {
-		t.Skip("the data directory was made before the kill: nothing to judge here")
+		t.Skip("initdb finished before the kill: nothing to judge here")
 	}
 	waitNoProcessIn(t, base, 30*time.Second)
 	if st, err := os.Lstat(filepath.Join(dir, "pwfile")); err == nil && st.Mode().IsRegular() {
@@ -82,9 +80,9 @@ func TestKilledDuringDataDir(t *testing.T) {
 	}
 }
 
-// waitForDataDir returns the child's instance directory once its data
-// directory has begun.
-func waitForDataDir(t *testing.T, base string, done chan error, stderr *strings.Builder) string {
+// waitForInitdb returns the child's instance directory once initdb has
+// begun to make its data directory.
+func waitForInitdb(t *testing.T, base string, done chan error, stderr *strings.Builder) string {
 	t.Helper()
 	deadline := time.Now().Add(60 * time.Second)
 	for time.Now().Before(deadline) {
@@ -94,17 +92,17 @@ func waitForDataDir(t *testing.T, base string, done chan error, stderr *strings.
 		select {
 		case err := <-done:
 			done <- err
-			t.Fatalf("the helper ended before its data directory (%v): %s", err, stderr.String())
+			t.Fatalf("the helper ended before initdb (%v): %s", err, stderr.String())
 		case <-time.After(time.Millisecond):
 		}
 	}
-	t.Fatal("the data directory did not begin in 60 s")
+	t.Fatal("initdb did not begin in 60 s")
 	return ""
 }
 
 // waitNoProcessIn waits until no process works in a directory under base:
 // initdb and the postgres it runs in bootstrap mode name no directory on
-// their command line, but work in the template's or the instance's.
+// their command line, but work in the instance's.
 func waitNoProcessIn(t *testing.T, base string, timeout time.Duration) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
