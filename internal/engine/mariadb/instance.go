@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/go-sql-driver/mysql"
+	"golang.org/x/sys/unix"
 
 	"github.com/dbrig/dbrig/internal/engine"
 )
@@ -355,6 +356,23 @@ func (i *Instance) makeSocketDir() (string, error) {
 	return dir, nil
 }
 
+// writeNewServerFile makes path, in a directory of the server's account,
+// holding data and given to user. dbrig may be root: the file must be new
+// (O_EXCL, no link followed) and is given away through its descriptor, so
+// a name the account put there gets root to write or give away nothing.
+func writeNewServerFile(path string, data []byte, user engine.ServerUser) error {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY|unix.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return err
+	}
+	_, werr := f.Write(data)
+	if err := errors.Join(werr, user.ChownFile(f), f.Close()); err != nil {
+		_ = os.Remove(path)
+		return err
+	}
+	return nil
+}
+
 // installDB runs mariadb-install-db. The logins are made in its bootstrap
 // session from a file that holds the password's hash only.
 func (i *Instance) installDB(ctx context.Context) error {
@@ -380,13 +398,10 @@ func (i *Instance) installDB(ctx context.Context) error {
 	sqlText.WriteString("DROP USER IF EXISTS ''@'localhost';\n")
 	sqlText.WriteString("DELETE FROM mysql.proxies_priv WHERE Host <> 'localhost';\n")
 	initFile := filepath.Join(i.dir, "init.sql")
-	if err := os.WriteFile(initFile, []byte(sqlText.String()), 0o600); err != nil {
+	if err := writeNewServerFile(initFile, []byte(sqlText.String()), i.user); err != nil {
 		return fmt.Errorf("write the initial logins: %w", err)
 	}
 	defer os.Remove(initFile)
-	if err := i.user.Chown(initFile); err != nil {
-		return err
-	}
 
 	args := []string{"--no-defaults"}
 	if i.bin.BaseDir != "" {
@@ -509,14 +524,11 @@ var errAddressInUse = errors.New("the port was taken")
 
 // launch starts mariadbd and waits until dbrig's login works.
 func (i *Instance) launch(ctx context.Context) error {
-	logf, err := os.OpenFile(i.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	logf, err := engine.OpenServerLog(i.logPath, i.user)
 	if err != nil {
 		return err
 	}
 	defer logf.Close()
-	if err := i.user.Chown(i.logPath); err != nil {
-		return err
-	}
 	cmd := exec.Command(i.bin.Server, i.serverArgs()...)
 	cmd.Dir = i.dir
 	// What mariadbd says before it opens its log (rlimit warnings) goes to
@@ -604,7 +616,7 @@ func (i *Instance) waitReady(ctx context.Context, done <-chan struct{}, logStart
 
 // logSince reports whether the log, from offset on, contains s.
 func (i *Instance) logSince(offset int64, s string) bool {
-	b, err := os.ReadFile(i.logPath)
+	b, err := engine.ReadServerFile(i.logPath)
 	if err != nil || int64(len(b)) < offset {
 		return false
 	}
@@ -968,7 +980,7 @@ func (i *Instance) stop() error {
 
 // logTail returns the end of the server log, for error messages.
 func (i *Instance) logTail() string {
-	b, err := os.ReadFile(i.logPath)
+	b, err := engine.ReadServerFile(i.logPath)
 	if err != nil {
 		return "(no log: " + err.Error() + ")"
 	}

@@ -7,6 +7,8 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"log/slog"
 	"maps"
 	"os"
@@ -386,13 +388,18 @@ func (i *Instance) passwordPipe() (path string, done func(), err error) {
 	if err := unix.Mkfifo(path, 0o600); err != nil {
 		return "", nil, fmt.Errorf("make the password pipe: %w", err)
 	}
-	if err := i.user.Chown(path); err != nil {
-		_ = os.Remove(path)
-		return "", nil, err
-	}
 	// Open for reading and writing, a pipe neither blocks this open nor
-	// initdb's, which finds the line waiting and reads up to its end.
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	// initdb's, which finds the line waiting and reads up to its end. The
+	// instance directory is the server account's: the pipe is opened
+	// without following a link, checked to be a pipe and given away
+	// through its descriptor, so a name swapped in its place gets root to
+	// give away (or write the password to) nothing.
+	f, err := os.OpenFile(path, os.O_RDWR|unix.O_NOFOLLOW, 0)
+	if err == nil {
+		if err = givePipe(f, i.user); err != nil {
+			_ = f.Close()
+		}
+	}
 	if err != nil {
 		_ = os.Remove(path)
 		return "", nil, fmt.Errorf("open the password pipe: %w", err)
@@ -403,6 +410,13 @@ func (i *Instance) passwordPipe() (path string, done func(), err error) {
 		return "", nil, fmt.Errorf("write the password pipe: %w", err)
 	}
 	return path, func() { _ = f.Close(); _ = os.Remove(path) }, nil
+}
+
+func givePipe(f *os.File, user engine.ServerUser) error {
+	if st, err := f.Stat(); err != nil || st.Mode().Type() != fs.ModeNamedPipe {
+		return fmt.Errorf("%s is not the pipe made (%v)", f.Name(), err)
+	}
+	return user.ChownFile(f)
 }
 
 // writeConf writes dbrig.conf: dbrig's own settings, the fixture's, then
@@ -425,27 +439,54 @@ func (i *Instance) writeConf(user map[string]string) error {
 		fmt.Fprintf(&b, "%s = %s\n", k, quoteConf(user[k]))
 	}
 	// dbrig's block lives in its own file so a retry rewrites it whole.
-	path := filepath.Join(i.dataDir, "dbrig.conf")
-	if err := os.WriteFile(path, b.Bytes(), 0o600); err != nil {
+	if err := writeServerFile(i.dataDir, "dbrig.conf", b.Bytes(), i.user); err != nil {
 		return err
 	}
-	if err := i.user.Chown(path); err != nil {
+	// The data directory is the server account's: postgresql.conf is
+	// opened without following a link the account put in its place.
+	f, err := os.OpenFile(filepath.Join(i.dataDir, "postgresql.conf"), os.O_RDWR|os.O_APPEND|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
+	if err != nil {
 		return err
 	}
-	conf := filepath.Join(i.dataDir, "postgresql.conf")
-	cur, err := os.ReadFile(conf)
+	defer f.Close()
+	if err := engine.CheckOwnFile(f); err != nil {
+		return err
+	}
+	cur, err := io.ReadAll(f)
 	if err != nil {
 		return err
 	}
 	if !bytes.Contains(cur, []byte("include 'dbrig.conf'")) {
-		f, err := os.OpenFile(conf, os.O_APPEND|os.O_WRONLY, 0)
-		if err != nil {
-			return err
-		}
-		_, werr := f.WriteString("\ninclude 'dbrig.conf'\n")
-		if err := errors.Join(werr, f.Close()); err != nil {
-			return err
-		}
+		_, err = f.WriteString("\ninclude 'dbrig.conf'\n")
+	}
+	return err
+}
+
+// writeServerFile replaces the file name in dir, a directory of the
+// server's account, with data, given to user. dbrig may be root: the file
+// is made under a name of its own with O_EXCL and renamed over name, so
+// that a link or a hard link the account put at name gets root to write
+// or give away nothing but that new file.
+func writeServerFile(dir, name string, data []byte, user engine.ServerUser) error {
+	r, err := os.OpenRoot(dir)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	tmp := fmt.Sprintf(".%s.%d.new", name, os.Getpid())
+	_ = r.Remove(tmp)
+	f, err := r.OpenFile(tmp, os.O_CREATE|os.O_EXCL|os.O_WRONLY|unix.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return fmt.Errorf("write %s: %w", filepath.Join(dir, name), err)
+	}
+	_, werr := f.Write(data)
+	werr = errors.Join(werr, user.ChownFile(f), f.Close())
+	if werr == nil {
+		werr = r.Rename(tmp, name)
+	}
+	if werr != nil {
+		_ = r.Remove(tmp)
+		return fmt.Errorf("write %s: %w", filepath.Join(dir, name), werr)
 	}
 	return nil
 }
@@ -464,14 +505,11 @@ func quoteConf(v string) string {
 
 func (i *Instance) start(ctx context.Context) error {
 	// The log is appended to: a restart in place keeps what came before.
-	logf, err := os.OpenFile(i.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	logf, err := engine.OpenServerLog(i.logPath, i.user)
 	if err != nil {
 		return err
 	}
 	defer logf.Close()
-	if err := i.user.Chown(i.logPath); err != nil {
-		return err
-	}
 	cmd := exec.Command(i.bin.Path("postgres"), "-D", i.dataDir)
 	cmd.Dir = i.dir
 	cmd.Stdout, cmd.Stderr = logf, logf
@@ -838,7 +876,7 @@ func (i *Instance) stop(ctx context.Context) error {
 
 // logTail returns the end of the server log, for error messages.
 func (i *Instance) logTail() string {
-	b, err := os.ReadFile(i.logPath)
+	b, err := engine.ReadServerFile(i.logPath)
 	if err != nil {
 		return "(no log: " + err.Error() + ")"
 	}
