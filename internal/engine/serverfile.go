@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -59,6 +60,35 @@ func CheckOwnFile(f *os.File) error {
 		return fmt.Errorf("%s is not a regular file", f.Name())
 	case !ok || st.Nlink > 1:
 		return errors.New(f.Name() + " has other names (a hard link): refused")
+	}
+	return nil
+}
+
+// WriteServerFile replaces the file name in dir, a directory of the
+// server's account, with data, given to user. dbrig may be root: the file
+// is made under a name of its own with O_EXCL and renamed over name, so
+// that a link or a hard link the account put at name gets root to write
+// or give away nothing but that new file.
+func WriteServerFile(dir, name string, data []byte, user ServerUser) error {
+	r, err := os.OpenRoot(dir)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	tmp := fmt.Sprintf(".%s.%d.new", name, os.Getpid())
+	_ = r.Remove(tmp)
+	f, err := r.OpenFile(tmp, os.O_CREATE|os.O_EXCL|os.O_WRONLY|unix.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return fmt.Errorf("write %s: %w", filepath.Join(dir, name), err)
+	}
+	_, werr := f.Write(data)
+	werr = errors.Join(werr, user.ChownFile(f), f.Close())
+	if werr == nil {
+		werr = r.Rename(tmp, name)
+	}
+	if werr != nil {
+		_ = r.Remove(tmp)
+		return fmt.Errorf("write %s: %w", filepath.Join(dir, name), werr)
 	}
 	return nil
 }

@@ -22,7 +22,6 @@ import (
 	"time"
 
 	"github.com/go-sql-driver/mysql"
-	"golang.org/x/sys/unix"
 
 	"github.com/dbrig/dbrig/internal/engine"
 )
@@ -356,23 +355,6 @@ func (i *Instance) makeSocketDir() (string, error) {
 	return dir, nil
 }
 
-// writeNewServerFile makes path, in a directory of the server's account,
-// holding data and given to user. dbrig may be root: the file must be new
-// (O_EXCL, no link followed) and is given away through its descriptor, so
-// a name the account put there gets root to write or give away nothing.
-func writeNewServerFile(path string, data []byte, user engine.ServerUser) error {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY|unix.O_NOFOLLOW, 0o600)
-	if err != nil {
-		return err
-	}
-	_, werr := f.Write(data)
-	if err := errors.Join(werr, user.ChownFile(f), f.Close()); err != nil {
-		_ = os.Remove(path)
-		return err
-	}
-	return nil
-}
-
 // installDB runs mariadb-install-db. The logins are made in its bootstrap
 // session from a file that holds the password's hash only.
 func (i *Instance) installDB(ctx context.Context) error {
@@ -398,7 +380,7 @@ func (i *Instance) installDB(ctx context.Context) error {
 	sqlText.WriteString("DROP USER IF EXISTS ''@'localhost';\n")
 	sqlText.WriteString("DELETE FROM mysql.proxies_priv WHERE Host <> 'localhost';\n")
 	initFile := filepath.Join(i.dir, "init.sql")
-	if err := writeNewServerFile(initFile, []byte(sqlText.String()), i.user); err != nil {
+	if err := engine.WriteServerFile(i.dir, "init.sql", []byte(sqlText.String()), i.user); err != nil {
 		return fmt.Errorf("write the initial logins: %w", err)
 	}
 	defer os.Remove(initFile)

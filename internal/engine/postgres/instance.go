@@ -439,7 +439,7 @@ func (i *Instance) writeConf(user map[string]string) error {
 		fmt.Fprintf(&b, "%s = %s\n", k, quoteConf(user[k]))
 	}
 	// dbrig's block lives in its own file so a retry rewrites it whole.
-	if err := writeServerFile(i.dataDir, "dbrig.conf", b.Bytes(), i.user); err != nil {
+	if err := engine.WriteServerFile(i.dataDir, "dbrig.conf", b.Bytes(), i.user); err != nil {
 		return err
 	}
 	// The data directory is the server account's: postgresql.conf is
@@ -460,35 +460,6 @@ func (i *Instance) writeConf(user map[string]string) error {
 		_, err = f.WriteString("\ninclude 'dbrig.conf'\n")
 	}
 	return err
-}
-
-// writeServerFile replaces the file name in dir, a directory of the
-// server's account, with data, given to user. dbrig may be root: the file
-// is made under a name of its own with O_EXCL and renamed over name, so
-// that a link or a hard link the account put at name gets root to write
-// or give away nothing but that new file.
-func writeServerFile(dir, name string, data []byte, user engine.ServerUser) error {
-	r, err := os.OpenRoot(dir)
-	if err != nil {
-		return err
-	}
-	defer r.Close()
-	tmp := fmt.Sprintf(".%s.%d.new", name, os.Getpid())
-	_ = r.Remove(tmp)
-	f, err := r.OpenFile(tmp, os.O_CREATE|os.O_EXCL|os.O_WRONLY|unix.O_NOFOLLOW, 0o600)
-	if err != nil {
-		return fmt.Errorf("write %s: %w", filepath.Join(dir, name), err)
-	}
-	_, werr := f.Write(data)
-	werr = errors.Join(werr, user.ChownFile(f), f.Close())
-	if werr == nil {
-		werr = r.Rename(tmp, name)
-	}
-	if werr != nil {
-		_ = r.Remove(tmp)
-		return fmt.Errorf("write %s: %w", filepath.Join(dir, name), werr)
-	}
-	return nil
 }
 
 // quoteConf quotes a value for PostgreSQL's configuration file, whose
