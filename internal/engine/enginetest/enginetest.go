@@ -4,9 +4,11 @@
 package enginetest
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/dbrig/dbrig/internal/engine"
@@ -35,4 +37,29 @@ func DeepDir(tb testing.TB, base string) string {
 		}
 	}
 	return deep
+}
+
+// LinkToVictim replaces path (a file dbrig writes in a server account's
+// directory) by a link to a new file of the test's, as that account could,
+// and returns what says whether dbrig wrote to or gave away that file.
+func LinkToVictim(tb testing.TB, path string) (touched func() error) {
+	tb.Helper()
+	victim := filepath.Join(tb.TempDir(), filepath.Base(path))
+	if err := os.WriteFile(victim, []byte("untouched\n"), 0o600); err != nil {
+		tb.Fatal(err)
+	}
+	if err := os.Remove(path); err != nil {
+		tb.Fatal(err)
+	}
+	if err := os.Symlink(victim, path); err != nil {
+		tb.Fatal(err)
+	}
+	return func() error {
+		got, err := os.ReadFile(victim)
+		st, serr := os.Stat(victim)
+		if err != nil || serr != nil || string(got) != "untouched\n" || st.Sys().(*syscall.Stat_t).Uid != uint32(os.Getuid()) {
+			return fmt.Errorf("%s, the target of a link at %s, was written or given away: %q (%v, %v)", victim, path, got, err, serr)
+		}
+		return nil
+	}
 }
