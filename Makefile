@@ -26,11 +26,16 @@ test_pkgs = $(if $(filter ./...,$(TEST_PKGS)),$(TEST_FIRST) )$(TEST_PKGS)
 # three at a time against 9 min 31 s with two (both passing, nothing else
 # running, load average up to 7 from the suite itself, 2026-11-27).
 TEST_PARALLEL ?= 3
-# How long make test fuzzes FuzzNoPasswordInOutput (cmd/dbrig) after the tests:
-# random connection strings with a planted password, through every command that
-# takes a server, checked for the password in stdout, stderr, --json and --out.
-# Its seed corpus runs with the other tests; FUZZ_TIME=0 skips the fuzzing.
+# How long make test fuzzes FuzzNoPasswordInOutput (cmd/dbrig), beside the
+# tests: random connection strings with a planted password, through every command
+# that takes a server, checked for the password in stdout, stderr, --json and
+# --out. Its seed corpus runs with the other tests; FUZZ_TIME=0 skips the
+# fuzzing. It runs while the tests run, with FUZZ_WORKERS workers, where it ran
+# after them with one per core: after them its 30 s were the suite's last half
+# minute with nothing else to do, and on 2 cores the tests keep both busy, so a
+# second worker took its CPU from them.
 FUZZ_TIME ?= 30s
+FUZZ_WORKERS ?= 1
 
 .PHONY: help demo build test vet bench bench-link bench-rbar bench-oltp bench-script bench-replication accept-predict screenshots clean
 
@@ -51,8 +56,8 @@ demo: ## install what is missing, build, run the quick row-by-row study, print t
 # the source tree (a run directory written beside a package, say), is listed
 # and fails the target; the directory is removed either way. It is sticky and
 # world-writable like /tmp, since the test servers run as an unprivileged
-# account. When the packages include cmd/dbrig, FuzzNoPasswordInOutput is then
-# fuzzed for FUZZ_TIME in a directory of its own, removed after it: the fuzzer
+# account. When the packages include cmd/dbrig, FuzzNoPasswordInOutput is
+# fuzzed for FUZZ_TIME meanwhile, in a directory of its own, removed after it: the fuzzer
 # ends by killing its workers mid-input, whose t.TempDir() then stays (the seed
 # corpus runs in the first step, under the leftover check). Its build
 # instruments every package, a few minutes once on a cold build cache; a
@@ -74,13 +79,20 @@ test: ## install what the tests need, vet, run every test, and fail if a test le
 	@tmp=$$(mktemp -d "$${TMPDIR:-/tmp}/dbrig-make-test.XXXXXX") && chmod 1777 "$$tmp" || exit 1; \
 	untracked=$$(mktemp); git status --porcelain --untracked-files=all 2>/dev/null | sort > "$$untracked"; \
 	echo "TMPDIR=$$tmp CI=$${CI:-} $(GO) test -race -ldflags=-w -timeout $(TEST_TIMEOUT) -count=1 -p $(TEST_PARALLEL) $(test_pkgs)"; \
-	status=0; TMPDIR="$$tmp" CI=$${CI:-} $(GO) test -race -ldflags=-w -timeout $(TEST_TIMEOUT) -count=1 -p $(TEST_PARALLEL) $(test_pkgs) || status=$$?; \
+	status=0; fuzz=; \
 	case "$(FUZZ_TIME) $(TEST_PKGS)" in 0\ *|0s\ *) ;; *./...*|*cmd/dbrig*) \
 		fuzz=$$(mktemp -d "$${TMPDIR:-/tmp}/dbrig-make-fuzz.XXXXXX") && chmod 1777 "$$fuzz" || exit 1; \
-		echo "TMPDIR=$$fuzz $(GO) test -run '^\$$' -fuzz '^FuzzNoPasswordInOutput\$$' -fuzztime $(FUZZ_TIME) ./cmd/dbrig/"; \
-		TMPDIR="$$fuzz" $(GO) test -run '^$$' -fuzz '^FuzzNoPasswordInOutput$$' -fuzztime $(FUZZ_TIME) ./cmd/dbrig/ || status=$$?; \
-		rm -rf "$$fuzz";; \
+		fuzzout=$$(mktemp) || exit 1; \
+		echo "TMPDIR=$$fuzz $(GO) test -run '^\$$' -fuzz '^FuzzNoPasswordInOutput\$$' -fuzztime $(FUZZ_TIME) -parallel $(FUZZ_WORKERS) ./cmd/dbrig/ (beside the tests; its output follows theirs)"; \
+		{ TMPDIR="$$fuzz" $(GO) test -run '^$$' -fuzz '^FuzzNoPasswordInOutput$$' -fuzztime $(FUZZ_TIME) -parallel $(FUZZ_WORKERS) ./cmd/dbrig/ > "$$fuzzout" 2>&1; echo $$? >> "$$fuzzout.status"; } & \
+		fuzzpid=$$!;; \
 	esac; \
+	TMPDIR="$$tmp" CI=$${CI:-} $(GO) test -race -ldflags=-w -timeout $(TEST_TIMEOUT) -count=1 -p $(TEST_PARALLEL) $(test_pkgs) || status=$$?; \
+	if [ -n "$$fuzz" ]; then \
+		wait $$fuzzpid; cat "$$fuzzout"; fuzzstatus=$$(cat "$$fuzzout.status" 2>/dev/null || echo 1); \
+		[ "$$fuzzstatus" = 0 ] || [ $$status -ne 0 ] || status=$$fuzzstatus; \
+		rm -rf "$$fuzz" "$$fuzzout" "$$fuzzout.status"; \
+	fi; \
 	if [ -n "$$(ls -A "$$tmp")" ]; then \
 		echo "make test: the tests left these in their TMPDIR, $$tmp:"; ls -lA "$$tmp"; \
 		[ $$status -ne 0 ] || status=1; \
