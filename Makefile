@@ -73,21 +73,27 @@ demo: ## install what is missing, build, run the quick row-by-row study, print t
 # panic's stack still name every function, file and line (from the binary's
 # own tables), and linking the 49 test binaries took 41 s of CPU against 71
 # with it (go test -race -run '^$' ./..., one run each, load 20 to 36).
+# Every process of the run shares one data-directory template cache
+# (DBRIG_CACHE_DIR, docs/engines.md), a fresh 0700 directory beside TMPDIR,
+# removed at the end: a package's first server copies the template another
+# package's initdb or mariadb-install-db made, and the run leaves no
+# template behind nor takes one from an earlier run.
 test: ## install what the tests need, vet, run every test, and fail if a test left files in TMPDIR or the tree
 	scripts/install-deps --test
 	$(GO) vet ./...
 	@tmp=$$(mktemp -d "$${TMPDIR:-/tmp}/dbrig-make-test.XXXXXX") && chmod 1777 "$$tmp" || exit 1; \
+	cache=$$(mktemp -d "$${TMPDIR:-/tmp}/dbrig-make-cache.XXXXXX") || exit 1; \
 	untracked=$$(mktemp); git status --porcelain --untracked-files=all 2>/dev/null | sort > "$$untracked"; \
-	echo "TMPDIR=$$tmp CI=$${CI:-} $(GO) test -race -ldflags=-w -timeout $(TEST_TIMEOUT) -count=1 -p $(TEST_PARALLEL) $(test_pkgs)"; \
+	echo "TMPDIR=$$tmp DBRIG_CACHE_DIR=$$cache CI=$${CI:-} $(GO) test -race -ldflags=-w -timeout $(TEST_TIMEOUT) -count=1 -p $(TEST_PARALLEL) $(test_pkgs)"; \
 	status=0; fuzz=; \
 	case "$(FUZZ_TIME) $(TEST_PKGS)" in 0\ *|0s\ *) ;; *./...*|*cmd/dbrig*) \
 		fuzz=$$(mktemp -d "$${TMPDIR:-/tmp}/dbrig-make-fuzz.XXXXXX") && chmod 1777 "$$fuzz" || exit 1; \
 		fuzzout=$$(mktemp) || exit 1; \
 		echo "TMPDIR=$$fuzz $(GO) test -run '^\$$' -fuzz '^FuzzNoPasswordInOutput\$$' -fuzztime $(FUZZ_TIME) -parallel $(FUZZ_WORKERS) ./cmd/dbrig/ (beside the tests; its output follows theirs)"; \
-		{ TMPDIR="$$fuzz" $(GO) test -run '^$$' -fuzz '^FuzzNoPasswordInOutput$$' -fuzztime $(FUZZ_TIME) -parallel $(FUZZ_WORKERS) ./cmd/dbrig/ > "$$fuzzout" 2>&1; echo $$? >> "$$fuzzout.status"; } & \
+		{ TMPDIR="$$fuzz" DBRIG_CACHE_DIR="$$cache" $(GO) test -run '^$$' -fuzz '^FuzzNoPasswordInOutput$$' -fuzztime $(FUZZ_TIME) -parallel $(FUZZ_WORKERS) ./cmd/dbrig/ > "$$fuzzout" 2>&1; echo $$? >> "$$fuzzout.status"; } & \
 		fuzzpid=$$!;; \
 	esac; \
-	TMPDIR="$$tmp" CI=$${CI:-} $(GO) test -race -ldflags=-w -timeout $(TEST_TIMEOUT) -count=1 -p $(TEST_PARALLEL) $(test_pkgs) || status=$$?; \
+	TMPDIR="$$tmp" DBRIG_CACHE_DIR="$$cache" CI=$${CI:-} $(GO) test -race -ldflags=-w -timeout $(TEST_TIMEOUT) -count=1 -p $(TEST_PARALLEL) $(test_pkgs) || status=$$?; \
 	if [ -n "$$fuzz" ]; then \
 		wait $$fuzzpid; cat "$$fuzzout"; fuzzstatus=$$(cat "$$fuzzout.status" 2>/dev/null || echo 1); \
 		[ "$$fuzzstatus" = 0 ] || [ $$status -ne 0 ] || status=$$fuzzstatus; \
@@ -102,7 +108,7 @@ test: ## install what the tests need, vet, run every test, and fail if a test le
 		echo "make test: the tests added these to the source tree:"; echo "$$added"; \
 		[ $$status -ne 0 ] || status=1; \
 	fi; \
-	rm -rf "$$tmp" "$$untracked"; exit $$status
+	rm -rf "$$tmp" "$$cache" "$$untracked"; exit $$status
 
 # Each bench-* target passes its benchmark's output through scripts/goal-table,
 # which ends it with the table of the goals it printed (GOAL lines, each

@@ -4,12 +4,19 @@
 package enginetest
 
 import (
+	"archive/tar"
+	"bytes"
 	"fmt"
+	"io"
+	"io/fs"
+	"maps"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/dbrig/dbrig/internal/engine"
 	"github.com/dbrig/dbrig/internal/engine/mariadb"
@@ -39,6 +46,88 @@ func DeepDir(tb testing.TB, base string) string {
 	return deep
 }
 
+// CPUOfProcessAndChildren is the CPU time this process and every process
+// it waited for (an installer, a server and what the server forked) have
+// used: what starting and stopping servers costs the machine.
+func CPUOfProcessAndChildren() time.Duration {
+	var total time.Duration
+	for _, who := range []int{syscall.RUSAGE_SELF, syscall.RUSAGE_CHILDREN} {
+		var ru syscall.Rusage
+		if err := syscall.Getrusage(who, &ru); err == nil {
+			total += time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+		}
+	}
+	return total
+}
+
+// FileHolding names a regular file under dir that holds b, or "": where a
+// test looks for a password that must be on no disk.
+func FileHolding(tb testing.TB, dir string, b []byte) string {
+	tb.Helper()
+	var found string
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || found != "" || !d.Type().IsRegular() {
+			return err
+		}
+		data, err := os.ReadFile(path)
+		if err == nil && bytes.Contains(data, b) {
+			found = path
+		}
+		return err
+	})
+	if err != nil {
+		tb.Fatalf("read %s: %v", dir, err)
+	}
+	return found
+}
+
+// KillWhenMade runs the test binary as a helper dbrig (env added to its
+// environment, no test run: its TestMain does the work), waits until the
+// one path matching pattern exists (what, the step that makes it, has
+// begun), kills the helper with SIGKILL and waits for its end; it returns
+// the path. It fails the test if the helper ends first or the path is not
+// there in 60 s.
+func KillWhenMade(tb testing.TB, env []string, pattern, what string) string {
+	tb.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), env...)
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := engine.Start(cmd); err != nil { // dies with the test binary
+		tb.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }() // owned by the child; collected below
+	defer func() {
+		_ = cmd.Process.Kill()
+		<-done
+	}()
+	path := waitForChildPath(tb, pattern, what, done, &out)
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		tb.Fatal(err)
+	}
+	done <- <-done
+	return path
+}
+
+func waitForChildPath(tb testing.TB, pattern, what string, done chan error, out *strings.Builder) string {
+	tb.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		if paths, _ := filepath.Glob(pattern); len(paths) == 1 {
+			return paths[0]
+		}
+		select {
+		case err := <-done:
+			done <- err
+			tb.Fatalf("the helper ended before %s (%v): %s", what, err, out.String())
+		case <-time.After(time.Millisecond):
+		}
+	}
+	tb.Fatalf("%s did not begin in 60 s", what)
+	return ""
+}
+
 // LinkToVictim replaces path (a file dbrig writes in a server account's
 // directory) by a link to a new file of the test's, as that account could,
 // and returns what says whether dbrig wrote to or gave away that file.
@@ -61,5 +150,86 @@ func LinkToVictim(tb testing.TB, path string) (touched func() error) {
 			return fmt.Errorf("%s, the target of a link at %s, was written or given away: %q (%v, %v)", victim, path, got, err, serr)
 		}
 		return nil
+	}
+}
+
+// RunHelper runs the test binary as a helper dbrig (env added to its
+// environment, no test run: its TestMain does the work) to its end, and
+// returns what it said on stdout and stderr.
+func RunHelper(tb testing.TB, env ...string) (string, error) {
+	tb.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), env...)
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := engine.Start(cmd); err != nil { // dies with the test binary
+		tb.Fatal(err)
+	}
+	err := cmd.Wait()
+	return out.String(), err
+}
+
+// PoisonTemplateFile rewrites the one template file of engineName in the
+// template cache dir so that its tree holds files (relative path to
+// content), replaced or added: what another account could not do to
+// dbrig's own cache, but what a test uses to show what a template's file
+// can and cannot reach a server.
+func PoisonTemplateFile(tb testing.TB, dir, engineName string, files map[string]string) {
+	tb.Helper()
+	names, _ := filepath.Glob(filepath.Join(dir, engineName+"-*.tmpl"))
+	if len(names) != 1 {
+		tb.Fatalf("%s templates in %s: %v, want one", engineName, dir, names)
+	}
+	whole, err := os.ReadFile(names[0])
+	if err != nil {
+		tb.Fatal(err)
+	}
+	files = maps.Clone(files)
+	tr := tar.NewReader(bytes.NewReader(whole))
+	var out bytes.Buffer
+	tw := tar.NewWriter(&out)
+	write := func(hdr *tar.Header, data []byte) {
+		hdr.Size = int64(len(data))
+		if err := tw.WriteHeader(hdr); err != nil {
+			tb.Fatal(err)
+		}
+		if _, err := tw.Write(data); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	for {
+		hdr, err := tr.Next()
+		if err != nil {
+			tb.Fatalf("read %s: %v", names[0], err)
+		}
+		data, err := io.ReadAll(tr)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		if hdr.Name == "end" {
+			for rel, content := range files {
+				write(&tar.Header{Name: "tree/" + rel, Typeflag: tar.TypeReg, Mode: 0o600}, []byte(content))
+			}
+			write(hdr, data)
+			break
+		}
+		rel := strings.TrimPrefix(hdr.Name, "tree/")
+		if content, ok := files[rel]; ok && hdr.Typeflag == tar.TypeReg {
+			data, hdr.PAXRecords = []byte(content), nil // the whole size with it
+			delete(files, rel)
+		}
+		if hdr.Typeflag == tar.TypeDir {
+			if err := tw.WriteHeader(hdr); err != nil {
+				tb.Fatal(err)
+			}
+			continue
+		}
+		write(hdr, data)
+	}
+	if err := tw.Close(); err != nil {
+		tb.Fatal(err)
+	}
+	if err := os.WriteFile(names[0], out.Bytes(), 0o600); err != nil {
+		tb.Fatal(err)
 	}
 }

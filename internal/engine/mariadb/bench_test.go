@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/dbrig/dbrig/internal/engine"
+	"github.com/dbrig/dbrig/internal/engine/enginetest"
 	"github.com/dbrig/dbrig/internal/engine/mariadb"
 	"github.com/dbrig/dbrig/internal/engine/mariadb/mariatest"
 )
@@ -67,4 +68,27 @@ func BenchmarkStart(b *testing.B) {
 		b.StartTimer()
 	}
 	b.ReportMetric(started.Seconds()/float64(b.N), "s/start")
+}
+
+// What an instance costs to start and stop, in CPU of this process and
+// every process it waited for (the installer, the servers): the first
+// Start of a process, which makes the template, is left out.
+func BenchmarkStartStop(b *testing.B) {
+	e := mariatest.Engine(b)
+	base := mariatest.BaseDir(b)
+	startStop := func() {
+		inst, err := e.StartInstance(b.Context(), engine.InstanceConfig{Name: "bench", Settings: mariatest.FastSettings}, engine.StartOptions{BaseDir: base})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := inst.Stop(context.Background()); err != nil {
+			b.Fatal(err)
+		}
+	}
+	startStop()
+	before := enginetest.CPUOfProcessAndChildren()
+	for b.Loop() {
+		startStop()
+	}
+	b.ReportMetric((enginetest.CPUOfProcessAndChildren()-before).Seconds()/float64(b.N), "cpu-s/start")
 }

@@ -29,16 +29,20 @@
 // # Instances
 //
 // [Engine.StartInstance] makes a directory dbrig-mariadb-<name>-* under the
-// base directory, runs mariadb-install-db --no-defaults in it (as the
-// unprivileged server account when dbrig runs as root: engine.FindServerUser,
+// base directory, copies this process's template into it (the data
+// directory mariadb-install-db --no-defaults made once for these binaries
+// and install-time settings, kept in the template cache and in memory:
+// template.go), as the
+// unprivileged server account when dbrig runs as root (engine.FindServerUser,
 // the same account PostgreSQL's servers run as, so that one account, not
 // the packaged server's mysql, owns everything dbrig starts), and starts
 // mariadbd --no-defaults on 127.0.0.1 at a free port and on a socket in a
-// 0700 directory. The logins are made during the data directory's
-// bootstrap from the password's hash: dbrig@127.0.0.1 and dbrig@localhost
-// with a random password that is never printed, logged or written to disk,
-// are the only ones that log in: no root (mariadb-install-db makes one that
-// logs in through the socket without a password, and dbrig drops it), no
+// 0700 directory. The logins are made in a bootstrap session of the copy's
+// own (mariadbd --bootstrap, the SQL on stdin) from the password's hash:
+// dbrig@127.0.0.1 and dbrig@localhost with a random password that is never
+// printed, logged or written to disk, are the only ones that log in: no root
+// (mariadb-install-db makes one that logs in through the socket without a
+// password, and dbrig drops it from every copy), no
 // anonymous account. mariadbd is started through engine.StartWith, so it
 // inherits its CPU set and cgroup (memory, CPU time) from its first instruction and is
 // killed by the kernel if dbrig dies; [RemoveStale] clears the directories

@@ -2,9 +2,7 @@ package mariadb
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/sha1"
-	"encoding/base64"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -49,40 +47,43 @@ const maxSocketPath = 107
 //	    external      directories made outside it (data_dir, wal_dir)
 type Instance struct {
 	server
-	engine    *Engine
-	bin       Binaries
-	dir       string
-	dataDir   string
-	walDir    string // "" = the redo log lives in the data directory
-	extDirs   []string
-	socket    string
-	sockApart string // the socket's directory when dir's path is too long for it, else ""; removed at Stop
-	tmpDir    string
-	logPath   string
-	pidPath   string
-	port      int
-	extraPort int // the administrative port: see MonitorLogin
-	password  string
-	keep      bool
-	user      engine.ServerUser
-	cpus      []int
-	cgroup    *engine.Cgroup
-	disks     *engine.Disks // the emulated disks under the data and redo log, or nil
-	log       *slog.Logger
-	initArgs  map[string]string // settings fixed when the data directory was made
-	stopOnce  sync.Once
-	stopErr   error
-	exitOnce  sync.Once
-	exited    chan struct{} // closed when the server exits for good
-	mu        sync.Mutex    // serialises Reconfigure and Stop
-	settings  map[string]string
-	fixture   map[string]string // engine.StartOptions.Fixture, before the study's settings
-	stopped   bool
-	procMu    sync.Mutex
-	cmd       *exec.Cmd
-	procDone  chan struct{} // closed when the current process exits
-	procErr   error
-	expecting bool // the current process's exit is dbrig's doing
+	engine  *Engine
+	bin     Binaries
+	dir     string
+	dataDir string
+	walDir  string // "" = the redo log lives in the data directory
+	// serverDirs are the directories given to the server's account once
+	// its data directory is written.
+	serverDirs []string
+	extDirs    []string
+	socket     string
+	sockApart  string // the socket's directory when dir's path is too long for it, else ""; removed at Stop
+	tmpDir     string
+	logPath    string
+	pidPath    string
+	port       int
+	extraPort  int // the administrative port: see MonitorLogin
+	password   string
+	keep       bool
+	user       engine.ServerUser
+	cpus       []int
+	cgroup     *engine.Cgroup
+	disks      *engine.Disks // the emulated disks under the data and redo log, or nil
+	log        *slog.Logger
+	initArgs   map[string]string // settings fixed when the data directory was made
+	stopOnce   sync.Once
+	stopErr    error
+	exitOnce   sync.Once
+	exited     chan struct{} // closed when the server exits for good
+	mu         sync.Mutex    // serialises Reconfigure and Stop
+	settings   map[string]string
+	fixture    map[string]string // engine.StartOptions.Fixture, before the study's settings
+	stopped    bool
+	procMu     sync.Mutex
+	cmd        *exec.Cmd
+	procDone   chan struct{} // closed when the current process exits
+	procErr    error
+	expecting  bool // the current process's exit is dbrig's doing
 }
 
 // StartInstance creates and starts an instance: the settings are checked
@@ -270,8 +271,7 @@ func safeName(s string) string {
 	}, s)
 }
 
-// makeDirs makes the instance's directories, all the server account's and
-// closed to others, and records the owner and the directories outside.
+// makeDirs makes the instance's directories, closed to others, and records the owner and the directories outside.
 func (i *Instance) makeDirs(cfg engine.InstanceConfig) error {
 	if err := os.Chmod(i.dir, 0o700); err != nil {
 		return err
@@ -315,11 +315,9 @@ func (i *Instance) makeDirs(cfg engine.InstanceConfig) error {
 		}
 		i.walDir = d
 	}
-	for _, p := range made {
-		if err := i.user.Chown(p); err != nil {
-			return err
-		}
-	}
+	// They are the server account's only once the template's copy is
+	// whole (copyTemplate).
+	i.serverDirs = made
 	return nil
 }
 
@@ -355,45 +353,13 @@ func (i *Instance) makeSocketDir() (string, error) {
 	return dir, nil
 }
 
-// installDB runs mariadb-install-db. The logins are made in its bootstrap
-// session from a file that holds the password's hash only.
+// installDB makes the data directory: a copy of this process's template
+// (made by mariadb-install-db on first use), with dbrig's login made from
+// the password's hash only.
 func (i *Instance) installDB(ctx context.Context) error {
-	pw := make([]byte, 24)
-	if _, err := rand.Read(pw); err != nil {
-		return fmt.Errorf("make a password: %w", err)
-	}
-	i.password = base64.RawURLEncoding.EncodeToString(pw)
-	hash := nativePasswordHash(i.password)
-	var sqlText strings.Builder
-	// Bootstrap runs without grant tables; FLUSH PRIVILEGES loads them so
-	// that account statements work.
-	sqlText.WriteString("FLUSH PRIVILEGES;\n")
-	for _, host := range []string{"127.0.0.1", "localhost"} {
-		fmt.Fprintf(&sqlText, "CREATE USER '%s'@'%s' IDENTIFIED BY PASSWORD '%s';\n", SuperUser, host, hash)
-		fmt.Fprintf(&sqlText, "GRANT ALL PRIVILEGES ON *.* TO '%s'@'%s' WITH GRANT OPTION;\n", SuperUser, host)
-	}
-	// dbrig's login is the only one: no root (mariadb-install-db makes
-	// one that logs in through the socket without a password), no
-	// anonymous login; proxy grants for host names that skip-name-resolve
-	// ignores (and warns about at every start) go.
-	sqlText.WriteString("DROP USER IF EXISTS 'root'@'localhost';\n")
-	sqlText.WriteString("DROP USER IF EXISTS ''@'localhost';\n")
-	sqlText.WriteString("DELETE FROM mysql.proxies_priv WHERE Host <> 'localhost';\n")
-	initFile := filepath.Join(i.dir, "init.sql")
-	if err := engine.WriteServerFile(i.dir, "init.sql", []byte(sqlText.String()), i.user); err != nil {
-		return fmt.Errorf("write the initial logins: %w", err)
-	}
-	defer os.Remove(initFile)
-
-	args := []string{"--no-defaults"}
-	if i.bin.BaseDir != "" {
-		args = append(args, "--basedir="+i.bin.BaseDir)
-	}
-	args = append(args, "--datadir="+i.dataDir, "--tmpdir="+i.tmpDir, "--skip-test-db", "--skip-name-resolve",
-		"--auth-root-authentication-method=socket", "--auth-root-socket-user=root",
-		"--extra-file="+initFile)
-	if i.walDir != "" {
-		args = append(args, "--innodb-log-group-home-dir="+i.walDir)
+	var err error
+	if i.password, err = engine.NewPassword(); err != nil {
+		return err
 	}
 	i.initArgs = map[string]string{}
 	for _, k := range initSettings {
@@ -401,30 +367,14 @@ func (i *Instance) installDB(ctx context.Context) error {
 			if !plainWordRE.MatchString(v) {
 				return fmt.Errorf("setting %s = %q: mariadb-install-db passes its options on to mariadbd unquoted, so a value there must be one plain word (letters, digits, . _ : + -)", k, v)
 			}
-			args = append(args, optionArg(k, v))
 			i.initArgs[k] = v
 		}
 	}
-	cmd := exec.CommandContext(ctx, i.bin.InstallDB, args...)
-	cmd.Dir = i.dir
-	cmd.Env = append(os.Environ(), "LC_ALL=C")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: i.user.Credential()}
-	// The script runs mariadbd --bootstrap as its child: a cancel stops
-	// the whole process group.
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.WaitDelay = 5 * time.Second
-	var out strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := engine.Start(cmd); err != nil {
-		return fmt.Errorf("start %s: %w", i.bin.InstallDB, err)
+	t, err := templateFor(ctx, i.bin, i.user, i.initArgs, filepath.Dir(i.dir))
+	if err != nil {
+		return err
 	}
-	if err := cmd.Wait(); err != nil {
-		if ctx.Err() != nil {
-			return fmt.Errorf("mariadb-install-db stopped: %w", context.Cause(ctx))
-		}
-		return fmt.Errorf("mariadb-install-db in %s: %w; it said:\n%s", i.dataDir, err, installDBProblems(out.String()))
-	}
-	return nil
+	return i.copyTemplate(ctx, t)
 }
 
 // plainWordRE is a value mariadb-install-db's shell passes on as one

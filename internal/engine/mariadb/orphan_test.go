@@ -28,7 +28,9 @@ const (
 )
 
 func TestMain(m *testing.M) {
-	if mode := os.Getenv(helperEnv); mode != "" {
+	if mode := os.Getenv(helperEnv); mode == "once" {
+		os.Exit(helperOnce(os.Getenv(helperBaseEnv)))
+	} else if mode != "" {
 		os.Exit(helperMain(mode, os.Getenv(helperBaseEnv)))
 	}
 	os.Exit(m.Run())

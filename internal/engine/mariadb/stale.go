@@ -16,10 +16,18 @@ import (
 // owning dbrig and server no longer run, and the data and redo log
 // directories they made elsewhere. The kernel has already stopped the
 // servers themselves (see engine.Start); this removes what they left on
-// disk. A directory kept with --keep is the user's to remove.
+// disk. A directory kept with --keep is the user's to remove. The scratch
+// directory of a template's mariadb-install-db (dbrig-mariadbtmpl-*) goes
+// once its dbrig no longer runs, or, with no owner record, after an hour.
 func RemoveStale(baseDir string) (removed []string) {
 	if baseDir == "" {
 		baseDir = os.TempDir()
+	}
+	templates, _ := filepath.Glob(filepath.Join(baseDir, "dbrig-mariadbtmpl-*"))
+	for _, dir := range templates {
+		if engine.OwnerGone(dir) && os.RemoveAll(dir) == nil {
+			removed = append(removed, dir)
+		}
 	}
 	dirs, _ := filepath.Glob(filepath.Join(baseDir, "dbrig-mariadb-*"))
 	for _, dir := range dirs {

@@ -1,7 +1,48 @@
 package postgres
 
+import (
+	"bytes"
+	"context"
+	"os"
+
+	"github.com/dbrig/dbrig/internal/engine"
+)
+
 // WriteConf rewrites the instance's dbrig.conf with these settings, past
 // Start's and Reconfigure's checks, so a test can give the writer a value
 // no study may (any name, any quotes) and read back what the server made
 // of it after a Restart.
 func (i *Instance) WriteConf(settings map[string]string) error { return i.writeConf(settings) }
+
+// PoisonTemplate makes this process's template for bin (made now if need
+// be) hold poison's changes, and returns what puts the template back: a
+// test that calls it must run alone (not in parallel), since every Start
+// of the process copies the template.
+func PoisonTemplate(ctx context.Context, bin Binaries, poison func(*engine.DirImage)) (restore func(), err error) {
+	user, err := engine.FindServerUser()
+	if err != nil {
+		return nil, err
+	}
+	clean, err := templateFor(ctx, bin, user, os.TempDir())
+	if err != nil {
+		return nil, err
+	}
+	key := templateKey{bin.Dir, bin.Version, user.UID}
+	poisoned := clean
+	poisoned.image = clean.image.Clone()
+	poison(poisoned.image)
+	templates.Set(key, poisoned)
+	return func() { templates.Set(key, clean) }, nil
+}
+
+// TemplateContains reports whether this process's template for bin, or
+// initdb's postgresql.conf it keeps, holds b.
+func TemplateContains(bin Binaries, b []byte) bool {
+	found := false
+	templates.Each(func(key templateKey, t template) {
+		if key.binDir == bin.Dir && (t.image.Contains(b) || bytes.Contains(t.conf, b)) {
+			found = true
+		}
+	})
+	return found
+}

@@ -3,12 +3,8 @@ package postgres
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/base64"
 	"errors"
 	"fmt"
-	"io"
-	"io/fs"
 	"log/slog"
 	"maps"
 	"os"
@@ -21,7 +17,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"golang.org/x/sys/unix"
 
 	"github.com/dbrig/dbrig/internal/engine"
 )
@@ -76,10 +71,11 @@ var (
 	_ engine.Restarter = (*Instance)(nil)
 )
 
-// Start creates and starts an instance: initdb in a fresh temporary
-// directory, a free loopback port, a private unix socket directory (mode
-// 0700), scram-sha-256 logins with a random password. It returns once the
-// server accepts connections. On error nothing is left running.
+// Start creates and starts an instance: a copy of initdb's data directory
+// in a fresh temporary directory, a free loopback port, a private unix
+// socket directory (mode 0700), scram-sha-256 logins with a random
+// password. It returns once the server accepts connections. On error
+// nothing is left running.
 func Start(ctx context.Context, opts Options) (inst *Instance, err error) {
 	opts = opts.withDefaults()
 	ctx, cancel := context.WithTimeout(ctx, opts.StartTimeout)
@@ -122,7 +118,7 @@ func Start(ctx context.Context, opts Options) (inst *Instance, err error) {
 	if err := i.applyLimits(opts.InstanceConfig, pre.proc); err != nil {
 		return nil, err
 	}
-	if err := i.initdb(ctx); err != nil {
+	if err := i.makeDataDir(ctx); err != nil {
 		return nil, err
 	}
 	if err := i.startOnFreePort(ctx); err != nil {
@@ -243,10 +239,9 @@ func (i *Instance) makeWALDir(parent string) error {
 	i.walDir = wal
 	// The owner file lets RemoveStale tell a killed run's WAL from a
 	// live one.
-	if err := os.WriteFile(filepath.Join(wal, "owner"), []byte(i.dir+"\n"), 0o644); err != nil {
-		return err
-	}
-	return i.user.Chown(wal)
+	// It is the server account's only once the template's copy is whole
+	// (copyTemplate).
+	return os.WriteFile(filepath.Join(wal, "owner"), []byte(i.dir+"\n"), 0o644)
 }
 
 // applyLimits puts the server's processes in a cgroup of their own when the
@@ -327,13 +322,14 @@ func safeName(s string) string {
 	}, s)
 }
 
-func (i *Instance) initdb(ctx context.Context) error {
-	pw := make([]byte, 24)
-	if _, err := rand.Read(pw); err != nil {
-		return fmt.Errorf("make a password: %w", err)
+// makeDataDir makes the instance's private directories and its data
+// directory, a copy of this process's template (made by initdb on first
+// use), with the instance's own random password.
+func (i *Instance) makeDataDir(ctx context.Context) error {
+	var err error
+	if i.password, err = engine.NewPassword(); err != nil {
+		return err
 	}
-	i.password = base64.RawURLEncoding.EncodeToString(pw)
-
 	if err := os.Chmod(i.dir, 0o700); err != nil {
 		return err
 	}
@@ -342,81 +338,34 @@ func (i *Instance) initdb(ctx context.Context) error {
 			return fmt.Errorf("create the socket directory: %w", err)
 		}
 	}
-	for _, p := range []string{i.dir, i.socketDir} {
-		if err := i.user.Chown(p); err != nil {
-			return err
-		}
-	}
-	pwFile, closePW, err := i.passwordPipe()
+	t, err := templateFor(ctx, i.bin, i.user, filepath.Dir(i.dir))
 	if err != nil {
 		return err
 	}
-	defer closePW()
-	args := []string{"--pgdata", i.dataDir, "--username", SuperUser, "--pwfile", pwFile,
-		"--auth", "scram-sha-256", "--encoding", "UTF8", "--locale", "C", "--no-sync"}
-	if i.walDir != "" {
-		args = append(args, "--waldir", filepath.Join(i.walDir, "pg_wal"))
-	}
-	cmd := exec.CommandContext(ctx, i.bin.Path("initdb"), args...)
-	cmd.Dir = i.dir
-	cmd.Env = append(os.Environ(), "LC_ALL=C")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: i.user.Credential()}
-	// initdb runs postgres in bootstrap mode as its child: a cancel stops
-	// the whole process group, and engine.Start ends initdb with dbrig.
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.WaitDelay = 5 * time.Second
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := engine.Start(cmd); err != nil {
-		return fmt.Errorf("start %s: %w", i.bin.Path("initdb"), err)
-	}
-	if err := cmd.Wait(); err != nil {
+	return i.copyTemplate(ctx, t)
+}
+
+// initdbArgs are initdb's arguments but the data directory: a template's
+// key holds them.
+var initdbArgs = []string{"--username", SuperUser, "--auth", "trust", "--encoding", "UTF8", "--locale", "C", "--no-sync"}
+
+// runInitdb makes the template's data directory in workDir, the server
+// account's. Its superuser has no password and its pg_hba.conf trusts
+// every local login: every copy gets dbrig's pg_hba.conf and its own
+// password before its server starts (copyTemplate), and the template,
+// kept on disk across processes, holds no password nor any verifier of
+// one.
+func runInitdb(ctx context.Context, bin Binaries, user engine.ServerUser, workDir, dataDir string) error {
+	args := append([]string{"--pgdata", dataDir}, initdbArgs...)
+	// initdb runs postgres in bootstrap mode as its child.
+	out, err := engine.RunAs(ctx, user, workDir, "", bin.Path("initdb"), args...)
+	if err != nil {
 		if ctx.Err() != nil {
 			return fmt.Errorf("initdb stopped: %w", context.Cause(ctx))
 		}
-		return fmt.Errorf("initdb in %s: %w: %s", i.dataDir, err, lastLines(out.String(), 5))
+		return fmt.Errorf("initdb in %s: %w: %s", dataDir, err, lastLines(out, 5))
 	}
 	return nil
-}
-
-// passwordPipe hands initdb the password through a named pipe in the
-// instance's 0700 directory rather than a file: the password never reaches
-// the disk, so a dbrig killed while initdb runs leaves none behind. The
-// pipe holds the line until initdb reads it; done closes and removes it.
-func (i *Instance) passwordPipe() (path string, done func(), err error) {
-	path = filepath.Join(i.dir, "pwfile")
-	if err := unix.Mkfifo(path, 0o600); err != nil {
-		return "", nil, fmt.Errorf("make the password pipe: %w", err)
-	}
-	// Open for reading and writing, a pipe neither blocks this open nor
-	// initdb's, which finds the line waiting and reads up to its end. The
-	// instance directory is the server account's: the pipe is opened
-	// without following a link, checked to be a pipe and given away
-	// through its descriptor, so a name swapped in its place gets root to
-	// give away (or write the password to) nothing.
-	f, err := os.OpenFile(path, os.O_RDWR|unix.O_NOFOLLOW, 0)
-	if err == nil {
-		if err = givePipe(f, i.user); err != nil {
-			_ = f.Close()
-		}
-	}
-	if err != nil {
-		_ = os.Remove(path)
-		return "", nil, fmt.Errorf("open the password pipe: %w", err)
-	}
-	if _, err := f.WriteString(i.password + "\n"); err != nil {
-		_ = f.Close()
-		_ = os.Remove(path)
-		return "", nil, fmt.Errorf("write the password pipe: %w", err)
-	}
-	return path, func() { _ = f.Close(); _ = os.Remove(path) }, nil
-}
-
-func givePipe(f *os.File, user engine.ServerUser) error {
-	if st, err := f.Stat(); err != nil || st.Mode().Type() != fs.ModeNamedPipe {
-		return fmt.Errorf("%s is not the pipe made (%v)", f.Name(), err)
-	}
-	return user.ChownFile(f)
 }
 
 // writeConf writes dbrig.conf: dbrig's own settings, the fixture's, then
@@ -438,28 +387,9 @@ func (i *Instance) writeConf(user map[string]string) error {
 		}
 		fmt.Fprintf(&b, "%s = %s\n", k, quoteConf(user[k]))
 	}
-	// dbrig's block lives in its own file so a retry rewrites it whole.
-	if err := engine.WriteServerFile(i.dataDir, "dbrig.conf", b.Bytes(), i.user); err != nil {
-		return err
-	}
-	// The data directory is the server account's: postgresql.conf is
-	// opened without following a link the account put in its place.
-	f, err := os.OpenFile(filepath.Join(i.dataDir, "postgresql.conf"), os.O_RDWR|os.O_APPEND|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	if err := engine.CheckOwnFile(f); err != nil {
-		return err
-	}
-	cur, err := io.ReadAll(f)
-	if err != nil {
-		return err
-	}
-	if !bytes.Contains(cur, []byte("include 'dbrig.conf'")) {
-		_, err = f.WriteString("\ninclude 'dbrig.conf'\n")
-	}
-	return err
+	// dbrig's block lives in its own file (postgresql.conf includes it
+	// from the copy on) so a retry rewrites it whole.
+	return engine.WriteServerFile(i.dataDir, "dbrig.conf", b.Bytes(), i.user)
 }
 
 // quoteConf quotes a value for PostgreSQL's configuration file, whose

@@ -20,14 +20,15 @@ import (
 // on disk. A directory without an owner record (made by a dbrig before the
 // record existed) and without a postmaster.pid is only removed when it is
 // older than an hour, since its dbrig may be running initdb in it now. The
-// scratch directories of CheckSettings (dbrig-pgcheck-*) go by the same
-// rule.
+// scratch directories of CheckSettings (dbrig-pgcheck-*) and of a
+// template's initdb (dbrig-pgtmpl-*) go by the same rule.
 func RemoveStale(baseDir string) (removed []string) {
 	if baseDir == "" {
 		baseDir = os.TempDir()
 	}
 	checks, _ := filepath.Glob(filepath.Join(baseDir, "dbrig-pgcheck-*"))
-	for _, dir := range checks {
+	templates, _ := filepath.Glob(filepath.Join(baseDir, "dbrig-pgtmpl-*"))
+	for _, dir := range append(checks, templates...) {
 		if engine.OwnerGone(dir) && os.RemoveAll(dir) == nil {
 			removed = append(removed, dir)
 		}

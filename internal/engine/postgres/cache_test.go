@@ -1,0 +1,130 @@
+package postgres_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dbrig/dbrig/internal/engine"
+	"github.com/dbrig/dbrig/internal/engine/enginetest"
+	"github.com/dbrig/dbrig/internal/engine/postgres"
+	"github.com/dbrig/dbrig/internal/engine/postgres/pgtest"
+)
+
+// helperOnceEnv makes the helper start an instance, say what the tests
+// below judge, stop it and exit.
+const helperOnceEnv = "DBRIG_PG_HELPER_ONCE"
+
+// helperOnce says how many templates initdb made in this process, where
+// the server listens and whether it admits the superuser without a
+// password.
+func helperOnce(base string) int {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	bin, err := postgres.FindBinaries(ctx, os.Getenv("DBRIG_PG_BIN"))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "helper:", err)
+		return 1
+	}
+	inst, err := postgres.Start(ctx, postgres.Options{
+		InstanceConfig: engine.InstanceConfig{Name: "once", Settings: map[string]string{"fsync": "off"}},
+		StartOptions:   engine.StartOptions{BaseDir: base}, Binaries: bin,
+	})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "helper:", err)
+		return 1
+	}
+	listen, err := inst.Setting(ctx, "listen_addresses")
+	fmt.Printf("made=%d listen=%q (%v)\n", engine.TemplatesMade(), listen, err)
+	for _, ci := range []postgres.ConnInfo{inst.Conn("postgres"), inst.UnixConn("postgres")} {
+		if tryLogin(ctx, postgres.ConnInfoOf(ci.WithPassword(""))) == nil {
+			fmt.Printf("admitted without a password at %s\n", ci.Host)
+		}
+	}
+	if err := inst.Stop(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, "helper:", err)
+		return 1
+	}
+	return 0
+}
+
+var madeRE = regexp.MustCompile(`made=(\d+) listen="([^"]*)"`)
+
+// startOnce runs a helper dbrig that starts one instance with the template
+// cache dir, and returns how many templates it had initdb make.
+func startOnce(t *testing.T, cacheDir string) (made string, said string) {
+	t.Helper()
+	out, err := enginetest.RunHelper(t, helperBaseEnv+"="+pgtest.BaseDir(t), helperOnceEnv+"=1", engine.CacheDirEnv+"="+cacheDir)
+	m := madeRE.FindStringSubmatch(out)
+	if err != nil || m == nil {
+		t.Fatalf("the helper failed (%v): %s", err, out)
+	}
+	if m[2] != "127.0.0.1" || strings.Contains(out, "admitted") {
+		t.Errorf("the helper's server: %s", out)
+	}
+	return m[1], out
+}
+
+// TestSecondProcessTakesTheCachedTemplate: the first process on a fresh
+// template cache runs initdb, the second runs none and copies the first's
+// template; the cache holds one template and no password of either.
+func TestSecondProcessTakesTheCachedTemplate(t *testing.T) {
+	t.Parallel()
+	pgtest.Binaries(t)
+	cache := t.TempDir()
+	for i, want := range []string{"1", "0"} {
+		if made, out := startOnce(t, cache); made != want {
+			t.Errorf("process %d had initdb make %s templates, want %s: %s", i+1, made, want, out)
+		}
+	}
+	names, _ := filepath.Glob(filepath.Join(cache, "postgres-*.tmpl"))
+	if len(names) != 1 {
+		t.Errorf("templates in the cache: %v, want one", names)
+	}
+	// initdb's superuser has no password: no SCRAM verifier is kept.
+	if file := enginetest.FileHolding(t, cache, []byte("SCRAM-SHA-256$")); file != "" {
+		t.Errorf("a password verifier is in %s", file)
+	}
+}
+
+// TestPoisonedCachedTemplate: what a cached template's configuration
+// files say never reaches a server, since each copy gets dbrig's own: a
+// listen_addresses in postgresql.auto.conf or postgresql.conf, a trust
+// line in pg_hba.conf.
+func TestPoisonedCachedTemplate(t *testing.T) {
+	t.Parallel()
+	pgtest.Binaries(t)
+	cache := t.TempDir()
+	startOnce(t, cache)
+	enginetest.PoisonTemplateFile(t, cache, "postgres", map[string]string{
+		"postgresql.auto.conf": "listen_addresses = '*'\n",
+		"postgresql.conf":      "listen_addresses = '*'\nport = 5432\n",
+		"pg_hba.conf":          "local all all trust\nhost all all 0.0.0.0/0 trust\nhost all all 127.0.0.1/32 trust\n",
+	})
+	if made, out := startOnce(t, cache); made != "0" {
+		t.Errorf("the poisoned template was not the one copied (initdb made %s): %s", made, out)
+	}
+}
+
+// TestUnsafeCacheDirIsNotUsed: a group-writable cache directory is not
+// used: the start runs initdb, puts nothing there and says why.
+func TestUnsafeCacheDirIsNotUsed(t *testing.T) {
+	t.Parallel()
+	pgtest.Binaries(t)
+	cache := t.TempDir()
+	if err := os.Chmod(cache, 0o770); err != nil {
+		t.Fatal(err)
+	}
+	made, out := startOnce(t, cache)
+	if made != "1" || !strings.Contains(out, "template cache is not used") {
+		t.Errorf("initdb made %s templates (want 1), the helper said: %s", made, out)
+	}
+	if entries, _ := os.ReadDir(cache); len(entries) != 0 {
+		t.Errorf("%d entries put in the refused cache directory", len(entries))
+	}
+}

@@ -1,0 +1,173 @@
+package postgres_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/dbrig/dbrig/internal/engine"
+	"github.com/dbrig/dbrig/internal/engine/enginetest"
+	"github.com/dbrig/dbrig/internal/engine/postgres"
+	"github.com/dbrig/dbrig/internal/engine/postgres/pgtest"
+)
+
+// TestTemplateCopiesHaveTheirOwnPasswords: two instances copied from one
+// template have different passwords, each admits only its own, and
+// neither password is in any file of either instance (logs included) or
+// in the template.
+func TestTemplateCopiesHaveTheirOwnPasswords(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	a, b := pgtest.Start(t, "a", nil), pgtest.Start(t, "b", nil)
+	pwA, pwB := a.Conn("postgres").Password(), b.Conn("postgres").Password()
+	if pwA == "" || pwA == pwB {
+		t.Fatalf("the two instances' passwords are empty or equal")
+	}
+	for _, c := range []struct {
+		inst *postgres.Instance
+		pw   string
+		ok   bool
+	}{{a, pwA, true}, {a, pwB, false}, {b, pwB, true}, {b, pwA, false}} {
+		for _, ci := range []postgres.ConnInfo{c.inst.Conn("postgres"), c.inst.UnixConn("postgres")} {
+			err := tryLogin(ctx, postgres.ConnInfoOf(ci.WithPassword(c.pw)))
+			if (err == nil) != c.ok {
+				t.Errorf("%s at %s with its own password %v: login error %v", c.inst.Name(), ci.Host, c.ok, err)
+			}
+		}
+	}
+	for _, pw := range []string{pwA, pwB} {
+		for _, dir := range []string{a.Dir(), b.Dir()} {
+			if file := enginetest.FileHolding(t, dir, []byte(pw)); file != "" {
+				t.Errorf("a password is in %s", file)
+			}
+		}
+		if postgres.TemplateContains(a.Binaries(), []byte(pw)) {
+			t.Errorf("a password is in the template")
+		}
+	}
+}
+
+func tryLogin(ctx context.Context, ci postgres.ConnInfo) error {
+	cfg, err := ci.ConnConfig()
+	if err != nil {
+		return err
+	}
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	return conn.Close(ctx)
+}
+
+// TestPoisonedTemplate: what a template's configuration files say never
+// reaches a server, since each copy gets dbrig's own: neither a
+// listen_addresses in postgresql.conf or postgresql.auto.conf nor a trust
+// line in pg_hba.conf. Not parallel: it changes the template every Start
+// of the process copies, and puts it back (at its end) before the parallel
+// tests run.
+func TestPoisonedTemplate(t *testing.T) {
+	bin := pgtest.Binaries(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	restore, err := postgres.PoisonTemplate(ctx, bin, func(img *engine.DirImage) {
+		img.SetFile("postgresql.conf", []byte("listen_addresses = '*'\nport = 5432\n"))
+		img.SetFile("postgresql.auto.conf", []byte("listen_addresses = '*'\n"))
+		img.SetFile("pg_hba.conf", []byte("local all all trust\nhost all all 0.0.0.0/0 trust\nhost all all 127.0.0.1/32 trust\n"))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Put back even when the start fails: every later Start copies it.
+	t.Cleanup(restore)
+	inst := pgtest.Start(t, "poisoned", nil)
+	if v, err := inst.Setting(ctx, "listen_addresses"); err != nil || v != "127.0.0.1" {
+		t.Errorf("listen_addresses = %q (%v), want 127.0.0.1", v, err)
+	}
+	for _, ci := range []postgres.ConnInfo{inst.Conn("postgres"), inst.UnixConn("postgres")} {
+		if err := tryLogin(ctx, postgres.ConnInfoOf(ci.WithPassword(""))); err == nil {
+			t.Errorf("a login without a password at %s was admitted", ci.Host)
+		}
+	}
+}
+
+// TestKilledDuringTemplate: a dbrig killed (SIGKILL) while initdb makes
+// its template leaves no password on disk and no template in the cache,
+// initdb dies with it, the next run's RemoveStale removes the template's
+// directory at once, and the next process makes the template.
+func TestKilledDuringTemplate(t *testing.T) {
+	pgtest.Binaries(t)
+	base := pgtest.BaseDir(t)
+	// The helper's template goes under its instance's base directory, the
+	// test's own, not under a TMPDIR that it might not reach (here one
+	// that does not exist).
+	// A fresh template cache: the helper runs initdb.
+	cache := t.TempDir()
+	env := []string{helperBaseEnv + "=" + base, "TMPDIR=" + filepath.Join(base, "none"), engine.CacheDirEnv + "=" + cache}
+	tmpl := filepath.Dir(enginetest.KillWhenMade(t, env, filepath.Join(base, "dbrig-pgtmpl-*", "data"), "initdb"))
+	waitNoProcessIn(t, base, 30*time.Second)
+	if _, err := os.Stat(tmpl); err != nil {
+		t.Skip("the template was made before the kill: nothing to judge here")
+	}
+	if st, err := os.Lstat(filepath.Join(tmpl, "pwfile")); err == nil && st.Mode().IsRegular() {
+		t.Errorf("a killed dbrig left its template's password in a file")
+	}
+	removed := postgres.RemoveStale(base)
+	if len(removed) == 0 || !strings.Contains(strings.Join(removed, " "), tmpl) {
+		t.Errorf("RemoveStale = %v, want %s among them at once", removed, tmpl)
+	}
+	if entries, _ := os.ReadDir(base); len(entries) != 0 {
+		t.Errorf("%d entries left in %s", len(entries), base)
+	}
+	// No half template is left for the next process, which makes one.
+	if names, _ := filepath.Glob(filepath.Join(cache, "*.tmpl")); len(names) != 0 {
+		t.Errorf("a killed dbrig left a template: %v", names)
+	}
+	if made, out := startOnce(t, cache); made != "1" {
+		t.Errorf("the process after the kill had initdb make %s templates, want 1: %s", made, out)
+	}
+}
+
+// TestNoTemplateLeft: once an instance of the process has started, no
+// template directory of the process is left on disk, and once it stops
+// its base directory is empty.
+func TestNoTemplateLeft(t *testing.T) {
+	t.Parallel()
+	base := pgtest.BaseDir(t)
+	bin := pgtest.Binaries(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	inst, err := postgres.Start(ctx, postgres.Options{
+		InstanceConfig: engine.InstanceConfig{Name: "left", Settings: map[string]string{"fsync": "off"}},
+		StartOptions:   engine.StartOptions{BaseDir: base}, Binaries: bin,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, parent := range []string{os.TempDir(), base} {
+		dirs, _ := filepath.Glob(filepath.Join(parent, "dbrig-pgtmpl-*"))
+		for _, d := range dirs {
+			if ownedByThisProcess(d) {
+				t.Errorf("the process's template directory %s outlives its making", d)
+			}
+		}
+	}
+	if err := inst.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if entries, _ := os.ReadDir(base); len(entries) != 0 {
+		t.Errorf("%d entries left in %s", len(entries), base)
+	}
+}
+
+func ownedByThisProcess(dir string) bool {
+	b, err := os.ReadFile(filepath.Join(dir, engine.OwnerFile))
+	f := strings.Fields(string(b))
+	return err == nil && len(f) > 0 && f[0] == strconv.Itoa(os.Getpid())
+}

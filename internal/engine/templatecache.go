@@ -1,0 +1,347 @@
+package engine
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// CacheDirEnv names the directory where data-directory templates are kept
+// across processes; unset, it is os.UserCacheDir()/dbrig.
+const CacheDirEnv = "DBRIG_CACHE_DIR"
+
+// TemplateKey is everything that makes a template's content: two
+// processes with equal keys would make equal templates, so the second
+// takes the first's.
+type TemplateKey struct {
+	Engine string // "postgres", "mariadb": the file's name starts with it
+	// Programs are the paths of the installer and the server it runs;
+	// their size and modification time go into the key when it is made,
+	// so an upgrade in place makes a new template.
+	Programs []string
+	Version  string   // the server's version string
+	Args     []string // the installer's arguments that change what it makes
+	UID, GID uint32   // the server account's, which owns the copies
+}
+
+// keyRecord is a key as stored in its template: the programs' identities
+// as they were when the template was made.
+type keyRecord struct {
+	Engine   string
+	Programs []programID
+	Version  string
+	Args     []string
+	UID, GID uint32
+}
+
+type programID struct {
+	Path    string
+	Size    int64
+	ModTime int64 // Unix nanoseconds
+}
+
+func (k TemplateKey) record() (keyRecord, error) {
+	rec := keyRecord{Engine: k.Engine, Version: k.Version, Args: k.Args, UID: k.UID, GID: k.GID}
+	for _, p := range k.Programs {
+		st, err := os.Stat(p)
+		if err != nil {
+			return keyRecord{}, fmt.Errorf("identify %s for its template: %w", p, err)
+		}
+		rec.Programs = append(rec.Programs, programID{p, st.Size(), st.ModTime().UnixNano()})
+	}
+	return rec, nil
+}
+
+// current reports whether every program the record names is still there
+// as it was: a template whose programs are gone or changed is of no use.
+func (rec keyRecord) current() bool {
+	for _, p := range rec.Programs {
+		st, err := os.Stat(p.Path)
+		if err != nil || st.Size() != p.Size || st.ModTime().UnixNano() != p.ModTime {
+			return false
+		}
+	}
+	return true
+}
+
+// fileName is the template's file in the cache directory.
+func (rec keyRecord) fileName() string {
+	b, _ := json.Marshal(rec) // plain fields: cannot fail
+	sum := sha256.Sum256(b)
+	return rec.Engine + "-" + hex.EncodeToString(sum[:16]) + ".tmpl"
+}
+
+// TemplateCache is a directory of data-directory templates, one file each
+// (templateFile), kept across processes. It is dbrig's alone: a directory,
+// not a link, owned by dbrig's user and closed to group and others, so
+// that no other account can put a template there for root to copy into a
+// server's data directory. Every template is made whole under a name of
+// its own and renamed into place, so a reader never sees half of one; a
+// lock per template keeps concurrent processes from each running the
+// installer, but nothing depends on it.
+type TemplateCache struct {
+	root *os.Root
+	dir  string
+}
+
+// OpenTemplateCache makes dir (mode 0700) if it is missing and opens it,
+// refused unless it is a directory, not a link, owned by this process's
+// user and writable by no one else.
+func OpenTemplateCache(dir string) (*TemplateCache, error) {
+	if err := os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {
+		return nil, err
+	}
+	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		return nil, err
+	}
+	if st, err := os.Lstat(dir); err != nil {
+		return nil, err
+	} else if st.Mode()&fs.ModeSymlink != 0 {
+		return nil, fmt.Errorf("%s is a symbolic link", dir)
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, err
+	}
+	// Judged by what was opened, not by the name, which may have changed
+	// since the Lstat.
+	st, err := root.Lstat(".")
+	if err == nil {
+		err = checkCacheDir(dir, st)
+	}
+	if err != nil {
+		root.Close()
+		return nil, err
+	}
+	return &TemplateCache{root: root, dir: dir}, nil
+}
+
+func checkCacheDir(dir string, st fs.FileInfo) error {
+	sys := st.Sys().(*syscall.Stat_t)
+	switch {
+	case !st.IsDir():
+		return fmt.Errorf("%s is not a directory", dir)
+	case sys.Uid != uint32(os.Geteuid()):
+		return fmt.Errorf("%s is owned by uid %d, not dbrig's %d", dir, sys.Uid, os.Geteuid())
+	case st.Mode().Perm()&0o022 != 0:
+		return fmt.Errorf("%s is writable by group or others (mode %v)", dir, st.Mode().Perm())
+	}
+	return nil
+}
+
+// Close closes the cache directory.
+func (c *TemplateCache) Close() error { return c.root.Close() }
+
+// Dir is the cache directory's path.
+func (c *TemplateCache) Dir() string { return c.dir }
+
+// Get returns the template for key: the cache's, else one made by make
+// and stored (unless ctx ends first or make fails). A stored template
+// that cannot be read whole is made again.
+func (c *TemplateCache) Get(ctx context.Context, key TemplateKey, make func(context.Context) (*DirImage, error)) (*DirImage, error) {
+	rec, err := key.record()
+	if err != nil {
+		return nil, err
+	}
+	name := rec.fileName()
+	if img, _, err := c.read(name); err == nil {
+		return img, nil
+	}
+	unlock, err := c.lock(ctx, name+".lock")
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	// Another process may have made it while this one waited.
+	if img, _, err := c.read(name); err == nil {
+		return img, nil
+	}
+	img, err := make(ctx)
+	if err != nil {
+		return nil, err
+	}
+	// A template not kept costs the next process an installer run, not
+	// this one its start.
+	if err := c.store(name, rec, img); err != nil {
+		fmt.Fprintf(os.Stderr, "dbrig: the data-directory template is not kept in %s: %v\n", c.dir, err)
+		return img, nil
+	}
+	c.pruneStale(rec.Engine, name)
+	return img, nil
+}
+
+// lock takes an exclusive flock on the file name, made if missing, and
+// waits for it as long as ctx lets it. The kernel drops it when the
+// process dies, so a killed maker holds no one up.
+func (c *TemplateCache) lock(ctx context.Context, name string) (unlock func(), err error) {
+	f, err := c.root.OpenFile(name, os.O_CREATE|os.O_RDWR|unix.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	for {
+		err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+		if err == nil {
+			return func() { _ = f.Close() }, nil
+		}
+		if !errors.Is(err, unix.EWOULDBLOCK) {
+			f.Close()
+			return nil, fmt.Errorf("lock %s: %w", filepath.Join(c.dir, name), err)
+		}
+		select {
+		case <-ctx.Done():
+			f.Close()
+			return nil, fmt.Errorf("wait for another process to make the data directory template: %w", context.Cause(ctx))
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// store writes the template under a name of its own, syncs it and renames
+// it into place, so that a process killed or a machine stopped while it
+// writes leaves no half template under the template's name. It is called
+// with the template's lock held: a maker killed before left only its own
+// partial file, removed here.
+func (c *TemplateCache) store(name string, rec keyRecord, img *DirImage) error {
+	c.removeMatching(func(n string) bool { return strings.HasPrefix(n, "."+name+".") && strings.HasSuffix(n, ".new") })
+	tmp := fmt.Sprintf(".%s.%d.%s.new", name, os.Getpid(), rand.Text()[:8])
+	f, err := c.root.OpenFile(tmp, os.O_CREATE|os.O_EXCL|os.O_WRONLY|unix.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return err
+	}
+	werr := writeTemplateFile(f, rec, img)
+	if werr == nil {
+		werr = f.Sync()
+	}
+	werr = errors.Join(werr, f.Close())
+	if werr == nil {
+		werr = c.root.Rename(tmp, name)
+	}
+	if werr != nil {
+		_ = c.root.Remove(tmp)
+		return werr
+	}
+	if d, err := c.root.Open("."); err == nil {
+		_ = d.Sync() // the rename itself
+		d.Close()
+	}
+	return nil
+}
+
+// read reads the template file name, without following a link and
+// refusing anything but a regular file of one name.
+func (c *TemplateCache) read(name string) (*DirImage, keyRecord, error) {
+	f, err := c.root.OpenFile(name, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, keyRecord{}, err
+	}
+	defer f.Close()
+	if err := CheckOwnFile(f); err != nil {
+		return nil, keyRecord{}, err
+	}
+	return readTemplateFile(f, false)
+}
+
+// pruneStale removes the templates of engine, other than keep, whose
+// programs are gone or changed (a server upgraded or removed), so that
+// the cache holds at most one template per key still of use. A template
+// that cannot be read whole goes too.
+func (c *TemplateCache) pruneStale(engine, keep string) {
+	c.removeMatching(func(n string) bool {
+		if n == keep || !strings.HasPrefix(n, engine+"-") || !strings.HasSuffix(n, ".tmpl") {
+			return false
+		}
+		f, err := c.root.OpenFile(n, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
+		if err != nil {
+			return false
+		}
+		defer f.Close()
+		_, rec, err := readTemplateFile(f, true)
+		if err == nil && rec.current() {
+			return false
+		}
+		_ = c.root.Remove(n + ".lock")
+		return true
+	})
+}
+
+// removeMatching removes the cache directory's entries whose names match.
+func (c *TemplateCache) removeMatching(match func(name string) bool) {
+	d, err := c.root.Open(".")
+	if err != nil {
+		return
+	}
+	names, _ := d.Readdirnames(-1)
+	d.Close()
+	for _, n := range names {
+		if match(n) {
+			_ = c.root.Remove(n)
+		}
+	}
+}
+
+// The process's template cache: opened once, from CacheDirEnv or the
+// user's cache directory; nil, said once on stderr, when it cannot be used.
+var processCache struct {
+	once  sync.Once
+	cache *TemplateCache
+}
+
+// ProcessTemplateCache is the template cache every Start of the process
+// uses, or nil when there is none to use (then each process makes its
+// own templates). Why not is said once, on stderr: not an error, only a
+// slower start.
+func ProcessTemplateCache() *TemplateCache {
+	processCache.once.Do(func() {
+		dir := os.Getenv(CacheDirEnv)
+		if dir == "" {
+			base, err := os.UserCacheDir()
+			if err != nil {
+				fmt.Fprintf(os.Stderr, "dbrig: no data-directory template cache (%v): each process makes its own templates\n", err)
+				return
+			}
+			dir = filepath.Join(base, "dbrig")
+		}
+		c, err := OpenTemplateCache(dir)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "dbrig: the data-directory template cache is not used (%v): each process makes its own templates\n", err)
+			return
+		}
+		processCache.cache = c
+	})
+	return processCache.cache
+}
+
+// CachedTemplate returns the template for key from the process's template
+// cache (ProcessTemplateCache), made by make and kept there if it holds
+// none; with no cache, make's.
+func CachedTemplate(ctx context.Context, key TemplateKey, make func(context.Context) (*DirImage, error)) (*DirImage, error) {
+	counted := func(ctx context.Context) (*DirImage, error) {
+		templatesMade.Add(1)
+		return make(ctx)
+	}
+	if c := ProcessTemplateCache(); c != nil {
+		return c.Get(ctx, key, counted)
+	}
+	return counted(ctx)
+}
+
+var templatesMade atomic.Int64
+
+// TemplatesMade is how many templates this process has had an installer
+// make (CachedTemplate's make): a test's way to tell a start that took the
+// cache's template from one that ran the installer.
+func TemplatesMade() int64 { return templatesMade.Load() }
