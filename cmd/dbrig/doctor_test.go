@@ -281,7 +281,8 @@ func TestDoctorFleetOverSSH(t *testing.T) {
 // and the data directory is placed on this host's disk.
 func TestDoctorDatabase(t *testing.T) {
 	t.Parallel()
-	inst := pgtest.Start(t, "doctor", map[string]string{"wal_level": "replica", "max_wal_senders": "0"})
+	// On a disk: the check marks the disk that holds the data directory.
+	inst := pgtest.StartOnDisk(t, "doctor", map[string]string{"wal_level": "replica", "max_wal_senders": "0"})
 	ci := inst.Conn("postgres")
 	code, out, errOut := doctorRun(t, "doctor", "--db", ci.URI(), "--json")
 	if code != 1 {

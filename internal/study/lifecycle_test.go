@@ -199,7 +199,7 @@ runs = 1
 
 // TestMariaDBSettingSweepRestartsInPlaceOverPreparedData is the same on
 // MariaDB, with a setting its server reads at start only
-// (innodb_log_buffer_size) and one it changes at run time
+// (innodb_sort_buffer_size) and one it changes at run time
 // (max_connections, with SET GLOBAL: the same process).
 func TestMariaDBSettingSweepRestartsInPlaceOverPreparedData(t *testing.T) {
 	mariatest.Engine(t)
@@ -222,21 +222,21 @@ v = [%s]
 runs = 1
 `
 	engines := engine.NewRegistry(mariadb.New(os.Getenv("DBRIG_MARIADB_BIN")))
-	out := probeRunOn(t, fmt.Sprintf(spec, "innodb_log_buffer_size", "innodb_log_buffer_size", `"16M", "24M", "32M"`), &prepares, engines, mariatest.BaseDir(t))
+	out := probeRunOn(t, fmt.Sprintf(spec, "innodb_sort_buffer_size", "innodb_sort_buffer_size", `"16M", "24M", "32M"`), &prepares, engines, mariatest.BaseDir(t))
 	if n := prepares.Load(); n != 1 {
 		t.Errorf("Prepare ran %d times over three settings, want once", n)
 	}
 	var pids []string
 	for _, r := range out.Results {
 		mb, _ := strconv.Atoi(strings.TrimSuffix(r.Values["v"].(string), "M"))
-		want := fmt.Sprintf("db innodb_log_buffer_size=%d rows=1", mb<<20)
+		want := fmt.Sprintf("db innodb_sort_buffer_size=%d rows=1", mb<<20)
 		if len(r.Notes) != 1 || !strings.HasPrefix(r.Notes[0], want) {
 			t.Fatalf("%s ran with %v, want %q (its own value, on the data prepared once)", r.Key, r.Notes, want)
 		}
 		pids = append(pids, pidOf(r.Notes[0]))
 	}
 	if pids[0] == pids[1] || pids[1] == pids[2] {
-		t.Errorf("server pids %v: innodb_log_buffer_size changed without a restart", pids)
+		t.Errorf("server pids %v: innodb_sort_buffer_size changed without a restart", pids)
 	}
 
 	prepares.Store(0)

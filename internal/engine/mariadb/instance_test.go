@@ -245,7 +245,7 @@ func TestStartErrorsLeaveNothingBehind(t *testing.T) {
 func TestReconfigureAndDatabases(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
-	inst := mariatest.Start(t, "re", map[string]string{"max_connections": "100", "innodb_log_buffer_size": "16M"})
+	inst := mariatest.Start(t, "re", map[string]string{"max_connections": "100", "innodb_sort_buffer_size": "16M"})
 	setting := func(name string) string {
 		t.Helper()
 		v, err := inst.Setting(ctx, name)
@@ -289,7 +289,7 @@ func TestReconfigureAndDatabases(t *testing.T) {
 
 	// A dynamic setting: SET GLOBAL, no restart.
 	pid := inst.PID()
-	restarted, err := inst.Reconfigure(ctx, fast(map[string]string{"max_connections": "77", "innodb_log_buffer_size": "16M",
+	restarted, err := inst.Reconfigure(ctx, fast(map[string]string{"max_connections": "77", "innodb_sort_buffer_size": "16M",
 		"optimizer_switch": "index_merge=off", "query_cache_type": "2", "innodb_max_dirty_pages_pct": "50.5", "sort_buffer_size": "1M"}))
 	if err != nil || restarted || inst.PID() != pid {
 		t.Fatalf("Reconfigure(dynamic) = %v, %v; pid %d -> %d", restarted, err, pid, inst.PID())
@@ -304,13 +304,13 @@ func TestReconfigureAndDatabases(t *testing.T) {
 	}
 
 	// A static one: a restart in place, the data kept.
-	restarted, err = inst.Reconfigure(ctx, fast(map[string]string{"max_connections": "77", "innodb_log_buffer_size": "32M",
+	restarted, err = inst.Reconfigure(ctx, fast(map[string]string{"max_connections": "77", "innodb_sort_buffer_size": "32M",
 		"optimizer_switch": "index_merge=off", "query_cache_type": "2", "innodb_max_dirty_pages_pct": "50.5", "sort_buffer_size": "1M"}))
 	if err != nil || !restarted || inst.PID() == pid {
 		t.Fatalf("Reconfigure(static) = %v, %v; pid %d -> %d", restarted, err, pid, inst.PID())
 	}
-	if v := setting("innodb_log_buffer_size"); v != "33554432" {
-		t.Errorf("innodb_log_buffer_size = %s after a restart, want 33554432", v)
+	if v := setting("innodb_sort_buffer_size"); v != "33554432" {
+		t.Errorf("innodb_sort_buffer_size = %s after a restart, want 33554432", v)
 	}
 	if v := setting("max_connections"); v != "77" {
 		t.Errorf("max_connections = %s after a restart, want 77 (kept)", v)

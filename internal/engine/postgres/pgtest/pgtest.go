@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"golang.org/x/sys/unix"
 
 	"github.com/dbrig/dbrig/internal/engine"
 	"github.com/dbrig/dbrig/internal/engine/postgres"
@@ -28,15 +29,41 @@ func Start(tb testing.TB, name string, settings map[string]string) *postgres.Ins
 	return startWith(tb, name, settings, nil)
 }
 
+// StartOnDisk is Start with the instance's directory on a disk (under
+// /var/tmp), for a test whose subject is the disk beneath the data (make
+// test puts TMPDIR on a tmpfs); it skips where /var/tmp is no disk.
+func StartOnDisk(tb testing.TB, name string, settings map[string]string) *postgres.Instance {
+	tb.Helper()
+	var st unix.Statfs_t
+	if err := unix.Statfs("/var/tmp", &st); err != nil || st.Type == unix.TMPFS_MAGIC {
+		tb.Skipf("/var/tmp is not on a disk (%v)", err)
+	}
+	dir, err := os.MkdirTemp("/var/tmp", "dbrig-test-")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		tb.Fatal(err)
+	}
+	return startIn(tb, name, settings, nil, dir)
+}
+
 // startWith starts an instance with a fixture's settings beside a study's
 // (engine.StartOptions.Fixture).
 func startWith(tb testing.TB, name string, settings, fixture map[string]string) *postgres.Instance {
+	tb.Helper()
+	return startIn(tb, name, settings, fixture, "")
+}
+
+// startIn is startWith in base ("": under TMPDIR).
+func startIn(tb testing.TB, name string, settings, fixture map[string]string, base string) *postgres.Instance {
 	tb.Helper()
 	bin := Binaries(tb)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	inst, err := postgres.Start(ctx, postgres.Options{InstanceConfig: engine.InstanceConfig{Name: name, Settings: fast(settings)},
-		StartOptions: engine.StartOptions{Fixture: fixture}, Binaries: bin})
+		StartOptions: engine.StartOptions{Fixture: fixture, BaseDir: base}, Binaries: bin})
 	if err != nil {
 		tb.Fatalf("start postgres: %v", err)
 	}
