@@ -5,9 +5,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"flag"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -32,6 +34,8 @@ var (
 // browser checks' shared Chromium once they are done: no test owns any, so
 // no t.Cleanup can.
 func TestMain(m *testing.M) {
+	flag.Parse()
+	runMoreAtOnce()
 	stopBrowser := reporttest.ShareBrowser()
 	code := m.Run()
 	stopBrowser()
@@ -43,6 +47,29 @@ func TestMain(m *testing.M) {
 		os.RemoveAll(filepath.Dir(builtBin))
 	}
 	os.Exit(code)
+}
+
+// testsAtOnce is how many of this package's parallel tests run at once
+// unless -parallel is given. go test's default, one a core, left cores
+// idle while the tests waited on emulated links, timed loads and servers'
+// starts: each alone, the 15 longest used 0.3 to 0.54 of a core over
+// their wall time, duplex-mismatch 0.8 (user+sys of the test and all it
+// started, load average 6 to 12 from other work). Six of them
+// (geo-replication, consolidation, the agents in namespaces, the
+// lifecycle, load oltp, the interrupted loads) took 113 and 142 s two at
+// a time, 95 and 73 s four at a time, with no more CPU (83 and 90 s
+// against 77 and 87; alternating, load average 8.5 to 11.5).
+const testsAtOnce = 4
+
+// runMoreAtOnce sets -parallel to testsAtOnce where it was not given and
+// the machine has fewer cores than that; not when fuzzing, where -parallel
+// is the number of fuzzing processes, each as busy as a core.
+func runMoreAtOnce() {
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" || f.Name == "test.fuzz" })
+	if !given && runtime.GOMAXPROCS(0) < testsAtOnce {
+		_ = flag.Set("test.parallel", strconv.Itoa(testsAtOnce))
+	}
 }
 
 // dbrigBinary builds the dbrig command once per test binary, so that tests

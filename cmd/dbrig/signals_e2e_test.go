@@ -49,7 +49,7 @@ func TestInterruptedLoad(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			base := pgtest.BaseDir(t)
 			dir := filepath.Join(t.TempDir(), "load")
-			args := []string{"load", "oltp", "--users", "2", "--duration", "10m", "--warm-up", "1s", "--scale", "0.01", "--json", "--out", dir}
+			args := []string{"load", "oltp", "--users", "2", "--duration", "10m", "--warm-up", "200ms", "--scale", "0.01", "--json", "--out", dir}
 			var target *targetDB
 			if tt.target {
 				target = startTarget(t)
@@ -89,7 +89,7 @@ func TestHangupWithItsReaderGone(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "load")
 	target := startTarget(t)
 	cmd := exec.Command(dbrigBinary(t), "load", "oltp", "--target", "env:DBRIG_TEST_TARGET", "--users", "2", "--duration", "10m",
-		"--warm-up", "1s", "--scale", "0.01", "--out", dir)
+		"--warm-up", "200ms", "--scale", "0.01", "--out", dir)
 	cmd.Env = append(os.Environ(), append(target.environ(), "TMPDIR="+base, "NO_COLOR=1")...)
 	r, w, err := os.Pipe()
 	if err != nil {
@@ -129,7 +129,7 @@ func TestReaderGone(t *testing.T) {
 	t.Parallel()
 	pgtest.Binaries(t)
 	base := pgtest.BaseDir(t)
-	cmd := exec.Command(dbrigBinary(t), "load", "oltp", "--users", "2", "--duration", "10m", "--warm-up", "1s",
+	cmd := exec.Command(dbrigBinary(t), "load", "oltp", "--users", "2", "--duration", "10m", "--warm-up", "200ms",
 		"--scale", "0.01", "--out", filepath.Join(t.TempDir(), "load"))
 	cmd.Env = append(os.Environ(), "TMPDIR="+base, "NO_COLOR=1")
 	var stderr bytes.Buffer
