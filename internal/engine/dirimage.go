@@ -371,3 +371,25 @@ func (img *DirImage) File(rel string) ([]byte, bool) {
 	}
 	return nil, false
 }
+
+// TopLevel are the names of the image's entries at its root.
+func (img *DirImage) TopLevel() []string {
+	var names []string
+	for _, e := range img.entries {
+		if !strings.Contains(e.rel, "/") {
+			names = append(names, e.rel)
+		}
+	}
+	return names
+}
+
+// Has reports whether any entry of the image, file or directory, matches
+// pattern (path.Match).
+func (img *DirImage) Has(pattern string) bool {
+	for _, e := range img.entries {
+		if ok, _ := path.Match(pattern, e.rel); ok {
+			return true
+		}
+	}
+	return false
+}

@@ -36,6 +36,12 @@ type TemplateKey struct {
 	Version  string   // the server's version string
 	Args     []string // the installer's arguments that change what it makes
 	UID, GID uint32   // the server account's, which owns the copies
+	// Check refuses a template that holds what its installer does not
+	// make: the installer runs as the server account, which may plant a
+	// file in its scratch directory before dbrig reads it. A stored
+	// template it refuses is made again; a made one it refuses is an
+	// error. Nil takes every template.
+	Check func(*DirImage) error
 }
 
 // keyRecord is a key as stored in its template: the programs' identities
@@ -149,16 +155,16 @@ func (c *TemplateCache) Close() error { return c.root.Close() }
 // Dir is the cache directory's path.
 func (c *TemplateCache) Dir() string { return c.dir }
 
-// Get returns the template for key: the cache's, else one made by make
-// and stored (unless ctx ends first or make fails). A stored template
-// that cannot be read whole is made again.
-func (c *TemplateCache) Get(ctx context.Context, key TemplateKey, make func(context.Context) (*DirImage, error)) (*DirImage, error) {
+// Get returns the template for key: the cache's, else one made by build
+// and stored (unless ctx ends first or build fails). A stored template
+// that cannot be read whole, or that key's Check refuses, is made again.
+func (c *TemplateCache) Get(ctx context.Context, key TemplateKey, build func(context.Context) (*DirImage, error)) (*DirImage, error) {
 	rec, err := key.record()
 	if err != nil {
 		return nil, err
 	}
 	name := rec.fileName()
-	if img, _, err := c.read(name); err == nil {
+	if img, err := c.readChecked(name, key); err == nil {
 		return img, nil
 	}
 	unlock, err := c.lock(ctx, name+".lock")
@@ -167,10 +173,10 @@ func (c *TemplateCache) Get(ctx context.Context, key TemplateKey, make func(cont
 	}
 	defer unlock()
 	// Another process may have made it while this one waited.
-	if img, _, err := c.read(name); err == nil {
+	if img, err := c.readChecked(name, key); err == nil {
 		return img, nil
 	}
-	img, err := make(ctx)
+	img, err := key.made(ctx, build)
 	if err != nil {
 		return nil, err
 	}
@@ -181,6 +187,31 @@ func (c *TemplateCache) Get(ctx context.Context, key TemplateKey, make func(cont
 		return img, nil
 	}
 	c.pruneStale(rec.Engine, name)
+	return img, nil
+}
+
+// readChecked reads the template file name and has key's Check judge it.
+func (c *TemplateCache) readChecked(name string, key TemplateKey) (*DirImage, error) {
+	img, _, err := c.read(name)
+	if err == nil && key.Check != nil {
+		if err = key.Check(img); err != nil {
+			fmt.Fprintf(os.Stderr, "dbrig: the data-directory template %s is refused and made again: %v\n", filepath.Join(c.dir, name), err)
+		}
+	}
+	return img, err
+}
+
+// made is a template build makes, refused unless key's Check takes it.
+func (k TemplateKey) made(ctx context.Context, build func(context.Context) (*DirImage, error)) (*DirImage, error) {
+	img, err := build(ctx)
+	if err == nil && k.Check != nil {
+		if err = k.Check(img); err != nil {
+			err = fmt.Errorf("the installer's data directory holds what it does not make: %w", err)
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
 	return img, nil
 }
 
@@ -326,22 +357,22 @@ func ProcessTemplateCache() *TemplateCache {
 }
 
 // CachedTemplate returns the template for key from the process's template
-// cache (ProcessTemplateCache), made by make and kept there if it holds
-// none; with no cache, make's.
-func CachedTemplate(ctx context.Context, key TemplateKey, make func(context.Context) (*DirImage, error)) (*DirImage, error) {
+// cache (ProcessTemplateCache), made by build and kept there if it holds
+// none; with no cache, build's. key's Check judges either.
+func CachedTemplate(ctx context.Context, key TemplateKey, build func(context.Context) (*DirImage, error)) (*DirImage, error) {
 	counted := func(ctx context.Context) (*DirImage, error) {
 		templatesMade.Add(1)
-		return make(ctx)
+		return build(ctx)
 	}
 	if c := ProcessTemplateCache(); c != nil {
 		return c.Get(ctx, key, counted)
 	}
-	return counted(ctx)
+	return key.made(ctx, counted)
 }
 
 var templatesMade atomic.Int64
 
 // TemplatesMade is how many templates this process has had an installer
-// make (CachedTemplate's make): a test's way to tell a start that took the
+// make (CachedTemplate's build): a test's way to tell a start that took the
 // cache's template from one that ran the installer.
 func TemplatesMade() int64 { return templatesMade.Load() }
