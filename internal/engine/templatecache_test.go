@@ -27,7 +27,7 @@ func testTree(t *testing.T) *DirImage {
 	if err := os.WriteFile(filepath.Join(src, "base", "seg"), append([]byte("head"), make([]byte, 1<<20)...), 0o640); err != nil {
 		t.Fatal(err)
 	}
-	img, err := ReadDirImage(src)
+	img, err := ReadDirImage(src, uint32(os.Getuid()))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -105,7 +105,7 @@ func makeTemplate(ctx context.Context, bin Binaries, user engine.ServerUser, ini
 		}
 		return nil, fmt.Errorf("mariadb-install-db in %s: %w; it said:\n%s", data, err, installDBProblems(out))
 	}
-	return engine.ReadDirImage(data)
+	return engine.ReadDirImage(data, user.UID)
 }
 
 // copyTemplate writes the template into the instance's data directory (its

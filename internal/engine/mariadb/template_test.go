@@ -134,7 +134,11 @@ func TestPlantedAccountIsDropped(t *testing.T) {
 	if err := donor.Stop(ctx); err != nil {
 		t.Fatal(err)
 	}
-	planted, err := engine.ReadDirImage(donor.DataDir())
+	user, err := engine.FindServerUser()
+	if err != nil {
+		t.Fatal(err)
+	}
+	planted, err := engine.ReadDirImage(donor.DataDir(), user.UID)
 	if err != nil {
 		t.Fatal(err)
 	}

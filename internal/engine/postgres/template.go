@@ -72,7 +72,7 @@ func makeTemplate(ctx context.Context, bin Binaries, user engine.ServerUser, par
 	if err := runInitdb(ctx, bin, user, dir, data); err != nil {
 		return nil, err
 	}
-	return engine.ReadDirImage(data)
+	return engine.ReadDirImage(data, user.UID)
 }
 
 // hbaConf admits the superuser's password (scram-sha-256) on the unix
