@@ -51,6 +51,7 @@ type keyRecord struct {
 	Programs []programID
 	Version  string
 	Args     []string
+	Zone     string // installerZone: initdb writes it into postgresql.conf
 	UID, GID uint32
 }
 
@@ -61,7 +62,7 @@ type programID struct {
 }
 
 func (k TemplateKey) record() (keyRecord, error) {
-	rec := keyRecord{Engine: k.Engine, Version: k.Version, Args: k.Args, UID: k.UID, GID: k.GID}
+	rec := keyRecord{Engine: k.Engine, Version: k.Version, Args: k.Args, Zone: installerZone(), UID: k.UID, GID: k.GID}
 	for _, p := range k.Programs {
 		st, err := os.Stat(p)
 		if err != nil {
