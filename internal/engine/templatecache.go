@@ -115,17 +115,11 @@ func OpenTemplateCache(dir string) (*TemplateCache, error) {
 	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
 		return nil, err
 	}
-	if st, err := os.Lstat(dir); err != nil {
-		return nil, err
-	} else if st.Mode()&fs.ModeSymlink != 0 {
-		return nil, fmt.Errorf("%s is a symbolic link", dir)
-	}
-	root, err := os.OpenRoot(dir)
+	root, err := openDirNoFollow(dir)
 	if err != nil {
 		return nil, err
 	}
-	// Judged by what was opened, not by the name, which may have changed
-	// since the Lstat.
+	// Judged by what was opened, not by the name.
 	st, err := root.Lstat(".")
 	if err == nil {
 		err = checkCacheDir(dir, st)
@@ -136,6 +130,27 @@ func OpenTemplateCache(dir string) (*TemplateCache, error) {
 	}
 	return &TemplateCache{root: root, dir: dir}, nil
 }
+
+// openDirNoFollow opens dir, refused if its last element is a link, as an
+// os.Root at that very directory: through the descriptor's /proc name,
+// so that no link swapped in for dir after the open is followed.
+func openDirNoFollow(dir string) (*os.Root, error) {
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENOTDIR) {
+		return nil, fmt.Errorf("%s is not a directory (a link?): %w", dir, err)
+	} else if err != nil {
+		return nil, &fs.PathError{Op: "open", Path: dir, Err: err}
+	}
+	defer unix.Close(fd)
+	if testHookCacheDirOpened != nil {
+		testHookCacheDirOpened()
+	}
+	return os.OpenRoot(fmt.Sprintf("/proc/self/fd/%d", fd))
+}
+
+// testHookCacheDirOpened, when set, runs between the cache directory's
+// open and the os.Root's: a test's way to swap the name there.
+var testHookCacheDirOpened func()
 
 func checkCacheDir(dir string, st fs.FileInfo) error {
 	sys := st.Sys().(*syscall.Stat_t)

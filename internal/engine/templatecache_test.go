@@ -150,6 +150,30 @@ func TestUnsafeCacheDirIsRefused(t *testing.T) {
 	}
 }
 
+// TestCacheDirSwappedForALinkIsNotFollowed: a cache directory whose name
+// is swapped for a link (to another directory of dbrig's) right after it
+// is opened is still the one used: a template goes into the directory
+// opened, nothing into the link's target. Not parallel: it sets a hook of
+// the package.
+func TestCacheDirSwappedForALinkIsNotFollowed(t *testing.T) {
+	parent, elsewhere := t.TempDir(), t.TempDir()
+	dir, moved := filepath.Join(parent, "cache"), filepath.Join(parent, "moved")
+	mustDo(t, os.Mkdir(dir, 0o700))
+	testHookCacheDirOpened = func() { mustDo(t, os.Rename(dir, moved), os.Symlink(elsewhere, dir)) }
+	defer func() { testHookCacheDirOpened = nil }()
+	c := openCache(t, dir)
+	var n atomic.Int32
+	if _, err := c.Get(context.Background(), testKey(t, "postgres"), counting(testTree(t), &n)); err != nil {
+		t.Fatal(err)
+	}
+	if names, _ := filepath.Glob(filepath.Join(moved, "postgres-*.tmpl")); len(names) != 1 {
+		t.Errorf("templates in the directory opened: %v, want one", names)
+	}
+	if entries, _ := os.ReadDir(elsewhere); len(entries) != 0 {
+		t.Errorf("%d entries written through the link swapped in", len(entries))
+	}
+}
+
 func mustDo(t *testing.T, errs ...error) {
 	t.Helper()
 	if err := errors.Join(errs...); err != nil {
