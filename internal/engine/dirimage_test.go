@@ -172,7 +172,7 @@ func TestReadDirImageRefusesAHardLinkOrAnotherOwner(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {
 		name string
-		make func(t *testing.T, src, outside string) error
+		plant func(t *testing.T, src, outside string) error
 	}{
 		{"hard link", func(t *testing.T, src, outside string) error {
 			return os.Link(outside, filepath.Join(src, "link"))
@@ -198,7 +198,7 @@ func TestReadDirImageRefusesAHardLinkOrAnotherOwner(t *testing.T) {
 			if err := os.WriteFile(filepath.Join(src, "PG_VERSION"), []byte("15\n"), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			if err := c.make(t, src, outside); err != nil {
+			if err := c.plant(t, src, outside); err != nil {
 				t.Fatal(err)
 			}
 			if img, err := engine.ReadDirImage(src, uint32(os.Getuid())); err == nil {

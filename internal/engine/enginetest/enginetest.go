@@ -233,3 +233,25 @@ func PoisonTemplateFile(tb testing.TB, dir, engineName string, files map[string]
 		tb.Fatal(err)
 	}
 }
+
+// RunWithTempCache runs m's tests with a template cache of their own, a
+// fresh directory removed at the end, unless CacheDirEnv names one
+// already (make test gives every package one): tests run without make
+// then leave no template or lock in the user's cache, nor take one made
+// by an earlier run.
+func RunWithTempCache(m *testing.M) int {
+	if os.Getenv(engine.CacheDirEnv) != "" {
+		return m.Run()
+	}
+	dir, err := os.MkdirTemp("", "dbrig-test-cache-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "make a template cache for the tests:", err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	if err := os.Setenv(engine.CacheDirEnv, dir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return m.Run()
+}

@@ -59,7 +59,13 @@ var madeRE = regexp.MustCompile(`made=(\d+) listen="([^"]*)"`)
 // cache dir, and returns how many templates it had initdb make.
 func startOnce(t *testing.T, cacheDir string) (made string, said string) {
 	t.Helper()
-	out, err := enginetest.RunHelper(t, helperBaseEnv+"="+pgtest.BaseDir(t), helperOnceEnv+"=1", engine.CacheDirEnv+"="+cacheDir)
+	return startOnceIn(t, pgtest.BaseDir(t), cacheDir)
+}
+
+// startOnceIn is startOnce with the helper's instance under base.
+func startOnceIn(t *testing.T, base, cacheDir string) (made string, said string) {
+	t.Helper()
+	out, err := enginetest.RunHelper(t, helperBaseEnv+"="+base, helperOnceEnv+"=1", engine.CacheDirEnv+"="+cacheDir)
 	m := madeRE.FindStringSubmatch(out)
 	if err != nil || m == nil {
 		t.Fatalf("the helper failed (%v): %s", err, out)

@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -146,40 +145,17 @@ func TestKilledDuringTemplate(t *testing.T) {
 	}
 }
 
-// TestNoTemplateLeft: once an instance of the process has started, no
-// template directory of the process is left on disk, and once it stops
-// its base directory is empty.
+// TestNoTemplateLeft: a process that makes its template (a fresh cache
+// of its own) leaves no template directory on disk, and once its
+// instance stops its base directory is empty.
 func TestNoTemplateLeft(t *testing.T) {
 	t.Parallel()
+	pgtest.Binaries(t)
 	base := pgtest.BaseDir(t)
-	bin := pgtest.Binaries(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	inst, err := postgres.Start(ctx, postgres.Options{
-		InstanceConfig: engine.InstanceConfig{Name: "left", Settings: map[string]string{"fsync": "off"}},
-		StartOptions:   engine.StartOptions{BaseDir: base}, Binaries: bin,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, parent := range []string{os.TempDir(), base} {
-		dirs, _ := filepath.Glob(filepath.Join(parent, "dbrig-pgtmpl-*"))
-		for _, d := range dirs {
-			if ownedByThisProcess(d) {
-				t.Errorf("the process's template directory %s outlives its making", d)
-			}
-		}
-	}
-	if err := inst.Stop(ctx); err != nil {
-		t.Fatal(err)
+	if made, out := startOnceIn(t, base, t.TempDir()); made != "1" {
+		t.Fatalf("the helper had initdb make %s templates, want 1: %s", made, out)
 	}
 	if entries, _ := os.ReadDir(base); len(entries) != 0 {
-		t.Errorf("%d entries left in %s", len(entries), base)
+		t.Errorf("%d entries left in %s, the first %s", len(entries), base, entries[0].Name())
 	}
-}
-
-func ownedByThisProcess(dir string) bool {
-	b, err := os.ReadFile(filepath.Join(dir, engine.OwnerFile))
-	f := strings.Fields(string(b))
-	return err == nil && len(f) > 0 && f[0] == strconv.Itoa(os.Getpid())
 }
