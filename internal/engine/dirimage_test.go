@@ -171,7 +171,7 @@ func TestReadDirImageRefusesAPipe(t *testing.T) {
 func TestReadDirImageRefusesAHardLinkOrAnotherOwner(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {
-		name string
+		name  string
 		plant func(t *testing.T, src, outside string) error
 	}{
 		{"hard link", func(t *testing.T, src, outside string) error {
