@@ -192,6 +192,7 @@ func TestDamagedTemplateIsMadeAgain(t *testing.T) {
 		damage func(whole []byte) []byte
 	}{
 		{"cut short", func(b []byte) []byte { return b[:len(b)/2] }},
+		{"a byte of a file changed", func(b []byte) []byte { return bytes.Replace(b, []byte("head"), []byte("HEAD"), 1) }},
 		{"without its end", func(b []byte) []byte { return withEntries(t, b, "", nil) }},
 		{"a link in the tree", func(b []byte) []byte {
 			return withEntries(t, b, "link", &tar.Header{Name: "tree/pg_wal", Typeflag: tar.TypeSymlink, Linkname: "/etc"})
