@@ -103,7 +103,16 @@ func (rec keyRecord) fileName() string {
 type TemplateCache struct {
 	root *os.Root
 	dir  string
+	// lockWait bounds the wait for another process's lock (maxLockWait).
+	lockWait time.Duration
 }
+
+// maxLockWait is the longest a start waits for another process making the
+// same template (a stopped process or a hung installer holds its lock as
+// long as it lives): then it makes its own, without the lock. A start
+// with a deadline waits at most half of what is left of it, to have the
+// rest to make the template.
+const maxLockWait = 2 * time.Minute
 
 // OpenTemplateCache makes dir (mode 0700) if it is missing and opens it,
 // refused unless it is a directory, not a link, owned by this process's
@@ -128,7 +137,7 @@ func OpenTemplateCache(dir string) (*TemplateCache, error) {
 		root.Close()
 		return nil, err
 	}
-	return &TemplateCache{root: root, dir: dir}, nil
+	return &TemplateCache{root: root, dir: dir, lockWait: maxLockWait}, nil
 }
 
 // openDirNoFollow opens dir, refused if its last element is a link, as an
@@ -184,10 +193,15 @@ func (c *TemplateCache) Get(ctx context.Context, key TemplateKey, build func(con
 		return img, nil
 	}
 	unlock, err := c.lock(ctx, name+".lock")
-	if err != nil {
+	locked := err == nil
+	switch {
+	case locked:
+		defer unlock()
+	case errors.Is(err, errLockWait):
+		fmt.Fprintf(os.Stderr, "dbrig: %v: making the data-directory template without it\n", err)
+	default:
 		return nil, err
 	}
-	defer unlock()
 	// Another process may have made it while this one waited.
 	if img, err := c.readChecked(name, key); err == nil {
 		return img, nil
@@ -198,8 +212,11 @@ func (c *TemplateCache) Get(ctx context.Context, key TemplateKey, build func(con
 	}
 	// A template not kept costs the next process an installer run, not
 	// this one its start.
-	if err := c.store(name, rec, img); err != nil {
+	if err := c.store(name, rec, img, locked); err != nil {
 		fmt.Fprintf(os.Stderr, "dbrig: the data-directory template is not kept in %s: %v\n", c.dir, err)
+		return img, nil
+	}
+	if !locked {
 		return img, nil
 	}
 	c.pruneStale(rec.Engine, name)
@@ -231,14 +248,24 @@ func (k TemplateKey) made(ctx context.Context, build func(context.Context) (*Dir
 	return img, nil
 }
 
+// errLockWait is lock's error when another process held the lock past
+// the wait.
+var errLockWait = errors.New("another process holds the template's lock")
+
 // lock takes an exclusive flock on the file name, made if missing, and
-// waits for it as long as ctx lets it. The kernel drops it when the
+// waits for it as long as ctx lets it, at most c.lockWait and half of
+// ctx's time left (then errLockWait). The kernel drops it when the
 // process dies, so a killed maker holds no one up.
 func (c *TemplateCache) lock(ctx context.Context, name string) (unlock func(), err error) {
 	f, err := c.root.OpenFile(name, os.O_CREATE|os.O_RDWR|unix.O_NOFOLLOW, 0o600)
 	if err != nil {
 		return nil, err
 	}
+	wait := c.lockWait
+	if deadline, ok := ctx.Deadline(); ok {
+		wait = min(wait, time.Until(deadline)/2)
+	}
+	giveUp := time.After(wait)
 	for {
 		err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
 		if err == nil {
@@ -252,6 +279,9 @@ func (c *TemplateCache) lock(ctx context.Context, name string) (unlock func(), e
 		case <-ctx.Done():
 			f.Close()
 			return nil, fmt.Errorf("wait for another process to make the data directory template: %w", context.Cause(ctx))
+		case <-giveUp:
+			f.Close()
+			return nil, fmt.Errorf("%w %s after %v", errLockWait, filepath.Join(c.dir, name), wait.Round(time.Millisecond))
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
@@ -260,10 +290,14 @@ func (c *TemplateCache) lock(ctx context.Context, name string) (unlock func(), e
 // store writes the template under a name of its own, syncs it and renames
 // it into place, so that a process killed or a machine stopped while it
 // writes leaves no half template under the template's name. It is called
-// with the template's lock held: a maker killed before left only its own
-// partial file, removed here.
-func (c *TemplateCache) store(name string, rec keyRecord, img *DirImage) error {
-	c.removeMatching(func(n string) bool { return strings.HasPrefix(n, "."+name+".") && strings.HasSuffix(n, ".new") })
+// with the template's lock held, unless locked is false (the holder took
+// too long): a maker killed before left only its own partial file,
+// removed here when locked (not otherwise: it may be the holder's, still
+// being written).
+func (c *TemplateCache) store(name string, rec keyRecord, img *DirImage, locked bool) error {
+	if locked {
+		c.removeMatching(func(n string) bool { return strings.HasPrefix(n, "."+name+".") && strings.HasSuffix(n, ".new") })
+	}
 	tmp := fmt.Sprintf(".%s.%d.%s.new", name, os.Getpid(), rand.Text()[:8])
 	f, err := c.root.OpenFile(tmp, os.O_CREATE|os.O_EXCL|os.O_WRONLY|unix.O_NOFOLLOW, 0o600)
 	if err != nil {

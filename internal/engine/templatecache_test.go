@@ -11,6 +11,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // testTree is a small data directory: a file with a zero tail, a
@@ -172,6 +175,30 @@ func TestCacheDirSwappedForALinkIsNotFollowed(t *testing.T) {
 	if entries, _ := os.ReadDir(elsewhere); len(entries) != 0 {
 		t.Errorf("%d entries written through the link swapped in", len(entries))
 	}
+}
+
+// TestLockHeldTooLongIsPassedBy: a process holding a template's lock
+// past the wait (a stopped maker, a hung installer) holds no start up for
+// longer: the start makes the template without the lock and keeps it.
+func TestLockHeldTooLongIsPassedBy(t *testing.T) {
+	t.Parallel()
+	dir, key, img := filepath.Join(t.TempDir(), "cache"), testKey(t, "postgres"), testTree(t)
+	c := openCache(t, dir)
+	c.lockWait = 100 * time.Millisecond
+	rec, err := key.record()
+	mustDo(t, err)
+	held, err := os.OpenFile(filepath.Join(dir, rec.fileName()+".lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	mustDo(t, err)
+	defer held.Close()
+	mustDo(t, unix.Flock(int(held.Fd()), unix.LOCK_EX))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var made atomic.Int32
+	got, err := c.Get(ctx, key, counting(img, &made))
+	if err != nil || made.Load() != 1 || !sameImage(got, img) {
+		t.Fatalf("with the lock held elsewhere: made %d times (want 1), err %v", made.Load(), err)
+	}
+	onlyTemplate(t, dir)
 }
 
 func mustDo(t *testing.T, errs ...error) {
