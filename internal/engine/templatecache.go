@@ -14,7 +14,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -114,9 +113,15 @@ type TemplateCache struct {
 // rest to make the template.
 const maxLockWait = 2 * time.Minute
 
+// TemplatesSubdir is the directory dbrig makes in the cache directory
+// for its templates: it prunes there only, never the cache directory
+// itself, which a user may point at a directory holding other files.
+const TemplatesSubdir = "templates"
+
 // OpenTemplateCache makes dir (mode 0700) if it is missing and opens it,
 // refused unless it is a directory, not a link, owned by this process's
-// user and writable by no one else.
+// user and writable by no one else, then its TemplatesSubdir the same
+// way, where the templates go.
 func OpenTemplateCache(dir string) (*TemplateCache, error) {
 	if err := os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {
 		return nil, err
@@ -124,52 +129,66 @@ func OpenTemplateCache(dir string) (*TemplateCache, error) {
 	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
 		return nil, err
 	}
-	root, err := openDirNoFollow(dir)
+	top, err := openCheckedDir(unix.AT_FDCWD, dir, dir)
 	if err != nil {
 		return nil, err
 	}
-	// Judged by what was opened, not by the name.
-	st, err := root.Lstat(".")
-	if err == nil {
-		err = checkCacheDir(dir, st)
+	defer unix.Close(top)
+	if err := unix.Mkdirat(top, TemplatesSubdir, 0o700); err != nil && !errors.Is(err, unix.EEXIST) {
+		return nil, &fs.PathError{Op: "mkdir", Path: filepath.Join(dir, TemplatesSubdir), Err: err}
 	}
+	sub := filepath.Join(dir, TemplatesSubdir)
+	fd, err := openCheckedDir(top, TemplatesSubdir, sub)
 	if err != nil {
-		root.Close()
 		return nil, err
-	}
-	return &TemplateCache{root: root, dir: dir, lockWait: maxLockWait}, nil
-}
-
-// openDirNoFollow opens dir, refused if its last element is a link, as an
-// os.Root at that very directory: through the descriptor's /proc name,
-// so that no link swapped in for dir after the open is followed.
-func openDirNoFollow(dir string) (*os.Root, error) {
-	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-	if errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENOTDIR) {
-		return nil, fmt.Errorf("%s is not a directory (a link?): %w", dir, err)
-	} else if err != nil {
-		return nil, &fs.PathError{Op: "open", Path: dir, Err: err}
 	}
 	defer unix.Close(fd)
+	// The os.Root is taken through the descriptor's /proc name, so that
+	// no link swapped in for either name after the open is followed.
+	root, err := os.OpenRoot(fmt.Sprintf("/proc/self/fd/%d", fd))
+	if err != nil {
+		return nil, err
+	}
+	return &TemplateCache{root: root, dir: sub, lockWait: maxLockWait}, nil
+}
+
+// openCheckedDir opens name below the directory dirfd, refused if its last
+// element is a link, and judges what it opened (checkCacheDir); path is
+// its name in errors.
+func openCheckedDir(dirfd int, name, path string) (int, error) {
+	fd, err := unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENOTDIR) {
+		return -1, fmt.Errorf("%s is not a directory (a link?): %w", path, err)
+	} else if err != nil {
+		return -1, &fs.PathError{Op: "open", Path: path, Err: err}
+	}
 	if testHookCacheDirOpened != nil {
 		testHookCacheDirOpened()
 	}
-	return os.OpenRoot(fmt.Sprintf("/proc/self/fd/%d", fd))
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		unix.Close(fd)
+		return -1, err
+	}
+	if err := checkCacheDir(path, st); err != nil {
+		unix.Close(fd)
+		return -1, err
+	}
+	return fd, nil
 }
 
-// testHookCacheDirOpened, when set, runs between the cache directory's
-// open and the os.Root's: a test's way to swap the name there.
+// testHookCacheDirOpened, when set, runs right after each of the cache's
+// directories is opened: a test's way to swap the name there.
 var testHookCacheDirOpened func()
 
-func checkCacheDir(dir string, st fs.FileInfo) error {
-	sys := st.Sys().(*syscall.Stat_t)
+func checkCacheDir(dir string, st unix.Stat_t) error {
 	switch {
-	case !st.IsDir():
+	case st.Mode&unix.S_IFMT != unix.S_IFDIR:
 		return fmt.Errorf("%s is not a directory", dir)
-	case sys.Uid != uint32(os.Geteuid()):
-		return fmt.Errorf("%s is owned by uid %d, not dbrig's %d", dir, sys.Uid, os.Geteuid())
-	case st.Mode().Perm()&0o022 != 0:
-		return fmt.Errorf("%s is writable by group or others (mode %v)", dir, st.Mode().Perm())
+	case st.Uid != uint32(os.Geteuid()):
+		return fmt.Errorf("%s is owned by uid %d, not dbrig's %d", dir, st.Uid, os.Geteuid())
+	case st.Mode&0o022 != 0:
+		return fmt.Errorf("%s is writable by group or others (mode %o)", dir, st.Mode&0o7777)
 	}
 	return nil
 }
@@ -337,9 +356,10 @@ func (c *TemplateCache) read(name string) (*DirImage, keyRecord, error) {
 }
 
 // pruneStale removes the templates of engine, other than keep, whose
-// programs are gone or changed (a server upgraded or removed), so that
-// the cache holds at most one template per key still of use. A template
-// that cannot be read whole goes too.
+// key it reads and whose programs are gone or changed (a server upgraded
+// or removed), so that the cache holds at most one template per key still
+// of use. A file whose key it cannot read is left alone: it may be no
+// template of dbrig's (a later Get of its key replaces it if it is).
 func (c *TemplateCache) pruneStale(engine, keep string) {
 	c.removeMatching(func(n string) bool {
 		if n == keep || !strings.HasPrefix(n, engine+"-") || !strings.HasSuffix(n, ".tmpl") {
@@ -351,7 +371,7 @@ func (c *TemplateCache) pruneStale(engine, keep string) {
 		}
 		defer f.Close()
 		_, rec, err := readTemplateFile(f, true)
-		if err == nil && rec.current() {
+		if err != nil || rec.fileName() != n || rec.current() {
 			return false
 		}
 		_ = c.root.Remove(n + ".lock")

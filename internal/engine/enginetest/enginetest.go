@@ -174,7 +174,7 @@ func RunHelper(tb testing.TB, env ...string) (string, error) {
 // template's file can and cannot reach a server.
 func PoisonTemplateFile(tb testing.TB, dir, engineName string, files map[string]string) {
 	tb.Helper()
-	names, _ := filepath.Glob(filepath.Join(dir, engineName+"-*.tmpl"))
+	names, _ := filepath.Glob(filepath.Join(dir, engine.TemplatesSubdir, engineName+"-*.tmpl"))
 	if len(names) != 1 {
 		tb.Fatalf("%s templates in %s: %v, want one", engineName, dir, names)
 	}

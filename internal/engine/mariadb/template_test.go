@@ -191,7 +191,7 @@ func TestKilledDuringTemplate(t *testing.T) {
 		t.Errorf("%d entries left in %s", len(entries), base)
 	}
 	// No half template is left for the next process, which makes one.
-	if names, _ := filepath.Glob(filepath.Join(cache, "*.tmpl")); len(names) != 0 {
+	if names, _ := filepath.Glob(filepath.Join(cache, engine.TemplatesSubdir, "*.tmpl")); len(names) != 0 {
 		t.Errorf("a killed dbrig left a template: %v", names)
 	}
 	if made, out := startOnce(t, cache); made != "1" {

@@ -88,7 +88,7 @@ func TestSecondProcessTakesTheCachedTemplate(t *testing.T) {
 			t.Errorf("process %d had initdb make %s templates, want %s: %s", i+1, made, want, out)
 		}
 	}
-	names, _ := filepath.Glob(filepath.Join(cache, "postgres-*.tmpl"))
+	names, _ := filepath.Glob(filepath.Join(cache, engine.TemplatesSubdir, "postgres-*.tmpl"))
 	if len(names) != 1 {
 		t.Errorf("templates in the cache: %v, want one", names)
 	}
