@@ -94,7 +94,7 @@ test: ## install what the tests need, vet, run every test, and fail if a test le
 	scripts/install-deps --test
 	$(GO) vet ./...
 	@tmp=$$(mktemp -d "$(TEST_TMPBASE)/dbrig-make-test.XXXXXX") && chmod 1777 "$$tmp" || exit 1; \
-	cache=$$(mktemp -d "$(TEST_TMPBASE)/dbrig-make-cache.XXXXXX") || exit 1; \
+	cache=$$(mktemp -d "$(TEST_TMPBASE)/dbrig-make-cache.XXXXXX") || { rm -rf "$$tmp"; exit 1; }; \
 	untracked=$$(mktemp); git status --porcelain --untracked-files=all 2>/dev/null | sort > "$$untracked"; \
 	echo "TMPDIR=$$tmp DBRIG_CACHE_DIR=$$cache CI=$${CI:-} $(GO) test -race -ldflags=-w -timeout $(TEST_TIMEOUT) -count=1 -p $(TEST_PARALLEL) $(test_pkgs)"; \
 	status=0; fuzz=; \

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 )
@@ -41,15 +42,18 @@ type imageEntry struct {
 	size int64
 }
 
-// ReadDirImage reads the tree under root. Anything but a directory or a
-// regular file (a symbolic link, a socket, a pipe) is refused: an
-// installer's fresh data directory holds none, and a copy must not point
-// outside itself. The tree belongs to the server's account, which may
+// ReadDirImage reads the tree under root, every entry of which must be
+// owner's (the server account's uid, the installer's). Anything but a
+// directory or a regular file (a symbolic link, a socket, a pipe) is
+// refused: an installer's fresh data directory holds none, and a copy must
+// not point outside itself; so is a file with a second name (a hard link
+// the account made to a file it may not read, which root would copy) or
+// another owner. The tree belongs to the server's account, which may
 // change it while dbrig, perhaps root, reads: every entry is opened below
 // root without following a link and judged by what was opened, so that a
 // name swapped for a link can neither copy a file from elsewhere into the
 // template nor (a pipe) hang the read.
-func ReadDirImage(root string) (*DirImage, error) {
+func ReadDirImage(root string, owner uint32) (*DirImage, error) {
 	tree, err := os.OpenRoot(root)
 	if err != nil {
 		return nil, fmt.Errorf("read the tree %s: %w", root, err)
@@ -60,7 +64,7 @@ func ReadDirImage(root string) (*DirImage, error) {
 		if err != nil || rel == "." {
 			return err
 		}
-		e, err := readEntry(tree, rel)
+		e, err := readEntry(tree, rel, owner)
 		if err != nil {
 			return fmt.Errorf("%s: %w", filepath.Join(root, rel), err)
 		}
@@ -73,7 +77,7 @@ func ReadDirImage(root string) (*DirImage, error) {
 	return img, nil
 }
 
-func readEntry(tree *os.Root, rel string) (imageEntry, error) {
+func readEntry(tree *os.Root, rel string, owner uint32) (imageEntry, error) {
 	f, err := tree.OpenFile(rel, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
 	if err != nil {
 		return imageEntry{}, err
@@ -83,9 +87,14 @@ func readEntry(tree *os.Root, rel string) (imageEntry, error) {
 	if err != nil {
 		return imageEntry{}, err
 	}
+	sys := info.Sys().(*syscall.Stat_t)
 	e := imageEntry{rel: rel, mode: info.Mode()}
 	switch {
+	case sys.Uid != owner:
+		return imageEntry{}, fmt.Errorf("owned by uid %d, not the installer's %d", sys.Uid, owner)
 	case info.IsDir():
+	case info.Mode().IsRegular() && sys.Nlink != 1:
+		return imageEntry{}, fmt.Errorf("a file with %d names", sys.Nlink)
 	case info.Mode().IsRegular():
 		e.size = info.Size()
 		if e.data, err = readUpToLastNonZero(f, e.size); err != nil {
@@ -370,4 +379,26 @@ func (img *DirImage) File(rel string) ([]byte, bool) {
 		}
 	}
 	return nil, false
+}
+
+// TopLevel are the names of the image's entries at its root.
+func (img *DirImage) TopLevel() []string {
+	var names []string
+	for _, e := range img.entries {
+		if !strings.Contains(e.rel, "/") {
+			names = append(names, e.rel)
+		}
+	}
+	return names
+}
+
+// Has reports whether any entry of the image, file or directory, matches
+// pattern (path.Match).
+func (img *DirImage) Has(pattern string) bool {
+	for _, e := range img.entries {
+		if ok, _ := path.Match(pattern, e.rel); ok {
+			return true
+		}
+	}
+	return false
 }

@@ -39,7 +39,7 @@ func TestDirImageRoundTrip(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	img, err := engine.ReadDirImage(src)
+	img, err := engine.ReadDirImage(src, uint32(os.Getuid()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +81,7 @@ func TestDirImageIntoAnEmptyDirectory(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	img, err := engine.ReadDirImage(src)
+	img, err := engine.ReadDirImage(src, uint32(os.Getuid()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +121,7 @@ func TestDirImageGivesEveryEntryToTheServerAccount(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	img, err := engine.ReadDirImage(src)
+	img, err := engine.ReadDirImage(src, uint32(os.Getuid()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,8 +159,52 @@ func TestReadDirImageRefusesAPipe(t *testing.T) {
 	if err := syscall.Mkfifo(filepath.Join(src, "pipe"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := engine.ReadDirImage(src); err == nil {
+	if _, err := engine.ReadDirImage(src, uint32(os.Getuid())); err == nil {
 		t.Errorf("a tree holding a pipe was read")
+	}
+}
+
+// TestReadDirImageRefusesAHardLinkOrAnotherOwner: a file with a second
+// name (a hard link the server account made, in the tree, to a file it
+// may not read, which root would copy) or owned by another uid than the
+// installer's is refused.
+func TestReadDirImageRefusesAHardLinkOrAnotherOwner(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name  string
+		plant func(t *testing.T, src, outside string) error
+	}{
+		{"hard link", func(t *testing.T, src, outside string) error {
+			return os.Link(outside, filepath.Join(src, "link"))
+		}},
+		{"another owner", func(t *testing.T, src, _ string) error {
+			if os.Geteuid() != 0 {
+				t.Skip("only root gives a file away")
+			}
+			path := filepath.Join(src, "given")
+			if err := os.WriteFile(path, []byte("x"), 0o600); err != nil {
+				return err
+			}
+			return os.Chown(path, 65534, 65534)
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			src, other := t.TempDir(), t.TempDir()
+			outside := filepath.Join(other, "secret")
+			if err := os.WriteFile(outside, []byte("not the installer's"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(src, "PG_VERSION"), []byte("15\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.plant(t, src, outside); err != nil {
+				t.Fatal(err)
+			}
+			if img, err := engine.ReadDirImage(src, uint32(os.Getuid())); err == nil {
+				t.Errorf("the tree was read: %v", img.TopLevel())
+			}
+		})
 	}
 }
 
@@ -181,7 +225,7 @@ func TestDirImageHoldsNoZeroTail(t *testing.T) {
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
-	img, err := engine.ReadDirImage(src)
+	img, err := engine.ReadDirImage(src, uint32(os.Getuid()))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -20,7 +21,7 @@ import (
 func RunAs(ctx context.Context, user ServerUser, dir, stdin, prog string, args ...string) (string, error) {
 	cmd := exec.CommandContext(ctx, prog, args...)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "LC_ALL=C")
+	cmd.Env = InstallerEnv()
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: user.Credential()}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = 5 * time.Second
@@ -32,6 +33,38 @@ func RunAs(ctx context.Context, user ServerUser, dir, stdin, prog string, args .
 	}
 	err := cmd.Wait()
 	return out.String(), err
+}
+
+// installerPath is the PATH the server account's programs run with: the
+// system's directories only, as Debian's login.defs gives root.
+const installerPath = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+// InstallerEnv is the whole environment RunAs gives a program of the
+// server account: a fixed PATH, LC_ALL=C, and dbrig's TZ when it has one
+// (initdb writes the zone it finds into postgresql.conf, as it did when
+// each instance ran its own initdb; without TZ it reads /etc/localtime).
+// Nothing else of dbrig's environment reaches the account: a variable
+// there could change what an installer makes, and the template it makes
+// is kept for every later process.
+func InstallerEnv() []string {
+	env := []string{installerPath, "LC_ALL=C"}
+	if tz, ok := os.LookupEnv("TZ"); ok {
+		env = append(env, "TZ="+tz)
+	}
+	return env
+}
+
+// installerZone is the time zone an installer's environment resolves
+// to, for a template's key: TZ when set, else where /etc/localtime leads.
+func installerZone() string {
+	if tz, ok := os.LookupEnv("TZ"); ok {
+		return "TZ=" + tz
+	}
+	zone, err := filepath.EvalSymlinks("/etc/localtime")
+	if err != nil {
+		return "localtime unknown"
+	}
+	return "localtime=" + zone
 }
 
 // NewPassword is a random password of 24 bytes from crypto/rand, in

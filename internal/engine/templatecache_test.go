@@ -11,6 +11,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // testTree is a small data directory: a file with a zero tail, a
@@ -27,7 +30,7 @@ func testTree(t *testing.T) *DirImage {
 	if err := os.WriteFile(filepath.Join(src, "base", "seg"), append([]byte("head"), make([]byte, 1<<20)...), 0o640); err != nil {
 		t.Fatal(err)
 	}
-	img, err := ReadDirImage(src)
+	img, err := ReadDirImage(src, uint32(os.Getuid()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,6 +153,55 @@ func TestUnsafeCacheDirIsRefused(t *testing.T) {
 	}
 }
 
+// TestCacheDirSwappedForALinkIsNotFollowed: a cache directory whose name
+// is swapped for a link (to another directory of dbrig's) right after it
+// is opened is still the one used: a template goes into the directory
+// opened, nothing into the link's target. Not parallel: it sets a hook of
+// the package.
+func TestCacheDirSwappedForALinkIsNotFollowed(t *testing.T) {
+	parent, elsewhere := t.TempDir(), t.TempDir()
+	dir, moved := filepath.Join(parent, "cache"), filepath.Join(parent, "moved")
+	mustDo(t, os.Mkdir(dir, 0o700))
+	var once sync.Once
+	testHookCacheDirOpened = func() { once.Do(func() { mustDo(t, os.Rename(dir, moved), os.Symlink(elsewhere, dir)) }) }
+	defer func() { testHookCacheDirOpened = nil }()
+	c := openCache(t, dir)
+	var n atomic.Int32
+	if _, err := c.Get(context.Background(), testKey(t, "postgres"), counting(testTree(t), &n)); err != nil {
+		t.Fatal(err)
+	}
+	if names, _ := filepath.Glob(filepath.Join(moved, TemplatesSubdir, "postgres-*.tmpl")); len(names) != 1 {
+		t.Errorf("templates in the directory opened: %v, want one", names)
+	}
+	if entries, _ := os.ReadDir(elsewhere); len(entries) != 0 {
+		t.Errorf("%d entries written through the link swapped in", len(entries))
+	}
+}
+
+// TestLockHeldTooLongIsPassedBy: a process holding a template's lock
+// past the wait (a stopped maker, a hung installer) holds no start up for
+// longer: the start makes the template without the lock and keeps it.
+func TestLockHeldTooLongIsPassedBy(t *testing.T) {
+	t.Parallel()
+	dir, key, img := filepath.Join(t.TempDir(), "cache"), testKey(t, "postgres"), testTree(t)
+	c := openCache(t, dir)
+	c.lockWait = 100 * time.Millisecond
+	rec, err := key.record()
+	mustDo(t, err)
+	held, err := os.OpenFile(filepath.Join(c.Dir(), rec.fileName()+".lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	mustDo(t, err)
+	defer held.Close()
+	mustDo(t, unix.Flock(int(held.Fd()), unix.LOCK_EX))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var made atomic.Int32
+	got, err := c.Get(ctx, key, counting(img, &made))
+	if err != nil || made.Load() != 1 || !sameImage(got, img) {
+		t.Fatalf("with the lock held elsewhere: made %d times (want 1), err %v", made.Load(), err)
+	}
+	onlyTemplate(t, c.Dir())
+}
+
 func mustDo(t *testing.T, errs ...error) {
 	t.Helper()
 	if err := errors.Join(errs...); err != nil {
@@ -168,6 +220,7 @@ func TestDamagedTemplateIsMadeAgain(t *testing.T) {
 		damage func(whole []byte) []byte
 	}{
 		{"cut short", func(b []byte) []byte { return b[:len(b)/2] }},
+		{"a byte of a file changed", func(b []byte) []byte { return bytes.Replace(b, []byte("head"), []byte("HEAD"), 1) }},
 		{"without its end", func(b []byte) []byte { return withEntries(t, b, "", nil) }},
 		{"a link in the tree", func(b []byte) []byte {
 			return withEntries(t, b, "link", &tar.Header{Name: "tree/pg_wal", Typeflag: tar.TypeSymlink, Linkname: "/etc"})
@@ -186,10 +239,10 @@ func TestDamagedTemplateIsMadeAgain(t *testing.T) {
 			if _, err := openCache(t, dir).Get(context.Background(), key, counting(img, &made)); err != nil {
 				t.Fatal(err)
 			}
-			name := onlyTemplate(t, dir)
+			name := onlyTemplate(t, filepath.Join(dir, TemplatesSubdir))
 			whole, err := os.ReadFile(name)
 			mustDo(t, err, os.WriteFile(name, tt.damage(whole), 0o600))
-			partial := filepath.Join(dir, "."+filepath.Base(name)+".1.killed.new")
+			partial := filepath.Join(filepath.Dir(name), "."+filepath.Base(name)+".1.killed.new")
 			mustDo(t, os.WriteFile(partial, whole[:100], 0o600))
 			got, err := openCache(t, dir).Get(context.Background(), key, counting(img, &made))
 			if err != nil || made.Load() != 2 || !sameImage(got, img) {
@@ -253,7 +306,8 @@ func onlyTemplate(t *testing.T, dir string) string {
 
 // TestStaleTemplatesArePruned: making a template removes the engine's
 // templates whose programs are gone, not those whose programs are there,
-// nor another engine's.
+// nor another engine's, nor a file whose key cannot be read, nor a stale
+// template outside dbrig's own subdirectory of the cache directory.
 func TestStaleTemplatesArePruned(t *testing.T) {
 	t.Parallel()
 	dir, img := filepath.Join(t.TempDir(), "cache"), testTree(t)
@@ -265,13 +319,18 @@ func TestStaleTemplatesArePruned(t *testing.T) {
 			t.Fatal(err)
 		}
 		rec, _ := key.record()
-		names[what] = filepath.Join(dir, rec.fileName())
+		names[what] = filepath.Join(c.Dir(), rec.fileName())
 	}
+	stale, err := os.ReadFile(names["gone"])
+	mustDo(t, err)
+	names["unreadable"] = filepath.Join(c.Dir(), "postgres-00000000000000000000000000000000.tmpl")
+	names["outside"] = filepath.Join(dir, filepath.Base(names["gone"]))
+	mustDo(t, os.WriteFile(names["unreadable"], []byte("not a template"), 0o600), os.WriteFile(names["outside"], stale, 0o600))
 	mustDo(t, os.Remove(keys["gone"].Programs[0]), os.Remove(keys["other engine"].Programs[0]))
 	if _, err := c.Get(context.Background(), testKey(t, "postgres"), counting(img, new(atomic.Int32))); err != nil {
 		t.Fatal(err)
 	}
-	for what, want := range map[string]bool{"gone": false, "kept": true, "other engine": true} {
+	for what, want := range map[string]bool{"gone": false, "kept": true, "other engine": true, "unreadable": true, "outside": true} {
 		if _, err := os.Stat(names[what]); (err == nil) != want {
 			t.Errorf("the %s template is there: %v, want %v", what, err == nil, want)
 		}
@@ -279,7 +338,7 @@ func TestStaleTemplatesArePruned(t *testing.T) {
 	if _, err := os.Stat(names["gone"] + ".lock"); err == nil {
 		t.Errorf("the pruned template's lock file is left")
 	}
-	if leftovers, _ := filepath.Glob(filepath.Join(dir, ".*")); len(leftovers) != 0 {
+	if leftovers, _ := filepath.Glob(filepath.Join(c.Dir(), ".*")); len(leftovers) != 0 {
 		t.Errorf("left in the cache: %s", strings.Join(leftovers, " "))
 	}
 }

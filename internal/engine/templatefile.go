@@ -2,11 +2,15 @@ package engine
 
 import (
 	"archive/tar"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash"
+	"hash/crc32"
 	"io"
 	"io/fs"
+	"os"
 	"path"
 	"strconv"
 	"strings"
@@ -15,7 +19,10 @@ import (
 // A template file is a tar archive (tar tvf lists it): first "key", the
 // key it was made for as JSON; then the tree, each directory and regular
 // file under "tree/", a file's zero tail left out and its whole size in a
-// PAX record; last "end", without which the file is not whole.
+// PAX record; last "end", without which the file is not whole, holding a
+// CRC-32C of the key and of every entry's path, mode, size and bytes
+// (contentSum): a template damaged on disk where tar sees nothing wrong
+// (a bit flipped in a file's bytes) is made again, not copied.
 const (
 	tmplKeyName  = "key"
 	tmplTreeDir  = "tree/"
@@ -24,6 +31,22 @@ const (
 	maxTmplEntry = 1 << 30 // a stored file's bytes: a fresh data directory's are a few MB
 	maxTmplSize  = 1 << 40 // a file's whole size, zero tail included
 )
+
+// contentSum is the CRC-32C a template file's end holds.
+type contentSum struct{ h hash.Hash32 }
+
+func newContentSum(key []byte) contentSum {
+	s := contentSum{crc32.New(crc32.MakeTable(crc32.Castagnoli))}
+	s.h.Write(key)
+	return s
+}
+
+func (s contentSum) add(e imageEntry) {
+	fmt.Fprintf(s.h, "\x00%s\x00%o\x00%d\x00%d\x00", e.rel, uint32(e.mode), e.size, len(e.data))
+	s.h.Write(e.data)
+}
+
+func (s contentSum) end() []byte { return fmt.Appendf(nil, "crc32c=%08x\n", s.h.Sum32()) }
 
 func writeTemplateFile(w io.Writer, rec keyRecord, img *DirImage) error {
 	tw := tar.NewWriter(w)
@@ -34,7 +57,9 @@ func writeTemplateFile(w io.Writer, rec keyRecord, img *DirImage) error {
 	if err := writeTarFile(tw, &tar.Header{Name: tmplKeyName}, key); err != nil {
 		return err
 	}
+	sum := newContentSum(key)
 	for _, e := range img.entries {
+		sum.add(e)
 		hdr := &tar.Header{Name: tmplTreeDir + e.rel, Mode: int64(e.mode.Perm())}
 		if e.mode.IsDir() {
 			hdr.Typeflag, hdr.Name = tar.TypeDir, hdr.Name+"/"
@@ -50,7 +75,7 @@ func writeTemplateFile(w io.Writer, rec keyRecord, img *DirImage) error {
 			return err
 		}
 	}
-	if err := writeTarFile(tw, &tar.Header{Name: tmplEndName}, nil); err != nil {
+	if err := writeTarFile(tw, &tar.Header{Name: tmplEndName}, sum.end()); err != nil {
 		return err
 	}
 	return tw.Close()
@@ -81,12 +106,17 @@ func readTemplateFile(r io.Reader, keyOnly bool) (*DirImage, keyRecord, error) {
 	if err == nil && (hdr.Name != tmplKeyName || hdr.Typeflag != tar.TypeReg || hdr.Size > 1<<20) {
 		err = errors.New("it does not begin with its key")
 	}
+	var key []byte
 	if err == nil {
-		err = json.NewDecoder(tr).Decode(&rec)
+		key, err = io.ReadAll(tr)
+	}
+	if err == nil {
+		err = json.Unmarshal(key, &rec)
 	}
 	if err != nil || keyOnly {
 		return nil, rec, templateFileErr(err)
 	}
+	sum := newContentSum(key)
 	img := &DirImage{}
 	dirs := map[string]bool{".": true}
 	for {
@@ -95,8 +125,8 @@ func readTemplateFile(r io.Reader, keyOnly bool) (*DirImage, keyRecord, error) {
 			return nil, rec, templateFileErr(err)
 		}
 		if hdr.Name == tmplEndName {
-			if _, err := tr.Next(); err != io.EOF {
-				return nil, rec, templateFileErr(errors.New("entries past its end"))
+			if err := checkEnd(tr, sum); err != nil {
+				return nil, rec, templateFileErr(err)
 			}
 			return img, rec, nil
 		}
@@ -104,8 +134,25 @@ func readTemplateFile(r io.Reader, keyOnly bool) (*DirImage, keyRecord, error) {
 		if err != nil {
 			return nil, rec, templateFileErr(fmt.Errorf("%s: %w", hdr.Name, err))
 		}
+		sum.add(e)
 		img.entries = append(img.entries, e)
 	}
+}
+
+// checkEnd reads the end entry, the last, and compares its sum with the
+// entries read.
+func checkEnd(tr *tar.Reader, sum contentSum) error {
+	got, err := io.ReadAll(io.LimitReader(tr, 64))
+	if err != nil {
+		return err
+	}
+	if want := sum.end(); !bytes.Equal(got, want) {
+		return fmt.Errorf("its end says %q, its content sums to %q", bytes.TrimSpace(got), bytes.TrimSpace(want))
+	}
+	if _, err := tr.Next(); err != io.EOF {
+		return errors.New("entries past its end")
+	}
+	return nil
 }
 
 func templateFileErr(err error) error {
@@ -167,4 +214,26 @@ func readTemplateEntry(tr *tar.Reader, hdr *tar.Header, dirs map[string]bool) (i
 	}
 	e.data = data
 	return e, nil
+}
+
+// RewriteTemplateFile reads the template file at path, has change alter
+// its tree and writes it back, its sum made anew: what no other account
+// can do to dbrig's own cache, but what a test uses to show what a
+// template file can and cannot bring to a server.
+func RewriteTemplateFile(path string, change func(*DirImage)) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	img, rec, err := readTemplateFile(f, false)
+	f.Close()
+	if err != nil {
+		return err
+	}
+	change(img)
+	var b bytes.Buffer
+	if err := writeTemplateFile(&b, rec, img); err != nil {
+		return err
+	}
+	return os.WriteFile(path, b.Bytes(), 0o600)
 }

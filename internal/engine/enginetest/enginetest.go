@@ -4,12 +4,9 @@
 package enginetest
 
 import (
-	"archive/tar"
 	"bytes"
 	"fmt"
-	"io"
 	"io/fs"
-	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -171,65 +168,44 @@ func RunHelper(tb testing.TB, env ...string) (string, error) {
 
 // PoisonTemplateFile rewrites the one template file of engineName in the
 // template cache dir so that its tree holds files (relative path to
-// content), replaced or added: what another account could not do to
-// dbrig's own cache, but what a test uses to show what a template's file
-// can and cannot reach a server.
+// content), replaced or added, its sum made anew (so that the file is
+// judged by what it holds, not refused as damaged): what another account
+// could not do to dbrig's own cache, but what a test uses to show what a
+// template's file can and cannot reach a server.
 func PoisonTemplateFile(tb testing.TB, dir, engineName string, files map[string]string) {
 	tb.Helper()
-	names, _ := filepath.Glob(filepath.Join(dir, engineName+"-*.tmpl"))
+	names, _ := filepath.Glob(filepath.Join(dir, engine.TemplatesSubdir, engineName+"-*.tmpl"))
 	if len(names) != 1 {
 		tb.Fatalf("%s templates in %s: %v, want one", engineName, dir, names)
 	}
-	whole, err := os.ReadFile(names[0])
+	err := engine.RewriteTemplateFile(names[0], func(img *engine.DirImage) {
+		for rel, content := range files {
+			img.SetFile(rel, []byte(content))
+		}
+	})
 	if err != nil {
 		tb.Fatal(err)
 	}
-	files = maps.Clone(files)
-	tr := tar.NewReader(bytes.NewReader(whole))
-	var out bytes.Buffer
-	tw := tar.NewWriter(&out)
-	write := func(hdr *tar.Header, data []byte) {
-		hdr.Size = int64(len(data))
-		if err := tw.WriteHeader(hdr); err != nil {
-			tb.Fatal(err)
-		}
-		if _, err := tw.Write(data); err != nil {
-			tb.Fatal(err)
-		}
+}
+
+// RunWithTempCache runs m's tests with a template cache of their own, a
+// fresh directory removed at the end, unless CacheDirEnv names one
+// already (make test gives every package one): tests run without make
+// then leave no template or lock in the user's cache, nor take one made
+// by an earlier run.
+func RunWithTempCache(m *testing.M) int {
+	if os.Getenv(engine.CacheDirEnv) != "" {
+		return m.Run()
 	}
-	for {
-		hdr, err := tr.Next()
-		if err != nil {
-			tb.Fatalf("read %s: %v", names[0], err)
-		}
-		data, err := io.ReadAll(tr)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		if hdr.Name == "end" {
-			for rel, content := range files {
-				write(&tar.Header{Name: "tree/" + rel, Typeflag: tar.TypeReg, Mode: 0o600}, []byte(content))
-			}
-			write(hdr, data)
-			break
-		}
-		rel := strings.TrimPrefix(hdr.Name, "tree/")
-		if content, ok := files[rel]; ok && hdr.Typeflag == tar.TypeReg {
-			data, hdr.PAXRecords = []byte(content), nil // the whole size with it
-			delete(files, rel)
-		}
-		if hdr.Typeflag == tar.TypeDir {
-			if err := tw.WriteHeader(hdr); err != nil {
-				tb.Fatal(err)
-			}
-			continue
-		}
-		write(hdr, data)
+	dir, err := os.MkdirTemp("", "dbrig-test-cache-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "make a template cache for the tests:", err)
+		return 1
 	}
-	if err := tw.Close(); err != nil {
-		tb.Fatal(err)
+	defer os.RemoveAll(dir)
+	if err := os.Setenv(engine.CacheDirEnv, dir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
 	}
-	if err := os.WriteFile(names[0], out.Bytes(), 0o600); err != nil {
-		tb.Fatal(err)
-	}
+	return m.Run()
 }

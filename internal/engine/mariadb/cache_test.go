@@ -88,7 +88,7 @@ func TestSecondProcessTakesTheCachedTemplate(t *testing.T) {
 			t.Errorf("process %d had mariadb-install-db make %s templates, want %s: %s", i+1, made, want, out)
 		}
 	}
-	if names, _ := filepath.Glob(filepath.Join(cache, "mariadb-*.tmpl")); len(names) != 1 {
+	if names, _ := filepath.Glob(filepath.Join(cache, engine.TemplatesSubdir, "mariadb-*.tmpl")); len(names) != 1 {
 		t.Errorf("templates in the cache: %v, want one", names)
 	}
 }

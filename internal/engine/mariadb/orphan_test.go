@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/dbrig/dbrig/internal/engine"
+	"github.com/dbrig/dbrig/internal/engine/enginetest"
 	"github.com/dbrig/dbrig/internal/engine/mariadb"
 	"github.com/dbrig/dbrig/internal/engine/mariadb/mariatest"
 )
@@ -33,7 +34,7 @@ func TestMain(m *testing.M) {
 	} else if mode != "" {
 		os.Exit(helperMain(mode, os.Getenv(helperBaseEnv)))
 	}
-	os.Exit(m.Run())
+	os.Exit(enginetest.RunWithTempCache(m))
 }
 
 // helperMain starts an instance, says "ready", and then waits: for SIGINT

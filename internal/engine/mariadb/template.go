@@ -105,7 +105,7 @@ func makeTemplate(ctx context.Context, bin Binaries, user engine.ServerUser, ini
 		}
 		return nil, fmt.Errorf("mariadb-install-db in %s: %w; it said:\n%s", data, err, installDBProblems(out))
 	}
-	return engine.ReadDirImage(data)
+	return engine.ReadDirImage(data, user.UID)
 }
 
 // copyTemplate writes the template into the instance's data directory (its
@@ -173,22 +173,28 @@ func (i *Instance) writeDataDir(template *engine.DirImage) error {
 }
 
 // loginsSQL makes dbrig's login, from the password's hash only, and drops
-// every other: no root (mariadb-install-db makes one that logs in through
-// the socket without a password), no anonymous login; proxy grants for
-// host names that skip-name-resolve ignores (and warns about at every
-// start) go.
+// every other account but mariadb.sys (which owns the mysql.user view),
+// with its grants: the template is made by mariadb-install-db running as
+// the server account, which could plant an account, a role grant or a
+// proxy grant in it before dbrig reads it; the installer's own root (which
+// logs in through the socket without a password), anonymous login and
+// proxy grants go the same way.
 func loginsSQL(password string) string {
 	hash := nativePasswordHash(password)
+	kept := fmt.Sprintf("(User = '%s' AND Host IN ('127.0.0.1', 'localhost')) OR (User = 'mariadb.sys' AND Host = 'localhost')", SuperUser)
 	var b strings.Builder
 	// Bootstrap runs without grant tables; FLUSH PRIVILEGES loads them so
-	// that account statements work.
+	// that account statements work, and again once the tables are pruned.
+	b.WriteString("FLUSH PRIVILEGES;\n")
+	for _, table := range []string{"global_priv", "db", "tables_priv", "columns_priv", "procs_priv"} {
+		fmt.Fprintf(&b, "DELETE FROM mysql.%s WHERE NOT (%s);\n", table, kept)
+	}
+	b.WriteString("DELETE FROM mysql.roles_mapping;\n")
+	b.WriteString("DELETE FROM mysql.proxies_priv;\n")
 	b.WriteString("FLUSH PRIVILEGES;\n")
 	for _, host := range []string{"127.0.0.1", "localhost"} {
-		fmt.Fprintf(&b, "CREATE USER '%s'@'%s' IDENTIFIED BY PASSWORD '%s';\n", SuperUser, host, hash)
+		fmt.Fprintf(&b, "CREATE OR REPLACE USER '%s'@'%s' IDENTIFIED BY PASSWORD '%s';\n", SuperUser, host, hash)
 		fmt.Fprintf(&b, "GRANT ALL PRIVILEGES ON *.* TO '%s'@'%s' WITH GRANT OPTION;\n", SuperUser, host)
 	}
-	b.WriteString("DROP USER IF EXISTS 'root'@'localhost';\n")
-	b.WriteString("DROP USER IF EXISTS ''@'localhost';\n")
-	b.WriteString("DELETE FROM mysql.proxies_priv WHERE Host <> 'localhost';\n")
 	return b.String()
 }

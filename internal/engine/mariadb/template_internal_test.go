@@ -20,7 +20,7 @@ func TestEveryRedoLogGoesToTheWALDir(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	template, err := engine.ReadDirImage(src)
+	template, err := engine.ReadDirImage(src, uint32(os.Getuid()))
 	if err != nil {
 		t.Fatal(err)
 	}

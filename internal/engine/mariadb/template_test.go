@@ -99,6 +99,72 @@ func TestPoisonedTemplate(t *testing.T) {
 	}
 }
 
+// TestPlantedAccountIsDropped: an account, a role and a proxy grant the
+// server account could have planted in the installer's data directory
+// before dbrig read it are gone from every copy: the planted logins, with
+// no password, are refused. The planted template is a stopped instance's
+// data directory where they were made. Not parallel: it changes the
+// template every Start of the process copies, and puts it back (at its
+// end) before the parallel tests run.
+func TestPlantedAccountIsDropped(t *testing.T) {
+	e := mariatest.Engine(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	donor, err := e.StartInstance(ctx, engine.InstanceConfig{Name: "donor", Engine: mariadb.Name, Settings: mariatest.FastSettings},
+		engine.StartOptions{BaseDir: mariatest.BaseDir(t), Keep: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := open(t, donor.Login(""))
+	for _, stmt := range []string{
+		"CREATE USER 'planted'@'127.0.0.1', 'planted'@'localhost', 'proxied'@'127.0.0.1'",
+		"GRANT ALL PRIVILEGES ON *.* TO 'planted'@'127.0.0.1', 'planted'@'localhost' WITH GRANT OPTION",
+		"CREATE ROLE planted_role",
+		"GRANT ALL PRIVILEGES ON *.* TO planted_role",
+		"GRANT planted_role TO 'proxied'@'127.0.0.1'",
+		"GRANT PROXY ON '" + mariadb.SuperUser + "'@'127.0.0.1' TO 'proxied'@'127.0.0.1'",
+		// A fresh installer's tree holds no dbrig login.
+		"DROP USER '" + mariadb.SuperUser + "'@'localhost', '" + mariadb.SuperUser + "'@'127.0.0.1'",
+	} {
+		if _, err := db.ExecContext(ctx, stmt); err != nil {
+			t.Fatalf("%s: %v", stmt, err)
+		}
+	}
+	db.Close()
+	if err := donor.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	user, err := engine.FindServerUser()
+	if err != nil {
+		t.Fatal(err)
+	}
+	planted, err := engine.ReadDirImage(donor.DataDir(), user.UID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	restore, err := mariadb.PoisonTemplate(ctx, e, func(img *engine.DirImage) { *img = *planted })
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(restore)
+	inst := mariatest.Start(t, "planted", nil)
+	for _, user := range []string{"planted", "proxied"} {
+		for _, login := range []engine.Conn{
+			engine.NewConn(mariadb.Name, "127.0.0.1", inst.Port(), user, "", ""),
+			engine.NewConn(mariadb.Name, inst.Socket(), 0, user, "", ""),
+		} {
+			if db, err := mariadb.Open(ctx, login); err == nil {
+				db.Close()
+				t.Errorf("%s logged in without a password at %s", login.User, login.Host)
+			}
+		}
+	}
+	var n int
+	if err := open(t, inst.Login("")).QueryRowContext(ctx, "SELECT COUNT(*) FROM mysql.roles_mapping").Scan(&n); err != nil || n != 0 {
+		t.Errorf("role grants in the copy: %d (%v), want none", n, err)
+	}
+}
+
 // TestKilledDuringTemplate: a dbrig killed (SIGKILL) while
 // mariadb-install-db makes its template leaves the installer dead with it
 // and no template in the cache, the next run's RemoveStale removes the
@@ -125,7 +191,7 @@ func TestKilledDuringTemplate(t *testing.T) {
 		t.Errorf("%d entries left in %s", len(entries), base)
 	}
 	// No half template is left for the next process, which makes one.
-	if names, _ := filepath.Glob(filepath.Join(cache, "*.tmpl")); len(names) != 0 {
+	if names, _ := filepath.Glob(filepath.Join(cache, engine.TemplatesSubdir, "*.tmpl")); len(names) != 0 {
 		t.Errorf("a killed dbrig left a template: %v", names)
 	}
 	if made, out := startOnce(t, cache); made != "1" {

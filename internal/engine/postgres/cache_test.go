@@ -59,7 +59,13 @@ var madeRE = regexp.MustCompile(`made=(\d+) listen="([^"]*)"`)
 // cache dir, and returns how many templates it had initdb make.
 func startOnce(t *testing.T, cacheDir string) (made string, said string) {
 	t.Helper()
-	out, err := enginetest.RunHelper(t, helperBaseEnv+"="+pgtest.BaseDir(t), helperOnceEnv+"=1", engine.CacheDirEnv+"="+cacheDir)
+	return startOnceIn(t, pgtest.BaseDir(t), cacheDir)
+}
+
+// startOnceIn is startOnce with the helper's instance under base.
+func startOnceIn(t *testing.T, base, cacheDir string) (made string, said string) {
+	t.Helper()
+	out, err := enginetest.RunHelper(t, helperBaseEnv+"="+base, helperOnceEnv+"=1", engine.CacheDirEnv+"="+cacheDir)
 	m := madeRE.FindStringSubmatch(out)
 	if err != nil || m == nil {
 		t.Fatalf("the helper failed (%v): %s", err, out)
@@ -82,7 +88,7 @@ func TestSecondProcessTakesTheCachedTemplate(t *testing.T) {
 			t.Errorf("process %d had initdb make %s templates, want %s: %s", i+1, made, want, out)
 		}
 	}
-	names, _ := filepath.Glob(filepath.Join(cache, "postgres-*.tmpl"))
+	names, _ := filepath.Glob(filepath.Join(cache, engine.TemplatesSubdir, "postgres-*.tmpl"))
 	if len(names) != 1 {
 		t.Errorf("templates in the cache: %v, want one", names)
 	}
@@ -92,22 +98,42 @@ func TestSecondProcessTakesTheCachedTemplate(t *testing.T) {
 	}
 }
 
-// TestPoisonedCachedTemplate: what a cached template's configuration
-// files say never reaches a server, since each copy gets dbrig's own: a
-// listen_addresses in postgresql.auto.conf or postgresql.conf, a trust
-// line in pg_hba.conf.
+// TestPoisonedCachedTemplate: what the server account could plant in
+// initdb's scratch directory, and so in the cached template, never
+// reaches a server: a postgresql.conf with a setting initdb does not write
+// (hba_file naming a file that trusts every login) or a standby.signal
+// gets the template refused and made again, and no login without a
+// password is admitted (startOnce); configuration files every copy gets
+// from dbrig are simply not copied. The cases run in turn on one cache: a
+// refused template is made again, clean, for the next case.
 func TestPoisonedCachedTemplate(t *testing.T) {
 	t.Parallel()
 	pgtest.Binaries(t)
+	trust := filepath.Join(pgtest.BaseDir(t), "trust_hba.conf")
+	if err := os.WriteFile(trust, []byte("local all all trust\nhost all all 127.0.0.1/32 trust\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	cache := t.TempDir()
 	startOnce(t, cache)
-	enginetest.PoisonTemplateFile(t, cache, "postgres", map[string]string{
-		"postgresql.auto.conf": "listen_addresses = '*'\n",
-		"postgresql.conf":      "listen_addresses = '*'\nport = 5432\n",
-		"pg_hba.conf":          "local all all trust\nhost all all 0.0.0.0/0 trust\nhost all all 127.0.0.1/32 trust\n",
-	})
-	if made, out := startOnce(t, cache); made != "0" {
-		t.Errorf("the poisoned template was not the one copied (initdb made %s): %s", made, out)
+	for _, c := range []struct {
+		name     string
+		files    map[string]string
+		wantMade string
+	}{
+		{"hba_file in postgresql.conf", map[string]string{
+			"postgresql.conf": "max_connections = 100\nshared_buffers = 128MB\nhba_file = '" + trust + "'\n",
+		}, "1"},
+		{"standby.signal", map[string]string{"standby.signal": ""}, "1"},
+		{"dbrig's own files", map[string]string{
+			"postgresql.auto.conf": "hba_file = '" + trust + "'\n",
+			"pg_hba.conf":          "local all all trust\nhost all all 0.0.0.0/0 trust\nhost all all 127.0.0.1/32 trust\n",
+			"pg_ident.conf":        "planted postgres postgres\n",
+		}, "0"},
+	} {
+		enginetest.PoisonTemplateFile(t, cache, "postgres", c.files)
+		if made, out := startOnce(t, cache); made != c.wantMade {
+			t.Errorf("%s: initdb made %s templates, want %s: %s", c.name, made, c.wantMade, out)
+		}
 	}
 }
 

@@ -1,7 +1,6 @@
 package postgres
 
 import (
-	"bytes"
 	"context"
 	"os"
 
@@ -40,7 +39,7 @@ func PoisonTemplate(ctx context.Context, bin Binaries, poison func(*engine.DirIm
 func TemplateContains(bin Binaries, b []byte) bool {
 	found := false
 	templates.Each(func(key templateKey, t template) {
-		if key.binDir == bin.Dir && (t.image.Contains(b) || bytes.Contains(t.conf, b)) {
+		if key.binDir == bin.Dir && t.image.Contains(b) {
 			found = true
 		}
 	})

@@ -25,7 +25,7 @@ func TestMain(m *testing.M) {
 	if base := os.Getenv(helperBaseEnv); base != "" {
 		os.Exit(helperMain(base))
 	}
-	os.Exit(m.Run())
+	os.Exit(enginetest.RunWithTempCache(m))
 }
 
 // helperMain starts an instance under base and waits to be killed.

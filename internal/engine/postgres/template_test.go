@@ -4,7 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"strconv"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -66,30 +66,41 @@ func tryLogin(ctx context.Context, ci postgres.ConnInfo) error {
 	return conn.Close(ctx)
 }
 
-// TestPoisonedTemplate: what a template's configuration files say never
-// reaches a server, since each copy gets dbrig's own: neither a
-// listen_addresses in postgresql.conf or postgresql.auto.conf nor a trust
-// line in pg_hba.conf. Not parallel: it changes the template every Start
-// of the process copies, and puts it back (at its end) before the parallel
-// tests run.
+// TestPoisonedTemplate: a template in memory whose postgresql.conf holds
+// a setting initdb does not write (hba_file naming a file that trusts
+// every login) never yields a server that admits a login without a
+// password: the copy is refused. Not parallel: it changes the template
+// every Start of the process copies, and puts it back (at its end) before
+// the parallel tests run.
 func TestPoisonedTemplate(t *testing.T) {
 	bin := pgtest.Binaries(t)
+	base := pgtest.BaseDir(t)
+	trust := filepath.Join(base, "trust_hba.conf")
+	if err := os.WriteFile(trust, []byte("local all all trust\nhost all all 127.0.0.1/32 trust\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	restore, err := postgres.PoisonTemplate(ctx, bin, func(img *engine.DirImage) {
-		img.SetFile("postgresql.conf", []byte("listen_addresses = '*'\nport = 5432\n"))
-		img.SetFile("postgresql.auto.conf", []byte("listen_addresses = '*'\n"))
-		img.SetFile("pg_hba.conf", []byte("local all all trust\nhost all all 0.0.0.0/0 trust\nhost all all 127.0.0.1/32 trust\n"))
+		conf, _ := img.File("postgresql.conf")
+		img.SetFile("postgresql.conf", append(slices.Clip(conf), "\nhba_file = '"+trust+"'\n"...))
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	// Put back even when the start fails: every later Start copies it.
 	t.Cleanup(restore)
-	inst := pgtest.Start(t, "poisoned", nil)
-	if v, err := inst.Setting(ctx, "listen_addresses"); err != nil || v != "127.0.0.1" {
-		t.Errorf("listen_addresses = %q (%v), want 127.0.0.1", v, err)
+	inst, err := postgres.Start(ctx, postgres.Options{
+		InstanceConfig: engine.InstanceConfig{Name: "poisoned", Settings: map[string]string{"fsync": "off"}},
+		StartOptions:   engine.StartOptions{BaseDir: base}, Binaries: bin,
+	})
+	if err != nil {
+		if !strings.Contains(err.Error(), "not a setting initdb writes") {
+			t.Errorf("the start failed for another reason than the poisoned postgresql.conf: %v", err)
+		}
+		return
 	}
+	defer inst.Stop(context.Background())
 	for _, ci := range []postgres.ConnInfo{inst.Conn("postgres"), inst.UnixConn("postgres")} {
 		if err := tryLogin(ctx, postgres.ConnInfoOf(ci.WithPassword(""))); err == nil {
 			t.Errorf("a login without a password at %s was admitted", ci.Host)
@@ -126,7 +137,7 @@ func TestKilledDuringTemplate(t *testing.T) {
 		t.Errorf("%d entries left in %s", len(entries), base)
 	}
 	// No half template is left for the next process, which makes one.
-	if names, _ := filepath.Glob(filepath.Join(cache, "*.tmpl")); len(names) != 0 {
+	if names, _ := filepath.Glob(filepath.Join(cache, engine.TemplatesSubdir, "*.tmpl")); len(names) != 0 {
 		t.Errorf("a killed dbrig left a template: %v", names)
 	}
 	if made, out := startOnce(t, cache); made != "1" {
@@ -134,40 +145,17 @@ func TestKilledDuringTemplate(t *testing.T) {
 	}
 }
 
-// TestNoTemplateLeft: once an instance of the process has started, no
-// template directory of the process is left on disk, and once it stops
-// its base directory is empty.
+// TestNoTemplateLeft: a process that makes its template (a fresh cache
+// of its own) leaves no template directory on disk, and once its
+// instance stops its base directory is empty.
 func TestNoTemplateLeft(t *testing.T) {
 	t.Parallel()
+	pgtest.Binaries(t)
 	base := pgtest.BaseDir(t)
-	bin := pgtest.Binaries(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	inst, err := postgres.Start(ctx, postgres.Options{
-		InstanceConfig: engine.InstanceConfig{Name: "left", Settings: map[string]string{"fsync": "off"}},
-		StartOptions:   engine.StartOptions{BaseDir: base}, Binaries: bin,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, parent := range []string{os.TempDir(), base} {
-		dirs, _ := filepath.Glob(filepath.Join(parent, "dbrig-pgtmpl-*"))
-		for _, d := range dirs {
-			if ownedByThisProcess(d) {
-				t.Errorf("the process's template directory %s outlives its making", d)
-			}
-		}
-	}
-	if err := inst.Stop(ctx); err != nil {
-		t.Fatal(err)
+	if made, out := startOnceIn(t, base, t.TempDir()); made != "1" {
+		t.Fatalf("the helper had initdb make %s templates, want 1: %s", made, out)
 	}
 	if entries, _ := os.ReadDir(base); len(entries) != 0 {
-		t.Errorf("%d entries left in %s", len(entries), base)
+		t.Errorf("%d entries left in %s, the first %s", len(entries), base, entries[0].Name())
 	}
-}
-
-func ownedByThisProcess(dir string) bool {
-	b, err := os.ReadFile(filepath.Join(dir, engine.OwnerFile))
-	f := strings.Fields(string(b))
-	return err == nil && len(f) > 0 && f[0] == strconv.Itoa(os.Getpid())
 }
