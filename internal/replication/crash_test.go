@@ -21,11 +21,17 @@ var lateWALWriter = map[string]string{"synchronous_commit": "off", "wal_writer_d
 // crashes is how many times the crash tests stop a server mid-stream.
 const crashes = 5
 
-// Cleanup and the agent's reports run as often as they can in the crash
-// tests, so that a position reported before it is durable is deleted
-// before the next crash finds it out.
+// Cleanup and the agent's reports run far more often in the crash tests
+// than their defaults (10 s, 1 s), so that a position reported before it
+// is durable is deleted before the next crash finds it out: a commit on
+// the late WAL writer stays undurable for up to its 2 s delay, which a
+// cleanup every 100 ms meets twenty times over. Each cleanup is a new
+// session (a server process and a SCRAM exchange, pbkdf2 under the race
+// detector): every 20 ms was some 1,200 sessions in a test of 24 s, and
+// 15 % of the test binary's CPU, for no crash the 100 ms cleanup would
+// not also meet.
 const (
-	eagerCleanup = 20 * time.Millisecond
+	eagerCleanup = 100 * time.Millisecond
 	eagerReport  = 10 * time.Millisecond
 )
 
@@ -158,13 +164,27 @@ func startStream(ctx context.Context, ci postgres.ConnInfo, seed uint64, alsoInt
 	return s
 }
 
+// A stream's transactions hold 1 to streamMaxXact rows, streamPause
+// apart. What the crash tests check is where the positions stand when a
+// server crashes (applied, reported, durable), which the late WAL writer
+// leaves undurable for 2 s whatever the rate: with a transaction every
+// 20 ms or more, up to 40 come in the 200 to 800 ms before a crash, and
+// every crash still meets the agent applying (the test waits for that).
+// Up to 50 rows every 10 ms carried about four times the rows a second and
+// twice the transactions through both servers and both roles, for the same
+// crashes.
+const (
+	streamMaxXact = 25
+	streamPause   = 20 * time.Millisecond
+)
+
 func writeAcrossCrashes(ctx context.Context, ci postgres.ConnInfo, rnd *rand.Rand, alsoInto string) error {
 	for {
 		c, err := pgxConnect(ctx, ci, "dbrig test workload")
 		if err == nil {
 			var next int
 			if err = c.QueryRow(ctx, "SELECT coalesce(max(id), 0) + 1 FROM t").Scan(&next); err == nil {
-				err = writeRows(ctx, c, rnd, next, 1<<40, 50, 10*time.Millisecond, alsoInto)
+				err = writeRows(ctx, c, rnd, next, 1<<40, streamMaxXact, streamPause, alsoInto)
 			}
 			c.Close(context.WithoutCancel(ctx))
 		}

@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dbrig/dbrig/internal/engine/postgres/pgtest"
 	"github.com/dbrig/dbrig/internal/replication"
 )
 
@@ -15,12 +14,9 @@ import (
 // what pg_dump --compress=0 puts in the archive.
 func TestCopyLineIsTheServersCopyText(t *testing.T) {
 	t.Parallel()
-	inst := pgtest.Start(t, "copytext", nil)
+	inst, db := sharedPub.Database(t) // a database of its own: its tables are its alone
 	ctx := testCtx(t, time.Minute)
-	if err := inst.CreateDatabase(ctx, "app"); err != nil {
-		t.Fatal(err)
-	}
-	c, err := pgxConnect(ctx, inst.Conn("app"), "copy text test")
+	c, err := pgxConnect(ctx, inst.Conn(db), "copy text test")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -28,10 +24,10 @@ func TestCopyLineIsTheServersCopyText(t *testing.T) {
 	const rows = 40
 	for _, p := range []Payload{PayloadChar1K, PayloadBytes1K, PayloadBytes15K, PayloadHex1K} {
 		table := replication.TableName{Schema: "public", Name: "rows_" + strings.NewReplacer("-", "_", ".", "_").Replace(p.String())}
-		if err := PrepareTable(ctx, inst.Conn("app"), inst.Conn("app"), table, p, true); err != nil {
+		if err := PrepareTable(ctx, inst.Conn(db), inst.Conn(db), table, p, true); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := InsertRows(ctx, inst.Conn("app"), table, p, 1, rows, rows); err != nil {
+		if _, err := InsertRows(ctx, inst.Conn(db), table, p, 1, rows, rows); err != nil {
 			t.Fatal(err)
 		}
 		var server bytes.Buffer

@@ -3,6 +3,7 @@ package georep
 import (
 	"context"
 	"log/slog"
+	"maps"
 	"os"
 	"slices"
 	"sync"
@@ -15,7 +16,7 @@ import (
 	"github.com/dbrig/dbrig/internal/replication"
 )
 
-// pair is a publisher and a subscriber instance with a database "app" each.
+// pair is a publisher and a subscriber database, each on an instance.
 type pair struct {
 	pub, sub *postgres.Instance
 	cfg      replication.Config
@@ -23,17 +24,18 @@ type pair struct {
 
 func startPair(t testing.TB) *pair { return startPairWith(t, nil) }
 
-// startPairWith starts the pair with settings on both (pgtest's defaults
-// turn fsync off).
+// publisherSettings make an instance a publisher.
+var publisherSettings = map[string]string{"wal_level": "logical", "max_replication_slots": "10", "max_wal_senders": "10"}
+
+// startPairWith starts a pair of servers of the caller's own with settings
+// on both (pgtest's defaults turn fsync off): the benchmarks'.
 func startPairWith(t testing.TB, settings map[string]string) *pair {
 	t.Helper()
 	var p pair
 	var wg sync.WaitGroup
 	wg.Add(2)
-	pubSettings := map[string]string{"wal_level": "logical", "max_replication_slots": "10", "max_wal_senders": "10"}
-	for k, v := range settings {
-		pubSettings[k] = v
-	}
+	pubSettings := maps.Clone(publisherSettings)
+	maps.Copy(pubSettings, settings)
 	go func() {
 		defer wg.Done()
 		p.pub = pgtest.Start(t, "pub", pubSettings)
@@ -49,12 +51,47 @@ func startPairWith(t testing.TB, settings map[string]string) *pair {
 			t.Fatal(err)
 		}
 	}
-	log := slog.New(slog.DiscardHandler)
-	if os.Getenv("DBRIG_TEST_LOG") != "" {
-		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	}
-	p.cfg = replication.Config{Publisher: p.pub.Conn("app"), Subscriber: p.sub.Conn("app"), Logger: log}
+	p.cfg = replication.Config{Publisher: p.cfg.Publisher, Subscriber: p.cfg.Subscriber, Logger: testLogger()}
 	return &p
+}
+
+// The tests' publisher and subscriber servers, shared: each test needs
+// databases of its own, not servers (an initdb, a start and a stop of
+// each, where a database costs milliseconds). The tests that replicate
+// on them (TestScenarioAndBaselines, TestPullDrainPaysOneRoundTrip) run
+// one after the other, not in parallel: their scenarios name the same
+// publication and slot, server-wide, and they time links. TestMain stops
+// the servers.
+var (
+	sharedPub = pgtest.NewShared("pub", publisherSettings)
+	sharedSub = pgtest.NewShared("sub", nil)
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	sharedPub.Stop()
+	sharedSub.Stop()
+	os.Exit(code)
+}
+
+// sharedPair is a pair of databases of the test's own on the shared
+// servers, dropped when it ends.
+func sharedPair(t testing.TB) *pair {
+	t.Helper()
+	var p pair
+	var pubDB, subDB string
+	p.pub, pubDB = sharedPub.Database(t)
+	p.sub, subDB = sharedSub.Database(t)
+	p.cfg = replication.Config{Publisher: p.pub.Conn(pubDB), Subscriber: p.sub.Conn(subDB), Logger: testLogger()}
+	return &p
+}
+
+// testLogger logs to stderr when DBRIG_TEST_LOG is set.
+func testLogger() *slog.Logger {
+	if os.Getenv("DBRIG_TEST_LOG") != "" {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return slog.New(slog.DiscardHandler)
 }
 
 func testCtx(t testing.TB, d time.Duration) context.Context {
@@ -85,12 +122,19 @@ func withMode(sc ScenarioConfig, m replication.Mode, via string) ScenarioConfig 
 	return sc
 }
 
+// scenarioRows is what each replication scenario of
+// TestScenarioAndBaselines streams, in four transactions: each checks that
+// every row arrives, once, which 1,000 rows (15 MB of the 15.5 KB payload,
+// buffers of 40 KB filled hundreds of times) show as well as the 2,000
+// before, at half the rows through both servers, both roles and the link.
+const scenarioRows = 1000
+
 func TestScenarioAndBaselines(t *testing.T) {
-	p := startPair(t)
+	p := sharedPair(t)
 	ctx := testCtx(t, 5*time.Minute)
 	wan := link.Config{RTT: 20 * time.Millisecond, Rate: 100e6, Window: link.AutotunedWindow}
-	pubLink := startLink(t, p.pub.Conn("app").Addr(), wan)
-	subLink := startLink(t, p.sub.Conn("app").Addr(), wan)
+	pubLink := startLink(t, p.cfg.Publisher.Addr(), wan)
+	subLink := startLink(t, p.cfg.Subscriber.Addr(), wan)
 
 	for _, tc := range []struct {
 		mode    replication.Mode
@@ -102,7 +146,7 @@ func TestScenarioAndBaselines(t *testing.T) {
 		{replication.Push, PayloadBytes1K, subLink.Addr(), replication.AgentOptions{Pipeline: replication.PipelineAuto}},
 		{replication.Pull, PayloadBytes15K, pubLink.Addr(), replication.AgentOptions{}},
 	} {
-		sc := ScenarioConfig{Config: p.cfg, Payload: tc.payload, Rows: 2000, RowsPerTransaction: 500, Options: tc.opts}
+		sc := ScenarioConfig{Config: p.cfg, Payload: tc.payload, Rows: scenarioRows, RowsPerTransaction: scenarioRows / 4, Options: tc.opts}
 		sc = withMode(sc, tc.mode, tc.via)
 		res, err := RunScenario(ctx, sc)
 		if err != nil {
@@ -110,7 +154,7 @@ func TestScenarioAndBaselines(t *testing.T) {
 		}
 		t.Logf("%s %s: %.3f s, %.0f rows/s, %.1f MB/s, %d round trips, pipeline %d", tc.mode, tc.payload,
 			res.Elapsed.Seconds(), res.RowsPerSec, res.MBPerSec, res.Agent.RoundTrips, res.Agent.Pipeline)
-		if res.Elapsed <= 0 || res.Verify == nil || !res.Verify.Equal || res.Agent.Commands != 2000 {
+		if res.Elapsed <= 0 || res.Verify == nil || !res.Verify.Equal || res.Agent.Commands != scenarioRows {
 			t.Errorf("%s %s: %+v", tc.mode, tc.payload, res)
 		}
 	}
@@ -122,10 +166,12 @@ func TestScenarioAndBaselines(t *testing.T) {
 	}
 	t.Logf("preloaded pull: %.3f s, %.0f rows/s", res.Elapsed.Seconds(), res.RowsPerSec)
 
-	// Initialization: snapshot against backup, through the link.
-	viaPub, _ := p.pub.Conn("app").Via(pubLink.Addr())
+	// Initialization: snapshot against backup, through the link. Each
+	// checks that the copy arrives whole: 2,500 rows (2.5 MB) show it as
+	// the 5,000 before did.
+	viaPub, _ := p.cfg.Publisher.Via(pubLink.Addr())
 	for _, init := range []replication.InitMethod{replication.InitSnapshot, replication.InitBackup} {
-		sc := ScenarioConfig{Config: p.cfg, Payload: PayloadChar1K, InitialRows: 5000,
+		sc := ScenarioConfig{Config: p.cfg, Payload: PayloadChar1K, InitialRows: 2500,
 			Setup: replication.SetupOptions{Init: init, InitPublisher: viaPub}}
 		res, err := RunScenario(ctx, sc)
 		if err != nil {
@@ -139,7 +185,7 @@ func TestScenarioAndBaselines(t *testing.T) {
 
 	// Native logical replication: the subscriber's server connects to the
 	// publisher through the link.
-	nres, err := RunNative(ctx, NativeConfig{Publisher: p.pub.Conn("app"), Subscriber: p.sub.Conn("app"), PublisherFromSubscriber: viaPub,
+	nres, err := RunNative(ctx, NativeConfig{Publisher: p.cfg.Publisher, Subscriber: p.cfg.Subscriber, PublisherFromSubscriber: viaPub,
 		Payload: PayloadChar1K, Rows: 2000, RowsPerTransaction: 500, InitialRows: 1000})
 	if err != nil {
 		t.Fatal(err)
@@ -151,10 +197,10 @@ func TestScenarioAndBaselines(t *testing.T) {
 
 	// Remote inserts: the publisher's server inserts into the subscriber
 	// through the link, one round trip per row or per batch.
-	viaSub, _ := p.sub.Conn("app").Via(subLink.Addr())
+	viaSub, _ := p.cfg.Subscriber.Via(subLink.Addr())
 	var rowByRow time.Duration
 	for _, bs := range []int{1, 50} {
-		fres, err := RunFDW(ctx, FDWConfig{Local: p.pub.Conn("app"), Remote: viaSub, RemoteDirect: p.sub.Conn("app"),
+		fres, err := RunFDW(ctx, FDWConfig{Local: p.cfg.Publisher, Remote: viaSub, RemoteDirect: p.cfg.Subscriber,
 			Payload: PayloadChar1K, Rows: 100, BatchSize: bs})
 		if err != nil {
 			t.Fatal(err)
@@ -187,10 +233,10 @@ func TestScenarioAndBaselines(t *testing.T) {
 // taken off, so a busy machine's slower apply is not counted as round
 // trips.
 func TestPullDrainPaysOneRoundTrip(t *testing.T) {
-	p := startPair(t)
+	p := sharedPair(t)
 	ctx := testCtx(t, 5*time.Minute)
 	drain := func(cfg link.Config) float64 {
-		l := startLink(t, p.pub.Conn("app").Addr(), cfg)
+		l := startLink(t, p.cfg.Publisher.Addr(), cfg)
 		defer l.Close()
 		sc := withMode(ScenarioConfig{Config: p.cfg, Payload: PayloadChar1K, Rows: 1000, RowsPerTransaction: 1000, Preload: true, SkipVerify: true,
 			Setup: replication.SetupOptions{Compression: replication.CompressNone}}, replication.Pull, l.Addr())
@@ -234,9 +280,9 @@ func TestPullDrainPaysOneRoundTrip(t *testing.T) {
 // from the client are the rows the scenarios generate on the server.
 func TestPayloadTextMatchesTheServers(t *testing.T) {
 	t.Parallel()
-	p := startPair(t)
+	pub, db := sharedPub.Database(t)
 	ctx := testCtx(t, time.Minute)
-	c, err := pgxConnect(ctx, p.pub.Conn("app"), "test")
+	c, err := pgxConnect(ctx, pub.Conn(db), "test")
 	if err != nil {
 		t.Fatal(err)
 	}

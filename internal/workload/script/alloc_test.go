@@ -7,9 +7,12 @@ import (
 
 // TestAllocsPerTransaction counts what a transaction allocates on the hot
 // path, select-only and tpcb-like under the prepared protocol: dbrig's
-// code nothing, pgconn one command tag per statement.
+// code nothing, pgconn one command tag per statement. What it counts is
+// this process's allocations: the server (the package's shared one, a
+// process of its own) adds none, and the test does not run in parallel
+// with another.
 func TestAllocsPerTransaction(t *testing.T) {
-	_, login := pgbenchServer(t, "allocs", "dbrig_script_allocs")
+	login := pgbenchDatabase(t)
 	for name, statements := range map[string]float64{"select-only": 1, "tpcb-like": 7} {
 		src, _ := ParseFiles(name, nil)
 		prog, err := Parse(src, Options{Protocol: Prepared})

@@ -7,21 +7,21 @@ import (
 	"time"
 
 	"github.com/dbrig/dbrig/internal/engine"
-	"github.com/dbrig/dbrig/internal/engine/mariadb/mariatest"
-	"github.com/dbrig/dbrig/internal/engine/postgres/pgtest"
 	"github.com/dbrig/dbrig/internal/load"
 	"github.com/dbrig/dbrig/internal/workload"
 	"github.com/dbrig/dbrig/internal/workload/dbconn"
 	"github.com/dbrig/dbrig/internal/workload/workloadtest"
 )
 
-// engines start a server of each engine for a test.
+// engines give a test a database of its own on the package's shared
+// server of each engine: what these tests check is the scripts' effect in
+// that database, not a server's own start.
 var engines = []struct {
-	name  string
-	start func(t *testing.T) engine.Instance
+	name     string
+	database func(t *testing.T) (engine.Instance, string)
 }{
-	{"postgres", func(t *testing.T) engine.Instance { return pgtest.Start(t, "script", nil) }},
-	{"mariadb", func(t *testing.T) engine.Instance { return mariatest.Start(t, "script", nil) }},
+	{"postgres", func(t *testing.T) (engine.Instance, string) { return sharedServer.Database(t) }},
+	{"mariadb", func(t *testing.T) (engine.Instance, string) { return sharedMaria.Database(t) }},
 }
 
 // runWorkload prepares and runs the workload with params on inst and
@@ -81,8 +81,7 @@ func TestBuiltinsOnEachEngine(t *testing.T) {
 	for _, e := range engines {
 		t.Run(e.name, func(t *testing.T) {
 			t.Parallel()
-			inst := e.start(t)
-			db := "dbrig_script_test"
+			inst, db := e.database(t)
 			for i, protocol := range []string{Prepared, Simple} {
 				set := workload.Params{"script": "tpcb-like@2,simple-update,select-only", "init": true, "users": int64(3),
 					"duration": "1s", "warm_up": "200ms", "protocol": protocol}

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dbrig/dbrig/internal/engine/postgres/pgtest"
 	"github.com/dbrig/dbrig/internal/load"
 	"github.com/dbrig/dbrig/internal/workload"
 	"github.com/dbrig/dbrig/internal/workload/workloadtest"
@@ -22,13 +21,10 @@ var busyScript = strings.Repeat("\\set x random(1, 1000000) * 3 + hash(:client_i
 // keeps its one user's CPU busy, and its point says that the load
 // generator limited it, with the client's CPU per transaction; one that
 // waits for the server (pg_sleep) does not say so. Neither runs beside
-// another test: the client's figures are the whole process's.
+// another test: the client's figures are the whole process's. The server,
+// a process of its own, is the package's shared one.
 func TestClientBoundPointIsSaid(t *testing.T) {
-	inst := pgtest.Start(t, "client-limit", nil)
-	const db = "limit"
-	if err := inst.CreateDatabase(t.Context(), db); err != nil {
-		t.Fatal(err)
-	}
+	inst, db := sharedServer.Database(t)
 	files := map[string]string{"busy.sql": busyScript, "sleepy.sql": "SELECT pg_sleep(0.002);\n"}
 	env := workloadtest.Env(db, inst)
 	env.ReadFile = func(name string) ([]byte, error) {

@@ -30,6 +30,19 @@ func pgbenchServer(tb testing.TB, name, db string) (*postgres.Instance, engine.C
 	return inst, login
 }
 
+// pgbenchDatabase makes a database of the test's own on the package's
+// shared server holding pgbench's tables at scale 1, and returns its login
+// on the unix socket.
+func pgbenchDatabase(tb testing.TB) engine.Conn {
+	tb.Helper()
+	inst, db := sharedServer.Database(tb)
+	login, _ := inst.UnixLogin(db)
+	if err := Init(tb.Context(), login, 1, nil); err != nil {
+		tb.Fatal(err)
+	}
+	return login
+}
+
 // runPgbench runs pgbench against a database of inst in dir, its login in
 // the environment, and returns its standard output and error.
 func runPgbench(tb testing.TB, inst *postgres.Instance, db, dir string, args ...string) (string, string, error) {

@@ -18,5 +18,6 @@ var sharedServer = pgtest.NewShared("script", nil)
 func TestMain(m *testing.M) {
 	code := m.Run()
 	sharedServer.Stop()
+	sharedMaria.Stop()
 	os.Exit(code)
 }

@@ -372,8 +372,7 @@ END;
 // count, charges the link 1 or 2 RTTs.
 func TestPipelinedTPCBLikeTakesOneOrTwoRoundTrips(t *testing.T) {
 	t.Parallel()
-	inst := pgtest.Start(t, "pipelined", nil)
-	const db = "dbrig_script_pipelined"
+	inst, db := sharedServer.Database(t) // it counts round trips, which no other test's load on the server changes
 	runWorkload(t, inst, db, true, workload.Params{"init": true, "duration": "100ms"})
 	file := writeFile(t, t.TempDir(), "tpcb-pipelined.sql", pipelinedTPCB)
 	cfg := link.Config{RTT: 5 * time.Millisecond}

@@ -96,11 +96,7 @@ func TestWeightedScriptsWithGsetAndIf(t *testing.T) {
 	for _, e := range engines {
 		t.Run(e.name, func(t *testing.T) {
 			t.Parallel()
-			inst := e.start(t)
-			const db = "dbrig_script_weights"
-			if err := inst.CreateDatabase(t.Context(), db); err != nil {
-				t.Fatal(err)
-			}
+			inst, db := e.database(t)
 			for _, protocol := range []string{Prepared, Extended, Simple} {
 				execOn(t, inst, db, "DROP TABLE IF EXISTS steps", "DROP TABLE IF EXISTS marks",
 					"CREATE TABLE steps (client int, n int, branch varchar(10))", "CREATE TABLE marks (client int, seen int)")
@@ -140,11 +136,7 @@ func TestAsetAndCompound(t *testing.T) {
 	for _, e := range engines {
 		t.Run(e.name, func(t *testing.T) {
 			t.Parallel()
-			inst := e.start(t)
-			const db = "dbrig_script_aset"
-			if err := inst.CreateDatabase(t.Context(), db); err != nil {
-				t.Fatal(err)
-			}
+			inst, db := e.database(t)
 			execOn(t, inst, db, "CREATE TABLE seen (a int, b int, c int)")
 			text := "SELECT 4 AS four \\; SELECT 5 AS five \\aset\n" +
 				"SELECT 6 AS six \\; SELECT 7 AS seven \\gset g_\n" +
@@ -204,11 +196,7 @@ func TestRetriesCountedAsPgbench15(t *testing.T) {
 // rows count every transaction twice, and the retries are counted.
 func TestDeadlocksRetriedOnMariaDB(t *testing.T) {
 	t.Parallel()
-	inst := engines[1].start(t)
-	const db = "dbrig_script_deadlocks"
-	if err := inst.CreateDatabase(t.Context(), db); err != nil {
-		t.Fatal(err)
-	}
+	inst, db := sharedMaria.Database(t)
 	execOn(t, inst, db, "CREATE TABLE hot (id int PRIMARY KEY, v int) ENGINE=InnoDB", "INSERT INTO hot VALUES (1, 0), (2, 0)")
 	text := "\\set a random(1, 2)\n\\set b 3 - :a\nBEGIN;\nUPDATE hot SET v = v + 1 WHERE id = :a;\n\\sleep 2 ms\nUPDATE hot SET v = v + 1 WHERE id = :b;\nCOMMIT;\n"
 	prog := parseFor(t, inst, Prepared, Source{Name: "deadlock.sql", Text: text, Weight: 1})
