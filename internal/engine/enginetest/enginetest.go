@@ -86,20 +86,14 @@ func FileHolding(tb testing.TB, dir string, b []byte) string {
 // there in 60 s.
 func KillWhenMade(tb testing.TB, env []string, pattern, what string) string {
 	tb.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), env...)
-	var out strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := engine.Start(cmd); err != nil { // dies with the test binary
-		tb.Fatal(err)
-	}
+	cmd, out := startHelper(tb, env)
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }() // owned by the child; collected below
 	defer func() {
 		_ = cmd.Process.Kill()
 		<-done
 	}()
-	path := waitForChildPath(tb, pattern, what, done, &out)
+	path := waitForChildPath(tb, pattern, what, done, out)
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		tb.Fatal(err)
 	}
@@ -155,15 +149,23 @@ func LinkToVictim(tb testing.TB, path string) (touched func() error) {
 // returns what it said on stdout and stderr.
 func RunHelper(tb testing.TB, env ...string) (string, error) {
 	tb.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd, out := startHelper(tb, env)
+	err := cmd.Wait()
+	return out.String(), err
+}
+
+// startHelper starts the test binary as a helper dbrig (env added to its
+// environment, no test run), its stdout and stderr into out.
+func startHelper(tb testing.TB, env []string) (cmd *exec.Cmd, out *strings.Builder) {
+	tb.Helper()
+	cmd = exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), env...)
-	var out strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, &out
+	out = new(strings.Builder)
+	cmd.Stdout, cmd.Stderr = out, out
 	if err := engine.Start(cmd); err != nil { // dies with the test binary
 		tb.Fatal(err)
 	}
-	err := cmd.Wait()
-	return out.String(), err
+	return cmd, out
 }
 
 // PoisonTemplateFile rewrites the one template file of engineName in the
