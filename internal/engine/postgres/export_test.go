@@ -3,6 +3,9 @@ package postgres
 import (
 	"context"
 	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
 
 	"github.com/dbrig/dbrig/internal/engine"
 )
@@ -44,4 +47,23 @@ func TemplateContains(bin Binaries, b []byte) bool {
 		}
 	})
 	return found
+}
+
+// DSMSegments returns the files of the dynamic shared memory the instance
+// directory's record names: the control segment first, then those it lists.
+func DSMSegments(dir string) ([]string, error) {
+	b, err := os.ReadFile(filepath.Join(dir, dsmRecordFile))
+	if err != nil {
+		return nil, err
+	}
+	control := filepath.Join(shmDir, strings.TrimSpace(string(b)))
+	handles, err := readControl(control, -1)
+	if err != nil {
+		return nil, err
+	}
+	files := []string{control}
+	for _, h := range handles {
+		files = append(files, filepath.Join(shmDir, dsmPrefix+strconv.FormatUint(uint64(h), 10)))
+	}
+	return files, nil
 }

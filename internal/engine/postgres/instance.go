@@ -436,7 +436,13 @@ func (i *Instance) start(ctx context.Context) error {
 		i.mu.Unlock()
 		close(exited)
 	}()
-	return i.waitReady(ctx, exited)
+	if err := i.waitReady(ctx, exited); err != nil {
+		return err
+	}
+	if err := recordDSM(i.dir, cmd.Process.Pid); err != nil {
+		i.log.Warn("postgres: its dynamic shared memory segment not found; a kill would leave it in "+shmDir, "err", err)
+	}
+	return nil
 }
 
 func (i *Instance) waitReady(ctx context.Context, exited <-chan struct{}) error {
@@ -739,6 +745,10 @@ func (i *Instance) stop(ctx context.Context) error {
 	var errs []error
 	if err := i.shutdown(ctx); err != nil {
 		errs = append(errs, err)
+	} else if err := removeDSM(i.dir, i.user.UID); err != nil {
+		// Only a server killed leaves its segments; the record says
+		// which are its own.
+		i.log.Warn("postgres stopped; its dynamic shared memory stays", "err", err)
 	}
 	if cg := i.proc.Cgroup; cg != nil {
 		if err := cg.Remove(); err != nil {

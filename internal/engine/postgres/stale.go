@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/dbrig/dbrig/internal/engine"
@@ -62,11 +63,24 @@ func RemoveStale(baseDir string) (removed []string) {
 		case !recorded && !hasPID && time.Since(st.ModTime()) < time.Hour:
 			continue
 		}
+		removeStaleDSM(dir)
 		if os.RemoveAll(dir) == nil {
 			removed = append(removed, dir)
 		}
 	}
 	return removed
+}
+
+// removeStaleDSM removes the dynamic shared memory a killed server left
+// (see recordDSM), when its files belong to the data directory's owner.
+func removeStaleDSM(dir string) {
+	st, err := os.Lstat(filepath.Join(dir, "data"))
+	if err != nil {
+		return
+	}
+	if sys, ok := st.Sys().(*syscall.Stat_t); ok && st.IsDir() {
+		_ = removeDSM(dir, sys.Uid)
+	}
 }
 
 func postmasterPID(path string) (int, bool) {
