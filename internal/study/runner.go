@@ -107,7 +107,7 @@ func (r *Runner) Run(ctx context.Context) (out Outcome, err error) {
 		Engines: r.Registry.Engines(), Targets: r.Targets, Log: r.Log, SeriesInterval: r.SeriesInterval, Sites: r.Sites,
 		Start: engine.StartOptions{BaseDir: r.BaseDir, Keep: r.Keep, Log: r.Log},
 	})
-	st := &runState{topo: topo, kind: r.Plan.Spec.Kind()}
+	st := &runState{topo: topo, kind: r.Plan.Spec.Kind(), untaken: map[string][]string{}, warned: map[string]bool{}}
 	defer func() {
 		// Stop servers even when ctx is cancelled, and even after a panic.
 		if p := recover(); p != nil {
@@ -238,6 +238,10 @@ type runState struct {
 	// cleanups are what workloads made outside the servers (Env.Cleanup):
 	// removed once the servers that use them have stopped.
 	cleanups []func(context.Context) error
+	// untaken are, by instance, the study's settings its server runs
+	// with another value (settingsTaken); warned, those said once.
+	untaken map[string][]string
+	warned  map[string]bool
 }
 
 // needsPrepare reports whether a point must prepare its data: on fresh
@@ -407,7 +411,7 @@ func (r *Runner) runPoint(ctx context.Context, st *runState, p Point, n, total i
 	if reason := cpuCapUnavailable(c, r.Plan.Spec.Sites, engine.CgroupSupport); reason != "" {
 		return res, &skipped{reason}
 	}
-	fresh, err := r.applyTopology(ctx, st.topo, c)
+	fresh, err := r.applyTopology(ctx, st, c)
 	if err != nil {
 		return res, err
 	}
@@ -462,6 +466,9 @@ func (r *Runner) runPoint(ctx context.Context, st *runState, p Point, n, total i
 		return res, err
 	}
 	res.Keep(m)
+	if w := st.untakenWarning(c); w != "" {
+		res.Warnings = append(res.Warnings, w)
+	}
 	var fit workload.Prediction
 	if st.kind.Model != nil {
 		fit = st.kind.Model(res, workload.OtherCombinations(res, st.results))
@@ -562,15 +569,16 @@ func cpuCapUnavailable(c *Combo, remote map[string]SiteSpec, support func(string
 
 // applyTopology brings up a point's instances and links, and reports
 // whether an instance is fresh (its data is to be made).
-func (r *Runner) applyTopology(ctx context.Context, topo *topology.Topology, c *Combo) (fresh bool, err error) {
+func (r *Runner) applyTopology(ctx context.Context, st *runState, c *Combo) (fresh bool, err error) {
 	var links []topology.Link
 	for _, l := range c.Links {
 		links = append(links, topology.Link{Name: l.Name, Between: l.Between, Mode: l.Mode, Profile: l.Profile, Config: l.Config})
 	}
-	changes, err := topo.Apply(ctx, c.Instances, links)
+	changes, err := st.topo.Apply(ctx, c.Instances, links)
 	if err != nil {
 		return false, fmt.Errorf("bring up the topology: %w", err)
 	}
+	r.settingsTaken(ctx, st, c, changes)
 	for _, name := range slices.Sorted(maps.Keys(changes)) {
 		if changes[name].Fresh() {
 			fresh = true
