@@ -24,7 +24,6 @@ import (
 
 	"github.com/dbrig/dbrig/internal/engine"
 	"github.com/dbrig/dbrig/internal/link"
-	"github.com/dbrig/dbrig/internal/units"
 )
 
 // Link joins two sites.
@@ -310,41 +309,6 @@ func (t *Topology) bringUp(ctx context.Context, cfg engine.InstanceConfig) (*run
 	// compares and records them (dbrig never changes a target).
 	session, _ := eng.SplitSettings(ctx, cfg.Settings)
 	return &running{cfg: cfg, inst: inst, session: session}, nil
-}
-
-// SameSetting compares a server's value of a setting with a study's: equal
-// text, the same boolean (on/true/yes/1), or the same size or duration
-// written differently (128MB and 131072kB).
-func SameSetting(have, want string) bool {
-	h, w := strings.ToLower(strings.TrimSpace(have)), strings.ToLower(strings.TrimSpace(want))
-	if h == w {
-		return true
-	}
-	boolean := func(s string) (bool, bool) {
-		switch s {
-		case "on", "true", "yes", "1":
-			return true, true
-		case "off", "false", "no", "0":
-			return false, true
-		}
-		return false, false
-	}
-	if hb, ok1 := boolean(h); ok1 {
-		if wb, ok2 := boolean(w); ok2 {
-			return hb == wb
-		}
-	}
-	if hs, err1 := units.ParseSize(h); err1 == nil {
-		if ws, err2 := units.ParseSize(w); err2 == nil {
-			return hs == ws
-		}
-	}
-	if hd, err1 := units.ParseDuration(h); err1 == nil {
-		if wd, err2 := units.ParseDuration(w); err2 == nil {
-			return hd == wd
-		}
-	}
-	return false
 }
 
 // Instance returns a running instance by name, or nil.
