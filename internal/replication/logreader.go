@@ -366,7 +366,10 @@ func (run *logReaderRun) keepalive(msg []byte) error {
 		run.r.stats.ConfirmedLSN = run.confirmed
 		run.r.mu.Unlock()
 	}
-	if ka.ReplyRequested || !run.inXact {
+	// The walsender sends a keepalive each time it catches up: answering
+	// every one would be a message each way per transaction for nothing
+	// new. The status ticker still reports at its interval.
+	if ka.ReplyRequested || (!run.inXact && run.confirmed > run.stream.sent) {
 		return run.stream.sendStatus(run.confirmed)
 	}
 	return nil

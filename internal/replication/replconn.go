@@ -128,6 +128,9 @@ type replStream struct {
 	err      error
 	closed   chan struct{}
 	once     sync.Once
+	// sent is the position the last status update reported; only the
+	// log reader's loop sends, so it needs no lock.
+	sent LSN
 }
 
 // startReplication starts streaming the slot from start (0: from the
@@ -214,6 +217,7 @@ func (s *replStream) sendStatus(confirmed LSN) error {
 	if err != nil {
 		return fmt.Errorf("send a standby status update: %w", err)
 	}
+	s.sent = confirmed
 	return nil
 }
 
