@@ -62,6 +62,8 @@ func metricSpecs() []workload.MetricSpec {
 		{Name: "page_bytes", Unit: workload.Bytes, Doc: "the engine's page size"},
 		{Name: "lookup_depth", Unit: workload.Count,
 			Doc: "pages one lookup of a row by what the index holds touches: PostgreSQL fetches a heap page by its address (a TID scan); InnoDB descends its clustered index by the primary key"},
+		{Name: "lookup_sample_us_per_row", Unit: workload.Microseconds,
+			Doc: "the lookup path's time a row (µs) on the first twentieth of the index on j, timed before the point's own query: what a lookup costs, for a prediction of the lookup path's first point"},
 		{Name: "handler_read_next", Unit: workload.Count, Doc: "MariaDB: index entries read in order (Handler_read_next)"},
 		{Name: "handler_read_rnd_next", Unit: workload.Count, Doc: "MariaDB: rows a table scan read (Handler_read_rnd_next)"},
 	}
@@ -188,6 +190,11 @@ func (w *keylookup) Run(ctx context.Context, env *workload.Env) (workload.Measur
 	if err != nil {
 		return m, fmt.Errorf("measure one lookup: %w", err)
 	}
+	perRow, err := lookupSample(ctx, c, w.rows)
+	if err != nil {
+		return m, fmt.Errorf("time the lookups of the index's first twentieth: %w", err)
+	}
+	m.Metrics["lookup_sample_us_per_row"] = perRow
 	if err := settle(ctx, c, w.path); err != nil {
 		return m, err
 	}
@@ -381,4 +388,48 @@ func lookupDepth(ctx context.Context, c *dbconn.Conn, rows int64) (int64, error)
 		}
 	}
 	return best, nil
+}
+
+// sampleShare is the share of the index on j lookupSample reads: its
+// twentieth, 10,000 rows at the quick scale, whose heap pages (80 MB on
+// PostgreSQL) are far more than the CPU's caches hold, as the table's are.
+const sampleShare = 20
+
+// lookupSample times the lookup path on the index's first entries (j < M,
+// M the rows over sampleShare): the same plan, the same jumps between the
+// table's two ends (j is i for even i, rows - i for odd), a twentieth of
+// the rows. It returns the median of three timed executions, after one to
+// warm up, over the rows they read, in µs, and leaves the session's
+// planner as it found it.
+func lookupSample(ctx context.Context, c *dbconn.Conn, rows int64) (float64, error) {
+	if err := settle(ctx, c, Lookup); err != nil {
+		return 0, err
+	}
+	m := max(2, rows/sampleShare)
+	q := fmt.Sprintf("%s AND j < %d", query(c.Engine(), Lookup), m)
+	if err := checkPlan(ctx, c, Lookup, q); err != nil {
+		return 0, err
+	}
+	n, err := c.Value(ctx, strings.Replace(q, "max(dt)", "count(*)", 1))
+	if err != nil {
+		return 0, err
+	}
+	read, err := strconv.ParseInt(n, 10, 64)
+	if err != nil || read <= 0 {
+		return 0, fmt.Errorf("%s read %q rows", q, n)
+	}
+	var times []float64
+	for k := 0; k < 4; k++ {
+		d, _, err := c.Time(ctx, q)
+		if err != nil {
+			return 0, err
+		}
+		if k > 0 { // the first warms up
+			times = append(times, float64(d.Nanoseconds())/1e3)
+		}
+	}
+	if err := c.Exec(ctx, resetPlanner(c.Engine())...); err != nil {
+		return 0, err
+	}
+	return measure.Median(times) / float64(read), nil
 }

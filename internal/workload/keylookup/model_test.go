@@ -2,6 +2,7 @@ package keylookup
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"strings"
 	"testing"
@@ -25,9 +26,19 @@ func measured(eng, path string, run int, timeMS, pages float64) workload.Result 
 	return r
 }
 
+// withSample is p with the lookups of the index's first twentieth timed
+// at us a row.
+func withSample(p workload.Result, us float64) workload.Result {
+	p.Metrics = maps.Clone(p.Metrics)
+	p.Metrics["lookup_sample_us_per_row"] = us
+	return p
+}
+
 // TestPredictFromPointsBefore: a point's pages come from the layout an
 // earlier point of its table measured, its time from a page's cost on the
-// same path's earlier points, or the other path's when its path has none;
+// same path's earlier points, or for the lookup path's first point the
+// lookups the points before timed on the index's first twentieth, or the
+// other path's when there are none;
 // never from the point itself, another engine's table, or a point after.
 func TestPredictFromPointsBefore(t *testing.T) {
 	t.Parallel()
@@ -38,6 +49,10 @@ func TestPredictFromPointsBefore(t *testing.T) {
 	// reads it would be right by construction.
 	look2Done := measured("postgres", Lookup, 2, 999, 1005)
 	mariaLook := measured("mariadb", Lookup, 1, 1, 1005)
+	// The scans timed the lookups of the index's first twentieth at 40
+	// and 60 µs a row: the first lookup takes their median, 50 µs, for
+	// each of its 1,000 rows.
+	sampled1, sampled2 := withSample(scan1, 40), withSample(scan2, 60)
 	for _, tc := range []struct {
 		name      string
 		point     workload.Result
@@ -48,7 +63,9 @@ func TestPredictFromPointsBefore(t *testing.T) {
 	}{
 		{"the table's first point", measured("postgres", Scan, 1, 0, 0), []workload.Result{mariaLook}, 0, 0, "", "no prediction: first point"},
 		{"a scan after a scan", measured("postgres", Scan, 2, 0, 0), []workload.Result{scan1, mariaLook}, 100, 2, "the scan path's on 1 point(s)", "this path's earlier points"},
-		{"the first lookup, from the scans", measured("postgres", Lookup, 1, 0, 0), []workload.Result{scan1, scan2}, 1005, 2.1 / 100 * 1005, "the scan path's on 2 point(s)", "cost the same on both paths"},
+		{"the first lookup, from the scans", measured("postgres", Lookup, 1, 0, 0), []workload.Result{scan1, scan2}, 1005, 2.1 / 100 * 1005, "the scan path's on 2 point(s)", "the first point of its path: no point before it measured what a page visit costs this path"},
+		{"the first lookup, from the sampled lookups", measured("postgres", Lookup, 1, 0, 0), []workload.Result{sampled1, sampled2}, 1005, 50, "time = rows × the lookups' time a row = 1000 × 50 µs, the median of the 2 point(s)", "the lookup path's first point: its time is its rows"},
+		{"a lookup after a lookup, the sample aside", measured("postgres", Lookup, 2, 0, 0), []workload.Result{sampled1, sampled2, look1}, 1005, 50.25, "the lookup path's on 1 point(s)", "this path's earlier points"},
 		{"a lookup after a lookup", measured("postgres", Lookup, 2, 0, 0), []workload.Result{scan1, scan2, look1, mariaLook}, 1005, 50.25, "the lookup path's on 1 point(s)", "this path's earlier points"},
 		{"never the point itself", measured("postgres", Lookup, 2, 0, 0), []workload.Result{scan1, scan2, look1, look2Done}, 1005, 50.25, "the lookup path's on 1 point(s)", ""},
 	} {

@@ -61,6 +61,9 @@ func TestPathsOnEachEngine(t *testing.T) {
 				if m.Metrics["physical_reads"] != 0 || len(m.Notes) != 0 {
 					t.Errorf("%s: %v pages read from outside the cache (%q)", path, m.Metrics["physical_reads"], m.Notes)
 				}
+				if m.Metrics["lookup_sample_us_per_row"] <= 0 {
+					t.Errorf("%s: the index's first twentieth's lookups took %v µs a row", path, m.Metrics["lookup_sample_us_per_row"])
+				}
 				if m.Metrics["time_ms"] <= 0 || len(m.Series["time_ms"]) != 3 {
 					t.Errorf("%s: time %v, executions %v", path, m.Metrics["time_ms"], m.Series["time_ms"])
 				}

@@ -3,6 +3,7 @@ package oltp
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/dbrig/dbrig/internal/link"
 	"github.com/dbrig/dbrig/internal/measure"
@@ -16,12 +17,25 @@ import (
 // share ρ = X × b × 8 / rate of the time (b the bytes it sends a
 // transaction). A transaction of f client segments then loses ℓ = k × f ×
 // ρ of them, each stalling its user one RTO, so each transaction takes
-// s = ℓ × RTO = a × X longer, and the users' cycle N / X = C + a × X, C the
-// twin's cycle N / X_full: X = (√(C² + 4 a N) − C) / (2 a). f and b are the
-// twin's; k is how much of the overlap the traffic's own timing leaves (a
-// client seldom sends while it waits for a reply): the median, at the
-// mismatched points of other combinations before it, of their lost
-// segments over f × ρ; 1, the frames' overlap alone, before any.
+// s = ℓ × RTO = a × X longer. f and b are the twin's; k is how much of the
+// overlap the traffic's own timing leaves (a client seldom sends while it
+// waits for a reply): the median, at the mismatched points of other
+// combinations before it, of their lost segments over f × ρ; 1, the
+// frames' overlap alone, before any.
+//
+// The users' cycle is then N / X = C + a × X, C the twin's cycle N /
+// X_full: X = (√(C² + 4 a N) − C) / (2 a). The stalls are added to the
+// twin's whole cycle, its queue for the CPUs included: the CPU a stalled
+// user leaves goes to the users left on a quiet machine, whose queue
+// shortens, and to the machine's other work on a busy one. Charging them on
+// the twin's curve's light-load cycle instead (R0 + Z, plus the twin's lock
+// waits, capped by its throughput) was replayed better on a quiet run and
+// worse on a busy one: on duplex-mismatch-20261128-022320 (quiet) the shop
+// at 32 and 128 users through the 1 Gbit/s mismatch went from +25 and +26 %
+// to -7 and +15 %, on a busy quick run right after (load average 5 to 15,
+// another helper's tests running) from +3 and +3 % to -23 and -15 %; the
+// 12 mismatched closed loops of each from a median of 19.9 and 12.6 % to
+// 14.4 and 15.8 %, a p90 of 28.0 and 28.1 % to 41.8 and 35.1 %.
 
 // twinOf is the latest full-duplex point measured before r with its load
 // and users: the same curve but for the mismatch.
@@ -71,14 +85,15 @@ func carried(r workload.Result) float64 {
 
 // overlapShare is k: the median, at the mismatched closed-loop points of
 // other combinations before r, of their lost segments a transaction over
-// what the frames' overlap alone would lose (exposure × X); how many
-// points it has. r's own combination's runs are left out, as curveOf and
-// capacityByCPUs leave them. Every mix's points count: taking only r's
+// what the frames' overlap alone would lose (exposure × X), with how many
+// points it has and their spread. r's own combination's runs are left out,
+// as curveOf and capacityByCPUs leave them. Every mix's points count:
+// taking only r's
 // sibling curves' (its mix's), other mixes' where none, was replayed worse
 // (duplex-mismatch-oltppredict-20261127-182229's mismatched closed loops a
 // median of 17.6 % -> 24.8 %, the other stored run unchanged): a mix has
 // one or two such points before a point, too few for a median.
-func overlapShare(r workload.Result, before []workload.Result) (float64, int) {
+func overlapShare(r workload.Result, before []workload.Result) overlap {
 	var ks []float64
 	for _, o := range before {
 		if !o.Measured() || !Mismatched(o) || o.Params.Float("rate") > 0 || o.Combo == r.Combo {
@@ -92,9 +107,17 @@ func overlapShare(r workload.Result, before []workload.Result) (float64, int) {
 		ks = append(ks, float64(o.Link().LostSegments)/tx/(e*x))
 	}
 	if len(ks) == 0 {
-		return 1, 0
+		return overlap{k: 1}
 	}
-	return measure.Median(ks), len(ks)
+	return overlap{k: measure.Median(slices.Clone(ks)), from: len(ks), lo: slices.Min(ks), hi: slices.Max(ks)}
+}
+
+// overlap is k and the points it is the median of: how many, and the
+// least and the most of theirs.
+type overlap struct {
+	k      float64
+	from   int
+	lo, hi float64
 }
 
 // rtoSeconds is the stall a lost segment costs on l: the link's own, or
@@ -116,11 +139,12 @@ func predictMismatched(r workload.Result, before []workload.Result) workload.Pre
 	n, xFull := r.Params.Float("users"), twin.Metrics["tps"]
 	l := r.Link()
 	rto := rtoSeconds(l)
-	k, from := overlapShare(r, before)
+	ov := overlapShare(r, before)
+	k := ov.k
 	c := n / xFull
 	kFrom := "the frames' overlap alone: no mismatched point of another combination before it"
-	if from > 0 {
-		kFrom = fmt.Sprintf("the median of the %d mismatched points of other combinations before it", from)
+	if ov.from > 0 {
+		kFrom = fmt.Sprintf("the median of the %d mismatched points of other combinations before it", ov.from)
 	}
 	a := k * exposure(twin, l.RateBitsPerS) * rto
 	x := xFull
@@ -131,24 +155,61 @@ func predictMismatched(r workload.Result, before []workload.Result) workload.Pre
 		Metrics: map[string]float64{"tps": x},
 		Formula: fmt.Sprintf("duplex mismatch before the point: N / X = C + a × X, X = (√(C² + 4 a N) − C) / (2 a) = %s/s; C = N / X_full = %g / %s/s (the full-duplex twin's cycle), a = k × f × b × 8 / rate × RTO = %.3g s² (f and b the twin's client segments and server bytes a transaction, RTO %s), k = %.2f (%s)",
 			FormatTPS(x), n, FormatTPS(xFull), a, FormatMS(1000*rto), k, kFrom),
-		Reason: mismatchReason(from),
+		Reason: mismatchReason(ov, twinQueued(twin, before), sessionsOnLocks(twin), n),
 	}
+}
+
+// twinQueued reports whether the twin's users queued for the server: its
+// curve had a point with fewer users before it, whose line it fell below
+// (saturatedPoints' threshold).
+func twinQueued(twin workload.Result, before []workload.Result) bool {
+	whole := workload.Result{Params: twin.Params, Links: twin.Links, Instances: twin.Instances, Client: twin.Client}
+	curve := curveOf(whole, before)
+	if len(curve) == 0 || curve[0].Users >= twin.Params.Float("users") || curve[0].TPS <= 0 {
+		return false
+	}
+	return saturatedAt(twin, before)
 }
 
 // noOverlapShare says why the first mismatched point of a run is predicted
 // too slow: with k = 1 every overlap of the frames counts, where a client
 // that waits for its reply before it sends again overlaps less; on the
-// stored duplex-mismatch runs every k measured after the first point was
-// 0.30 to 0.80, and the first (shop, 1 Gbit/s, 8 users) ran 41 to 96 %
-// faster than predicted.
-const noOverlapShare = "no mismatched point before it measured k, the share of the frames' overlap the request-reply timing leaves (a client seldom sends while its reply is on the air): k = 1 counts every overlap, and predicts too many lost segments and too slow a throughput (on the stored duplex-mismatch runs every k measured later was 0.30 to 0.80); "
+// stored quick run duplex-mismatch-20261128-022320 every k measured after
+// the first point was 0.21 to 1.11 (0.30 to 0.80 on the runs before it),
+// and the first (shop, 1 Gbit/s, 8 users) ran 81 % faster than predicted.
+const noOverlapShare = "no mismatched point before it measured k, the share of the frames' overlap the request-reply timing leaves (a client seldom sends while its reply is on the air): k = 1 counts every overlap, and predicts too many lost segments and too slow a throughput (on the stored quick duplex-mismatch runs every k measured later was 0.21 to 1.11); "
 
-// mismatchReason is what the mismatch prediction leaves out, with k's
-// absence first when no point before it measured k.
-func mismatchReason(kFrom int) string {
+// lockHolderStalls says what the prediction leaves out where the twin's
+// users waited on row locks: a user stalled holding one keeps those queued
+// behind it waiting for its stall too. On the stored quick run
+// duplex-mismatch-20261128-022320 the shop's place_order took 214 and
+// 597 ms through the 100 Mbit/s mismatch at 32 and 128 users against 41
+// and 302 ms at full duplex, and the points ran 27 % slower than
+// predicted (−27.0 and −26.6 %).
+const lockHolderStalls = "; its twin's users waited on row locks (%.1f sessions of %g on average): a user stalled while it holds one keeps those queued behind it waiting for the stall too, a queue the prediction keeps at the twin's, so it predicts too fast"
+
+// cpuRelief says what the twin's whole cycle leaves out where its users
+// queued for the server (see the model above).
+const cpuRelief = "; its twin's users queued for the server, and the stalls are added to that queue: the CPU a stalled user leaves shortens it on a quiet machine, which makes the point faster than predicted (the shop at 32 and 128 users through the 1 Gbit/s mismatch, +25 and +26 % on the stored quiet quick run), and goes to the machine's other work on a busy one"
+
+// mismatchReason is what the mismatch prediction leaves out: k's absence
+// first when no point before it measured k, else how far the k it is the
+// median of spread; the stalls' relief of the CPUs' queue where the
+// twin's users queued (queued); the lock holders' stalls where the twin's
+// users waited on locks (locks sessions of users).
+func mismatchReason(ov overlap, queued bool, locks, users float64) string {
 	why := "the twin's throughput moves with the machine's other load between the two points, and a lost retransmission waits twice the RTO, which k carries only as the points before it had it"
-	if kFrom == 0 {
-		return noOverlapShare + why
+	switch {
+	case ov.from == 0:
+		why = noOverlapShare + why
+	case ov.hi > 1.5*ov.lo:
+		why = fmt.Sprintf("the k of the points before it spread from %.2f to %.2f, as the users' timing left more or less of the overlap; ", ov.lo, ov.hi) + why
+	}
+	if queued {
+		why += cpuRelief
+	}
+	if users > 0 && locks >= lockWaitShare*users {
+		why += fmt.Sprintf(lockHolderStalls, locks, users)
 	}
 	return why
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dbrig/dbrig/internal/monitor"
 	"github.com/dbrig/dbrig/internal/workload"
 	"github.com/dbrig/dbrig/internal/workload/oltp"
 	"github.com/dbrig/dbrig/internal/workload/oltp/oltptest"
@@ -125,5 +126,54 @@ func TestPredictMismatchedRTOWithoutTheLinks(t *testing.T) {
 	p := oltp.Predict(r, []workload.Result{twin})
 	if got := p.Metrics["tps"]; math.Abs(got-want) > 1e-9*want || !strings.Contains(p.Formula, "RTO 220.0 ms") {
 		t.Errorf("%v (%s), want %v charging 220 ms", got, p.Formula, want)
+	}
+}
+
+// TestPredictMismatchedSaysWhatItLeavesOut: a mismatched point's reason
+// says how far the k of the points before it spread (0.5 and 2, the
+// shop's and point-select's at 32 users), that its twin's users queued for
+// the server (32 users at 2400/s below the line of 8 users at 2000/s), a
+// queue the stalls shorten on a quiet machine, and that they waited on row
+// locks (8 sessions of 32), where a stalled holder keeps the others
+// waiting; and none of it where the twin is its curve's lightest point,
+// with no lock waits, after a single k.
+func TestPredictMismatchedSaysWhatItLeavesOut(t *testing.T) {
+	t.Parallel()
+	const rate = 100e6
+	light := duplexPoint(8, rate, false, 2000, 0)
+	queued := duplexPoint(32, rate, false, 2400, 0)
+	locked := queued
+	locked.Monitor = []monitor.Series{{Instance: "db", Engine: "postgres", Samples: []monitor.Sample{
+		{At: 1, Sessions: 32, Waiting: 8, Waits: map[string]int{"Lock:transactionid": 8}, CPU: -1},
+		{At: 2, Sessions: 32, Waiting: 8, Waits: map[string]int{"Lock:transactionid": 8}, CPU: -1}}}}
+	shopK := duplexPoint(128, rate, true, 1000, 560)                 // k = 0.5
+	selectK := mixPoint("point-select", 128, rate, true, 1000, 2240) // k = 2
+	for _, tc := range []struct {
+		name   string
+		users  int
+		before []workload.Result
+		says   []string
+		not    []string
+	}{
+		{"the lightest, one k", 8, []workload.Result{shopK, light}, nil,
+			[]string{"spread", "queued", "row locks"}},
+		{"ks spread, a queue", 32, []workload.Result{shopK, selectK, light, queued},
+			[]string{"the k of the points before it spread from 0.50 to 2.00", "its twin's users queued for the server"}, []string{"row locks"}},
+		{"row locks", 32, []workload.Result{shopK, light, locked},
+			[]string{"its twin's users waited on row locks (8.0 sessions of 32 on average)", "queued for the server"}, []string{"spread"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := oltp.Predict(duplexPoint(tc.users, rate, true, 1000, 99), tc.before)
+			for _, s := range tc.says {
+				if !strings.Contains(p.Reason, s) {
+					t.Errorf("reason %q, want it to say %q", p.Reason, s)
+				}
+			}
+			for _, s := range tc.not {
+				if strings.Contains(p.Reason, s) {
+					t.Errorf("reason %q, want it not to say %q", p.Reason, s)
+				}
+			}
+		})
 	}
 }
