@@ -11,20 +11,23 @@ import (
 // carry a point's volume V (the bytes the link carried in the data's
 // direction) across a link of round-trip time RTT, rate R and window W:
 //
-//	push (stop-and-wait): t = ⌊V / buffer⌋ × ⌈buffer / W⌉ × RTT
-//	                          + ⌈(V mod buffer) / W⌉ × RTT + V / R
-//	push-pipelined (K):   t = V / min(R, W/RTT, K × buffer / RTT) + RTT
-//	pull:                 t = V / min(R, W/RTT) + RTT
-//	native:               t = V / min(R, W/RTT) + 2 RTT
-//	fdw (batch b):        t = (⌈rows / b⌉ × ⌈batch bytes / W⌉ + 3) × RTT + V / R
-//	init-snapshot/backup: t = V / min(R, W/RTT) + 2 RTT
+//	push (stop-and-wait): t = ((n − 1) × ⌈full buffer / W⌉
+//	                          + ⌈last buffer / W⌉ − ½) × RTT + V / R
+//	push-pipelined (K):   t = ½ RTT + transfer(V, min(W, K × buffer))
+//	pull:                 t = 1.5 RTT + transfer(V, W)
+//	native:               t = 7 RTT + transfer(V, W)
+//	fdw (batch b):        t = (⌈rows / b⌉ × ⌈batch bytes / W⌉ + 4) × RTT + V / R
+//	init-snapshot:        t = 13 RTT + transfer(V, W)
+//	init-backup:          t = 1.5 RTT + transfer(V, W)
 //
-// plus, where a scenario opens connections or transactions across the
-// link inside its timing, their round trips: a snapshot or a backup
-// connects to the subscriber (TCP and SCRAM: 4 RTTs) and runs its
-// statements (COPY, or pg_restore's catalog: about 2 RTTs more); a
-// postgres_fdw insert starts, prepares and commits a remote transaction
-// (3 RTTs).
+// where transfer(V, W) = max(V / R, (⌈V / W⌉ − 1) × RTT + the last window
+// / R) is a stream's time on the link beyond its one-way delay: the link
+// holds a window whole until its credit is back one RTT after it left.
+// The round trips beside the stream are those the scenario's timed part
+// pays across the link (streamRoundTrips says which). A push's n buffers
+// hold whole rows (wholeRows), and its last answer is not timed (½ RTT
+// less); a postgres_fdw insert starts a remote transaction, prepares its
+// statement, deallocates it and commits (4 RTTs).
 //
 // Model takes V as measured, so its fit tests the physics (round trips,
 // window, rate), not the encoding of the rows: the SQL the agent sent
@@ -105,45 +108,116 @@ func seconds(params workload.Params, l workload.LinkResult, in inputs) (t float6
 	if l.RateBitsPerS > 0 {
 		serial = v * 8 / l.RateBitsPerS
 	}
+	window := float64(l.InFlightBytes())
 	switch params.String("scenario") {
 	case "push":
-		buffer := float64(params.Int("buffer_size"))
-		trips := math.Ceil(v / buffer)
-		inFlight := float64(l.InFlightBytes())
-		if inFlight <= 0 || buffer <= inFlight {
-			return trips*rtt + serial, fmt.Sprintf("⌈V/buffer⌉ = %.0f round trips × RTT + V/rate", trips), true
+		// Each buffer is a round trip, but the rig sees the last row on the
+		// subscriber once the last buffer is applied, half a round trip
+		// before its answer is back.
+		b := wholeRows(v, in.rows, float64(params.Int("buffer_size")))
+		if window <= 0 || b.bytes <= window {
+			return (b.count-0.5)*rtt + serial, fmt.Sprintf("(%s − ½) = %.1f round trips × RTT + V/rate", b.formula, b.count-0.5), true
 		}
 		// A buffer larger than what may be in flight crosses in several
 		// round trips; the last, partial buffer in those of its own bytes.
-		full := math.Floor(v / buffer)
-		rtts := full*math.Ceil(buffer/inFlight) + math.Ceil((v-full*buffer)/inFlight)
-		return rtts*rtt + serial, fmt.Sprintf("⌈V/buffer⌉ = %.0f buffers of ⌈buffer/%.0f⌉ round trips, the last of its own bytes' = %.0f round trips × RTT + V/rate", trips, inFlight, rtts), true
+		rtts := (b.count-1)*math.Ceil(b.bytes/window) + math.Ceil(b.last/window) - 0.5
+		return rtts*rtt + serial, fmt.Sprintf("%s buffers of ⌈buffer/%.0f⌉ round trips, the last of its own bytes' and without its answer's half = %.1f round trips × RTT + V/rate", b.formula, window, rtts), true
 	case "push-pipelined":
+		// K buffers unanswered are a window of K × buffer; the stream's
+		// first bytes cross (½ RTT), and the rig sees the last row once the
+		// last buffer is applied, before its answer is back.
 		k, buffer := in.pipeline, float64(params.Int("buffer_size"))
-		sr := streamRate(l)
-		if k > 0 && rtt > 0 {
-			sr = math.Min(sr, k*buffer*8/rtt)
+		if k > 0 && (window <= 0 || k*buffer < window) {
+			window = k * buffer
 		}
-		return v*8/sr + rtt, fmt.Sprintf("V / min(rate, window/RTT, %.0f buffers/RTT) + RTT", k), true
-	case "pull":
-		// The connected agent hears of new commands and reads them back
-		// across the link: about one round trip before the stream flows.
-		return v*8/streamRate(l) + rtt, "V / min(rate, window/RTT) + RTT", true
-	case "native":
-		// The subscriber's apply worker asks the publisher's WAL sender,
-		// which decodes and sends: two round trips of start-up.
-		return v*8/streamRate(l) + 2*rtt, "V / min(rate, window/RTT) + 2 RTT", true
-	case "init-snapshot", "init-backup":
-		return v*8/streamRate(l) + 6*rtt, "V / min(rate, window/RTT) + 6 RTT (connect, statements)", true
+		s, how := transfer(v, l, window)
+		return rtt/2 + s, fmt.Sprintf("½ RTT + %s (%.0f buffers in flight)", how, k), true
 	case "fdw-row", "fdw-batch":
 		b := math.Max(1, in.batch)
 		perBatch := 1.0
-		if l.InFlightBytes() > 0 && in.rows > 0 {
+		if window > 0 && in.rows > 0 {
 			// A batch larger than the window waits for acknowledgements.
-			perBatch = math.Ceil(b * v / in.rows / float64(l.InFlightBytes()))
+			perBatch = math.Ceil(b * v / in.rows / window)
 		}
-		trips := math.Ceil(in.rows/b)*perBatch + 3
-		return trips*rtt + serial, fmt.Sprintf("(⌈rows/%g⌉ × %.0f + 3) = %.0f round trips × RTT + V/rate", b, perBatch, trips), true
+		// The remote transaction's START TRANSACTION, the insert's
+		// PREPARE, its DEALLOCATE and COMMIT: 4 round trips beside the
+		// batches'.
+		trips := math.Ceil(in.rows/b)*perBatch + 4
+		return trips*rtt + serial, fmt.Sprintf("(⌈rows/%g⌉ × %.0f + 4) = %.0f round trips × RTT + V/rate", b, perBatch, trips), true
 	}
-	return 0, "", false
+	trips, ok := streamRoundTrips[params.String("scenario")]
+	if !ok {
+		return 0, "", false
+	}
+	s, how := transfer(v, l, window)
+	return trips*rtt + s, fmt.Sprintf("%g RTT + %s", trips, how), true
+}
+
+// buffers are the stop-and-wait writer's buffers: how many, the bytes of
+// each full one and of the last.
+type buffers struct {
+	count, bytes, last float64
+	formula            string
+}
+
+// wholeRows are the buffers that carry v bytes of rows rows: the agent
+// fills a buffer with whole rows (render's room for the next one), so a
+// 40 KB buffer holds 17 rows of 2.3 KB (38 KB), and 1,000 such rows take
+// 59 buffers, not the 57 of V / buffer. Without rows, V / buffer.
+func wholeRows(v, rows, buffer float64) buffers {
+	if !(rows > 0) || !(v > 0) || v/rows > buffer {
+		n := math.Ceil(v / buffer)
+		return buffers{count: n, bytes: buffer, last: v - (n-1)*buffer, formula: fmt.Sprintf("⌈V/buffer⌉ = %.0f", n)}
+	}
+	perRow := v / rows
+	perBuffer := math.Floor(buffer / perRow)
+	n := math.Ceil(rows / perBuffer)
+	return buffers{count: n, bytes: perBuffer * perRow, last: v - (n-1)*perBuffer*perRow,
+		formula: fmt.Sprintf("⌈rows / ⌊buffer / (V/rows)⌋⌉ = ⌈%.0f / %.0f⌉ = %.0f", rows, perBuffer, n)}
+}
+
+// streamRoundTrips are the round trips across the link inside the timed
+// part of the scenarios that carry their rows as one stream, beside the
+// stream's own (transfer), each counted from the code and seen in the
+// links' per-10-ms series of a stored run:
+//   - pull: the log reader's NOTIFY crosses to the agent (½), the agent's
+//     read crosses back (½) and the rows' first bytes return (½);
+//   - native: the rig inserts once the subscription's apply worker exists,
+//     which then connects across the link (TCP 1, startup and SCRAM 3),
+//     asks 2 more round trips of the walsender, sends START_REPLICATION
+//     (½), and the rows' first bytes return (½);
+//   - init-snapshot: the copy's connection to the subscriber (TCP 1,
+//     startup and SCRAM 3), BEGIN, CREATE SCHEMA and CREATE TABLE (3),
+//     COPY's data (½) and its answer (½), then the primary key (1), the
+//     subscription's record (SET LOCAL, the INSERT's prepare and its
+//     execution: 3) and COMMIT (1);
+//   - init-backup: pg_dump and pg_restore run at their own sites and only
+//     the archive's connection crosses: its TCP handshake (1, while
+//     pg_dump starts) and the archive's first bytes (½).
+var streamRoundTrips = map[string]float64{"pull": 1.5, "native": 7, "init-snapshot": 13, "init-backup": 1.5}
+
+// transfer is the time from a stream's first byte leaving to its last
+// arriving, beyond the one-way delay: v bytes at the link's rate, or where
+// inFlight bytes (the window, or what a writer keeps unanswered) leave
+// before the first one's credit is back, a round trip for each full
+// window before the last and the last at the rate. Windows are whole: a
+// megabyte through 64 KiB is 15 round trips and the last 16th, not the
+// 15.3 of V / (window / RTT).
+func transfer(v float64, l workload.LinkResult, inFlight float64) (seconds float64, formula string) {
+	atRate := 0.0
+	if l.RateBitsPerS > 0 {
+		atRate = v * 8 / l.RateBitsPerS
+	}
+	if inFlight <= 0 || v <= inFlight {
+		return atRate, "V/rate"
+	}
+	full := math.Ceil(v/inFlight) - 1
+	windowed := full * l.RTTSeconds
+	if l.RateBitsPerS > 0 {
+		windowed += (v - full*inFlight) * 8 / l.RateBitsPerS
+	}
+	if atRate >= windowed {
+		return atRate, "V/rate"
+	}
+	return windowed, fmt.Sprintf("(⌈V/%.0f⌉ − 1) = %.0f round trips × RTT + the last window/rate", inFlight, full)
 }

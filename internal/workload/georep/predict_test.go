@@ -446,16 +446,19 @@ func TestPredictSaysWhenTheTimeBesideIsNotGrown(t *testing.T) {
 	}
 }
 
-// A backup's prediction says that its set-up round trips stand for
-// starting pg_dump and pg_restore; a snapshot's, whose set-up crosses the
-// link, does not.
-func TestPredictSaysABackupsSetUpIsItsProcesses(t *testing.T) {
+// A backup's prediction says that dumping and restoring its rows is time
+// beside the link (only its archive crosses), and a pull's that the
+// agent's first read may find the rows at a long round trip; a
+// snapshot's, whose copy crosses the link, says neither.
+func TestPredictSaysWhatTheModelLeavesBeside(t *testing.T) {
 	t.Parallel()
 	before := []workload.Result{slower(measuredPoint("push", "char-1k", "tukwila-blueridge", 0.077, legacyW, 1000, 1e6), 0.3)}
-	for scenario, says := range map[string]bool{"init-backup": true, "init-snapshot": false} {
+	for scenario, want := range map[string]string{"init-backup": backupSetUpMiss, "pull": pullRaceNote, "init-snapshot": ""} {
 		p := Predict(plannedPoint(scenario, "char-1k", "tukwila-dublin", 0.150, legacyW, 1000), before)
-		if got := strings.Contains(p.Reason, backupSetUpMiss); got != says {
-			t.Errorf("%s: reason %q says the backup's set-up %v, want %v", scenario, p.Reason, got, says)
+		for _, note := range []string{backupSetUpMiss, pullRaceNote} {
+			if got := strings.Contains(p.Reason, note); got != (note == want) {
+				t.Errorf("%s: reason %q says %q: %v, want %v", scenario, p.Reason, note, got, note == want)
+			}
 		}
 	}
 }
