@@ -5,6 +5,7 @@ import (
 	"maps"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -213,15 +214,19 @@ func measuredOn(eng string, results []workload.Result) []workload.Result {
 }
 
 // nearest is the result whose setup differs from r's in the fewest
-// respects, then whose databases are nearest (by ratio), then the latest.
+// respects, then whose databases are nearest (by ratio), then whose
+// differing values are nearest (by ratio: 2 GB of buffers is nearer 128 MB
+// than 16 MB, which makes backends write dirty pages themselves), then the
+// latest.
 func nearest(r workload.Result, same []workload.Result) workload.Result {
 	want, n := setup(r), float64(r.Params.Int("databases"))
-	best, bestDiff, bestGap := same[0], math.MaxInt, math.Inf(1)
+	best, bestDiff, bestGap, bestDist := same[0], math.MaxInt, math.Inf(1), math.Inf(1)
 	for _, o := range same {
-		diff := differences(want, setup(o))
+		have := setup(o)
+		diff, dist := differences(want, have), valueDistance(want, have)
 		gap := math.Abs(math.Log(o.Metrics["databases"] / n))
-		if diff < bestDiff || diff == bestDiff && gap <= bestGap {
-			best, bestDiff, bestGap = o, diff, gap
+		if diff < bestDiff || diff == bestDiff && (gap < bestGap || gap == bestGap && dist <= bestDist) {
+			best, bestDiff, bestGap, bestDist = o, diff, gap, dist
 		}
 	}
 	return best
@@ -272,6 +277,35 @@ func differences(a, b map[string]string) int {
 		}
 	}
 	return diff
+}
+
+// valueDistance sums, over the respects in which two setups hold numbers
+// of the same unit that differ, the logarithm of their ratio.
+func valueDistance(a, b map[string]string) float64 {
+	dist := 0.0
+	for k, av := range a {
+		bv, ok := b[k]
+		if !ok || av == bv {
+			continue
+		}
+		x, xu, xok := numberOf(av)
+		y, yu, yok := numberOf(bv)
+		if xok && yok && xu == yu && x > 0 && y > 0 {
+			dist += math.Abs(math.Log(x / y))
+		}
+	}
+	return dist
+}
+
+// numberOf splits a setting's value into its number and its unit
+// ("131072kB": 131072, "kB").
+func numberOf(v string) (float64, string, bool) {
+	i := strings.IndexFunc(v, func(c rune) bool { return (c < '0' || c > '9') && c != '.' })
+	if i < 0 {
+		i = len(v)
+	}
+	x, err := strconv.ParseFloat(v[:i], 64)
+	return x, v[i:], err == nil
 }
 
 // predictReason says what the prediction leaves out: the setup and the

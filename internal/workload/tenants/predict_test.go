@@ -177,3 +177,52 @@ func TestThePointsOwnFigureNeverEntersItsPrediction(t *testing.T) {
 		t.Errorf("predicted %v and %v as the point measured 1 and 1000: its own figure entered", preds[0].Metrics, preds[1].Metrics)
 	}
 }
+
+func TestNearestPrefersTheNearerValue(t *testing.T) {
+	buffers := func(v string) map[string]string {
+		return map[string]string{"synchronous_commit": "1", "shared_buffers": v}
+	}
+	base := ledger("128MB", 100, buffers("131072kB"), 2, 5, 1, 0.33, 0.25)
+	small := ledger("16MB", 100, buffers("16384kB"), 2, 9, 1, 0.4, 0.25)
+	quarter := ledger("32MB", 100, buffers("32768kB"), 2, 7, 1, 0.35, 0.25)
+	fewer := ledger("128MB at 50", 50, buffers("131072kB"), 1, 2, 0.5, 0.4, 0.2)
+	for _, tc := range []struct {
+		name   string
+		r      workload.Result
+		before []workload.Result
+		want   string
+	}{
+		// 2 GB is 16 times 128 MB and 128 times 16 MB: the later 16 MB
+		// point differs in as many respects, by more.
+		{"a larger value", planned(100, buffers("2097152kB")), []workload.Result{base, small}, "128MB"},
+		{"a smaller value", planned(100, buffers("8192kB")), []workload.Result{small, base}, "16MB"},
+		// As far both ways (twice and half): the latest.
+		{"as far both ways", planned(100, buffers("65536kB")), []workload.Result{base, quarter}, "32MB"},
+		// The databases come before the values.
+		{"the databases first", planned(100, buffers("2097152kB")), []workload.Result{fewer, small}, "16MB"},
+	} {
+		if got := nearest(tc.r, tc.before); got.Key != tc.want {
+			t.Errorf("%s: nearest %s, want %s", tc.name, got.Key, tc.want)
+		}
+	}
+}
+
+func TestNumberOf(t *testing.T) {
+	for _, tc := range []struct {
+		v    string
+		x    float64
+		unit string
+		ok   bool
+	}{
+		{"131072kB", 131072, "kB", true},
+		{"2000000000", 2e9, "", true},
+		{"0.5", 0.5, "", true},
+		{"replica", 0, "replica", false},
+		{"", 0, "", false},
+	} {
+		x, unit, ok := numberOf(tc.v)
+		if ok != tc.ok || ok && (x != tc.x || unit != tc.unit) {
+			t.Errorf("numberOf(%q) = %v %q %v, want %v %q %v", tc.v, x, unit, ok, tc.x, tc.unit, tc.ok)
+		}
+	}
+}
