@@ -26,7 +26,7 @@ import (
 // solved together: R and the TPM come from one state, never apart. Sr is
 // the reads' response without the queue (their mean response × (1 − U) at
 // the nearest earlier point: the setup that differs least, then the
-// databases closest), SL the timers' lateness likewise, D its CPU per
+// databases closest, then the differing values closest), SL the timers' lateness likewise, D its CPU per
 // transaction as measured (no law carries it from one setup to another),
 // C the host's CPUs. w is the mix's share of writes and Sf what a write
 // takes beyond a read without the queue: its wait for the log's flush and
@@ -72,10 +72,12 @@ type queue struct {
 const maxShare = 0.95
 
 // queueOf is a measured point's queue removed: its CPU share U is what its
-// servers and the client kept busy (other processes' work is not the
-// law's: the scheduler lets a woken backend run before a busy loop's
-// next slice, and on the stored run other processes' 0.1 to 0.6 CPUs came
-// with no longer responses).
+// servers and the client kept busy. Other processes' work is not the
+// law's: on the stored quick run the baseline's points with 0.14 to 0.64
+// CPUs of it had responses of 4.0 to 4.9 ms in no order of it, and on
+// another the one-instance points with the least (0.02, 0.03 CPUs) had
+// the slowest reads with the queue removed (an idle virtual CPU halts, and
+// a wake-up pays for it, is a likely reason).
 func queueOf(o workload.Result) queue {
 	m := o.Metrics
 	q := queue{d: m["cpu_ms_per_tx"] / 1000, c: m["host_cpus"]}
