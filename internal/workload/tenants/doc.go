@@ -66,7 +66,12 @@
 // # Model and findings
 //
 // The model (model.go) is the closed loop capped by the CPU:
-// TPM = min(N × 60 / (R0 + Z), 60 × C / D). The consolidation study
+// TPM = min(N × 60 / (R0 + Z), 60 × C / D): the fit. Before each point
+// runs, its TPM and response are predicted together (predict.go): the same
+// closed loop with the CPU's queue, R = S / (1 − U) and X = N / (Z + L + R)
+// solved as one state, S the nearest earlier point's response with its
+// queue removed, a write's flush wait counted only where commits wait for
+// a disk. The consolidation study
 // (studies/consolidation) judges the seed's findings from its
 // experiments, which the sweep variable "experiment" names (databases,
 // instances, affinity, memory, wal, durability), and draws each experiment
