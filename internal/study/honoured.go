@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/dbrig/dbrig/internal/topology"
+	"github.com/dbrig/dbrig/internal/workload"
 )
 
 // A server can accept a setting and run with another value: MariaDB
@@ -54,17 +55,16 @@ func (r *Runner) settingsTaken(ctx context.Context, st *runState, c *Combo, chan
 	}
 }
 
-// untakenWarning is the warning of a point whose servers run settings of
-// the study's with other values, or "".
-func (st *runState) untakenWarning(c *Combo) string {
+// qualify adds to a measured point on servers that run settings of the
+// study's with other values the warning that says so.
+func (st *runState) qualify(res *workload.Result, c *Combo) {
 	var parts []string
 	for _, cfg := range c.Instances {
 		for _, d := range st.untaken[cfg.Name] {
 			parts = append(parts, cfg.Name+" runs "+d)
 		}
 	}
-	if len(parts) == 0 {
-		return ""
+	if len(parts) > 0 {
+		res.Warnings = append(res.Warnings, "the server did not take the study's setting ("+strings.Join(parts, "; ")+"): the point measured the server's value")
 	}
-	return "the server did not take the study's setting (" + strings.Join(parts, "; ") + "): the point measured the server's value"
 }

@@ -466,9 +466,7 @@ func (r *Runner) runPoint(ctx context.Context, st *runState, p Point, n, total i
 		return res, err
 	}
 	res.Keep(m)
-	if w := st.untakenWarning(c); w != "" {
-		res.Warnings = append(res.Warnings, w)
-	}
+	st.qualify(&res, c)
 	var fit workload.Prediction
 	if st.kind.Model != nil {
 		fit = st.kind.Model(res, workload.OtherCombinations(res, st.results))
