@@ -210,13 +210,17 @@ func capByCPUs(pred workload.Prediction, r workload.Result, before []workload.Re
 		return pred, false
 	}
 	if m.host {
-		return capByHost(pred, m)
+		pred, capped := capByHost(pred, m)
+		if capped {
+			pred = capByOtherMix(pred, r, before, own)
+		}
+		return pred, capped
 	}
 	pred.Metrics["tps"] = min(pred.Metrics["tps"], m.tps)
 	pred.Formula += fmt.Sprintf(", capped by the server's capacity C / D = %.2f CPUs / %s = %s/s (C the median of the CPUs the load kept busy at the latest %d saturated points of the same load before it, %s; D the CPU a transaction costs, the server's and the client's, %s): tps = %s/s",
 		measure.Median(slices.Clone(m.cpus)), FormatMS(1000*m.demand), FormatTPS(m.tps), len(m.cpus), cpuList(m.cpus), m.whose, FormatTPS(pred.Metrics["tps"]))
 	pred.Reason = kneeReason + "; the CPUs the machine's other work leaves the load move between the points before it and this one, and a transaction's CPU with the users and the machine's load"
-	return pred, true
+	return capByOtherMix(pred, r, before, own), true
 }
 
 // capByHost caps a prediction by the load's CPUs over D, before any point
