@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/dbrig/dbrig/internal/engine/postgres"
 	"github.com/dbrig/dbrig/internal/engine/postgres/pgtest"
 	"github.com/dbrig/dbrig/internal/link"
@@ -51,7 +53,7 @@ func startPairWith(t testing.TB, settings map[string]string) *pair {
 			t.Fatal(err)
 		}
 	}
-	p.cfg = replication.Config{Publisher: p.cfg.Publisher, Subscriber: p.cfg.Subscriber, Logger: testLogger()}
+	p.cfg = replication.Config{Publisher: p.pub.Conn("app"), Subscriber: p.sub.Conn("app"), Logger: testLogger()}
 	return &p
 }
 
@@ -297,5 +299,25 @@ func TestPayloadTextMatchesTheServers(t *testing.T) {
 				t.Errorf("%s row %d: the server makes %d bytes, payloadText %d (or they differ)", pl, g, len(got), len(want))
 			}
 		}
+	}
+}
+
+// TestStartedPairLogsIn: the benchmarks' pair of servers of their own
+// (startPair) gives logins that reach both, as the shared pair's do; no
+// test but this one runs it, and the benchmarks only run in make bench.
+func TestStartedPairLogsIn(t *testing.T) {
+	t.Parallel()
+	p := startPair(t)
+	ctx := testCtx(t, time.Minute)
+	for _, c := range []postgres.ConnInfo{p.cfg.Publisher, p.cfg.Subscriber} {
+		cfg, err := c.ConnConfig()
+		if err != nil {
+			t.Fatalf("the pair's login %s: %v", c, err)
+		}
+		conn, err := pgx.ConnectConfig(ctx, cfg)
+		if err != nil {
+			t.Fatalf("the pair's login %s: %v", c, err)
+		}
+		conn.Close(ctx)
 	}
 }
