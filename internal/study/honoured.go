@@ -3,8 +3,6 @@ package study
 import (
 	"context"
 	"fmt"
-	"maps"
-	"slices"
 	"strings"
 
 	"github.com/dbrig/dbrig/internal/topology"
@@ -34,16 +32,13 @@ func (r *Runner) settingsTaken(ctx context.Context, st *runState, c *Combo, chan
 		if inst == nil {
 			continue
 		}
+		read, _ := readBackSettings(ctx, inst, cfg.Settings, func(name string, err error) error {
+			r.Log.Debug("a study's setting not read back", "instance", cfg.Name, "setting", name, "err", err)
+			return nil
+		})
 		var diffs []string
-		for _, name := range slices.Sorted(maps.Keys(cfg.Settings)) {
-			have, err := inst.Setting(ctx, name)
-			if err != nil {
-				r.Log.Debug("a study's setting not read back", "instance", cfg.Name, "setting", name, "err", err)
-				continue
-			}
-			if want := cfg.Settings[name]; !topology.SameSetting(have, want) {
-				diffs = append(diffs, fmt.Sprintf("%s = %s where the study set %s", name, have, want))
-			}
+		for _, d := range read {
+			diffs = append(diffs, fmt.Sprintf("%s = %s where the study set %s", d.Name, d.Target, d.Study))
 		}
 		st.untaken[cfg.Name] = diffs
 		for _, d := range diffs {

@@ -115,14 +115,27 @@ func (p *Plan) checkTargetSweeps() SpecErrors {
 // value.
 func compareServerSettings(ctx context.Context, eng engine.Engine, inst engine.Instance, settings map[string]string) ([]SettingDiff, error) {
 	_, server := eng.SplitSettings(ctx, settings)
+	return readBackSettings(ctx, inst, server, func(name string, err error) error {
+		return fmt.Errorf("target %q: read its setting %s to compare it with the study's: %w", inst.Name(), name, err)
+	})
+}
+
+// readBackSettings reads each of settings back from inst, in name order, and
+// returns those it runs with another value (Target holds the server's).
+// A setting that cannot be read goes to unread: its error, if any, ends
+// the read-back.
+func readBackSettings(ctx context.Context, inst engine.Instance, settings map[string]string, unread func(name string, err error) error) ([]SettingDiff, error) {
 	var diffs []SettingDiff
-	for _, name := range slices.Sorted(maps.Keys(server)) {
+	for _, name := range slices.Sorted(maps.Keys(settings)) {
 		have, err := inst.Setting(ctx, name)
 		if err != nil {
-			return nil, fmt.Errorf("target %q: read its setting %s to compare it with the study's: %w", inst.Name(), name, err)
+			if err := unread(name, err); err != nil {
+				return nil, err
+			}
+			continue
 		}
-		if !topology.SameSetting(have, server[name]) {
-			diffs = append(diffs, SettingDiff{Name: name, Study: server[name], Target: have})
+		if !topology.SameSetting(have, settings[name]) {
+			diffs = append(diffs, SettingDiff{Name: name, Study: settings[name], Target: have})
 		}
 	}
 	return diffs, nil
