@@ -138,7 +138,11 @@ func readControl(path string, uid int64) ([]uint32, error) {
 		return nil, err
 	}
 	defer f.Close()
-	if err := ownedRegular(f, path, uid); err != nil {
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if err := ownedRegular(st, path, uid); err != nil {
 		return nil, err
 	}
 	var hdr [dsmItemsOffset]byte
@@ -168,11 +172,9 @@ func readControl(path string, uid int64) ([]uint32, error) {
 	return handles, nil
 }
 
-func ownedRegular(f *os.File, path string, uid int64) error {
-	st, err := f.Stat()
-	if err != nil {
-		return err
-	}
+// ownedRegular checks that st, path's own (not a link's target), is a
+// regular file of the owner uid (any owner when uid is negative).
+func ownedRegular(st os.FileInfo, path string, uid int64) error {
 	sys, ok := st.Sys().(*syscall.Stat_t)
 	if !st.Mode().IsRegular() || !ok {
 		return fmt.Errorf("%s is not a regular file", path)
@@ -186,16 +188,14 @@ func ownedRegular(f *os.File, path string, uid int64) error {
 // removeSegment removes one segment if it is a regular file of uid; one
 // already gone is no error.
 func removeSegment(path string, uid uint32) error {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	st, err := os.Lstat(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
 	if err != nil {
 		return err
 	}
-	err = ownedRegular(f, path, int64(uid))
-	f.Close()
-	if err != nil {
+	if err := ownedRegular(st, path, int64(uid)); err != nil {
 		return err
 	}
 	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
