@@ -108,7 +108,7 @@ const samePathCost = "a page visit is taken to cost what it cost on this path's 
 // costs each path its own (2.8 times a scan's on PostgreSQL at 200,000
 // rows, 0.54 times on MariaDB). The lookup path's first point takes the
 // time a row cost the lookups of the index's first twentieth, which every
-// point times before its query (lookup_sample_us_per_row), times its rows;
+// scan point times before its query (lookup_sample_us_per_row), times its rows;
 // only a path's first point with neither takes the other path's cost a
 // page, and says so.
 func Predict(r workload.Result, before []workload.Result) workload.Prediction {
