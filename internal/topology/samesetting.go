@@ -83,6 +83,12 @@ func settingSize(s string) (float64, bool) {
 
 func hasSize(s string) bool { _, ok := settingSize(s); return ok }
 
+// SettingBytes reads a size with a unit as PostgreSQL and MariaDB write a
+// setting's (binary: 1 kB is 1,024 bytes; 128MB, 131072kB, 128M), in bytes.
+func SettingBytes(s string) (float64, bool) {
+	return settingSize(strings.ToLower(strings.TrimSpace(s)))
+}
+
 func hasDuration(s string) bool {
 	if _, bare := bareNumber(s); bare {
 		return false

@@ -109,7 +109,7 @@ func overlapShare(r workload.Result, before []workload.Result) overlap {
 	if len(ks) == 0 {
 		return overlap{k: 1}
 	}
-	return overlap{k: measure.Median(slices.Clone(ks)), from: len(ks), lo: slices.Min(ks), hi: slices.Max(ks)}
+	return overlap{k: measure.Median(ks), from: len(ks), lo: slices.Min(ks), hi: slices.Max(ks)}
 }
 
 // overlap is k and the points it is the median of: how many, and the

@@ -10,6 +10,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/dbrig/dbrig/internal/topology"
 	"github.com/dbrig/dbrig/internal/workload"
 )
 
@@ -52,7 +53,7 @@ func Predict(r workload.Result, before []workload.Result) workload.Prediction {
 	p.Formula = fmt.Sprintf("closed loop with the CPU's queue: X = N / (Z + L + R), U = X × D / C, R = (Sr + w × Sf) / (1 − U), L = SL / (1 − U); "+
 		"nearest: %s; Sr = %s (the reads' response %s × (1 − %.2f)), SL = %s, D = %s, C = %.0f CPUs; Sf = %s (%s); w = %.2f; "+
 		"solved: U = %.2f, R = %s, L = %s, TPM = %.0f × 60 / (%s + %s + %s) = %.0f",
-		nearestLabel(ref), Millis(q.sr), Millis(q.reads), q.u, Millis(q.sl), Millis(q.d), q.c, Millis(q.sf), flushFrom, writeShare(),
+		nearestLabel(ref), Millis(q.sr), Millis(q.reads), q.u, Millis(q.sl), Millis(q.d), q.c, Millis(q.sf), flushFrom, writeShareOfMix,
 		loop.u, Millis(loop.r), Millis(loop.l), n, Millis(think), Millis(loop.l), Millis(loop.r), loop.x*60)
 	p.Reason = predictReason(r, ref)
 	return p
@@ -101,7 +102,7 @@ type loopState struct{ x, u, r, l float64 }
 // as U nears 1, so bisection finds its one root.
 func (q queue) solve(n, think float64) loopState {
 	at := func(u float64) loopState {
-		s := loopState{u: u, r: (q.sr + writeShare()*q.sf) / (1 - u), l: q.sl / (1 - u)}
+		s := loopState{u: u, r: (q.sr + writeShareOfMix*q.sf) / (1 - u), l: q.sl / (1 - u)}
 		s.x = n / (think + s.l + s.r)
 		return s
 	}
@@ -119,6 +120,10 @@ func (q queue) solve(n, think float64) loopState {
 	}
 	return at((lo + hi) / 2)
 }
+
+// writeShareOfMix is the mix's share of writes (writeShare), a constant
+// of the workload.
+var writeShareOfMix = writeShare()
 
 // writeShare is the mix's share of writes.
 func writeShare() float64 {
@@ -189,7 +194,7 @@ func flushWaits(r workload.Result, measured bool) bool {
 		return true
 	}
 	in := r.Instances[0]
-	if v, ok := in.Settings["synchronous_commit"]; ok && (v == "0" || strings.EqualFold(v, "off") || strings.EqualFold(v, "false")) {
+	if v, ok := in.Settings["synchronous_commit"]; ok && topology.SameSetting(v, "off") {
 		return false
 	}
 	if v, ok := in.Settings["innodb_flush_log_at_trx_commit"]; ok && v != "1" {
@@ -290,13 +295,23 @@ func valueDistance(a, b map[string]string) float64 {
 		if !ok || av == bv {
 			continue
 		}
-		x, xu, xok := numberOf(av)
-		y, yu, yok := numberOf(bv)
+		x, xu, xok := magnitude(av)
+		y, yu, yok := magnitude(bv)
 		if xok && yok && xu == yu && x > 0 && y > 0 {
 			dist += math.Abs(math.Log(x / y))
 		}
 	}
 	return dist
+}
+
+// magnitude is a setting's value as a number and its unit, a size in
+// bytes whatever unit it is written in ("131072kB" and "128MB":
+// 134217728, "bytes"), else as numberOf splits it.
+func magnitude(v string) (float64, string, bool) {
+	if b, ok := topology.SettingBytes(v); ok {
+		return b, "bytes", true
+	}
+	return numberOf(v)
 }
 
 // numberOf splits a setting's value into its number and its unit
