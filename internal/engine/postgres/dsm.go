@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/dbrig/dbrig/internal/engine"
 )
 
 // A server with dynamic_shared_memory_type = posix (the default) keeps its
@@ -37,21 +39,16 @@ const (
 )
 
 // recordDSM writes the name of the control segment the postmaster at pid
-// has mapped into the instance directory; a server with no segment in
-// /dev/shm (another dynamic_shared_memory_type) records nothing.
-func recordDSM(dir string, pid int) error {
+// has mapped into the instance directory, a directory of the server's
+// account (user); a server with no segment in /dev/shm (another
+// dynamic_shared_memory_type) records nothing.
+func recordDSM(dir string, pid int, user engine.ServerUser) error {
 	name, err := controlSegmentOf(pid)
 	if err != nil || name == "" {
 		_ = os.Remove(filepath.Join(dir, dsmRecordFile))
 		return err
 	}
-	// Whole or not at all: a dbrig killed while it writes leaves no
-	// record that names half a segment.
-	tmp := filepath.Join(dir, dsmRecordFile+".new")
-	if err := os.WriteFile(tmp, []byte(name+"\n"), 0o600); err != nil {
-		return err
-	}
-	return os.Rename(tmp, filepath.Join(dir, dsmRecordFile))
+	return engine.WriteServerFile(dir, dsmRecordFile, []byte(name+"\n"), user)
 }
 
 // controlSegmentOf finds, among the /dev/shm segments the process maps,
@@ -94,7 +91,7 @@ func dsmHandle(name string) (uint32, bool) {
 // that names nothing left is removed with no error.
 func removeDSM(dir string, uid uint32) error {
 	record := filepath.Join(dir, dsmRecordFile)
-	b, err := os.ReadFile(record)
+	b, err := engine.ReadServerFile(record)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
@@ -130,7 +127,9 @@ func removeDSM(dir string, uid uint32) error {
 // a regular file of the owner uid (any owner when uid is negative) and
 // carry the control segment's magic number.
 func readControl(path string, uid int64) ([]uint32, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	// Not blocking: /dev/shm is anyone's, and a pipe of that name must
+	// not hold the stop.
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}

@@ -439,7 +439,7 @@ func (i *Instance) start(ctx context.Context) error {
 	if err := i.waitReady(ctx, exited); err != nil {
 		return err
 	}
-	if err := recordDSM(i.dir, cmd.Process.Pid); err != nil {
+	if err := recordDSM(i.dir, cmd.Process.Pid, i.user); err != nil {
 		i.log.Warn("postgres: its dynamic shared memory segment not found; a kill would leave it in "+shmDir, "err", err)
 	}
 	return nil
