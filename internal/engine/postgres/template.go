@@ -20,8 +20,9 @@ import (
 // process has it: the first Start for given binaries and server account
 // on the machine runs initdb once, in a scratch directory removed at
 // once, and every Start writes the image into its own data directory,
-// then gives the superuser its own password in single-user mode. initdb
-// costs several times the copy and the single-user run (docs/engines.md).
+// then gives the superuser its own password in single-user mode: a fresh
+// process's first start and stop, the cache warm, took a median of 1.03 s
+// of CPU against 1.32 s with initdb per instance (docs/engines.md).
 // The template holds no password nor verifier of one: its superuser has
 // none, and every copy's is set before its server listens.
 type template struct {
@@ -41,22 +42,21 @@ var templates engine.OncePerKey[templateKey, template]
 // directory under parent (the instance's base directory) and kept.
 func templateFor(ctx context.Context, bin Binaries, user engine.ServerUser, parent string) (template, error) {
 	return templates.Get(ctx, templateKey{bin.Dir, bin.Version, user.UID}, func(ctx context.Context) (template, error) {
+		// CachedTemplate checks every image it returns, read or made, last:
+		// that check's conf is the returned image's.
+		var conf []byte
 		key := engine.TemplateKey{
 			Engine:   "postgres",
 			Programs: []string{bin.Path("initdb"), bin.Path("postgres")},
 			Version:  bin.Version, Args: initdbArgs, UID: user.UID, GID: user.GID,
-			Check: func(img *engine.DirImage) error {
-				_, err := checkTemplate(img)
+			Check: func(img *engine.DirImage) (err error) {
+				conf, err = checkTemplate(img)
 				return err
 			},
 		}
 		image, err := engine.CachedTemplate(ctx, key, func(ctx context.Context) (*engine.DirImage, error) {
 			return makeTemplate(ctx, bin, user, parent)
 		})
-		if err != nil {
-			return template{}, err
-		}
-		conf, err := checkTemplate(image)
 		if err != nil {
 			return template{}, err
 		}
