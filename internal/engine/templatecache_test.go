@@ -218,19 +218,20 @@ func TestDamagedTemplateIsMadeAgain(t *testing.T) {
 	for _, tt := range []struct {
 		name   string
 		damage func(whole []byte) []byte
+		why    string // the reader's own refusal of it ("": any)
 	}{
-		{"cut short", func(b []byte) []byte { return b[:len(b)/2] }},
-		{"a byte of a file changed", func(b []byte) []byte { return bytes.Replace(b, []byte("head"), []byte("HEAD"), 1) }},
-		{"without its end", func(b []byte) []byte { return withEntries(t, b, "", nil) }},
+		{"cut short", func(b []byte) []byte { return b[:len(b)/2] }, ""},
+		{"a byte of a file changed", func(b []byte) []byte { return bytes.Replace(b, []byte("head"), []byte("HEAD"), 1) }, "its content sums"},
+		{"without its end", func(b []byte) []byte { return withEntries(t, b, "", nil) }, ""},
 		{"a link in the tree", func(b []byte) []byte {
 			return withEntries(t, b, "link", &tar.Header{Name: "tree/pg_wal", Typeflag: tar.TypeSymlink, Linkname: "/etc"})
-		}},
-		{"a path out of the tree", func(b []byte) []byte { return withEntries(t, b, "file", &tar.Header{Name: "tree/../x", Mode: 0o600}) }},
-		{"a setuid file", func(b []byte) []byte { return withEntries(t, b, "file", &tar.Header{Name: "tree/run", Mode: 0o4755}) }},
-		{"a file below no directory", func(b []byte) []byte { return withEntries(t, b, "file", &tar.Header{Name: "tree/none/x", Mode: 0o600}) }},
+		}, "neither a directory nor a regular file"},
+		{"a path out of the tree", func(b []byte) []byte { return withEntries(t, b, "file", &tar.Header{Name: "tree/../x", Mode: 0o600}) }, "not a path below the tree"},
+		{"a setuid file", func(b []byte) []byte { return withEntries(t, b, "file", &tar.Header{Name: "tree/run", Mode: 0o4755}) }, "more than permission bits"},
+		{"a file below no directory", func(b []byte) []byte { return withEntries(t, b, "file", &tar.Header{Name: "tree/none/x", Mode: 0o600}) }, "not below a directory"},
 		{"a file twice", func(b []byte) []byte {
 			return withEntries(t, b, "file", &tar.Header{Name: "tree/PG_VERSION", Mode: 0o600})
-		}},
+		}, "an entry twice"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
@@ -241,7 +242,13 @@ func TestDamagedTemplateIsMadeAgain(t *testing.T) {
 			}
 			name := onlyTemplate(t, filepath.Join(dir, TemplatesSubdir))
 			whole, err := os.ReadFile(name)
-			mustDo(t, err, os.WriteFile(name, tt.damage(whole), 0o600))
+			damaged := tt.damage(whole)
+			mustDo(t, err, os.WriteFile(name, damaged, 0o600))
+			// Refused for its own damage, not only by the content sum a
+			// rewritten file no longer matches.
+			if _, _, err := readTemplateFile(bytes.NewReader(damaged), false); err == nil || !strings.Contains(err.Error(), tt.why) {
+				t.Errorf("the reader's refusal: %v, want one that says %q", err, tt.why)
+			}
 			partial := filepath.Join(filepath.Dir(name), "."+filepath.Base(name)+".1.killed.new")
 			mustDo(t, os.WriteFile(partial, whole[:100], 0o600))
 			got, err := openCache(t, dir).Get(context.Background(), key, counting(img, &made))
