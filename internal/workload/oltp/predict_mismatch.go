@@ -168,7 +168,8 @@ func twinQueued(twin workload.Result, before []workload.Result) bool {
 	if len(curve) == 0 || curve[0].Users >= twin.Params.Float("users") || curve[0].TPS <= 0 {
 		return false
 	}
-	return saturatedAt(twin, before)
+	point := CurvePoint{Users: twin.Params.Float("users"), TPS: twin.Metrics["tps"]}
+	return len(saturatedPoints([]CurvePoint{point}, 1000*curve[0].Users/curve[0].TPS)) > 0
 }
 
 // noOverlapShare says why the first mismatched point of a run is predicted
