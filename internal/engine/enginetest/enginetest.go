@@ -211,3 +211,23 @@ func RunWithTempCache(m *testing.M) int {
 	}
 	return m.Run()
 }
+
+// SecondProcessTakesTheCachedTemplate checks, with startOnce (a helper
+// process starting one instance of engineName with the given template
+// cache, which returns how many templates its installer made and what it
+// said), that the first process on a fresh cache runs the installer, the
+// second runs none and copies the first's template, and the cache holds
+// one template. It returns the cache for the engine's own checks.
+func SecondProcessTakesTheCachedTemplate(t *testing.T, engineName, installer string, startOnce func(t *testing.T, cacheDir string) (made, said string)) string {
+	t.Helper()
+	cache := t.TempDir()
+	for i, want := range []string{"1", "0"} {
+		if made, out := startOnce(t, cache); made != want {
+			t.Errorf("process %d had %s make %s templates, want %s: %s", i+1, installer, made, want, out)
+		}
+	}
+	if names, _ := filepath.Glob(filepath.Join(cache, engine.TemplatesSubdir, engineName+"-*.tmpl")); len(names) != 1 {
+		t.Errorf("templates in the cache: %v, want one", names)
+	}
+	return cache
+}

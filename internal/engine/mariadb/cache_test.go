@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -82,15 +81,7 @@ func startOnce(t *testing.T, cacheDir string) (made string, said string) {
 func TestSecondProcessTakesTheCachedTemplate(t *testing.T) {
 	t.Parallel()
 	mariatest.Engine(t)
-	cache := t.TempDir()
-	for i, want := range []string{"1", "0"} {
-		if made, out := startOnce(t, cache); made != want {
-			t.Errorf("process %d had mariadb-install-db make %s templates, want %s: %s", i+1, made, want, out)
-		}
-	}
-	if names, _ := filepath.Glob(filepath.Join(cache, engine.TemplatesSubdir, "mariadb-*.tmpl")); len(names) != 1 {
-		t.Errorf("templates in the cache: %v, want one", names)
-	}
+	enginetest.SecondProcessTakesTheCachedTemplate(t, "mariadb", "mariadb-install-db", startOnce)
 }
 
 // TestPoisonedCachedTemplate: a my.cnf in a cached template, which

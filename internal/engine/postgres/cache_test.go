@@ -82,16 +82,7 @@ func startOnceIn(t *testing.T, base, cacheDir string) (made string, said string)
 func TestSecondProcessTakesTheCachedTemplate(t *testing.T) {
 	t.Parallel()
 	pgtest.Binaries(t)
-	cache := t.TempDir()
-	for i, want := range []string{"1", "0"} {
-		if made, out := startOnce(t, cache); made != want {
-			t.Errorf("process %d had initdb make %s templates, want %s: %s", i+1, made, want, out)
-		}
-	}
-	names, _ := filepath.Glob(filepath.Join(cache, engine.TemplatesSubdir, "postgres-*.tmpl"))
-	if len(names) != 1 {
-		t.Errorf("templates in the cache: %v, want one", names)
-	}
+	cache := enginetest.SecondProcessTakesTheCachedTemplate(t, "postgres", "initdb", startOnce)
 	// initdb's superuser has no password: no SCRAM verifier is kept.
 	if file := enginetest.FileHolding(t, cache, []byte("SCRAM-SHA-256$")); file != "" {
 		t.Errorf("a password verifier is in %s", file)
