@@ -46,6 +46,21 @@ func OwnerAlive(dir string) (alive, recorded bool) {
 	return ok && (f[1] == "?" || start == f[1]), true
 }
 
+// RemoveGone removes the directories under baseDir matching each of the
+// patterns whose dbrig no longer runs (OwnerGone), and returns them: the
+// scratch directories of a killed dbrig.
+func RemoveGone(baseDir string, patterns ...string) (removed []string) {
+	for _, pattern := range patterns {
+		dirs, _ := filepath.Glob(filepath.Join(baseDir, pattern))
+		for _, dir := range dirs {
+			if OwnerGone(dir) && os.RemoveAll(dir) == nil {
+				removed = append(removed, dir)
+			}
+		}
+	}
+	return removed
+}
+
 // OwnerGone reports whether the dbrig that made dir no longer runs: its
 // recorded owner is dead, or, without a record, the directory is over an
 // hour old (its dbrig may be writing the record this instant, or predate

@@ -23,12 +23,7 @@ func RemoveStale(baseDir string) (removed []string) {
 	if baseDir == "" {
 		baseDir = os.TempDir()
 	}
-	templates, _ := filepath.Glob(filepath.Join(baseDir, "dbrig-mariadbtmpl-*"))
-	for _, dir := range templates {
-		if engine.OwnerGone(dir) && os.RemoveAll(dir) == nil {
-			removed = append(removed, dir)
-		}
-	}
+	removed = engine.RemoveGone(baseDir, "dbrig-mariadbtmpl-*")
 	dirs, _ := filepath.Glob(filepath.Join(baseDir, "dbrig-mariadb-*"))
 	for _, dir := range dirs {
 		st, err := os.Stat(dir)

@@ -27,13 +27,7 @@ func RemoveStale(baseDir string) (removed []string) {
 	if baseDir == "" {
 		baseDir = os.TempDir()
 	}
-	checks, _ := filepath.Glob(filepath.Join(baseDir, "dbrig-pgcheck-*"))
-	templates, _ := filepath.Glob(filepath.Join(baseDir, "dbrig-pgtmpl-*"))
-	for _, dir := range append(checks, templates...) {
-		if engine.OwnerGone(dir) && os.RemoveAll(dir) == nil {
-			removed = append(removed, dir)
-		}
-	}
+	removed = engine.RemoveGone(baseDir, "dbrig-pgcheck-*", "dbrig-pgtmpl-*")
 	dirs, _ := filepath.Glob(filepath.Join(baseDir, "dbrig-pg-*"))
 	for _, dir := range dirs {
 		if strings.HasPrefix(filepath.Base(dir), "dbrig-pg-wal-") {

@@ -195,13 +195,7 @@ const generatorDirPrefix = "dbrig-tpch-"
 // that were killed while the generator wrote (their deferred removal never
 // ran): each records its owner, as an instance directory does.
 func removeStaleGeneratorDirs(base string) (removed []string) {
-	dirs, _ := filepath.Glob(filepath.Join(base, generatorDirPrefix+"*"))
-	for _, dir := range dirs {
-		if engine.OwnerGone(dir) && os.RemoveAll(dir) == nil {
-			removed = append(removed, dir)
-		}
-	}
-	return removed
+	return engine.RemoveGone(base, generatorDirPrefix+"*")
 }
 
 func closeAll(files map[string]*os.File) {
