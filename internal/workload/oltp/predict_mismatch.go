@@ -2,7 +2,6 @@ package oltp
 
 import (
 	"fmt"
-	"math"
 	"slices"
 
 	"github.com/dbrig/dbrig/internal/link"
@@ -23,19 +22,21 @@ import (
 // combinations before it, of their lost segments over f × ρ; 1, the
 // frames' overlap alone, before any.
 //
-// The users' cycle is then N / X = C + a × X, C the twin's cycle N /
-// X_full: X = (√(C² + 4 a N) − C) / (2 a). The stalls are added to the
-// twin's whole cycle, its queue for the CPUs included: the CPU a stalled
-// user leaves goes to the users left on a quiet machine, whose queue
-// shortens, and to the machine's other work on a busy one. Charging them on
-// the twin's curve's light-load cycle instead (R0 + Z, plus the twin's lock
-// waits, capped by its throughput) was replayed better on a quiet run and
-// worse on a busy one: on duplex-mismatch-20261128-022320 (quiet) the shop
-// at 32 and 128 users through the 1 Gbit/s mismatch went from +25 and +26 %
-// to -7 and +15 %, on a busy quick run right after (load average 5 to 15,
-// another helper's tests running) from +3 and +3 % to -23 and -15 %; the
-// 12 mismatched closed loops of each from a median of 19.9 and 12.6 % to
-// 14.4 and 15.8 %, a p90 of 28.0 and 28.1 % to 41.8 and 35.1 %.
+// Where the twin's users waited on row locks, the users' cycle is N / X =
+// C + a × X, C the twin's cycle N / X_full: X = (√(C² + 4 a N) − C) /
+// (2 a), the stalls added to the twin's whole cycle, its queue for the CPUs
+// included: a user stalled while it holds a lock keeps those behind it
+// waiting too. Elsewhere the users not stalled run at the twin's curve's
+// throughput for as many users (stalls.go): the CPU a stalled user leaves
+// goes to those left, whose queue shortens. Charging the stalls on the
+// twin's curve's light-load cycle instead (R0 + Z, capped by the twin's
+// throughput) was replayed better on a quiet run and worse on a busy one:
+// on duplex-mismatch-20261128-022320 (quiet) the shop at 32 and 128 users
+// through the 1 Gbit/s mismatch went from +25 and +26 % to -7 and +15 %,
+// on a busy quick run right after (load average 5 to 15, another helper's
+// tests running) from +3 and +3 % to -23 and -15 %; the 12 mismatched
+// closed loops of each from a median of 19.9 and 12.6 % to 14.4 and
+// 15.8 %, a p90 of 28.0 and 28.1 % to 41.8 and 35.1 %.
 
 // twinOf is the latest full-duplex point measured before r with its load
 // and users: the same curve but for the mismatch.
@@ -141,22 +142,61 @@ func predictMismatched(r workload.Result, before []workload.Result) workload.Pre
 	rto := rtoSeconds(l)
 	ov := overlapShare(r, before)
 	k := ov.k
-	c := n / xFull
 	kFrom := "the frames' overlap alone: no mismatched point of another combination before it"
 	if ov.from > 0 {
 		kFrom = fmt.Sprintf("the median of the %d mismatched points of other combinations before it", ov.from)
 	}
 	a := k * exposure(twin, l.RateBitsPerS) * rto
-	x := xFull
-	if a > 0 {
-		x = (math.Sqrt(c*c+4*a*n) - c) / (2 * a)
+	locks := sessionsOnLocks(twin)
+	curve := []CurvePoint{{Users: n, TPS: xFull}}
+	if locks < lockWaitShare*n {
+		curve = activeCurve(twin, before)
+	}
+	x := stalledThroughput(int(n), curve, a)
+	formula := fmt.Sprintf("duplex mismatch before the point: a user is stalled s = a × X a transaction, a = k × f × b × 8 / rate × RTO = %.3g s² (f and b the twin's client segments and server bytes a transaction, RTO %s), k = %.2f (%s); ",
+		a, FormatMS(1000*rto), k, kFrom)
+	if len(curve) == 1 {
+		formula += fmt.Sprintf("the stalls are added to the twin's whole cycle C = N / X_full = %g / %s/s: X = (√(C² + 4 a N) − C) / (2 a) = %s/s", n, FormatTPS(xFull), FormatTPS(x))
+	} else {
+		formula += fmt.Sprintf("the users not stalled run at the full-duplex curve's throughput for that many users (%s, measured before it; linear below its lightest), the stalled ones wait s: X = %s/s, the balance of the two", curveList(curve), FormatTPS(x))
 	}
 	return workload.Prediction{
 		Metrics: map[string]float64{"tps": x},
-		Formula: fmt.Sprintf("duplex mismatch before the point: N / X = C + a × X, X = (√(C² + 4 a N) − C) / (2 a) = %s/s; C = N / X_full = %g / %s/s (the full-duplex twin's cycle), a = k × f × b × 8 / rate × RTO = %.3g s² (f and b the twin's client segments and server bytes a transaction, RTO %s), k = %.2f (%s)",
-			FormatTPS(x), n, FormatTPS(xFull), a, FormatMS(1000*rto), k, kFrom),
-		Reason: mismatchReason(ov, twinQueued(twin, before), sessionsOnLocks(twin), n),
+		Formula: formula,
+		Reason:  mismatchReason(ov, len(curve) == 1 && twinQueued(twin, before), locks, n),
 	}
+}
+
+// activeCurve is the twin's full-duplex curve measured before the point
+// (the twin itself its heaviest point): the throughput the users who are
+// not stalled reach, as many as they are.
+func activeCurve(twin workload.Result, before []workload.Result) []CurvePoint {
+	whole := workload.Result{Params: twin.Params, Links: twin.Links, Instances: twin.Instances, Client: twin.Client}
+	var out []CurvePoint
+	for _, c := range curveOf(whole, before) {
+		if c.Users <= twin.Params.Float("users") && c.TPS > 0 {
+			out = append(out, c)
+		}
+	}
+	if len(out) == 0 {
+		return []CurvePoint{{Users: twin.Params.Float("users"), TPS: twin.Metrics["tps"]}}
+	}
+	return out
+}
+
+// curveList writes a curve's points: "5295/s at 8 users, 5995/s at 32".
+func curveList(curve []CurvePoint) string {
+	s := ""
+	for i, c := range curve {
+		if i > 0 {
+			s += ", "
+		}
+		s += fmt.Sprintf("%s/s at %g", FormatTPS(c.TPS), c.Users)
+		if i == 0 {
+			s += " users"
+		}
+	}
+	return s
 }
 
 // twinQueued reports whether the twin's users queued for the server: its

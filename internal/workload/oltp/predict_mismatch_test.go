@@ -131,11 +131,13 @@ func TestPredictMismatchedRTOWithoutTheLinks(t *testing.T) {
 
 // TestPredictMismatchedSaysWhatItLeavesOut: a mismatched point's reason
 // says how far the k of the points before it spread (0.5 and 2, the
-// shop's and point-select's at 32 users), that its twin's users queued for
-// the server (32 users at 2400/s below the line of 8 users at 2000/s), a
-// queue the stalls shorten on a quiet machine, and that they waited on row
-// locks (8 sessions of 32), where a stalled holder keeps the others
-// waiting; and none of it where the twin is its curve's lightest point,
+// shop's and point-select's at 32 users), and that its twin's users waited
+// on row locks (8 sessions of 32), where a stalled holder keeps the others
+// waiting and the stalls are added to the twin's whole cycle, queue and
+// all (32 users at 2400/s below the line of 8 users at 2000/s), a queue
+// the stalls shorten on a quiet machine; a queue without lock waits the
+// model takes in (the users not stalled run at the curve's throughput for
+// as many), and none of it where the twin is its curve's lightest point,
 // with no lock waits, after a single k.
 func TestPredictMismatchedSaysWhatItLeavesOut(t *testing.T) {
 	t.Parallel()
@@ -157,8 +159,8 @@ func TestPredictMismatchedSaysWhatItLeavesOut(t *testing.T) {
 	}{
 		{"the lightest, one k", 8, []workload.Result{shopK, light}, nil,
 			[]string{"spread", "queued", "row locks"}},
-		{"ks spread, a queue", 32, []workload.Result{shopK, selectK, light, queued},
-			[]string{"the k of the points before it spread from 0.50 to 2.00", "its twin's users queued for the server"}, []string{"row locks"}},
+		{"ks spread, a queue the model takes in", 32, []workload.Result{shopK, selectK, light, queued},
+			[]string{"the k of the points before it spread from 0.50 to 2.00"}, []string{"queued for the server", "row locks"}},
 		{"row locks", 32, []workload.Result{shopK, light, locked},
 			[]string{"its twin's users waited on row locks (8.0 sessions of 32 on average)", "queued for the server"}, []string{"spread"}},
 	} {
@@ -175,5 +177,34 @@ func TestPredictMismatchedSaysWhatItLeavesOut(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestPredictMismatchedStalledUsersLeaveTheCPUs: where the twin's users
+// queued for the server (8 users at 2000/s, 32 at 2400/s), the users a
+// stall holds leave the CPUs to the others, so the point is predicted
+// faster than with the stalls added to the twin's whole cycle, and no
+// faster than the twin; with its users waiting on row locks, a stalled
+// holder keeps others waiting, and the stalls go on the whole cycle.
+func TestPredictMismatchedStalledUsersLeaveTheCPUs(t *testing.T) {
+	t.Parallel()
+	const rate, rto = 100e6, 0.2002
+	light := duplexPoint(8, rate, false, 2000, 0)
+	queued := duplexPoint(32, rate, false, 2400, 0)
+	locked := queued
+	locked.Monitor = []monitor.Series{{Instance: "db", Engine: "postgres", Samples: []monitor.Sample{
+		{At: 1, Sessions: 32, Waiting: 8, Waits: map[string]int{"Lock:transactionid": 8}, CPU: -1}}}}
+	earlier := duplexPoint(128, rate, true, 1000, 560) // k = 0.5
+	a, c := 0.5*2*700*8/rate*rto, 32/2400.0
+	wholeCycle := (math.Sqrt(c*c+4*a*32) - c) / (2 * a)
+	r := duplexPoint(32, rate, true, 1000, 99)
+
+	p := oltp.Predict(r, []workload.Result{earlier, light, queued})
+	if got := p.Metrics["tps"]; got <= 1.01*wholeCycle || got > 2400 || !strings.Contains(p.Formula, "the users not stalled run at the full-duplex curve's throughput") {
+		t.Errorf("a queue without lock waits: %v (%s), want above %v (the stalls on the whole cycle) and at most 2400", got, p.Formula, wholeCycle)
+	}
+	p = oltp.Predict(r, []workload.Result{earlier, light, locked})
+	if got := p.Metrics["tps"]; math.Abs(got-wholeCycle) > 1e-6*wholeCycle || !strings.Contains(p.Formula, "added to the twin's whole cycle") {
+		t.Errorf("lock waits: %v (%s), want %v, the stalls on the whole cycle", got, p.Formula, wholeCycle)
 	}
 }
