@@ -73,21 +73,31 @@ type ClientLoad struct {
 	Waiting  time.Duration `json:"run_queue_ns"`
 	Interval time.Duration `json:"interval_ns"`
 	Cores    int           `json:"cores"`
+	// UserThreads is the users' threads of their own when they had them
+	// (reserveProcs), 0 when they shared the runtime's.
+	UserThreads int `json:"user_threads,omitempty"`
 }
 
-// clientLoad is the load between two readings of a run that could use cores.
-func clientLoad(from, to cpuReading, cores int) *ClientLoad {
+// clientLoad is the load between two readings of a run that could use
+// cores, its users on userThreads threads of their own (0: shared).
+func clientLoad(from, to cpuReading, cores, userThreads int) *ClientLoad {
 	if !from.ok || !to.ok || cores < 1 || !to.at.After(from.at) {
 		return nil
 	}
 	return &ClientLoad{CPU: to.cpu - from.cpu, Waiting: max(to.waiting-from.waiting, 0),
-		Interval: to.at.Sub(from.at), Cores: cores}
+		Interval: to.at.Sub(from.at), Cores: cores, UserThreads: userThreads}
 }
 
 // BusyShare is the share of what it could use that the client was
-// running or ready to run: 1 is every core it may use, all the time.
+// running or ready to run: 1 is every core it may use, all the time. Where
+// its users had threads of their own, each waits for a CPU on its own
+// (the server's processes and the others' on the same CPUs), so the wait
+// is a share of their threads' time, not of the cores: 190 users each on
+// its thread, sleeping on a saturated server, waited 43 times the interval
+// summed over their threads, 23 % of each one's time.
 func (c *ClientLoad) BusyShare() float64 {
-	return float64(c.CPU+c.Waiting) / (float64(c.Interval) * float64(c.Cores))
+	waiting := float64(c.Waiting) / (float64(c.Interval) * float64(max(c.Cores, c.UserThreads)))
+	return c.CPUShare() + waiting
 }
 
 // CPUShare is the share of what it could use that the client ran.
@@ -121,7 +131,7 @@ func ClientMetricSpecs() []workload.MetricSpec {
 		{Name: "client_cpu_pct", Unit: workload.Percent, Better: workload.Lower,
 			Doc: "the share of the CPUs the load generator may use (its GOMAXPROCS, at most one per user) that its process used"},
 		{Name: "client_busy_pct", Unit: workload.Percent, Better: workload.Lower,
-			Doc: "the share of the CPUs the load generator may use (its GOMAXPROCS, at most one per user) that it was running or waiting for a CPU, summed over its threads; at 90 % and above, with a CPU share of 25 % or more, the client, not the server, limited the point"},
+			Doc: "the share of the CPUs the load generator may use (its GOMAXPROCS, at most one per user) that it was running, plus its wait for a CPU: where its users had threads of their own, the share of their threads' time they waited, else the wait summed over its threads as a share of those CPUs; at 90 % and above, with a CPU share of 25 % or more, the client, not the server, limited the point"},
 	}
 }
 
@@ -143,8 +153,12 @@ func ClientMetrics(res *Result, metrics map[string]float64) (warning string) {
 	if !c.Limited() {
 		return ""
 	}
-	return fmt.Sprintf("%s: its process used %.0f %% of the %d CPU%s it may use (one per user, at most its GOMAXPROCS) and waited for one another %.0f %% of the time: the figures measure the client",
-		ClientLimitedWarning, 100*cpuShare, c.Cores, plural(c.Cores), 100*(share-cpuShare))
+	waited := fmt.Sprintf("waited for one another %.0f %% of the time", 100*(share-cpuShare))
+	if c.UserThreads > c.Cores {
+		waited = fmt.Sprintf("its users' %d threads waited for a CPU %.0f %% of their time", c.UserThreads, 100*(share-cpuShare))
+	}
+	return fmt.Sprintf("%s: its process used %.0f %% of the %d CPU%s it may use (one per user, at most its GOMAXPROCS) and %s: the figures measure the client",
+		ClientLimitedWarning, 100*cpuShare, c.Cores, plural(c.Cores), waited)
 }
 
 func plural(n int) string {

@@ -83,15 +83,21 @@ func TestClientLimitRule(t *testing.T) {
 		name         string
 		cpu, waiting time.Duration
 		cores        int
+		threads      int // the users' threads of their own, 0 shared
 		limited      bool
 	}{
-		{"running all the time", 950 * ms, 0, 1, true},
-		{"a third running, ready the rest", 330 * ms, 650 * ms, 1, true},
-		{"asleep on the server at load 40", 26 * ms, 891 * ms, 1, false},
-		{"150 users asleep on a saturated server", 20 * ms, 3 * time.Second, 2, false},
-		{"half idle", 500 * ms, 100 * ms, 1, false},
+		{"running all the time", 950 * ms, 0, 1, 0, true},
+		{"a third running, ready the rest", 330 * ms, 650 * ms, 1, 0, true},
+		{"asleep on the server at load 40", 26 * ms, 891 * ms, 1, 0, false},
+		{"150 users asleep on a saturated server", 20 * ms, 3 * time.Second, 2, 0, false},
+		{"half idle", 500 * ms, 100 * ms, 1, 0, false},
+		// dbrig load oltp --mix point-select --users 190 on 2 CPUs, each user
+		// on its thread: 32 % of the CPUs, 42.8 s of waits a second.
+		{"190 users on threads of their own, a saturated server", 640 * ms, 42800 * ms, 2, 190, false},
+		{"the same waits on the cores' threads", 640 * ms, 42800 * ms, 2, 0, true},
+		{"8 users on their threads, waiting most of their time", 600 * ms, 7 * time.Second, 2, 8, true},
 	} {
-		c := &ClientLoad{CPU: tc.cpu, Waiting: tc.waiting, Interval: time.Second, Cores: tc.cores}
+		c := &ClientLoad{CPU: tc.cpu, Waiting: tc.waiting, Interval: time.Second, Cores: tc.cores, UserThreads: tc.threads}
 		if got := c.Limited(); got != tc.limited {
 			t.Errorf("%s: limited %v, want %v (CPU %.0f %%, busy %.0f %%)", tc.name, got, tc.limited, 100*c.CPUShare(), 100*c.BusyShare())
 		}

@@ -5,10 +5,18 @@ import (
 	"runtime"
 )
 
+// maxDedicatedUsers is the most users a run gives threads of their own
+// (an OS thread each is what pgbench -j and sysbench give their clients):
+// measured up to 190 users on 2 CPUs (below); a thousand users that mostly
+// think, each on its thread, wake a thread for every think time, where the
+// runtime's shared threads take turns (the hour of 1,000 users on the fake
+// clock in memory_test.go took 63 s instead of 4).
+const maxDedicatedUsers = 256
+
 // reserveProcs prepares the runtime for a run of users virtual users that
 // each wait for their server in a blocking system call (blockconn's
-// sockets, as a C client's recv). With at most four times as many users as
-// CPUs it raises GOMAXPROCS to users + CPUs, so that a P stays idle while every
+// sockets, as a C client's recv). With at most maxDedicatedUsers users it
+// raises GOMAXPROCS to users + CPUs, so that a P stays idle while every
 // user waits, and says that each closed-loop user should keep an OS thread
 // of its own (dedicated); restore puts the old GOMAXPROCS back.
 //
@@ -20,17 +28,23 @@ import (
 // to its thread then gained a little more: 129,000 against 121,000 a
 // second at 2 users (medians of 9 alternating rounds of 6 s, pgbench -S -c 2
 // 138,000 in the same rounds) and 107,000 against 91,000 at 4 users (4
-// rounds). The bound was twice as many users as CPUs while sysmon, polling
-// every 20 µs (see yieldEvery), made the extra Ps' threads spin; with the
-// users yielding, 6 and 8 users on 2 CPUs gained too (select-only under the
-// script runner, medians of 3 alternating rounds at load average 28: 8
-// users 17,345 -> 27,286 a second and 20.5 -> 17.6 µs of CPU a
-// transaction, 6 users 13,262 -> 21,738 and 26.8 -> 15.0 µs). With more
-// users than that the runtime's defaults stay. A GOMAXPROCS the user (or a
-// study's client constraint) set is kept as it is.
+// rounds).
+//
+// The bound was twice, then four times as many users as CPUs; beyond it
+// the users shared the runtime's default Ps, and a user whose answer had
+// come waited for one between its transactions, a wait its response time
+// leaves out: point-select through a unix socket at 16 to 190 users on 2
+// CPUs (dbrig load oltp, alternating rounds, load average 26 to 40) went
+// at 16, 32, 64 and 128 users from 42,420, 35,679, 24,546 and 18,029
+// transactions a second to 62,005, 49,911, 41,923 and 27,773 with a thread
+// each (a second round 40,827, 33,176, 21,457, 13,888 to 55,768, 52,980,
+// 44,227, 32,599), at 190 from 15,896 to 29,338; and the mean response at
+// 16 users was 0.05 ms for a cycle N / X of 0.38 ms, where with a thread
+// each it is 0.26 ms for 0.26 ms (Little's law holds again). A GOMAXPROCS
+// the user (or a study's client constraint) set is kept as it is.
 func reserveProcs(users int) (dedicated bool, restore func()) {
 	cpus := runtime.NumCPU()
-	if os.Getenv("GOMAXPROCS") != "" || users > 4*cpus {
+	if os.Getenv("GOMAXPROCS") != "" || users > maxDedicatedUsers {
 		return false, func() {}
 	}
 	prev := runtime.GOMAXPROCS(0)
