@@ -166,10 +166,10 @@ func familyMeans(o workload.Result) (reads, writes float64) {
 // where it came from; none for commits that wait for no disk before any
 // such point ran.
 func writesBeyond(r workload.Result, same []workload.Result) (queue, string) {
-	want := flushWaits(r, false)
+	want := flushWaits(r, false, same)
 	var like []workload.Result
 	for _, o := range same {
-		if flushWaits(o, true) == want {
+		if flushWaits(o, true, nil) == want {
 			like = append(like, o)
 		}
 	}
@@ -185,8 +185,9 @@ func writesBeyond(r workload.Result, same []workload.Result) (queue, string) {
 
 // flushWaits is whether a point's commits wait for the log to reach a
 // disk: as the server read them back where measured is set and the point
-// recorded them, else as its settings and its log's directory say.
-func flushWaits(r workload.Result, measured bool) bool {
+// recorded them, else as its settings and its log's directory say (on
+// tmpfs as the latest of before with that directory recorded it).
+func flushWaits(r workload.Result, measured bool, before []workload.Result) bool {
 	if v, ok := r.Metrics["commit_waits_flush"]; measured && ok {
 		return v == 1 && r.Metrics["wal_tmpfs"] != 1
 	}
@@ -200,7 +201,24 @@ func flushWaits(r workload.Result, measured bool) bool {
 	if v, ok := in.Settings["innodb_flush_log_at_trx_commit"]; ok && v != "1" {
 		return false
 	}
-	return !onTmpfs(in.WALDir)
+	return !walOnTmpfs(in.WALDir, before)
+}
+
+// walOnTmpfs is whether a log's directory is on tmpfs: as the latest
+// point of before with that directory recorded it when it ran, else as
+// this host says now. The record is the run's own host: a replay
+// elsewhere, or a server on another site, sees another filesystem here.
+func walOnTmpfs(dir string, before []workload.Result) bool {
+	if dir == "" {
+		return false
+	}
+	for i := len(before) - 1; i >= 0; i-- {
+		o := before[i]
+		if v, ok := o.Metrics["wal_tmpfs"]; ok && len(o.Instances) > 0 && o.Instances[0].WALDir == dir {
+			return v == 1
+		}
+	}
+	return onTmpfs(dir)
 }
 
 // onTmpfs is whether dir is on tmpfs on this host.

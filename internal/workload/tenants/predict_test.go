@@ -121,24 +121,39 @@ func TestFlushWaits(t *testing.T) {
 		r.Metrics = map[string]float64{"commit_waits_flush": waits, "wal_tmpfs": tmpfs}
 		return r
 	}
+	// apart is a planned point whose log goes to a directory this host
+	// does not have, and ranOnTmpfs an earlier point that found it on
+	// tmpfs where it ran.
+	apart := planned(10, flushOn)
+	apart.Instances = []engine.InstanceConfig{{Name: "db-1", Engine: "postgres", WALDir: "/nonexistent/dbrig-wal"}}
+	ranOnTmpfs := apart
+	ranOnTmpfs.Metrics = map[string]float64{"wal_tmpfs": 1}
+	ranOnDisk := apart
+	ranOnDisk.Metrics = map[string]float64{"wal_tmpfs": 0}
+	otherDir := ranOnTmpfs
+	otherDir.Instances = []engine.InstanceConfig{{Name: "db-1", Engine: "postgres", WALDir: "/nonexistent/other"}}
 	for _, tc := range []struct {
 		name     string
 		r        workload.Result
 		measured bool
+		before   []workload.Result
 		want     bool
 	}{
-		{"synchronous_commit on", planned(10, flushOn), false, true},
-		{"synchronous_commit 0", planned(10, flushOff), false, false},
-		{"synchronous_commit off", planned(10, map[string]string{"synchronous_commit": "off"}), false, false},
-		{"synchronous_commit local", planned(10, map[string]string{"synchronous_commit": "local"}), false, true},
-		{"innodb_flush_log_at_trx_commit 1", planned(10, map[string]string{"innodb_flush_log_at_trx_commit": "1"}), false, true},
-		{"innodb_flush_log_at_trx_commit 2", planned(10, map[string]string{"innodb_flush_log_at_trx_commit": "2"}), false, false},
-		{"read back: waits", readBack(1, 0), true, true},
-		{"read back: does not wait", readBack(0, 0), true, false},
-		{"read back: the WAL on tmpfs", readBack(1, 1), true, false},
-		{"the settings where not read back", readBack(0, 1), false, true},
+		{"synchronous_commit on", planned(10, flushOn), false, nil, true},
+		{"the log's directory on tmpfs where an earlier point ran", apart, false, []workload.Result{ranOnDisk, ranOnTmpfs}, false},
+		{"the latest point found it on a disk", apart, false, []workload.Result{ranOnTmpfs, ranOnDisk}, true},
+		{"another directory's record", apart, false, []workload.Result{otherDir}, true},
+		{"synchronous_commit 0", planned(10, flushOff), false, nil, false},
+		{"synchronous_commit off", planned(10, map[string]string{"synchronous_commit": "off"}), false, nil, false},
+		{"synchronous_commit local", planned(10, map[string]string{"synchronous_commit": "local"}), false, nil, true},
+		{"innodb_flush_log_at_trx_commit 1", planned(10, map[string]string{"innodb_flush_log_at_trx_commit": "1"}), false, nil, true},
+		{"innodb_flush_log_at_trx_commit 2", planned(10, map[string]string{"innodb_flush_log_at_trx_commit": "2"}), false, nil, false},
+		{"read back: waits", readBack(1, 0), true, nil, true},
+		{"read back: does not wait", readBack(0, 0), true, nil, false},
+		{"read back: the WAL on tmpfs", readBack(1, 1), true, nil, false},
+		{"the settings where not read back", readBack(0, 1), false, nil, true},
 	} {
-		if got := flushWaits(tc.r, tc.measured); got != tc.want {
+		if got := flushWaits(tc.r, tc.measured, tc.before); got != tc.want {
 			t.Errorf("%s: flushWaits %v, want %v", tc.name, got, tc.want)
 		}
 	}
