@@ -10,15 +10,17 @@ import (
 // measured up to 190 users on 2 CPUs (below); a thousand users that mostly
 // think, each on its thread, wake a thread for every think time, where the
 // runtime's shared threads take turns (the hour of 1,000 users on the fake
-// clock in memory_test.go took 63 s instead of 4).
+// clock in memory_test.go took 63 s instead of 3.6). A machine with more
+// than 64 CPUs keeps the earlier bound, four users a CPU.
 const maxDedicatedUsers = 256
 
 // reserveProcs prepares the runtime for a run of users virtual users that
 // each wait for their server in a blocking system call (blockconn's
-// sockets, as a C client's recv). With at most maxDedicatedUsers users it
-// raises GOMAXPROCS to users + CPUs, so that a P stays idle while every
-// user waits, and says that each closed-loop user should keep an OS thread
-// of its own (dedicated); restore puts the old GOMAXPROCS back.
+// sockets, as a C client's recv). With at most maxDedicatedUsers users (or
+// four a CPU, where that is more) it raises GOMAXPROCS to users + CPUs, so
+// that a P stays idle while every user waits, and says that each
+// closed-loop user should keep an OS thread of its own (dedicated);
+// restore puts the old GOMAXPROCS back.
 //
 // While no P is idle, the runtime's sysmon takes a waiting call's P away
 // after 20 µs and hands it on, and the call's return must find a P again: on
@@ -44,7 +46,7 @@ const maxDedicatedUsers = 256
 // the user (or a study's client constraint) set is kept as it is.
 func reserveProcs(users int) (dedicated bool, restore func()) {
 	cpus := runtime.NumCPU()
-	if os.Getenv("GOMAXPROCS") != "" || users > maxDedicatedUsers {
+	if os.Getenv("GOMAXPROCS") != "" || users > max(maxDedicatedUsers, 4*cpus) {
 		return false, func() {}
 	}
 	prev := runtime.GOMAXPROCS(0)

@@ -18,8 +18,8 @@ func TestReserveProcs(t *testing.T) {
 		{"a user per CPU leaves a P idle for each", "", cpus, max(prev, 2*cpus), true},
 		{"one user", "", 1, max(prev, 1+cpus), true},
 		{"four users a CPU have a thread each", "", 4 * cpus, max(prev, 5*cpus), true},
-		{"the most users with threads of their own", "", maxDedicatedUsers, max(prev, maxDedicatedUsers+cpus), true},
-		{"more users keep the default", "", maxDedicatedUsers + 1, prev, false},
+		{"the most users with threads of their own", "", max(maxDedicatedUsers, 4*cpus), max(prev, max(maxDedicatedUsers, 4*cpus)+cpus), true},
+		{"more users keep the default", "", max(maxDedicatedUsers, 4*cpus) + 1, prev, false},
 		{"the user's GOMAXPROCS is kept", "3", 1, prev, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
