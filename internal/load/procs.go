@@ -11,13 +11,22 @@ import (
 // think, each on its thread, wake a thread for every think time, where the
 // runtime's shared threads take turns (the hour of 1,000 users on the fake
 // clock in memory_test.go took 63 s instead of 3.6). A machine with more
-// than 64 CPUs keeps the earlier bound, four users a CPU.
+// than 64 CPUs keeps the earlier bound, four users a CPU, and so do users
+// who pause between their transactions (think or keying time): asleep
+// most of their cycle, they seldom wait for a shared thread, and a thread
+// each costs a thread's wake-up for every pause. Consolidation's 100 users
+// with 18 ms of think time, each on its thread, took 0.45 CPUs of client
+// (94 µs a transaction) against 0.20 (48 µs), and their figures spread
+// more from run to run: the two quick runs' own repeat a p90 of 31 and 42 %
+// against 22 % for three runs on shared threads (runs/consolidation-
+// 20261128-s11t and -s11u against the three before).
 const maxDedicatedUsers = 256
 
 // reserveProcs prepares the runtime for a run of users virtual users that
 // each wait for their server in a blocking system call (blockconn's
 // sockets, as a C client's recv). With at most maxDedicatedUsers users (or
-// four a CPU, where that is more) it raises GOMAXPROCS to users + CPUs, so
+// four a CPU, where that is more; four a CPU for users who pause between
+// their transactions) it raises GOMAXPROCS to users + CPUs, so
 // that a P stays idle while every user waits, and says that each
 // closed-loop user should keep an OS thread of its own (dedicated);
 // restore puts the old GOMAXPROCS back.
@@ -44,9 +53,13 @@ const maxDedicatedUsers = 256
 // 16 users was 0.05 ms for a cycle N / X of 0.38 ms, where with a thread
 // each it is 0.26 ms for 0.26 ms (Little's law holds again). A GOMAXPROCS
 // the user (or a study's client constraint) set is kept as it is.
-func reserveProcs(users int) (dedicated bool, restore func()) {
+func reserveProcs(users int, pause bool) (dedicated bool, restore func()) {
 	cpus := runtime.NumCPU()
-	if os.Getenv("GOMAXPROCS") != "" || users > max(maxDedicatedUsers, 4*cpus) {
+	bound := max(maxDedicatedUsers, 4*cpus)
+	if pause {
+		bound = 4 * cpus
+	}
+	if os.Getenv("GOMAXPROCS") != "" || users > bound {
 		return false, func() {}
 	}
 	prev := runtime.GOMAXPROCS(0)

@@ -12,19 +12,22 @@ func TestReserveProcs(t *testing.T) {
 		name      string
 		env       string
 		users     int
+		pause     bool
 		want      int
 		dedicated bool
 	}{
-		{"a user per CPU leaves a P idle for each", "", cpus, max(prev, 2*cpus), true},
-		{"one user", "", 1, max(prev, 1+cpus), true},
-		{"four users a CPU have a thread each", "", 4 * cpus, max(prev, 5*cpus), true},
-		{"the most users with threads of their own", "", max(maxDedicatedUsers, 4*cpus), max(prev, max(maxDedicatedUsers, 4*cpus)+cpus), true},
-		{"more users keep the default", "", max(maxDedicatedUsers, 4*cpus) + 1, prev, false},
-		{"the user's GOMAXPROCS is kept", "3", 1, prev, false},
+		{"a user per CPU leaves a P idle for each", "", cpus, false, max(prev, 2*cpus), true},
+		{"one user", "", 1, false, max(prev, 1+cpus), true},
+		{"four users a CPU have a thread each", "", 4 * cpus, false, max(prev, 5*cpus), true},
+		{"the most users with threads of their own", "", max(maxDedicatedUsers, 4*cpus), false, max(prev, max(maxDedicatedUsers, 4*cpus)+cpus), true},
+		{"more users keep the default", "", max(maxDedicatedUsers, 4*cpus) + 1, false, prev, false},
+		{"the user's GOMAXPROCS is kept", "3", 1, false, prev, false},
+		{"four users a CPU who pause have a thread each", "", 4 * cpus, true, max(prev, 5*cpus), true},
+		{"more users who pause keep the default", "", 4*cpus + 1, true, prev, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Setenv("GOMAXPROCS", tc.env)
-			dedicated, restore := reserveProcs(tc.users)
+			dedicated, restore := reserveProcs(tc.users, tc.pause)
 			got := runtime.GOMAXPROCS(0)
 			restore()
 			if got != tc.want || dedicated != tc.dedicated {
