@@ -139,8 +139,7 @@ func capacityByCPUs(r workload.Result, before []workload.Result, own []CurvePoin
 // its curve's light-load line (its lightest point's cycle), by
 // saturatedPoints' own threshold.
 func saturatedAt(o workload.Result, all []workload.Result) bool {
-	whole := workload.Result{Params: o.Params, Links: o.Links, Instances: o.Instances, Client: o.Client}
-	curve := curveOf(whole, all)
+	curve := wholeCurveOf(o, all)
 	if len(curve) == 0 || curve[0].TPS <= 0 {
 		return false
 	}

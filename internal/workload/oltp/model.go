@@ -149,6 +149,13 @@ func curveOf(r workload.Result, all []workload.Result) []CurvePoint {
 	return out
 }
 
+// wholeCurveOf is the curve o belongs to, its own combination included:
+// curveOf leaves out the combination of the result it is given, and this
+// copy of o's keys has none.
+func wholeCurveOf(o workload.Result, all []workload.Result) []CurvePoint {
+	return curveOf(workload.Result{Params: o.Params, Links: o.Links, Instances: o.Instances, Client: o.Client}, all)
+}
+
 // serverCPU is the CPUs the point's servers kept busy on average, as the
 // monitor saw them (0 when it saw none: a target's processes are hidden).
 func serverCPU(r workload.Result) float64 {

@@ -46,9 +46,8 @@ func otherMixChange(r workload.Result, before []workload.Result, from, to float6
 		if !o.Measured() || o.Params.Float("rate") > 0 || Mismatched(o) || o.Params.String("mix") == mix || otherMixKey(o) != key {
 			continue
 		}
-		whole := workload.Result{Params: o.Params, Links: o.Links, Instances: o.Instances, Client: o.Client}
 		var x0, x1 float64
-		for _, c := range curveOf(whole, before) {
+		for _, c := range wholeCurveOf(o, before) {
 			switch c.Users {
 			case from:
 				x0 = c.TPS

@@ -51,8 +51,7 @@ func siblingsOf(r workload.Result, before []workload.Result) []sibling {
 		l := o.Link()
 		// A result of no combination: curveOf leaves none of the
 		// sibling's points out.
-		whole := workload.Result{Params: o.Params, Links: o.Links, Instances: o.Instances, Client: o.Client}
-		out = append(out, sibling{curve: curveOf(whole, before), link: l.Profile, mode: l.Mode, rtt: l.RTTSeconds})
+		out = append(out, sibling{curve: wholeCurveOf(o, before), link: l.Profile, mode: l.Mode, rtt: l.RTTSeconds})
 	}
 	l := r.Link()
 	nearer := func(a, b sibling) bool {

@@ -171,9 +171,8 @@ func predictMismatched(r workload.Result, before []workload.Result) workload.Pre
 // (the twin itself its heaviest point): the throughput the users who are
 // not stalled reach, as many as they are.
 func activeCurve(twin workload.Result, before []workload.Result) []CurvePoint {
-	whole := workload.Result{Params: twin.Params, Links: twin.Links, Instances: twin.Instances, Client: twin.Client}
 	var out []CurvePoint
-	for _, c := range curveOf(whole, before) {
+	for _, c := range wholeCurveOf(twin, before) {
 		if c.Users <= twin.Params.Float("users") && c.TPS > 0 {
 			out = append(out, c)
 		}
@@ -203,8 +202,7 @@ func curveList(curve []CurvePoint) string {
 // curve had a point with fewer users before it, whose line it fell below
 // (saturatedPoints' threshold).
 func twinQueued(twin workload.Result, before []workload.Result) bool {
-	whole := workload.Result{Params: twin.Params, Links: twin.Links, Instances: twin.Instances, Client: twin.Client}
-	curve := curveOf(whole, before)
+	curve := wholeCurveOf(twin, before)
 	if len(curve) == 0 || curve[0].Users >= twin.Params.Float("users") || curve[0].TPS <= 0 {
 		return false
 	}

@@ -1,6 +1,9 @@
 package oltp
 
-import "math"
+import (
+	"math"
+	"slices"
+)
 
 // A user whose segment collided waits an RTO while the others go on, so
 // the stalls are a delay (every stalled user waits its own) in front of
@@ -31,10 +34,14 @@ func stalledThroughput(n int, curve []CurvePoint, a float64) float64 {
 	if a <= 0 || n <= 0 || full <= 0 {
 		return full
 	}
+	mu := make([]float64, n+1)
+	for j := range mu {
+		mu[j] = activeTPS(curve, float64(j))
+	}
 	lo, hi := 0.0, full
 	for range 60 {
 		mid := (lo + hi) / 2
-		if chainTPS(n, curve, a*mid) > mid {
+		if chainTPS(mu, a*mid) > mid {
 			lo = mid
 		} else {
 			hi = mid
@@ -43,22 +50,21 @@ func stalledThroughput(n int, curve []CurvePoint, a float64) float64 {
 	return (lo + hi) / 2
 }
 
-// chainTPS is the throughput of n users between a delay of mean s (the
-// stalls) and a station that completes curve's throughput with j users.
-func chainTPS(n int, curve []CurvePoint, s float64) float64 {
+// chainTPS is the throughput of len(mu) - 1 users between a delay of mean
+// s (the stalls) and a station that completes mu[j] transactions a second
+// with j users.
+func chainTPS(mu []float64, s float64) float64 {
+	n := len(mu) - 1
 	logs := make([]float64, n+1)
 	for j := 1; j <= n; j++ {
-		logs[j] = logs[j-1] + math.Log(float64(n-j+1)/s) - math.Log(activeTPS(curve, float64(j)))
+		logs[j] = logs[j-1] + math.Log(float64(n-j+1)/s) - math.Log(mu[j])
 	}
-	top := logs[0]
-	for _, v := range logs {
-		top = max(top, v)
-	}
+	top := slices.Max(logs)
 	var sum, x float64
 	for j, v := range logs {
 		p := math.Exp(v - top)
 		sum += p
-		x += p * activeTPS(curve, float64(j))
+		x += p * mu[j]
 	}
 	return x / sum
 }

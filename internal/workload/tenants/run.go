@@ -556,8 +556,7 @@ func (w *tenants) placement(members []*member, m *workload.Measurement) {
 		if syscall.Stat(d.WALDir(), &a) == nil && syscall.Stat(d.DataDir(), &b) == nil && a.Dev == b.Dev {
 			same++
 		}
-		var fs unix.Statfs_t
-		if unix.Statfs(d.WALDir(), &fs) == nil && fs.Type == unix.TMPFS_MAGIC {
+		if onTmpfs(d.WALDir()) {
 			tmpfs++
 		}
 	}
