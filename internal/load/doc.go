@@ -75,12 +75,19 @@
 // dropped iterations the same way; BenchBase, cockroach workload and sysbench
 // start the clock when a worker picks the work up, which loses the queueing.
 //
-// Since start lag is part of an open loop's latency, the arrival process
-// waits on a Linux timerfd rather than a Go timer, which on an otherwise
-// idle process wakes up to about a millisecond late (BenchmarkArrivalWaiter
-// measures both). Above 10,000 arrivals per second it wakes at most every
-// 100 µs and starts every arrival then due, trading up to 100 µs of measured
-// lag for a wake-up shared by several arrivals. Closed-loop pauses (think
+// Since start lag is part of an open loop's latency, nothing waits for an
+// arrival on a Go timer, which on an otherwise idle process wakes up to
+// about a millisecond late (BenchmarkArrivalWaiter measures the waiters). Up
+// to 10,000 arrivals per second, with an in-flight bound of at least one a
+// worker, a free worker claims the next arrival ahead of its time and waits
+// for it itself: on a thread of its own it sleeps in ppoll with a
+// nanosecond of timer slack, as a pgbench client sleeps, otherwise on a
+// timerfd; the dispatcher sleeps on a timerfd that each claim moves on, and
+// wakes only for an arrival that falls due while every worker is busy,
+// which it queues or counts over the bound (arrivals.go). Above 10,000 a
+// second the dispatcher wakes for the arrivals and hands each to a free
+// worker, at most every 100 µs, starting every arrival then due, trading up
+// to 100 µs of measured lag for a wake-up shared by several arrivals. Closed-loop pauses (think
 // and keying time) use Go timers; their lateness is the closed loop's start
 // lag, reported but not part of the latency.
 //

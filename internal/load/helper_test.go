@@ -110,7 +110,11 @@ func newFakeClockRunner(t testing.TB, cfg Config, wl Workload) *Runner {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.newWaiter = func(r *Runner, _ context.Context) waiter {
+	r.newWaiter = func(r *Runner, _ context.Context) movableWaiter {
+		w, _ := newTimerWaiter(r)
+		return w
+	}
+	r.newUserWaiter = func(r *Runner, _ context.Context) waiter {
 		w, _ := newTimerWaiter(r)
 		return w
 	}
@@ -121,6 +125,26 @@ func newFakeClockRunner(t testing.TB, cfg Config, wl Workload) *Runner {
 func mustRun(t *testing.T, cfg Config, wl Workload) *Result {
 	t.Helper()
 	res, err := run(t, cfg, wl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// openModes are the two ways an open loop's arrivals reach its workers:
+// claimed ahead by a free worker, or handed to one by the dispatcher at
+// their time. Both must give the same figures.
+var openModes = []struct {
+	name    string
+	handOff bool
+}{{"claimed", false}, {"handed-off", true}}
+
+// mustRunOpen is mustRun in one of openModes.
+func mustRunOpen(t *testing.T, cfg Config, wl Workload, handOff bool) *Result {
+	t.Helper()
+	r := newFakeClockRunner(t, cfg, wl)
+	r.handOff = handOff
+	res, err := r.Run(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}

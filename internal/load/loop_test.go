@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -162,6 +163,12 @@ func stallAt(n int, stall time.Duration) func(id, k, tx int) (time.Duration, err
 }
 
 func TestOpenLoopShowsTheQueueingDelayThatAClosedLoopHides(t *testing.T) {
+	for _, m := range openModes {
+		t.Run(m.name, func(t *testing.T) { testOpenLoopQueueingDelay(t, m.handOff) })
+	}
+}
+
+func testOpenLoopQueueingDelay(t *testing.T, handOff bool) {
 	// The coordinated-omission test. One worker; operations take 1 ms except
 	// one that stalls 995 ms (a lock, a retransmission, a checkpoint).
 	const stall = 995 * time.Millisecond
@@ -171,8 +178,8 @@ func TestOpenLoopShowsTheQueueingDelayThatAClosedLoopHides(t *testing.T) {
 		// j-th of them (every 10 ms) starts at stall + (j−1) ms and finishes
 		// at stall + j ms, so its latency from its intended start is
 		// (995 − 9j) ms, down to 1 ms by j = 111.
-		open = mustRun(t, Config{Users: 1, Rate: 100, Duration: 5*time.Second + offset},
-			&timedWorkload{service: stallAt(150, stall)})
+		open = mustRunOpen(t, Config{Users: 1, Rate: 100, Duration: 5*time.Second + offset},
+			&timedWorkload{service: stallAt(150, stall)}, handOff)
 	})
 	synctest.Test(t, func(t *testing.T) {
 		// A closed-loop user simply waits: one slow operation, no queue.
@@ -212,14 +219,20 @@ func TestOpenLoopShowsTheQueueingDelayThatAClosedLoopHides(t *testing.T) {
 }
 
 func TestOpenLoopCountsArrivalsOverTheInFlightBound(t *testing.T) {
+	for _, m := range openModes {
+		t.Run(m.name, func(t *testing.T) { testOpenLoopInFlightBound(t, m.handOff) })
+	}
+}
+
+func testOpenLoopInFlightBound(t *testing.T, handOff bool) {
 	synctest.Test(t, func(t *testing.T) {
 		// The same stall with room for 5 operations in flight: the stalled
 		// one and 4 queued; arrivals 5..99 of the stall are not started.
 		var lines []string
-		res := mustRun(t, Config{
+		res := mustRunOpen(t, Config{
 			Users: 1, Rate: 100, MaxInFlight: 5, Duration: 5*time.Second + offset,
 			OnInterval: func(iv Interval) { lines = append(lines, iv.String()) },
-		}, &timedWorkload{service: stallAt(150, 995*time.Millisecond)})
+		}, &timedWorkload{service: stallAt(150, 995*time.Millisecond)}, handOff)
 		if res.NotStarted != 95 || !res.Overloaded {
 			t.Errorf("not started %d (overloaded %v), want 95", res.NotStarted, res.Overloaded)
 		}
@@ -250,11 +263,17 @@ func TestOpenLoopCountsArrivalsOverTheInFlightBound(t *testing.T) {
 }
 
 func TestOpenLoopKeepsRunningUnderSustainedOverload(t *testing.T) {
+	for _, m := range openModes {
+		t.Run(m.name, func(t *testing.T) { testOpenLoopSustainedOverload(t, m.handOff) })
+	}
+}
+
+func testOpenLoopSustainedOverload(t *testing.T, handOff bool) {
 	synctest.Test(t, func(t *testing.T) {
 		// 100 arrivals/s against one worker that serves 1 per 15 ms (66.7/s).
 		start := time.Now()
-		res := mustRun(t, Config{Users: 1, Rate: 100, MaxInFlight: 10, Duration: 10*time.Second + offset},
-			&timedWorkload{service: fixedService(15 * time.Millisecond)})
+		res := mustRunOpen(t, Config{Users: 1, Rate: 100, MaxInFlight: 10, Duration: 10*time.Second + offset},
+			&timedWorkload{service: fixedService(15 * time.Millisecond)}, handOff)
 		if took := time.Since(start); took > 11*time.Second {
 			t.Errorf("the run took %v of a 10 s duration", took)
 		}
@@ -359,12 +378,13 @@ func TestOpsLimitRunsExactlyThatMany(t *testing.T) {
 		{"closed", Config{Users: 3, Ops: 1000}},
 		{"closed, more users than ops", Config{Users: 8, Ops: 5}},
 		{"open", Config{Users: 3, Rate: 1000, Ops: 1000}},
+		{"open, handed off", Config{Users: 3, Rate: 1000, Ops: 1000}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				wl := &timedWorkload{service: fixedService(time.Millisecond)}
-				res := mustRun(t, tt.cfg, wl)
+				res := mustRunOpen(t, tt.cfg, wl, strings.HasSuffix(tt.name, "handed off"))
 				if res.Overall.Ops != tt.cfg.Ops || res.Measured <= 0 {
 					t.Errorf("ops %d in %v, want %d", res.Overall.Ops, res.Measured, tt.cfg.Ops)
 				}
@@ -519,4 +539,69 @@ func TestResultJSONRoundTrip(t *testing.T) {
 				res.Overall.Latency.Count(), res.Overall.Latency.Quantile(0.99))
 		}
 	})
+}
+
+// countingWaiter counts the wake-ups of the waiter it wraps.
+type countingWaiter struct {
+	movableWaiter
+	woke *atomic.Int64
+}
+
+func (w countingWaiter) waitUntil(at time.Duration) bool {
+	ok := w.movableWaiter.waitUntil(at)
+	if ok {
+		w.woke.Add(1)
+	}
+	return ok
+}
+
+func TestOpenLoopFreeWorkersClaimArrivalsAhead(t *testing.T) {
+	// At 200 arrivals a second on 4 workers that take 1 ms, a worker is
+	// always free: claimed ahead, no arrival wakes the dispatcher; handed
+	// off, every one does. The arrivals, their latencies and their lag are
+	// the same either way.
+	const arrivals = 400
+	for _, m := range openModes {
+		t.Run(m.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var woke atomic.Int64
+				r := newFakeClockRunner(t, Config{Users: 4, Rate: 200, Duration: 2*time.Second + offset},
+					&timedWorkload{service: fixedService(time.Millisecond)})
+				r.handOff = m.handOff
+				timers := r.newWaiter
+				r.newWaiter = func(r *Runner, stop context.Context) movableWaiter {
+					return countingWaiter{timers(r, stop), &woke}
+				}
+				res, err := r.Run(t.Context())
+				if err != nil {
+					t.Fatal(err)
+				}
+				if res.Overall.Ops != arrivals || res.Late != 0 || res.Overall.Latency.Max() != time.Millisecond {
+					t.Errorf("%d operations, %d late, latency max %v; want %d, none late, 1 ms", res.Overall.Ops, res.Late,
+						res.Overall.Latency.Max(), arrivals)
+				}
+				want := map[bool]int64{false: 0, true: arrivals}[m.handOff]
+				if got := woke.Load(); got < want-1 || got > want+1 {
+					t.Errorf("the dispatcher woke %d times, want %d", got, want)
+				}
+			})
+		})
+	}
+}
+
+func TestOpenLoopClaimsAheadOnlyWhereItCan(t *testing.T) {
+	for _, tt := range []struct {
+		cfg  Config
+		want bool
+	}{
+		{Config{Users: 4, Rate: 2000}, true},
+		{Config{Users: 4, Rate: claimRateBound}, true},
+		{Config{Users: 4, Rate: 2 * claimRateBound}, false},  // the dispatcher's wake-ups serve several arrivals
+		{Config{Users: 4, Rate: 100, MaxInFlight: 3}, false}, // a free worker does not mean room under the bound
+		{Config{Users: 4}, false},                            // a closed loop
+	} {
+		if got := tt.cfg.withDefaults().claimsAhead(); got != tt.want {
+			t.Errorf("%+v: claims ahead %v, want %v", tt.cfg, got, tt.want)
+		}
+	}
 }

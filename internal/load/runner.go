@@ -35,7 +35,12 @@ type Runner struct {
 	stopCtx   context.Context // done when no operation may start any more
 	stopDone  <-chan struct{} // stopCtx.Done()
 	opCtx     context.Context // cancelled at the hard deadline or on interrupt
-	newWaiter func(*Runner, context.Context) waiter
+	newWaiter func(*Runner, context.Context) movableWaiter
+	// newUserWaiter is an open-loop worker's when the workers claim ahead.
+	newUserWaiter func(*Runner, context.Context) waiter
+	// handOff keeps the dispatcher handing every arrival to a worker where
+	// the workers could claim ahead (tests compare the two).
+	handOff bool
 
 	// Shared between the users, the dispatcher, the collector and the
 	// Prometheus collector; all atomic.
@@ -44,6 +49,7 @@ type Runner struct {
 	notStarted      atomic.Int64 // open loop: arrivals over the in-flight bound
 	notStartedAtEnd atomic.Int64 // open loop: arrivals taken from the queue after the end
 	queue           chan time.Duration
+	arrivals        *arrivals // open loop whose workers claim ahead; else nil
 
 	live live // what Prometheus reads, published once per second
 }
@@ -78,7 +84,7 @@ func NewRunner(cfg Config, wl Workload) (*Runner, error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("load configuration: %w", err)
 	}
-	r := &Runner{cfg: cfg.withDefaults(), wl: wl, mix: mix, cumw: cumw, classify: ClassifyError, newWaiter: newArrivalWaiter}
+	r := &Runner{cfg: cfg.withDefaults(), wl: wl, mix: mix, cumw: cumw, classify: ClassifyError, newWaiter: newArrivalWaiter, newUserWaiter: newUserWaiter}
 	if c, ok := wl.(ErrorClassifier); ok {
 		r.classify = c.ClassifyError
 	}
@@ -186,6 +192,9 @@ func (r *Runner) prepareRecorders(users int) {
 	if r.cfg.Open() {
 		r.queue = make(chan time.Duration, r.cfg.MaxInFlight)
 	}
+	if r.cfg.claimsAhead() && !r.handOff {
+		r.arrivals = newArrivals(r.cfg)
+	}
 }
 
 // awaitRunEnd waits for the run deadline, the last user or an interrupt.
@@ -291,6 +300,10 @@ func (r *Runner) startUsers(wg *sync.WaitGroup, workers []Worker) {
 		u := &user{id: i, worker: w, rec: r.recorders[i],
 			rng: rand.New(rand.NewPCG(r.cfg.Seed, uint64(i))), timer: time.NewTimer(time.Hour)}
 		u.timer.Stop()
+		if r.arrivals != nil {
+			wg.Go(func() { r.claimArrivals(u) })
+			continue
+		}
 		if r.cfg.Open() {
 			wg.Go(func() { r.serveArrivals(u) })
 			continue
@@ -310,7 +323,11 @@ func (r *Runner) startUsers(wg *sync.WaitGroup, workers []Worker) {
 			r.closedUser(u, quota)
 		})
 	}
-	if r.cfg.Open() {
+	switch {
+	case r.arrivals != nil:
+		r.usersStarted.Store(int64(len(workers)))
+		wg.Go(r.dispatchUnclaimed)
+	case r.cfg.Open():
 		r.usersStarted.Store(int64(len(workers)))
 		wg.Go(r.dispatch)
 	}

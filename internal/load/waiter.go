@@ -15,6 +15,16 @@ type waiter interface {
 	close()
 }
 
+// movableWaiter is the dispatcher's waiter: while it waits, another
+// goroutine may move its wake-up.
+type movableWaiter interface {
+	waiter
+	// rearm moves the wake-up of a waitUntil in progress to at; a
+	// waitUntil that wakes before its own at sleeps again, so only a later
+	// at or one already past matters.
+	rearm(at time.Duration)
+}
+
 // timerWaiter waits on a Go timer. Its precision is the Go runtime's: when
 // the process is otherwise idle, the runtime sleeps in the network poller
 // with a millisecond timeout, so a wake-up can be about 1 ms late. Tests on
@@ -25,7 +35,7 @@ type timerWaiter struct {
 	timer *time.Timer
 }
 
-func newTimerWaiter(r *Runner) (waiter, error) {
+func newTimerWaiter(r *Runner) (movableWaiter, error) {
 	t := time.NewTimer(time.Hour)
 	t.Stop()
 	return &timerWaiter{r: r, timer: t}, nil
@@ -41,14 +51,29 @@ func (w *timerWaiter) waitUntil(at time.Duration) bool {
 	}
 }
 
+func (w *timerWaiter) rearm(at time.Duration) { w.timer.Reset(at - w.r.since()) }
+
 func (w *timerWaiter) close() { w.timer.Stop() }
 
 // newArrivalWaiter returns the most precise waiter the system offers, or the
 // timer waiter when that cannot be had.
-func newArrivalWaiter(r *Runner, stop context.Context) waiter {
+func newArrivalWaiter(r *Runner, stop context.Context) movableWaiter {
 	if w, err := newPreciseWaiter(r, stop); err == nil {
 		return w
 	}
 	w, _ := newTimerWaiter(r)
 	return w
+}
+
+// newUserWaiter returns the waiter of an open-loop worker that claims its
+// arrivals ahead: on a thread of its own, the thread sleeps in the kernel
+// until the arrival, as a pgbench client's does; otherwise the dispatcher's
+// kind of waiter.
+func newUserWaiter(r *Runner, stop context.Context) waiter {
+	if r.dedicated {
+		if w, err := newThreadWaiter(r, stop); err == nil {
+			return w
+		}
+	}
+	return newArrivalWaiter(r, stop)
 }

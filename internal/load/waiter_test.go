@@ -2,6 +2,7 @@ package load
 
 import (
 	"context"
+	"runtime"
 	"testing"
 	"time"
 
@@ -13,10 +14,13 @@ func TestArrivalWaitersNeverWakeEarlyAndStop(t *testing.T) {
 		name string
 		make func(*Runner, context.Context) (waiter, error)
 	}{
-		{"precise", newPreciseWaiter},
+		{"precise", func(r *Runner, stop context.Context) (waiter, error) { return newPreciseWaiter(r, stop) }},
 		{"timer", func(r *Runner, _ context.Context) (waiter, error) { return newTimerWaiter(r) }},
+		{"thread", newThreadWaiter},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
+			runtime.LockOSThread() // the thread waiter's contract; harmless to the others
+			defer runtime.UnlockOSThread()
 			stop, cancel := context.WithCancel(t.Context())
 			defer cancel()
 			r := &Runner{t0: time.Now(), stopDone: stop.Done()}
@@ -56,10 +60,13 @@ func BenchmarkArrivalWaiter(b *testing.B) {
 		name string
 		make func(*Runner, context.Context) (waiter, error)
 	}{
-		{"timerfd", newPreciseWaiter},
+		{"timerfd", func(r *Runner, stop context.Context) (waiter, error) { return newPreciseWaiter(r, stop) }},
 		{"go-timer", func(r *Runner, _ context.Context) (waiter, error) { return newTimerWaiter(r) }},
+		{"thread", newThreadWaiter},
 	} {
 		b.Run(bb.name, func(b *testing.B) {
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
 			r := &Runner{t0: time.Now(), stopDone: b.Context().Done()}
 			w, err := bb.make(r, b.Context())
 			if err != nil {
