@@ -69,7 +69,8 @@ type medium struct {
 	rng       *rand.Rand
 
 	// Duplex mismatch: the reverse (half-duplex end's) frames that may
-	// still overlap a frame admitted late, in order of start, and its
+	// still overlap a frame admitted late, in order of start (also kept on
+	// a full-duplex link with a rate, for its shadow collisions), and its
 	// recent airtime, decayed with time constant tau; freeAt is the arrival
 	// of the frame that set each serializer's free time; maxAir is the
 	// airtime of the largest segment.
@@ -122,7 +123,39 @@ func (m *medium) transmit(d direction, t time.Time, n int) (start, end time.Time
 	start = later(t, m.free[i])
 	end = m.airtime(start, n)
 	m.free[i] = end
+	if m.shadows() {
+		m.pruneOnAir(t)
+		if d == reverse {
+			m.bookOnAir(start, end)
+		}
+	}
 	return start, end
+}
+
+// shadows reports whether the medium counts shadow collisions: the client
+// frames that start while a frame of the other direction is on the air,
+// which a duplex mismatch would lose (collides). A full-duplex link with a
+// rate counts them, so that the point of a study measured at full duplex
+// tells how much of the frames' overlap its own timing leaves, before the
+// same load runs through the mismatch (seed 002).
+func (m *medium) shadows() bool { return m.cfg.Duplex == FullDuplex && m.nsPerByte > 0 }
+
+// pruneOnAir forgets the reverse frames that started long enough before t
+// (the admission slack and the longest airtime) to overlap nothing
+// admitted from now on. m.mu must be held.
+func (m *medium) pruneOnAir(t time.Time) {
+	cut := t.Add(-admitSlack - m.maxAir)
+	k := sort.Search(len(m.onAir), func(k int) bool { return m.onAir[k].start.After(cut) })
+	m.onAir = m.onAir[k:]
+}
+
+// bookOnAir keeps a reverse frame on the air from start to end, in order of
+// start. m.mu must be held.
+func (m *medium) bookOnAir(start, end time.Time) {
+	k := sort.Search(len(m.onAir), func(k int) bool { return m.onAir[k].start.After(start) })
+	m.onAir = append(m.onAir, interval{})
+	copy(m.onAir[k+1:], m.onAir[k:])
+	m.onAir[k] = interval{start, end}
 }
 
 // transmitMismatched is transmit at a duplex mismatch. The proxy's
@@ -145,16 +178,9 @@ func (m *medium) transmitMismatched(d direction, t time.Time, n int) (start, end
 	if !m.free[d].After(end) {
 		m.free[d], m.freeAt[d] = end, t
 	}
-	// Frames that started long enough before t (the slack, and the
-	// longest airtime) cannot overlap anything admitted from now on.
-	cut := t.Add(-admitSlack - m.maxAir)
-	k := sort.Search(len(m.onAir), func(k int) bool { return m.onAir[k].start.After(cut) })
-	m.onAir = m.onAir[k:]
+	m.pruneOnAir(t)
 	if d == reverse {
-		k := sort.Search(len(m.onAir), func(k int) bool { return m.onAir[k].start.After(start) })
-		m.onAir = append(m.onAir, interval{})
-		copy(m.onAir[k+1:], m.onAir[k:])
-		m.onAir[k] = interval{start, end}
+		m.bookOnAir(start, end)
 		m.revBusy = m.revBusy*math.Exp(-float64(max(start.Sub(m.revBusyAt), 0))/m.tau) + float64(end.Sub(start))
 		m.revBusyAt = later(m.revBusyAt, start)
 	}
@@ -171,9 +197,7 @@ func (m *medium) airtime(start time.Time, n int) time.Time {
 
 // collides reports whether a forward frame on the air from start to end
 // overlaps a reverse frame: with a duplex mismatch the half-duplex end sees a
-// late collision and the frame is lost there. onAir is sorted by start; a
-// frame lasts at most maxAir, so only those that started within maxAir
-// before start can still be on the air.
+// late collision and the frame is lost there.
 //
 // A retransmission goes out an RTO later, often beyond the reverse frames
 // booked so far. It then collides with the probability that the half-duplex
@@ -189,6 +213,14 @@ func (m *medium) collides(start, end, now time.Time, retransmission bool) bool {
 		share := m.revBusy * math.Exp(-float64(max(now.Sub(m.revBusyAt), 0))/m.tau) / m.tau
 		return m.rng.Float64() < share*math.Exp(-float64(start.Sub(horizon))/m.tau)
 	}
+	return m.overlapsOnAir(start, end)
+}
+
+// overlapsOnAir reports whether a frame on the air from start to end
+// overlaps a reverse frame kept on the air. onAir is sorted by start; a
+// frame lasts at most maxAir, so only those that started within maxAir
+// before start can still be on the air. m.mu must be held.
+func (m *medium) overlapsOnAir(start, end time.Time) bool {
 	hi := sort.Search(len(m.onAir), func(k int) bool { return !m.onAir[k].start.Before(end) })
 	for j := hi - 1; j >= 0 && !m.onAir[j].start.Before(start.Add(-m.maxAir)); j-- {
 		if m.onAir[j].end.After(start) {
@@ -275,13 +307,16 @@ func (f *flow) nextCredit() time.Time {
 // segments, serializes, delays, jitters and loses each, appends them to segs
 // and returns it. The caller keeps n within credit(now).
 func (f *flow) admit(now time.Time, n int, segs []segment) []segment {
-	var lost int64
+	var lost, shadow int64
 	var maxJitter time.Duration
 	m := f.m
 	m.mu.Lock()
 	for off := 0; off < n; off += f.mss {
 		size := min(f.mss, n-off)
 		start, end := m.transmit(f.dir, later(now, f.notBefore), size)
+		if f.dir == forward && m.shadows() && m.overlapsOnAir(start, end) {
+			shadow++
+		}
 		var stall time.Duration
 		rto := f.rto
 		for tries := 0; tries < maxRetries && f.lost(start.Add(stall), end.Add(stall), now, stall > 0); tries++ {
@@ -310,7 +345,7 @@ func (f *flow) admit(now time.Time, n int, segs []segment) []segment {
 	}
 	m.mu.Unlock()
 	f.inFlight += int64(n)
-	f.rec.admitted(f.dir, lost, maxJitter, f.inFlight)
+	f.rec.admitted(f.dir, lost, shadow, maxJitter, f.inFlight)
 	return segs
 }
 

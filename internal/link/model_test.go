@@ -367,3 +367,35 @@ func TestModelDuplexMismatch(t *testing.T) {
 	t.Logf("mismatch, both busy: %d forward transmissions lost; forward done after %v, reverse after %v (alone: 0.84s each)",
 		st.Forward.LostSegments, fwdDone, revDone)
 }
+
+func TestModelShadowCollisions(t *testing.T) {
+	// A server frame of 1,000 bytes on the air from t0 for about 0.8 ms at
+	// 10 Mbit/s; a client frame that starts under it would collide at a
+	// duplex mismatch, one 2 ms later would not. A full-duplex link with a
+	// rate loses neither but counts the first as a shadow collision; a link
+	// without a rate has no airtime to overlap; a mismatch loses it.
+	for _, tt := range []struct {
+		name         string
+		cfg          Config
+		shadow, lost int64
+	}{
+		{"full duplex with a rate", Config{RTT: time.Millisecond, Rate: 10 * units.Mbit, Seed: 1}, 1, 0},
+		{"no rate", Config{RTT: time.Millisecond, Seed: 1}, 0, 0},
+		{"mismatch", Config{RTT: time.Millisecond, Rate: 10 * units.Mbit, Duplex: Mismatch, Seed: 1}, 0, 1},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			fwd, rev, rec := newTestFlows(t, tt.cfg)
+			rev.notBefore, fwd.notBefore = t0, t0 // the handshake is not what is tested
+			rev.admit(t0, 1000, nil)
+			fwd.admit(t0.Add(100*time.Microsecond), 100, nil)
+			fwd.admit(t0.Add(2*time.Millisecond), 100, nil)
+			st := rec.snapshot()
+			if st.Forward.ShadowCollisions != tt.shadow || st.Forward.LostSegments != tt.lost {
+				t.Errorf("shadow collisions %d, lost %d; want %d and %d", st.Forward.ShadowCollisions, st.Forward.LostSegments, tt.shadow, tt.lost)
+			}
+			if st.Reverse.ShadowCollisions != 0 {
+				t.Errorf("reverse: %d shadow collisions; only client frames collide", st.Reverse.ShadowCollisions)
+			}
+		})
+	}
+}

@@ -24,6 +24,11 @@ type DirStats struct {
 	Bytes        int64 `json:"bytes"`         // payload bytes delivered
 	Segments     int64 `json:"segments"`      // segments delivered (each counted once, however often lost)
 	LostSegments int64 `json:"lost_segments"` // transmissions lost (Bernoulli loss or collision), each followed by an RTO stall
+	// ShadowCollisions counts, on a full-duplex link with a rate, the
+	// client-to-upstream segments that started while a frame of the other
+	// direction was on the air: the late collisions a duplex mismatch would
+	// have caused at the same timing (forward only).
+	ShadowCollisions int64 `json:"shadow_collisions,omitempty"`
 	// MaxInFlight is the most bytes any one connection had sent into this
 	// direction and not yet had acknowledged.
 	MaxInFlight int64 `json:"max_in_flight"`
@@ -147,12 +152,14 @@ func (s *DirStats) coarsen() {
 	s.SeriesInterval *= 2
 }
 
-// admitted books what the model did to one read: lost transmissions, the
-// largest jitter produced, and the bytes in flight after it.
-func (r *recorder) admitted(d direction, lost int64, jitter time.Duration, inFlight int64) {
+// admitted books what the model did to one read: lost transmissions,
+// shadow collisions, the largest jitter produced, and the bytes in flight
+// after it.
+func (r *recorder) admitted(d direction, lost, shadow int64, jitter time.Duration, inFlight int64) {
 	r.mu.Lock()
 	s := &r.dirs[d]
 	s.LostSegments += lost
+	s.ShadowCollisions += shadow
 	s.MaxJitter = max(s.MaxJitter, jitter)
 	s.MaxInFlight = max(s.MaxInFlight, inFlight)
 	r.mu.Unlock()

@@ -704,6 +704,10 @@ func linkResults(stats []topology.LinkStats) []workload.LinkResult {
 			lr.WindowStalls = s.Forward.WindowStalls + s.Reverse.WindowStalls
 			lr.LostSegments = s.Forward.LostSegments + s.Reverse.LostSegments
 			lr.ForwardSegments, lr.ReverseSegments = s.Forward.Segments, s.Reverse.Segments
+			if l.Config.Duplex == link.FullDuplex && l.Config.Rate > 0 {
+				shadow := s.Forward.ShadowCollisions
+				lr.ShadowCollisions = &shadow
+			}
 			lr.SeriesSeconds = s.Forward.SeriesInterval.Seconds()
 			lr.ForwardSeries, lr.ReverseSeries = s.Forward.Series, s.Reverse.Series
 		}

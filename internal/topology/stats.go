@@ -34,6 +34,7 @@ func mergeDir(a link.DirStats, aStart time.Time, b link.DirStats, bStart, start 
 	out.Bytes += b.Bytes
 	out.Segments += b.Segments
 	out.LostSegments += b.LostSegments
+	out.ShadowCollisions += b.ShadowCollisions
 	out.MaxInFlight = max(a.MaxInFlight, b.MaxInFlight)
 	out.WindowStalls += b.WindowStalls
 	out.StallTime += b.StallTime

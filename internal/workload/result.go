@@ -115,6 +115,11 @@ type LinkResult struct {
 	Connections     int64  `json:"connections"`
 	WindowStalls    int64  `json:"window_stalls,omitempty"`
 	LostSegments    int64  `json:"lost_segments,omitempty"`
+	// ShadowCollisions is, on a full-duplex link with a rate, the client
+	// segments that started while a server frame was on the air (what a
+	// duplex mismatch would have lost at this timing); nil where the link
+	// did not count them (another duplex, no rate, or a run stored before).
+	ShadowCollisions *int64 `json:"shadow_collisions,omitempty"`
 	// Segments carried each way (a lost one counted once).
 	ForwardSegments int64   `json:"forward_segments,omitempty"`
 	ReverseSegments int64   `json:"reverse_segments,omitempty"`

@@ -114,11 +114,27 @@ func overlapShare(r workload.Result, before []workload.Result) overlap {
 }
 
 // overlap is k and the points it is the median of: how many, and the
-// least and the most of theirs.
+// least and the most of theirs; twin when it is the twin's own.
 type overlap struct {
 	k      float64
 	from   int
 	lo, hi float64
+	twin   bool
+}
+
+// twinOverlap is k from the twin's own timing: the client segments that
+// started while a server frame was on the air at full duplex (the link's
+// shadow collisions, which the mismatch would have lost) a transaction,
+// over what the frames' overlap alone would give (exposure × X). ok is
+// false where the twin's link did not count them.
+func twinOverlap(twin workload.Result) (k float64, ok bool) {
+	l := twin.Link()
+	x, tx := twin.Metrics["tps"], carried(twin)
+	e := exposure(twin, l.RateBitsPerS)
+	if l.ShadowCollisions == nil || e <= 0 || tx <= 0 || x <= 0 {
+		return 0, false
+	}
+	return float64(*l.ShadowCollisions) / tx / (e * x), true
 }
 
 // rtoSeconds is the stall a lost segment costs on l: the link's own, or
@@ -141,9 +157,18 @@ func predictMismatched(r workload.Result, before []workload.Result) workload.Pre
 	l := r.Link()
 	rto := rtoSeconds(l)
 	ov := overlapShare(r, before)
+	if ov.from == 0 {
+		if k, ok := twinOverlap(twin); ok && k > 0 {
+			ov = overlap{k: k, twin: true}
+		}
+	}
 	k := ov.k
-	kFrom := "the frames' overlap alone: no mismatched point of another combination before it"
-	if ov.from > 0 {
+	kFrom := "the frames' overlap alone: no mismatched point of another combination before it, and no overlap its twin counted"
+	switch {
+	case ov.twin:
+		kFrom = fmt.Sprintf("its twin's own timing: no mismatched point of another combination before it; the twin's client segments that started while a server frame was on the air (%d, the link's shadow collisions) over the frames' overlap alone",
+			*twin.Link().ShadowCollisions)
+	case ov.from > 0:
 		kFrom = fmt.Sprintf("the median of the %d mismatched points of other combinations before it", ov.from)
 	}
 	a := k * exposure(twin, l.RateBitsPerS) * rto
@@ -218,6 +243,15 @@ func twinQueued(twin workload.Result, before []workload.Result) bool {
 // and the first (shop, 1 Gbit/s, 8 users) ran 81 % faster than predicted.
 const noOverlapShare = "no mismatched point before it measured k, the share of the frames' overlap the request-reply timing leaves (a client seldom sends while its reply is on the air): k = 1 counts every overlap, and predicts too many lost segments and too slow a throughput (on the stored quick duplex-mismatch runs every k measured later was 0.21 to 1.11); "
 
+// twinOverlapShare says why the first mismatched point of a run, whose k
+// is its twin's shadow collisions, is predicted too slow: the full-duplex
+// timing overlaps more than the mismatch's. On the quick run
+// duplex-mismatch-20261128-s12a the twins' k was 1.1 to 3.7 times what the
+// mismatched points measured (a median of 2.0); for the first point (the
+// shop, 1 Gbit/s, 8 users) 0.52 against 0.29, where k = 1 had been 3.4
+// times too much.
+const twinOverlapShare = "k is its twin's overlap at full duplex, where more frames overlap than through the mismatch (stalled users send nothing, and the rest run slower): on the quick duplex-mismatch run of 2026-11-28 the twins' k was 1.1 to 3.7 times what the mismatched points measured, so it predicts too many lost segments and too slow a throughput; "
+
 // lockHolderStalls says what the prediction leaves out where the twin's
 // users waited on row locks: a user stalled holding one keeps those queued
 // behind it waiting for its stall too. On the stored quick run
@@ -239,6 +273,8 @@ const cpuRelief = "; its twin's users queued for the server, and the stalls are 
 func mismatchReason(ov overlap, queued bool, locks, users float64) string {
 	why := "the twin's throughput moves with the machine's other load between the two points, and a lost retransmission waits twice the RTO, which k carries only as the points before it had it"
 	switch {
+	case ov.twin:
+		why = twinOverlapShare + why
 	case ov.from == 0:
 		why = noOverlapShare + why
 	case ov.hi > 1.5*ov.lo:

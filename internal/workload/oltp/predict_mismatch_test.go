@@ -35,6 +35,14 @@ func mixPoint(mix string, users int, rate float64, mismatched bool, tps float64,
 	return r
 }
 
+// withShadow is p whose full-duplex link counted shadow client segments
+// started while a server frame was on the air.
+func withShadow(p workload.Result, shadow int64) workload.Result {
+	p.Links = []workload.LinkResult{p.Links[0]}
+	p.Links[0].ShadowCollisions = &shadow
+	return p
+}
+
 // withoutWarmUpCount is p as stored before warm_up_tx was recorded: its
 // link's 12.5 s of 10 ms intervals stand for what it carried.
 func withoutWarmUpCount(p workload.Result) workload.Result {
@@ -82,6 +90,11 @@ func TestPredictMismatchedFromItsTwinAndTheCollisions(t *testing.T) {
 		{"stored without the warm-up's count", []workload.Result{withoutWarmUpCount(earlier), withoutWarmUpCount(twin)}, solve(0.5), "k = 0.50", false},
 		{"every mix's, not its own combination's", []workload.Result{otherMix, ownRun, earlier, twin}, solve(1.25), "k = 1.25 (the median of the 2 mismatched points of other combinations", false},
 		{"never its own combination's runs", []workload.Result{ownRun, twin}, solve(1), "k = 1.00 (the frames' overlap alone", true},
+		// The twin's link counted 2,800 client segments started under a
+		// server frame: 0.112 a transaction over the overlap's 0.224.
+		{"the twin's own overlap", []workload.Result{withShadow(twin, 2800)}, solve(0.5), "k = 0.50 (its twin's own timing", false},
+		{"the points before first", []workload.Result{earlier, withShadow(twin, 5600)}, solve(0.5), "k = 0.50 (the median of the 1", false},
+		{"a twin that counted none", []workload.Result{withShadow(twin, 0)}, solve(1), "k = 1.00 (the frames' overlap alone", true},
 	} {
 		r := duplexPoint(8, rate, true, 1500, 99)
 		p := oltp.Predict(r, tc.before)
