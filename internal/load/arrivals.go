@@ -174,11 +174,6 @@ func (r *Runner) claimArrivals(u *user) {
 			}
 			r.inFlight.Add(1)
 		}
-		tx := r.pick(u.rng)
-		start := r.since()
-		err := u.worker.Do(r.opCtx, tx)
-		end := r.since()
-		r.inFlight.Add(-1)
-		r.finish(u.rec, tx, err, end-at, end-start, start-at)
+		r.runArrival(u, at)
 	}
 }

@@ -496,13 +496,19 @@ func (r *Runner) serveArrivals(u *user) {
 			r.notStartedAtEnd.Add(1)
 			return
 		}
-		tx := r.pick(u.rng)
-		start := r.since()
-		err := u.worker.Do(r.opCtx, tx)
-		end := r.since()
-		r.inFlight.Add(-1)
-		r.finish(u.rec, tx, err, end-at, end-start, start-at)
+		r.runArrival(u, at)
 	}
+}
+
+// runArrival runs one open-loop arrival in flight, timed from its intended
+// start at, and takes it out of flight.
+func (r *Runner) runArrival(u *user, at time.Duration) {
+	tx := r.pick(u.rng)
+	start := r.since()
+	err := u.worker.Do(r.opCtx, tx)
+	end := r.since()
+	r.inFlight.Add(-1)
+	r.finish(u.rec, tx, err, end-at, end-start, start-at)
 }
 
 // finish classifies an operation's outcome and records it.
