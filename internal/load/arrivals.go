@@ -127,7 +127,7 @@ func (r *Runner) dispatchUnclaimed() {
 			return
 		}
 		a.mu.Lock()
-		if a.done || a.taken != seq || r.stopped() { // claimed while the dispatcher slept
+		if a.done || a.taken != seq || at > r.since() || r.stopped() { // claimed while the dispatcher slept, or woken early
 			a.mu.Unlock()
 			continue
 		}

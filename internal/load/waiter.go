@@ -19,9 +19,10 @@ type waiter interface {
 // goroutine may move its wake-up.
 type movableWaiter interface {
 	waiter
-	// rearm moves the wake-up of a waitUntil in progress to at; a
-	// waitUntil that wakes before its own at sleeps again, so only a later
-	// at or one already past matters.
+	// rearm moves the wake-up of a waitUntil in progress to at. That
+	// waitUntil may then return at the new time even before its own at
+	// (the timer waiter's) or sleep on to its own at (the timerfd
+	// waiter's), so its caller checks what it woke to.
 	rearm(at time.Duration)
 }
 
