@@ -25,23 +25,31 @@ type timerfdWaiter struct {
 }
 
 func newPreciseWaiter(r *Runner, stop context.Context) (movableWaiter, error) {
+	monoAt0, err := monotonicAt0(r)
+	if err != nil {
+		return nil, err
+	}
 	fd, err := unix.TimerfdCreate(unix.CLOCK_MONOTONIC, unix.TFD_NONBLOCK|unix.TFD_CLOEXEC)
 	if err != nil {
 		return nil, fmt.Errorf("timerfd: %w", err)
 	}
-	// Go's monotonic clock is CLOCK_MONOTONIC, so this is the run's start
-	// on the kernel's clock, or a little after it (by the time between the
-	// two readings): the timer can wake late by that, never early.
-	since := r.since()
-	var now unix.Timespec
-	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &now); err != nil {
-		unix.Close(fd)
-		return nil, fmt.Errorf("clock_gettime: %w", err)
-	}
-	w := &timerfdWaiter{r: r, fd: fd, file: os.NewFile(uintptr(fd), "arrival-timer"), monoAt0: now.Nano() - int64(since)}
+	w := &timerfdWaiter{r: r, fd: fd, file: os.NewFile(uintptr(fd), "arrival-timer"), monoAt0: monoAt0}
 	// Stopping unblocks a pending read by moving its deadline to the past.
 	w.unstop = context.AfterFunc(stop, func() { w.file.SetReadDeadline(time.Unix(1, 0)) })
 	return w, nil
+}
+
+// monotonicAt0 is the run's start on the kernel's CLOCK_MONOTONIC, in ns.
+// Go's monotonic clock is CLOCK_MONOTONIC, so this is the start, or a little
+// after it (by the time between the two readings): a timer armed from it
+// can wake late by that, never early.
+func monotonicAt0(r *Runner) (int64, error) {
+	since := r.since()
+	var now unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &now); err != nil {
+		return 0, fmt.Errorf("clock_gettime: %w", err)
+	}
+	return now.Nano() - int64(since), nil
 }
 
 func (w *timerfdWaiter) waitUntil(at time.Duration) bool {
@@ -67,55 +75,64 @@ func (w *timerfdWaiter) close() {
 	w.file.Close()
 }
 
-// threadWaiter sleeps its goroutine's OS thread in ppoll(2) until the
-// arrival's time, or until the run stops (an eventfd the stop writes). The
-// goroutine must be locked to its thread for as long as the waiter lives:
-// the thread's timer slack is set to a nanosecond (the kernel's default of
-// 50 µs would make each wake-up up to that late) and put back by close.
-// Unlike the timerfd in Go's network poller, the wake-up is the thread's
-// own: the runtime wakes no other thread to run the worker.
+// threadWaiter sleeps its goroutine's OS thread in ppoll(2) on a timerfd
+// armed at the arrival's time and an eventfd the run's stop writes. Unlike
+// the timerfd in Go's network poller, the wake-up is the thread's own: the
+// runtime wakes no other thread to run the worker. A timerfd has no timer
+// slack (ppoll's own timeout would have the thread's, 50 µs by default),
+// and the waiter holds nothing of the thread's, so its goroutine may move
+// between threads (the users' yield does).
 type threadWaiter struct {
-	r      *Runner
-	stopFd int
-	unstop func() bool
-	fds    [1]unix.PollFd
+	r       *Runner
+	stopFd  int
+	timerFd int
+	monoAt0 int64 // CLOCK_MONOTONIC at the start of the run, ns
+	unstop  func() bool
+	fds     [2]unix.PollFd // the stop, the timer
 }
 
 func newThreadWaiter(r *Runner, stop context.Context) (waiter, error) {
-	fd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
+	monoAt0, err := monotonicAt0(r)
+	if err != nil {
+		return nil, err
+	}
+	stopFd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
 	if err != nil {
 		return nil, fmt.Errorf("eventfd: %w", err)
 	}
-	if err := unix.Prctl(unix.PR_SET_TIMERSLACK, 1, 0, 0, 0); err != nil {
-		unix.Close(fd)
-		return nil, fmt.Errorf("timer slack: %w", err)
+	timerFd, err := unix.TimerfdCreate(unix.CLOCK_MONOTONIC, unix.TFD_NONBLOCK|unix.TFD_CLOEXEC)
+	if err != nil {
+		unix.Close(stopFd)
+		return nil, fmt.Errorf("timerfd: %w", err)
 	}
-	w := &threadWaiter{r: r, stopFd: fd}
-	w.fds[0] = unix.PollFd{Fd: int32(fd), Events: unix.POLLIN}
+	w := &threadWaiter{r: r, stopFd: stopFd, timerFd: timerFd, monoAt0: monoAt0}
+	w.fds[0] = unix.PollFd{Fd: int32(stopFd), Events: unix.POLLIN}
+	w.fds[1] = unix.PollFd{Fd: int32(timerFd), Events: unix.POLLIN}
 	one := []byte{1, 0, 0, 0, 0, 0, 0, 0}
-	w.unstop = context.AfterFunc(stop, func() { unix.Write(fd, one) })
+	w.unstop = context.AfterFunc(stop, func() { unix.Write(stopFd, one) })
 	return w, nil
 }
 
 func (w *threadWaiter) waitUntil(at time.Duration) bool {
-	for {
-		now := w.r.since()
-		if now >= at {
-			return true // an operation never starts before its intended start
-		}
-		ts := unix.NsecToTimespec(int64(at - now))
-		n, err := unix.Ppoll(w.fds[:], &ts, nil)
-		if n > 0 {
-			return false // the stop
-		}
-		if err != nil && err != unix.EINTR {
+	// Arming the timer clears what it counted before, so its fd is
+	// readable only once this at has passed.
+	spec := unix.ItimerSpec{Value: unix.NsecToTimespec(w.monoAt0 + int64(at))}
+	if err := unix.TimerfdSettime(w.timerFd, unix.TFD_TIMER_ABSTIME, &spec, nil); err != nil {
+		return false
+	}
+	for w.r.since() < at { // an operation never starts before its intended start
+		if _, err := unix.Ppoll(w.fds[:], nil, nil); err != nil && err != unix.EINTR {
 			return false
 		}
+		if w.fds[0].Revents != 0 {
+			return false // the stop
+		}
 	}
+	return true
 }
 
 func (w *threadWaiter) close() {
 	w.unstop()
-	unix.Prctl(unix.PR_SET_TIMERSLACK, 0, 0, 0, 0) // 0: the thread's default again
 	unix.Close(w.stopFd)
+	unix.Close(w.timerFd)
 }
