@@ -80,9 +80,9 @@
 // about a millisecond late (BenchmarkArrivalWaiter measures the waiters). Up
 // to 10,000 arrivals per second, with an in-flight bound of at least one a
 // worker, a free worker claims the next arrival ahead of its time and waits
-// for it itself: on a thread of its own it sleeps in ppoll with a
-// nanosecond of timer slack, as a pgbench client sleeps, otherwise on a
-// timerfd; the dispatcher sleeps on a timerfd that each claim moves on, and
+// for it itself: on a thread of its own it sleeps in ppoll on a timerfd
+// of its own, as a pgbench client sleeps, otherwise on a timerfd in Go's
+// network poller; the dispatcher sleeps on a timerfd that each claim moves on, and
 // wakes only for an arrival that falls due while every worker is busy,
 // which it queues or counts over the bound (arrivals.go). Above 10,000 a
 // second the dispatcher wakes for the arrivals and hands each to a free
