@@ -148,6 +148,11 @@ func (c Config) MinRTOOrDefault() time.Duration {
 	return c.RTO
 }
 
+// CountsShadowCollisions reports whether a link with c counts its shadow
+// collisions (Stats' ShadowCollisions): full duplex with a rate, where a
+// frame has an airtime for another to overlap.
+func (c Config) CountsShadowCollisions() bool { return c.Duplex == FullDuplex && c.Rate > 0 }
+
 // Impaired reports whether the link changes anything at all.
 func (c Config) Impaired() bool {
 	return c.RTT > 0 || c.ForwardDelay > 0 || c.ReverseDelay > 0 || c.Jitter > 0 ||

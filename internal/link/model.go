@@ -138,7 +138,7 @@ func (m *medium) transmit(d direction, t time.Time, n int) (start, end time.Time
 // rate counts them, so that the point of a study measured at full duplex
 // tells how much of the frames' overlap its own timing leaves, before the
 // same load runs through the mismatch (seed 002).
-func (m *medium) shadows() bool { return m.cfg.Duplex == FullDuplex && m.nsPerByte > 0 }
+func (m *medium) shadows() bool { return m.cfg.CountsShadowCollisions() }
 
 // pruneOnAir forgets the reverse frames that started long enough before t
 // (the admission slack and the longest airtime) to overlap nothing

@@ -136,14 +136,7 @@ func (r *Runner) dispatchUnclaimed() {
 			a.mu.Unlock()
 			continue
 		}
-		// The queue holds MaxInFlight and only arrivals in flight are in
-		// it, so the send never blocks.
-		if r.inFlight.Load() >= limit {
-			r.notStarted.Add(1)
-		} else {
-			r.inFlight.Add(1)
-			r.queue <- at
-		}
+		r.enqueue(at, limit)
 		a.advance()
 		a.mu.Unlock()
 	}

@@ -465,16 +465,22 @@ func (r *Runner) dispatch() {
 		} else if r.stopped() {
 			return
 		}
-		// Only the dispatcher adds, so the check and the add cannot race
-		// past the bound; the queue holds MaxInFlight, so the send never
-		// blocks.
-		if r.inFlight.Load() >= limit {
-			r.notStarted.Add(1)
-			continue
-		}
-		r.inFlight.Add(1)
-		r.queue <- at
+		r.enqueue(at, limit)
 	}
+}
+
+// enqueue queues an arrival for the first free worker, or counts it as not
+// started when limit operations are already in flight. Only the dispatcher
+// adds, so the check and the add cannot race past the bound; the queue
+// holds MaxInFlight and only arrivals in flight are in it, so the send
+// never blocks.
+func (r *Runner) enqueue(at time.Duration, limit int64) {
+	if r.inFlight.Load() >= limit {
+		r.notStarted.Add(1)
+		return
+	}
+	r.inFlight.Add(1)
+	r.queue <- at
 }
 
 // serveArrivals is one open-loop worker: it runs arrivals as they come,

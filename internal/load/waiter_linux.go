@@ -52,10 +52,17 @@ func monotonicAt0(r *Runner) (int64, error) {
 	return now.Nano() - int64(since), nil
 }
 
+// armTimer arms the timerfd fd to fire once at the run's offset at, the
+// run having started at monoAt0 on CLOCK_MONOTONIC; arming clears what it
+// counted before.
+func armTimer(fd int, monoAt0 int64, at time.Duration) error {
+	spec := unix.ItimerSpec{Value: unix.NsecToTimespec(monoAt0 + int64(at))}
+	return unix.TimerfdSettime(fd, unix.TFD_TIMER_ABSTIME, &spec, nil)
+}
+
 func (w *timerfdWaiter) waitUntil(at time.Duration) bool {
 	for w.r.since() < at { // an operation never starts before its intended start
-		spec := unix.ItimerSpec{Value: unix.NsecToTimespec(w.monoAt0 + int64(at))}
-		if err := unix.TimerfdSettime(w.fd, unix.TFD_TIMER_ABSTIME, &spec, nil); err != nil {
+		if err := armTimer(w.fd, w.monoAt0, at); err != nil {
 			return false
 		}
 		if _, err := w.file.Read(w.buf[:]); err != nil { // the expiration count; only the wake-up matters
@@ -66,8 +73,7 @@ func (w *timerfdWaiter) waitUntil(at time.Duration) bool {
 }
 
 func (w *timerfdWaiter) rearm(at time.Duration) {
-	spec := unix.ItimerSpec{Value: unix.NsecToTimespec(w.monoAt0 + int64(at))}
-	unix.TimerfdSettime(w.fd, unix.TFD_TIMER_ABSTIME, &spec, nil) // a failure leaves the wake-up where it was: one wake-up too many
+	armTimer(w.fd, w.monoAt0, at) // a failure leaves the wake-up where it was: one wake-up too many
 }
 
 func (w *timerfdWaiter) close() {
@@ -116,8 +122,7 @@ func newThreadWaiter(r *Runner, stop context.Context) (waiter, error) {
 func (w *threadWaiter) waitUntil(at time.Duration) bool {
 	// Arming the timer clears what it counted before, so its fd is
 	// readable only once this at has passed.
-	spec := unix.ItimerSpec{Value: unix.NsecToTimespec(w.monoAt0 + int64(at))}
-	if err := unix.TimerfdSettime(w.timerFd, unix.TFD_TIMER_ABSTIME, &spec, nil); err != nil {
+	if err := armTimer(w.timerFd, w.monoAt0, at); err != nil {
 		return false
 	}
 	for w.r.since() < at { // an operation never starts before its intended start

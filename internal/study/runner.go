@@ -704,7 +704,7 @@ func linkResults(stats []topology.LinkStats) []workload.LinkResult {
 			lr.WindowStalls = s.Forward.WindowStalls + s.Reverse.WindowStalls
 			lr.LostSegments = s.Forward.LostSegments + s.Reverse.LostSegments
 			lr.ForwardSegments, lr.ReverseSegments = s.Forward.Segments, s.Reverse.Segments
-			if l.Config.Duplex == link.FullDuplex && l.Config.Rate > 0 {
+			if l.Config.CountsShadowCollisions() {
 				shadow := s.Forward.ShadowCollisions
 				lr.ShadowCollisions = &shadow
 			}

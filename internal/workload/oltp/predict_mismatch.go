@@ -100,12 +100,9 @@ func overlapShare(r workload.Result, before []workload.Result) overlap {
 		if !o.Measured() || !Mismatched(o) || o.Params.Float("rate") > 0 || o.Combo == r.Combo {
 			continue
 		}
-		x, tx := o.Metrics["tps"], carried(o)
-		e := exposure(o, o.Link().RateBitsPerS)
-		if e <= 0 || tx <= 0 {
-			continue
+		if k, ok := overlapOf(o, o.Link().LostSegments); ok {
+			ks = append(ks, k)
 		}
-		ks = append(ks, float64(o.Link().LostSegments)/tx/(e*x))
 	}
 	if len(ks) == 0 {
 		return overlap{k: 1}
@@ -128,13 +125,23 @@ type overlap struct {
 // over what the frames' overlap alone would give (exposure × X). ok is
 // false where the twin's link did not count them.
 func twinOverlap(twin workload.Result) (k float64, ok bool) {
-	l := twin.Link()
-	x, tx := twin.Metrics["tps"], carried(twin)
-	e := exposure(twin, l.RateBitsPerS)
-	if l.ShadowCollisions == nil || e <= 0 || tx <= 0 || x <= 0 {
+	if twin.Link().ShadowCollisions == nil {
 		return 0, false
 	}
-	return float64(*l.ShadowCollisions) / tx / (e * x), true
+	return overlapOf(twin, *twin.Link().ShadowCollisions)
+}
+
+// overlapOf is a point's k: the client segments that overlapped a server
+// frame (lost at a mismatch, shadow collisions at full duplex) a
+// transaction, over what the frames' overlap alone would give, exposure ×
+// X. ok is false where the point carried nothing to divide by.
+func overlapOf(o workload.Result, segments int64) (k float64, ok bool) {
+	x, tx := o.Metrics["tps"], carried(o)
+	e := exposure(o, o.Link().RateBitsPerS)
+	if e <= 0 || tx <= 0 || x <= 0 {
+		return 0, false
+	}
+	return float64(segments) / tx / (e * x), true
 }
 
 // rtoSeconds is the stall a lost segment costs on l: the link's own, or
