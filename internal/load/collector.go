@@ -331,10 +331,6 @@ func (c *collector) result() *Result {
 		res.Types = append(res.Types, c.cum.types[i].result(c.r.mix[i].Name, c.r.mix[i].Weight, res.Measured))
 	}
 	res.Overall = c.cum.overall.result("all", 0, res.Measured)
-	userThreads := 0
-	if c.r.dedicated && !c.open {
-		userThreads = c.r.cfg.Users
-	}
-	res.Client = clientLoad(c.cpuFrom, c.cpuTo, c.r.clientCores, userThreads)
+	res.Client = clientLoad(c.cpuFrom, c.cpuTo, c.r.clientCores, c.r.userThreads())
 	return res
 }

@@ -39,3 +39,27 @@ func TestReserveProcs(t *testing.T) {
 		})
 	}
 }
+
+func TestUserThreadsAreThoseOfUsersOnThreadsOfTheirOwn(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		cfg       Config
+		dedicated bool
+		claims    bool
+		want      int
+	}{
+		{"closed, a thread each", Config{Users: 8}, true, false, 8},
+		{"closed, shared", Config{Users: 8}, false, false, 0},
+		{"open, claimed on threads of their own", Config{Users: 4, Rate: 2000}, true, true, 4},
+		{"open, handed off", Config{Users: 4, Rate: 2000}, true, false, 0},
+		{"open, claimed on shared threads", Config{Users: 300, Rate: 2000}, false, true, 0},
+	} {
+		r := &Runner{cfg: tc.cfg, dedicated: tc.dedicated}
+		if tc.claims {
+			r.arrivals = newArrivals(tc.cfg.withDefaults())
+		}
+		if got := r.userThreads(); got != tc.want {
+			t.Errorf("%s: %d user threads, want %d", tc.name, got, tc.want)
+		}
+	}
+}

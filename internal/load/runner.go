@@ -506,6 +506,16 @@ func (r *Runner) serveArrivals(u *user) {
 	}
 }
 
+// userThreads is how many of the users each ran on an OS thread of its
+// own (0 when they shared the runtime's): closed-loop users and open-loop
+// workers that claim their arrivals, when the run is dedicated.
+func (r *Runner) userThreads() int {
+	if !r.dedicated || r.cfg.Open() && r.arrivals == nil {
+		return 0
+	}
+	return r.cfg.Users
+}
+
 // runArrival runs one open-loop arrival in flight, timed from its intended
 // start at, and takes it out of flight.
 func (r *Runner) runArrival(u *user, at time.Duration) {

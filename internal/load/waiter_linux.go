@@ -94,6 +94,7 @@ type threadWaiter struct {
 	timerFd int
 	monoAt0 int64 // CLOCK_MONOTONIC at the start of the run, ns
 	unstop  func() bool
+	stopped chan struct{}  // closed once the stop has written stopFd
 	fds     [2]unix.PollFd // the stop, the timer
 }
 
@@ -111,11 +112,14 @@ func newThreadWaiter(r *Runner, stop context.Context) (waiter, error) {
 		unix.Close(stopFd)
 		return nil, fmt.Errorf("timerfd: %w", err)
 	}
-	w := &threadWaiter{r: r, stopFd: stopFd, timerFd: timerFd, monoAt0: monoAt0}
+	w := &threadWaiter{r: r, stopFd: stopFd, timerFd: timerFd, monoAt0: monoAt0, stopped: make(chan struct{})}
 	w.fds[0] = unix.PollFd{Fd: int32(stopFd), Events: unix.POLLIN}
 	w.fds[1] = unix.PollFd{Fd: int32(timerFd), Events: unix.POLLIN}
 	one := []byte{1, 0, 0, 0, 0, 0, 0, 0}
-	w.unstop = context.AfterFunc(stop, func() { unix.Write(stopFd, one) })
+	w.unstop = context.AfterFunc(stop, func() {
+		unix.Write(stopFd, one)
+		close(w.stopped)
+	})
 	return w, nil
 }
 
@@ -137,7 +141,11 @@ func (w *threadWaiter) waitUntil(at time.Duration) bool {
 }
 
 func (w *threadWaiter) close() {
-	w.unstop()
+	if !w.unstop() {
+		// The stop's write has begun: the descriptor must not be closed
+		// under it, or its number reused by another file before it lands.
+		<-w.stopped
+	}
 	unix.Close(w.stopFd)
 	unix.Close(w.timerFd)
 }

@@ -84,3 +84,24 @@ func BenchmarkArrivalWaiter(b *testing.B) {
 		})
 	}
 }
+
+func TestThreadWaiterClosesItsStopOnlyAfterTheStopWroteIt(t *testing.T) {
+	// The run's stop writes the waiter's eventfd from a goroutine of its
+	// own; a close racing it must not close the descriptor under the write
+	// (another file could take its number and get the write).
+	for range 200 {
+		stop, cancel := context.WithCancel(t.Context())
+		r := &Runner{t0: time.Now(), stopDone: stop.Done()}
+		w, err := newThreadWaiter(r, stop)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cancel()
+		w.close()
+		select {
+		case <-w.(*threadWaiter).stopped:
+		default:
+			t.Fatal("close returned before the stop's write to the descriptor it closed")
+		}
+	}
+}
