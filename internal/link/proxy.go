@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/dbrig/dbrig/internal/spareproc"
+
 	"golang.org/x/sys/unix"
 )
 
@@ -87,6 +89,9 @@ type Proxy struct {
 	wg        sync.WaitGroup // every goroutine of the proxy
 	closeOnce sync.Once
 	closeErr  error
+	// releaseSpare ends the link's hold on a spare P (spareproc): a
+	// listening link relays users' round trips from inside the process.
+	releaseSpare func()
 
 	mu        sync.Mutex
 	conns     map[*conn]struct{}
@@ -121,6 +126,7 @@ func Listen(ctx context.Context, listenAddr, upstream string, cfg Config, opts .
 		return nil, fmt.Errorf("link: listen on %s: %w", listenAddr, err)
 	}
 	p.ln = ln
+	p.releaseSpare = spareproc.Hold()
 	p.wg.Go(p.accept)
 	p.mu.Lock()
 	p.stopAfter = context.AfterFunc(ctx, func() { p.Close() })
@@ -195,6 +201,9 @@ func (p *Proxy) Close() error {
 		p.wg.Wait()
 		if p.wall != nil {
 			p.wall.close()
+		}
+		if p.releaseSpare != nil {
+			p.releaseSpare()
 		}
 	})
 	return p.closeErr

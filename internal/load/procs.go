@@ -3,6 +3,8 @@ package load
 import (
 	"os"
 	"runtime"
+
+	"github.com/dbrig/dbrig/internal/spareproc"
 )
 
 // maxDedicatedUsers is the most users a run gives threads of their own
@@ -26,20 +28,35 @@ const maxDedicatedUsers = 256
 // each wait for their server in a blocking system call (blockconn's
 // sockets, as a C client's recv). With at most maxDedicatedUsers users (or
 // four a CPU, where that is more; four a CPU for users who pause between
-// their transactions) it raises GOMAXPROCS to users + CPUs, so
-// that a P stays idle while every user waits, and says that each
-// closed-loop user should keep an OS thread of its own (dedicated);
-// restore puts the old GOMAXPROCS back.
+// their transactions) it says that each closed-loop user should keep an OS
+// thread of its own (dedicated) and raises GOMAXPROCS to one P a user, plus
+// one spare P a CPU where something else in the process must run promptly
+// while every user waits: users who pause (their think or keying time is a
+// Go timer), an open loop's dispatcher, or an emulated link relaying the
+// users' round trips (spareproc). restore puts the old GOMAXPROCS back.
 //
-// While no P is idle, the runtime's sysmon takes a waiting call's P away
-// after 20 µs and hands it on, and the call's return must find a P again: on
-// a 2-CPU machine with 2 users that took the client from 7.2 to 9.6 µs of
+// The spare Ps are not free. A user yields every 5 ms (yieldEvery), and a
+// yield with an idle P wakes an idle thread to look for work (the
+// runtime's wakep), which finds none and sleeps again: at 8 users of
+// select-only on 2 CPUs, 0.056-0.060 futex calls and 1.05-1.06 context
+// switches a transaction, against 0.000-0.005 and 1.01-1.03 without the
+// spare Ps (pgbench -c 8 -j 8: 0 and 1.00), and 14.5-15.1 against
+// 12.4-12.8 µs of the client's CPU a transaction in two of three
+// alternating rounds (13.1 against 13.2 in the third; pgbench 10.0-11.0;
+// perf stat of the client over 4 s, 2026-11-28, load average 5 to 7).
+// A minimal Go client of the same exchange (raw write, ppoll and read on
+// locked threads) spent 11.2-12.4 µs with the spare Ps and 9.7-10.8
+// without, pgbench 9.6-10.5 in the same rounds (four of each).
+//
+// Without a spare P and without the yield, the runtime's sysmon takes a
+// waiting call's P away, and the call's return must find a P again: on a
+// 2-CPU machine with 2 users that took the client from 7.2 to 9.6 µs of
 // CPU per transaction and from 115,000 to 81,000 point selects a second
-// (dbrig load oltp --mix point-select --users 2, perf stat). A user locked
-// to its thread then gained a little more: 129,000 against 121,000 a
-// second at 2 users (medians of 9 alternating rounds of 6 s, pgbench -S -c 2
-// 138,000 in the same rounds) and 107,000 against 91,000 at 4 users (4
-// rounds).
+// (dbrig load oltp --mix point-select --users 2, perf stat, before users
+// yielded). A user locked to its thread then gained a little more: 129,000
+// against 121,000 a second at 2 users (medians of 9 alternating rounds of
+// 6 s, pgbench -S -c 2 138,000 in the same rounds) and 107,000 against
+// 91,000 at 4 users (4 rounds).
 //
 // The bound was twice, then four times as many users as CPUs; beyond it
 // the users shared the runtime's default Ps, and a user whose answer had
@@ -53,7 +70,7 @@ const maxDedicatedUsers = 256
 // 16 users was 0.05 ms for a cycle N / X of 0.38 ms, where with a thread
 // each it is 0.26 ms for 0.26 ms (Little's law holds again). A GOMAXPROCS
 // the user (or a study's client constraint) set is kept as it is.
-func reserveProcs(users int, pause bool) (dedicated bool, restore func()) {
+func reserveProcs(users int, pause, open bool) (dedicated bool, restore func()) {
 	cpus := runtime.NumCPU()
 	bound := max(maxDedicatedUsers, 4*cpus)
 	if pause {
@@ -63,7 +80,10 @@ func reserveProcs(users int, pause bool) (dedicated bool, restore func()) {
 		return false, func() {}
 	}
 	prev := runtime.GOMAXPROCS(0)
-	want := users + cpus
+	want := users
+	if pause || open || spareproc.Held() {
+		want += cpus
+	}
 	if want <= prev {
 		return true, func() {}
 	}

@@ -100,7 +100,7 @@ func (r *Runner) Run(ctx context.Context) (res *Result, err error) {
 		return nil, errors.New("load: a Runner runs once; make a new one")
 	}
 	r.clientCores = r.cfg.clientCores()
-	dedicated, restoreProcs := reserveProcs(r.cfg.Users, r.cfg.Think.Mean > 0 || r.cfg.Keying > 0)
+	dedicated, restoreProcs := reserveProcs(r.cfg.Users, r.cfg.Think.Mean > 0 || r.cfg.Keying > 0, r.cfg.Open())
 	defer restoreProcs()
 	r.dedicated = dedicated
 	workers, err := r.openWorkers(ctx)
