@@ -13,9 +13,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/dbrig/dbrig/internal/spareproc"
-
 	"golang.org/x/sys/unix"
+
+	"github.com/dbrig/dbrig/internal/spareproc"
 )
 
 // Option changes how a Proxy runs (not the link's physics, which is Config).
