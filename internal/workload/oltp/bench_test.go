@@ -309,18 +309,28 @@ func BenchmarkPointSelectVsPgbench(b *testing.B) {
 				theirQ[n+i] = append(theirQ[n+i], float64(theirLag.Quantile(q)))
 			}
 		}
-		var orows [][]string
 		for i := range ourQ {
 			slices.Sort(ourQ[i])
 			slices.Sort(theirQ[i])
-			o, t := time.Duration(ourQ[i][1]), time.Duration(theirQ[i][1])
+		}
+		median := func(q [][]float64, i int) time.Duration { return time.Duration(q[i][1]) }
+		var orows [][]string
+		for i := range ourQ {
+			o, t := median(ourQ, i), median(theirQ, i)
 			name := fmt.Sprintf("p%g", quantiles[i%n]*100)
 			if i >= n {
 				name = "start lag " + name
 			}
 			orows = append(orows, []string{name, o.String(), t.String(), fmt.Sprintf("%+.0f %%", 100*(float64(o)/float64(t)-1))})
 			if i < n {
-				benchgoal.Print(b, benchgoal.Within("oltp-open-loop-"+name, micros(o), micros(t), float64(o)/float64(t), 0.1))
+				goal := "oltp-open-loop-" + name
+				benchgoal.Print(b, benchgoal.Within(goal, micros(o), micros(t), float64(o)/float64(t), 0.1))
+				// Each latency counts its tool's own start lag (pgbench's
+				// thread sleeps with the kernel's 50 µs of timer slack), so
+				// the rest of it is shown beside.
+				ol, tl := median(ourQ, n+i), median(theirQ, n+i)
+				benchgoal.Where(b, goal, "start lag %s: %s dbrig, %s pgbench -R; the latency less it at this percentile: %s dbrig, %s pgbench -R",
+					name, micros(ol), micros(tl), micros(o-ol), micros(t-tl))
 			}
 		}
 		printRows(b, fmt.Sprintf("open loop, Poisson %.0f/s, %d clients, %d s (medians of 3 rounds)\tdbrig\tpgbench -R\tdifference\t", rate, clients, openSeconds), orows)
