@@ -100,7 +100,8 @@ func (r *Runner) Run(ctx context.Context) (res *Result, err error) {
 		return nil, errors.New("load: a Runner runs once; make a new one")
 	}
 	r.clientCores = r.cfg.clientCores()
-	dedicated, restoreProcs := reserveProcs(r.cfg.Users, r.cfg.Think.Mean > 0 || r.cfg.Keying > 0, r.cfg.Open())
+	handOff := r.cfg.Open() && (r.handOff || !r.cfg.claimsAhead())
+	dedicated, restoreProcs := reserveProcs(r.cfg.Users, r.cfg.Think.Mean > 0 || r.cfg.Keying > 0, handOff)
 	defer restoreProcs()
 	r.dedicated = dedicated
 	workers, err := r.openWorkers(ctx)
