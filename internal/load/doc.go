@@ -91,6 +91,15 @@
 // and keying time) use Go timers; their lateness is the closed loop's start
 // lag, reported but not part of the latency.
 //
+// Each user of a run of at most 256 (without pauses; four a CPU with them)
+// waits for its server on an OS thread of its own, and the run gives each a
+// P (GOMAXPROCS); it adds a spare P a CPU only where something must run
+// while every user waits: users who pause, a dispatcher that hands arrivals
+// over, or an emulated link in the same process. A spare P costs a thread's
+// wake-up at each user's yield (procs.go), so a component of this process
+// that relays or serves the users' conversations holds one through
+// internal/spareproc for as long as it runs, as the link does.
+//
 // The test TestOpenLoopShowsTheQueueingDelayThatAClosedLoopHides shows the
 // difference exactly on a fake clock: one 995 ms stall among 1 ms operations
 // puts 1 operation over 100 ms in a closed loop and 100 in an open loop at
