@@ -33,4 +33,9 @@
 // testing/synctest's fake clock, and which on the wall clock sleeps on a
 // timerfd and spins briefly before a deadline that ends a message. A link
 // with no impairment skips the model and only copies and counts.
+//
+// A listening link holds a spare P (internal/spareproc) until it closes:
+// its goroutines carry the round trips of a load's users in the same
+// process, who otherwise get a P each and no more, so they must not wait
+// for one of those users to pass through the scheduler.
 package link
