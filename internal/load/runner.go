@@ -100,7 +100,7 @@ func (r *Runner) Run(ctx context.Context) (res *Result, err error) {
 		return nil, errors.New("load: a Runner runs once; make a new one")
 	}
 	r.clientCores = r.cfg.clientCores()
-	handOff := r.cfg.Open() && (r.handOff || !r.cfg.claimsAhead())
+	handOff := r.cfg.Open() && !r.claims()
 	dedicated, restoreProcs := reserveProcs(r.cfg.Users, r.cfg.Think.Mean > 0 || r.cfg.Keying > 0, handOff)
 	defer restoreProcs()
 	r.dedicated = dedicated
@@ -193,10 +193,14 @@ func (r *Runner) prepareRecorders(users int) {
 	if r.cfg.Open() {
 		r.queue = make(chan time.Duration, r.cfg.MaxInFlight)
 	}
-	if r.cfg.claimsAhead() && !r.handOff {
+	if r.claims() {
 		r.arrivals = newArrivals(r.cfg)
 	}
 }
+
+// claims reports whether the run's open-loop workers claim their arrivals
+// ahead (claimsAhead), unless a test keeps the hand-off.
+func (r *Runner) claims() bool { return r.cfg.claimsAhead() && !r.handOff }
 
 // awaitRunEnd waits for the run deadline, the last user or an interrupt.
 // The run deadline stops new operations; the hard deadline, Grace later,
