@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -124,45 +123,71 @@ func (t *tableInfo) column(name string) *tableColumn {
 // describeTable reads one table's catalog entry; ok is false when the table
 // does not exist.
 func describeTable(ctx context.Context, c *pgx.Conn, name TableName) (ti *tableInfo, ok bool, err error) {
-	ti = &tableInfo{Name: name}
-	var kind, ident string
-	err = c.QueryRow(ctx, `SELECT c.oid, c.relkind::text, c.relreplident::text FROM pg_class c
+	b := &pgx.Batch{}
+	d := queueDescribe(b, name)
+	if err := c.SendBatch(ctx, b).Close(); err != nil {
+		return nil, false, err
+	}
+	return d.info, d.info != nil, nil
+}
+
+// describedTable is a table's catalog entry as a batch reads it: info is
+// nil when the table does not exist.
+type describedTable struct {
+	info *tableInfo
+}
+
+// queueDescribe queues on b the reads of one table's catalog entry, each
+// naming the table rather than its OID, so that any number of tables are
+// read in the batch's one round trip: run from the subscriber's site,
+// setup pays each round trip to the publisher across the WAN.
+func queueDescribe(b *pgx.Batch, name TableName) *describedTable {
+	d := &describedTable{}
+	ti := &tableInfo{Name: name}
+	const oid = `(SELECT c.oid FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relname = $2)`
+	b.Queue(`SELECT c.oid, c.relkind::text, c.relreplident::text FROM pg_class c
 		JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relname = $2`,
-		name.Schema, name.Name).Scan(&ti.OID, &kind, &ident)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, false, nil
-	}
-	if err != nil {
-		return nil, false, fmt.Errorf("look up table %s: %w", name, err)
-	}
-	ti.Kind, ti.Identity = kind[0], ident[0]
-	rows, err := c.Query(ctx, `SELECT a.attname, a.atttypid, format_type(a.atttypid, a.atttypmod), a.attnotnull,
-			a.attgenerated <> '', a.attstorage::text
-		FROM pg_attribute a WHERE a.attrelid = $1 AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum`, ti.OID)
-	if err != nil {
-		return nil, false, fmt.Errorf("read the columns of %s: %w", name, err)
-	}
-	for rows.Next() {
-		var col tableColumn
-		var storage string
-		if err := rows.Scan(&col.Name, &col.TypeID, &col.Type, &col.NotNull, &col.Generated, &storage); err != nil {
-			rows.Close()
-			return nil, false, fmt.Errorf("read the columns of %s: %w", name, err)
+		name.Schema, name.Name).QueryRow(func(row pgx.Row) error {
+		var kind, ident string
+		err := row.Scan(&ti.OID, &kind, &ident)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
 		}
-		col.Storage = storage[0]
-		ti.Columns = append(ti.Columns, col)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, false, fmt.Errorf("read the columns of %s: %w", name, err)
-	}
-	err = c.QueryRow(ctx, `SELECT coalesce(array_agg(a.attname ORDER BY k.ord), '{}') FROM pg_index i
+		if err != nil {
+			return fmt.Errorf("look up table %s: %w", name, err)
+		}
+		ti.Kind, ti.Identity = kind[0], ident[0]
+		d.info = ti
+		return nil
+	})
+	b.Queue(`SELECT a.attname, a.atttypid, format_type(a.atttypid, a.atttypmod), a.attnotnull,
+			a.attgenerated <> '', a.attstorage::text
+		FROM pg_attribute a WHERE a.attrelid = `+oid+` AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum`,
+		name.Schema, name.Name).Query(func(rows pgx.Rows) error {
+		for rows.Next() {
+			var col tableColumn
+			var storage string
+			if err := rows.Scan(&col.Name, &col.TypeID, &col.Type, &col.NotNull, &col.Generated, &storage); err != nil {
+				return fmt.Errorf("read the columns of %s: %w", name, err)
+			}
+			col.Storage = storage[0]
+			ti.Columns = append(ti.Columns, col)
+		}
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("read the columns of %s: %w", name, err)
+		}
+		return nil
+	})
+	b.Queue(`SELECT coalesce(array_agg(a.attname ORDER BY k.ord), '{}') FROM pg_index i
 		CROSS JOIN LATERAL unnest(i.indkey) WITH ORDINALITY AS k(attnum, ord)
 		JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum
-		WHERE i.indrelid = $1 AND i.indisprimary`, ti.OID).Scan(&ti.Key)
-	if err != nil {
-		return nil, false, fmt.Errorf("read the primary key of %s: %w", name, err)
-	}
-	return ti, true, nil
+		WHERE i.indrelid = `+oid+` AND i.indisprimary`, name.Schema, name.Name).QueryRow(func(row pgx.Row) error {
+		if err := row.Scan(&ti.Key); err != nil {
+			return fmt.Errorf("read the primary key of %s: %w", name, err)
+		}
+		return nil
+	})
+	return d
 }
 
 // checkPublishable reports why a publisher table cannot be replicated.
@@ -236,13 +261,4 @@ func quoteList(names []string) string {
 		q[i] = quoteIdent(n)
 	}
 	return strings.Join(q, ", ")
-}
-
-// serverVersion returns server_version_num.
-func serverVersion(ctx context.Context, c *pgx.Conn) (int, error) {
-	var s string
-	if err := c.QueryRow(ctx, "SHOW server_version_num").Scan(&s); err != nil {
-		return 0, err
-	}
-	return strconv.Atoi(s)
 }

@@ -29,21 +29,26 @@ func orConn(c, def postgres.ConnInfo) postgres.ConnInfo {
 // creates missing tables and records the subscription's starting point: the
 // subscriber holds either everything or nothing. The publisher's side runs
 // in opts.Streams sessions of the same snapshot.
-func initSnapshot(ctx context.Context, p *plan, opts SetupOptions, snapshot string, subRow func(context.Context, pgx.Tx) error, res *SetupResult) error {
+func initSnapshot(ctx context.Context, p *plan, opts SetupOptions, streams *pending[snapshotSessions], snapshot string, subRow func(context.Context, pgx.Tx) error, res *SetupResult) error {
 	cfg := p.cfg
-	pubCI := orConn(opts.InitPublisher, cfg.Publisher)
 	subCI := orConn(opts.InitSubscriber, cfg.Subscriber)
 	start := time.Now()
-	// The streams' sessions connect while the tables' DDL is read: across a
-	// WAN both are round trips.
-	type opened struct {
-		src snapshotSessions
-		err error
+	// The streams' sessions import the snapshot while the tables' DDL is
+	// read: across a WAN both are round trips.
+	type imported struct {
+		src    snapshotSessions
+		blocks []int64
+		err    error
 	}
-	sessions := make(chan opened, 1)
+	sessions := make(chan imported, 1)
 	go func() { // received below
-		src, err := openSnapshotSessions(ctx, pubCI, snapshot, opts.streams())
-		sessions <- opened{src, err}
+		src, err := streams.take()
+		if err != nil {
+			sessions <- imported{err: err}
+			return
+		}
+		blocks, err := src.importSnapshot(ctx, snapshot, p.tables)
+		sessions <- imported{src, blocks, err}
 	}()
 	dst, err := pgxConnect(ctx, subCI, "dbrig snapshot")
 	var ddl map[TableName]*tableDDL
@@ -54,7 +59,7 @@ func initSnapshot(ctx context.Context, p *plan, opts SetupOptions, snapshot stri
 		ddl, err = missingTablesDDL(ctx, p, dst)
 	}
 	o := <-sessions
-	if o.err == nil {
+	if o.src != nil {
 		defer o.src.close(ctx)
 	}
 	switch {
@@ -65,14 +70,14 @@ func initSnapshot(ctx context.Context, p *plan, opts SetupOptions, snapshot stri
 	}
 	src := o.src
 	err = pgx.BeginFunc(ctx, dst, func(tx pgx.Tx) error {
-		for _, t := range p.tables {
+		for i, t := range p.tables {
 			d := ddl[t.Name]
 			if d != nil {
 				if err := execAllTx(ctx, tx, d.before); err != nil {
 					return fmt.Errorf("snapshot: create table %s on the subscriber: %w", t.Name, err)
 				}
 			}
-			tc, err := copyTableStreams(ctx, src, tx.Conn(), t)
+			tc, err := copyTableStreams(ctx, src, tx.Conn(), t, o.blocks[i])
 			if err != nil {
 				return err
 			}
@@ -98,22 +103,62 @@ func initSnapshot(ctx context.Context, p *plan, opts SetupOptions, snapshot stri
 }
 
 // missingTablesDDL reads, from the publisher's catalog (through preflight's
-// session), the DDL of every published table the subscriber lacks.
+// session), the DDL of every published table the subscriber lacks: one
+// batch for every table's catalog rows, and one more for the positions of
+// the sequences they use, if any.
 func missingTablesDDL(ctx context.Context, p *plan, sub *pgx.Conn) (map[TableName]*tableDDL, error) {
 	out := map[TableName]*tableDDL{}
+	b := &pgx.Batch{}
+	var reads []*ddlReads
 	for _, t := range p.tables {
-		if _, ok := p.sub[t.Name]; ok {
-			continue
+		if _, ok := p.sub[t.Name]; !ok {
+			reads = append(reads, queueDDLReads(b, t))
 		}
-		d, err := describeDDL(ctx, p.pub, t, func(seq string) (bool, error) {
-			var ok bool
-			err := sub.QueryRow(ctx, "SELECT to_regclass($1) IS NOT NULL", seq).Scan(&ok)
-			return ok, err
-		})
-		if err != nil {
+	}
+	if len(reads) == 0 {
+		return out, nil
+	}
+	if err := p.pub.SendBatch(ctx, b).Close(); err != nil {
+		return nil, fmt.Errorf("publisher: %w", err)
+	}
+	positions, existing := map[string]sequencePos{}, map[string]bool{}
+	pb, sb := &pgx.Batch{}, &pgx.Batch{}
+	for _, r := range reads {
+		for _, s := range r.seqs {
+			if _, ok := positions[s.name]; ok {
+				continue
+			}
+			positions[s.name] = sequencePos{name: s.name}
+			pb.Queue("SELECT last_value, is_called FROM " + s.name).QueryRow(func(row pgx.Row) error {
+				pos := sequencePos{name: s.name}
+				if err := row.Scan(&pos.last, &pos.isCalled); err != nil {
+					return fmt.Errorf("read sequence %s: %w", s.name, err)
+				}
+				positions[s.name] = pos
+				return nil
+			})
+			if s.deptype != "i" {
+				sb.Queue("SELECT to_regclass($1) IS NOT NULL", s.name).QueryRow(func(row pgx.Row) error {
+					var ok bool
+					err := row.Scan(&ok)
+					existing[s.name] = ok
+					return err
+				})
+			}
+		}
+	}
+	if pb.Len() > 0 {
+		if err := p.pub.SendBatch(ctx, pb).Close(); err != nil {
 			return nil, fmt.Errorf("publisher: %w", err)
 		}
-		out[t.Name] = d
+	}
+	if sb.Len() > 0 {
+		if err := sub.SendBatch(ctx, sb).Close(); err != nil {
+			return nil, fmt.Errorf("subscriber: %w", err)
+		}
+	}
+	for _, r := range reads {
+		out[r.ti.Name] = r.build(positions, existing)
 	}
 	return out, nil
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -39,10 +40,10 @@ const (
 // snapshot, one per stream of the copy.
 type snapshotSessions []*pgconn.PgConn
 
-// openSnapshotSessions connects n sessions at once (across a WAN each
-// costs its handshake's round trips, paid once for all) and has each import
-// the snapshot in a read-only repeatable-read transaction.
-func openSnapshotSessions(ctx context.Context, ci postgres.ConnInfo, snapshot string, n int) (snapshotSessions, error) {
+// connectSnapshotSessions connects n sessions at once: across a WAN each
+// costs its handshake's round trips, paid once for all, and setup opens
+// them while it makes the slot whose snapshot they import.
+func connectSnapshotSessions(ctx context.Context, ci postgres.ConnInfo, n int) (snapshotSessions, error) {
 	s := make(snapshotSessions, n)
 	errs := make([]error, n)
 	var wg sync.WaitGroup
@@ -50,23 +51,67 @@ func openSnapshotSessions(ctx context.Context, ci postgres.ConnInfo, snapshot st
 		wg.Add(1)
 		go func() { // waited for below
 			defer wg.Done()
-			c, err := connectStreaming(ctx, ci, "dbrig snapshot")
-			if err != nil {
-				errs[i] = err
-				return
-			}
-			s[i] = c
-			if _, err := c.Exec(ctx, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; SET TRANSACTION SNAPSHOT "+quoteLiteral(snapshot)).ReadAll(); err != nil {
-				errs[i] = fmt.Errorf("publisher %s: import the slot's snapshot %q: %w", ci, snapshot, err)
-			}
+			s[i], errs[i] = connectStreaming(ctx, ci, "dbrig snapshot")
 		}()
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
 		s.close(ctx)
-		return nil, err
+		return nil, fmt.Errorf("publisher: %w", err)
 	}
 	return s, nil
+}
+
+// importSnapshot has each session import the snapshot in a read-only
+// repeatable-read transaction, all at once, and returns the tables' sizes
+// in blocks as the snapshot sees them, read by the first session in the
+// same round trip.
+func (s snapshotSessions) importSnapshot(ctx context.Context, snapshot string, tables []*tableInfo) ([]int64, error) {
+	begin := "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; SET TRANSACTION SNAPSHOT " + quoteLiteral(snapshot)
+	sizes := make([]string, len(tables))
+	for i, t := range tables {
+		sizes[i] = "pg_relation_size(" + quoteLiteral(t.Name.Quoted()) + "::regclass) / current_setting('block_size')::bigint"
+	}
+	var blocks []int64
+	errs := make([]error, len(s))
+	var wg sync.WaitGroup
+	for i, c := range s {
+		wg.Add(1)
+		go func() { // waited for below
+			defer wg.Done()
+			q := begin
+			if i == 0 && len(tables) > 0 {
+				q += "; SELECT " + strings.Join(sizes, ", ")
+			}
+			res, err := c.Exec(ctx, q).ReadAll()
+			if err != nil {
+				errs[i] = fmt.Errorf("import the slot's snapshot %q: %w", snapshot, err)
+				return
+			}
+			if i == 0 && len(tables) > 0 {
+				blocks, errs[i] = parseSizes(res, tables)
+			}
+		}()
+	}
+	wg.Wait()
+	return blocks, errors.Join(errs...)
+}
+
+// parseSizes reads the tables' sizes from the last result of a query.
+func parseSizes(res []*pgconn.Result, tables []*tableInfo) ([]int64, error) {
+	if len(res) == 0 || len(res[len(res)-1].Rows) != 1 || len(res[len(res)-1].Rows[0]) != len(tables) {
+		return nil, fmt.Errorf("the sizes of the tables: no answer")
+	}
+	row := res[len(res)-1].Rows[0]
+	blocks := make([]int64, len(tables))
+	for i := range tables {
+		n, err := strconv.ParseInt(string(row[i]), 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("the size of %s: %w", tables[i].Name, err)
+		}
+		blocks[i] = n
+	}
+	return blocks, nil
 }
 
 // close ends the sessions, and with them their read-only transactions
@@ -103,29 +148,13 @@ func blockRanges(t *tableInfo, blocks int64, n int) []string {
 	return out
 }
 
-// tableBlocks is the table's size in blocks, read in the snapshot.
-func tableBlocks(ctx context.Context, c *pgconn.PgConn, t *tableInfo) (int64, error) {
-	res, err := c.Exec(ctx, "SELECT pg_relation_size("+quoteLiteral(t.Name.Quoted())+"::regclass) / current_setting('block_size')::bigint").ReadAll()
-	if err != nil {
-		return 0, err
-	}
-	if len(res) != 1 || len(res[0].Rows) != 1 {
-		return 0, fmt.Errorf("the size of %s: no answer", t.Name)
-	}
-	return strconv.ParseInt(string(res[0].Rows[0][0]), 10, 64)
-}
-
 // copyTableStreams copies one table from the snapshot sessions into the
 // subscriber's transaction: each session COPYs a block range of the table
 // (its tuples visible in the snapshot are each in exactly one range), and
 // their rows are merged, whole rows at a time, into the one COPY FROM
 // STDIN of the subscriber's transaction, so the copy still commits or
-// vanishes as one.
-func copyTableStreams(ctx context.Context, src snapshotSessions, dst *pgx.Conn, t *tableInfo) (TableCopy, error) {
-	blocks, err := tableBlocks(ctx, src[0], t)
-	if err != nil {
-		return TableCopy{}, fmt.Errorf("snapshot: size of %s on the publisher: %w", t.Name, err)
-	}
+// vanishes as one. blocks is the table's size as the snapshot sees it.
+func copyTableStreams(ctx context.Context, src snapshotSessions, dst *pgx.Conn, t *tableInfo, blocks int64) (TableCopy, error) {
 	queries := blockRanges(t, blocks, len(src))
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()

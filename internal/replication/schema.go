@@ -148,19 +148,34 @@ const (
 // lookupDistribution reads whether the distribution database exists on the
 // publisher's server and whether it is dbrig's.
 func lookupDistribution(ctx context.Context, pub *pgx.Conn, name string) (distributionState, string, error) {
-	var comment *string
-	err := pub.QueryRow(ctx, "SELECT shobj_description(oid, 'pg_database') FROM pg_database WHERE datname = $1", name).Scan(&comment)
-	switch {
-	case errors.Is(err, pgx.ErrNoRows):
-		return distMissing, "", nil
-	case err != nil:
-		return distMissing, "", fmt.Errorf("look up database %q: %w", name, err)
-	case comment != nil && *comment == distributionMarker:
-		return distOurs, "", nil
-	case comment != nil && strings.HasPrefix(*comment, "dbrig distribution database"):
-		return distForeign, *comment, nil
-	}
-	return distForeign, "", nil
+	b := &pgx.Batch{}
+	var state distributionState
+	var comment string
+	queueLookupDistribution(b, name, &state, &comment)
+	err := pub.SendBatch(ctx, b).Close()
+	return state, comment, err
+}
+
+// queueLookupDistribution queues on b the read of lookupDistribution,
+// which sets state and comment.
+func queueLookupDistribution(b *pgx.Batch, name string, state *distributionState, comment *string) {
+	b.Queue("SELECT shobj_description(oid, 'pg_database') FROM pg_database WHERE datname = $1", name).QueryRow(func(row pgx.Row) error {
+		var c *string
+		err := row.Scan(&c)
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+			*state = distMissing
+		case err != nil:
+			return fmt.Errorf("look up database %q: %w", name, err)
+		case c != nil && *c == distributionMarker:
+			*state = distOurs
+		case c != nil && strings.HasPrefix(*c, "dbrig distribution database"):
+			*state, *comment = distForeign, *c
+		default:
+			*state = distForeign
+		}
+		return nil
+	})
 }
 
 // publicationRecord is a publication as the distribution database records
