@@ -175,7 +175,7 @@ func TestSnapshotInterruptedMidCopy(t *testing.T) {
 				t.Fatal("setup succeeded although interrupted in the middle of the copy")
 			}
 			t.Logf("interrupted setup: %v", err)
-			mustBeClean(t, ctx, p, cfg)
+			mustBeClean(t, ctx, p, cfg, "public.big")
 
 			res, err := Setup(ctx, cfg, SetupOptions{Init: InitSnapshot, InitPublisher: viaLink, Streams: 4})
 			if err != nil {
@@ -217,16 +217,19 @@ func waitCopying(t *testing.T, ctx context.Context, p *pair, done <-chan error) 
 	}
 }
 
-// mustBeClean fails unless the failed setup left nothing on either side.
-func mustBeClean(t *testing.T, ctx context.Context, p *pair, cfg Config) {
+// mustBeClean fails unless the failed setup left nothing on either side:
+// no table (the one named, which initialization makes) or bookkeeping on
+// the subscriber, no slot, publication or distribution database on the
+// publisher's server.
+func mustBeClean(t *testing.T, ctx context.Context, p *pair, cfg Config, table string) {
 	t.Helper()
-	var table, schema, slots, pubs int
+	var tables, schema, slots, pubs, dists int
 	sub, err := pgxConnect(ctx, p.cfg.Subscriber, "check")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer sub.Close(context.WithoutCancel(ctx))
-	if err := sub.QueryRow(ctx, "SELECT (to_regclass('public.big') IS NOT NULL)::int, (SELECT count(*) FROM pg_namespace WHERE nspname = $1)::int", Schema).Scan(&table, &schema); err != nil {
+	if err := sub.QueryRow(ctx, "SELECT (to_regclass($2) IS NOT NULL)::int, (SELECT count(*) FROM pg_namespace WHERE nspname = $1)::int", Schema, table).Scan(&tables, &schema); err != nil {
 		t.Fatal(err)
 	}
 	pub, err := pgxConnect(ctx, p.cfg.Publisher, "check")
@@ -234,12 +237,14 @@ func mustBeClean(t *testing.T, ctx context.Context, p *pair, cfg Config) {
 		t.Fatal(err)
 	}
 	defer pub.Close(context.WithoutCancel(ctx))
-	if err := pub.QueryRow(ctx, "SELECT (SELECT count(*) FROM pg_replication_slots WHERE slot_name = $1)::int, (SELECT count(*) FROM pg_publication WHERE pubname = $1)::int",
-		cfg.withDefaults().Publication).Scan(&slots, &pubs); err != nil {
+	if err := pub.QueryRow(ctx, `SELECT (SELECT count(*) FROM pg_replication_slots WHERE slot_name = $1)::int, (SELECT count(*) FROM pg_publication WHERE pubname = $1)::int,
+			(SELECT count(*) FROM pg_database WHERE datname = $2)::int`,
+		cfg.withDefaults().Publication, cfg.withDefaults().DistributionDB).Scan(&slots, &pubs, &dists); err != nil {
 		t.Fatal(err)
 	}
-	if table+schema+slots+pubs != 0 {
-		t.Errorf("the interrupted setup left: subscriber table %d, subscriber schema %d, slots %d, publications %d", table, schema, slots, pubs)
+	if tables+schema+slots+pubs+dists != 0 {
+		t.Errorf("the interrupted setup left: subscriber table %d, subscriber schema %d, slots %d, publications %d, distribution databases %d",
+			tables, schema, slots, pubs, dists)
 	}
 }
 

@@ -189,10 +189,11 @@ func Setup(ctx context.Context, cfg Config, opts SetupOptions) (res SetupResult,
 	}
 
 	// 3. The subscriber's bookkeeping.
-	if err := execAll(ctx, p.subConn, subscriberDDL); err != nil {
+	err = execAll(ctx, p.subConn, subscriberDDL)
+	made.subscriberSchema = !p.subSchemaExists && mayHaveRun(err)
+	if err != nil {
 		return res, fmt.Errorf("subscriber %s: %w", cfg.Subscriber, err)
 	}
-	made.subscriberSchema = !p.subSchemaExists
 
 	// 4. The slot, exporting its consistent point as a snapshot when the
 	// subscriber is initialized from it. The replication connection must
@@ -203,11 +204,11 @@ func Setup(ctx context.Context, cfg Config, opts SetupOptions) (res SetupResult,
 	}
 	defer rc.Close(context.WithoutCancel(ctx))
 	slot, err := createSlot(ctx, rc, cfg.Publication, opts.Init != InitNone)
+	made.slot = mayHaveRun(err)
 	if err != nil {
 		return res, err
 	}
 	cfg.Logger.Info("replication slot created", "slot", cfg.Publication, "consistent_point", slot.ConsistentPoint)
-	made.slot = true
 	res.ConsistentPoint = slot.ConsistentPoint
 
 	// 5. Initialization, and the subscription's starting point: command 0
@@ -291,10 +292,11 @@ func (p *plan) startDistribution(ctx context.Context, pub *pgx.Conn, made *creat
 		p.dist = nil
 		return openInBackground(func() (*pgx.Conn, error) { return dist, nil }, closeConn), nil
 	}
-	if _, err := pub.Exec(ctx, "CREATE DATABASE "+quoteIdent(cfg.DistributionDB)+" ENCODING 'UTF8' TEMPLATE template0"); err != nil {
+	_, err := pub.Exec(ctx, "CREATE DATABASE "+quoteIdent(cfg.DistributionDB)+" ENCODING 'UTF8' TEMPLATE template0")
+	made.database = mayHaveRun(err)
+	if err != nil {
 		return nil, fmt.Errorf("create the distribution database %q on %s: %w", cfg.DistributionDB, cfg.Publisher, err)
 	}
-	made.database = true
 	conn := openInBackground(func() (*pgx.Conn, error) {
 		c, err := setupConnect(ctx, cfg.Distribution())
 		if err != nil {
@@ -315,11 +317,12 @@ func (p *plan) createPublication(ctx context.Context, pub *pgx.Conn, made *creat
 	for i, t := range p.tables {
 		names[i] = t.Name.Quoted()
 	}
-	if _, err := pub.Exec(ctx, "CREATE PUBLICATION "+quoteIdent(p.cfg.Publication)+" FOR TABLE "+strings.Join(names, ", ")+
-		" WITH (publish = 'insert, update, delete, truncate')"); err != nil {
+	_, err := pub.Exec(ctx, "CREATE PUBLICATION "+quoteIdent(p.cfg.Publication)+" FOR TABLE "+strings.Join(names, ", ")+
+		" WITH (publish = 'insert, update, delete, truncate')")
+	made.publication = mayHaveRun(err)
+	if err != nil {
 		return fmt.Errorf("create publication %q on %s: %w", p.cfg.Publication, p.cfg.Publisher, err)
 	}
-	made.publication = true
 	return nil
 }
 
@@ -382,6 +385,17 @@ func (p *plan) recordCatalog(ctx context.Context, dist *pgx.Conn, opts SetupOpti
 		cfg.Publication, engine.RedactURI(cfg.Subscriber.String()), opts.Mode.String())
 	b.Queue("COMMIT")
 	return dist.SendBatch(ctx, b).Close()
+}
+
+// mayHaveRun tells whether a statement that returned err may have made
+// what it creates: it did when it succeeded, and may have when it was cut
+// short on the client's side (cancelled, its connection lost), since the
+// server may have run it to its commit all the same; a server's error
+// means it made nothing. A setup that fails removes what may have been
+// made, each removal checking what exists (preflight found none of it).
+func mayHaveRun(err error) bool {
+	var pgErr *pgconn.PgError
+	return err == nil || !errors.As(err, &pgErr)
 }
 
 // created is what a setup has made so far, so that a failed setup removes

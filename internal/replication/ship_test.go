@@ -141,7 +141,7 @@ func TestShippedBackupFailure(t *testing.T) {
 				t.Errorf("the error does not say the ship failed and why (%q): %v", want, err)
 			}
 			ship.exited(t)
-			mustBeClean(t, ctx, p, cfg)
+			mustBeClean(t, ctx, p, cfg, "public.big")
 		})
 	}
 }

@@ -2,6 +2,7 @@ package replication
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"io"
 	"net"
@@ -9,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/dbrig/dbrig/internal/link"
 )
 
 // turnCounter relays TCP connections to a server and counts each one's
@@ -204,5 +207,71 @@ func TestSetupRoundTripsToThePublisher(t *testing.T) {
 	}
 	if _, ok := got["dbrig setup on "+p.cfg.Publisher.Database]; !ok {
 		t.Errorf("no setup session seen: %v", got)
+	}
+}
+
+// TestSetupCancelledAnywhereLeavesNothing cancels setups across a link at
+// moments spread over their whole course, before and after the sessions
+// setup opens in the background are ready, and checks each time that the
+// setup either finished or left nothing on either server: no table,
+// bookkeeping, slot, publication or distribution database, and none of its
+// sessions still connected to the publisher's server.
+func TestSetupCancelledAnywhereLeavesNothing(t *testing.T) {
+	t.Parallel()
+	p := startPair(t)
+	ctx := testCtx(t, 3*time.Minute)
+	execPub(t, p, "CREATE TABLE items (id bigint PRIMARY KEY, v text)",
+		"INSERT INTO items SELECT g, md5(g::text) FROM generate_series(1, 2000) g")
+	proxy := startLink(t, p.cfg.Publisher.Addr(), link.Config{RTT: 20 * time.Millisecond})
+	far := p.cfg
+	var err error
+	if far.Publisher, err = p.cfg.Publisher.Via(proxy.Addr()); err != nil {
+		t.Fatal(err)
+	}
+	far.Tables = []TableName{{"public", "items"}}
+	cancelled := 0
+	for _, after := range []time.Duration{0, 30, 90, 130, 170, 210, 250, 300, 350, 400, 450, 500, 600, 800} {
+		sctx, cancel := context.WithTimeout(ctx, after*time.Millisecond)
+		_, err := Setup(sctx, far, SetupOptions{Init: InitSnapshot, Streams: 2})
+		cancel()
+		if err == nil {
+			t.Logf("cancelled after %d ms: setup had finished", after)
+			if _, err := Teardown(ctx, p.cfg, TeardownOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			execSub(t, p, "DROP TABLE items") // the copy's, which teardown leaves
+			continue
+		}
+		cancelled++
+		t.Logf("cancelled after %d ms: %v", after, err)
+		mustBeClean(t, ctx, p, p.cfg, "public.items")
+		noSessionsLeft(t, ctx, p)
+	}
+	if cancelled < 3 {
+		t.Errorf("only %d setups were caught before they finished", cancelled)
+	}
+}
+
+// noSessionsLeft waits (a closed session's backend exits on its own time)
+// until none of setup's sessions is connected to the pair's publisher or
+// distribution database.
+func noSessionsLeft(t *testing.T, ctx context.Context, p *pair) {
+	t.Helper()
+	c, err := pgxConnect(ctx, p.cfg.Publisher, "check")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(context.WithoutCancel(ctx))
+	cfg := p.cfg.withDefaults()
+	var n int
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	err = pollUntil(wctx, 50*time.Millisecond, func() (bool, error) {
+		err := c.QueryRow(wctx, `SELECT count(*) FROM pg_stat_activity WHERE application_name LIKE 'dbrig %' AND datname IN ($1, $2)`,
+			cfg.Publisher.Database, cfg.DistributionDB).Scan(&n)
+		return n == 0, err
+	})
+	if err != nil {
+		t.Errorf("%d of setup's sessions still connected: %v", n, err)
 	}
 }
