@@ -139,7 +139,7 @@ func (f *replicateFlags) register(fl *pflag.FlagSet) {
 	fl.IntVar(&f.readStreams, "read-streams", 1, "run: connections the agent reads the stored commands through at once, each a share of them applied in order (1 to 16; pulling across a WAN each carries a window of its own)")
 	fl.StringVar(&f.role, "role", "all", "run: what to run here: all, log-reader or agent")
 	fl.BoolVar(&f.untilCaughtUp, "until-caught-up", false, "run: stop once everything committed on the publisher before the start is applied")
-	fl.DurationVar(&f.progress, "progress", 2*time.Second, "run: how often to print progress (0 = never)")
+	fl.DurationVar(&f.progress, "progress", 2*time.Second, "run, setup: how often to print progress (0 = never); setup prints its copy's on stderr")
 	fl.DurationVar(&f.agentRetry, "agent-retry", 0, "run: restart an agent stopped by an apply error (a constraint, a full disk) after this `duration`; 0 leaves it stopped until restarted by hand")
 	fl.StringVar(&f.metricsAddr, "metrics-addr", "", "run: serve Prometheus metrics (lag, pending, rate, slot WAL retained, errors) at http://`HOST:PORT`/metrics")
 	fl.StringVar(&f.linkProfile, "link", "", "run: put an emulated WAN link `profile` (such as tukwila-blueridge+autotuned) in front of the connection --mode sends across, for experiments")
@@ -290,6 +290,7 @@ func replFlagErr(flag string, err error) error {
 func replicateSetup(ctx context.Context, a *app, f *replicateFlags, cfg replication.Config, opts replication.SetupOptions) error {
 	init := opts.Init
 	opts.Binary, opts.Compression, opts.Streams = f.binary, f.compression, f.streams
+	opts.Progress, opts.ProgressEvery = copyProgress(a), f.progress
 	res, err := replication.Setup(ctx, cfg, opts)
 	if err != nil {
 		return replicateError(fmt.Errorf("setup: %w", err))
@@ -313,6 +314,19 @@ func replicateSetup(ctx context.Context, a *app, f *replicateFlags, cfg replicat
 	}
 	fmt.Fprintln(a.stdout, "next: dbrig replicate run")
 	return nil
+}
+
+// copyProgress prints how far a snapshot's copy has come, on stderr.
+func copyProgress(a *app) func(replication.CopyProgress) {
+	return func(p replication.CopyProgress) {
+		rate := ""
+		if s := p.Elapsed.Seconds(); s > 0 {
+			rate = fmt.Sprintf(", %.1f MB/s", float64(p.Bytes)/1e6/s)
+		}
+		fmt.Fprintf(a.stderr, "%s  snapshot: %s (table %d of %d): %.1f MB copied (%.1f MB on the publisher's disk); %.1f MB in all%s\n",
+			units.FormatDuration(p.Elapsed.Round(time.Millisecond)), p.Table, p.Index, p.Tables,
+			float64(p.TableBytes)/1e6, float64(p.OnDisk)/1e6, float64(p.Bytes)/1e6, rate)
+	}
 }
 
 func (f *replicateFlags) agentOptions() (replication.AgentOptions, error) {

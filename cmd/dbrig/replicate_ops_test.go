@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/dbrig/dbrig/internal/engine/postgres"
+	"github.com/dbrig/dbrig/internal/link"
 )
 
 // syncBuffer is a bytes.Buffer that a running command and the test may
@@ -483,5 +484,42 @@ func TestReplicateLogReaderFailureIsSaidOnce(t *testing.T) {
 		}
 	case <-time.After(time.Minute):
 		t.Fatalf("the run went on without its slot:\n%s", r.err.String())
+	}
+}
+
+// TestReplicateSetupPrintsItsCopy runs setup --init snapshot across a slow
+// link with --progress: stderr says which table is being copied and how
+// much has crossed, and no password.
+func TestReplicateSetupPrintsItsCopy(t *testing.T) {
+	t.Parallel()
+	pub, sub, subDB := replServers(t, "logical")
+	mustExec(t, pub, "shop", "CREATE TABLE big (id bigint PRIMARY KEY, v text)",
+		"INSERT INTO big SELECT g, repeat(md5(g::text), 16) FROM generate_series(1, 4000) g")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	// 64 KiB per 40 ms round trip and stream: about a second for 2 MB.
+	proxy, err := link.Listen(ctx, "127.0.0.1:0", pub.Conn("shop").Addr(), link.Config{RTT: 40 * time.Millisecond, Window: link.LegacyWindow})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer proxy.Close()
+	far, err := pub.Conn("shop").Via(proxy.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"DBRIG_PUBLISHER": far.URI(), "DBRIG_SUBSCRIBER": sub.Conn(subDB).URI()}
+	code, out, errs := replRun(t, env, "replicate", "setup", "--tables", "big", "--init", "snapshot", "--streams", "2", "--progress", "20ms")
+	if code != 0 {
+		t.Fatalf("setup: %d\n%s%s", code, out, errs)
+	}
+	t.Logf("stderr:\n%s", errs)
+	if !regexp.MustCompile(`snapshot: big \(table 1 of 1\): [0-9.]+ MB copied \([0-9.]+ MB on the publisher's disk\); [0-9.]+ MB in all, [0-9.]+ MB/s`).MatchString(errs) {
+		t.Errorf("no progress of the copy on stderr:\n%s", errs)
+	}
+	if pw := far.Password(); pw == "" || strings.Contains(out+errs, pw) {
+		t.Errorf("the password is empty or printed")
+	}
+	if !strings.Contains(out, "initialized by snapshot: 1 tables, 4000 rows") {
+		t.Errorf("setup's summary:\n%s", out)
 	}
 }

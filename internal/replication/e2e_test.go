@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dbrig/dbrig/internal/engine/postgres"
 	"github.com/dbrig/dbrig/internal/link"
 	"github.com/dbrig/dbrig/internal/units"
 )
@@ -182,4 +183,16 @@ func startLink(t testing.TB, upstream string, cfg link.Config) *link.Proxy {
 	}
 	t.Cleanup(func() { p.Close() })
 	return p
+}
+
+// publisherVia starts a link of cfg in front of the pair's publisher and
+// returns the publisher's login through it, and the link.
+func publisherVia(t testing.TB, p *pair, cfg link.Config) (postgres.ConnInfo, *link.Proxy) {
+	t.Helper()
+	proxy := startLink(t, p.cfg.Publisher.Addr(), cfg)
+	via, err := p.cfg.Publisher.Via(proxy.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return via, proxy
 }

@@ -67,11 +67,7 @@ func TestInitialization(t *testing.T) {
 				}
 			}()
 
-			proxy := startLink(t, p.cfg.Publisher.Addr(), link.Config{RTT: 10 * time.Millisecond, Window: link.AutotunedWindow})
-			viaLink, err := p.cfg.Publisher.Via(proxy.Addr())
-			if err != nil {
-				t.Fatal(err)
-			}
+			viaLink, proxy := publisherVia(t, p, link.Config{RTT: 10 * time.Millisecond, Window: link.AutotunedWindow})
 			cfg := p.cfg
 			cfg.Tables = []TableName{{"public", "types"}, {"public", "kv"}}
 			time.Sleep(100 * time.Millisecond)
@@ -151,11 +147,7 @@ func TestSnapshotInterruptedMidCopy(t *testing.T) {
 				`INSERT INTO big SELECT g, repeat(md5(g::text), 16) FROM generate_series(1, 16000) g`)
 			// 64 KiB per 40 ms round trip and stream: the copy of 9 MB in 4
 			// streams lasts seconds, long enough to be caught in the middle.
-			proxy := startLink(t, p.cfg.Publisher.Addr(), link.Config{RTT: 40 * time.Millisecond, Window: link.LegacyWindow})
-			viaLink, err := p.cfg.Publisher.Via(proxy.Addr())
-			if err != nil {
-				t.Fatal(err)
-			}
+			viaLink, proxy := publisherVia(t, p, link.Config{RTT: 40 * time.Millisecond, Window: link.LegacyWindow})
 			cfg := p.cfg
 			cfg.Tables = []TableName{{"public", "big"}}
 			opts := SetupOptions{Init: InitSnapshot, InitPublisher: viaLink, Streams: 4}
@@ -170,7 +162,7 @@ func TestSnapshotInterruptedMidCopy(t *testing.T) {
 			default:
 				proxy.ResetConnections()
 			}
-			err = <-done
+			err := <-done
 			if err == nil {
 				t.Fatal("setup succeeded although interrupted in the middle of the copy")
 			}

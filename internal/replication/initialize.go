@@ -36,9 +36,9 @@ func initSnapshot(ctx context.Context, p *plan, opts SetupOptions, streams *pend
 	// The streams' sessions import the snapshot while the tables' DDL is
 	// read: across a WAN both are round trips.
 	type imported struct {
-		src    snapshotSessions
-		blocks []int64
-		err    error
+		src   snapshotSessions
+		sizes []tableSize
+		err   error
 	}
 	sessions := make(chan imported, 1)
 	go func() { // received below
@@ -47,8 +47,8 @@ func initSnapshot(ctx context.Context, p *plan, opts SetupOptions, streams *pend
 			sessions <- imported{err: err}
 			return
 		}
-		blocks, err := src.importSnapshot(ctx, snapshot, p.tables)
-		sessions <- imported{src, blocks, err}
+		sizes, err := src.importSnapshot(ctx, snapshot, p.tables)
+		sessions <- imported{src, sizes, err}
 	}()
 	dst, err := pgxConnect(ctx, subCI, "dbrig snapshot")
 	var ddl map[TableName]*tableDDL
@@ -69,6 +69,9 @@ func initSnapshot(ctx context.Context, p *plan, opts SetupOptions, streams *pend
 		return fmt.Errorf("snapshot: %w", err)
 	}
 	src := o.src
+	watch := newCopyWatch(opts, len(p.tables))
+	watch.start()
+	defer watch.stop()
 	err = pgx.BeginFunc(ctx, dst, func(tx pgx.Tx) error {
 		for i, t := range p.tables {
 			d := ddl[t.Name]
@@ -77,7 +80,9 @@ func initSnapshot(ctx context.Context, p *plan, opts SetupOptions, streams *pend
 					return fmt.Errorf("snapshot: create table %s on the subscriber: %w", t.Name, err)
 				}
 			}
-			tc, err := copyTableStreams(ctx, src, tx.Conn(), t, o.blocks[i])
+			var copied atomic.Int64
+			watch.table(i+1, t.Name.String(), o.sizes[i].bytes, &copied)
+			tc, err := copyTableStreams(ctx, src, tx.Conn(), t, o.sizes[i].blocks, &copied)
 			if err != nil {
 				return err
 			}

@@ -62,17 +62,19 @@ func connectSnapshotSessions(ctx context.Context, ci postgres.ConnInfo, n int) (
 	return s, nil
 }
 
+// tableSize is a table's size on disk as the snapshot sees it.
+type tableSize struct{ blocks, bytes int64 }
+
 // importSnapshot has each session import the snapshot in a read-only
-// repeatable-read transaction, all at once, and returns the tables' sizes
-// in blocks as the snapshot sees them, read by the first session in the
-// same round trip.
-func (s snapshotSessions) importSnapshot(ctx context.Context, snapshot string, tables []*tableInfo) ([]int64, error) {
+// repeatable-read transaction, all at once, and returns the tables' sizes,
+// read by the first session in the same round trip.
+func (s snapshotSessions) importSnapshot(ctx context.Context, snapshot string, tables []*tableInfo) ([]tableSize, error) {
 	begin := "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; SET TRANSACTION SNAPSHOT " + quoteLiteral(snapshot)
-	sizes := make([]string, len(tables))
-	for i, t := range tables {
-		sizes[i] = "pg_relation_size(" + quoteLiteral(t.Name.Quoted()) + "::regclass) / current_setting('block_size')::bigint"
+	sizes := []string{"current_setting('block_size')::bigint"}
+	for _, t := range tables {
+		sizes = append(sizes, "pg_relation_size("+quoteLiteral(t.Name.Quoted())+"::regclass)")
 	}
-	var blocks []int64
+	var blocks []tableSize
 	errs := make([]error, len(s))
 	var wg sync.WaitGroup
 	for i, c := range s {
@@ -97,21 +99,25 @@ func (s snapshotSessions) importSnapshot(ctx context.Context, snapshot string, t
 	return blocks, errors.Join(errs...)
 }
 
-// parseSizes reads the tables' sizes from the last result of a query.
-func parseSizes(res []*pgconn.Result, tables []*tableInfo) ([]int64, error) {
-	if len(res) == 0 || len(res[len(res)-1].Rows) != 1 || len(res[len(res)-1].Rows[0]) != len(tables) {
+// parseSizes reads the block size and the tables' sizes in bytes from the
+// last result of a query.
+func parseSizes(res []*pgconn.Result, tables []*tableInfo) ([]tableSize, error) {
+	if len(res) == 0 || len(res[len(res)-1].Rows) != 1 || len(res[len(res)-1].Rows[0]) != len(tables)+1 {
 		return nil, fmt.Errorf("the sizes of the tables: no answer")
 	}
 	row := res[len(res)-1].Rows[0]
-	blocks := make([]int64, len(tables))
-	for i := range tables {
-		n, err := strconv.ParseInt(string(row[i]), 10, 64)
-		if err != nil {
-			return nil, fmt.Errorf("the size of %s: %w", tables[i].Name, err)
+	n := make([]int64, len(row))
+	for i := range row {
+		var err error
+		if n[i], err = strconv.ParseInt(string(row[i]), 10, 64); err != nil || n[0] <= 0 {
+			return nil, fmt.Errorf("the sizes of the tables: %q: %v", row, err)
 		}
-		blocks[i] = n
 	}
-	return blocks, nil
+	out := make([]tableSize, len(tables))
+	for i := range tables {
+		out[i] = tableSize{blocks: n[i+1] / n[0], bytes: n[i+1]}
+	}
+	return out, nil
 }
 
 // close ends the sessions, and with them their read-only transactions
@@ -153,18 +159,19 @@ func blockRanges(t *tableInfo, blocks int64, n int) []string {
 // (its tuples visible in the snapshot are each in exactly one range), and
 // their rows are merged, whole rows at a time, into the one COPY FROM
 // STDIN of the subscriber's transaction, so the copy still commits or
-// vanishes as one. blocks is the table's size as the snapshot sees it.
-func copyTableStreams(ctx context.Context, src snapshotSessions, dst *pgx.Conn, t *tableInfo, blocks int64) (TableCopy, error) {
+// vanishes as one. blocks is the table's size as the snapshot sees it;
+// copied counts the bytes copied so far.
+func copyTableStreams(ctx context.Context, src snapshotSessions, dst *pgx.Conn, t *tableInfo, blocks int64, copied *atomic.Int64) (TableCopy, error) {
 	queries := blockRanges(t, blocks, len(src))
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	m := &rowMerger{chunks: make(chan []byte, 2*len(queries))}
+	m := &rowMerger{chunks: make(chan []byte, 2*len(queries)), copied: copied}
 	var wg sync.WaitGroup
 	for i, q := range queries {
 		wg.Add(1)
 		go func() { // waited for below
 			defer wg.Done()
-			cut := &rowCutter{ctx: ctx, out: m.chunks, copied: &m.copied}
+			cut := &rowCutter{ctx: ctx, out: m.chunks, copied: m.copied}
 			_, err := src[i].CopyTo(ctx, cut, q)
 			if err == nil {
 				err = cut.flush()
@@ -241,7 +248,7 @@ func (c *rowCutter) send(rows []byte) error {
 type rowMerger struct {
 	chunks chan []byte
 	cur    []byte
-	copied atomic.Int64
+	copied *atomic.Int64
 
 	mu  sync.Mutex
 	err error

@@ -98,6 +98,11 @@ type SetupOptions struct {
 	// Shipper, when set, runs InitBackup's pg_dump at the publisher's site
 	// instead of here, its archive crossing compressed (Carrier unused).
 	Shipper *Shipper
+	// Progress, when set, is told how far InitSnapshot's copy has come
+	// every ProgressEvery while its bytes move (a shipped backup's is the
+	// Shipper's).
+	Progress      func(CopyProgress)
+	ProgressEvery time.Duration
 	// Streams is how many publisher sessions of the snapshot InitSnapshot
 	// copies a table with, each a block range (0: DefaultInitStreams; at
 	// most MaxInitStreams). A small table takes fewer.
@@ -170,7 +175,6 @@ func Setup(ctx context.Context, cfg Config, opts SetupOptions) (res SetupResult,
 	}()
 	res.Init = opts.Init.String()
 	defer p.close(ctx)
-	pub := p.pub
 
 	slotConn, streams := openLater(ctx, cfg, opts)
 	defer slotConn.release()
@@ -178,13 +182,13 @@ func Setup(ctx context.Context, cfg Config, opts SetupOptions) (res SetupResult,
 
 	// 1. The distribution database, its session opened in the background;
 	// its tables are made with the catalog's records at the end.
-	distConn, err := p.startDistribution(ctx, pub, &made)
+	distConn, err := p.startDistribution(ctx, p.pub, &made)
 	if err != nil {
 		return res, err
 	}
 	defer distConn.release()
 	// 2. The publication.
-	if err := p.createPublication(ctx, pub, &made); err != nil {
+	if err := p.createPublication(ctx, p.pub, &made); err != nil {
 		return res, err
 	}
 

@@ -222,12 +222,8 @@ func TestSetupCancelledAnywhereLeavesNothing(t *testing.T) {
 	ctx := testCtx(t, 3*time.Minute)
 	execPub(t, p, "CREATE TABLE items (id bigint PRIMARY KEY, v text)",
 		"INSERT INTO items SELECT g, md5(g::text) FROM generate_series(1, 2000) g")
-	proxy := startLink(t, p.cfg.Publisher.Addr(), link.Config{RTT: 20 * time.Millisecond})
 	far := p.cfg
-	var err error
-	if far.Publisher, err = p.cfg.Publisher.Via(proxy.Addr()); err != nil {
-		t.Fatal(err)
-	}
+	far.Publisher, _ = publisherVia(t, p, link.Config{RTT: 20 * time.Millisecond})
 	far.Tables = []TableName{{"public", "items"}}
 	cancelled := 0
 	for _, after := range []time.Duration{0, 30, 90, 130, 170, 210, 250, 300, 350, 400, 450, 500, 600, 800} {
@@ -273,5 +269,46 @@ func noSessionsLeft(t *testing.T, ctx context.Context, p *pair) {
 	})
 	if err != nil {
 		t.Errorf("%d of setup's sessions still connected: %v", n, err)
+	}
+}
+
+// TestSnapshotProgress copies a table through a slow link with progress
+// asked for: the reports name the table, grow, and stay within what the
+// copy carried in the end.
+func TestSnapshotProgress(t *testing.T) {
+	t.Parallel()
+	p := startPair(t)
+	ctx := testCtx(t, 2*time.Minute)
+	execPub(t, p, "CREATE TABLE big (id bigint PRIMARY KEY, v text)",
+		"INSERT INTO big SELECT g, repeat(md5(g::text), 16) FROM generate_series(1, 4000) g")
+	// 64 KiB per 40 ms round trip and stream: about a second for 2 MB in
+	// two streams, many reports at 20 ms.
+	viaLink, _ := publisherVia(t, p, link.Config{RTT: 40 * time.Millisecond, Window: link.LegacyWindow})
+	cfg := p.cfg
+	cfg.Tables = []TableName{{"public", "big"}}
+	var mu sync.Mutex
+	var reports []CopyProgress
+	opts := SetupOptions{Init: InitSnapshot, InitPublisher: viaLink, Streams: 2, ProgressEvery: 20 * time.Millisecond,
+		Progress: func(c CopyProgress) { mu.Lock(); reports = append(reports, c); mu.Unlock() }}
+	res, err := Setup(ctx, cfg, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustVerify(t, cfg)
+	mu.Lock()
+	defer mu.Unlock()
+	if len(reports) < 2 {
+		t.Fatalf("%d progress reports during a copy of %s: %+v", len(reports), res.InitDuration, reports)
+	}
+	t.Logf("%d reports, the first %+v, the last %+v; copied %d bytes in %s", len(reports), reports[0], reports[len(reports)-1], res.InitBytes, res.InitDuration)
+	var last int64
+	for _, r := range reports {
+		if r.Table != cfg.Tables[0].String() || r.Index != 1 || r.Tables != 1 || r.OnDisk <= 0 {
+			t.Errorf("report %+v: want %s, table 1 of 1, its size on disk", r, cfg.Tables[0])
+		}
+		if r.Bytes <= last || r.Bytes > res.InitBytes || r.TableBytes != r.Bytes {
+			t.Errorf("report %+v after %d bytes: want more, at most the %d copied in all", r, last, res.InitBytes)
+		}
+		last = r.Bytes
 	}
 }
