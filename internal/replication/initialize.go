@@ -56,6 +56,7 @@ func initSnapshot(ctx context.Context, p *plan, opts SetupOptions, streams *pend
 		err = fmt.Errorf("subscriber: %w", err)
 	} else {
 		defer dst.Close(context.WithoutCancel(ctx))
+		p.made.subPIDs = append(p.made.subPIDs, dst.PgConn().PID())
 		ddl, err = missingTablesDDL(ctx, p, dst)
 	}
 	o := <-sessions
@@ -206,6 +207,7 @@ func initBackup(ctx context.Context, p *plan, opts SetupOptions, snapshot string
 		return fmt.Errorf("backup: subscriber: %w", err)
 	}
 	defer dst.Close(context.WithoutCancel(ctx))
+	p.made.subPIDs = append(p.made.subPIDs, dst.PgConn().PID())
 	dataOnly := len(p.sub) > 0
 	var ddl map[TableName]*tableDDL
 	if dataOnly {

@@ -25,6 +25,9 @@ type plan struct {
 	// from the other site each new session costs its handshake's round
 	// trips across the WAN.
 	pub, subConn, dist *pgx.Conn
+	// made is what Setup has made so far, starting with the server
+	// processes of the sessions above.
+	made *created
 }
 
 func (p *plan) close(ctx context.Context) {
@@ -69,6 +72,7 @@ func preflight(ctx context.Context, cfg Config, opts SetupOptions) (_ *plan, err
 	if p.pub, p.subConn, err = connectBoth(ctx, cfg); err != nil {
 		return nil, err
 	}
+	p.made = &created{pubPIDs: []uint32{p.pub.PgConn().PID()}, subPIDs: []uint32{p.subConn.PgConn().PID()}}
 	if len(p.cfg.Tables) == 0 {
 		if p.cfg.Tables, err = listTables(ctx, p.pub, cfg); err != nil {
 			return nil, err

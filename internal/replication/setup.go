@@ -167,7 +167,7 @@ func Setup(ctx context.Context, cfg Config, opts SetupOptions) (res SetupResult,
 		return res, err
 	}
 	cfg = p.cfg
-	var made created
+	made := p.made
 	defer func() {
 		if err != nil {
 			made.undoAfterFailure(ctx, cfg)
@@ -177,18 +177,17 @@ func Setup(ctx context.Context, cfg Config, opts SetupOptions) (res SetupResult,
 	defer p.close(ctx)
 
 	slotConn, streams := openLater(ctx, cfg, opts)
-	defer slotConn.release()
-	defer streams.release()
+	defer func() { streams.release(); slotConn.release() }()
 
 	// 1. The distribution database, its session opened in the background;
 	// its tables are made with the catalog's records at the end.
-	distConn, err := p.startDistribution(ctx, p.pub, &made)
+	distConn, err := p.startDistribution(ctx, p.pub, made)
 	if err != nil {
 		return res, err
 	}
 	defer distConn.release()
 	// 2. The publication.
-	if err := p.createPublication(ctx, p.pub, &made); err != nil {
+	if err := p.createPublication(ctx, p.pub, made); err != nil {
 		return res, err
 	}
 
@@ -207,6 +206,7 @@ func Setup(ctx context.Context, cfg Config, opts SetupOptions) (res SetupResult,
 		return res, err
 	}
 	defer rc.Close(context.WithoutCancel(ctx))
+	made.pubPIDs = append(made.pubPIDs, rc.PID())
 	slot, err := createSlot(ctx, rc, cfg.Publication, opts.Init != InitNone)
 	made.slot = mayHaveRun(err)
 	if err != nil {
@@ -236,7 +236,7 @@ func Setup(ctx context.Context, cfg Config, opts SetupOptions) (res SetupResult,
 	// 6. This publication's tables in the distribution database and the
 	// catalog: the publication, its tables and both roles' records, in
 	// one transaction.
-	return res, p.finishDistribution(ctx, distConn, opts, slot.ConsistentPoint, &made)
+	return res, p.finishDistribution(ctx, distConn, opts, slot.ConsistentPoint, made)
 }
 
 // openLater starts opening the sessions setup needs later, while it works
@@ -267,6 +267,7 @@ func (p *plan) finishDistribution(ctx context.Context, distConn *pending[*pgx.Co
 	}
 	defer dist.Close(context.WithoutCancel(ctx))
 	made.streamTables = true
+	made.pubPIDs = append(made.pubPIDs, dist.PgConn().PID())
 	if err := p.recordCatalog(ctx, dist, opts, at); err != nil {
 		return fmt.Errorf("distribution database %s: record publication %q: %w", p.cfg.Distribution(), p.cfg.Publication, err)
 	}
@@ -408,12 +409,47 @@ type created struct {
 	database, streamTables, publication, slot bool
 	subscriberSchema, subscription            bool
 	subscriberTables                          []TableName
+	// pubPIDs and subPIDs are the server processes of the sessions setup
+	// made things with, on the publisher's server and the subscriber's: a
+	// statement cut short on the client's side runs on in its process
+	// until it ends (CREATE DATABASE to its commit), so the undo waits for
+	// them to exit before it looks for what they made.
+	pubPIDs, subPIDs []uint32
+}
+
+// undoWait bounds the undo's wait for setup's own server processes.
+const undoWait = 30 * time.Second
+
+// waitExited waits until none of pids runs on c's server any more, or
+// undoWait has passed.
+func waitExited(ctx context.Context, c *pgx.Conn, pids []uint32) error {
+	if len(pids) == 0 {
+		return nil
+	}
+	deadline := time.Now().Add(undoWait)
+	for {
+		var n int
+		if err := c.QueryRow(ctx, "SELECT count(*) FROM pg_stat_activity WHERE pid = ANY($1)", pids).Scan(&n); err != nil {
+			return err
+		}
+		if n == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%d of setup's server processes still running after %s", n, undoWait)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }
 
 // undoAfterFailure removes what the failed setup made, logging what it
 // could not remove: the setup's error is what the caller is told.
 func (m *created) undoAfterFailure(ctx context.Context, cfg Config) {
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), undoWait+30*time.Second)
 	defer cancel()
 	if uerr := m.undo(cctx, cfg); uerr != nil {
 		cfg.Logger.Warn("clean up after the failed setup", "err", uerr)
@@ -427,6 +463,9 @@ func (m *created) undo(ctx context.Context, cfg Config) error {
 		return err
 	}
 	defer pub.Close(context.WithoutCancel(ctx))
+	if err := waitExited(ctx, pub, m.pubPIDs); err != nil {
+		errs = append(errs, fmt.Errorf("publisher: %w", err))
+	}
 	if m.slot {
 		if err := dropSlot(ctx, pub, cfg.Publication, true); err != nil {
 			errs = append(errs, err)
@@ -453,6 +492,9 @@ func (m *created) undo(ctx context.Context, cfg Config) error {
 			return errors.Join(append(errs, err)...)
 		}
 		defer sub.Close(context.WithoutCancel(ctx))
+		if err := waitExited(ctx, sub, m.subPIDs); err != nil {
+			errs = append(errs, fmt.Errorf("subscriber: %w", err))
+		}
 		for _, t := range m.subscriberTables {
 			if _, err := sub.Exec(ctx, "DROP TABLE IF EXISTS "+t.Quoted()); err != nil {
 				errs = append(errs, err)
