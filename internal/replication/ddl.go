@@ -1,7 +1,6 @@
 package replication
 
 import (
-	"context"
 	"fmt"
 	"strings"
 
@@ -262,13 +261,10 @@ func (r *ddlReads) columns(identity map[string]ddlSequence) tableColumns {
 	return out
 }
 
-// setSequences sets the subscriber's sequences to the publisher's
-// positions, so that a subscriber taking over goes on from them.
-func (d *tableDDL) setSequences(ctx context.Context, tx pgx.Tx) error {
+// queueSetSequences queues on b, a batch of the subscriber's transaction,
+// the setting of its sequences to the publisher's positions.
+func (d *tableDDL) queueSetSequences(b *pgx.Batch) {
 	for _, s := range d.sequences {
-		if _, err := tx.Exec(ctx, "SELECT setval($1::regclass, $2, $3)", s.name, s.last, s.isCalled); err != nil {
-			return fmt.Errorf("set sequence %s: %w", s.name, err)
-		}
+		b.Queue("SELECT setval($1::regclass, $2, $3)", s.name, s.last, s.isCalled)
 	}
-	return nil
 }

@@ -29,7 +29,7 @@ func orConn(c, def postgres.ConnInfo) postgres.ConnInfo {
 // creates missing tables and records the subscription's starting point: the
 // subscriber holds either everything or nothing. The publisher's side runs
 // in opts.Streams sessions of the same snapshot.
-func initSnapshot(ctx context.Context, p *plan, opts SetupOptions, streams *pending[snapshotSessions], snapshot string, subRow func(context.Context, pgx.Tx) error, res *SetupResult) error {
+func initSnapshot(ctx context.Context, p *plan, opts SetupOptions, streams *pending[snapshotSessions], snapshot string, rec subscriptionRecord, res *SetupResult) error {
 	cfg := p.cfg
 	subCI := orConn(opts.InitSubscriber, cfg.Subscriber)
 	start := time.Now()
@@ -50,7 +50,9 @@ func initSnapshot(ctx context.Context, p *plan, opts SetupOptions, streams *pend
 		sizes, err := src.importSnapshot(ctx, snapshot, p.tables)
 		sessions <- imported{src, sizes, err}
 	}()
-	dst, err := pgxConnect(ctx, subCI, "dbrig snapshot")
+	// Each statement in one round trip, none prepared first (see
+	// copyInto).
+	dst, err := pgxConnectMode(ctx, subCI, "dbrig snapshot", pgx.QueryExecModeExec)
 	var ddl map[TableName]*tableDDL
 	if err != nil {
 		err = fmt.Errorf("subscriber: %w", err)
@@ -73,38 +75,58 @@ func initSnapshot(ctx context.Context, p *plan, opts SetupOptions, streams *pend
 	watch := newCopyWatch(opts, len(p.tables))
 	watch.start()
 	defer watch.stop()
-	err = pgx.BeginFunc(ctx, dst, func(tx pgx.Tx) error {
-		for i, t := range p.tables {
-			d := ddl[t.Name]
-			if d != nil {
-				if err := execAllTx(ctx, tx, d.before); err != nil {
-					return fmt.Errorf("snapshot: create table %s on the subscriber: %w", t.Name, err)
-				}
-			}
-			var copied atomic.Int64
-			watch.table(i+1, t.Name.String(), o.sizes[i].bytes, &copied)
-			tc, err := copyTableStreams(ctx, src, tx.Conn(), t, o.sizes[i].blocks, &copied)
-			if err != nil {
-				return err
-			}
-			if d != nil {
-				if err := execAllTx(ctx, tx, d.after); err != nil {
-					return fmt.Errorf("snapshot: index table %s on the subscriber: %w", t.Name, err)
-				}
-				if err := d.setSequences(ctx, tx); err != nil {
-					return fmt.Errorf("snapshot: %w", err)
-				}
-			}
-			res.Tables = append(res.Tables, tc)
-			res.InitBytes += tc.Bytes
-			cfg.Logger.Info("table copied", "table", t.Name.String(), "rows", tc.Rows, "bytes", tc.Bytes, "streams", tc.Streams)
-		}
-		return subRow(ctx, tx)
-	})
+	err = copyInto(ctx, p, dst, src, ddl, o.sizes, watch, rec, res)
 	if err != nil {
 		return err
 	}
 	res.InitDuration = time.Since(start)
+	return nil
+}
+
+// copyInto copies every table from the snapshot's sessions into the
+// subscriber in one transaction of dst, which also creates the missing
+// tables and records the subscription. From the publisher's site each
+// round trip to the subscriber crosses the WAN, so the statements go in
+// batches: BEGIN with the first table's DDL, each COPY, the rest of a
+// table's DDL (its keys and indexes, its sequences' positions) with the
+// next table's, and the subscription's record with COMMIT. A failure
+// leaves the transaction open on dst, which the caller closes.
+func copyInto(ctx context.Context, p *plan, dst *pgx.Conn, src snapshotSessions, ddl map[TableName]*tableDDL,
+	sizes []tableSize, watch *copyWatch, rec subscriptionRecord, res *SetupResult) error {
+	b := &pgx.Batch{}
+	b.Queue("BEGIN")
+	for i, t := range p.tables {
+		d := ddl[t.Name]
+		if d != nil {
+			for _, s := range d.before {
+				b.Queue(s)
+			}
+		}
+		if err := dst.SendBatch(ctx, b).Close(); err != nil {
+			return fmt.Errorf("snapshot: the subscriber's DDL before %s: %w", t.Name, err)
+		}
+		b = &pgx.Batch{}
+		var copied atomic.Int64
+		watch.table(i+1, t.Name.String(), sizes[i].bytes, &copied)
+		tc, err := copyTableStreams(ctx, src, dst, t, sizes[i].blocks, &copied)
+		if err != nil {
+			return err
+		}
+		if d != nil {
+			for _, s := range d.after {
+				b.Queue(s)
+			}
+			d.queueSetSequences(b)
+		}
+		res.Tables = append(res.Tables, tc)
+		res.InitBytes += tc.Bytes
+		p.cfg.Logger.Info("table copied", "table", t.Name.String(), "rows", tc.Rows, "bytes", tc.Bytes, "streams", tc.Streams)
+	}
+	rec.queue(b)
+	b.Queue("COMMIT")
+	if err := dst.SendBatch(ctx, b).Close(); err != nil {
+		return fmt.Errorf("snapshot: the subscriber's keys, indexes and sequences, and the subscription's record: %w", err)
+	}
 	return nil
 }
 
@@ -167,15 +189,6 @@ func missingTablesDDL(ctx context.Context, p *plan, sub *pgx.Conn) (map[TableNam
 		out[r.ti.Name] = r.build(positions, existing)
 	}
 	return out, nil
-}
-
-func execAllTx(ctx context.Context, tx pgx.Tx, stmts []string) error {
-	for _, s := range stmts {
-		if _, err := tx.Exec(ctx, s); err != nil {
-			return fmt.Errorf("%s: %w", firstLine(s), err)
-		}
-	}
-	return nil
 }
 
 // Carrier moves a backup archive from the publisher's site, where pg_dump

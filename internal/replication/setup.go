@@ -217,15 +217,15 @@ func Setup(ctx context.Context, cfg Config, opts SetupOptions) (res SetupResult,
 
 	// 5. Initialization, and the subscription's starting point: command 0
 	// at the consistent point. For a snapshot both commit together.
-	subRow := subscriptionRow(cfg, opts, slot.ConsistentPoint)
+	rec := subscriptionRecord{cfg, opts, slot.ConsistentPoint}
 	made.subscriberTables = p.missingOnSubscriber()
 	switch opts.Init {
 	case InitSnapshot:
-		err = initSnapshot(ctx, p, opts, streams, slot.Snapshot, subRow, &res)
+		err = initSnapshot(ctx, p, opts, streams, slot.Snapshot, rec, &res)
 	case InitBackup:
-		err = initBackup(ctx, p, opts, slot.Snapshot, subRow, &res)
+		err = initBackup(ctx, p, opts, slot.Snapshot, rec.write, &res)
 	default:
-		err = pgx.BeginFunc(ctx, p.subConn, func(tx pgx.Tx) error { return subRow(ctx, tx) })
+		err = pgx.BeginFunc(ctx, p.subConn, func(tx pgx.Tx) error { return rec.write(ctx, tx) })
 	}
 	made.subscription = true
 	if err != nil {
@@ -339,20 +339,30 @@ func (p *plan) createPublication(ctx context.Context, pub *pgx.Conn, made *creat
 // found the publication not set up (TestSetupSurvivesACrash).
 const durableCommit = "SET LOCAL synchronous_commit = local"
 
-// subscriptionRow records the subscription on the subscriber: command 0
-// at the slot's consistent point.
-func subscriptionRow(cfg Config, opts SetupOptions, at LSN) func(context.Context, pgx.Tx) error {
-	return func(ctx context.Context, tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, durableCommit); err != nil {
-			return fmt.Errorf("subscriber: %w", err)
-		}
-		_, err := tx.Exec(ctx, "INSERT INTO "+Schema+".subscription (name, publication, publisher, mode, last_cmd_id, last_lsn) VALUES ($1, $1, $2, $3, 0, $4)",
-			cfg.Publication, engine.RedactURI(cfg.Publisher.String()), opts.Mode.String(), at.String())
-		if err != nil {
-			return fmt.Errorf("subscriber: record subscription %q: %w", cfg.Publication, err)
-		}
-		return nil
+// subscriptionRecord records the subscription on the subscriber: command
+// 0 at the slot's consistent point.
+type subscriptionRecord struct {
+	cfg  Config
+	opts SetupOptions
+	at   LSN
+}
+
+// queue queues the record's statements on b, a batch of the subscriber's
+// transaction.
+func (r subscriptionRecord) queue(b *pgx.Batch) {
+	b.Queue(durableCommit)
+	b.Queue("INSERT INTO "+Schema+".subscription (name, publication, publisher, mode, last_cmd_id, last_lsn) VALUES ($1, $1, $2, $3, 0, $4)",
+		r.cfg.Publication, engine.RedactURI(r.cfg.Publisher.String()), r.opts.Mode.String(), r.at.String())
+}
+
+// write records the subscription in tx.
+func (r subscriptionRecord) write(ctx context.Context, tx pgx.Tx) error {
+	b := &pgx.Batch{}
+	r.queue(b)
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		return fmt.Errorf("subscriber: record subscription %q: %w", r.cfg.Publication, err)
 	}
+	return nil
 }
 
 // recordCatalog makes this publication's tables in the distribution

@@ -162,24 +162,7 @@ func (tc *turnCounter) turns() (map[string][]int, int) {
 // session 9 (now 10, 5 and 7).
 func TestSetupRoundTripsToThePublisher(t *testing.T) {
 	t.Parallel()
-	p := startPair(t)
-	ctx := testCtx(t, 2*time.Minute)
-	execPub(t, p, "CREATE TABLE orders (id bigserial PRIMARY KEY, note text NOT NULL DEFAULT '', CHECK (id > 0))",
-		"CREATE INDEX orders_note ON orders (note)", "INSERT INTO orders (note) SELECT 'n' || g FROM generate_series(1, 1000) g",
-		"CREATE TABLE lines (order_id bigint, n int, qty int, PRIMARY KEY (order_id, n))")
-	tc := startTurnCounter(t, p.cfg.Publisher.Addr())
-	far := p.cfg
-	var err error
-	if far.Publisher, err = p.cfg.Publisher.Via(tc.addr()); err != nil {
-		t.Fatal(err)
-	}
-	far.Tables = []TableName{{"public", "orders"}, {"public", "lines"}}
-	if _, err := Setup(ctx, far, SetupOptions{Init: InitSnapshot, Streams: 2}); err != nil {
-		t.Fatal(err)
-	}
-	mustVerify(t, p.cfg)
-	got, total := tc.turns()
-	t.Logf("turns by session: %v, %d in all", got, total)
+	p, got := setupCountingTurns(t, "publisher")
 	// The handshake takes 3 to 5 turns (TLS or not, SCRAM or not); then
 	// the setup session: its checks and the tables (1), CREATE DATABASE,
 	// its mark, CREATE PUBLICATION (3), the DDL of the tables the
@@ -311,4 +294,57 @@ func TestSnapshotProgress(t *testing.T) {
 		}
 		last = r.Bytes
 	}
+}
+
+// TestSnapshotRoundTripsToTheSubscriber counts, as
+// TestSetupRoundTripsToThePublisher does on the other side, the turns of
+// setup's sessions on the subscriber when setup runs at the publisher's
+// site (the copy's transaction crossing the WAN): the copy's session
+// sends BEGIN with a table's DDL, each COPY, and the rest of a table's DDL
+// with the next table's or with the subscription's record and COMMIT.
+// Before, each statement was a round trip of its own: 26 turns for the
+// copy's session on these two tables (now 12).
+func TestSnapshotRoundTripsToTheSubscriber(t *testing.T) {
+	t.Parallel()
+	p, got := setupCountingTurns(t, "subscriber")
+	// After the handshake (3 to 5 turns): the sequences the subscriber has
+	// (1), BEGIN and orders' DDL (1), its COPY (2: the command, then its
+	// data once the server takes it), its keys, index and sequence with
+	// lines' DDL (1), lines' COPY (2), lines' key, the record and COMMIT
+	// (1).
+	copies := got["dbrig snapshot on "+p.cfg.Subscriber.Database]
+	if len(copies) != 1 || copies[0] > 5+8 {
+		t.Errorf("the copy's sessions took %v turns, want one session of at most 13", copies)
+	}
+}
+
+// setupCountingTurns sets up the replication of two tables (one with a
+// sequence, secondary index and CHECK, one empty) with --init snapshot in
+// two streams, counting the turns of every session setup opens on the
+// server of side ("publisher" or "subscriber"), as from across a WAN.
+func setupCountingTurns(t *testing.T, side string) (*pair, map[string][]int) {
+	t.Helper()
+	p := startPair(t)
+	ctx := testCtx(t, 2*time.Minute)
+	execPub(t, p, "CREATE TABLE orders (id bigserial PRIMARY KEY, note text NOT NULL DEFAULT '', CHECK (id > 0))",
+		"CREATE INDEX orders_note ON orders (note)", "INSERT INTO orders (note) SELECT 'n' || g FROM generate_series(1, 1000) g",
+		"CREATE TABLE lines (order_id bigint, n int, qty int, PRIMARY KEY (order_id, n))")
+	far := p.cfg
+	counted := &far.Publisher
+	if side == "subscriber" {
+		counted = &far.Subscriber
+	}
+	tc := startTurnCounter(t, counted.Addr())
+	var err error
+	if *counted, err = counted.Via(tc.addr()); err != nil {
+		t.Fatal(err)
+	}
+	far.Tables = []TableName{{"public", "orders"}, {"public", "lines"}}
+	if _, err := Setup(ctx, far, SetupOptions{Init: InitSnapshot, Streams: 2}); err != nil {
+		t.Fatal(err)
+	}
+	mustVerify(t, p.cfg)
+	got, total := tc.turns()
+	t.Logf("turns by session on the %s's server: %v, %d in all", side, got, total)
+	return p, got
 }
