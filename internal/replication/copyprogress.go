@@ -23,24 +23,20 @@ type CopyProgress struct {
 }
 
 // copyWatch tells SetupOptions.Progress how far the copy has come, every
-// ProgressEvery while bytes move. Its goroutine is started by start and
-// ended by stop.
+// ProgressEvery while bytes move (tellEvery), from start until stop.
 type copyWatch struct {
-	tell  func(CopyProgress)
-	every time.Duration
+	opts  SetupOptions
 	begun time.Time
+	stop  func()
 
 	mu     sync.Mutex
 	p      CopyProgress
 	before int64         // bytes of the tables done
 	cur    *atomic.Int64 // the table being copied's counter
-
-	quit chan struct{}
-	done chan struct{}
 }
 
 func newCopyWatch(opts SetupOptions, tables int) *copyWatch {
-	return &copyWatch{tell: opts.Progress, every: opts.ProgressEvery, begun: time.Now(), p: CopyProgress{Tables: tables}}
+	return &copyWatch{opts: opts, begun: time.Now(), p: CopyProgress{Tables: tables}}
 }
 
 // table says the copy of table number i (from 1) starts, counting its
@@ -67,34 +63,5 @@ func (w *copyWatch) sofar() CopyProgress {
 
 // start runs the reports, if asked for, until stop.
 func (w *copyWatch) start() {
-	if w.tell == nil || w.every <= 0 {
-		return
-	}
-	w.quit, w.done = make(chan struct{}), make(chan struct{})
-	go func() { // stop ends it and waits for it
-		defer close(w.done)
-		t := time.NewTicker(w.every)
-		defer t.Stop()
-		var told int64
-		for {
-			select {
-			case <-w.quit:
-				return
-			case <-t.C:
-				// Said again only when more moved: the subscriber's
-				// indexes may take long after the rows' end.
-				if p := w.sofar(); p.Bytes > told {
-					told = p.Bytes
-					w.tell(p)
-				}
-			}
-		}
-	}()
-}
-
-func (w *copyWatch) stop() {
-	if w.quit != nil {
-		close(w.quit)
-		<-w.done
-	}
+	w.stop = tellEvery(w.opts.ProgressEvery, w.sofar, func(p CopyProgress) int64 { return p.Bytes }, w.opts.Progress)
 }

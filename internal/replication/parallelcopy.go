@@ -109,9 +109,12 @@ func parseSizes(res []*pgconn.Result, tables []*tableInfo) ([]tableSize, error) 
 	n := make([]int64, len(row))
 	for i := range row {
 		var err error
-		if n[i], err = strconv.ParseInt(string(row[i]), 10, 64); err != nil || n[0] <= 0 {
-			return nil, fmt.Errorf("the sizes of the tables: %q: %v", row, err)
+		if n[i], err = strconv.ParseInt(string(row[i]), 10, 64); err != nil {
+			return nil, fmt.Errorf("the sizes of the tables: %q: %w", row, err)
 		}
+	}
+	if n[0] <= 0 {
+		return nil, fmt.Errorf("the sizes of the tables: a block size of %d", n[0])
 	}
 	out := make([]tableSize, len(tables))
 	for i := range tables {

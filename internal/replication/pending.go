@@ -24,6 +24,13 @@ func openInBackground[T any](open func() (T, error), closeFn func(T)) *pending[T
 	return p
 }
 
+// opened is a pending session that is open already.
+func opened[T any](v T, closeFn func(T)) *pending[T] {
+	p := &pending[T]{done: make(chan struct{}), v: v, closeFn: closeFn}
+	close(p.done)
+	return p
+}
+
 // take waits for the session; from then on the caller owns it (or its
 // error).
 func (p *pending[T]) take() (T, error) {

@@ -12,10 +12,9 @@ import (
 // plan is what preflight found: every table's shape on both sides, and the
 // sessions setup goes on using.
 type plan struct {
-	cfg     Config
-	tables  []*tableInfo             // publisher
-	sub     map[TableName]*tableInfo // subscriber tables that exist
-	subRows map[TableName]bool       // subscriber tables that hold rows
+	cfg    Config
+	tables []*tableInfo             // publisher
+	sub    map[TableName]*tableInfo // subscriber tables that exist
 	// distExists: the distribution database is dbrig's and serves other
 	// publications; subSchemaExists: the subscriber's bookkeeping exists.
 	distExists, subSchemaExists bool
@@ -63,7 +62,7 @@ func preflight(ctx context.Context, cfg Config, opts SetupOptions) (_ *plan, err
 	if opts.Streams < 0 || opts.Streams > MaxInitStreams {
 		return nil, &UsageError{Err: fmt.Errorf("streams %d: want 1 to %d publisher sessions (0: %d)", opts.Streams, MaxInitStreams, DefaultInitStreams)}
 	}
-	p := &plan{cfg: cfg, sub: map[TableName]*tableInfo{}, subRows: map[TableName]bool{}}
+	p := &plan{cfg: cfg, sub: map[TableName]*tableInfo{}}
 	defer func() {
 		if err != nil {
 			p.close(ctx)

@@ -295,7 +295,7 @@ func (p *plan) startDistribution(ctx context.Context, pub *pgx.Conn, made *creat
 	if p.distExists {
 		dist := p.dist
 		p.dist = nil
-		return openInBackground(func() (*pgx.Conn, error) { return dist, nil }, closeConn), nil
+		return opened(dist, closeConn), nil
 	}
 	_, err := pub.Exec(ctx, "CREATE DATABASE "+quoteIdent(cfg.DistributionDB)+" ENCODING 'UTF8' TEMPLATE template0")
 	made.database = mayHaveRun(err)

@@ -213,7 +213,8 @@ func (s *Shipper) open(ctx context.Context, req ShipRequest) (*shipStream, error
 		st.Close()
 		return nil, err
 	}
-	st.watchProgress()
+	st.stopProgress = tellEvery(s.ProgressEvery, func() ShipProgress { return st.sofar(false) },
+		func(p ShipProgress) int64 { return p.Raw }, s.Progress)
 	return st, nil
 }
 
@@ -235,8 +236,7 @@ type shipStream struct {
 	stop         func() bool
 	exited       chan struct{}
 	waitErr      error
-	progress     chan struct{}
-	progressDone chan struct{}
+	stopProgress func() // nil until the archive flows
 	closeOnce    sync.Once
 }
 
@@ -330,9 +330,8 @@ func (st *shipStream) Close() error {
 		}
 		st.halt()
 		<-st.exited
-		if st.progress != nil {
-			close(st.progress)
-			<-st.progressDone
+		if st.stopProgress != nil {
+			st.stopProgress()
 		}
 		if p := st.s.Progress; p != nil {
 			p(st.sofar(true))
@@ -346,33 +345,6 @@ func (st *shipStream) Close() error {
 
 func (st *shipStream) sofar(done bool) ShipProgress {
 	return ShipProgress{Raw: st.raw.Load(), Compressed: st.compressed.load(), Elapsed: time.Since(st.start), Done: done}
-}
-
-// watchProgress tells Progress the bytes so far until the stream closes.
-func (st *shipStream) watchProgress() {
-	if st.s.Progress == nil || st.s.ProgressEvery <= 0 {
-		return
-	}
-	st.progress, st.progressDone = make(chan struct{}), make(chan struct{})
-	go func() { // Close ends it and waits for it
-		defer close(st.progressDone)
-		t := time.NewTicker(st.s.ProgressEvery)
-		defer t.Stop()
-		var told int64
-		for {
-			select {
-			case <-st.progress:
-				return
-			case <-t.C:
-				// Said again only when more arrived: the restore may
-				// take long after the archive's end.
-				if p := st.sofar(false); p.Raw > told {
-					told = p.Raw
-					st.s.Progress(p)
-				}
-			}
-		}
-	}()
 }
 
 // tailBuffer keeps the last bytes a process wrote to its error output.
