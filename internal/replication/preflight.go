@@ -305,11 +305,11 @@ func (p *plan) checkSubscriber(ctx context.Context, init InitMethod) error {
 			continue
 		}
 		b.Queue("SELECT EXISTS (SELECT 1 FROM " + pt.Name.Quoted() + ")").QueryRow(func(row pgx.Row) error {
-			var any bool
-			if err := row.Scan(&any); err != nil {
+			var hasRows bool
+			if err := row.Scan(&hasRows); err != nil {
 				return fmt.Errorf("read %s: %w", pt.Name, err)
 			}
-			if any {
+			if hasRows {
 				uerr = append(uerr, fmt.Errorf("subscriber table %s is not empty: initialization (%s) copies every row; empty it or use --init none", pt.Name, init))
 			}
 			return nil
