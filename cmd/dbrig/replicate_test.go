@@ -71,15 +71,20 @@ func queryInt(t *testing.T, i *postgres.Instance, db, sql string) int {
 
 // nothingCreated checks that a failed setup left no trace on either side:
 // the publisher's server is the test's own, the subscriber's database too.
-func nothingCreated(t *testing.T, pub, sub *postgres.Instance, subDB string) {
+// ownSubTables are the subscriber's tables the test made itself.
+func nothingCreated(t *testing.T, pub, sub *postgres.Instance, subDB string, ownSubTables ...string) {
 	t.Helper()
+	own := "''"
+	for _, name := range ownSubTables {
+		own += ", '" + name + "'"
+	}
 	for what, n := range map[string]int{
 		"replication slots":       queryInt(t, pub, "shop", "SELECT count(*) FROM pg_replication_slots"),
 		"publications":            queryInt(t, pub, "shop", "SELECT count(*) FROM pg_publication"),
 		"distribution databases":  queryInt(t, pub, "shop", "SELECT count(*) FROM pg_database WHERE datname LIKE 'dbrig%'"),
 		"dbrig schemas (pub)":     queryInt(t, pub, "shop", "SELECT count(*) FROM pg_namespace WHERE nspname LIKE 'dbrig%'"),
 		"dbrig schemas (sub)":     queryInt(t, sub, subDB, "SELECT count(*) FROM pg_namespace WHERE nspname LIKE 'dbrig%'"),
-		"subscriber tables (sub)": queryInt(t, sub, subDB, "SELECT count(*) FROM pg_tables WHERE schemaname = 'public'"),
+		"subscriber tables (sub)": queryInt(t, sub, subDB, "SELECT count(*) FROM pg_tables WHERE schemaname = 'public' AND tablename NOT IN ("+own+")"),
 	} {
 		if n != 0 {
 			t.Errorf("a refused setup left %d %s", n, what)
@@ -93,7 +98,11 @@ func TestReplicateBadInput(t *testing.T) {
 	mustExec(t, pub, "shop",
 		"CREATE TABLE nokey (a int, b text)",
 		"CREATE TABLE odd (id int PRIMARY KEY, p point)",
-		"CREATE TABLE fine (id int PRIMARY KEY, t text)")
+		"CREATE TABLE fine (id int PRIMARY KEY, t text)",
+		"CREATE TABLE held (id int PRIMARY KEY, t text)",
+		"CREATE TABLE rekeyed (id int PRIMARY KEY, t text)")
+	mustExec(t, sub, subDB, "CREATE TABLE held (id int PRIMARY KEY, t text)", "INSERT INTO held VALUES (1, 'already here')",
+		"CREATE TABLE rekeyed (id int, t text PRIMARY KEY)")
 	pubURI, subURI := pub.Conn("shop").URI(), sub.Conn(subDB).URI()
 	secret := pub.Conn("shop").Password()
 
@@ -136,6 +145,10 @@ func TestReplicateBadInput(t *testing.T) {
 			[]string{"table ghost does not exist"}},
 		{"subscriber table missing with init none", []string{"replicate", "setup", "--publisher", pubURI, "--subscriber", subURI, "--tables", "fine"}, 2,
 			[]string{"does not exist on the subscriber"}},
+		{"subscriber table with rows", []string{"replicate", "setup", "--publisher", pubURI, "--subscriber", subURI, "--tables", "held", "--init", "snapshot"}, 2,
+			[]string{"subscriber table held is not empty: initialization (snapshot) copies every row"}},
+		{"subscriber table with another key", []string{"replicate", "setup", "--publisher", pubURI, "--subscriber", subURI, "--tables", "rekeyed,held"}, 2,
+			[]string{"subscriber table rekeyed has primary key (t), the publisher's is (id)"}},
 		{"unreachable subscriber", []string{"replicate", "setup", "--publisher", pubURI, "--subscriber", "postgres://u:" + secret + "@127.0.0.1:1/shop", "--tables", "fine", "--init", "snapshot"}, 1,
 			[]string{"subscriber"}},
 		{"status before setup", []string{"replicate", "status", "--publisher", pubURI, "--subscriber", subURI}, 1, []string{`no replication "dbrig"`}},
@@ -154,7 +167,7 @@ func TestReplicateBadInput(t *testing.T) {
 			if strings.Contains(out+errs, secret) {
 				t.Errorf("the password was printed:\n%s%s", out, errs)
 			}
-			nothingCreated(t, pub, sub, subDB)
+			nothingCreated(t, pub, sub, subDB, "held", "rekeyed")
 		})
 	}
 }
