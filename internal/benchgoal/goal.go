@@ -2,11 +2,13 @@
 // form scripts/goal-table collects into a table, for benchmarks only (the
 // binary does not use it). Each goal is one line,
 //
-//	GOAL <name> <ours> <peer> <ratio> <wanted> <met|MISSED>
+//	GOAL <name> <ours> <peer> <ratio> <wanted> <met|MISSED|retired>
 //
 // where the peer's figure is measured in the same run as ours, so that the
 // load of a shared machine falls on both, and the verdict is computed from
-// the measured ratio, never typed. Where a goal's time goes is one line
+// the measured ratio, never typed; a retired goal is a comparison kept for
+// reference after its target was withdrawn (its WHERE line says why), and
+// counts neither way. Where a goal's time goes is one line
 //
 //	WHERE <name> <text>
 //
@@ -32,6 +34,9 @@ type Goal struct {
 	// Ratio is the figure the goal judges and Wanted what it must reach.
 	Ratio, Wanted string
 	Met           bool
+	// Retired marks a comparison whose target was withdrawn: its figures
+	// are printed, and it is neither met nor missed.
+	Retired bool
 }
 
 // AtLeast is a goal met when ratio reaches want: ours against the peer's
@@ -54,11 +59,20 @@ func Within(name, ours, peer string, ratio, share float64) Goal {
 		Wanted: fmt.Sprintf("within+-%.0f%%", 100*share), Met: ratio >= 1-share && ratio <= 1+share}
 }
 
+// Retired is a comparison kept for reference after its target was
+// withdrawn: ours against the peer's, the ratio as AtLeast writes it.
+func Retired(name, ours, peer string, ratio float64) Goal {
+	return Goal{Name: name, Ours: ours, Peer: peer, Ratio: fmt.Sprintf("%.2f", ratio), Wanted: "-", Retired: true}
+}
+
 // Line is the goal's GOAL line, or an error naming the field that would
 // break the line's columns (empty, or holding a space).
 func (g Goal) Line() (string, error) {
 	verdict := "MISSED"
-	if g.Met {
+	switch {
+	case g.Retired:
+		verdict = "retired"
+	case g.Met:
 		verdict = "met"
 	}
 	fields := []struct{ key, value string }{

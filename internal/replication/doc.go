@@ -58,9 +58,11 @@
 // ([InitSnapshot], creating missing tables as pg_dump --schema-only would)
 // or by pg_dump streamed into pg_restore through a [Carrier]
 // ([InitBackup]). Run from the subscriber's site, each of its round trips
-// to the publisher crosses the WAN: it reads in batches and opens the
-// sessions it needs later in the background (preflight.go, pending.go;
-// TestSetupRoundTripsToThePublisher counts them). [Verify] compares both sides per table (row count and an
+// to the publisher crosses the WAN: it reads in batches, sends its
+// CREATE statements in one pipeline, makes the slot while the server makes
+// the database, and opens the sessions it needs later while it checks
+// (preflight.go, pending.go; TestSetupRoundTripsToThePublisher counts
+// them). [Verify] compares both sides per table (row count and an
 // order-independent checksum) and lists the first differing keys;
 // [GetStatus] reports where each role runs, pending commands and lag;
 // [Teardown] removes what the catalog records for one replication and

@@ -29,12 +29,12 @@ func orConn(c, def postgres.ConnInfo) postgres.ConnInfo {
 // creates missing tables and records the subscription's starting point: the
 // subscriber holds either everything or nothing. The publisher's side runs
 // in opts.Streams sessions of the same snapshot.
-func initSnapshot(ctx context.Context, p *plan, opts SetupOptions, streams *pending[snapshotSessions], snapshot string, rec subscriptionRecord, res *SetupResult) error {
+func initSnapshot(ctx context.Context, p *plan, opts SetupOptions, streams *pending[snapshotSessions], snapshot string, reads []*ddlReads, rec subscriptionRecord, res *SetupResult) error {
 	cfg := p.cfg
 	subCI := orConn(opts.InitSubscriber, cfg.Subscriber)
 	start := time.Now()
-	// The streams' sessions import the snapshot while the tables' DDL is
-	// read: across a WAN both are round trips.
+	// The streams' sessions import the snapshot while the sequences'
+	// positions are read: across a WAN both are round trips.
 	type imported struct {
 		src   snapshotSessions
 		sizes []tableSize
@@ -59,7 +59,7 @@ func initSnapshot(ctx context.Context, p *plan, opts SetupOptions, streams *pend
 	} else {
 		defer dst.Close(context.WithoutCancel(ctx))
 		p.made.subPIDs = append(p.made.subPIDs, dst.PgConn().PID())
-		ddl, err = missingTablesDDL(ctx, p, dst)
+		ddl, err = missingTablesDDL(ctx, p, dst, reads)
 	}
 	o := <-sessions
 	if o.src != nil {
@@ -130,24 +130,15 @@ func copyInto(ctx context.Context, p *plan, dst *pgx.Conn, src snapshotSessions,
 	return nil
 }
 
-// missingTablesDDL reads, from the publisher's catalog (through preflight's
-// session), the DDL of every published table the subscriber lacks: one
-// batch for every table's catalog rows, and one more for the positions of
-// the sequences they use, if any.
-func missingTablesDDL(ctx context.Context, p *plan, sub *pgx.Conn) (map[TableName]*tableDDL, error) {
+// missingTablesDDL builds the DDL of every published table the subscriber
+// lacks from its catalog rows (reads, read before the slot with
+// markAndReadDDL) and the positions of the sequences they use, read now,
+// after the slot, so that none is older than the snapshot (one more
+// round trip, where there are any).
+func missingTablesDDL(ctx context.Context, p *plan, sub *pgx.Conn, reads []*ddlReads) (map[TableName]*tableDDL, error) {
 	out := map[TableName]*tableDDL{}
-	b := &pgx.Batch{}
-	var reads []*ddlReads
-	for _, t := range p.tables {
-		if _, ok := p.sub[t.Name]; !ok {
-			reads = append(reads, queueDDLReads(b, t))
-		}
-	}
 	if len(reads) == 0 {
 		return out, nil
-	}
-	if err := p.pub.SendBatch(ctx, b).Close(); err != nil {
-		return nil, fmt.Errorf("publisher: %w", err)
 	}
 	positions, existing := map[string]sequencePos{}, map[string]bool{}
 	pb, sb := &pgx.Batch{}, &pgx.Batch{}
@@ -201,7 +192,7 @@ type Carrier func(ctx context.Context, archive io.Reader) (io.ReadCloser, error)
 // initBackup streams the published tables from pg_dump (custom format, in
 // the slot's exported snapshot, through opts.InitPublisher) through the
 // carrier into pg_restore in one transaction (through opts.InitSubscriber).
-func initBackup(ctx context.Context, p *plan, opts SetupOptions, snapshot string, subRow func(context.Context, pgx.Tx) error, res *SetupResult) error {
+func initBackup(ctx context.Context, p *plan, opts SetupOptions, snapshot string, reads []*ddlReads, subRow func(context.Context, pgx.Tx) error, res *SetupResult) error {
 	cfg := p.cfg
 	pubCI := orConn(opts.InitPublisher, cfg.Publisher)
 	subCI := orConn(opts.InitSubscriber, cfg.Subscriber)
@@ -221,10 +212,10 @@ func initBackup(ctx context.Context, p *plan, opts SetupOptions, snapshot string
 	}
 	defer dst.Close(context.WithoutCancel(ctx))
 	p.made.subPIDs = append(p.made.subPIDs, dst.PgConn().PID())
-	dataOnly := len(p.sub) > 0
+	dataOnly := p.restoresDataOnly()
 	var ddl map[TableName]*tableDDL
 	if dataOnly {
-		if ddl, err = missingTablesDDL(ctx, p, dst); err != nil {
+		if ddl, err = missingTablesDDL(ctx, p, dst, reads); err != nil {
 			return fmt.Errorf("backup: %w", err)
 		}
 	}

@@ -43,7 +43,7 @@ func (p *plan) close(ctx context.Context) {
 // and the subscriber can receive them with init. It returns a *UsageError
 // or a *ServerError.
 func Check(ctx context.Context, cfg Config, opts SetupOptions) error {
-	p, err := preflight(ctx, cfg.withDefaults(), opts)
+	p, err := preflight(ctx, cfg.withDefaults(), opts, "")
 	if err == nil {
 		p.close(ctx)
 	}
@@ -54,8 +54,10 @@ func Check(ctx context.Context, cfg Config, opts SetupOptions) error {
 // sessions (plan.close). It connects to both servers at once and reads all
 // it needs from the publisher in one batch (two when it must list the
 // tables first): run from the subscriber's site, each round trip to the
-// publisher crosses the WAN.
-func preflight(ctx context.Context, cfg Config, opts SetupOptions) (_ *plan, err error) {
+// publisher crosses the WAN. slotTag names setup's own replication
+// connection, which is not counted against the WAL senders it needs ("":
+// none).
+func preflight(ctx context.Context, cfg Config, opts SetupOptions, slotTag string) (_ *plan, err error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
@@ -78,7 +80,7 @@ func preflight(ctx context.Context, cfg Config, opts SetupOptions) (_ *plan, err
 		}
 	}
 	b := &pgx.Batch{}
-	facts := queuePublisherFacts(b, cfg)
+	facts := queuePublisherFacts(b, cfg, slotTag)
 	names, uerr := uniqueTables(p.cfg.Tables)
 	described := make([]*describedTable, len(names))
 	for i, t := range names {
@@ -188,16 +190,21 @@ type publisherFacts struct {
 	distComment                   string
 }
 
-// queuePublisherFacts queues on b the reads of the publisher's facts.
-func queuePublisherFacts(b *pgx.Batch, cfg Config) *publisherFacts {
+// queuePublisherFacts queues on b the reads of the publisher's facts; the
+// WAL senders named slotTag are setup's own.
+func queuePublisherFacts(b *pgx.Batch, cfg Config, slotTag string) *publisherFacts {
 	f := &publisherFacts{}
+	var tag any
+	if slotTag != "" {
+		tag = slotTag
+	}
 	b.Queue(`SELECT current_setting('wal_level'), pg_encoding_to_char(d.encoding), current_setting('server_version_num')::int,
 			r.rolsuper, r.rolreplication, r.rolcreatedb,
 			current_setting('max_replication_slots')::int - (SELECT count(*) FROM pg_replication_slots),
-			current_setting('max_wal_senders')::int - (SELECT count(*) FROM pg_stat_replication),
+			current_setting('max_wal_senders')::int - (SELECT count(*) FROM pg_stat_replication WHERE $2::text IS NULL OR application_name IS DISTINCT FROM $2),
 			EXISTS (SELECT 1 FROM pg_replication_slots WHERE slot_name = $1),
 			EXISTS (SELECT 1 FROM pg_publication WHERE pubname = $1)
-		FROM pg_database d, pg_roles r WHERE d.datname = current_database() AND r.rolname = current_user`, cfg.Publication).
+		FROM pg_database d, pg_roles r WHERE d.datname = current_database() AND r.rolname = current_user`, cfg.Publication, tag).
 		QueryRow(func(row pgx.Row) error {
 			return row.Scan(&f.walLevel, &f.encoding, &f.version, &f.super, &f.repl, &f.createdb, &f.slotsFree, &f.sendersFree,
 				&f.slotExists, &f.publicationExists)

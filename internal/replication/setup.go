@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"strings"
 	"time"
 
@@ -162,7 +163,12 @@ func (o SetupOptions) streams() int {
 // removes what it created, and only that.
 func Setup(ctx context.Context, cfg Config, opts SetupOptions) (res SetupResult, err error) {
 	cfg = cfg.withDefaults()
-	p, err := preflight(ctx, cfg, opts)
+	// The sessions setup needs after its checks are opened while it
+	// checks: across a WAN each handshake is several round trips.
+	tag := slotSessionTag()
+	later := openLater(ctx, cfg, opts, tag)
+	defer later.release()
+	p, err := preflight(ctx, cfg, opts, tag)
 	if err != nil {
 		return res, err
 	}
@@ -176,54 +182,29 @@ func Setup(ctx context.Context, cfg Config, opts SetupOptions) (res SetupResult,
 	res.Init = opts.Init.String()
 	defer p.close(ctx)
 
-	slotConn, streams := openLater(ctx, cfg, opts)
-	defer func() { streams.release(); slotConn.release() }()
-
-	// 1. The distribution database, its session opened in the background;
-	// its tables are made with the catalog's records at the end.
-	distConn, err := p.startDistribution(ctx, p.pub, made)
+	// 1. The publication, the distribution database, the subscriber's
+	// bookkeeping and the slot.
+	st, err := p.begin(ctx, opts, later)
+	defer st.distConn.release()
+	if st.rc != nil {
+		defer st.rc.Close(context.WithoutCancel(ctx))
+	}
 	if err != nil {
 		return res, err
 	}
-	defer distConn.release()
-	// 2. The publication.
-	if err := p.createPublication(ctx, p.pub, made); err != nil {
-		return res, err
-	}
-
-	// 3. The subscriber's bookkeeping.
-	err = execAll(ctx, p.subConn, subscriberDDL)
-	made.subscriberSchema = !p.subSchemaExists && mayHaveRun(err)
-	if err != nil {
-		return res, fmt.Errorf("subscriber %s: %w", cfg.Subscriber, err)
-	}
-
-	// 4. The slot, exporting its consistent point as a snapshot when the
-	// subscriber is initialized from it. The replication connection must
-	// stay open and idle while the snapshot is in use.
-	rc, err := slotConn.take()
-	if err != nil {
-		return res, err
-	}
-	defer rc.Close(context.WithoutCancel(ctx))
-	made.pubPIDs = append(made.pubPIDs, rc.PID())
-	slot, err := createSlot(ctx, rc, cfg.Publication, opts.Init != InitNone)
-	made.slot = mayHaveRun(err)
-	if err != nil {
-		return res, err
-	}
+	rc, slot, reads, distConn := st.rc, st.slot, st.reads, st.distConn
 	cfg.Logger.Info("replication slot created", "slot", cfg.Publication, "consistent_point", slot.ConsistentPoint)
 	res.ConsistentPoint = slot.ConsistentPoint
 
-	// 5. Initialization, and the subscription's starting point: command 0
+	// 2. Initialization, and the subscription's starting point: command 0
 	// at the consistent point. For a snapshot both commit together.
 	rec := subscriptionRecord{cfg, opts, slot.ConsistentPoint}
 	made.subscriberTables = p.missingOnSubscriber()
 	switch opts.Init {
 	case InitSnapshot:
-		err = initSnapshot(ctx, p, opts, streams, slot.Snapshot, rec, &res)
+		err = initSnapshot(ctx, p, opts, later.streams, slot.Snapshot, reads, rec, &res)
 	case InitBackup:
-		err = initBackup(ctx, p, opts, slot.Snapshot, rec.write, &res)
+		err = initBackup(ctx, p, opts, slot.Snapshot, reads, rec.write, &res)
 	default:
 		err = pgx.BeginFunc(ctx, p.subConn, func(tx pgx.Tx) error { return rec.write(ctx, tx) })
 	}
@@ -233,29 +214,267 @@ func Setup(ctx context.Context, cfg Config, opts SetupOptions) (res SetupResult,
 	}
 	rc.Close(ctx) // releases the exported snapshot
 
-	// 6. This publication's tables in the distribution database and the
+	// 3. This publication's tables in the distribution database and the
 	// catalog: the publication, its tables and both roles' records, in
 	// one transaction.
 	return res, p.finishDistribution(ctx, distConn, opts, slot.ConsistentPoint, made)
 }
 
-// openLater starts opening the sessions setup needs later, while it works
-// (see pending): the slot's replication connection and, for a snapshot,
-// its streams (nil otherwise).
-func openLater(ctx context.Context, cfg Config, opts SetupOptions) (slotConn *pending[*pgconn.PgConn], streams *pending[snapshotSessions]) {
-	slotConn = openInBackground(func() (*pgconn.PgConn, error) {
-		c, err := connectReplication(ctx, cfg.Publisher, "dbrig setup")
+// started is what setup has made on the publisher's server before the
+// initialization: the slot, on its replication connection (open while the
+// slot's snapshot is in use), the DDL read of the tables the
+// initialization creates, and the distribution database's session being
+// opened.
+type started struct {
+	rc       *pgconn.PgConn
+	slot     slotInfo
+	reads    []*ddlReads
+	distConn *pending[*pgx.Conn]
+}
+
+// begin creates the publication and the distribution database in one
+// round trip to the publisher, the subscriber's bookkeeping meanwhile, and
+// the slot as soon as the publication is made; then marks the database
+// and reads the tables' DDL while the slot is made. The slot exports its
+// consistent point as a snapshot when the subscriber is initialized from
+// it. What it returns is the caller's to close, also with an error.
+func (p *plan) begin(ctx context.Context, opts SetupOptions, later laterSessions) (st started, _ error) {
+	made := p.made
+	subDone := make(chan error, 1)
+	go func() { subDone <- execAll(ctx, p.subConn, subscriberDDL) }() // received below
+	type slotMade struct {
+		rc   *pgconn.PgConn
+		slot slotInfo
+		err  error
+	}
+	published, slotDone := make(chan bool, 1), make(chan slotMade, 1)
+	go func() { // received below
+		if !<-published {
+			slotDone <- slotMade{}
+			return
+		}
+		rc, slot, err := takeSlot(ctx, p.cfg, later.slot, opts, made)
+		slotDone <- slotMade{rc, slot, err}
+	}()
+	err := p.createOnPublisher(ctx, made, func(ok bool) { published <- ok })
+	subErr := <-subDone
+	made.subscriberSchema = !p.subSchemaExists && mayHaveRun(subErr)
+	if subErr != nil {
+		err = errors.Join(err, fmt.Errorf("subscriber %s: %w", p.cfg.Subscriber, subErr))
+	}
+	if err == nil {
+		// The distribution database's mark and the DDL of the tables the
+		// initialization creates on the subscriber in one round trip,
+		// while the slot is made; the distribution database's session
+		// opens in the background (its tables are made with the catalog's
+		// records at the end).
+		st.distConn = p.openDistribution(ctx)
+		st.reads, err = p.markAndReadDDL(ctx, made, opts.Init)
+	}
+	sm := <-slotDone
+	st.rc, st.slot = sm.rc, sm.slot
+	return st, errors.Join(err, sm.err)
+}
+
+// slotSessionTag is the application name of a setup's replication
+// connection: opened while preflight counts the publisher's WAL senders,
+// it is told from the others by a name of its own.
+func slotSessionTag() string {
+	return fmt.Sprintf("dbrig setup %08x", rand.Uint32())
+}
+
+// laterSessions are the sessions setup opens while it checks (see
+// pending): the slot's replication connection and a snapshot's streams
+// (nil otherwise).
+type laterSessions struct {
+	slot    *pending[*pgconn.PgConn]
+	streams *pending[snapshotSessions]
+}
+
+// openLater starts opening laterSessions; the replication connection is
+// named tag.
+func openLater(ctx context.Context, cfg Config, opts SetupOptions, tag string) laterSessions {
+	var l laterSessions
+	l.slot = openInBackground(func() (*pgconn.PgConn, error) {
+		c, err := connectReplication(ctx, cfg.Publisher, tag)
 		if err != nil {
 			return nil, &ServerError{Err: err}
 		}
 		return c, nil
 	}, func(c *pgconn.PgConn) { c.Close(context.WithoutCancel(ctx)) })
 	if opts.Init == InitSnapshot {
-		streams = openInBackground(func() (snapshotSessions, error) {
+		l.streams = openInBackground(func() (snapshotSessions, error) {
 			return connectSnapshotSessions(ctx, orConn(opts.InitPublisher, cfg.Publisher), opts.streams())
 		}, func(s snapshotSessions) { s.close(ctx) })
 	}
-	return slotConn, streams
+	return l
+}
+
+// release waits for every session's opening and closes those not taken.
+func (l laterSessions) release() {
+	l.streams.release()
+	l.slot.release()
+}
+
+// takeSlot takes the replication connection and creates the slot on it.
+// rc is the connection, to be closed by the caller, whenever it was taken.
+func takeSlot(ctx context.Context, cfg Config, slotConn *pending[*pgconn.PgConn], opts SetupOptions, made *created) (rc *pgconn.PgConn, slot slotInfo, err error) {
+	if rc, err = slotConn.take(); err != nil {
+		return nil, slot, err
+	}
+	made.pubPIDs = append(made.pubPIDs, rc.PID())
+	slot, err = createSlot(ctx, rc, cfg.Publication, opts.Init != InitNone)
+	made.slot = mayHaveRun(err)
+	return rc, slot, err
+}
+
+// createOnPublisher creates, in one round trip, the publication and the
+// distribution database when the publisher's server has none of dbrig's:
+// each statement its own implicit transaction in one pipeline (CREATE
+// DATABASE must be one of its own), so that a statement the server
+// refuses leaves the other's result as it is. published is told once
+// whether the publication was made, as soon as its answer is in, while
+// the server makes the database: the slot's decoding needs the
+// publication, not the database, and the slot's snapshot waits for the
+// database's transaction anyway (it waits for every transaction running
+// when it starts), so the slot is made meanwhile.
+func (p *plan) createOnPublisher(ctx context.Context, made *created, published func(ok bool)) error {
+	cfg := p.cfg
+	names := make([]string, len(p.tables))
+	for i, t := range p.tables {
+		names[i] = t.Name.Quoted()
+	}
+	type statement struct {
+		sql  string
+		made *bool
+		what string
+	}
+	stmts := []statement{{"CREATE PUBLICATION " + quoteIdent(cfg.Publication) + " FOR TABLE " + strings.Join(names, ", ") +
+		" WITH (publish = 'insert, update, delete, truncate')", &made.publication,
+		fmt.Sprintf("create publication %q on %s", cfg.Publication, cfg.Publisher)}}
+	if !p.distExists {
+		stmts = append(stmts, statement{"CREATE DATABASE " + quoteIdent(cfg.DistributionDB) + " ENCODING 'UTF8' TEMPLATE template0", &made.database,
+			fmt.Sprintf("create the distribution database %q on %s", cfg.DistributionDB, cfg.Publisher)})
+	}
+	pl := p.pub.PgConn().StartPipeline(ctx)
+	for _, st := range stmts {
+		pl.SendQueryParams(st.sql, nil, nil, nil, nil)
+		pl.SendPipelineSync()
+	}
+	errs := make([]error, len(stmts))
+	flushErr := pl.Flush()
+	if flushErr != nil {
+		published(false)
+	}
+	for i := range stmts {
+		if flushErr != nil {
+			errs[i] = flushErr
+			continue
+		}
+		errs[i] = pipelineResult(pl)
+		if i == 0 {
+			published(errs[0] == nil)
+		}
+		if errs[i] != nil && mayHaveRun(errs[i]) {
+			// The connection failed: the rest may have run too.
+			flushErr = errs[i]
+		}
+	}
+	closeErr := pl.Close()
+	var failed []error
+	for i, st := range stmts {
+		if errs[i] == nil && closeErr != nil {
+			errs[i] = closeErr
+		}
+		*st.made = mayHaveRun(errs[i])
+		if errs[i] != nil {
+			failed = append(failed, fmt.Errorf("%s: %w", st.what, errs[i]))
+		}
+	}
+	return errors.Join(failed...)
+}
+
+// pipelineResult reads one statement's result and the Sync after it: the
+// statement's error, or the connection's.
+func pipelineResult(pl *pgconn.Pipeline) error {
+	var first error
+	keep := func(err error) {
+		if first == nil {
+			first = err
+		}
+	}
+	for {
+		res, err := pl.GetResults()
+		switch r := res.(type) {
+		case *pgconn.ResultReader:
+			if _, err := r.Close(); err != nil {
+				keep(err)
+			}
+			continue
+		case *pgconn.PipelineSync:
+			return first
+		}
+		if err == nil {
+			keep(errors.New("pipeline: no Sync where one was due"))
+			return first
+		}
+		keep(err)
+		var pgErr *pgconn.PgError
+		if !errors.As(err, &pgErr) {
+			return first // the connection failed
+		}
+	}
+}
+
+// markAndReadDDL marks a distribution database setup made as dbrig's (a
+// comment, which teardown and later setups look for: only once CREATE
+// DATABASE has succeeded, so that a database someone else made meanwhile
+// is never marked) and reads the DDL of the tables the initialization
+// creates on the subscriber (all of them for a snapshot, and for a backup
+// those missing where others exist: it then restores the data alone), in
+// one round trip.
+func (p *plan) markAndReadDDL(ctx context.Context, made *created, init InitMethod) ([]*ddlReads, error) {
+	cfg := p.cfg
+	b := &pgx.Batch{}
+	if made.database {
+		b.Queue("COMMENT ON DATABASE " + quoteIdent(cfg.DistributionDB) + " IS " + quoteLiteral(distributionMarker))
+	}
+	var reads []*ddlReads
+	if init == InitSnapshot || init == InitBackup && p.restoresDataOnly() {
+		for _, t := range p.tables {
+			if _, ok := p.sub[t.Name]; !ok {
+				reads = append(reads, queueDDLReads(b, t))
+			}
+		}
+	}
+	if b.Len() == 0 {
+		return nil, nil
+	}
+	if err := p.pub.SendBatch(ctx, b).Close(); err != nil {
+		if made.database {
+			return nil, fmt.Errorf("mark the distribution database %q as dbrig's (and read the DDL of the tables the subscriber lacks): %w", cfg.DistributionDB, err)
+		}
+		return nil, fmt.Errorf("publisher %s: read the DDL of the tables the subscriber lacks: %w", cfg.Publisher, err)
+	}
+	return reads, nil
+}
+
+// openDistribution opens a session on the distribution database in the
+// background, or hands over preflight's where it existed.
+func (p *plan) openDistribution(ctx context.Context) *pending[*pgx.Conn] {
+	closeConn := func(c *pgx.Conn) { c.Close(context.WithoutCancel(ctx)) }
+	if p.distExists {
+		dist := p.dist
+		p.dist = nil
+		return opened(dist, closeConn)
+	}
+	return openInBackground(func() (*pgx.Conn, error) {
+		c, err := setupConnect(ctx, p.cfg.Distribution())
+		if err != nil {
+			return nil, fmt.Errorf("distribution database: %w", err)
+		}
+		return c, nil
+	}, closeConn)
 }
 
 // finishDistribution takes the distribution database's session, makes
@@ -274,6 +493,11 @@ func (p *plan) finishDistribution(ctx context.Context, distConn *pending[*pgx.Co
 	return nil
 }
 
+// restoresDataOnly tells whether a backup restores the data alone, some
+// tables existing on the subscriber already: setup then creates the
+// missing ones from their DDL, as a snapshot does.
+func (p *plan) restoresDataOnly() bool { return len(p.sub) > 0 }
+
 // missingOnSubscriber lists the published tables the subscriber lacks:
 // the initialization creates them.
 func (p *plan) missingOnSubscriber() []TableName {
@@ -284,51 +508,6 @@ func (p *plan) missingOnSubscriber() []TableName {
 		}
 	}
 	return missing
-}
-
-// startDistribution creates the distribution database when the
-// publisher's server has none of dbrig's and opens a session on it in the
-// background (or hands over preflight's, when it exists).
-func (p *plan) startDistribution(ctx context.Context, pub *pgx.Conn, made *created) (*pending[*pgx.Conn], error) {
-	cfg := p.cfg
-	closeConn := func(c *pgx.Conn) { c.Close(context.WithoutCancel(ctx)) }
-	if p.distExists {
-		dist := p.dist
-		p.dist = nil
-		return opened(dist, closeConn), nil
-	}
-	_, err := pub.Exec(ctx, "CREATE DATABASE "+quoteIdent(cfg.DistributionDB)+" ENCODING 'UTF8' TEMPLATE template0")
-	made.database = mayHaveRun(err)
-	if err != nil {
-		return nil, fmt.Errorf("create the distribution database %q on %s: %w", cfg.DistributionDB, cfg.Publisher, err)
-	}
-	conn := openInBackground(func() (*pgx.Conn, error) {
-		c, err := setupConnect(ctx, cfg.Distribution())
-		if err != nil {
-			return nil, fmt.Errorf("distribution database: %w", err)
-		}
-		return c, nil
-	}, closeConn)
-	if _, err := pub.Exec(ctx, "COMMENT ON DATABASE "+quoteIdent(cfg.DistributionDB)+" IS "+quoteLiteral(distributionMarker)); err != nil {
-		conn.release()
-		return nil, fmt.Errorf("mark the distribution database %q as dbrig's: %w", cfg.DistributionDB, err)
-	}
-	return conn, nil
-}
-
-// createPublication publishes the plan's tables on the publisher.
-func (p *plan) createPublication(ctx context.Context, pub *pgx.Conn, made *created) error {
-	names := make([]string, len(p.tables))
-	for i, t := range p.tables {
-		names[i] = t.Name.Quoted()
-	}
-	_, err := pub.Exec(ctx, "CREATE PUBLICATION "+quoteIdent(p.cfg.Publication)+" FOR TABLE "+strings.Join(names, ", ")+
-		" WITH (publish = 'insert, update, delete, truncate')")
-	made.publication = mayHaveRun(err)
-	if err != nil {
-		return fmt.Errorf("create publication %q on %s: %w", p.cfg.Publication, p.cfg.Publisher, err)
-	}
-	return nil
 }
 
 // durableCommit makes the transaction's commit wait for its WAL to be

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -126,7 +127,11 @@ func startupName(b []byte) string {
 	for i := 0; i+1 < len(kv); i += 2 {
 		params[string(kv[i])] = string(kv[i+1])
 	}
-	name := params["application_name"] + " on " + params["database"]
+	app := params["application_name"]
+	if params["replication"] != "" && strings.HasPrefix(app, "dbrig setup ") {
+		app = "dbrig setup" // and the tag that tells it from other setups'
+	}
+	name := app + " on " + params["database"]
 	if params["replication"] != "" {
 		name += " (replication)"
 	}
@@ -159,16 +164,18 @@ func (tc *turnCounter) turns() (map[string][]int, int) {
 // sessions it needs later while it works, and writes the distribution
 // database in one transaction. Before, on these two tables, the setup
 // session took 29 turns, the distribution database's 8 and a snapshot
-// session 9 (now 10, 5 and 7).
+// session 9 (now 8, 5 and 7; 10 before CREATE DATABASE and CREATE
+// PUBLICATION shared a round trip, and the database's mark the DDL's).
 func TestSetupRoundTripsToThePublisher(t *testing.T) {
 	t.Parallel()
 	p, got := setupCountingTurns(t, "publisher")
 	// The handshake takes 3 to 5 turns (TLS or not, SCRAM or not); then
-	// the setup session: its checks and the tables (1), CREATE DATABASE,
-	// its mark, CREATE PUBLICATION (3), the DDL of the tables the
-	// subscriber lacks (1), their sequences' positions (1).
+	// the setup session: its checks and the tables (1), CREATE DATABASE
+	// and CREATE PUBLICATION in one pipeline (1), the database's mark with
+	// the DDL of the tables the subscriber lacks (1), their sequences'
+	// positions (1).
 	wantAtMost := map[string]int{
-		"dbrig setup on " + p.cfg.Publisher.Database:                    5 + 6,
+		"dbrig setup on " + p.cfg.Publisher.Database:                    5 + 4,
 		"dbrig setup on " + p.cfg.DistributionDB:                        5 + 1,
 		"dbrig setup on " + p.cfg.Publisher.Database + " (replication)": 5 + 1,
 		"dbrig snapshot on " + p.cfg.Publisher.Database:                 5 + 3, // the snapshot and the sizes, one COPY a table
@@ -188,8 +195,8 @@ func TestSetupRoundTripsToThePublisher(t *testing.T) {
 	if n := len(got["dbrig snapshot on "+p.cfg.Publisher.Database]); n != 2 {
 		t.Errorf("%d snapshot sessions, want 2", n)
 	}
-	if _, ok := got["dbrig setup on "+p.cfg.Publisher.Database]; !ok {
-		t.Errorf("no setup session seen: %v", got)
+	if n := len(got["dbrig setup on "+p.cfg.Publisher.Database]); n != 1 {
+		t.Errorf("%d setup sessions on the published database, want 1: %v", n, got)
 	}
 }
 
@@ -347,4 +354,101 @@ func setupCountingTurns(t *testing.T, side string) (*pair, map[string][]int) {
 	got, total := tc.turns()
 	t.Logf("turns by session on the %s's server: %v, %d in all", side, got, total)
 	return p, got
+}
+
+// TestSetupTakesTheLastWALSender sets up on a publisher with one WAL
+// sender: setup opens its replication connection while preflight counts
+// the server's WAL senders, and must not count its own against the one it
+// needs. With that one taken by someone else, setup is refused, saying
+// why, and leaves nothing.
+func TestSetupTakesTheLastWALSender(t *testing.T) {
+	t.Parallel()
+	p := newPair(t, own(map[string]string{"max_wal_senders": "1"}), shared)
+	ctx := testCtx(t, 2*time.Minute)
+	execPub(t, p, "CREATE TABLE items (id bigint PRIMARY KEY, v text)", "INSERT INTO items SELECT g, md5(g::text) FROM generate_series(1, 100) g")
+	p.cfg.Tables = []TableName{{"public", "items"}}
+
+	other, err := connectReplication(ctx, p.cfg.Publisher, "someone else")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Setup(ctx, p.cfg, SetupOptions{Init: InitSnapshot, Streams: 2})
+	if err == nil || !strings.Contains(err.Error(), "no free WAL sender") {
+		t.Errorf("setup with the only WAL sender taken: %v, want no free WAL sender", err)
+	}
+	mustBeClean(t, ctx, p, p.cfg, "public.items")
+	other.Close(ctx)
+
+	// The sender is free once the other's backend has exited.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		err = Check(ctx, p.cfg, SetupOptions{Init: InitSnapshot})
+		if err == nil || time.Now().After(deadline) {
+			break
+		}
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Setup(ctx, p.cfg, SetupOptions{Init: InitSnapshot, Streams: 2}); err != nil {
+		t.Fatalf("setup with one WAL sender free: %v", err)
+	}
+	if _, err := Teardown(ctx, p.cfg, TeardownOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestCreateOnPublisherRefusedInPart has the server refuse CREATE
+// DATABASE in setup's pipeline (a database of that name made by someone
+// else after the checks) while CREATE PUBLICATION goes through: the
+// publication is setup's to remove, the database is not (nor to mark),
+// and setup's undo leaves that database as it is.
+func TestCreateOnPublisherRefusedInPart(t *testing.T) {
+	t.Parallel()
+	p := startPair(t)
+	ctx := testCtx(t, time.Minute)
+	execPub(t, p, "CREATE TABLE items (id bigint PRIMARY KEY, v text)")
+	cfg := p.cfg
+	cfg.Tables = []TableName{{"public", "items"}}
+	pl, err := preflight(ctx, cfg.withDefaults(), SetupOptions{Init: InitSnapshot}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.pub.CreateDatabase(ctx, cfg.DistributionDB); err != nil { // someone else's, made after the checks
+		t.Fatal(err)
+	}
+	made := pl.made
+	var told []bool
+	err = pl.createOnPublisher(ctx, made, func(ok bool) { told = append(told, ok) })
+	if len(told) != 1 || !told[0] {
+		t.Errorf("createOnPublisher told %v of the publication, want [true]", told)
+	}
+	if err == nil || !strings.Contains(err.Error(), "create the distribution database") || !strings.Contains(err.Error(), "already exists") {
+		t.Errorf("createOnPublisher: %v, want the database refused", err)
+	}
+	if err != nil && strings.Contains(err.Error(), "publication") {
+		t.Errorf("createOnPublisher: %v, want the publication made", err)
+	}
+	if made.database || !made.publication {
+		t.Errorf("made database %v, publication %v: want the publication alone", made.database, made.publication)
+	}
+	if _, err := pl.markAndReadDDL(ctx, made, InitSnapshot); err != nil {
+		t.Fatal(err)
+	}
+	pl.close(ctx) // as Setup closes its sessions before it undoes
+	made.undoAfterFailure(ctx, pl.cfg)
+	c, err := pgxConnect(ctx, p.cfg.Publisher, "check")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(context.WithoutCancel(ctx))
+	var pubs, dists int
+	var comment *string
+	if err := c.QueryRow(ctx, `SELECT (SELECT count(*) FROM pg_publication WHERE pubname = $1)::int, (SELECT count(*) FROM pg_database WHERE datname = $2)::int,
+			(SELECT shobj_description(oid, 'pg_database') FROM pg_database WHERE datname = $2)`,
+		pl.cfg.Publication, pl.cfg.DistributionDB).Scan(&pubs, &dists, &comment); err != nil {
+		t.Fatal(err)
+	}
+	if pubs != 0 || dists != 1 || comment != nil {
+		t.Errorf("after the undo: %d publications (want 0), %d databases of that name (want the other's, 1), its comment %v (want none)", pubs, dists, comment)
+	}
 }
