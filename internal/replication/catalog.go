@@ -98,6 +98,11 @@ type tableInfo struct {
 	Identity byte // relreplident
 	Columns  []tableColumn
 	Key      []string // primary key columns, in key order
+	// size is the table's size on disk when it was described: a
+	// snapshot's copy plans its streams' block ranges from it (the last
+	// range open, for rows in blocks added since).
+	size      tableSize
+	blockSize int64
 }
 
 // copyColumns are the columns that hold data (not generated).
@@ -145,11 +150,11 @@ func queueDescribe(b *pgx.Batch, name TableName) *describedTable {
 	d := &describedTable{}
 	ti := &tableInfo{Name: name}
 	const oid = `(SELECT c.oid FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relname = $2)`
-	b.Queue(`SELECT c.oid, c.relkind::text, c.relreplident::text FROM pg_class c
+	b.Queue(`SELECT c.oid, c.relkind::text, c.relreplident::text, pg_relation_size(c.oid), current_setting('block_size')::bigint FROM pg_class c
 		JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relname = $2`,
 		name.Schema, name.Name).QueryRow(func(row pgx.Row) error {
 		var kind, ident string
-		err := row.Scan(&ti.OID, &kind, &ident)
+		err := row.Scan(&ti.OID, &kind, &ident, &ti.size.bytes, &ti.blockSize)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil
 		}
@@ -157,6 +162,9 @@ func queueDescribe(b *pgx.Batch, name TableName) *describedTable {
 			return fmt.Errorf("look up table %s: %w", name, err)
 		}
 		ti.Kind, ti.Identity = kind[0], ident[0]
+		if ti.blockSize > 0 {
+			ti.size.blocks = ti.size.bytes / ti.blockSize
+		}
 		d.info = ti
 		return nil
 	})

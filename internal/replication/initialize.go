@@ -33,49 +33,28 @@ func initSnapshot(ctx context.Context, p *plan, opts SetupOptions, streams *pend
 	cfg := p.cfg
 	subCI := orConn(opts.InitSubscriber, cfg.Subscriber)
 	start := time.Now()
-	// The streams' sessions import the snapshot while the sequences'
-	// positions are read: across a WAN both are round trips.
-	type imported struct {
-		src   snapshotSessions
-		sizes []tableSize
-		err   error
-	}
-	sessions := make(chan imported, 1)
-	go func() { // received below
-		src, err := streams.take()
-		if err != nil {
-			sessions <- imported{err: err}
-			return
-		}
-		sizes, err := src.importSnapshot(ctx, snapshot, p.tables)
-		sessions <- imported{src, sizes, err}
-	}()
 	// Each statement in one round trip, none prepared first (see
 	// copyInto).
 	dst, err := pgxConnectMode(ctx, subCI, "dbrig snapshot", pgx.QueryExecModeExec)
-	var ddl map[TableName]*tableDDL
 	if err != nil {
-		err = fmt.Errorf("subscriber: %w", err)
-	} else {
-		defer dst.Close(context.WithoutCancel(ctx))
-		p.made.subPIDs = append(p.made.subPIDs, dst.PgConn().PID())
-		ddl, err = missingTablesDDL(ctx, p, dst, reads)
+		return fmt.Errorf("snapshot: subscriber: %w", err)
 	}
-	o := <-sessions
-	if o.src != nil {
-		defer o.src.close(ctx)
-	}
-	switch {
-	case o.err != nil:
-		return fmt.Errorf("snapshot: publisher: %w", o.err)
-	case err != nil:
+	defer dst.Close(context.WithoutCancel(ctx))
+	p.made.subPIDs = append(p.made.subPIDs, dst.PgConn().PID())
+	ddl, err := missingTablesDDL(ctx, p, dst, reads)
+	if err != nil {
 		return fmt.Errorf("snapshot: %w", err)
 	}
-	src := o.src
+	sessions, err := streams.take()
+	if err != nil {
+		return fmt.Errorf("snapshot: publisher: %w", err)
+	}
+	defer sessions.close(ctx)
+	src := newSnapshotCopy(sessions, snapshot)
 	watch := newCopyWatch(opts, len(p.tables))
 	watch.start()
 	defer watch.stop()
-	err = copyInto(ctx, p, dst, src, ddl, o.sizes, watch, rec, res)
+	err = copyInto(ctx, p, dst, src, ddl, watch, rec, res)
 	if err != nil {
 		return err
 	}
@@ -91,8 +70,8 @@ func initSnapshot(ctx context.Context, p *plan, opts SetupOptions, streams *pend
 // table's DDL (its keys and indexes, its sequences' positions) with the
 // next table's, and the subscription's record with COMMIT. A failure
 // leaves the transaction open on dst, which the caller closes.
-func copyInto(ctx context.Context, p *plan, dst *pgx.Conn, src snapshotSessions, ddl map[TableName]*tableDDL,
-	sizes []tableSize, watch *copyWatch, rec subscriptionRecord, res *SetupResult) error {
+func copyInto(ctx context.Context, p *plan, dst *pgx.Conn, src *snapshotCopy, ddl map[TableName]*tableDDL,
+	watch *copyWatch, rec subscriptionRecord, res *SetupResult) error {
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
 	for i, t := range p.tables {
@@ -107,8 +86,8 @@ func copyInto(ctx context.Context, p *plan, dst *pgx.Conn, src snapshotSessions,
 		}
 		b = &pgx.Batch{}
 		var copied atomic.Int64
-		watch.table(i+1, t.Name.String(), sizes[i].bytes, &copied)
-		tc, err := copyTableStreams(ctx, src, dst, t, sizes[i].blocks, &copied)
+		watch.table(i+1, t.Name.String(), t.size.bytes, &copied)
+		tc, err := copyTableStreams(ctx, src, dst, t, &copied)
 		if err != nil {
 			return err
 		}

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -62,65 +61,32 @@ func connectSnapshotSessions(ctx context.Context, ci postgres.ConnInfo, n int) (
 	return s, nil
 }
 
-// tableSize is a table's size on disk as the snapshot sees it.
+// tableSize is a table's size on disk.
 type tableSize struct{ blocks, bytes int64 }
 
-// importSnapshot has each session import the snapshot in a read-only
-// repeatable-read transaction, all at once, and returns the tables' sizes,
-// read by the first session in the same round trip.
-func (s snapshotSessions) importSnapshot(ctx context.Context, snapshot string, tables []*tableInfo) ([]tableSize, error) {
-	begin := "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; SET TRANSACTION SNAPSHOT " + quoteLiteral(snapshot)
-	sizes := []string{"current_setting('block_size')::bigint"}
-	for _, t := range tables {
-		sizes = append(sizes, "pg_relation_size("+quoteLiteral(t.Name.Quoted())+"::regclass)")
-	}
-	var blocks []tableSize
-	errs := make([]error, len(s))
-	var wg sync.WaitGroup
-	for i, c := range s {
-		wg.Add(1)
-		go func() { // waited for below
-			defer wg.Done()
-			q := begin
-			if i == 0 && len(tables) > 0 {
-				q += "; SELECT " + strings.Join(sizes, ", ")
-			}
-			res, err := c.Exec(ctx, q).ReadAll()
-			if err != nil {
-				errs[i] = fmt.Errorf("import the slot's snapshot %q: %w", snapshot, err)
-				return
-			}
-			if i == 0 && len(tables) > 0 {
-				blocks, errs[i] = parseSizes(res, tables)
-			}
-		}()
-	}
-	wg.Wait()
-	return blocks, errors.Join(errs...)
+// snapshotCopy is the snapshot's sessions as the copy uses them: each
+// imports the slot's snapshot in a read-only repeatable-read transaction
+// in the same round trip as its first COPY (across a WAN the import alone
+// would be one more), and a session that copies nothing never imports it.
+type snapshotCopy struct {
+	sessions snapshotSessions
+	begin    string
+	imported []bool
 }
 
-// parseSizes reads the block size and the tables' sizes in bytes from the
-// last result of a query.
-func parseSizes(res []*pgconn.Result, tables []*tableInfo) ([]tableSize, error) {
-	if len(res) == 0 || len(res[len(res)-1].Rows) != 1 || len(res[len(res)-1].Rows[0]) != len(tables)+1 {
-		return nil, fmt.Errorf("the sizes of the tables: no answer")
+func newSnapshotCopy(s snapshotSessions, snapshot string) *snapshotCopy {
+	return &snapshotCopy{sessions: s, imported: make([]bool, len(s)),
+		begin: "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; SET TRANSACTION SNAPSHOT " + quoteLiteral(snapshot) + "; "}
+}
+
+// query is q as session i sends it: after the snapshot's import when it
+// is the session's first.
+func (c *snapshotCopy) query(i int, q string) string {
+	if c.imported[i] {
+		return q
 	}
-	row := res[len(res)-1].Rows[0]
-	n := make([]int64, len(row))
-	for i := range row {
-		var err error
-		if n[i], err = strconv.ParseInt(string(row[i]), 10, 64); err != nil {
-			return nil, fmt.Errorf("the sizes of the tables: %q: %w", row, err)
-		}
-	}
-	if n[0] <= 0 {
-		return nil, fmt.Errorf("the sizes of the tables: a block size of %d", n[0])
-	}
-	out := make([]tableSize, len(tables))
-	for i := range tables {
-		out[i] = tableSize{blocks: n[i+1] / n[0], bytes: n[i+1]}
-	}
-	return out, nil
+	c.imported[i] = true
+	return c.begin + q
 }
 
 // close ends the sessions, and with them their read-only transactions
@@ -162,10 +128,13 @@ func blockRanges(t *tableInfo, blocks int64, n int) []string {
 // (its tuples visible in the snapshot are each in exactly one range), and
 // their rows are merged, whole rows at a time, into the one COPY FROM
 // STDIN of the subscriber's transaction, so the copy still commits or
-// vanishes as one. blocks is the table's size as the snapshot sees it;
-// copied counts the bytes copied so far.
-func copyTableStreams(ctx context.Context, src snapshotSessions, dst *pgx.Conn, t *tableInfo, blocks int64, copied *atomic.Int64) (TableCopy, error) {
-	queries := blockRanges(t, blocks, len(src))
+// vanishes as one. The ranges come from the table's size when setup
+// checked it; copied counts the bytes copied so far.
+func copyTableStreams(ctx context.Context, src *snapshotCopy, dst *pgx.Conn, t *tableInfo, copied *atomic.Int64) (TableCopy, error) {
+	queries := blockRanges(t, t.size.blocks, len(src.sessions))
+	for i := range queries {
+		queries[i] = src.query(i, queries[i])
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	m := &rowMerger{chunks: make(chan []byte, 2*len(queries)), copied: copied}
@@ -175,7 +144,7 @@ func copyTableStreams(ctx context.Context, src snapshotSessions, dst *pgx.Conn, 
 		go func() { // waited for below
 			defer wg.Done()
 			cut := &rowCutter{ctx: ctx, out: m.chunks, copied: m.copied}
-			_, err := src[i].CopyTo(ctx, cut, q)
+			_, err := src.sessions[i].CopyTo(ctx, cut, q)
 			if err == nil {
 				err = cut.flush()
 			}
