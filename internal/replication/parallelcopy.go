@@ -41,7 +41,7 @@ type snapshotSessions []*pgconn.PgConn
 
 // connectSnapshotSessions connects n sessions at once: across a WAN each
 // costs its handshake's round trips, paid once for all, and setup opens
-// them while it makes the slot whose snapshot they import.
+// them while it checks the servers.
 func connectSnapshotSessions(ctx context.Context, ci postgres.ConnInfo, n int) (snapshotSessions, error) {
 	s := make(snapshotSessions, n)
 	errs := make([]error, n)
