@@ -261,10 +261,13 @@ func (r *ddlReads) columns(identity map[string]ddlSequence) tableColumns {
 	return out
 }
 
-// queueSetSequences queues on b, a batch of the subscriber's transaction,
-// the setting of its sequences to the publisher's positions.
-func (d *tableDDL) queueSetSequences(b *pgx.Batch) {
+// setSequences are the statements that set the table's sequences to the
+// publisher's positions, in the subscriber's transaction (without
+// parameters: they go in one query with a COPY).
+func (d *tableDDL) setSequences() []string {
+	var out []string
 	for _, s := range d.sequences {
-		b.Queue("SELECT setval($1::regclass, $2, $3)", s.name, s.last, s.isCalled)
+		out = append(out, fmt.Sprintf("SELECT setval(%s::regclass, %d, %t)", quoteLiteral(s.name), s.last, s.isCalled))
 	}
+	return out
 }

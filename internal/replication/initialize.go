@@ -65,41 +65,37 @@ func initSnapshot(ctx context.Context, p *plan, opts SetupOptions, streams *pend
 // copyInto copies every table from the snapshot's sessions into the
 // subscriber in one transaction of dst, which also creates the missing
 // tables and records the subscription. From the publisher's site each
-// round trip to the subscriber crosses the WAN, so the statements go in
-// batches: BEGIN with the first table's DDL, each COPY, the rest of a
-// table's DDL (its keys and indexes, its sequences' positions) with the
-// next table's, and the subscription's record with COMMIT. A failure
-// leaves the transaction open on dst, which the caller closes.
+// round trip to the subscriber crosses the WAN, so the statements go
+// together: each COPY in one query after BEGIN and the first table's DDL,
+// or after the rest of the table before it (its keys and indexes, its
+// sequences' positions) and its own DDL, and the last table's rest with
+// the subscription's record and COMMIT. A failure leaves the transaction
+// open on dst, which the caller closes.
 func copyInto(ctx context.Context, p *plan, dst *pgx.Conn, src *snapshotCopy, ddl map[TableName]*tableDDL,
 	watch *copyWatch, rec subscriptionRecord, res *SetupResult) error {
-	b := &pgx.Batch{}
-	b.Queue("BEGIN")
+	ahead := []string{"BEGIN"}
 	for i, t := range p.tables {
 		d := ddl[t.Name]
 		if d != nil {
-			for _, s := range d.before {
-				b.Queue(s)
-			}
+			ahead = append(ahead, d.before...)
 		}
-		if err := dst.SendBatch(ctx, b).Close(); err != nil {
-			return fmt.Errorf("snapshot: the subscriber's DDL before %s: %w", t.Name, err)
-		}
-		b = &pgx.Batch{}
 		var copied atomic.Int64
 		watch.table(i+1, t.Name.String(), t.size.bytes, &copied)
-		tc, err := copyTableStreams(ctx, src, dst, t, &copied)
+		tc, err := copyTableStreams(ctx, src, dst, t, ahead, &copied)
 		if err != nil {
 			return err
 		}
+		ahead = nil
 		if d != nil {
-			for _, s := range d.after {
-				b.Queue(s)
-			}
-			d.queueSetSequences(b)
+			ahead = append(append(ahead, d.after...), d.setSequences()...)
 		}
 		res.Tables = append(res.Tables, tc)
 		res.InitBytes += tc.Bytes
 		p.cfg.Logger.Info("table copied", "table", t.Name.String(), "rows", tc.Rows, "bytes", tc.Bytes, "streams", tc.Streams)
+	}
+	b := &pgx.Batch{}
+	for _, q := range ahead {
+		b.Queue(q)
 	}
 	rec.queue(b)
 	b.Queue("COMMIT")

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -128,9 +129,13 @@ func blockRanges(t *tableInfo, blocks int64, n int) []string {
 // (its tuples visible in the snapshot are each in exactly one range), and
 // their rows are merged, whole rows at a time, into the one COPY FROM
 // STDIN of the subscriber's transaction, so the copy still commits or
-// vanishes as one. The ranges come from the table's size when setup
-// checked it; copied counts the bytes copied so far.
-func copyTableStreams(ctx context.Context, src *snapshotCopy, dst *pgx.Conn, t *tableInfo, copied *atomic.Int64) (TableCopy, error) {
+// vanishes as one; ahead are the statements of that transaction sent in
+// the same query before the COPY (across a WAN each query is a round
+// trip; the rows follow the query at once, and the server reads them once
+// it reaches the COPY, or drops them if a statement before it failed).
+// The ranges come from the table's size when setup checked it; copied
+// counts the bytes copied so far.
+func copyTableStreams(ctx context.Context, src *snapshotCopy, dst *pgx.Conn, t *tableInfo, ahead []string, copied *atomic.Int64) (TableCopy, error) {
 	queries := blockRanges(t, t.size.blocks, len(src.sessions))
 	for i := range queries {
 		queries[i] = src.query(i, queries[i])
@@ -156,14 +161,14 @@ func copyTableStreams(ctx context.Context, src *snapshotCopy, dst *pgx.Conn, t *
 	}
 	go func() { wg.Wait(); close(m.chunks) }() // ends the merged stream once every source has
 	cols := quoteList(t.copyColumns())
-	tag, err := dst.PgConn().CopyFrom(ctx, m, "COPY "+t.Name.Quoted()+" ("+cols+") FROM STDIN")
+	tag, err := dst.PgConn().CopyFrom(ctx, m, strings.Join(append(ahead, "COPY "+t.Name.Quoted()+" ("+cols+") FROM STDIN"), ";\n"))
 	cancel()
 	wg.Wait()
 	if serr := m.failure(); serr != nil {
 		return TableCopy{}, serr
 	}
 	if err != nil {
-		return TableCopy{}, fmt.Errorf("snapshot: copy %s into the subscriber: %w", t.Name, err)
+		return TableCopy{}, fmt.Errorf("snapshot: copy %s into the subscriber (after %d statements of its transaction): %w", t.Name, len(ahead), err)
 	}
 	return TableCopy{Table: t.Name.String(), Rows: tag.RowsAffected(), Bytes: m.copied.Load(), Streams: len(queries)}, nil
 }

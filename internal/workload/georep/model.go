@@ -17,7 +17,7 @@ import (
 //	pull:                 t = 1.5 RTT + transfer(V, W)
 //	native:               t = 7 RTT + transfer(V, W)
 //	fdw (batch b):        t = (⌈rows / b⌉ × ⌈batch bytes / W⌉ + 4) × RTT + V / R
-//	init-snapshot:        t = 7 RTT + transfer(V, W)
+//	init-snapshot:        t = 6 RTT + transfer(V, W)
 //	init-backup:          t = 1.5 RTT + transfer(V, W)
 //
 // where transfer(V, W) = max(V / R, (⌈V / W⌉ − 1) × RTT + the last window
@@ -187,13 +187,14 @@ func wholeRows(v, rows, buffer float64) buffers {
 //     asks 2 more round trips of the walsender, sends START_REPLICATION
 //     (½), and the rows' first bytes return (½);
 //   - init-snapshot: the copy's connection to the subscriber (TCP 1,
-//     startup and SCRAM 3), BEGIN with CREATE SCHEMA and CREATE TABLE in
-//     one batch (1), COPY's data (½) and its answer (½), then the primary
-//     key, the subscription's record and COMMIT in one batch (1);
+//     startup and SCRAM 3), BEGIN, CREATE SCHEMA, CREATE TABLE and the
+//     COPY in one query, the rows right behind it (½), and its answer
+//     (½), then the primary key, the subscription's record and COMMIT in
+//     one batch (1);
 //   - init-backup: pg_dump and pg_restore run at their own sites and only
 //     the archive's connection crosses: its TCP handshake (1, while
 //     pg_dump starts) and the archive's first bytes (½).
-var streamRoundTrips = map[string]float64{"pull": 1.5, "native": 7, "init-snapshot": 7, "init-backup": 1.5}
+var streamRoundTrips = map[string]float64{"pull": 1.5, "native": 7, "init-snapshot": 6, "init-backup": 1.5}
 
 // transfer is the time from a stream's first byte leaving to its last
 // arriving, beyond the one-way delay: v bytes at the link's rate, or where

@@ -63,13 +63,13 @@ func TestModelFollowsTheSeedsPhysics(t *testing.T) {
 		// One round trip per row, plus the remote transaction's four
 		// (START TRANSACTION, PREPARE, DEALLOCATE, COMMIT).
 		{"fdw row by row", point("fdw-row", autoW, map[string]float64{"rows": 50, "batch_size": 1}, 60000, 1000), 54*0.077 + 60000*8/1e9},
-		// The copy's connection, statements and commit (7 RTTs) beside
+		// The copy's connection, statements and commit (6 RTTs) beside
 		// the COPY's 15 round trips of whole windows and the last one.
-		{"snapshot", point("init-snapshot", legacyW, map[string]float64{"rows": 1000}, 1000, 1e6), 22*0.077 + (mb-15*legacyW)*8/1e9},
+		{"snapshot", point("init-snapshot", legacyW, map[string]float64{"rows": 1000}, 1000, 1e6), 21*0.077 + (mb-15*legacyW)*8/1e9},
 		// 20 MB at 1 Gbit/s through 16 MiB: the rate, over 77 ms; over 150
 		// ms the window fills (134 ms) before its credit is back.
-		{"snapshot, 16 MiB over 77 ms", point("init-snapshot", autoW, map[string]float64{"rows": 20000}, 20e6, 1000), 7*0.077 + 20e6*8/1e9},
-		{"snapshot, 16 MiB over 150 ms", overRTT(point("init-snapshot", autoW, map[string]float64{"rows": 20000}, 20e6, 1000), 0.150), 7*0.150 + 0.150 + (20e6-autoW)*8/1e9},
+		{"snapshot, 16 MiB over 77 ms", point("init-snapshot", autoW, map[string]float64{"rows": 20000}, 20e6, 1000), 6*0.077 + 20e6*8/1e9},
+		{"snapshot, 16 MiB over 150 ms", overRTT(point("init-snapshot", autoW, map[string]float64{"rows": 20000}, 20e6, 1000), 0.150), 6*0.150 + 0.150 + (20e6-autoW)*8/1e9},
 		// Only the archive's connection crosses: its handshake, then its
 		// bytes one way.
 		{"backup", point("init-backup", legacyW, map[string]float64{"rows": 1000}, 25472, 2000), 1.5*0.077 + 25472*8/1e9},
