@@ -101,8 +101,7 @@ type tableInfo struct {
 	// size is the table's size on disk when it was described: a
 	// snapshot's copy plans its streams' block ranges from it (the last
 	// range open, for rows in blocks added since).
-	size      tableSize
-	blockSize int64
+	size tableSize
 }
 
 // copyColumns are the columns that hold data (not generated).
@@ -154,7 +153,8 @@ func queueDescribe(b *pgx.Batch, name TableName) *describedTable {
 		JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relname = $2`,
 		name.Schema, name.Name).QueryRow(func(row pgx.Row) error {
 		var kind, ident string
-		err := row.Scan(&ti.OID, &kind, &ident, &ti.size.bytes, &ti.blockSize)
+		var blockSize int64
+		err := row.Scan(&ti.OID, &kind, &ident, &ti.size.bytes, &blockSize)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil
 		}
@@ -162,8 +162,8 @@ func queueDescribe(b *pgx.Batch, name TableName) *describedTable {
 			return fmt.Errorf("look up table %s: %w", name, err)
 		}
 		ti.Kind, ti.Identity = kind[0], ident[0]
-		if ti.blockSize > 0 {
-			ti.size.blocks = ti.size.bytes / ti.blockSize
+		if blockSize > 0 {
+			ti.size.blocks = ti.size.bytes / blockSize
 		}
 		d.info = ti
 		return nil

@@ -362,13 +362,15 @@ func (p *plan) createOnPublisher(ctx context.Context, made *created, published f
 		pl.SendPipelineSync()
 	}
 	errs := make([]error, len(stmts))
-	flushErr := pl.Flush()
-	if flushErr != nil {
+	// broken is the connection's failure: every statement not yet read
+	// may have run.
+	broken := pl.Flush()
+	if broken != nil {
 		published(false)
 	}
 	for i := range stmts {
-		if flushErr != nil {
-			errs[i] = flushErr
+		if broken != nil {
+			errs[i] = broken
 			continue
 		}
 		errs[i] = pipelineResult(pl)
@@ -376,8 +378,7 @@ func (p *plan) createOnPublisher(ctx context.Context, made *created, published f
 			published(errs[0] == nil)
 		}
 		if errs[i] != nil && mayHaveRun(errs[i]) {
-			// The connection failed: the rest may have run too.
-			flushErr = errs[i]
+			broken = errs[i]
 		}
 	}
 	closeErr := pl.Close()

@@ -382,14 +382,14 @@ func TestSetupTakesTheLastWALSender(t *testing.T) {
 	other.Close(ctx)
 
 	// The sender is free once the other's backend has exited.
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		err = Check(ctx, p.cfg, SetupOptions{Init: InitSnapshot})
-		if err == nil || time.Now().After(deadline) {
-			break
-		}
-	}
-	if err != nil {
-		t.Fatal(err)
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	var checked error
+	if err := pollUntil(wctx, 50*time.Millisecond, func() (bool, error) {
+		checked = Check(wctx, p.cfg, SetupOptions{Init: InitSnapshot})
+		return checked == nil, nil
+	}); err != nil {
+		t.Fatalf("the other's WAL sender not free after 30 s: %v", checked)
 	}
 	if _, err := Setup(ctx, p.cfg, SetupOptions{Init: InitSnapshot, Streams: 2}); err != nil {
 		t.Fatalf("setup with one WAL sender free: %v", err)
